@@ -1,0 +1,35 @@
+# evalpipe — the two set-up commands from README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: demo test bench lint schemas clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/evalpipe demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check evalpipe tests benchmarks
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_sampling.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check evalpipe tests benchmarks
+	$(VENV)/bin/ruff format --check evalpipe tests benchmarks
+
+schemas: $(STAMP)
+	$(VENV)/bin/evalpipe schemas write audits
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

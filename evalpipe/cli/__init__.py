@@ -1,0 +1,1 @@
+"""Thin typer CLI: each command parses arguments and calls a library function."""

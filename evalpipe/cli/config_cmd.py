@@ -1,0 +1,29 @@
+"""``evalpipe config validate|schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Validate run configs; print the config JSON Schema.", no_args_is_help=True)
+
+
+@app.command("validate")
+def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) -> None:
+    """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
+    from evalpipe.cli.console import out
+    from evalpipe.config import load_config
+
+    cfg = load_config(config)
+    out.print(f"{config}: valid ({len(cfg.benchmarks)} benchmarks: {', '.join(b.name for b in cfg.benchmarks)})")
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
+    from evalpipe.schema.published import config_schema
+
+    typer.echo(json.dumps(config_schema(), indent=2, ensure_ascii=False))

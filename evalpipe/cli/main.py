@@ -1,0 +1,65 @@
+"""Root CLI app; maps ``EvalpipeError`` to exit codes in one place.
+
+Heavy imports (EvalScope, SGLang, pandas) happen inside command functions so ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from evalpipe.errors import EvalpipeError, ExitCode
+
+app = typer.Typer(
+    name="evalpipe",
+    help="Auditable accuracy sign-off for LLM serving releases.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals can hold API keys
+)
+
+
+def _register() -> None:
+    from evalpipe.cli import config_cmd, sample_cmd
+
+    app.add_typer(config_cmd.app, name="config")
+    sample_cmd.register(app)
+    # --- registration of later stages (one line each) ---
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: run the app, turn expected errors into one line + exit code."""
+    from evalpipe.cli.console import err
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except EvalpipeError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+        for line in exc.details:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors arrive as click exceptions
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(int(ExitCode.USAGE))
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(int(ExitCode.INTERRUPTED))
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""YAML → config models, with every validation error named by file, line and field path.
+
+Error lines look like ``configs/x.yaml:23: benchmarks[2].sampling.per_stratum: must be > 0``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+_TAGS = {"path", "inline"}  # discriminator tags, not part of the user's YAML path
+
+
+def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    return data, node
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Line (1-based) of the deepest YAML node reachable along ``loc``."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for key, value in node.value:
+                if key.value == part:
+                    nxt = value
+                    line = key.start_mark.line + 1
+                    break
+            if nxt is None:
+                return line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _message(err: dict[str, Any]) -> str:
+    ctx = err.get("ctx") or {}
+    t = err["type"]
+    simple = {
+        "greater_than": "must be > {gt}",
+        "greater_than_equal": "must be >= {ge}",
+        "less_than": "must be < {lt}",
+        "less_than_equal": "must be <= {le}",
+        "extra_forbidden": "unknown field",
+        "missing": "required field missing",
+        "too_short": "must have at least {min_length} item(s)",
+        "string_pattern_mismatch": "must match {pattern}",
+    }
+    if t in simple:
+        try:
+            return simple[t].format(**ctx)
+        except KeyError:
+            pass
+    if t == "literal_error":
+        return f"must be one of {ctx.get('expected')} (got {err.get('input')!r})"
+    if t == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    return err["msg"]
+
+
+def validation_lines(exc: ValidationError, path: Path | None, node: yaml.Node | None) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if p not in _TAGS)
+        line = _line_of(node, loc) if node is not None else None
+        where = f"{path}:{line}: " if path and line else (f"{path}: " if path else "")
+        lines.append(f"{where}{format_loc(loc)}: {_message(err)}")
+    return lines
+
+
+def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None) -> M:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = validation_lines(exc, path, node)
+        raise ConfigError(f"{path}: {len(lines)} error(s)", details=lines) from None
+
+
+def load_plan(path: Path, *, benchmark: str | None = None) -> SamplingPlan:
+    path = Path(path)
+    data, node = _read_yaml(path)
+    plan = _validate(SamplingPlan, data, path, node)
+    if benchmark is not None:
+        if plan.benchmark is None:
+            plan.benchmark = benchmark  # type: ignore[assignment]
+        elif plan.benchmark != benchmark:
+            raise ConfigError(f"{path}: benchmark: plan is for {plan.benchmark!r}, used by {benchmark!r}")
+    return plan
+
+
+def load_config(path: Path, *, check_plans: bool = True) -> RunConfig:
+    """Load and validate a run config; with ``check_plans`` also load every referenced plan."""
+    path = Path(path)
+    data, node = _read_yaml(path)
+    cfg = _validate(RunConfig, data, path, node)
+    cfg._config_path = path.resolve()
+    if check_plans:
+        errors: list[str] = []
+        for i, bench in enumerate(cfg.benchmarks):
+            try:
+                resolve_plan(cfg, bench.name)
+            except ConfigError as exc:
+                line = _line_of(node, ("benchmarks", i, "sampling"))
+                errors.append(f"{path}:{line}: benchmarks[{i}].sampling: {exc.message}")
+                errors.extend(exc.details)
+        if errors:
+            raise ConfigError(f"{path}: invalid sampling plan(s)", details=errors)
+    return cfg
+
+
+def resolve_plan(cfg: RunConfig, benchmark: str) -> SamplingPlan:
+    """The plan a benchmark uses (inline, or loaded from its file), with ``benchmark`` filled in."""
+    bench = cfg.benchmark(benchmark)
+    if isinstance(bench.sampling, SamplingPlan):
+        plan = bench.sampling.model_copy()
+        plan.benchmark = bench.name
+        return plan
+    return load_plan(cfg.resolve_path(bench.sampling), benchmark=bench.name)

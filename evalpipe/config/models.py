@@ -1,0 +1,303 @@
+"""Run-config and sampling-plan models.
+
+The config describes a run completely: which model and how the server is launched (or which endpoint
+to attach to), the generation settings, and per benchmark the EvalScope adapter, few-shot count,
+sampling plan, dataset source and optional dataset fingerprint pin.  Every model forbids unknown keys
+so that a typo in a YAML file is an error that names the field, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+BenchmarkName = Literal["ifeval", "ceval", "gsm8k", "live_code_bench"]
+StratifyBy = Literal["none", "instruction_count", "subject", "difficulty"]
+ServerKind = Literal["sglang", "answer_key", "endpoint"]
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ModelConfig(Strict):
+    """The model under test."""
+
+    path: str = Field(description="Model weights directory (or hub id) passed to the server as --model-path.")
+    served_name: str = Field(description="Name the server serves the model under; the `model` field of requests.")
+    chat_template: Literal["native"] | str = Field(
+        default="native", description="'native' = the tokenizer's own chat template; otherwise a template path."
+    )
+    thinking: Literal["model_default", "enabled", "disabled"] = Field(
+        default="model_default", description="Reasoning mode; model_default sends no chat_template_kwargs."
+    )
+    tokenizer_path: str | None = None
+
+
+class SpeculativeConfig(Strict):
+    """Multi-token prediction (MTP) via speculative decoding."""
+
+    algorithm: Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE"] = "EAGLE"
+    num_steps: Annotated[int, Field(gt=0)] = 3
+    eagle_topk: Annotated[int, Field(gt=0)] = 1
+    num_draft_tokens: Annotated[int, Field(gt=0)] = 4
+
+
+class MultiNodeConfig(Strict):
+    nnodes: Annotated[int, Field(gt=0)] = 1
+    node_rank: Annotated[int, Field(ge=0)] = 0
+    dist_init_addr: str | None = Field(default=None, description="host:port of rank 0 (required when nnodes > 1)")
+
+    @model_validator(mode="after")
+    def _check(self) -> MultiNodeConfig:
+        if self.nnodes > 1 and not self.dist_init_addr:
+            raise ValueError("dist_init_addr is required when nnodes > 1")
+        if self.node_rank >= self.nnodes:
+            raise ValueError("node_rank must be < nnodes")
+        return self
+
+
+class AnswerKeyConfig(Strict):
+    """The embedded self-test server: answers from the bundled datasets' gold answers."""
+
+    mode: Literal["positive", "negative"] = "positive"
+    faults: list[Literal["duplicate_request", "truncate", "http_500_once", "index_error"]] = Field(
+        default_factory=list
+    )
+
+
+class ServerConfig(Strict):
+    """How the server is launched, or which running server to attach to.
+
+    ``kind: sglang`` launches ``python -m sglang.launch_server`` with flags built for the installed
+    SGLang version; ``kind: answer_key`` launches evalpipe's self-test server through the same code
+    path; ``kind: endpoint`` attaches to ``endpoint`` (a running server or sglang-router).
+    """
+
+    kind: ServerKind = "sglang"
+    endpoint: str | None = Field(default=None, description="Base URL of a running server (kind: endpoint).")
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 30000
+    tp_size: Annotated[int, Field(gt=0)] = 1
+    ep_size: Annotated[int, Field(gt=0)] | None = None
+    dp_size: Annotated[int, Field(gt=0)] | None = None
+    attn_cp_size: Annotated[int, Field(gt=0)] | None = None
+    dcp_size: Annotated[int, Field(gt=0)] | None = None
+    attention_backend: str | None = Field(default=None, description="e.g. 'dsa'")
+    dsa_prefill_backend: str | None = Field(default=None, description="e.g. 'tilelang'")
+    dsa_decode_backend: str | None = Field(default=None, description="e.g. 'tilelang'")
+    kv_cache_dtype: str = Field(default="auto", description="e.g. 'fp8_e4m3' (raw, unscaled) or 'bfloat16'")
+    speculative: SpeculativeConfig | None = None
+    enable_deterministic_inference: bool = False
+    enable_hisparse: bool = False
+    multi_node: MultiNodeConfig = Field(default_factory=MultiNodeConfig)
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable holding the API key (never the key itself)."
+    )
+    extra_args: list[str] = Field(default_factory=list, description="Passed through verbatim after built flags.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the server process.")
+    launch_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+    stop_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    on_mismatch: Literal["abort", "warn"] = Field(
+        default="abort", description="What to do when /server_info resolved a value different from the config."
+    )
+    answer_key: AnswerKeyConfig | None = Field(default=None, description="Self-test server settings (kind: answer_key).")
+
+    @model_validator(mode="after")
+    def _check(self) -> ServerConfig:
+        if self.kind == "endpoint" and not self.endpoint:
+            raise ValueError("endpoint is required when kind is 'endpoint'")
+        return self
+
+
+class ServerVariant(Strict):
+    """A named override of launch settings (paired control: fp8_raw vs bf16_control)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    label: str | None = None
+    overrides: dict[str, object] = Field(default_factory=dict, description="ServerConfig fields to override.")
+
+
+class GenerationConfig(Strict):
+    temperature: Annotated[float, Field(ge=0)] = 0.0
+    top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
+    seed: int | None = 42
+    n: Annotated[int, Field(gt=0)] = 1
+    concurrency: Annotated[int, Field(gt=0)] = 8
+    request_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+    max_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(
+        default_factory=dict, description="Per-benchmark max output tokens, keyed by benchmark name."
+    )
+    default_max_tokens: Annotated[int, Field(gt=0)] = 32768
+    stream: bool = False
+    retries: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="EvalScope-level retries of a failed request (each attempt is logged)."
+    )
+
+    def max_tokens_for(self, benchmark: str) -> int:
+        return self.max_tokens.get(benchmark, self.default_max_tokens)
+
+
+class DatasetSource(Strict):
+    """Where a benchmark's full splits come from: a local mirror or the hub."""
+
+    local: str | None = Field(
+        default=None,
+        description="Local mirror directory for this benchmark (layout of ../shared/datasets/<benchmark>).",
+    )
+    hub: str | None = Field(default=None, description="Hub dataset id; default: the id EvalScope's adapter declares.")
+    hub_backend: Literal["modelscope", "huggingface"] = "modelscope"
+    revision: str | None = None
+
+
+class PlanFilter(Strict):
+    """Record filter applied before stratification (LiveCodeBench release/date windows)."""
+
+    versions: list[str] | None = Field(default=None, description="Keep records whose `_version` is listed.")
+    start_date: str | None = Field(default=None, description="Keep contest_date >= this (ISO date).")
+    end_date: str | None = Field(default=None, description="Keep contest_date <= this (ISO date).")
+
+
+class SamplingPlan(Strict):
+    """A declarative sampling plan (``samplers/<benchmark>.yaml``).
+
+    Exactly one of ``per_stratum`` and ``total``.  ``allocation`` applies to ``total`` only:
+    ``proportional`` (largest remainder over strata) or ``uniform`` (one stratum: simple random sample).
+    """
+
+    schema_version: int = 1
+    benchmark: BenchmarkName | None = Field(default=None, description="Must match the benchmark using the plan.")
+    stratify_by: StratifyBy = "none"
+    per_stratum: Annotated[int, Field(gt=0)] | None = None
+    total: Annotated[int, Field(gt=0)] | None = None
+    allocation: Literal["proportional", "uniform"] | None = None
+    allow_short: bool = False
+    strata: list[str] | None = Field(default=None, description="Restrict to these strata (default: all present).")
+    filter: PlanFilter | None = None
+    description: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> SamplingPlan:
+        if (self.per_stratum is None) == (self.total is None):
+            raise ValueError("exactly one of per_stratum and total must be set")
+        if self.total is not None and self.allocation is None:
+            raise ValueError("allocation (proportional or uniform) is required with total")
+        if self.per_stratum is not None and self.allocation is not None:
+            raise ValueError("allocation applies to total only")
+        if self.allocation == "uniform" and self.stratify_by != "none":
+            raise ValueError("allocation uniform samples one stratum: use stratify_by: none")
+        return self
+
+    def rule_text(self) -> str:
+        if self.per_stratum is not None:
+            alloc = f"{self.per_stratum} per {self.stratify_by} stratum"
+        elif self.allocation == "proportional":
+            alloc = f"{self.total} in total, proportional to {self.stratify_by} strata (largest remainder)"
+        else:
+            alloc = f"{self.total} uniformly over the split"
+        return f"{alloc}; within a stratum, ascending sha256(seed:benchmark:source_id); without replacement"
+
+
+class BenchmarkConfig(Strict):
+    name: BenchmarkName
+    subset: str | None = Field(
+        default=None, description="EvalScope subset name (gsm8k 'main', ifeval 'default', LCB 'release_v6')."
+    )
+    few_shot: Annotated[int, Field(ge=0)] = 0
+    sampling: Annotated[
+        Annotated[str, Tag("path")] | Annotated[SamplingPlan, Tag("inline")],
+        Discriminator(lambda v: "path" if isinstance(v, str) else "inline"),
+    ] = Field(description="Sampling plan: a YAML path (relative to the config file) or an inline plan.")
+    source: DatasetSource = Field(default_factory=DatasetSource)
+    fingerprint: Annotated[str, Field(pattern=SHA256_PATTERN)] | None = Field(
+        default=None, description="Pinned dataset fingerprint (sha256 over sorted record hashes)."
+    )
+    max_tokens: Annotated[int, Field(gt=0)] | None = Field(
+        default=None, description="Overrides generation.max_tokens for this benchmark."
+    )
+    extra_params: dict[str, object] = Field(default_factory=dict, description="EvalScope dataset extra_params.")
+
+    @model_validator(mode="after")
+    def _plan_matches(self) -> BenchmarkConfig:
+        if isinstance(self.sampling, SamplingPlan) and self.sampling.benchmark not in (None, self.name):
+            raise ValueError(f"sampling.benchmark is {self.sampling.benchmark!r}, expected {self.name!r}")
+        return self
+
+    @field_validator("subset")
+    @classmethod
+    def _nonempty(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+
+class GateConfig(Strict):
+    min_score: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+    min_ci_lower: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+    max_error_findings: Annotated[int, Field(ge=0)] = 0
+    max_transport_failures: Annotated[int, Field(ge=0)] | None = None
+
+
+class ComponentTest(Strict):
+    name: str
+    pytest_args: list[str] = Field(description="Arguments to pytest, e.g. a test file of SGLang's TileLang kernels.")
+    cwd: str | None = None
+    required: bool = False
+
+
+class RunConfig(Strict):
+    schema_version: int = 1
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str | None = None
+    model: ModelConfig
+    server: ServerConfig
+    variants: list[ServerVariant] = Field(default_factory=list)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    sampling_seed: int = 42
+    benchmarks: Annotated[list[BenchmarkConfig], Field(min_length=1)]
+    output_root: str = "results"
+    dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
+    gates: GateConfig = Field(default_factory=GateConfig)
+    component_tests: list[ComponentTest] = Field(default_factory=list)
+
+    # Set by the loader: where the YAML lives, for resolving relative paths. Not part of the schema.
+    _config_path: Path | None = None
+
+    @model_validator(mode="after")
+    def _unique(self) -> RunConfig:
+        names = [b.name for b in self.benchmarks]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"benchmark listed more than once: {', '.join(dup)}")
+        vnames = [v.name for v in self.variants]
+        vdup = sorted({n for n in vnames if vnames.count(n) > 1})
+        if vdup:
+            raise ValueError(f"variant listed more than once: {', '.join(vdup)}")
+        return self
+
+    @property
+    def config_path(self) -> Path | None:
+        return self._config_path
+
+    def base_dir(self) -> Path:
+        return self._config_path.parent if self._config_path else Path.cwd()
+
+    def resolve_path(self, value: str) -> Path:
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (self.base_dir() / p)
+
+    def benchmark(self, name: str) -> BenchmarkConfig:
+        for b in self.benchmarks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def max_tokens_for(self, name: str) -> int:
+        b = self.benchmark(name)
+        return b.max_tokens or self.generation.max_tokens_for(name)
+
+

@@ -1,0 +1,99 @@
+"""Content hashing: canonical JSON and sha256 helpers.
+
+The canonical form is what makes a record's hash independent of the file format it was read from:
+sorted keys, UTF-8 (no ASCII escaping), no spaces, and text line endings normalised to ``\\n``.
+Benchmark-specific value normalisation (``"0"`` vs ``0`` ids, null kwargs) happens in the source
+loaders before this function sees the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+def normalize_newlines(text: str) -> str:
+    """CRLF and lone CR become LF."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _normalize(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalize_newlines(value)
+    if isinstance(value, dict):
+        return {str(k): _normalize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalize(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical UTF-8 JSON bytes of ``value`` (sorted keys, compact, LF line endings)."""
+    return json.dumps(
+        _normalize(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode("utf-8")
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    """sha256 of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def fingerprint(record_hashes: Iterable[str]) -> str:
+    """Dataset fingerprint: sha256 over the sorted record hashes, one per line."""
+    h = hashlib.sha256()
+    for rh in sorted(record_hashes):
+        h.update(rh.encode("ascii"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def rank_key(seed: int, benchmark: str, source_id: str) -> str:
+    """The selection rank key: ``sha256(f"{seed}:{benchmark}:{source_id}")`` as hex."""
+    return hashlib.sha256(f"{seed}:{benchmark}:{source_id}".encode()).hexdigest()
+
+
+def message_text(content: Any) -> str:
+    """Text of a chat message ``content``: a string, or the concatenated text parts of a part list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if text is None and part.get("type") == "text":
+                    text = part.get("content")
+                if isinstance(text, str):
+                    parts.append(text)
+        return "".join(parts)
+    return str(content)
+
+
+def prompt_sha256(messages: Iterable[Any]) -> str:
+    """Hash of the rendered prompt: canonical JSON of ``[{"role", "content"}]`` with text content.
+
+    The same function is applied to the OpenAI wire request (proxy), to EvalScope's prediction and
+    review records and at resume, so a prompt can be followed across all three.  Messages may be dicts
+    or objects with ``role``/``content`` attributes.
+    """
+    norm = []
+    for m in messages:
+        role = m.get("role") if isinstance(m, dict) else getattr(m, "role", None)
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+        norm.append({"role": str(role), "content": message_text(content)})
+    return sha256_json(norm)

@@ -1,0 +1,125 @@
+"""Names of the files in a run directory — the only place that spells them.
+
+Stages talk through these files, so each stage can be re-run alone against an existing run directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # --- spine (issue A)
+    @property
+    def run_record(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def config_copy(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def sampled_ids(self) -> Path:
+        return self.root / "sampled_ids.csv"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources.json"
+
+    # --- EvalScope (issue B)
+    @property
+    def datasets_dir(self) -> Path:
+        return self.root / "datasets"
+
+    @property
+    def evalscope_dir(self) -> Path:
+        return self.root / "evalscope"
+
+    @property
+    def evalscope_log(self) -> Path:
+        return self.root / "logs" / "evalscope.log"
+
+    @property
+    def index_map(self) -> Path:
+        return self.root / "index_map.json"
+
+    @property
+    def prompt_hashes(self) -> Path:
+        return self.root / "prompt_hashes.jsonl"
+
+    @property
+    def cache_repairs(self) -> Path:
+        return self.root / "cache_repairs.jsonl"
+
+    @property
+    def outcomes(self) -> Path:
+        return self.root / "outcomes.jsonl"
+
+    # --- server and proxy (issue C)
+    @property
+    def server_dir(self) -> Path:
+        return self.root / "server"
+
+    @property
+    def server_log(self) -> Path:
+        return self.server_dir / "server.log"
+
+    @property
+    def server_launch(self) -> Path:
+        return self.server_dir / "launch.json"
+
+    @property
+    def server_info(self) -> Path:
+        return self.server_dir / "server_info.json"
+
+    @property
+    def model_info(self) -> Path:
+        return self.server_dir / "model_info.json"
+
+    @property
+    def server_verification(self) -> Path:
+        return self.server_dir / "verification.json"
+
+    @property
+    def requests_log(self) -> Path:
+        return self.root / "requests.jsonl"
+
+    @property
+    def responses_log(self) -> Path:
+        return self.root / "responses.jsonl.gz"
+
+    @property
+    def provenance(self) -> Path:
+        return self.root / "provenance.json"
+
+    # --- audit and report (issue D)
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def events_log(self) -> Path:
+        return self.logs_dir / "events.jsonl"

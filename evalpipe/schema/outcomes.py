@@ -1,0 +1,90 @@
+"""``outcomes.jsonl`` — one row per manifest entry: what happened to that sample.
+
+Rows are produced by the EvalScope bridge (the only code that knows EvalScope's output layout) as
+normalised facts; the audit judges them.  Missing predictions or reviews are rows too.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from evalpipe.schema.base import Row
+
+FailureClass = Literal[
+    "ok",
+    "wrong",
+    "budget_exhausted",
+    "api_error",
+    "scoring_error",
+    "code_wrong_answer",
+    "code_timeout",
+    "code_runtime_error",
+    "code_compile_error",
+    "unparsable_answer",
+    "missing_prediction",
+    "missing_review",
+]
+
+FAILURE_CLASSES: tuple[str, ...] = FailureClass.__args__  # type: ignore[attr-defined]
+
+
+class OutcomeRow(Row):
+    schema_version: int = 1
+    benchmark: str
+    subset: str
+    index: int = Field(description="EvalScope's positional index within (benchmark, subset).")
+    source_id: str
+    stratum: str
+    prediction_present: bool
+    review_present: bool
+    n_predictions: int = Field(description="Prediction records found for this index (should be 1).")
+    n_reviews: int = Field(description="Review records found for this index (should be 1).")
+    response_id: str | None = Field(default=None, description="model_output.id (the proxy's attempt rid).")
+    stop_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+    api_error: str | None = None
+    prompt_sha256: str | None = Field(default=None, description="evalpipe.hashing.prompt_sha256 of the prediction.")
+    expected_prompt_sha256: str | None = Field(
+        default=None, description="Prompt hash recorded when this entry was first rendered (prompt_hashes.jsonl)."
+    )
+    prompt_contains_question: bool | None = Field(
+        default=None, description="The final user message contains the manifest entry's question text."
+    )
+    review_matches_prediction: bool | None = Field(
+        default=None, description="The review's messages and output equal the prediction's."
+    )
+    response_sha256: str | None = None
+    score: float | None = Field(default=None, description="Primary metric (0/1 for all four benchmarks).")
+    scores: dict[str, float] = Field(default_factory=dict, description="All metrics of the review.")
+    extracted_answer: str | None = None
+    gold_answer: str | None = None
+    failure_class: FailureClass
+    failure_detail: str | None = Field(
+        default=None, description="e.g. the exception type for code_runtime_error, the error for scoring_error."
+    )
+
+    @property
+    def failure_label(self) -> str:
+        """``code_runtime_error:IndexError`` style label for reports."""
+        if self.failure_class == "code_runtime_error" and self.failure_detail:
+            return f"{self.failure_class}:{self.failure_detail}"
+        return self.failure_class
+
+
+class CacheRepair(Row):
+    """A cached EvalScope row discarded at resume because it did not belong to its manifest entry."""
+
+    schema_version: int = 1
+    benchmark: str
+    subset: str
+    index: int
+    expected_source_id: str
+    expected_prompt_sha256: str | None
+    found_prompt_sha256: str | None
+    found_content_sha256: str | None = Field(default=None, description="sha256 of the cached final user message.")
+    reason: Literal["question_mismatch", "prompt_hash_mismatch", "no_recorded_hash", "unreadable"]
+    artifact: Literal["prediction", "review"]

@@ -1,0 +1,48 @@
+"""JSON Schemas published in ``audits/`` (kept in sync with the models by a test)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(mode="validation")
+
+
+def config_schema() -> dict[str, Any]:
+    from evalpipe.config.models import RunConfig
+
+    return _schema(RunConfig)
+
+
+def manifest_schema() -> dict[str, Any]:
+    from evalpipe.schema.manifest import Manifest
+
+    return _schema(Manifest)
+
+
+# file name in audits/ → schema builder; later stages add theirs here.
+PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
+    "config.schema.json": config_schema,
+    "manifest.schema.json": manifest_schema,
+}
+
+
+def render(builder: Callable[[], dict[str, Any]]) -> str:
+    return json.dumps(builder(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def write_all(directory: Path) -> list[Path]:
+    from evalpipe.io import atomic_write_text
+
+    written = []
+    for name, builder in PUBLISHED.items():
+        path = Path(directory) / name
+        atomic_write_text(path, render(builder))
+        written.append(path)
+    return written

@@ -1,0 +1,39 @@
+"""``requests.jsonl`` — one line per request attempt that passed the recording proxy (append-only).
+
+Response bodies are kept in ``responses.jsonl.gz`` (one gzip member per attempt, keyed by
+``attempt_id``) so a run can be replayed without a GPU.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalpipe.schema.base import Row
+
+
+class Usage(Row):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class RequestAttempt(Row):
+    schema_version: int = 1
+    attempt_id: str = Field(description="Unique per attempt; sent to SGLang as `rid` where accepted.")
+    seq: int = Field(description="Order in which the proxy received the attempt (0-based).")
+    started_at: str = Field(description="UTC ISO-8601")
+    ended_at: str | None = None
+    method: str
+    path: str
+    body_sha256: str
+    messages_sha256: str | None = Field(default=None, description="evalpipe.hashing.prompt_sha256(messages)")
+    model: str | None = None
+    max_tokens: int | None = None
+    stream: bool = False
+    status: int | None = Field(default=None, description="HTTP status from the server; None on transport error.")
+    response_id: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    latency_s: float | None = None
+    transport_error: str | None = Field(default=None, description="Exception class name when no response came.")
+    response_sha256: str | None = Field(default=None, description="sha256 of the completion text (first choice).")
