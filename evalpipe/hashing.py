@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 
 def normalize_newlines(text: str) -> str:
     """CRLF and lone CR become LF."""
@@ -31,11 +33,37 @@ def _normalize(value: Any) -> Any:
     return value
 
 
-def canonical_json(value: Any) -> bytes:
-    """Canonical UTF-8 JSON bytes of ``value`` (sorted keys, compact, LF line endings)."""
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_float(v) for v in value)
+    return False
+
+
+def _canonical_json_stdlib(value: Any) -> bytes:
     return json.dumps(
-        _normalize(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
     ).encode("utf-8")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical UTF-8 JSON bytes of ``value`` (sorted keys, compact, LF line endings).
+
+    The definition is the stdlib form ``json.dumps(v, sort_keys=True, ensure_ascii=False,
+    separators=(",", ":"))``.  orjson produces the same bytes for everything except float formatting
+    (``1e-07`` vs ``1e-7``) and integers beyond 64 bits, so it is used as a 2-3x faster path only for
+    values without floats, with the stdlib as fallback (a test checks the equivalence).
+    """
+    value = _normalize(value)
+    if not _has_float(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return _canonical_json_stdlib(value)
 
 
 def sha256_hex(data: bytes | str) -> str:

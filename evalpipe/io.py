@@ -105,7 +105,7 @@ class JsonlAppender:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived handle
+        self._fh = open(self.path, "a", encoding="utf-8")
 
     def append(self, row: BaseModel | dict) -> None:
         line = row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False)
@@ -159,6 +159,8 @@ def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult:
             try:
                 obj = model.model_validate(obj)
             except ValidationError as exc:
-                raise ArtifactError(f"{path}:{i}: does not match {model.__name__}", details=_errors(exc)) from None
+                raise ArtifactError(
+                    f"{path}:{i}: does not match {model.__name__}", details=_errors(exc)
+                ) from None
         result.append(obj)
     return result

@@ -18,7 +18,9 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
     from evalpipe.config import load_config
 
     cfg = load_config(config)
-    out.print(f"{config}: valid ({len(cfg.benchmarks)} benchmarks: {', '.join(b.name for b in cfg.benchmarks)})")
+    out.print(
+        f"{config}: valid ({len(cfg.benchmarks)} benchmarks: {', '.join(b.name for b in cfg.benchmarks)})"
+    )
 
 
 @app.command("schema")

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     from evalpipe.cli.console import err
 
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int) and rv != 0:  # typer.Exit(code) under standalone_mode=False
+            sys.exit(rv)
     except EvalpipeError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
         for line in exc.details:

@@ -1,9 +1,64 @@
-"""``evalpipe sample`` and ``evalpipe verify-sample`` (filled in with the sampler)."""
+"""``evalpipe sample`` and ``evalpipe verify-sample``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from evalpipe.errors import ExitCode
+
+DatasetRoot = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset-root", help="Local mirror root for every benchmark (layout of ../shared/datasets)."
+    ),
+]
+
+
+def sample(
+    config: Annotated[Path, typer.Argument(help="Run config YAML")],
+    dataset_root: DatasetRoot = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run directory (default: output_root/<name>-<time>)")
+    ] = None,
+    allow_dataset_drift: Annotated[
+        bool,
+        typer.Option("--allow-dataset-drift", help="Run even if a pinned fingerprint differs (recorded)."),
+    ] = False,
+) -> None:
+    """Load the datasets, select the samples, write manifest.json and sampled_ids.csv."""
+    from evalpipe.cli.console import out as console
+    from evalpipe.config import load_config
+    from evalpipe.samplers import sample_run
+    from evalpipe.samplers.table import sampling_table
+
+    cfg = load_config(config)
+    result = sample_run(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_dataset_drift)
+    console.print(sampling_table(result.manifest))
+    console.print(f"{len(result.manifest.entries)} samples → {result.rundir.manifest}")
+    console.print(f"sampled ids → {result.rundir.sampled_ids}")
+
+
+def verify(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory holding manifest.json")],
+    dataset_root: DatasetRoot = None,
+) -> None:
+    """Re-derive the selection from the datasets; exit 0 when identical, 1 with a diff otherwise."""
+    from evalpipe.cli.console import out as console
+    from evalpipe.samplers import verify_sample
+
+    result = verify_sample(run_dir, dataset_root=dataset_root)
+    if result.identical:
+        console.print(f"identical: {len(result.manifest.entries)} entries re-derived from the datasets")
+        return
+    console.print(f"[bold red]DIFFERENT[/]: {len(result.differences)} difference(s)")
+    for line in result.differences:
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+    raise typer.Exit(int(ExitCode.GATE_FAILED))
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("sample")(sample)
+    app.command("verify-sample")(verify)

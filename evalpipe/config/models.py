@@ -28,9 +28,12 @@ class ModelConfig(Strict):
     """The model under test."""
 
     path: str = Field(description="Model weights directory (or hub id) passed to the server as --model-path.")
-    served_name: str = Field(description="Name the server serves the model under; the `model` field of requests.")
+    served_name: str = Field(
+        description="Name the server serves the model under; the `model` field of requests."
+    )
     chat_template: Literal["native"] | str = Field(
-        default="native", description="'native' = the tokenizer's own chat template; otherwise a template path."
+        default="native",
+        description="'native' = the tokenizer's own chat template; otherwise a template path.",
     )
     thinking: Literal["model_default", "enabled", "disabled"] = Field(
         default="model_default", description="Reasoning mode; model_default sends no chat_template_kwargs."
@@ -50,7 +53,9 @@ class SpeculativeConfig(Strict):
 class MultiNodeConfig(Strict):
     nnodes: Annotated[int, Field(gt=0)] = 1
     node_rank: Annotated[int, Field(ge=0)] = 0
-    dist_init_addr: str | None = Field(default=None, description="host:port of rank 0 (required when nnodes > 1)")
+    dist_init_addr: str | None = Field(
+        default=None, description="host:port of rank 0 (required when nnodes > 1)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MultiNodeConfig:
@@ -96,16 +101,22 @@ class ServerConfig(Strict):
     enable_hisparse: bool = False
     multi_node: MultiNodeConfig = Field(default_factory=MultiNodeConfig)
     api_key_env: str | None = Field(
-        default=None, description="Name of the environment variable holding the API key (never the key itself)."
+        default=None,
+        description="Name of the environment variable holding the API key (never the key itself).",
     )
-    extra_args: list[str] = Field(default_factory=list, description="Passed through verbatim after built flags.")
+    extra_args: list[str] = Field(
+        default_factory=list, description="Passed through verbatim after built flags."
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the server process.")
     launch_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
     stop_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     on_mismatch: Literal["abort", "warn"] = Field(
-        default="abort", description="What to do when /server_info resolved a value different from the config."
+        default="abort",
+        description="What to do when /server_info resolved a value different from the config.",
     )
-    answer_key: AnswerKeyConfig | None = Field(default=None, description="Self-test server settings (kind: answer_key).")
+    answer_key: AnswerKeyConfig | None = Field(
+        default=None, description="Self-test server settings (kind: answer_key)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
@@ -149,7 +160,9 @@ class DatasetSource(Strict):
         default=None,
         description="Local mirror directory for this benchmark (layout of ../shared/datasets/<benchmark>).",
     )
-    hub: str | None = Field(default=None, description="Hub dataset id; default: the id EvalScope's adapter declares.")
+    hub: str | None = Field(
+        default=None, description="Hub dataset id; default: the id EvalScope's adapter declares."
+    )
     hub_backend: Literal["modelscope", "huggingface"] = "modelscope"
     revision: str | None = None
 
@@ -170,13 +183,17 @@ class SamplingPlan(Strict):
     """
 
     schema_version: int = 1
-    benchmark: BenchmarkName | None = Field(default=None, description="Must match the benchmark using the plan.")
+    benchmark: BenchmarkName | None = Field(
+        default=None, description="Must match the benchmark using the plan."
+    )
     stratify_by: StratifyBy = "none"
     per_stratum: Annotated[int, Field(gt=0)] | None = None
     total: Annotated[int, Field(gt=0)] | None = None
     allocation: Literal["proportional", "uniform"] | None = None
     allow_short: bool = False
-    strata: list[str] | None = Field(default=None, description="Restrict to these strata (default: all present).")
+    strata: list[str] | None = Field(
+        default=None, description="Restrict to these strata (default: all present)."
+    )
     filter: PlanFilter | None = None
     description: str | None = None
 
@@ -219,7 +236,9 @@ class BenchmarkConfig(Strict):
     max_tokens: Annotated[int, Field(gt=0)] | None = Field(
         default=None, description="Overrides generation.max_tokens for this benchmark."
     )
-    extra_params: dict[str, object] = Field(default_factory=dict, description="EvalScope dataset extra_params.")
+    extra_params: dict[str, object] = Field(
+        default_factory=dict, description="EvalScope dataset extra_params."
+    )
 
     @model_validator(mode="after")
     def _plan_matches(self) -> BenchmarkConfig:
@@ -244,7 +263,9 @@ class GateConfig(Strict):
 
 class ComponentTest(Strict):
     name: str
-    pytest_args: list[str] = Field(description="Arguments to pytest, e.g. a test file of SGLang's TileLang kernels.")
+    pytest_args: list[str] = Field(
+        description="Arguments to pytest, e.g. a test file of SGLang's TileLang kernels."
+    )
     cwd: str | None = None
     required: bool = False
 
@@ -299,5 +320,3 @@ class RunConfig(Strict):
     def max_tokens_for(self, name: str) -> int:
         b = self.benchmark(name)
         return b.max_tokens or self.generation.max_tokens_for(name)
-
-

@@ -43,12 +43,16 @@ class DatasetIdentity(Row):
     fewshot_records: int | None = None
     fewshot_fingerprint: str | None = None
     pinned_fingerprint: str | None = None
-    drift_allowed: bool = Field(default=False, description="Pin mismatched and --allow-dataset-drift was given.")
+    drift_allowed: bool = Field(
+        default=False, description="Pin mismatched and --allow-dataset-drift was given."
+    )
 
 
 class BenchmarkSampling(Row):
     benchmark: str
-    subsets: list[str] = Field(description="EvalScope subsets the selected entries fall in, in manifest order.")
+    subsets: list[str] = Field(
+        description="EvalScope subsets the selected entries fall in, in manifest order."
+    )
     few_shot: int
     plan: SamplingPlan
     plan_sha256: str

@@ -6,14 +6,17 @@ import csv
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from evalpipe.errors import DataError
-from evalpipe.hashing import fingerprint, sha256_json
+from evalpipe.hashing import canonical_json, fingerprint, sha256_json
 from evalpipe.schema.sources import SourceFile
 
 
@@ -33,11 +36,46 @@ class SourceRecord:
     row: int
     raw: dict[str, Any]
     canonical: dict[str, Any]
-    record_sha256: str = ""
+    _sha256: str = ""
 
-    def __post_init__(self) -> None:
-        if not self.record_sha256:
-            self.record_sha256 = sha256_json(self.canonical)
+    @property
+    def record_sha256(self) -> str:
+        """sha256 of the canonical JSON; computed on first use unless a ``RecordHasher`` filled it."""
+        if not self._sha256:
+            self._sha256 = sha256_json(self.canonical)
+        return self._sha256
+
+    @record_sha256.setter
+    def record_sha256(self, value: str) -> None:
+        self._sha256 = value
+
+
+class RecordHasher:
+    """Hashes records' canonical JSON on a worker thread while the caller parses the next rows.
+
+    ``hashlib`` releases the GIL for large buffers, so on LiveCodeBench-sized records (MBs of test
+    cases) hashing overlaps with parsing instead of following it.
+    """
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-hash")
+        self._pending: list[tuple[SourceRecord, Any]] = []
+
+    @staticmethod
+    def _digest(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    def add(self, record: SourceRecord) -> SourceRecord:
+        self._pending.append((record, self._pool.submit(self._digest, canonical_json(record.canonical))))
+        return record
+
+    def finish(self) -> None:
+        for record, future in self._pending:
+            record.record_sha256 = future.result()
+        self._pending.clear()
+        self._pool.shutdown()
 
 
 @dataclass(slots=True)
@@ -128,19 +166,44 @@ def file_info(path: Path, data: bytes | None = None) -> SourceFile:
     return SourceFile(path=str(path), bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
-def read_rows(path: Path) -> tuple[Iterator[tuple[int, dict[str, Any]]], SourceFile]:
-    """Rows of a .jsonl, .csv or .parquet file as ``(line_number, dict)``; line 1-based in the file."""
+class _BackgroundFileHash:
+    """sha256 of a file's bytes computed on another core while its rows are parsed.
+
+    hashlib releases the GIL for large buffers, so this overlaps with JSON parsing.
+    """
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self.path, self.size = path, len(data)
+        self._digest: str | None = None
+        self._thread = threading.Thread(target=self._run, args=(data,), daemon=True)
+        self._thread.start()
+
+    def _run(self, data: bytes) -> None:
+        self._digest = hashlib.sha256(data).hexdigest()
+
+    def result(self) -> SourceFile:
+        self._thread.join()
+        assert self._digest is not None
+        return SourceFile(path=str(self.path), bytes=self.size, sha256=self._digest)
+
+
+def read_rows(path: Path) -> tuple[Iterator[tuple[int, dict[str, Any]]], _BackgroundFileHash]:
+    """Rows of a .jsonl, .csv or .parquet file as ``(line_number, dict)``; line 1-based in the file.
+
+    Returns the row iterator and a handle whose ``result()`` is the file's ``SourceFile`` (size, sha256).
+    """
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".csv", ".parquet"):
+        data = path.read_bytes()
+        info = _BackgroundFileHash(path, data)
     if suffix == ".jsonl":
-        data = path.read_bytes()
-        return _jsonl_rows(path, data), file_info(path, data)
+        return _jsonl_rows(path, data), info
     if suffix == ".csv":
-        data = path.read_bytes()
-        return _csv_rows(path, data), file_info(path, data)
+        return _csv_rows(path, data), info
     if suffix == ".parquet":
-        return _parquet_rows(path), file_info(path)
+        return _parquet_rows(path), info
     raise DataError(f"{path}: unsupported file type (expected .jsonl, .csv or .parquet)")
 
 
@@ -149,9 +212,12 @@ def _jsonl_rows(path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any]]]
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}:{lineno}: malformed JSON line ({exc})") from None
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:  # orjson is stricter than the stdlib on a few inputs (e.g. NaN): defer to it
+                obj = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise DataError(f"{path}:{lineno}: malformed JSON line ({exc})") from None
         if not isinstance(obj, dict):
             raise DataError(f"{path}:{lineno}: expected a JSON object")
         yield lineno, obj
@@ -184,7 +250,9 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         if not values or values == [""]:
             continue
         if len(values) != len(header):
-            raise DataError(f"{path}:{line}: expected {len(header)} columns ({','.join(header)}), got {len(values)}")
+            raise DataError(
+                f"{path}:{line}: expected {len(header)} columns ({','.join(header)}), got {len(values)}"
+            )
         yield line, dict(zip(header, values, strict=True))
 
 

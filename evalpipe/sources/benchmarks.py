@@ -131,7 +131,9 @@ def lcb_record(raw: dict[str, Any], *, subset: str, file: str, line: int, row: i
     canonical["question_id"] = qid
     difficulty = str(canonical["difficulty"]).lower()
     if difficulty not in ("easy", "medium", "hard"):
-        raise DataError(f"{file}:{line}: field 'difficulty' must be easy/medium/hard, got {canonical['difficulty']!r}")
+        raise DataError(
+            f"{file}:{line}: field 'difficulty' must be easy/medium/hard, got {canonical['difficulty']!r}"
+        )
     return SourceRecord(
         benchmark="live_code_bench",
         subset=subset,

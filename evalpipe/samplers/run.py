@@ -1,0 +1,329 @@
+"""Build the manifest from loaded datasets, write it into a run directory, and re-derive it.
+
+The selection is a pure function of (dataset content, plan, seed): see ``SELECTION_RULE``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evalpipe import __version__
+from evalpipe.config.loader import resolve_plan
+from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.errors import ConfigError, FingerprintMismatch
+from evalpipe.hashing import rank_key, sha256_hex, sha256_json
+from evalpipe.io import atomic_write_bytes, atomic_write_text, read_model, write_model
+from evalpipe.rundir import RunDir
+from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
+from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
+from evalpipe.schema.manifest import (
+    BenchmarkSampling,
+    DatasetIdentity,
+    Manifest,
+    ManifestEntry,
+    StratumAllocation,
+)
+from evalpipe.schema.run import RunRecord
+from evalpipe.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
+from evalpipe.sources.base import BenchmarkData, SourceRecord
+from evalpipe.sources.registry import load_benchmark
+
+
+@dataclass
+class SampleResult:
+    rundir: RunDir
+    manifest: Manifest
+    datasets: dict[str, BenchmarkData]
+
+
+def plan_sha256(plan: SamplingPlan) -> str:
+    return sha256_json(plan.model_dump(mode="json"))
+
+
+def _allocate(plan: SamplingPlan, populations: dict[str, int]) -> dict[str, int]:
+    if plan.per_stratum is not None:
+        return dict.fromkeys(populations, plan.per_stratum)
+    assert plan.total is not None
+    if plan.allocation == "uniform":
+        return {name: plan.total for name in populations}  # a single stratum ('all')
+    return largest_remainder(plan.total, populations)
+
+
+def select_benchmark(
+    data: BenchmarkData,
+    plan: SamplingPlan,
+    seed: int,
+    *,
+    few_shot: int,
+    pinned: str | None,
+    allow_drift: bool,
+) -> tuple[BenchmarkSampling, list[tuple[ManifestEntry, SourceRecord]]]:
+    """Select one benchmark's entries per ``plan``; returns its manifest block and entries."""
+    name = data.benchmark
+    check_plan(plan, name)
+    fp = data.eval.fingerprint
+    drift = False
+    if pinned is not None and pinned != fp:
+        if not allow_drift:
+            raise FingerprintMismatch(
+                f"{name}: dataset fingerprint does not match the pin in the config",
+                details=[f"pinned: {pinned}", f"found:  {fp}", "use --allow-dataset-drift to run anyway"],
+            )
+        drift = True
+    records = apply_filter(data.eval.records, plan.filter)
+    strata: dict[str, list[SourceRecord]] = {}
+    for rec in records:
+        strata.setdefault(stratum_of(rec, plan.stratify_by), []).append(rec)
+    if plan.strata is not None:
+        unknown = [s for s in plan.strata if s not in strata]
+        if unknown:
+            raise ConfigError(
+                f"sampling plan for {name}: strata not present in the data: {', '.join(unknown)}"
+            )
+        strata = {s: strata[s] for s in plan.strata}
+    names = sorted(strata, key=stratum_sort_key)
+    populations = {s: len(strata[s]) for s in names}
+    alloc = _allocate(plan, populations)
+
+    allocations: list[StratumAllocation] = []
+    selected: list[tuple[ManifestEntry, SourceRecord]] = []
+    short: list[str] = []
+    for s in names:
+        n_pop, n_alloc = populations[s], alloc[s]
+        if n_alloc > n_pop and not plan.allow_short:
+            short.append(f"{s}: asks {n_alloc} of {n_pop}")
+            continue
+        ranked = sorted(((rank_key(seed, name, r.source_id), r) for r in strata[s]), key=lambda t: t[0])
+        take = ranked[: min(n_alloc, n_pop)]
+        n_sel = len(take)
+        allocations.append(
+            StratumAllocation(
+                stratum=s,
+                population=n_pop,
+                allocated=n_alloc,
+                selected=n_sel,
+                shortfall=max(0, n_alloc - n_pop),
+            )
+        )
+        for key, rec in take:
+            entry = ManifestEntry(
+                benchmark=name,
+                subset=rec.subset,
+                stratum=s,
+                source_id=rec.source_id,
+                record_sha256=rec.record_sha256,
+                rank_key=key,
+                stratum_population=n_pop,
+                stratum_selected=n_sel,
+                weight=n_pop / n_sel,
+            )
+            selected.append((entry, rec))
+    if short:
+        raise ConfigError(
+            f"sampling plan for {name}: stratum smaller than its allocation (set allow_short: true to take all)",
+            details=short,
+        )
+    subsets: list[str] = []
+    for entry, _ in selected:
+        if entry.subset not in subsets:
+            subsets.append(entry.subset)
+    fs = data.fewshot
+    block = BenchmarkSampling(
+        benchmark=name,
+        subsets=subsets,
+        few_shot=few_shot,
+        plan=plan,
+        plan_sha256=plan_sha256(plan),
+        dataset=DatasetIdentity(
+            kind="hub" if data.kind == "hub" else "local",
+            hub_id=data.hub_id,
+            revision=data.revision,
+            eval_split=data.eval.name,
+            eval_records=len(data.eval.records),
+            fingerprint=fp,
+            fewshot_split=fs.name if fs else None,
+            fewshot_records=len(fs.records) if fs else None,
+            fewshot_fingerprint=fs.fingerprint if fs else None,
+            pinned_fingerprint=pinned,
+            drift_allowed=drift,
+        ),
+        filtered_population=len(records),
+        strata=allocations,
+        sample_size=len(selected),
+    )
+    return block, selected
+
+
+def build_manifest(
+    cfg: RunConfig,
+    datasets: dict[str, BenchmarkData],
+    *,
+    allow_drift: bool = False,
+    plans: dict[str, SamplingPlan] | None = None,
+    seed: int | None = None,
+) -> tuple[Manifest, list[tuple[ManifestEntry, SourceRecord]]]:
+    seed = cfg.sampling_seed if seed is None else seed
+    blocks: list[BenchmarkSampling] = []
+    pairs: list[tuple[ManifestEntry, SourceRecord]] = []
+    for bench in cfg.benchmarks:
+        plan = plans[bench.name] if plans is not None else resolve_plan(cfg, bench.name)
+        block, selected = select_benchmark(
+            datasets[bench.name],
+            plan,
+            seed,
+            few_shot=bench.few_shot,
+            pinned=bench.fingerprint,
+            allow_drift=allow_drift,
+        )
+        blocks.append(block)
+        pairs.extend(selected)
+    manifest = Manifest(seed=seed, benchmarks=blocks, entries=[e for e, _ in pairs])
+    return manifest, pairs
+
+
+def sampled_ids_csv(manifest: Manifest) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["benchmark", "stratum", "source_id", "record_sha256"])
+    for e in manifest.entries:
+        writer.writerow([e.benchmark, e.stratum, e.source_id, e.record_sha256])
+    return buf.getvalue()
+
+
+def default_run_dir(cfg: RunConfig) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return cfg.resolve_path(cfg.output_root) / f"{cfg.name}-{stamp}"
+
+
+def load_datasets(cfg: RunConfig, dataset_root: Path | None) -> dict[str, BenchmarkData]:
+    return {b.name: load_benchmark(cfg, b.name, dataset_root) for b in cfg.benchmarks}
+
+
+def sample_run(
+    cfg: RunConfig,
+    *,
+    dataset_root: Path | None = None,
+    out: Path | None = None,
+    allow_drift: bool = False,
+) -> SampleResult:
+    """Load every benchmark, select, and write run.json, config.yaml, manifest, sampled_ids, sources."""
+    datasets = load_datasets(cfg, dataset_root)
+    manifest, pairs = build_manifest(cfg, datasets, allow_drift=allow_drift)
+    rundir = RunDir(out if out is not None else default_run_dir(cfg))
+    rundir.root.mkdir(parents=True, exist_ok=True)
+
+    config_bytes = cfg.config_path.read_bytes() if cfg.config_path else cfg.model_dump_json().encode()
+    atomic_write_bytes(rundir.config_copy, config_bytes)
+    write_model(
+        rundir.run_record,
+        RunRecord(
+            run_id=rundir.root.name,
+            config_name=cfg.name,
+            config_path=str(cfg.config_path or ""),
+            config_sha256=sha256_hex(config_bytes),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            evalpipe_version=__version__,
+            dataset_locations={name: d.location for name, d in datasets.items()},
+            allow_dataset_drift=allow_drift,
+        ),
+    )
+    write_model(rundir.manifest, manifest)
+    atomic_write_text(rundir.sampled_ids, sampled_ids_csv(manifest))
+    write_model(
+        rundir.sources,
+        SourcesRecord(
+            benchmarks=[
+                BenchmarkSources(
+                    benchmark=name,
+                    kind=d.kind,
+                    location=d.location,
+                    files=[*d.eval.files, *(d.fewshot.files if d.fewshot else [])],
+                )
+                for name, d in datasets.items()
+            ],
+            locations=[
+                EntryLocation(benchmark=e.benchmark, source_id=e.source_id, file=r.file, row=r.row)
+                for e, r in pairs
+            ],
+        ),
+    )
+    return SampleResult(rundir=rundir, manifest=manifest, datasets=datasets)
+
+
+@dataclass
+class VerifyResult:
+    identical: bool
+    differences: list[str]
+    manifest: Manifest
+
+
+def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyResult:
+    """Re-derive the selection from the datasets and the plans/seed recorded in the manifest."""
+    from evalpipe.config.loader import load_config
+
+    rundir = RunDir(run_dir)
+    recorded = read_model(rundir.manifest, Manifest)
+    run = read_model(rundir.run_record, RunRecord)
+    cfg = load_config(rundir.config_copy, check_plans=False)
+    cfg._config_path = Path(run.config_path) if run.config_path else rundir.config_copy.resolve()
+    plans = {b.benchmark: b.plan for b in recorded.benchmarks}
+    datasets: dict[str, BenchmarkData] = {}
+    for bench in cfg.benchmarks:
+        recorded_kind = plans and next(
+            b.dataset.kind for b in recorded.benchmarks if b.benchmark == bench.name
+        )
+        if dataset_root is None and recorded_kind == "local" and run.dataset_locations.get(bench.name):
+            from evalpipe.sources.registry import load_local
+
+            datasets[bench.name] = load_local(
+                bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset
+            )
+            datasets[bench.name].check_unique_ids()
+        else:
+            datasets[bench.name] = load_benchmark(cfg, bench.name, dataset_root)
+    rederived, _ = build_manifest(
+        cfg, datasets, allow_drift=run.allow_dataset_drift, plans=plans, seed=recorded.seed
+    )
+    diffs = diff_manifests(recorded, rederived)
+    return VerifyResult(identical=not diffs, differences=diffs, manifest=rederived)
+
+
+def diff_manifests(recorded: Manifest, rederived: Manifest) -> list[str]:
+    """Human-readable differences between two manifests (empty when identical)."""
+    diffs: list[str] = []
+    rb = {b.benchmark: b for b in recorded.benchmarks}
+    db = {b.benchmark: b for b in rederived.benchmarks}
+    for name in rb.keys() | db.keys():
+        a, b = rb.get(name), db.get(name)
+        if a is None or b is None:
+            diffs.append(
+                f"{name}: benchmark only in the {'recorded' if b is None else 're-derived'} manifest"
+            )
+            continue
+        if a.dataset.fingerprint != b.dataset.fingerprint:
+            diffs.append(
+                f"{name}: dataset fingerprint {a.dataset.fingerprint} (recorded) != {b.dataset.fingerprint}"
+            )
+        if a.strata != b.strata:
+            diffs.append(f"{name}: strata populations/allocations differ")
+    ra = {(e.benchmark, e.source_id): e for e in recorded.entries}
+    da = {(e.benchmark, e.source_id): e for e in rederived.entries}
+    for key in sorted(ra.keys() - da.keys()):
+        diffs.append(f"{key[0]} {key[1]}: selected in the recorded manifest, not when re-derived")
+    for key in sorted(da.keys() - ra.keys()):
+        diffs.append(f"{key[0]} {key[1]}: selected when re-derived, not in the recorded manifest")
+    for key in sorted(ra.keys() & da.keys()):
+        a, b = ra[key], da[key]
+        if a.record_sha256 != b.record_sha256:
+            diffs.append(
+                f"{key[0]} {key[1]}: record_sha256 {a.record_sha256} (recorded) != {b.record_sha256}"
+            )
+        elif a != b:
+            diffs.append(f"{key[0]} {key[1]}: entry fields differ")
+    if not diffs and recorded.model_dump_json() != rederived.model_dump_json():
+        diffs.append("manifest content differs (order or metadata)")
+    return diffs

@@ -1,0 +1,121 @@
+"""Run-config loading: the real configs validate; errors name file, line and field; exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalpipe.cli.main import app, main
+from evalpipe.config import load_config
+from evalpipe.errors import ConfigError
+
+runner = CliRunner()
+
+
+def test_glm_config_describes_the_seed_run(repo_root: Path) -> None:
+    cfg = load_config(repo_root / "configs" / "glm-fp8.yaml")
+    s = cfg.server
+    assert (s.tp_size, s.ep_size, s.attention_backend) == (8, 4, "dsa")
+    assert (s.dsa_prefill_backend, s.dsa_decode_backend, s.kv_cache_dtype) == (
+        "tilelang",
+        "tilelang",
+        "fp8_e4m3",
+    )
+    assert s.speculative is not None
+    assert (s.speculative.algorithm, s.speculative.num_steps, s.speculative.eagle_topk) == ("EAGLE", 3, 1)
+    assert s.speculative.num_draft_tokens == 4
+    g = cfg.generation
+    assert (g.temperature, g.top_p, g.seed, g.n, g.concurrency) == (0.0, 1.0, 42, 1, 8)
+    assert cfg.max_tokens_for("ceval") == 32768
+    assert cfg.max_tokens_for("live_code_bench") == 65536
+    assert [b.name for b in cfg.benchmarks] == ["ifeval", "ceval", "gsm8k", "live_code_bench"]
+    assert [b.few_shot for b in cfg.benchmarks] == [0, 5, 4, 0]
+    assert cfg.model.chat_template == "native" and cfg.model.thinking == "model_default"
+    assert cfg.sampling_seed == 42
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+BASE = """\
+name: t
+model: {path: /m, served_name: m}
+server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}
+benchmarks:
+  - name: gsm8k
+    sampling: {stratify_by: none, total: 5, allocation: uniform}
+  - name: ceval
+    sampling: {stratify_by: subject, per_stratum: 1}
+  - name: ifeval
+    sampling:
+      stratify_by: instruction_count
+      per_stratum: 0
+"""
+
+
+def test_error_names_yaml_path_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE)
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    text = str(exc.value)
+    assert f"{path}:12: benchmarks[2].sampling.per_stratum: must be > 0" in text
+
+
+def test_every_error_is_listed_and_exit_code_is_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = BASE.replace("name: t\n", "name: t\nbogus: 1\n").replace("total: 5", "total: -5")
+    path = _write(tmp_path, bad)
+    with pytest.raises(SystemExit) as exc:
+        main(["config", "validate", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "bogus: unknown field" in err
+    assert "benchmarks[0].sampling.total: must be > 0" in err
+    assert "benchmarks[2].sampling.per_stratum: must be > 0" in err
+    assert "Traceback" not in err
+
+
+def test_plan_file_errors_name_the_plan(tmp_path: Path) -> None:
+    (tmp_path / "plan.yaml").write_text("benchmark: gsm8k\nstratify_by: none\ntotal: 3\n")
+    path = _write(
+        tmp_path,
+        "name: t\nmodel: {path: /m, served_name: m}\nserver: {kind: endpoint, endpoint: 'http://x'}\n"
+        "benchmarks:\n  - name: gsm8k\n    sampling: plan.yaml\n",
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert "allocation (proportional or uniform) is required with total" in str(exc.value)
+    assert "plan.yaml" in str(exc.value)
+
+
+def test_invalid_yaml_names_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "name: t\nmodel: [unclosed\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert f"{path}:" in str(exc.value) and "invalid YAML" in str(exc.value)
+
+
+def test_missing_config_file_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["config", "validate", str(tmp_path / "nope.yaml")])
+    assert exc.value.code == 2
+
+
+def test_config_schema_command_prints_json_schema() -> None:
+    result = runner.invoke(app, ["config", "schema"])
+    assert result.exit_code == 0
+    assert '"RunConfig"' in result.output or '"title": "RunConfig"' in result.output
+
+
+def test_endpoint_kind_requires_url(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        BASE.replace('server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}', "server: {kind: endpoint}"),
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert "server: endpoint is required when kind is 'endpoint'" in str(exc.value)
