@@ -17,3 +17,7 @@ class RunRecord(Artifact):
     evalpipe_version: str
     dataset_locations: dict[str, str] = Field(description="Benchmark → local directory or hub location read.")
     allow_dataset_drift: bool = False
+    variant: str | None = Field(
+        default=None, description="Server variant this run directory holds (paired runs)."
+    )
+    variant_label: str | None = None

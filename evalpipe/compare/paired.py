@@ -1,0 +1,273 @@
+"""Paired statistics over two runs of the same samples.
+
+Refuses unless both runs used the identical manifest (same fingerprints and entries) and the same
+rendered prompt per sample: otherwise a difference could come from the inputs, not the server.
+Per benchmark: both scores with Wilson intervals, the difference with a seeded paired-bootstrap
+percentile interval, the exact McNemar test on the discordant pairs (statsmodels), and the flips.
+Scores: 1 = correct; an entry without a score (API or scoring error, missing row) counts as wrong,
+the same denominator rule as the audit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalpipe.errors import EvalpipeError
+from evalpipe.hashing import sha256_hex
+from evalpipe.io import read_jsonl, read_model, write_model
+from evalpipe.rundir import RunDir
+from evalpipe.schema.compare import CompareResult, Flip, PairedBenchmark, ScoreWithInterval
+from evalpipe.schema.manifest import Manifest
+from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.run import RunRecord
+from evalpipe.stats import wilson_interval
+
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 20261202
+METHOD = (
+    "paired bootstrap (percentile, {n} resamples of samples with replacement, numpy seed {seed}); "
+    "exact McNemar test (statsmodels, binomial on discordant pairs); Wilson intervals per run"
+)
+
+
+class CompareRefused(EvalpipeError):
+    """The two runs are not a valid pair (different manifest or prompts)."""
+
+
+def _label(rundir: RunDir, fallback: str) -> str:
+    try:
+        run = read_model(rundir.run_record, RunRecord)
+    except EvalpipeError:
+        return fallback
+    return run.variant_label or run.variant or fallback
+
+
+def _is_correct(row: OutcomeRow | None) -> int:
+    return int(row is not None and row.score is not None and row.score >= 1.0)
+
+
+def _score(correct: int, n: int) -> ScoreWithInterval:
+    ci = wilson_interval(correct, n)
+    return ScoreWithInterval(
+        correct=correct,
+        scored=n,
+        score=correct / n if n else None,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+    )
+
+
+def paired_bootstrap(
+    a: list[int], b: list[int], *, resamples: int, seed: int, confidence: float
+) -> tuple[float, float]:
+    import numpy as np
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(d), size=(resamples, len(d)))
+    means = d[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float | None:
+    if a_only + b_only == 0:
+        return 1.0
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    return float(mcnemar([[0, a_only], [b_only, 0]], exact=True).pvalue)
+
+
+def _pts(x: float) -> str:
+    return f"{x * 100:+.1f}"
+
+
+def _paired_block(
+    name: str,
+    keys: list[tuple[str, str, str]],
+    oa: dict[tuple[str, str], OutcomeRow],
+    ob: dict[tuple[str, str], OutcomeRow],
+    label_a: str,
+    label_b: str,
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> PairedBenchmark:
+    a_vals, b_vals, flips = [], [], []
+    unverified = 0
+    for bench, sid, stratum in keys:
+        ra, rb = oa.get((bench, sid)), ob.get((bench, sid))
+        ha = (ra.prompt_sha256 or ra.expected_prompt_sha256) if ra else None
+        hb = (rb.prompt_sha256 or rb.expected_prompt_sha256) if rb else None
+        if ha is None or hb is None:
+            unverified += 1
+        ca, cb = _is_correct(ra), _is_correct(rb)
+        a_vals.append(ca)
+        b_vals.append(cb)
+        if ca != cb:
+            flips.append(
+                Flip(
+                    benchmark=bench,
+                    source_id=sid,
+                    stratum=stratum,
+                    score_a=ra.score if ra else None,
+                    score_b=rb.score if rb else None,
+                    failure_a=ra.failure_label if ra else "missing_row",
+                    failure_b=rb.failure_label if rb else "missing_row",
+                )
+            )
+    n = len(keys)
+    both = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and y)
+    a_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and not y)
+    b_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if y and not x)
+    neither = n - both - a_only - b_only
+    sa, sb = _score(sum(a_vals), n), _score(sum(b_vals), n)
+    diff = (sa.score - sb.score) if n else None
+    lo = hi = None
+    if n:
+        lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
+    p = mcnemar_exact(a_only, b_only) if n else None
+    if diff is None:
+        line = f"{label_a} vs {label_b} ({name}): no samples"
+    else:
+        line = (
+            f"{label_a} vs {label_b} ({name}): {_pts(diff)} pts [{_pts(lo)}, {_pts(hi)}], "
+            f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
+        )
+    return PairedBenchmark(
+        benchmark=name,
+        n_pairs=n,
+        a=sa,
+        b=sb,
+        difference=diff,
+        diff_ci_low=lo,
+        diff_ci_high=hi,
+        both_correct=both,
+        a_only=a_only,
+        b_only=b_only,
+        both_wrong=neither,
+        mcnemar_p=p,
+        flips=flips,
+        prompt_hash_unverified=unverified,
+        line=line,
+    )
+
+
+def _outcomes(rundir: RunDir) -> dict[tuple[str, str], OutcomeRow]:
+    if not rundir.outcomes.is_file():
+        raise CompareRefused(f"{rundir.outcomes}: missing (run the evaluation first)")
+    rows = read_jsonl(rundir.outcomes, OutcomeRow)
+    return {(r.benchmark, r.source_id): r for r in rows}
+
+
+def compare_runs(
+    run_a: Path,
+    run_b: Path,
+    *,
+    label_a: str | None = None,
+    label_b: str | None = None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = 0.95,
+) -> CompareResult:
+    ra, rb = RunDir(run_a), RunDir(run_b)
+    ma, mb = read_model(ra.manifest, Manifest), read_model(rb.manifest, Manifest)
+    problems: list[str] = []
+    fa = {b.benchmark: b.dataset.fingerprint for b in ma.benchmarks}
+    fb = {b.benchmark: b.dataset.fingerprint for b in mb.benchmarks}
+    if fa != fb:
+        problems.append(f"dataset fingerprints differ: {fa} vs {fb}")
+    if ma.seed != mb.seed:
+        problems.append(f"sampling seeds differ: {ma.seed} vs {mb.seed}")
+    ea = [(e.benchmark, e.source_id, e.record_sha256) for e in ma.entries]
+    eb = [(e.benchmark, e.source_id, e.record_sha256) for e in mb.entries]
+    if ea != eb:
+        only_a = sorted(set(ea) - set(eb))[:5]
+        only_b = sorted(set(eb) - set(ea))[:5]
+        problems.append(f"manifest entries differ (only in A: {only_a}; only in B: {only_b})")
+    if problems:
+        raise CompareRefused("runs are not paired: refusing to compare", details=problems)
+
+    oa, ob = _outcomes(ra), _outcomes(rb)
+    mismatched = []
+    for e in ma.entries:
+        x, y = oa.get((e.benchmark, e.source_id)), ob.get((e.benchmark, e.source_id))
+        hx = (x.prompt_sha256 or x.expected_prompt_sha256) if x else None
+        hy = (y.prompt_sha256 or y.expected_prompt_sha256) if y else None
+        if hx and hy and hx != hy:
+            mismatched.append(f"{e.benchmark} {e.source_id}: prompt {hx[:12]} vs {hy[:12]}")
+    if mismatched:
+        raise CompareRefused(
+            f"runs rendered different prompts for {len(mismatched)} sample(s): refusing to compare",
+            details=mismatched[:20],
+        )
+
+    la = label_a or _label(ra, "A")
+    lb = label_b or _label(rb, "B")
+    kw = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    blocks = []
+    for block in ma.benchmarks:
+        keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
+        blocks.append(_paired_block(block.benchmark, keys, oa, ob, la, lb, **kw))
+    all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
+    overall = _paired_block("all", all_keys, oa, ob, la, lb, **kw) if len(blocks) > 1 else None
+    return CompareResult(
+        run_a=str(ra.root),
+        run_b=str(rb.root),
+        label_a=la,
+        label_b=lb,
+        manifest_sha256=sha256_hex(ra.manifest.read_bytes()),
+        bootstrap_resamples=resamples,
+        bootstrap_seed=seed,
+        confidence=confidence,
+        method=METHOD.format(n=resamples, seed=seed),
+        benchmarks=blocks,
+        overall=overall,
+    )
+
+
+def compare_markdown(result: CompareResult) -> str:
+    """Report section: one line per benchmark plus the flipped samples."""
+    lines = [f"## Paired control: {result.label_a} vs {result.label_b}", ""]
+    lines.append(
+        f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
+        "same rendered prompts. Difference = A − B in percentage points; "
+        f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
+    )
+    lines.append("")
+    lines.append(
+        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | Flips |"
+    )
+    lines.append("|---|---|---|---|---|---|---|")
+    for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
+        if b.difference is None:
+            continue
+        lines.append(
+            f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {_pts(b.difference)} | "
+            f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {len(b.flips)} |"
+        )
+    lines.append("")
+    for b in result.benchmarks:
+        lines.append(f"- {b.line}")
+    flips = [f for b in result.benchmarks for f in b.flips]
+    if flips:
+        lines.append("")
+        lines.append("Flipped samples:")
+        lines.append("")
+        for f in flips:
+            lines.append(
+                f"- {f.benchmark} `{f.source_id}`: {result.label_a} {f.failure_a}, {result.label_b} {f.failure_b}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
+    from evalpipe.io import atomic_write_text
+
+    out_dir = Path(out_dir)
+    json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"
+    write_model(json_path, result)
+    atomic_write_text(md_path, compare_markdown(result))
+    return json_path, md_path

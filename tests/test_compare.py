@@ -1,0 +1,137 @@
+"""Paired comparison: exact discordant counts, p-values against scipy, refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from scipy.stats import binomtest
+
+from evalpipe.cli.main import main
+from evalpipe.compare import compare_runs
+from evalpipe.compare.paired import CompareRefused, compare_markdown
+from evalpipe.config import load_config
+from evalpipe.hashing import sha256_hex
+from evalpipe.io import write_jsonl_atomic
+from evalpipe.rundir import RunDir
+from evalpipe.samplers import sample_run
+from evalpipe.schema.outcomes import OutcomeRow
+
+CFG = """\
+name: pair
+model: {path: /m, served_name: m}
+server: {kind: endpoint, endpoint: "http://127.0.0.1:9"}
+benchmarks:
+  - name: gsm8k
+    sampling: {stratify_by: none, total: 30, allocation: uniform}
+  - name: live_code_bench
+    sampling: {stratify_by: difficulty, per_stratum: 4}
+"""
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path) -> Path:
+    root = tmp_path_factory.mktemp("pair")
+    (root / "c.yaml").write_text(CFG)
+    cfg = load_config(root / "c.yaml")
+    return sample_run(cfg, dataset_root=shared_datasets, out=root / "base").rundir.root
+
+
+def _run_with(base: Path, dest: Path, correct: set[int], *, prompt_salt: str = "") -> Path:
+    shutil.copytree(base, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    rows = []
+    for i, e in enumerate(manifest["entries"]):
+        ok = i in correct
+        rows.append(
+            OutcomeRow(
+                benchmark=e["benchmark"],
+                subset=e["subset"],
+                index=i,
+                source_id=e["source_id"],
+                stratum=e["stratum"],
+                prediction_present=True,
+                review_present=True,
+                n_predictions=1,
+                n_reviews=1,
+                prompt_sha256=sha256_hex(e["source_id"] + (prompt_salt if i == 0 else "")),
+                score=1.0 if ok else 0.0,
+                failure_class="ok" if ok else "wrong",
+            )
+        )
+    write_jsonl_atomic(RunDir(dest).outcomes, rows)
+    return dest
+
+
+def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -> None:
+    n = 42  # 30 gsm8k + 12 lcb
+    a_correct = set(range(0, 25)) | {30, 31, 32}  # gsm8k: 25/30 ; lcb 3/12
+    b_correct = set(range(3, 28)) | {31, 32, 33, 34}  # gsm8k: 25/30 ; lcb 4/12
+    ra = _run_with(base_run, tmp_path / "a", a_correct)
+    rb = _run_with(base_run, tmp_path / "b", b_correct)
+    res = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
+    gsm = res.benchmarks[0]
+    assert gsm.benchmark == "gsm8k" and gsm.n_pairs == 30
+    # A-only: 0,1,2 ; B-only: 25,26,27
+    assert (gsm.both_correct, gsm.a_only, gsm.b_only, gsm.both_wrong) == (22, 3, 3, 2)
+    assert gsm.mcnemar_p == pytest.approx(binomtest(3, 6, 0.5).pvalue)
+    assert gsm.difference == 0.0
+    lcb = res.benchmarks[1]
+    assert (lcb.a_only, lcb.b_only) == (1, 2)  # 30 vs 33,34
+    assert lcb.mcnemar_p == pytest.approx(binomtest(1, 3, 0.5).pvalue)
+    entries = json.loads((ra / "manifest.json").read_text())["entries"]
+    assert {f.source_id for f in lcb.flips} == {entries[i]["source_id"] for i in (30, 33, 34)}
+    assert len(lcb.flips) == 3 and all(f.benchmark == "live_code_bench" for f in lcb.flips)
+    assert res.overall is not None and res.overall.n_pairs == n
+    assert res.overall.a_only == 4 and res.overall.b_only == 5
+    # interval contains the point estimate and is reproducible (seeded)
+    assert lcb.diff_ci_low <= lcb.difference <= lcb.diff_ci_high
+    again = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
+    assert again.model_dump() == res.model_dump()
+    assert lcb.line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
+    assert "McNemar p = 1, 3 flips" in lcb.line
+    md = compare_markdown(res)
+    assert "| gsm8k | 25/30 | 25/30 | +0.0 |" in md
+
+
+def test_mcnemar_matches_statsmodels_for_lopsided_flips(base_run: Path, tmp_path: Path) -> None:
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    ra = _run_with(base_run, tmp_path / "a", set(range(0, 30)))
+    rb = _run_with(base_run, tmp_path / "b", set(range(0, 22)))
+    gsm = compare_runs(ra, rb).benchmarks[0]
+    assert (gsm.a_only, gsm.b_only) == (8, 0)
+    assert gsm.mcnemar_p == pytest.approx(mcnemar([[22, 8], [0, 0]], exact=True).pvalue)
+    assert gsm.mcnemar_p == pytest.approx(2 * 0.5**8)
+    assert gsm.diff_ci_low > 0  # all flips one way: interval excludes 0
+
+
+def test_refuses_mismatched_manifest(base_run: Path, tmp_path: Path) -> None:
+    ra = _run_with(base_run, tmp_path / "a", set())
+    rb = _run_with(base_run, tmp_path / "b", set())
+    m = json.loads((rb / "manifest.json").read_text())
+    m["entries"][0]["source_id"] = "0000000000000000"
+    (rb / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(CompareRefused, match="not paired"):
+        compare_runs(ra, rb)
+
+
+def test_refuses_different_prompts_exit_2(base_run: Path, tmp_path: Path, capsys) -> None:
+    ra = _run_with(base_run, tmp_path / "a", set())
+    rb = _run_with(base_run, tmp_path / "b", set(), prompt_salt="x")
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(ra), str(rb)])
+    assert exc.value.code == 2
+    assert "different prompts for 1 sample" in capsys.readouterr().err
+
+
+def test_cli_writes_compare_json(base_run: Path, tmp_path: Path) -> None:
+    ra = _run_with(base_run, tmp_path / "a", {1, 2})
+    rb = _run_with(base_run, tmp_path / "b", {2})
+    rc = main(["compare", str(ra), str(rb), "--out", str(tmp_path / "cmp")])
+    assert rc == 0
+    data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert data["schema_version"] == 1 and data["benchmarks"][0]["a_only"] == 1
+    assert (tmp_path / "cmp" / "compare.md").is_file()
