@@ -60,6 +60,15 @@ class OutcomeRow(Row):
     response_sha256: str | None = None
     score: float | None = Field(default=None, description="Primary metric (0/1 for all four benchmarks).")
     scores: dict[str, float] = Field(default_factory=dict, description="All metrics of the review.")
+    instructions_total: int | None = Field(
+        default=None, description="IFEval: len(instruction_id_list), on every row (scored or not)."
+    )
+    instructions_followed_strict: int | None = Field(
+        default=None, description="IFEval: instructions followed (strict); None when not scored."
+    )
+    instructions_followed_loose: int | None = Field(
+        default=None, description="IFEval: instructions followed (loose); None when not scored."
+    )
     extracted_answer: str | None = None
     gold_answer: str | None = None
     failure_class: FailureClass
@@ -86,5 +95,12 @@ class CacheRepair(Row):
     expected_prompt_sha256: str | None
     found_prompt_sha256: str | None
     found_content_sha256: str | None = Field(default=None, description="sha256 of the cached final user message.")
-    reason: Literal["question_mismatch", "prompt_hash_mismatch", "no_recorded_hash", "unreadable"]
+    reason: Literal[
+        "question_mismatch",
+        "prompt_hash_mismatch",
+        "no_recorded_hash",
+        "unreadable",
+        "unknown_index",  # the cached index is beyond the subset's materialized rows
+        "prediction_mismatch",  # a review whose messages differ from the prediction kept for its index
+    ]
     artifact: Literal["prediction", "review"]

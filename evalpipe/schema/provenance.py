@@ -18,6 +18,9 @@ class GitInfo(Row):
     commit: str | None = None
     dirty: bool | None = None
     diff_sha256: str | None = Field(default=None, description="sha256 of `git diff HEAD` when dirty.")
+    source: str | None = Field(
+        default=None, description="'git' (read from the work tree) or 'direct_url' (pip's PEP 610 record)."
+    )
 
 
 class GpuInfo(Row):
@@ -37,6 +40,9 @@ class ComponentTestResult(Row):
     skipped: int = 0
     errors: int = 0
     junit_path: str | None = None
+    required: bool = False
+    log_path: str | None = Field(default=None, description="pytest output, relative to the run directory.")
+    duration_s: float | None = None
 
 
 class Provenance(Artifact):

@@ -26,10 +26,24 @@ def manifest_schema() -> dict[str, Any]:
     return _schema(Manifest)
 
 
+def summary_schema() -> dict[str, Any]:
+    from evalpipe.schema.summary import Summary
+
+    return _schema(Summary)
+
+
+def compare_schema() -> dict[str, Any]:
+    from evalpipe.schema.compare import CompareResult
+
+    return _schema(CompareResult)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
     "manifest.schema.json": manifest_schema,
+    "compare.schema.json": compare_schema,
+    "summary.schema.json": summary_schema,
 }
 
 

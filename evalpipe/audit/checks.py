@@ -1,0 +1,391 @@
+"""One function per audit check; each returns findings (and never recomputes a score).
+
+Severity policy: *error* = a number in the summary cannot be trusted as stated (a sample not
+evaluated exactly once, a prompt or response that is not the sample's, a response chosen against
+the declared rule, a scoring crash, a leaked secret); *warn* = the numbers stand but sign-off should
+know (duplicates, failed attempts, repairs at resume, allowed dataset drift, unverified server);
+*info* = context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from evalpipe.audit.inputs import RunInputs
+from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
+from evalpipe.audit.secrets import scan_paths
+from evalpipe.schema.manifest import Manifest, ManifestEntry
+from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.schema.server import ServerVerification
+from evalpipe.schema.summary import Finding
+
+SampleKey = tuple[str, str]
+_MAX_IDS = 50  # ids listed in one finding; the message carries the full count
+
+
+def _ids(values: Iterable[str]) -> list[str]:
+    return sorted(set(values))[:_MAX_IDS]
+
+
+def join_outcomes(
+    manifest: Manifest, outcomes: list[OutcomeRow]
+) -> tuple[dict[SampleKey, OutcomeRow], list[Finding]]:
+    """Key outcome rows by manifest entry; rows missing, unknown or repeated are findings."""
+    findings: list[Finding] = []
+    entries: dict[SampleKey, ManifestEntry] = {(e.benchmark, e.source_id): e for e in manifest.entries}
+    rows: dict[SampleKey, OutcomeRow] = {}
+    repeated: dict[SampleKey, int] = {}
+    orphans: dict[str, list[str]] = {}
+    for row in outcomes:
+        key = (row.benchmark, row.source_id)
+        if key not in entries:
+            orphans.setdefault(row.benchmark, []).append(row.source_id)
+            continue
+        if key in rows:
+            repeated[key] = repeated.get(key, 1) + 1
+            continue
+        rows[key] = row
+    for bench, ids in sorted(orphans.items()):
+        findings.append(
+            Finding(
+                severity="error",
+                code="orphan_outcome",
+                benchmark=bench,
+                sample_ids=_ids(ids),
+                message=f"{len(ids)} outcome row(s) for samples not in the manifest",
+            )
+        )
+    for (bench, sid), n in sorted(repeated.items()):
+        findings.append(
+            Finding(
+                severity="error",
+                code="duplicate_outcome",
+                benchmark=bench,
+                sample_ids=[sid],
+                message=f"{n} outcome rows for one manifest entry; the first was used",
+            )
+        )
+    for key, entry in entries.items():
+        if key not in rows:
+            findings.append(
+                Finding(
+                    severity="error",
+                    code="missing_outcome",
+                    benchmark=entry.benchmark,
+                    sample_ids=[entry.source_id],
+                    message="manifest entry has no outcome row: it was not evaluated (counted as incorrect)",
+                )
+            )
+        elif rows[key].stratum != entry.stratum or rows[key].subset != entry.subset:
+            findings.append(
+                Finding(
+                    severity="error",
+                    code="outcome_inconsistent",
+                    benchmark=entry.benchmark,
+                    sample_ids=[entry.source_id],
+                    message=(
+                        f"outcome says subset/stratum {rows[key].subset}/{rows[key].stratum}, "
+                        f"manifest says {entry.subset}/{entry.stratum}"
+                    ),
+                )
+            )
+    return rows, findings
+
+
+def check_outcome_row(row: OutcomeRow) -> list[Finding]:
+    """Prediction/review multiplicity, prompt identity, review consistency, scoring sanity."""
+    out: list[Finding] = []
+
+    def add(severity: str, code: str, message: str) -> None:
+        out.append(
+            Finding(
+                severity=severity,  # type: ignore[arg-type]
+                code=code,  # type: ignore[arg-type]
+                benchmark=row.benchmark,
+                sample_ids=[row.source_id],
+                message=message,
+            )
+        )
+
+    # A sample whose request failed has no (reviewable) prediction for a known reason: a warning,
+    # governed by the transport-failure gate.  Without such a reason it was silently not evaluated.
+    api = row.failure_class == "api_error"
+    if row.n_predictions == 0:
+        why = (
+            f"the request failed ({row.api_error or row.failure_detail or 'API error'})"
+            if api
+            else "no error recorded"
+        )
+        add(
+            "warn" if api else "error",
+            "no_prediction",
+            f"no prediction for this entry: {why}; counted as incorrect",
+        )
+    elif row.n_predictions > 1:
+        add("error", "several_predictions", f"{row.n_predictions} predictions for one entry")
+    if row.n_predictions > 0:
+        if row.n_reviews == 0:
+            add(
+                "warn" if api else "error",
+                "no_review",
+                "prediction was never reviewed (scored)"
+                + (f" after an API error ({row.api_error or row.failure_detail})" if api else "")
+                + "; counted as incorrect",
+            )
+        elif row.n_reviews > 1:
+            add("error", "several_reviews", f"{row.n_reviews} reviews for one entry")
+    if row.prediction_present:
+        if (
+            row.prompt_sha256 is not None
+            and row.expected_prompt_sha256 is not None
+            and row.prompt_sha256 != row.expected_prompt_sha256
+        ):
+            add(
+                "error",
+                "prompt_mismatch",
+                "prediction's prompt hash differs from the one rendered for this entry",
+            )
+        elif row.prompt_contains_question is False:
+            add("error", "prompt_mismatch", "prediction's prompt does not contain this entry's question")
+    if row.review_matches_prediction is False:
+        add("error", "review_mismatch", "review's messages/output differ from the prediction it scores")
+    if row.failure_class == "scoring_error":
+        add(
+            "error",
+            "scoring_error",
+            f"scorer failed: {row.failure_detail or 'no detail'}; counted as incorrect",
+        )
+    if row.score is not None and row.score not in (0.0, 1.0):
+        add("error", "non_binary_score", f"primary score {row.score} is not 0/1")
+    if row.failure_class == "ok" and row.score != 1.0:
+        add("error", "outcome_inconsistent", f"failure class 'ok' with score {row.score}")
+    elif row.failure_class == "wrong" and row.score != 0.0:
+        add("error", "outcome_inconsistent", f"failure class 'wrong' with score {row.score}")
+    elif row.failure_class not in ("ok", "budget_exhausted") and row.score == 1.0:
+        add("error", "outcome_inconsistent", f"failure class {row.failure_class!r} with score 1")
+    return out
+
+
+def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple[list[Finding], int, int]:
+    """Response ids against the request log, the selection rule, duplicates, failures, unlinked.
+
+    Returns (findings, selection-rule violations, samples whose response could not be checked).
+    """
+    findings: list[Finding] = []
+    violations = 0
+    unverifiable = 0
+    for row in rows.values():
+        if not row.prediction_present:
+            continue
+        group = linkage.group_of.get((row.benchmark, row.source_id))
+
+        def add(code: str, message: str, attempts: list[str], *, severity: str = "error", r=row) -> None:
+            findings.append(
+                Finding(
+                    severity=severity,  # type: ignore[arg-type]
+                    code=code,  # type: ignore[arg-type]
+                    benchmark=r.benchmark,
+                    sample_ids=[r.source_id],
+                    attempt_ids=attempts,
+                    message=message,
+                )
+            )
+
+        if row.response_id is None and row.failure_class == "api_error":
+            continue  # no response came back: failed_request / no_prediction tell the story
+        if row.response_id is None:
+            add(
+                "response_not_logged",
+                "prediction carries no response id: it cannot be traced to a request",
+                [],
+            )
+            unverifiable += 1
+            continue
+        attempt = linkage.by_id.get(row.response_id)
+        if attempt is None:
+            add("response_not_logged", f"response id {row.response_id} is not in the request log", [])
+            unverifiable += 1
+            continue
+        if group is None or attempt.messages_sha256 != group.prompt_sha256:
+            add(
+                "response_of_other_prompt",
+                f"response {attempt.attempt_id} was requested with another prompt than this sample's",
+                [attempt.attempt_id],
+            )
+            unverifiable += 1
+            continue
+        if row.response_sha256 and attempt.response_sha256 and row.response_sha256 != attempt.response_sha256:
+            add(
+                "response_content_mismatch",
+                f"prediction text differs from the response logged for {attempt.attempt_id}",
+                [attempt.attempt_id],
+            )
+        if not attempt_ok(attempt):
+            violations += 1
+            add(
+                "selection_rule_violated",
+                f"used response {attempt.attempt_id} is a failed attempt ({attempt_failure(attempt)})",
+                [attempt.attempt_id],
+            )
+        elif attempt.attempt_id not in group.expected_ids():
+            violations += 1
+            last = [a.attempt_id for a in group.successes[-len(group.samples) :]]
+            add(
+                "selection_rule_violated",
+                f"used response {attempt.attempt_id}, but the last completed successful attempt is "
+                f"{', '.join(last)}: the choice may have been correctness-based",
+                [attempt.attempt_id, *last],
+            )
+
+    for group in linkage.groups.values():
+        ids = [s.source_id for s in group.samples]
+        bench = group.benchmark
+        if len(group.samples) > 1:
+            findings.append(
+                Finding(
+                    severity="info",
+                    code="shared_prompt",
+                    benchmark=bench,
+                    sample_ids=_ids(ids),
+                    message=f"{len(group.samples)} samples share one prompt; their attempts are judged together",
+                )
+            )
+        if group.duplicates:
+            succ = [a.attempt_id for a in group.successes]
+            findings.append(
+                Finding(
+                    severity="warn",
+                    code="duplicate_requests",
+                    benchmark=bench,
+                    sample_ids=_ids(ids),
+                    attempt_ids=succ,
+                    message=f"{len(succ)} successful attempts for {len(group.samples)} sample(s) "
+                    f"({group.duplicates} duplicate request(s))",
+                )
+            )
+        fails = group.failures
+        if fails:
+            kinds = ", ".join(sorted({attempt_failure(a) for a in fails}))
+            recovered = "a later attempt succeeded" if group.successes else "no attempt succeeded"
+            findings.append(
+                Finding(
+                    severity="warn",
+                    code="failed_request",
+                    benchmark=bench,
+                    sample_ids=_ids(ids),
+                    attempt_ids=[a.attempt_id for a in fails],
+                    message=f"{len(fails)} failed attempt(s) ({kinds}); {group.retries} retried; {recovered}",
+                )
+            )
+    if linkage.unlinked:
+        findings.append(
+            Finding(
+                severity="warn",
+                code="unlinked_request",
+                attempt_ids=_ids(a.attempt_id for a in linkage.unlinked),
+                message=f"{len(linkage.unlinked)} chat request(s) whose prompt matches no sample in the manifest",
+            )
+        )
+    return findings, violations, unverifiable
+
+
+def check_cache_repairs(repairs: list[CacheRepair]) -> list[Finding]:
+    return [
+        Finding(
+            severity="warn",
+            code="cache_repair",
+            benchmark=r.benchmark,
+            sample_ids=[r.expected_source_id],
+            message=(
+                f"resume discarded a cached {r.artifact} at {r.subset}[{r.index}] ({r.reason}); "
+                "the sample was re-evaluated"
+            ),
+        )
+        for r in repairs
+    ]
+
+
+def check_dataset_drift(manifest: Manifest) -> list[Finding]:
+    out = []
+    for b in manifest.benchmarks:
+        d = b.dataset
+        if d.drift_allowed:
+            out.append(
+                Finding(
+                    severity="warn",
+                    code="dataset_drift",
+                    benchmark=b.benchmark,
+                    message=(
+                        f"dataset fingerprint {d.fingerprint[:12]} differs from the pinned "
+                        f"{(d.pinned_fingerprint or '?')[:12]}; the run allowed drift"
+                    ),
+                )
+            )
+        elif d.pinned_fingerprint and d.pinned_fingerprint != d.fingerprint:
+            out.append(
+                Finding(
+                    severity="error",
+                    code="dataset_drift",
+                    benchmark=b.benchmark,
+                    message=(
+                        f"dataset fingerprint {d.fingerprint[:12]} differs from the pinned "
+                        f"{d.pinned_fingerprint[:12]} and drift was not allowed"
+                    ),
+                )
+            )
+    return out
+
+
+def check_server(verification: ServerVerification | None, present: bool) -> list[Finding]:
+    if verification is None:
+        if present:
+            return []  # unreadable: already an unreadable_artifact finding
+        return [
+            Finding(
+                severity="warn",
+                code="server_not_verified",
+                path="server/verification.json",
+                message="no server verification (e.g. attached endpoint without server_info): "
+                "model, KV layout and kernels are not verified",
+            )
+        ]
+    if verification.verified:
+        return []
+    bad = [c for c in verification.checks if not c.ok]
+    detail = "; ".join(f"{c.key}: expected {c.expected!r}, resolved {c.resolved!r}" for c in bad[:5])
+    return [
+        Finding(
+            severity="warn",
+            code="server_not_verified",
+            path="server/verification.json",
+            message=f"server resolved a different config than requested ({detail or 'see checks'})",
+        )
+    ]
+
+
+def check_secrets(inputs: RunInputs) -> list[Finding]:
+    rd = inputs.rundir
+    hits = scan_paths(rd.root, [rd.server_dir, rd.provenance, rd.config_copy, rd.run_record])
+    return [
+        Finding(
+            severity="error",
+            code="secret_in_artifact",
+            path=h.path,
+            message=f"{h.kind} at {h.where} (value not shown): credentials must never be saved in a run directory",
+        )
+        for h in hits
+    ]
+
+
+def check_config_identity(inputs: RunInputs) -> list[Finding]:
+    rec = inputs.run_record
+    if rec is None or inputs.config_sha256 is None or rec.config_sha256 == inputs.config_sha256:
+        return []
+    return [
+        Finding(
+            severity="error",
+            code="config_changed",
+            path="config.yaml",
+            message="config.yaml differs from the config the run started with (run.json config_sha256)",
+        )
+    ]

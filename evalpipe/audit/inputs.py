@@ -1,0 +1,208 @@
+"""Load everything the audit reads from a run directory.
+
+The manifest and ``outcomes.jsonl`` are required (without them there is nothing to audit: an
+``ArtifactError``, exit 2).  Every other artifact is optional: an absent one becomes a finding and
+the dependent part of the summary says "not verified"; a present but unreadable one is an
+error-severity finding, never a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from evalpipe.config.models import RunConfig
+from evalpipe.errors import ArtifactError, ConfigError
+from evalpipe.io import read_jsonl, read_model
+from evalpipe.rundir import RunDir
+from evalpipe.schema.manifest import Manifest
+from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.schema.provenance import Provenance
+from evalpipe.schema.requests import RequestAttempt
+from evalpipe.schema.run import RunRecord
+from evalpipe.schema.server import LaunchRecord, ServerVerification
+from evalpipe.schema.summary import Finding
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class RunInputs:
+    rundir: RunDir
+    manifest: Manifest
+    outcomes: list[OutcomeRow]
+    attempts: list[RequestAttempt] | None
+    attempts_torn: bool
+    cache_repairs: list[CacheRepair]
+    verification: ServerVerification | None
+    launch: LaunchRecord | None
+    provenance: Provenance | None
+    config: RunConfig | None
+    config_sha256: str | None
+    run_record: RunRecord | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.run_record.run_id if self.run_record else self.rundir.root.resolve().name
+
+
+def _rel(rd: RunDir, path: Path) -> str:
+    try:
+        return str(path.relative_to(rd.root))
+    except ValueError:
+        return str(path)
+
+
+def _optional_model(rd: RunDir, path: Path, model: type[M], findings: list[Finding], why: str) -> M | None:
+    if not path.is_file():
+        findings.append(
+            Finding(severity="warn", code="missing_artifact", path=_rel(rd, path), message=f"absent: {why}")
+        )
+        return None
+    try:
+        return read_model(path, model)
+    except ArtifactError as exc:
+        findings.append(
+            Finding(
+                severity="error",
+                code="unreadable_artifact",
+                path=_rel(rd, path),
+                message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
+            )
+        )
+        return None
+
+
+def _optional_jsonl(rd: RunDir, path: Path, model: type[M], findings: list[Finding]) -> tuple[list[M], bool]:
+    try:
+        rows = read_jsonl(path, model)
+    except ArtifactError as exc:
+        findings.append(
+            Finding(
+                severity="error",
+                code="unreadable_artifact",
+                path=_rel(rd, path),
+                message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
+            )
+        )
+        return [], False
+    if rows.torn_last_line:
+        findings.append(
+            Finding(
+                severity="warn",
+                code="torn_log",
+                path=_rel(rd, path),
+                message="last line is torn (a crash mid-write); it was skipped",
+            )
+        )
+    return list(rows), rows.torn_last_line
+
+
+def load_inputs(root: Path) -> RunInputs:
+    """Read a run directory for the audit (see the module docstring for what is required)."""
+    rd = RunDir(Path(root))
+    if not rd.root.is_dir():
+        raise ArtifactError(f"{rd.root}: not a directory")
+    manifest = read_model(rd.manifest, Manifest)
+    if not rd.outcomes.is_file():
+        raise ArtifactError(f"{rd.outcomes}: missing (run the EvalScope stage first)")
+    findings: list[Finding] = []
+    outcome_rows = read_jsonl(rd.outcomes, OutcomeRow)
+    if outcome_rows.torn_last_line:
+        findings.append(
+            Finding(
+                severity="error",
+                code="torn_log",
+                path=_rel(rd, rd.outcomes),
+                message="outcomes.jsonl is written atomically, yet its last line is torn: the table is incomplete",
+            )
+        )
+
+    attempts: list[RequestAttempt] | None
+    attempts_torn = False
+    if rd.requests_log.is_file():
+        attempts, attempts_torn = _optional_jsonl(rd, rd.requests_log, RequestAttempt, findings)
+    else:
+        attempts = None
+        findings.append(
+            Finding(
+                severity="warn",
+                code="missing_artifact",
+                path=_rel(rd, rd.requests_log),
+                message="absent: responses cannot be linked to requests; duplicates/retries/throughput not verified",
+            )
+        )
+    repairs, _ = _optional_jsonl(rd, rd.cache_repairs, CacheRepair, findings)
+
+    # absence of the verification is reported by checks.check_server (server_not_verified)
+    verification = (
+        read_model_quiet(rd, rd.server_verification, ServerVerification, findings)
+        if rd.server_verification.is_file()
+        else None
+    )
+    launch = (
+        read_model_quiet(rd, rd.server_launch, LaunchRecord, findings) if rd.server_launch.is_file() else None
+    )
+    provenance = _optional_model(
+        rd, rd.provenance, Provenance, findings, "software/hardware provenance unknown"
+    )
+    run_record = read_model_quiet(rd, rd.run_record, RunRecord, findings) if rd.run_record.is_file() else None
+
+    config: RunConfig | None = None
+    config_sha: str | None = None
+    if rd.config_copy.is_file():
+        config_sha = hashlib.sha256(rd.config_copy.read_bytes()).hexdigest()
+        from evalpipe.config.loader import load_config
+
+        try:
+            config = load_config(rd.config_copy, check_plans=False)
+        except ConfigError as exc:
+            findings.append(
+                Finding(
+                    severity="error",
+                    code="unreadable_artifact",
+                    path=_rel(rd, rd.config_copy),
+                    message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
+                )
+            )
+    else:
+        findings.append(
+            Finding(
+                severity="warn",
+                code="missing_artifact",
+                path=_rel(rd, rd.config_copy),
+                message="absent: default gates apply; budgets and generation settings unknown",
+            )
+        )
+
+    return RunInputs(
+        rundir=rd,
+        manifest=manifest,
+        outcomes=list(outcome_rows),
+        attempts=attempts,
+        attempts_torn=attempts_torn,
+        cache_repairs=repairs,
+        verification=verification,
+        launch=launch,
+        provenance=provenance,
+        config=config,
+        config_sha256=config_sha,
+        run_record=run_record,
+        findings=findings,
+    )
+
+
+def read_model_quiet(rd: RunDir, path: Path, model: type[M], findings: list[Finding]) -> M | None:
+    """Read a present optional artifact; an unreadable one is a finding (absence is not)."""
+    try:
+        return read_model(path, model)
+    except ArtifactError as exc:
+        findings.append(
+            Finding(severity="error", code="unreadable_artifact", path=_rel(rd, path), message=exc.message)
+        )
+        return None

@@ -1,0 +1,122 @@
+"""``audit_run``: recompute the whole sign-off from a run directory and write summary + reports.
+
+It is the library function behind ``evalpipe audit`` and the last stage of ``evalpipe run``; it reads
+only the run directory (never a live server) and returns the ``Summary``.  Exit codes are decided by
+``evalpipe.gates.raise_for_verdict``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evalpipe import __version__
+from evalpipe.audit import checks
+from evalpipe.audit.inputs import load_inputs
+from evalpipe.audit.linkage import link
+from evalpipe.audit.summarize import (
+    benchmark_results,
+    generation_summary,
+    limitations,
+    model_summary,
+    paired_control,
+    request_audit,
+    response_selection,
+    sampling_summary,
+    server_summary,
+)
+from evalpipe.config.models import GateConfig
+from evalpipe.gates import decide, evaluate_gates
+from evalpipe.io import atomic_write_text, write_model
+from evalpipe.schema.summary import FINDING_CODES, Finding, Summary
+
+_SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
+
+
+def _sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(
+        findings,
+        key=lambda f: (
+            _SEVERITY_ORDER[f.severity],
+            FINDING_CODES.index(f.code),
+            f.benchmark or "",
+            f.sample_ids,
+            f.attempt_ids,
+            f.path or "",
+        ),
+    )
+
+
+def build_summary(run_dir: Path) -> Summary:
+    """Everything the audit computes, without writing anything."""
+    inputs = load_inputs(run_dir)
+    findings = list(inputs.findings)
+    rows, join_findings = checks.join_outcomes(inputs.manifest, inputs.outcomes)
+    findings += join_findings
+    for row in rows.values():
+        findings += checks.check_outcome_row(row)
+    linkage = link(rows.values(), inputs.attempts) if inputs.attempts is not None else None
+    violations = unverifiable = 0
+    if linkage is not None:
+        req_findings, violations, unverifiable = checks.check_requests(rows, linkage)
+        findings += req_findings
+    findings += checks.check_cache_repairs(inputs.cache_repairs)
+    findings += checks.check_dataset_drift(inputs.manifest)
+    findings += checks.check_server(inputs.verification, inputs.rundir.server_verification.is_file())
+    findings += checks.check_secrets(inputs)
+    findings += checks.check_config_identity(inputs)
+    findings = _sort_findings(findings)
+
+    results = benchmark_results(inputs, rows, linkage)
+    overall = request_audit(inputs.manifest.entries, linkage, None, inputs.attempts_torn)
+    server = server_summary(inputs)
+    gate_cfg = inputs.config.gates if inputs.config else GateConfig()
+    gates = evaluate_gates(gate_cfg, results, findings, overall)
+    verdict, code = decide(gates)
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warn", "info")}
+    rd = inputs.rundir
+    return Summary(
+        run_id=inputs.run_id,
+        audited_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        evalpipe_version=__version__,
+        config_name=inputs.config.name
+        if inputs.config
+        else (inputs.run_record.config_name if inputs.run_record else None),
+        config_sha256=inputs.config_sha256,
+        model=model_summary(inputs),
+        generation=generation_summary(inputs),
+        server=server,
+        provenance=inputs.provenance,
+        sampling=sampling_summary(inputs),
+        sampled_ids_csv=rd.sampled_ids.name if rd.sampled_ids.is_file() else None,
+        benchmarks=results,
+        requests=overall,
+        response_selection=response_selection(linkage, violations, unverifiable),
+        paired_control=paired_control(inputs),
+        limitations=limitations(inputs, results, server),
+        findings=findings,
+        finding_counts=counts,  # type: ignore[arg-type]
+        gates=gates,
+        verdict=verdict,
+        exit_code=int(code),
+    )
+
+
+def write_outputs(run_dir: Path, summary: Summary) -> None:
+    """summary.json, report.md and report.html, each written atomically."""
+    from evalpipe.report.html import render_html
+    from evalpipe.report.markdown import render_markdown
+    from evalpipe.rundir import RunDir
+
+    rd = RunDir(Path(run_dir))
+    write_model(rd.summary, summary)
+    atomic_write_text(rd.report_md, render_markdown(summary))
+    atomic_write_text(rd.report_html, render_html(summary))
+
+
+def audit_run(run_dir: Path, *, write: bool = True) -> Summary:
+    """Recompute the summary from ``run_dir``; write it and the reports unless ``write`` is False."""
+    summary = build_summary(run_dir)
+    if write:
+        write_outputs(run_dir, summary)
+    return summary

@@ -1,0 +1,74 @@
+"""``evalpipe audit RUN_DIR``: recompute the sign-off, write summary.json + reports, exit with the verdict.
+
+Exit codes: 0 pass, 1 a gate failed, 2 usage/unreadable run directory, 3 error-severity findings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from evalpipe.schema.summary import Summary
+
+_STYLE = {"error": "bold red", "warn": "yellow", "info": "dim"}
+_VERDICT_STYLE = {"pass": "bold green", "gate_failed": "bold red", "audit_error": "bold red"}
+
+
+def show(summary: Summary, *, written: Path | None = None) -> None:
+    """Print the results table, the findings, failed gates and the verdict (rich)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from evalpipe.cli.console import out
+    from evalpipe.report.document import RESULTS_HEADERS, VERDICT_TEXT, results_rows
+
+    table = Table(title=f"run {escape(summary.run_id)}", title_justify="left")
+    for i, h in enumerate(RESULTS_HEADERS):
+        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for row in results_rows(summary):
+        table.add_row(*(escape(c) for c in row))
+    out.print(table)
+    if summary.findings:
+        out.print(f"[bold]Findings[/] ({len(summary.findings)}):")
+        for f in summary.findings:
+            where = f" ({f.benchmark or f.path})" if (f.benchmark or f.path) else ""
+            ids = (
+                f" — samples {', '.join(f.sample_ids[:5])}{' …' if len(f.sample_ids) > 5 else ''}"
+                if f.sample_ids
+                else ""
+            )
+            line = escape(f"{f.code}{where}: {f.message}{ids}")
+            out.print(f"  [{_STYLE[f.severity]}]{f.severity:5}[/] {line}")
+    else:
+        out.print("No findings.")
+    for g in summary.gates:
+        if not g.passed:
+            out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
+    if written is not None:
+        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html"))
+    style = _VERDICT_STYLE[summary.verdict]
+    out.print(f"[{style}]Verdict: {VERDICT_TEXT[summary.verdict]}[/] (exit {summary.exit_code})")
+
+
+def audit(
+    run_dir: Annotated[
+        Path, typer.Argument(help="Run directory (contains manifest.json, outcomes.jsonl, …)")
+    ],
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="Only print; do not (re)write summary.json and the reports.")
+    ] = False,
+) -> None:
+    """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html; exit 0/1/2/3."""
+    from evalpipe.audit.run import audit_run
+    from evalpipe.gates import raise_for_verdict
+
+    summary = audit_run(run_dir, write=not no_write)
+    show(summary, written=None if no_write else run_dir)
+    raise_for_verdict(summary)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)

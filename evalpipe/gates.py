@@ -1,0 +1,126 @@
+"""Release gates and the audit verdict → exit code.
+
+Order of precedence (one verdict per run):
+
+1. ``audit_error`` (exit 3) — more error-severity findings than ``gates.max_error_findings`` (default
+   0).  An error finding means a number in the summary cannot be trusted as stated, so score gates
+   are moot.
+2. ``gate_failed`` (exit 1) — a score gate (``min_score``, ``min_ci_lower`` per benchmark) or the
+   transport-failure gate failed.  A gate naming a benchmark that is not in the run fails: sign-off
+   asked for a number the run did not produce.
+3. ``pass`` (exit 0).
+
+Score gates compare the sample score and its Wilson lower bound (the numbers in the table).
+"""
+
+from __future__ import annotations
+
+from evalpipe.config.models import GateConfig
+from evalpipe.errors import EvalpipeError, ExitCode
+from evalpipe.schema.summary import BenchmarkResult, Finding, GateResult, RequestAudit, Summary, Verdict
+
+
+class GateFailed(EvalpipeError):
+    """A release gate failed (exit 1)."""
+
+    exit_code = ExitCode.GATE_FAILED
+
+
+class AuditErrorFound(EvalpipeError):
+    """The audit found error-severity findings beyond the allowed number (exit 3)."""
+
+    exit_code = ExitCode.AUDIT_ERROR
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f} %"
+
+
+def evaluate_gates(
+    gates: GateConfig,
+    benchmarks: list[BenchmarkResult],
+    findings: list[Finding],
+    requests: RequestAudit,
+) -> list[GateResult]:
+    by_name = {b.benchmark: b for b in benchmarks}
+    results: list[GateResult] = []
+    for name, threshold in sorted(gates.min_score.items()):
+        b = by_name.get(name)
+        actual = b.score if b else None
+        ok = actual is not None and actual >= threshold
+        why = "not in this run" if b is None else f"score {_pct(actual)}"
+        results.append(
+            GateResult(
+                gate="min_score",
+                benchmark=name,
+                threshold=threshold,
+                actual=actual,
+                passed=ok,
+                message=f"{name}: {why} {'>=' if ok else '<'} min {_pct(threshold)}"
+                if b is not None
+                else f"{name}: {why}",
+            )
+        )
+    for name, threshold in sorted(gates.min_ci_lower.items()):
+        b = by_name.get(name)
+        actual = b.interval.lower if b and b.interval else None
+        ok = actual is not None and actual >= threshold
+        why = "not in this run" if b is None else f"95 % CI lower bound {_pct(actual)}"
+        results.append(
+            GateResult(
+                gate="min_ci_lower",
+                benchmark=name,
+                threshold=threshold,
+                actual=actual,
+                passed=ok,
+                message=f"{name}: {why} {'>=' if ok else '<'} min {_pct(threshold)}"
+                if b is not None
+                else f"{name}: {why}",
+            )
+        )
+    errors = sum(1 for f in findings if f.severity == "error")
+    results.append(
+        GateResult(
+            gate="max_error_findings",
+            threshold=gates.max_error_findings,
+            actual=errors,
+            passed=errors <= gates.max_error_findings,
+            message=f"{errors} error finding(s), at most {gates.max_error_findings} allowed",
+        )
+    )
+    if gates.max_transport_failures is not None:
+        if requests.transport_failures is not None:
+            failures: int | None = requests.transport_failures
+            src = "failed attempt(s) in the request log"
+        else:
+            failures = sum(f.count for b in benchmarks for f in b.failures if f.failure_class == "api_error")
+            src = "API-error outcome(s) (no request log)"
+        results.append(
+            GateResult(
+                gate="max_transport_failures",
+                threshold=gates.max_transport_failures,
+                actual=failures,
+                passed=failures <= gates.max_transport_failures,
+                message=f"{failures} {src}, at most {gates.max_transport_failures} allowed",
+            )
+        )
+    return results
+
+
+def decide(gates: list[GateResult]) -> tuple[Verdict, ExitCode]:
+    """The verdict and exit code from evaluated gates (see the module docstring for precedence)."""
+    if any(g.gate == "max_error_findings" and not g.passed for g in gates):
+        return "audit_error", ExitCode.AUDIT_ERROR
+    if any(not g.passed for g in gates):
+        return "gate_failed", ExitCode.GATE_FAILED
+    return "pass", ExitCode.OK
+
+
+def raise_for_verdict(summary: Summary) -> None:
+    """Raise the error that maps to the summary's exit code (nothing on pass)."""
+    failed = [g.message for g in summary.gates if not g.passed]
+    if summary.verdict == "audit_error":
+        n = summary.finding_counts.get("error", 0)
+        raise AuditErrorFound(f"audit found {n} error-severity finding(s)", details=failed)
+    if summary.verdict == "gate_failed":
+        raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)

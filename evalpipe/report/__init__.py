@@ -1,0 +1,1 @@
+"""Render a ``Summary`` as ``report.md`` / ``report.html`` (render only; never recompute)."""

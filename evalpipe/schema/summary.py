@@ -1,0 +1,280 @@
+"""``summary.json`` — the machine-readable audit result that release sign-off reads.
+
+Every number here is recomputed by ``evalpipe audit`` from the run directory alone; the reports
+(``report.md`` / ``report.html``) only render this model.  Rates are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from evalpipe.schema.base import Artifact, Row
+from evalpipe.schema.manifest import StratumAllocation
+from evalpipe.schema.provenance import Provenance
+
+Severity = Literal["error", "warn", "info"]
+
+FindingCode = Literal[
+    # artifacts
+    "missing_artifact",
+    "unreadable_artifact",
+    "torn_log",
+    "config_changed",
+    # outcome ↔ manifest joins
+    "missing_outcome",
+    "orphan_outcome",
+    "duplicate_outcome",
+    "no_prediction",
+    "several_predictions",
+    "no_review",
+    "several_reviews",
+    "prompt_mismatch",
+    "review_mismatch",
+    "scoring_error",
+    "non_binary_score",
+    "outcome_inconsistent",
+    # prediction ↔ request log
+    "response_not_logged",
+    "response_of_other_prompt",
+    "response_content_mismatch",
+    "selection_rule_violated",
+    "duplicate_requests",
+    "failed_request",
+    "unlinked_request",
+    "shared_prompt",
+    # resume, data, server
+    "cache_repair",
+    "dataset_drift",
+    "server_not_verified",
+    "secret_in_artifact",
+]
+
+FINDING_CODES: tuple[str, ...] = FindingCode.__args__  # type: ignore[attr-defined]
+
+Verdict = Literal["pass", "gate_failed", "audit_error"]
+
+
+class Finding(Row):
+    severity: Severity
+    code: FindingCode
+    benchmark: str | None = None
+    sample_ids: list[str] = Field(default_factory=list, description="Manifest source ids involved.")
+    attempt_ids: list[str] = Field(default_factory=list, description="requests.jsonl attempt ids involved.")
+    path: str | None = Field(default=None, description="Run-directory file involved (relative).")
+    message: str = Field(description="One line: what is wrong and why it matters.")
+
+
+class Interval(Row):
+    lower: float
+    upper: float
+    confidence: float = 0.95
+    method: Literal["wilson", "wilson_effective_n"]
+
+
+class StratifiedEstimate(Row):
+    """Population-weighted (stratified) estimate from the design weights N_h / n_h."""
+
+    estimate: float = Field(description="sum_h W_h p_h with W_h = N_h / N.")
+    standard_error: float
+    effective_sample_size: float = Field(description="p(1-p)/Var, capped at n (design effect >= 1).")
+    interval: Interval
+    method: str
+
+
+class StratumResult(Row):
+    stratum: str
+    population: int = Field(description="N_h")
+    selected: int = Field(description="n_h (manifest entries in the stratum)")
+    weight: float = Field(description="N_h / n_h")
+    correct: int
+    score: float | None
+
+
+class MetricResult(Row):
+    """A metric with its own numerator and denominator (e.g. IFEval instruction level)."""
+
+    name: str
+    numerator: int | None = Field(description="None when it cannot be recovered exactly from the outcomes.")
+    denominator: int | None
+    score: float | None
+    interval: Interval | None = None
+    note: str | None = Field(default=None, description="Why an interval or a count is absent.")
+
+
+class FailureCount(Row):
+    label: str = Field(description="failure_class, or failure_class:ExceptionType for runtime errors.")
+    failure_class: str
+    detail: str | None = None
+    count: int
+    sample_ids: list[str]
+
+
+class RequestAudit(Row):
+    samples: int = Field(description="Manifest entries.")
+    samples_with_requests: int | None = Field(description="Entries with at least one linked attempt.")
+    actual_requests: int | None = Field(description="Linked chat attempts (None: no request log).")
+    successful: int | None = None
+    duplicates: int | None = Field(
+        default=None, description="Extra successful attempts beyond one per sample."
+    )
+    retries: int | None = Field(default=None, description="Attempts that followed a failed attempt.")
+    transport_failures: int | None = Field(
+        default=None, description="Attempts with HTTP >= 400, a transport error or no recorded response."
+    )
+    unlinked: int | None = Field(default=None, description="Chat attempts whose prompt matches no sample.")
+    other_requests: int | None = Field(
+        default=None, description="Attempts without chat messages (health etc.)."
+    )
+    log_torn_tail: bool = False
+
+
+class Throughput(Row):
+    """Tokens per second of the evaluation traffic over the benchmark's wall time."""
+
+    attempts: int
+    attempts_with_usage: int
+    wall_time_s: float | None = Field(description="First linked attempt start → last linked attempt end.")
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    input_tps: float | None
+    output_tps: float | None
+    total_tps: float | None
+    tp_size: int | None = Field(description="Verified tensor-parallel size (GPUs); None when not verified.")
+    input_tps_per_gpu: float | None
+    output_tps_per_gpu: float | None
+    total_tps_per_gpu: float | None
+
+
+class BenchmarkResult(Row):
+    benchmark: str
+    display_name: str
+    subsets: list[str]
+    metric: str = Field(description="Primary metric name (outcome.score).")
+    correct: int
+    scored: int = Field(
+        description="Denominator: every manifest entry; entries without a score count as wrong."
+    )
+    without_score: int = Field(description="Entries with no score (API/scoring errors, missing rows).")
+    budget_exhausted_scored_correct: int = Field(
+        description="Budget-exhausted responses EvalScope scored correct; counted as incorrect here."
+    )
+    score: float | None
+    interval: Interval | None
+    allocation_proportional: bool
+    stratified: StratifiedEstimate | None = Field(
+        description="Present when the sample has several strata with unequal design weights."
+    )
+    strata: list[StratumResult]
+    secondary: list[MetricResult] = Field(default_factory=list)
+    failures: list[FailureCount]
+    max_tokens: int | None = Field(description="Output-token budget (config, else the request log).")
+    requests: RequestAudit
+    throughput: Throughput | None
+
+
+class BenchmarkSamplingSummary(Row):
+    benchmark: str
+    rule: str = Field(description="The plan's allocation rule in words.")
+    stratify_by: str
+    allocation: str = Field(description="per_stratum | proportional | uniform")
+    population: int
+    sample_size: int
+    strata: list[StratumAllocation]
+    dataset_fingerprint: str
+    pinned_fingerprint: str | None
+    drift_allowed: bool
+
+
+class SamplingSummary(Row):
+    seed: int
+    selection_rule: str
+    benchmarks: list[BenchmarkSamplingSummary]
+
+
+class VerifiedCheck(Row):
+    key: str
+    expected: str | None
+    resolved: str | None
+    ok: bool
+
+
+class ServerSummary(Row):
+    """The server configuration as verified from server_info (redacted)."""
+
+    verified: bool | None = Field(description="None: no verification record (e.g. attached endpoint).")
+    description: str = Field(description="Human line from the verification, or 'not verified'.")
+    kind: str | None = None
+    variant: str | None = None
+    server_version: str | None = None
+    served_model_name: str | None = None
+    kv_cache_dtype: str | None = None
+    attention_backend: str | None = None
+    dsa_prefill_backend: str | None = None
+    dsa_decode_backend: str | None = None
+    tp_size: int | None = None
+    ep_size: int | None = None
+    speculative_algorithm: str | None = None
+    seed_effective: bool | None = None
+    launch_command: str | None = None
+    checks: list[VerifiedCheck] = Field(default_factory=list)
+
+
+class ResponseSelection(Row):
+    rule: str
+    samples_with_several_responses: int | None
+    violations: int | None
+    correctness_based_selection: bool | None = Field(
+        description="False: every used response follows the rule; True: it cannot be ruled out; None: unchecked."
+    )
+    statement: str
+
+
+class GateResult(Row):
+    gate: Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+    benchmark: str | None = None
+    threshold: float
+    actual: float | None
+    passed: bool
+    message: str
+
+
+class ModelSummary(Row):
+    path: str | None
+    served_name: str | None
+    thinking: str | None
+    chat_template: str | None
+
+
+class GenerationSummary(Row):
+    temperature: float | None
+    top_p: float | None
+    seed: int | None
+    seed_effective: bool | None
+
+
+class Summary(Artifact):
+    schema_version: int = 1
+    run_id: str
+    audited_at: str = Field(description="UTC ISO-8601")
+    evalpipe_version: str
+    config_name: str | None
+    config_sha256: str | None = Field(description="sha256 of the run directory's config.yaml bytes.")
+    model: ModelSummary
+    generation: GenerationSummary
+    server: ServerSummary
+    provenance: Provenance | None
+    sampling: SamplingSummary
+    sampled_ids_csv: str | None = Field(description="Path of sampled_ids.csv relative to the run directory.")
+    benchmarks: list[BenchmarkResult]
+    requests: RequestAudit
+    response_selection: ResponseSelection
+    paired_control: str | None = Field(description="What paired control ran, or None.")
+    limitations: list[str]
+    findings: list[Finding]
+    finding_counts: dict[Severity, int]
+    gates: list[GateResult]
+    verdict: Verdict
+    exit_code: int

@@ -1,0 +1,181 @@
+"""report.md / report.html: rendered from the Summary alone, with the sign-off paragraphs."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run
+
+from evalpipe.audit.run import audit_run
+from evalpipe.report.document import failure_paragraph, request_paragraph
+from evalpipe.report.html import render_html
+from evalpipe.report.markdown import render_markdown
+from evalpipe.report.plot import score_plot
+from evalpipe.schema.summary import Summary
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[Path, Summary]:
+    rd = planted_faults_run(tmp_path / "run").write()
+    return rd.root, audit_run(rd.root)
+
+
+def test_markdown_table_and_paragraphs(planted: tuple[Path, Summary]) -> None:
+    root, _ = planted
+    md = (root / "report.md").read_text()
+    assert "| Dataset / metric | Correct / scored | Score | 95 % CI | Input TPS | Input TPS/GPU |" in md
+    assert "| C-Eval / acc | 1/3 | 33.3 % | [6.1, 79.2] % |" in md
+    assert "| GSM8K / acc | 3/4 | 75.0 % | [30.1, 95.4] % |" in md
+    assert (
+        "KV cache fp8_e4m3, attention dsa, DSA prefill tilelang, DSA decode tilelang (verified from server_info)"
+        in md
+    )
+    assert "**Verdict: AUDIT ERROR** (exit 3)" in md
+    assert "### IFEval secondary metrics" in md
+    assert "| `inst_level_strict` | 5/7 |" in md
+    assert "This equal-difficulty sample is not a population-weighted score" in md
+    assert "No paired control ran" in md
+    assert "The request seed (42) was not effective" in md
+
+
+def test_failure_paragraph_from_taxonomy(planted: tuple[Path, Summary]) -> None:
+    _, s = planted
+    assert failure_paragraph(s) == (
+        "1 C-Eval response exhausted its 32768-token budget without a final answer; it counts as incorrect. "
+        "1 code sample raised IndexError. 2 code samples failed their tests. "
+        "1 IFEval sample could not be scored (scorer error); counted as incorrect. "
+        "1 request attempt failed at the API/transport level; 1 retry followed. "
+        "No sample was left without a response."
+    )
+
+
+def test_failure_paragraph_two_budgets_and_no_failures(tmp_path: Path) -> None:
+    b = RunDirBuilder(tmp_path / "run")
+    b.add(
+        Sample("ceval", "c", stratum="law", score=0.0, failure_class="budget_exhausted"),
+        Sample("live_code_bench", "l", stratum="hard", score=0.0, failure_class="budget_exhausted"),
+        Sample(
+            "live_code_bench",
+            "m",
+            stratum="hard",
+            score=0.0,
+            failure_class="code_runtime_error",
+            failure_detail="IndexError",
+        ),
+    )
+    s = audit_run(b.write().root, write=False)
+    assert failure_paragraph(s) == (
+        "1 C-Eval and 1 LiveCodeBench responses exhausted their 32768/65536-token budgets without a final "
+        "answer; both count as incorrect. 1 code sample raised IndexError. No API/transport failures."
+    )
+
+
+def test_request_paragraph(tmp_path: Path, planted: tuple[Path, Summary]) -> None:
+    _, s = planted
+    assert request_paragraph(s) == (
+        "20 actual requests for 18 samples; 1 duplicate; 1 retry; 1 transport failure; no selection-rule "
+        "violation found, but 1 sample(s) could not be traced to a logged response."
+    )
+    b = RunDirBuilder(tmp_path / "clean")
+    b.add(Sample("gsm8k", "a", attempts=[Attempt(), Attempt()]), Sample("gsm8k", "b"))
+    s2 = audit_run(b.write().root, write=False)
+    assert (
+        request_paragraph(s2)
+        == "3 actual requests for 2 samples; 1 duplicate; no retries; no correctness-based selection."
+    )
+
+
+def test_html_has_same_content_and_a_valid_svg_plot(planted: tuple[Path, Summary]) -> None:
+    root, s = planted
+    html = (root / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<th>Dataset / metric</th>" in html
+    assert failure_paragraph(s) in html
+    start, end = html.index("<svg"), html.index("</svg>") + len("</svg>")
+    svg = ET.fromstring(html[start:end])
+    ns = "{http://www.w3.org/2000/svg}"
+    circles = svg.findall(f"{ns}circle")
+    diamonds = svg.findall(f"{ns}polygon")
+    assert len(circles) == 4  # one per benchmark
+    assert len(diamonds) == 2  # population-weighted C-Eval and LiveCodeBench
+    labels = [t.text for t in svg.findall(f"{ns}text")]
+    assert "LiveCodeBench (population-weighted)" in labels
+
+
+def test_plot_positions_follow_scores(tmp_path: Path) -> None:
+    s = audit_run(clean_run(tmp_path / "run").write().root, write=False)
+    svg = ET.fromstring(score_plot(s))
+    ns = "{http://www.w3.org/2000/svg}"
+    xs = [float(c.get("cx")) for c in svg.findall(f"{ns}circle")]
+    scores = [b.score for b in s.benchmarks]
+    # x is affine in the score: ordering and ratios are preserved
+    assert sorted(range(4), key=lambda i: xs[i]) == sorted(range(4), key=lambda i: scores[i])
+    assert (xs[0] - xs[3]) / (xs[2] - xs[3]) == pytest.approx(
+        (scores[0] - scores[3]) / (scores[2] - scores[3])
+    )
+
+
+def test_renderers_only_render_the_summary(planted: tuple[Path, Summary]) -> None:
+    root, s = planted
+    written_md, written_html = (root / "report.md").read_text(), (root / "report.html").read_text()
+    reloaded = Summary.model_validate_json((root / "summary.json").read_text())
+    for p in root.iterdir():  # nothing else in the run directory is consulted
+        if p.is_file():
+            p.unlink()
+    assert render_markdown(reloaded) == written_md
+    assert render_html(reloaded) == written_html
+    assert render_markdown(reloaded) == render_markdown(s)
+    assert render_html(reloaded) == render_html(s)
+
+
+def test_hostile_text_is_escaped(tmp_path: Path) -> None:
+    b = RunDirBuilder(tmp_path / "run")
+    b.add(Sample("gsm8k", "<script>x|y</script>", score=0.0, failure_class="wrong"))
+    root = b.write().root
+    audit_run(root)
+    html = (root / "report.html").read_text()
+    md = (root / "report.md").read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    table_line = next(line for line in md.splitlines() if line.startswith("| GSM8K | `wrong`"))
+    assert table_line.count(" | ") == 3  # the id's pipe is escaped inside the cell
+
+
+def test_unverified_server_is_said_so(tmp_path: Path) -> None:
+    b = RunDirBuilder(tmp_path / "run").add(Sample("gsm8k", "a"))
+    b.verification = None
+    root = b.write().root
+    audit_run(root)
+    md = (root / "report.md").read_text()
+    assert "Runtime, KV layout and kernels: not verified" in md
+    assert "| GSM8K / acc | 1/1 | 100.0 % | [20.7, 100.0] % | 100.0 | n/a |" in md  # no TP size → no per GPU
+    assert "Whether the request seed was effective is not verified." in md
+
+
+def test_failure_paragraph_mentions_truncated_answers_scored_correct(tmp_path: Path) -> None:
+    b = RunDirBuilder(tmp_path / "run")
+    b.add(Sample("gsm8k", "a", score=1.0, failure_class="budget_exhausted"))
+    s = audit_run(b.write().root, write=False)
+    assert failure_paragraph(s) == (
+        "1 GSM8K response exhausted its 16384-token budget without a final answer; it counts as incorrect "
+        "(EvalScope scored 1 of the truncated answers correct). No API/transport failures."
+    )
+
+
+def test_provenance_lists_component_tests_and_fingerprints(tmp_path: Path) -> None:
+    from evalpipe.schema.provenance import ComponentTestResult
+
+    b = RunDirBuilder(tmp_path / "run").add(Sample("gsm8k", "a"))
+    assert b.provenance is not None
+    b.provenance.component_tests = [
+        ComponentTestResult(
+            name="tilelang_kernels", command=["pytest", "x.py"], exit_code=1, passed=7, failed=2
+        )
+    ]
+    root = b.write().root
+    s = audit_run(root)
+    md = (root / "report.md").read_text()
+    assert "- Component test `tilelang_kernels`: exit 1; 7 passed, 2 failed, 0 errors, 0 skipped." in md
+    assert f"gsm8k dataset fingerprint `{s.sampling.benchmarks[0].dataset_fingerprint}`" in md
+    assert "GPUs: 8× NVIDIA H200; CUDA 12.8; host gpu-node-1." in md
