@@ -1,0 +1,18 @@
+"""Embedded self-test: bundled miniature datasets and the answer-key server.
+
+The self-test is the pipeline's own correctness proof: the answer-key server (``answer_key_server``)
+is launched through the same lifecycle code path as SGLang and answers every bundled item from its
+gold answer (positive control) or from a different item's gold answer (negative control), with
+planted faults the audit must find.  The datasets under ``data/`` were written for evalpipe (no item
+is copied from a benchmark) in each benchmark's native schema and in the layout of the local mirror
+``../shared/datasets``, so the ordinary source loaders read them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def bundled_data_dir() -> Path:
+    """Root of the bundled datasets (package data: ``gsm8k/``, ``ceval/``, ``ifeval/``, ``livecodebench/``)."""
+    return Path(__file__).resolve().parent / "data"

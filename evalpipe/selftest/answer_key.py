@@ -1,0 +1,336 @@
+"""The answer key: the bundled items, how a prompt is recognised, and what the server answers.
+
+EvalScope wraps each question in its adapter's prompt template and, for GSM8K and C-Eval, prepends
+few-shot examples.  An item is therefore recognised by its *needle* (the question text as stored in
+the dataset: GSM8K ``question``, C-Eval ``question``, IFEval ``prompt``, LiveCodeBench
+``question_content``) found in the final user message; when several needles occur, the one ending
+last wins (ties: the longer needle), i.e. the last question of the message, not a few-shot example.
+
+Answers are written in the form each adapter scores: GSM8K ``\\boxed{N}`` after the reference
+reasoning, C-Eval ``答案：X``, IFEval a response constructed to satisfy every instruction, and
+LiveCodeBench a reference solution in a fenced ``python`` block.  Items are loaded with the project's
+own source loaders, so their ids are the canonical source ids the manifest uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from evalpipe.errors import DataError
+from evalpipe.hashing import message_text
+
+Mode = Literal["positive", "negative"]
+Fault = Literal["duplicate_request", "truncate", "http_500_once", "index_error"]
+FAULTS: tuple[str, ...] = get_args(Fault)
+MODES: tuple[str, ...] = get_args(Mode)
+
+# Benchmark → folder inside a data directory (the layout of ../shared/datasets).
+BENCHMARK_DIRS = {"gsm8k": "gsm8k", "ceval": "ceval", "ifeval": "ifeval", "live_code_bench": "livecodebench"}
+SOLUTIONS_FILE = "solutions.json"  # LCB reference solutions + IFEval responses (not benchmark data)
+FAULTS_FILE = "faults.json"  # which item carries which planted fault
+# Without a faults file: the first item (file order) of this benchmark carries the fault.
+DEFAULT_FAULT_BENCHMARK = {
+    "truncate": "gsm8k",
+    "http_500_once": "ceval",
+    "duplicate_request": "ifeval",
+    "index_error": "live_code_bench",
+}
+
+# What a response cut off by its token budget looks like before the final answer: no digits (GSM8K's
+# extractor falls back to the last number) and no option letter (C-Eval's parser falls back to letters).
+_TRUNCATED_TEXT = {
+    "gsm8k": "Let me work through this problem step by step. First I need to figure out how many",
+    "ceval": "让我们逐一分析每个选项。首先看第一个选项，它描述的是",
+}
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyItem:
+    """One bundled evaluation item with its gold answer and the positive response."""
+
+    benchmark: str
+    source_id: str
+    needle: str  # the text that identifies the item inside a prompt
+    gold: str  # comparable gold: GSM8K number, C-Eval letter, IFEval response, LCB solution code
+    answer: str  # the response the positive control sends
+    func_name: str | None = None  # LiveCodeBench functional (LeetCode-style) problems
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark}:{self.source_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    content: str
+    finish_reason: Literal["stop", "length"]
+    fault: str | None = None  # 'truncate' or 'index_error' when this reply is a planted fault
+
+
+# ---------------------------------------------------------------- tokens (approximate, no tokenizer)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate token count: words and punctuation marks (the self-test has no model tokenizer)."""
+    return len(_TOKEN.findall(text))
+
+
+def limit_tokens(text: str, max_tokens: int | None) -> tuple[str, bool]:
+    """``text`` cut to ``max_tokens`` approximate tokens, and whether it was cut (finish_reason length)."""
+    if max_tokens is None:
+        return text, False
+    spans = list(_TOKEN.finditer(text))
+    if len(spans) <= max_tokens:
+        return text, False
+    return (text[: spans[max_tokens - 1].end()] if max_tokens > 0 else ""), True
+
+
+def prompt_text(messages: Iterable[Any]) -> str:
+    """Text of the final user message (the one holding the question); all text if there is none."""
+    msgs = list(messages)
+    for m in reversed(msgs):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return message_text(m.get("content"))
+    return "\n".join(message_text(m.get("content")) for m in msgs if isinstance(m, dict))
+
+
+# ---------------------------------------------------------------- answer formats
+
+
+def gsm8k_gold(raw_answer: str) -> str:
+    return raw_answer.rpartition("####")[2].strip()
+
+
+def gsm8k_response(raw_answer: str) -> str:
+    """The reference reasoning without calculator annotations, then the boxed final number."""
+    reasoning, _, final = raw_answer.rpartition("####")
+    steps = re.sub(r"<<[^>]*>>", "", reasoning).strip()
+    return f"{steps}\nThe final answer is \\boxed{{{final.strip()}}}."
+
+
+def ceval_response(letter: str) -> str:
+    return f"答案：{letter}"
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def index_error_code(item: KeyItem) -> str:
+    """A plausible off-by-one solution that raises IndexError on every input."""
+    if item.func_name:
+        return (
+            "class Solution:\n"
+            f"    def {item.func_name}(self, *args):\n"
+            "        values = list(args)\n"
+            "        return values[len(values)]\n"
+        )
+    return "import sys\n\ntokens = sys.stdin.read().split()\nprint(tokens[len(tokens)])\n"
+
+
+def truncated_response(item: KeyItem) -> str:
+    """What the model had written when its budget ran out: reasoning or code without a final answer."""
+    if item.benchmark in _TRUNCATED_TEXT:
+        return _TRUNCATED_TEXT[item.benchmark]
+    if item.benchmark == "live_code_bench":
+        lines = item.gold.rstrip().split("\n")
+        return "```python\n" + "\n".join(lines[: max(1, len(lines) // 2)])  # no closing fence
+    return item.answer[: max(1, len(item.answer) // 3)]  # IFEval: the first third of the response
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    return data
+
+
+def _lcb_func_name(raw: dict[str, Any]) -> str | None:
+    meta = raw.get("metadata")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta) if meta.strip() else {}
+        except json.JSONDecodeError:
+            meta = {}
+    return meta.get("func_name") if isinstance(meta, dict) else None
+
+
+def _items_of(benchmark: str, directory: Path, solutions: dict[str, Any], sol_path: Path) -> list[KeyItem]:
+    from evalpipe.sources.registry import load_local
+
+    data = load_local(benchmark, directory)
+    data.check_unique_ids()
+    items: list[KeyItem] = []
+    for rec in data.eval.records:
+        raw = rec.raw
+        if benchmark == "gsm8k":
+            answer = str(raw["answer"])
+            items.append(
+                KeyItem(benchmark, rec.source_id, raw["question"], gsm8k_gold(answer), gsm8k_response(answer))
+            )
+        elif benchmark == "ceval":
+            letter = rec.canonical["answer"]
+            items.append(
+                KeyItem(benchmark, rec.source_id, rec.canonical["question"], letter, ceval_response(letter))
+            )
+        elif benchmark == "ifeval":
+            response = solutions.get("ifeval", {}).get(rec.source_id)
+            if not isinstance(response, str) or not response.strip():
+                raise DataError(f"{sol_path}: ifeval: no response for key {rec.source_id}")
+            items.append(KeyItem(benchmark, rec.source_id, rec.canonical["prompt"], response, response))
+        else:
+            code = solutions.get("live_code_bench", {}).get(rec.source_id)
+            if not isinstance(code, str) or not code.strip():
+                raise DataError(f"{sol_path}: live_code_bench: no solution for question_id {rec.source_id}")
+            items.append(
+                KeyItem(
+                    benchmark,
+                    rec.source_id,
+                    str(raw["question_content"]),
+                    code,
+                    fenced(code),
+                    func_name=_lcb_func_name(raw),
+                )
+            )
+    for it in items:
+        if not it.needle.strip():
+            raise DataError(f"{directory}: {it.label}: empty question text cannot be recognised")
+    return items
+
+
+class AnswerKey:
+    """The bundled items of a data directory, their negative-control partners and fault targets."""
+
+    def __init__(self, items: list[KeyItem], fault_targets: dict[str, KeyItem], data_dir: Path) -> None:
+        self.items = items
+        self.data_dir = data_dir
+        self.fault_targets = fault_targets
+        self._by_label = {it.label: it for it in items}
+        self._partners = self._negative_partners(items)
+
+    # -- construction
+
+    @classmethod
+    def load(cls, data_dir: Path) -> AnswerKey:
+        """Load every benchmark folder present in ``data_dir`` plus ``solutions.json`` / ``faults.json``."""
+        data_dir = Path(data_dir)
+        if not data_dir.is_dir():
+            raise DataError(f"{data_dir}: answer-key data directory not found")
+        sol_path = data_dir / SOLUTIONS_FILE
+        solutions = _read_json(sol_path) if sol_path.is_file() else {}
+        items: list[KeyItem] = []
+        for benchmark, folder in BENCHMARK_DIRS.items():
+            if (data_dir / folder).is_dir():
+                items.extend(_items_of(benchmark, data_dir / folder, solutions, sol_path))
+        if not items:
+            raise DataError(f"{data_dir}: no benchmark folders ({', '.join(BENCHMARK_DIRS.values())})")
+        by_label = {it.label: it for it in items}
+        targets = cls._fault_targets(data_dir / FAULTS_FILE, items, by_label)
+        return cls(items, targets, data_dir)
+
+    @staticmethod
+    def _fault_targets(path: Path, items: list[KeyItem], by_label: dict[str, KeyItem]) -> dict[str, KeyItem]:
+        declared: dict[str, Any] = _read_json(path).get("targets", {}) if path.is_file() else {}
+        targets: dict[str, KeyItem] = {}
+        for fault in FAULTS:
+            spec = declared.get(fault)
+            if spec is not None:
+                label = f"{spec.get('benchmark')}:{spec.get('source_id')}" if isinstance(spec, dict) else None
+                if label not in by_label:
+                    raise DataError(f"{path}: targets.{fault}: no bundled item {label or spec!r}")
+                targets[fault] = by_label[label]
+            else:
+                first = next((it for it in items if it.benchmark == DEFAULT_FAULT_BENCHMARK[fault]), None)
+                if first is not None:
+                    targets[fault] = first
+        ie = targets.get("index_error")
+        if ie is not None and ie.benchmark != "live_code_bench":
+            raise DataError(f"{path}: targets.index_error must be a live_code_bench item, got {ie.label}")
+        return targets
+
+    @staticmethod
+    def _negative_partners(items: list[KeyItem]) -> dict[str, KeyItem | None]:
+        """Wrong-index negative control: the next item (cyclic, file order) of the same benchmark whose
+        gold differs.  LiveCodeBench prefers the same style (stdin program for a stdin problem, a
+        ``Solution`` class for a functional one), so a negative fails as a wrong answer where it can
+        rather than because the program cannot even be loaded."""
+
+        def cyclic_next(group: list[KeyItem], it: KeyItem) -> KeyItem | None:
+            i, n = group.index(it), len(group)
+            return next((group[(i + k) % n] for k in range(1, n) if group[(i + k) % n].gold != it.gold), None)
+
+        by_bench: dict[str, list[KeyItem]] = {}
+        by_style: dict[tuple[str, bool], list[KeyItem]] = {}
+        for it in items:
+            by_bench.setdefault(it.benchmark, []).append(it)
+            by_style.setdefault((it.benchmark, it.func_name is None), []).append(it)
+        partners: dict[str, KeyItem | None] = {}
+        for it in items:
+            same_style = cyclic_next(by_style[(it.benchmark, it.func_name is None)], it)
+            partners[it.label] = same_style or cyclic_next(by_bench[it.benchmark], it)
+        return partners
+
+    # -- queries
+
+    def item(self, benchmark: str, source_id: str) -> KeyItem:
+        return self._by_label[f"{benchmark}:{source_id}"]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for it in self.items:
+            out[it.benchmark] = out.get(it.benchmark, 0) + 1
+        return out
+
+    def negative_partner(self, item: KeyItem) -> KeyItem:
+        partner = self._partners.get(item.label)
+        if partner is None:
+            raise DataError(f"{item.label}: no other item with a different gold answer (negative control)")
+        return partner
+
+    def check_mode(self, mode: str, faults: Collection[str]) -> None:
+        """Fail before serving when the mode or a fault cannot be honoured by this data."""
+        if mode not in MODES:
+            raise DataError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+        if mode == "negative":
+            for it in self.items:
+                self.negative_partner(it)
+        for fault in faults:
+            if fault not in FAULTS:
+                raise DataError(f"unknown fault {fault!r} (expected some of {', '.join(FAULTS)})")
+            if fault not in self.fault_targets:
+                raise DataError(f"fault {fault}: no {DEFAULT_FAULT_BENCHMARK[fault]} item in {self.data_dir}")
+
+    def match(self, text: str) -> KeyItem | None:
+        """The item whose needle ends last in ``text`` (ties: the longest needle); None if none occurs."""
+        best: KeyItem | None = None
+        best_rank = (-1, -1)
+        for it in self.items:
+            pos = text.rfind(it.needle)
+            if pos >= 0:
+                rank = (pos + len(it.needle), len(it.needle))
+                if rank > best_rank:
+                    best, best_rank = it, rank
+        return best
+
+    def reply(self, item: KeyItem, *, mode: str, faults: Collection[str]) -> Reply:
+        """The response for ``item``: planted content faults first, then the mode's answer."""
+        if "index_error" in faults and self.fault_targets.get("index_error") is item:
+            return Reply(fenced(index_error_code(item)), "stop", "index_error")
+        if "truncate" in faults and self.fault_targets.get("truncate") is item:
+            return Reply(truncated_response(item), "length", "truncate")
+        if mode == "negative":
+            return Reply(self.negative_partner(item).answer, "stop")
+        return Reply(item.answer, "stop")

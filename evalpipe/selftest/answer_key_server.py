@@ -1,0 +1,483 @@
+"""The answer-key server: an OpenAI-compatible server that answers the bundled items from gold answers.
+
+Run as ``python -m evalpipe.selftest.answer_key_server --host H --port P --served-model-name NAME
+--mode positive|negative [--faults duplicate_request,truncate,http_500_once,index_error]
+[--data-dir DIR] [--startup-delay S]`` — the argv evalpipe's launcher builds for ``server.kind:
+answer_key``.  It behaves like SGLang where the pipeline depends on it: ``/health`` answers 503 while
+starting (data loading plus ``--startup-delay``) and 200 once ready; ``/server_info`` (alias
+``/get_server_info``) reports resolved arguments; ``/model_info``, ``/v1/models``; and
+``/v1/chat/completions`` in OpenAI format, plain or streamed (SSE), with the body field ``rid`` as the
+response ``id`` and usage counts.  SIGTERM and SIGINT stop it cleanly with exit code 0.
+
+Planted faults (each on one announced item, see ``data/faults.json``; ``GET /faults`` lists them with
+how often each fired, and every announcement and firing is logged to stderr):
+
+* ``truncate``: the item is answered with ``finish_reason: "length"`` and no final answer.
+* ``index_error``: the LiveCodeBench item's solution raises IndexError on every test.
+* ``http_500_once``: the first request for the item gets HTTP 500; later requests succeed.  The OpenAI
+  SDK under EvalScope retries 5xx responses itself (``max_retries`` 2 by default).
+* ``duplicate_request``: the first request for the item is held past the client's read timeout, then
+  answered normally (late).  The OpenAI SDK announces its read timeout in the ``x-stainless-read-timeout``
+  header and, on a timeout, re-sends the identical request (``x-stainless-retry-count: 1``), so the
+  server receives the item twice and the first response arrives after the client gave up on it.  When
+  no header announces a timeout of at most ``MAX_HOLD_S``, the connection is dropped without a response
+  instead, which the SDK retries as a connection error (``APIConnectionError``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import shlex
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from evalpipe import __version__
+from evalpipe.errors import EvalpipeError
+from evalpipe.hashing import message_text
+from evalpipe.selftest import bundled_data_dir
+from evalpipe.selftest.answer_key import (
+    FAULTS,
+    MODES,
+    AnswerKey,
+    KeyItem,
+    count_tokens,
+    limit_tokens,
+    prompt_text,
+)
+
+log = logging.getLogger("evalpipe.answer_key")
+
+MAX_HOLD_S = 30.0  # longest client read timeout the duplicate_request fault waits out
+HOLD_MARGIN_S = 0.5  # answer this long after the client's read timeout expired
+READ_TIMEOUT_HEADER = "x-stainless-read-timeout"
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+MESSAGE_OVERHEAD_TOKENS = 4  # per chat message, for the approximate prompt token count
+
+
+@dataclass
+class ServerState:
+    """Everything the handlers share: arguments, the loaded key, readiness and fault bookkeeping."""
+
+    served_model_name: str
+    mode: str
+    faults: list[str]
+    data_dir: Path
+    host: str
+    port: int
+    startup_delay: float = 0.0
+    key: AnswerKey | None = None
+    ready: bool = False
+    fired: dict[str, int] = field(default_factory=dict)  # fault → times it fired
+    requests: dict[str, int] = field(default_factory=dict)  # item label → chat requests received
+    unmatched: int = 0
+
+    def target(self, fault: str) -> KeyItem | None:
+        if fault not in self.faults or self.key is None:
+            return None
+        return self.key.fault_targets.get(fault)
+
+    def fire(self, fault: str, item: KeyItem, detail: str = "") -> None:
+        self.fired[fault] = self.fired.get(fault, 0) + 1
+        log.warning(
+            "fault %s fired on %s (%d)%s",
+            fault,
+            item.label,
+            self.fired[fault],
+            f": {detail}" if detail else "",
+        )
+
+
+STATE_KEY = web.AppKey("state", ServerState)
+
+
+# ---------------------------------------------------------------- info endpoints
+
+
+def _error(status: int, message: str, err_type: str) -> web.Response:
+    body = {"object": "error", "message": message, "type": err_type, "param": None, "code": status}
+    return web.json_response(body, status=status)
+
+
+async def health(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    if not state.ready:
+        return web.json_response({"status": "starting"}, status=503)
+    return web.Response(status=200)
+
+
+def server_info_dict(state: ServerState) -> dict[str, Any]:
+    """Resolved server arguments, named as SGLang names them, plus the answer-key settings."""
+    key = state.key
+    return {
+        "model_path": str(state.data_dir),
+        "tokenizer_path": None,
+        "served_model_name": state.served_model_name,
+        "host": state.host,
+        "port": state.port,
+        "tp_size": 1,
+        "dp_size": 1,
+        "ep_size": 1,
+        "pp_size": 1,
+        "kv_cache_dtype": "auto",
+        "attention_backend": "answer_key",
+        "dsa_prefill_backend": None,
+        "dsa_decode_backend": None,
+        "speculative_algorithm": None,
+        "enable_deterministic_inference": True,  # answers depend on the prompt only
+        "version": f"evalpipe-answer-key {__version__}",
+        "launch_command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
+        "answer_key": {
+            "mode": state.mode,
+            "faults": [
+                {"fault": f, "benchmark": t.benchmark, "source_id": t.source_id}
+                for f in state.faults
+                if (t := state.target(f)) is not None
+            ],
+            "items": key.counts() if key else {},
+            "data_dir": str(state.data_dir),
+        },
+    }
+
+
+async def server_info(request: web.Request) -> web.Response:
+    return web.json_response(server_info_dict(request.app[STATE_KEY]))
+
+
+async def model_info(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    return web.json_response(
+        {
+            "model_path": str(state.data_dir),
+            "tokenizer_path": None,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "answer-key",
+            "model_type": "answer_key",
+            "architectures": ["AnswerKey"],
+        }
+    )
+
+
+async def models(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    card = {"id": state.served_model_name, "object": "model", "created": 0, "owned_by": "evalpipe"}
+    return web.json_response({"object": "list", "data": [card]})
+
+
+async def faults(request: web.Request) -> web.Response:
+    """The planted faults: which item carries each, and how often each fired so far."""
+    state = request.app[STATE_KEY]
+    rows = []
+    for f in state.faults:
+        t = state.target(f)
+        if t is not None:
+            rows.append(
+                {
+                    "fault": f,
+                    "benchmark": t.benchmark,
+                    "source_id": t.source_id,
+                    "fired": state.fired.get(f, 0),
+                }
+            )
+    return web.json_response({"mode": state.mode, "faults": rows})
+
+
+async def stats(request: web.Request) -> web.Response:
+    """Chat requests received per item (``benchmark:source_id``) and prompts that matched no item."""
+    state = request.app[STATE_KEY]
+    return web.json_response({"requests": dict(sorted(state.requests.items())), "unmatched": state.unmatched})
+
+
+# ---------------------------------------------------------------- chat completions
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _prompt_tokens(messages: list[Any]) -> int:
+    total = 0
+    for m in messages:
+        if isinstance(m, dict):
+            total += count_tokens(message_text(m.get("content"))) + MESSAGE_OVERHEAD_TOKENS
+    return total
+
+
+async def _hold_or_drop(request: web.Request, state: ServerState, item: KeyItem) -> bool:
+    """duplicate_request: hold the first response past the client's read timeout (True), or drop the
+    connection when the client announced no usable timeout (False: nothing more to send)."""
+    raw = request.headers.get(READ_TIMEOUT_HEADER)
+    try:
+        timeout = float(raw) if raw is not None else None
+    except ValueError:
+        timeout = None
+    if timeout is not None and 0 < timeout <= MAX_HOLD_S:
+        hold = timeout + HOLD_MARGIN_S
+        state.fire("duplicate_request", item, f"response held {hold:.1f}s (client read timeout {timeout:g}s)")
+        await asyncio.sleep(hold)
+        return True
+    state.fire(
+        "duplicate_request", item, f"connection dropped (client read timeout {raw or 'not announced'})"
+    )
+    if request.transport is not None:
+        request.transport.close()
+    return False
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE_KEY]
+    if not state.ready or state.key is None:
+        return _error(503, "server is starting", "ServiceUnavailableError")
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(400, "request body is not JSON", "BadRequestError")
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        return _error(400, "'messages' must be a non-empty list", "BadRequestError")
+
+    messages: list[Any] = body["messages"]
+    item = state.key.match(prompt_text(messages))
+    rid = body.get("rid")
+    response_id = rid if isinstance(rid, str) and rid else f"chatcmpl-{uuid.uuid4().hex}"
+    attempt = request.headers.get(RETRY_COUNT_HEADER, "?")
+
+    if item is None:
+        state.unmatched += 1
+        log.warning("id=%s: prompt matches no bundled item", response_id)
+        content, finish = "answer-key: this prompt matches no bundled item.", "stop"
+    else:
+        state.requests[item.label] = state.requests.get(item.label, 0) + 1
+        log.info(
+            "id=%s item=%s request=%d client_retry=%s",
+            response_id,
+            item.label,
+            state.requests[item.label],
+            attempt,
+        )
+        if state.target("http_500_once") is item and state.fired.get("http_500_once", 0) == 0:
+            state.fire("http_500_once", item)
+            return _error(
+                500, "answer-key planted fault: internal server error (http_500_once)", "InternalServerError"
+            )
+        if state.target("duplicate_request") is item and state.fired.get("duplicate_request", 0) == 0:
+            if not await _hold_or_drop(request, state, item):
+                return web.Response(status=500)  # never reaches the client: the connection is closed
+        reply = state.key.reply(item, mode=state.mode, faults=state.faults)
+        if reply.fault is not None:
+            state.fire(reply.fault, item)
+        content, finish = reply.content, reply.finish_reason
+
+    max_tokens = _int_or_none(body.get("max_completion_tokens")) or _int_or_none(body.get("max_tokens"))
+    content, cut = limit_tokens(content, max_tokens)
+    if cut:
+        finish = "length"
+    n = body.get("n") if isinstance(body.get("n"), int) and body["n"] > 0 else 1
+    completion_tokens = count_tokens(content)
+    if finish == "length" and max_tokens is not None:
+        completion_tokens = max(completion_tokens, max_tokens)  # the budget was spent
+    prompt_tokens = _prompt_tokens(messages)
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens * n,
+        "total_tokens": prompt_tokens + completion_tokens * n,
+    }
+    model = body.get("model") if isinstance(body.get("model"), str) else state.served_model_name
+    created = int(time.time())
+    if body.get("stream"):
+        opts = body.get("stream_options")
+        include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+        return await _stream(
+            request, response_id, model, created, content, finish, n, usage if include_usage else None
+        )
+    choices = [
+        {
+            "index": i,
+            "message": {
+                "role": "assistant",
+                "content": content,
+                "reasoning_content": None,
+                "tool_calls": None,
+            },
+            "logprobs": None,
+            "finish_reason": finish,
+            "matched_stop": None,
+        }
+        for i in range(n)
+    ]
+    return web.json_response(
+        {
+            "id": response_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": choices,
+            "usage": usage,
+        }
+    )
+
+
+def _pieces(text: str, parts: int = 4) -> list[str]:
+    step = max(1, -(-len(text) // parts))
+    return [text[i : i + step] for i in range(0, len(text), step)] or [""]
+
+
+async def _stream(
+    request: web.Request,
+    response_id: str,
+    model: str,
+    created: int,
+    content: str,
+    finish: str,
+    n: int,
+    usage: dict[str, int] | None,
+) -> web.StreamResponse:
+    """Server-sent events as SGLang sends them: role, content deltas, finish reason, usage, [DONE]."""
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+
+    def chunk(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> bytes:
+        obj = {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": choices,
+        }
+        obj.update(extra or {})
+        return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+    for i in range(n):
+        await resp.write(
+            chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        )
+        for piece in _pieces(content):
+            await resp.write(chunk([{"index": i, "delta": {"content": piece}, "finish_reason": None}]))
+        await resp.write(chunk([{"index": i, "delta": {}, "finish_reason": finish}]))
+    if usage is not None:
+        await resp.write(chunk([], {"usage": usage}))
+    await resp.write(b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp
+
+
+# ---------------------------------------------------------------- app and process lifecycle
+
+
+def build_app(state: ServerState) -> web.Application:
+    app = web.Application()
+    app[STATE_KEY] = state
+    app.router.add_get("/health", health)
+    app.router.add_get("/health_generate", health)
+    app.router.add_get("/server_info", server_info)
+    app.router.add_get("/get_server_info", server_info)
+    app.router.add_get("/model_info", model_info)
+    app.router.add_get("/get_model_info", model_info)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/faults", faults)
+    app.router.add_get("/stats", stats)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    return app
+
+
+async def _load(state: ServerState) -> None:
+    """Load the data while /health says 503 (like SGLang loading weights), then wait the startup delay."""
+    key = await asyncio.to_thread(AnswerKey.load, state.data_dir)
+    key.check_mode(state.mode, state.faults)
+    state.key = key
+    log.info("loaded %s from %s; mode %s", key.counts(), state.data_dir, state.mode)
+    for f in state.faults:
+        t = key.fault_targets[f]
+        log.warning("planted fault %s -> %s %s", f, t.benchmark, t.source_id)
+    if state.startup_delay > 0:
+        await asyncio.sleep(state.startup_delay)
+    state.ready = True
+    log.info("ready")
+
+
+async def serve(state: ServerState) -> int:
+    """Serve until SIGTERM/SIGINT; returns the process exit code (1 when the data cannot be loaded)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(build_app(state), access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, state.host, state.port)
+    await site.start()
+    if runner.addresses:  # the bound port (differs from the argument with --port 0)
+        state.port = int(runner.addresses[0][1])
+    log.info("listening on http://%s:%d (served model %s)", state.host, state.port, state.served_model_name)
+    loader = asyncio.create_task(_load(state))
+    stopper = asyncio.create_task(stop.wait())
+    code = 0
+    try:
+        await asyncio.wait({loader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if loader.done() and loader.exception() is not None:
+            exc = loader.exception()
+            log.error("cannot start: %s", exc.message if isinstance(exc, EvalpipeError) else repr(exc))
+            code = 1
+        else:
+            await stopper
+            log.info("stopping (signal)")
+    finally:
+        for task in (loader, stopper):
+            task.cancel()
+        await runner.cleanup()
+    return code
+
+
+def _faults_arg(value: str) -> list[str]:
+    out = [f.strip() for f in value.split(",") if f.strip()]
+    bad = [f for f in out if f not in FAULTS]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown fault(s) {', '.join(bad)}; choose from {', '.join(FAULTS)}"
+        )
+    return list(dict.fromkeys(out))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m evalpipe.selftest.answer_key_server",
+        description="OpenAI-compatible answer-key server for evalpipe's self-test (bundled items only).",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000, help="0 = any free port (logged on stderr)")
+    p.add_argument("--served-model-name", default="answer-key")
+    p.add_argument("--mode", choices=MODES, default="positive")
+    p.add_argument("--faults", type=_faults_arg, default=[], help=f"comma-separated: {','.join(FAULTS)}")
+    p.add_argument("--data-dir", type=Path, default=None, help="default: the bundled datasets")
+    p.add_argument("--startup-delay", type=float, default=0.0, help="seconds /health stays 503 after loading")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s answer-key %(levelname)s %(message)s"
+    )
+    logging.getLogger("aiohttp").setLevel(logging.ERROR)
+    state = ServerState(
+        served_model_name=args.served_model_name,
+        mode=args.mode,
+        faults=args.faults,
+        data_dir=(args.data_dir or bundled_data_dir()).resolve(),
+        host=args.host,
+        port=args.port,
+        startup_delay=max(0.0, args.startup_delay),
+    )
+    return asyncio.run(serve(state))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
