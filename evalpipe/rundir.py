@@ -66,6 +66,22 @@ class RunDir:
     def outcomes(self) -> Path:
         return self.root / "outcomes.jsonl"
 
+    @property
+    def evalscope_errors(self) -> Path:
+        return self.root / "evalscope_errors.jsonl"
+
+    @property
+    def evalscope_tasks(self) -> Path:
+        return self.root / "evalscope_tasks.json"
+
+    @property
+    def hf_cache_dir(self) -> Path:
+        """Parent of the per-invocation HF ``datasets`` caches (each removed when EvalScope exits)."""
+        return self.root / ".cache" / "hf-datasets"
+
+    def evalscope_work_dir(self, benchmark: str) -> Path:
+        return self.evalscope_dir / benchmark
+
     # --- server and proxy (issue C)
     @property
     def server_dir(self) -> Path:
@@ -100,8 +116,22 @@ class RunDir:
         return self.root / "responses.jsonl.gz"
 
     @property
+    def recorder_log(self) -> Path:
+        """stderr of the proxy's recorder process (empty unless an attempt could not be recorded)."""
+        return self.logs_dir / "recorder.log"
+
+    @property
+    def server_preflight(self) -> Path:
+        return self.server_dir / "preflight.json"
+
+    @property
     def provenance(self) -> Path:
         return self.root / "provenance.json"
+
+    @property
+    def component_tests_dir(self) -> Path:
+        """junit XML and logs of ``component_tests`` (``<name>.xml``, ``<name>.log``)."""
+        return self.root / "component_tests"
 
     # --- audit and report (issue D)
     @property

@@ -37,3 +37,18 @@ class RequestAttempt(Row):
     latency_s: float | None = None
     transport_error: str | None = Field(default=None, description="Exception class name when no response came.")
     response_sha256: str | None = Field(default=None, description="sha256 of the completion text (first choice).")
+
+
+class ResponseRecord(Row):
+    """One member of ``responses.jsonl.gz``: the response body exactly as the client received it.
+
+    ``body`` is the (decompressed) text — a JSON document, or the raw SSE stream for ``stream: true``;
+    ``body_b64`` replaces it for bodies that are not UTF-8.
+    """
+
+    schema_version: int = 1
+    attempt_id: str
+    status: int | None = None
+    content_type: str | None = None
+    body: str | None = None
+    body_b64: str | None = None

@@ -5,7 +5,7 @@ Secrets are stripped at the point of capture (``evalpipe.redact``); these models
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -24,7 +24,7 @@ class LaunchRecord(Artifact):
     started_at: str | None = None
     ready_at: str | None = None
     stopped_at: str | None = None
-    stop_method: str | None = Field(default=None, description="sigterm | sigkill | attached (not ours to stop)")
+    stop_method: str | None = Field(default=None, description="sigterm | sigkill | exited (gone before stop) | attached (not ours)")
     exit_code: int | None = None
 
 
@@ -61,3 +61,33 @@ class ServerVerification(Artifact):
         description='Human line for the report, e.g. "KV layout: fp8_e4m3 raw, TileLang prefill/decode — '
         'verified from server_info".',
     )
+
+
+PreflightStatus = Literal["ok", "warn", "fail", "skipped"]
+
+
+class PreflightCheck(Row):
+    rule: str = Field(description="Rule id, e.g. 'dry_parse', 'raw_fp8_both_tilelang', 'port_free'.")
+    status: PreflightStatus
+    message: str = Field(description="What was checked and, on warn/fail, the fix; names the flag.")
+    flag: str | None = Field(default=None, description="The SGLang flag (or config field) concerned.")
+
+
+class PreflightReport(Artifact):
+    """``server/preflight.json``: every rule evaluated before any GPU time is spent."""
+
+    schema_version: int = 1
+    kind: ServerKind
+    variant: str | None = None
+    sglang_version: str | None = None
+    argv: list[str] = Field(default_factory=list, description="The argv checked (redacted).")
+    checks: list[PreflightCheck] = Field(default_factory=list)
+    ok: bool = Field(description="No check failed (warnings allowed).")
+
+    @property
+    def failures(self) -> list[PreflightCheck]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    @property
+    def warnings(self) -> list[PreflightCheck]:
+        return [c for c in self.checks if c.status == "warn"]

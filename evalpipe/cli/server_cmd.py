@@ -1,0 +1,86 @@
+"""``evalpipe server command|preflight`` — inspect a launch without spending GPU time."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from evalpipe.schema.server import PreflightReport
+
+app = typer.Typer(
+    help="Show the exact server launch command; run the preflight checks.", no_args_is_help=True
+)
+
+ConfigArg = Annotated[Path, typer.Argument(help="Run config YAML")]
+VariantOpt = Annotated[str | None, typer.Option("--variant", help="Apply this named server variant")]
+
+
+def shell_line(argv: list[str]) -> str:
+    """One shell-quoted line; an unresolved API key placeholder stays a ``"$VAR"`` expansion."""
+    from evalpipe.server.sglang_flags import API_KEY_PLACEHOLDER_PREFIX
+
+    parts = []
+    for i, arg in enumerate(argv):
+        is_key = i > 0 and argv[i - 1] == "--api-key" and arg.startswith(API_KEY_PLACEHOLDER_PREFIX)
+        parts.append(f'"{arg}"' if is_key else shlex.quote(arg))
+    return " ".join(parts)
+
+
+@app.command("command")
+def command(config: ConfigArg, variant: VariantOpt = None) -> None:
+    """Print the exact server argv as one shell-quoted line (nothing is launched).
+
+    The API key is printed as a reference to its environment variable, never as its value.
+    """
+    from evalpipe.cli.console import err
+    from evalpipe.config import load_config
+    from evalpipe.server.sglang_env import probe_sglang, server_env
+    from evalpipe.server.sglang_flags import build_argv
+    from evalpipe.server.variants import effective_server
+
+    cfg = load_config(config, check_plans=False)
+    server = effective_server(cfg, variant)
+    if server.kind == "endpoint":
+        err.print(f"kind: endpoint — attaches to {server.endpoint}; nothing is launched")
+        return
+    version = (
+        probe_sglang(server_env(server), packages=("sglang",)).version if server.kind == "sglang" else None
+    )
+    if server.kind == "sglang" and version is None:
+        err.print(
+            "note: SGLang is not installed here; flags are spelled for the newest known SGLang (>= 0.5.13)"
+        )
+    typer.echo(shell_line(build_argv(cfg, server, sglang_version=version, resolve_secrets=False)))
+
+
+@app.command("preflight")
+def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
+    """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
+    from evalpipe.cli.console import err, out
+    from evalpipe.config import load_config
+    from evalpipe.server.preflight import preflight_for
+
+    cfg = load_config(config, check_plans=False)
+    try:
+        report = preflight_for(cfg, variant)
+    except Exception as exc:
+        report = getattr(exc, "report", None)
+        if report is not None:
+            _print_checks(report, out)
+        raise
+    _print_checks(report, out)
+    for w in report.warnings:
+        err.print(f"[bold yellow]warning:[/] {w.message}", markup=True, soft_wrap=True)
+    out.print(f"preflight ok ({len(report.checks)} checks, {len(report.warnings)} warning(s))")
+
+
+def _print_checks(report: PreflightReport, console: Console) -> None:
+    marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skipped": "skip"}
+    for c in report.checks:
+        console.print(f"  {marks[c.status]}  {c.rule}: {c.message}", markup=False, soft_wrap=True)

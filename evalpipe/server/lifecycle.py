@@ -1,0 +1,396 @@
+"""Server lifecycle: launch, wait until ready, save and verify ``/server_info``, always stop.
+
+``managed_server`` is a context manager.  ``kind: sglang`` and ``kind: answer_key`` are launched the
+same way: their own process session (so the whole process tree is one process group), stdout/stderr to
+``server/server.log``, ``server/launch.json`` written at launch and updated at ready and at stop.  Stop is
+SIGTERM to the group, a bounded wait (SGLang's SIGTERM waits for in-flight requests without limit), then
+SIGKILL to the group — on normal exit, on any exception, on Ctrl-C and on SIGTERM to evalpipe.
+``kind: endpoint`` attaches: nothing is launched and nothing is stopped.
+
+Health and info calls go straight to the server (never through the recording proxy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalpipe.config.models import RunConfig, ServerConfig
+from evalpipe.errors import ServerError
+from evalpipe.io import atomic_write_json, write_model
+from evalpipe.redact import redact, redact_argv, redact_mapping, redact_text
+from evalpipe.rundir import RunDir
+from evalpipe.schema.server import LaunchRecord, ServerVerification
+from evalpipe.server import sglang_flags as flags
+from evalpipe.server.sglang_env import probe_sglang, server_env
+from evalpipe.server.verify import mismatches, verify
+
+log = logging.getLogger("evalpipe.server")
+
+LOG_TAIL_LINES = 50
+_ENV_PREFIXES = (
+    "CUDA_",
+    "SGLANG_",
+    "NCCL_",
+    "TORCH_",
+    "PYTORCH_",
+    "HF_",
+    "TRANSFORMERS_",
+    "TRITON_",
+    "TILELANG_",
+)
+_ENV_KEYS = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM delivered to evalpipe while a server is up: unwinds like Ctrl-C (exit 130), stopping it."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class ServerHandle:
+    """A ready server: where to send evaluation traffic and what it was verified to be."""
+
+    base_url: str
+    launch: LaunchRecord
+    server: ServerConfig
+    verification: ServerVerification | None = None
+    process: subprocess.Popen | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+
+def free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def relevant_env(env: Mapping[str, str], server: ServerConfig, secrets: list[str]) -> dict[str, str]:
+    """Environment worth recording (CUDA_VISIBLE_DEVICES, SGLANG_*, …, plus ``server.env``), redacted."""
+    keep = {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_KEYS or k in server.env}
+    return dict(sorted(redact_mapping(keep, secrets).items()))
+
+
+def _http_get(url: str, api_key: str | None, timeout: float = 10.0) -> tuple[int | None, bytes, str | None]:
+    """(status, body, error) — status None on a transport error."""
+    req = urllib.request.Request(url, method="GET")
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read(), None
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read() if exc.fp else b"", None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return None, b"", f"{type(reason).__name__}: {reason}"
+
+
+def _get_json(base_url: str, paths: tuple[str, ...], api_key: str | None) -> tuple[dict | None, str | None]:
+    """First path answering 200 with a JSON object; else (None, why)."""
+    errors = []
+    for path in paths:
+        status, body, err = _http_get(base_url + path, api_key)
+        if status == 200:
+            try:
+                data = json.loads(body)
+            except json.JSONDecodeError:
+                errors.append(f"{path}: not JSON")
+                continue
+            if isinstance(data, dict):
+                return data, None
+            errors.append(f"{path}: not a JSON object")
+        else:
+            errors.append(f"{path}: {err or f'HTTP {status}'}")
+    return None, "; ".join(errors)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secrets: list[str] | None = None) -> list[str]:
+    """Last ``lines`` lines of a log, redacted (they are shown on the console and in error messages)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 256 * 1024))
+            data = fh.read()
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    out = []
+    for line in text.splitlines()[-lines:]:
+        for s in secrets or []:
+            line = line.replace(s, "***")
+        out.append(redact_text(line))
+    return out
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while any non-zombie process is in process group ``pgid``."""
+    proc_dir = Path("/proc")
+    if proc_dir.is_dir():
+        for entry in proc_dir.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def stop_process_group(proc: subprocess.Popen, timeout: float, hurry: threading.Event | None = None) -> str:
+    """SIGTERM the group, wait up to ``timeout`` for every member to exit, then SIGKILL the group.
+
+    Returns ``exited`` (nothing left to stop), ``sigterm`` or ``sigkill``.  A Ctrl-C or ``hurry`` during
+    the wait escalates to SIGKILL at once; the KeyboardInterrupt is re-raised after the group is gone.
+    """
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    if proc.poll() is not None and not _group_alive(pgid):
+        return "exited"
+    interrupted: BaseException | None = None
+    method = "sigterm"
+    _killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            proc.poll()
+            if proc.returncode is not None and not _group_alive(pgid):
+                break
+            if time.monotonic() >= deadline or (hurry is not None and hurry.is_set()):
+                method = "sigkill"
+                break
+            time.sleep(0.05)
+    except KeyboardInterrupt as exc:
+        interrupted = exc
+        method = "sigkill"
+    if method == "sigkill":
+        _killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+        end = time.monotonic() + 10
+        while _group_alive(pgid) and time.monotonic() < end:
+            _killpg(pgid, signal.SIGKILL)
+            time.sleep(0.05)
+    proc.wait()
+    if interrupted is not None:
+        raise interrupted
+    return method
+
+
+class _SigtermGuard:
+    """While a server is up, SIGTERM to evalpipe raises ``Terminated`` so ``finally`` blocks run.
+
+    Once cleanup has begun, a further SIGTERM (or one arriving during the stop) only sets ``hurry``, which
+    escalates the stop to SIGKILL instead of interrupting it.  Only the main thread can own signals; in
+    other threads the guard is inert.
+    """
+
+    def __init__(self) -> None:
+        self.hurry = threading.Event()
+        self._cleanup = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _SigtermGuard:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handler)
+            self._installed = True
+        return self
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self._cleanup:
+            self.hurry.set()
+            return
+        raise Terminated("SIGTERM")
+
+    def begin_cleanup(self) -> None:
+        self._cleanup = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._cleanup = True
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _endpoint_base(url: str) -> str:
+    base = url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def wait_ready(
+    base_url: str,
+    *,
+    timeout: float,
+    api_key: str | None,
+    proc: subprocess.Popen | None = None,
+    log_path: Path | None = None,
+    secrets: list[str] | None = None,
+) -> None:
+    """Poll ``/health`` until 200 (503 while loading).  Raise ServerError when the process exits first
+    (with the last log lines) or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    interval = 0.1
+    last = "no answer yet"
+    while True:
+        if proc is not None and proc.poll() is not None:
+            tail = log_tail(log_path, secrets=secrets) if log_path else []
+            raise ServerError(
+                f"server exited with code {proc.returncode} before becoming ready; last {len(tail)} log lines "
+                f"of {log_path}:",
+                details=tail,
+            )
+        status, _body, err = _http_get(base_url + "/health", api_key, timeout=5.0)
+        if status == 200:
+            return
+        last = err or f"HTTP {status}"
+        if time.monotonic() >= deadline:
+            tail = log_tail(log_path, secrets=secrets) if log_path else []
+            raise ServerError(
+                f"server at {base_url} not ready within {timeout:g} s (last /health: {last})",
+                details=tail,
+            )
+        time.sleep(interval)
+        interval = min(interval * 1.5, 2.0)
+
+
+@contextlib.contextmanager
+def managed_server(
+    cfg: RunConfig,
+    server: ServerConfig,
+    rundir: RunDir,
+    *,
+    variant: str | None = None,
+) -> Iterator[ServerHandle]:
+    """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched."""
+    rundir.server_dir.mkdir(parents=True, exist_ok=True)
+    key = flags.api_key(server)
+    secrets = [key] if key else []
+    with _SigtermGuard() as guard:
+        if server.kind == "endpoint":
+            base_url = _endpoint_base(str(server.endpoint))
+            launch = LaunchRecord(
+                kind="endpoint",
+                variant=variant,
+                base_url=base_url,
+                started_at=utc_now(),
+                stop_method="attached",
+            )
+            write_model(rundir.server_launch, launch)
+            wait_ready(base_url, timeout=server.launch_timeout_s, api_key=key)
+            launch.ready_at = utc_now()
+            write_model(rundir.server_launch, launch)
+            handle = ServerHandle(base_url=base_url, launch=launch, server=server, api_key=key)
+            handle.verification = _inspect(cfg, server, rundir, base_url, key, variant)
+            yield handle
+            return
+
+        if server.port == 0:
+            server = server.model_copy(update={"port": free_port(server.host)})
+        env = server_env(server)
+        version = probe_sglang(env, packages=("sglang",)).version if server.kind == "sglang" else None
+        argv = flags.build_argv(cfg, server, sglang_version=version)
+        host = server.host if server.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        base_url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+        launch = LaunchRecord(
+            kind=server.kind,
+            variant=variant,
+            argv=redact_argv(argv, secrets),
+            env=relevant_env(env, server, secrets),
+            base_url=base_url,
+            started_at=utc_now(),
+        )
+        with open(rundir.server_log, "ab") as logfh:
+            logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
+            logfh.flush()
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=logfh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        launch.pid = proc.pid
+        try:
+            write_model(rundir.server_launch, launch)
+            wait_ready(
+                base_url,
+                timeout=server.launch_timeout_s,
+                api_key=key,
+                proc=proc,
+                log_path=rundir.server_log,
+                secrets=secrets,
+            )
+            launch.ready_at = utc_now()
+            write_model(rundir.server_launch, launch)
+            handle = ServerHandle(base_url=base_url, launch=launch, server=server, process=proc, api_key=key)
+            handle.verification = _inspect(cfg, server, rundir, base_url, key, variant)
+            yield handle
+        finally:
+            guard.begin_cleanup()
+            launch.stop_method = stop_process_group(proc, server.stop_timeout_s, guard.hurry)
+            launch.stopped_at = utc_now()
+            launch.exit_code = proc.returncode
+            write_model(rundir.server_launch, launch)
+
+
+def _inspect(
+    cfg: RunConfig, server: ServerConfig, rundir: RunDir, base_url: str, key: str | None, variant: str | None
+) -> ServerVerification:
+    """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch."""
+    secrets = [key] if key else []
+    info, info_err = _get_json(base_url, ("/server_info", "/get_server_info"), key)
+    if info is not None:
+        atomic_write_json(rundir.server_info, redact(info, secrets))
+    model_info, _ = _get_json(base_url, ("/model_info", "/get_model_info"), key)
+    if model_info is not None:
+        atomic_write_json(rundir.model_info, redact(model_info, secrets))
+    safe_info = redact(info, secrets) if info is not None else None
+    verification = verify(cfg, server, safe_info, base_url=base_url, variant=variant, info_error=info_err)
+    write_model(rundir.server_verification, verification)
+    if not verification.verified:
+        problems = mismatches(verification) if info is not None else [f"server_info unavailable: {info_err}"]
+        if server.on_mismatch == "abort":
+            raise ServerError(
+                "the server did not verifiably resolve the configured settings (on_mismatch: abort)",
+                details=problems,
+            )
+        log.warning("server verification failed (on_mismatch: warn): %s", "; ".join(problems))
+    return verification

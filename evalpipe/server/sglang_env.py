@@ -1,0 +1,170 @@
+"""The SGLang installation the server will run with, inspected in a subprocess.
+
+The server is launched with ``server.env`` on top of our environment (which may put a different SGLang
+checkout on ``PYTHONPATH``), so the questions "which version?", "where is its source?" and "does its own
+argument parser accept this argv?" are answered by a child interpreter with that same environment.
+Nothing in this process imports SGLang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from evalpipe.config.models import ServerConfig
+
+# Finds sglang without importing it: version from package metadata (or sglang/version.py for a plain
+# checkout on PYTHONPATH), source directory from the import spec, PEP 610 direct_url for VCS installs.
+_PROBE = r"""
+import importlib.metadata as md, importlib.util, json, os, re, sys
+out = {"importable": False, "version": None, "location": None, "direct_url": None, "packages": {}}
+try:
+    spec = importlib.util.find_spec("sglang")
+except Exception as exc:
+    spec = None
+    out["error"] = f"{type(exc).__name__}: {exc}"
+if spec is not None:
+    out["importable"] = True
+    locs = list(spec.submodule_search_locations or [])
+    out["location"] = locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
+for name in json.loads(sys.argv[1]):
+    try:
+        out["packages"][name] = md.version(name)
+    except md.PackageNotFoundError:
+        out["packages"][name] = None
+    except Exception as exc:
+        out["packages"][name] = None
+        out.setdefault("package_errors", {})[name] = f"{type(exc).__name__}: {exc}"
+out["version"] = out["packages"].get("sglang")
+if out["version"] is None and out["location"]:
+    vf = os.path.join(out["location"], "version.py")
+    if os.path.isfile(vf):
+        m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", open(vf, encoding="utf-8").read())
+        out["version"] = m.group(1) if m else None
+try:
+    dist = md.distribution("sglang")
+    text = dist.read_text("direct_url.json")
+    out["direct_url"] = json.loads(text) if text else None
+except Exception:
+    pass
+print(json.dumps(out))
+"""
+
+# Dry-parse: SGLang's own ServerArgs.add_cli_args on a plain argparse parser; argv arrives on stdin so the
+# API key never shows up on a command line.  Parsing only: constructing ServerArgs would touch GPUs/model.
+_DRY_PARSE = r"""
+import argparse, json, sys
+argv = json.loads(sys.stdin.read())
+try:
+    from sglang.srt.server_args import ServerArgs
+except ImportError as exc:
+    print(json.dumps({"importable": False, "error": f"{type(exc).__name__}: {exc}"}))
+    sys.exit(0)
+parser = argparse.ArgumentParser(prog="sglang.launch_server")
+ServerArgs.add_cli_args(parser)
+parser.parse_args(argv)
+print(json.dumps({"importable": True, "ok": True}))
+"""
+
+DEFAULT_PACKAGES = (
+    "sglang",
+    "sgl-kernel",
+    "torch",
+    "tilelang",
+    "transformers",
+    "flashinfer-python",
+    "evalscope",
+    "nltk",
+)
+
+
+def server_env(server: ServerConfig, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment the server process gets: ours (or ``base``) plus ``server.env``."""
+    env = dict(os.environ if base is None else base)
+    env.update(server.env)
+    return env
+
+
+@dataclass
+class SglangProbe:
+    importable: bool
+    version: str | None
+    location: str | None
+    direct_url: dict | None = None
+    packages: dict[str, str | None] = field(default_factory=dict)
+    error: str | None = None
+
+
+def probe_sglang(
+    env: Mapping[str, str] | None = None, packages: tuple[str, ...] = DEFAULT_PACKAGES
+) -> SglangProbe:
+    """Version/location of SGLang (and versions of ``packages``) as seen by a child with ``env``."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(list(packages))],
+        env=dict(env) if env is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        return SglangProbe(False, None, None, error=f"probe failed: {tail[0]}")
+    data = json.loads(proc.stdout)
+    return SglangProbe(
+        importable=bool(data.get("importable")),
+        version=data.get("version"),
+        location=data.get("location"),
+        direct_url=data.get("direct_url"),
+        packages=data.get("packages") or {},
+        error=data.get("error"),
+    )
+
+
+@dataclass
+class DryParse:
+    """Outcome of parsing an argv with the installed SGLang's own parser."""
+
+    importable: bool
+    ok: bool
+    error: str | None = None
+    inconclusive: bool = False  # the parser itself could not run (not a verdict on the argv)
+
+
+def dry_parse(
+    argv_after_module: list[str], env: Mapping[str, str] | None = None, timeout: float = 300
+) -> DryParse:
+    """Parse ``argv_after_module`` (everything after ``-m sglang.launch_server``) with SGLang's parser.
+
+    ``importable=False`` when SGLang (or its ``server_args`` module) cannot be imported with ``env``.
+    ``ok=False`` with argparse's message (which names the flag) on an unknown flag or a bad choice.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRY_PARSE],
+        input=json.dumps(argv_after_module),
+        env=dict(env) if env is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    last = (proc.stdout or "").strip().splitlines()[-1:] or [""]
+    if proc.returncode == 0:
+        try:
+            data = json.loads(last[0])
+        except json.JSONDecodeError:
+            return DryParse(importable=True, ok=True)
+        if not data.get("importable", True):
+            return DryParse(importable=False, ok=True, error=data.get("error"))
+        return DryParse(importable=True, ok=True)
+    err_lines = [ln for ln in (proc.stderr or "").strip().splitlines() if ln.strip()]
+    if proc.returncode == 2 and err_lines and ": error: " in err_lines[-1]:
+        return DryParse(importable=True, ok=False, error=err_lines[-1].split(": error: ", 1)[1])
+    tail = err_lines[-1] if err_lines else f"exit code {proc.returncode}"
+    return DryParse(
+        importable=True, ok=False, error=f"SGLang's argument parser could not run: {tail}", inconclusive=True
+    )

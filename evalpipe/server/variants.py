@@ -1,0 +1,81 @@
+"""Named server variants: ``cfg.variants[*].overrides`` applied to ``cfg.server``.
+
+A paired comparison (``fp8_raw`` vs ``bf16_control``) differs only in a few launch settings; the variant
+names them and everything else is inherited, so the two arms cannot drift apart by copy-paste.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from evalpipe.config.models import RunConfig, ServerConfig
+from evalpipe.errors import ConfigError
+
+
+def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
+    """``cfg.server`` with the overrides of ``variant`` applied (a fresh, validated copy).
+
+    Override keys are ServerConfig field names; nested fields may be given as a mapping
+    (``speculative: {num_steps: 2}``, merged into the base) or dotted (``multi_node.nnodes: 2``).
+    ``None`` returns a copy of ``cfg.server``.  An unknown variant or field raises ConfigError naming it.
+    """
+    if variant is None:
+        return cfg.server.model_copy(deep=True)
+    names = [v.name for v in cfg.variants]
+    if variant not in names:
+        known = ", ".join(names) if names else "none defined"
+        raise ConfigError(f"unknown variant {variant!r} (variants: {known})")
+    index = names.index(variant)
+    spec = cfg.variants[index]
+    where = f"variants[{index}] ({variant}).overrides"
+    data = cfg.server.model_dump(mode="python")
+    for key, value in spec.overrides.items():
+        path = key.split(".")
+        _check_path(ServerConfig, path, f"{where}.{key}")
+        _assign(data, path, copy.deepcopy(value))
+    try:
+        return ServerConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"{where}: {loc}: {err['msg']}")
+        raise ConfigError(f"variant {variant!r}: invalid server overrides", details=lines) from None
+
+
+def _check_path(model: type[BaseModel], path: list[str], where: str) -> None:
+    """Every component of a dotted override key must name a field of the (sub)model."""
+    current: type[BaseModel] | None = model
+    for part in path:
+        if current is None or part not in current.model_fields:
+            raise ConfigError(f"{where}: unknown server field {part!r}")
+        current = _submodel(current.model_fields[part].annotation)
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def _assign(data: dict[str, Any], path: list[str], value: Any) -> None:
+    target = data
+    for part in path[:-1]:
+        nxt = target.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            target[part] = nxt
+        target = nxt
+    last = path[-1]
+    if isinstance(value, dict) and isinstance(target.get(last), dict):
+        merged = dict(target[last])
+        merged.update(value)
+        target[last] = merged
+    else:
+        target[last] = value

@@ -1,0 +1,192 @@
+"""``python -m sglang.launch_server ARGS`` — the test double.
+
+Behaviour switches (environment variables, so tests need not change the argv evalpipe builds):
+
+* ``FAKE_SGLANG_STARTUP_S``      seconds /health answers 503 before 200 (default 0.3) — "start slowly"
+* ``FAKE_SGLANG_CRASH``          print 80 log lines, then exit 3 before ever becoming ready
+* ``FAKE_SGLANG_RESOLVE_KV``     report this kv_cache_dtype in /server_info instead of the requested one
+* ``FAKE_SGLANG_ECHO_API_KEY``   put the API key into /server_info (api_key and launch_command), as SGLang does
+* ``FAKE_SGLANG_IGNORE_SIGTERM`` the server and its child ignore SIGTERM (needs SIGKILL of the group)
+* ``FAKE_SGLANG_NO_SERVER_INFO`` /server_info is 404 (clients must fall back to /get_server_info)
+* ``FAKE_SGLANG_DETERMINISTIC``  report enable_deterministic_inference true
+
+Like SGLang, the server starts a child process (its "scheduler") in the same process group and stops it on
+a graceful shutdown, and it returns the request body's ``rid`` as the response ``id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from aiohttp import web
+
+from sglang import __version__
+from sglang.srt.server_args import ServerArgs, prepare_server_args
+
+_CHILD = """
+import os, signal, time
+if os.environ.get("FAKE_SGLANG_IGNORE_SIGTERM"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while True:
+    time.sleep(3600)
+"""
+
+
+def _authorized(request: web.Request, args: ServerArgs) -> bool:
+    if not args.api_key:
+        return True
+    return request.headers.get("Authorization", "") == f"Bearer {args.api_key}"
+
+
+def make_app(args: ServerArgs, argv: list[str]) -> web.Application:
+    started = time.monotonic()
+    startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
+    counter = {"n": 0}
+
+    def server_info_body() -> dict:
+        info = dataclasses.asdict(args)
+        if os.environ.get("FAKE_SGLANG_RESOLVE_KV"):
+            info["kv_cache_dtype"] = os.environ["FAKE_SGLANG_RESOLVE_KV"]
+        if os.environ.get("FAKE_SGLANG_DETERMINISTIC"):
+            info["enable_deterministic_inference"] = True
+        info["launch_command"] = " ".join([sys.executable, "-m", "sglang.launch_server", *argv])
+        if not os.environ.get("FAKE_SGLANG_ECHO_API_KEY"):
+            info["api_key"] = None
+            info["launch_command"] = info["launch_command"].replace(args.api_key or "\0", "")
+        info["internal_states"] = [{"attention_backend": args.attention_backend, "last_gen_throughput": 0.0}]
+        info["version"] = __version__
+        return info
+
+    async def health(request: web.Request) -> web.Response:
+        if time.monotonic() - started < startup_s:
+            return web.Response(status=503, text="loading")
+        return web.Response(status=200, text="")
+
+    async def server_info(request: web.Request) -> web.Response:
+        if not _authorized(request, args):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        if request.path == "/server_info" and os.environ.get("FAKE_SGLANG_NO_SERVER_INFO"):
+            return web.Response(status=404, text="Not Found")
+        return web.json_response(server_info_body())
+
+    async def model_info(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"model_path": args.model_path, "tokenizer_path": args.tokenizer_path, "is_generation": True}
+        )
+
+    def _completion_text(body: dict) -> str:
+        messages = body.get("messages")
+        if isinstance(messages, list) and messages:
+            last = messages[-1].get("content", "")
+            return f"echo: {last}"
+        return f"echo: {body.get('prompt', '')}"
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        if not _authorized(request, args):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        body = await request.json()
+        counter["n"] += 1
+        rid = body.get("rid") or f"fake-{counter['n']}"
+        text = _completion_text(body)
+        usage = {
+            "prompt_tokens": 7,
+            "completion_tokens": len(text.split()),
+            "total_tokens": 7 + len(text.split()),
+        }
+        chat_api = request.path.endswith("/chat/completions")
+        if body.get("stream"):
+            resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            for word in text.split(" "):
+                delta = {"content": word + " "} if chat_api else None
+                choice = (
+                    {"index": 0, "delta": delta, "finish_reason": None}
+                    if chat_api
+                    else {
+                        "index": 0,
+                        "text": word + " ",
+                        "finish_reason": None,
+                    }
+                )
+                chunk = {"id": rid, "object": "chat.completion.chunk", "choices": [choice]}
+                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            final = {"id": rid, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            await resp.write(f"data: {json.dumps(final)}\n\n".encode())
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await resp.write(
+                    f"data: {json.dumps({'id': rid, 'choices': [], 'usage': usage})}\n\n".encode()
+                )
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
+        if chat_api:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": "stop"}
+        return web.json_response(
+            {
+                "id": rid,
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/server_info", server_info)
+    app.router.add_get("/get_server_info", server_info)
+    app.router.add_get("/model_info", model_info)
+    app.router.add_get("/get_model_info", model_info)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/completions", chat)
+    return app
+
+
+async def _serve(args: ServerArgs, argv: list[str], stop: asyncio.Event) -> None:
+    runner = web.AppRunner(make_app(args, argv), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, reuse_address=True)
+    await site.start()
+    print(f"fake sglang {__version__} listening on {args.host}:{args.port}", flush=True)
+    await stop.wait()
+    await runner.cleanup()
+
+
+def main(argv: list[str]) -> int:
+    args = prepare_server_args(argv)
+    print(f"server_args: kv_cache_dtype={args.kv_cache_dtype} tp_size={args.tp_size}", flush=True)
+    if os.environ.get("FAKE_SGLANG_CRASH"):
+        for i in range(80):
+            print(f"loading shard {i}/80", flush=True)
+        print("RuntimeError: fake crash during model load", flush=True)
+        return 3
+    ignore = bool(os.environ.get("FAKE_SGLANG_IGNORE_SIGTERM"))
+    child = subprocess.Popen([sys.executable, "-c", _CHILD])
+    print(f"scheduler child pid {child.pid}", flush=True)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    if ignore:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        loop.run_until_complete(_serve(args, argv, stop))
+    finally:
+        child.terminate()
+        child.wait()
+        loop.close()
+    print("graceful shutdown", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

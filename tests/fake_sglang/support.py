@@ -1,0 +1,93 @@
+"""Helpers for the server tests: configs, the fake SGLang on PYTHONPATH, a fake nvidia-smi."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalpipe.config import load_config
+from evalpipe.config.models import RunConfig
+
+FAKE_SGLANG_DIR = Path(__file__).resolve().parent
+
+
+def write_config(
+    tmp_path: Path,
+    server: dict[str, Any] | None = None,
+    *,
+    benchmarks: tuple[str, ...] = ("gsm8k",),
+    model_dir: bool = True,
+    extra: dict[str, Any] | None = None,
+) -> RunConfig:
+    """A minimal valid run config in ``tmp_path`` (model directory with a config.json when asked)."""
+    if model_dir:
+        (tmp_path / "model").mkdir(exist_ok=True)
+        (tmp_path / "model" / "config.json").write_text('{"architectures": ["FakeForCausalLM"]}')
+    data: dict[str, Any] = {
+        "name": "servertest",
+        "model": {"path": "model", "served_name": "fake-model"},
+        "server": {
+            "kind": "sglang",
+            "port": 0,
+            "stop_timeout_s": 5,
+            "launch_timeout_s": 60,
+            **(server or {}),
+        },
+        "benchmarks": [{"name": b, "sampling": {"per_stratum": 1}} for b in benchmarks],
+    }
+    data.update(extra or {})
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_config(path, check_plans=False)
+
+
+def fake_nvidia_smi(bin_dir: Path, gpus: list[tuple[str, str]], cuda: str = "12.8") -> Path:
+    """A ``nvidia-smi`` script listing ``gpus`` as (name, compute capability)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    rows = "\n".join(f"{i}, {name}, 570.86, 81559, {cc}" for i, (name, cc) in enumerate(gpus))
+    script = bin_dir / "nvidia-smi"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f"  --query-gpu=*) cat <<'EOF'\n{rows}\nEOF\n;;\n"
+        f"  *) echo '| NVIDIA-SMI 570.86   Driver Version: 570.86   CUDA Version: {cuda} |';;\n"
+        "esac\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Any non-zombie process left in group ``pgid`` (Linux /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def wait_gone(pgid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process_group_alive(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_group(pgid: int) -> None:
+    """Last-resort cleanup for a test that failed half-way (never leaves processes behind)."""
+    try:
+        os.killpg(pgid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,277 @@
+"""Preflight rules: each has a passing and a failing case; failures exit 2 naming the flag."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
+
+from evalpipe.cli.main import main
+from evalpipe.errors import ExitCode, PreflightError
+from evalpipe.nltk_data import punkt_tab_available
+from evalpipe.rundir import RunDir
+from evalpipe.schema.server import PreflightReport
+from evalpipe.server.preflight import check_raw_fp8_rules, run_preflight
+
+GLM = {
+    "tp_size": 8,
+    "ep_size": 4,
+    "attention_backend": "dsa",
+    "dsa_prefill_backend": "tilelang",
+    "dsa_decode_backend": "tilelang",
+    "kv_cache_dtype": "fp8_e4m3",
+    "speculative": {"algorithm": "EAGLE"},
+}
+H100 = ("NVIDIA H100 80GB HBM3", "9.0")
+
+
+def _env(tmp_path: Path, gpus: list[tuple[str, str]] | None = None, **extra: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if gpus is not None:
+        fake_nvidia_smi(bin_dir, gpus)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(FAKE_SGLANG_DIR), "HOME": str(tmp_path)}
+    env.update(extra)
+    return env
+
+
+def _status(report: PreflightReport, rule: str) -> list[str]:
+    return [c.status for c in report.checks if c.rule == rule]
+
+
+def _fails(exc: pytest.ExceptionInfo[PreflightError]) -> dict[str, str]:
+    report: PreflightReport = exc.value.report  # type: ignore[attr-defined]
+    return {c.rule: c.message for c in report.failures}
+
+
+def test_full_glm_config_passes_and_writes_report(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, GLM)
+    rundir = RunDir(tmp_path / "run")
+    report = run_preflight(
+        cfg, cfg.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 8), rundir=rundir
+    )
+    assert report.ok and report.sglang_version == "0.5.23"
+    for rule in (
+        "dry_parse",
+        "raw_fp8_both_tilelang",
+        "raw_fp8_dcp",
+        "raw_fp8_attn_cp",
+        "raw_fp8_hisparse",
+        "raw_fp8_compute_capability",
+        "model_path",
+        "gpu_count",
+        "port_free",
+    ):
+        assert _status(report, rule) == ["ok"], rule
+    assert PreflightReport.model_validate_json(rundir.server_preflight.read_text()).ok
+
+
+# (a) the installed SGLang's own parser
+def test_dry_parse_rejects_bad_choice_and_unknown_flag(tmp_path: Path) -> None:
+    env = _env(tmp_path, [H100] * 8)
+    cfg = write_config(tmp_path, {**GLM, "attention_backend": "bogus"})
+    with pytest.raises(PreflightError, match="--attention-backend") as exc:
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    assert "invalid choice: 'bogus'" in _fails(exc)["dry_parse"]
+    cfg = write_config(tmp_path, {**GLM, "extra_args": ["--no-such-flag"]})
+    with pytest.raises(PreflightError, match="unrecognized arguments: --no-such-flag") as exc:
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    assert exc.value.exit_code == ExitCode.USAGE
+
+
+def test_sglang_not_importable_fails(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, GLM)
+    env = _env(tmp_path, [H100] * 8, PYTHONPATH=str(tmp_path / "empty"))
+    with pytest.raises(PreflightError, match="sglang is not importable") as exc:
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    assert "sglang_installed" in _fails(exc)
+
+
+def test_parser_that_cannot_run_is_a_warning(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    (broken / "sglang" / "srt").mkdir(parents=True)
+    (broken / "sglang" / "__init__.py").write_text("")
+    (broken / "sglang" / "srt" / "__init__.py").write_text("")
+    (broken / "sglang" / "srt" / "server_args.py").write_text("raise RuntimeError('no CUDA device')\n")
+    cfg = write_config(tmp_path, GLM)
+    report = run_preflight(
+        cfg, cfg.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken))
+    )
+    assert _status(report, "dry_parse") == ["warn"]
+    assert "no CUDA device" in report.warnings[0].message
+
+
+# (b) raw-FP8 TileLang rules
+@pytest.mark.parametrize(
+    ("override", "rule", "flag"),
+    [
+        ({"dsa_decode_backend": "flashmla_sparse"}, "raw_fp8_both_tilelang", "--dsa-decode-backend"),
+        ({"dsa_prefill_backend": None}, "raw_fp8_both_tilelang", "--dsa-prefill-backend"),
+        ({"dcp_size": 2}, "raw_fp8_dcp", "--dcp-size"),
+        ({"attn_cp_size": 2}, "raw_fp8_attn_cp", "--attn-cp-size"),
+        ({"enable_hisparse": True}, "raw_fp8_hisparse", "--enable-hisparse"),
+        ({"enable_deterministic_inference": True}, "deterministic_dsa", "--enable-deterministic-inference"),
+    ],
+)
+def test_raw_fp8_rule_failures_name_the_flag(tmp_path: Path, override: dict, rule: str, flag: str) -> None:
+    cfg = write_config(tmp_path, {**GLM, **override})
+    checks = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}
+    assert checks[rule].status == "fail" and checks[rule].flag == flag and flag in checks[rule].message
+
+
+def test_raw_fp8_rules_pass_and_do_not_apply_to_bf16(tmp_path: Path) -> None:
+    good = {
+        c.rule: c.status
+        for c in check_raw_fp8_rules(write_config(tmp_path, GLM).server, _env(tmp_path, [H100]))
+    }
+    assert set(good.values()) == {"ok"}
+    bf16 = write_config(
+        tmp_path, {**GLM, "kv_cache_dtype": "bfloat16", "dcp_size": 2, "enable_hisparse": True}
+    )
+    statuses = {c.rule: c.status for c in check_raw_fp8_rules(bf16.server, _env(tmp_path, [("A100", "8.0")]))}
+    assert statuses == {"raw_fp8_both_tilelang": "skipped"}
+    det = write_config(tmp_path, {"enable_deterministic_inference": True, "attention_backend": "fa3"})
+    assert {c.rule: c.status for c in check_raw_fp8_rules(det.server, {})}["deterministic_dsa"] == "ok"
+
+
+def test_compute_capability_rule(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, GLM)
+    checks = {
+        c.rule: c
+        for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100, ("NVIDIA A100-SXM4-80GB", "8.0")]))
+    }
+    assert checks["raw_fp8_compute_capability"].status == "fail"
+    assert (
+        "A100" in checks["raw_fp8_compute_capability"].message
+        and "8.9" in checks["raw_fp8_compute_capability"].message
+    )
+    # the A100 hidden by CUDA_VISIBLE_DEVICES: only the H100 counts
+    env = _env(tmp_path, [H100, ("NVIDIA A100-SXM4-80GB", "8.0")], CUDA_VISIBLE_DEVICES="0")
+    assert {c.rule: c.status for c in check_raw_fp8_rules(cfg.server, env)}[
+        "raw_fp8_compute_capability"
+    ] == "ok"
+
+
+def test_fnuz_rejected_on_cuda_accepted_on_rocm(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {"kv_cache_dtype": "fp8_e4m3fnuz"})
+    cuda = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}
+    assert cuda["fnuz_on_cuda"].status == "fail" and cuda["fnuz_on_cuda"].flag == "--kv-cache-dtype"
+    rocm_bin = tmp_path / "rocm"
+    rocm_bin.mkdir()
+    (rocm_bin / "rocm-smi").write_text("#!/bin/sh\n")
+    (rocm_bin / "rocm-smi").chmod(0o755)
+    rocm = {c.rule: c for c in check_raw_fp8_rules(cfg.server, {"PATH": str(rocm_bin)})}
+    assert rocm["fnuz_on_cuda"].status == "ok"
+
+
+# (c) model path, (d) port, (e) GPUs
+def test_model_path_rules(tmp_path: Path) -> None:
+    env = _env(tmp_path, [H100] * 8)
+    cfg = write_config(tmp_path, GLM)
+    (tmp_path / "model" / "config.json").write_text("{not json")
+    with pytest.raises(PreflightError, match="--model-path") as exc:
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    assert "config.json unreadable" in _fails(exc)["model_path"]
+    (tmp_path / "model" / "config.json").unlink()
+    with pytest.raises(PreflightError, match=r"no config\.json"):
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cfg = write_config(elsewhere, GLM, model_dir=False)
+    with pytest.raises(PreflightError, match="does not exist"):
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+
+
+def test_port_in_use_fails(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        cfg = write_config(tmp_path, {**GLM, "port": port})
+        with pytest.raises(PreflightError, match=f"--port {port} is already in use") as exc:
+            run_preflight(cfg, cfg.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 8))
+        assert list(_fails(exc)) == ["port_free"]
+
+
+def test_gpu_count_rules(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, GLM)
+    with pytest.raises(PreflightError, match="needs 8 GPU") as exc:
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 4))
+    assert "4 visible" in _fails(exc)["gpu_count"]
+    with pytest.raises(PreflightError, match="CUDA_VISIBLE_DEVICES=0,1"):
+        run_preflight(
+            cfg, cfg.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 8, CUDA_VISIBLE_DEVICES="0,1")
+        )
+    nogpu = tmp_path / "nogpu"
+    nogpu.mkdir()
+    with pytest.raises(PreflightError, match="nvidia-smi is not available"):
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=_env(nogpu))
+    two_nodes = write_config(
+        tmp_path, {**GLM, "tp_size": 16, "multi_node": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "h:1"}}
+    )
+    report = run_preflight(two_nodes, two_nodes.server, ifeval_selected=False, env=_env(tmp_path, [H100] * 8))
+    assert _status(report, "gpu_count") == ["ok"]
+
+
+def test_api_key_and_extra_args_rules(tmp_path: Path) -> None:
+    env = _env(tmp_path, [H100] * 8)
+    cfg = write_config(tmp_path, {**GLM, "api_key_env": "EVALPIPE_PF_KEY"})
+    with pytest.raises(PreflightError, match=r"--api-key.*EVALPIPE_PF_KEY"):
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+    assert _status(
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env={**env, "EVALPIPE_PF_KEY": "k"}), "api_key"
+    ) == ["ok"]
+    cfg = write_config(tmp_path, {**GLM, "extra_args": ["--kv-cache-dtype", "bf16"]})
+    with pytest.raises(
+        PreflightError, match=r"--kv-cache-dtype in server\.extra_args overrides config field"
+    ):
+        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+
+
+# (f) NLTK punkt_tab for IFEval
+def test_punkt_tab_missing_warns_present_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nltk.data
+
+    empty, data = tmp_path / "empty_nltk", tmp_path / "nltk_data"
+    empty.mkdir()
+    (data / "tokenizers" / "punkt_tab" / "english").mkdir(parents=True)
+    assert not punkt_tab_available([str(empty)])
+    assert punkt_tab_available([str(data)])
+    cfg = write_config(tmp_path, {"kind": "answer_key"}, benchmarks=("ifeval", "gsm8k"))
+    monkeypatch.setattr(nltk.data, "path", [str(empty)])
+    report = run_preflight(cfg, cfg.server, ifeval_selected=True, env={})
+    assert report.ok and _status(report, "nltk_punkt_tab") == ["warn"]
+    assert "nltk.downloader punkt_tab" in report.warnings[0].message
+    monkeypatch.setattr(nltk.data, "path", [str(data)])
+    assert _status(run_preflight(cfg, cfg.server, ifeval_selected=True, env={}), "nltk_punkt_tab") == ["ok"]
+    assert _status(run_preflight(cfg, cfg.server, ifeval_selected=False, env={}), "nltk_punkt_tab") == []
+
+
+def test_endpoint_kind_skips_launch_rules(tmp_path: Path) -> None:
+    cfg = write_config(
+        tmp_path, {**GLM, "kind": "endpoint", "endpoint": "http://127.0.0.1:9"}, model_dir=False
+    )
+    report = run_preflight(cfg, cfg.server, ifeval_selected=False, env={})
+    assert report.ok and report.checks == []
+
+
+def test_cli_preflight_exit_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env(tmp_path, [H100] * 8)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    cfg = write_config(tmp_path, {**GLM, "dcp_size": 2})
+    with pytest.raises(SystemExit) as exc:
+        main(["server", "preflight", str(cfg.config_path)])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert "--dcp-size 2" in captured.err and "FAIL  raw_fp8_dcp" in captured.out
+    assert "Traceback" not in captured.err
+    cfg = write_config(
+        tmp_path, GLM, extra={"variants": [{"name": "bf16", "overrides": {"kv_cache_dtype": "bfloat16"}}]}
+    )
+    assert main(["server", "preflight", str(cfg.config_path), "--variant", "bf16"]) == 0
+    assert "preflight ok" in capsys.readouterr().out

@@ -1,0 +1,297 @@
+"""Recording proxy: forwards unchanged (plain, SSE, gzip), one rid per attempt, append-only logs."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from fake_sglang.support import FAKE_SGLANG_DIR, kill_group
+
+from evalpipe.hashing import prompt_sha256
+from evalpipe.io import read_jsonl
+from evalpipe.rundir import RunDir
+from evalpipe.schema.requests import RequestAttempt
+from evalpipe.server.proxy import inject_rid, recording_proxy
+from evalpipe.server.responses import read_response_records, read_responses
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    """The fake SGLang server (its own process group), shared by this module's tests."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(FAKE_SGLANG_DIR), "FAKE_SGLANG_STARTUP_S": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sglang.launch_server", "--model-path", "m", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, "fake upstream did not start"
+            time.sleep(0.05)
+        yield base
+    finally:
+        kill_group(proc.pid)
+        proc.wait()
+
+
+def _post(url: str, body: dict | bytes, headers: dict[str, str] | None = None) -> tuple[int, dict, bytes]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json", **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def _attempts(rundir: RunDir) -> list[RequestAttempt]:
+    return list(read_jsonl(rundir.requests_log, RequestAttempt))
+
+
+def test_inject_rid_keeps_other_bytes() -> None:
+    body = b'{"model": "m",  "messages": [], "x": 1.50}'
+    assert inject_rid(body, "a-1") == b'{"rid":"a-1","model": "m",  "messages": [], "x": 1.50}'
+    assert inject_rid(b"  { }", "a-1") == b'{"rid":"a-1"}'
+    assert json.loads(inject_rid(b'{"rid": "old", "a": 1}', "a-2")) == {"rid": "a-2", "a": 1}
+    assert inject_rid(b"[1, 2]", "a-3") == b"[1, 2]"
+    assert inject_rid(b"not json", "a-4") == b"not json"
+
+
+def test_chat_completion_recorded(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    body = {"model": "fake-model", "messages": MESSAGES, "max_tokens": 64, "temperature": 0.0}
+    raw = json.dumps(body).encode()
+    with recording_proxy(upstream, rundir) as proxy:
+        status, _, got = _post(proxy.base_url + "/v1/chat/completions", raw)
+        assert status == 200
+        _, _, direct = _post(upstream + "/v1/chat/completions", raw)
+        proxy.flush()
+        (a,) = _attempts(rundir)  # readable mid-run after flush()
+    resp = json.loads(got)
+    assert resp["id"] == a.attempt_id  # the rid came back as the response id
+    assert {**resp, "id": None} == {**json.loads(direct), "id": None}  # otherwise forwarded unchanged
+    assert a.seq == 0 and a.method == "POST" and a.path == "/v1/chat/completions"
+    assert a.body_sha256 == hashlib.sha256(raw).hexdigest()
+    assert a.messages_sha256 == prompt_sha256(MESSAGES)
+    assert (a.model, a.max_tokens, a.stream, a.status) == ("fake-model", 64, False, 200)
+    assert a.response_id == a.attempt_id and a.finish_reason == "stop"
+    assert a.usage is not None and a.usage.prompt_tokens == 7
+    assert a.response_sha256 == hashlib.sha256(b"echo: What is 6*7?").hexdigest()
+    assert a.latency_s is not None and a.latency_s > 0 and a.transport_error is None
+    assert a.started_at <= a.ended_at
+    assert read_responses(rundir) == {a.attempt_id: got.decode()}
+
+
+def test_streaming_sse_forwarded_and_parsed(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    body = {
+        "model": "fake-model",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with recording_proxy(upstream, rundir) as proxy:
+        status, headers, got = _post(proxy.base_url + "/v1/chat/completions", body)
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+    (a,) = _attempts(rundir)
+    assert got.count(b"data: ") == 7 and got.endswith(b"data: [DONE]\n\n")
+    assert f'"id": "{a.attempt_id}"'.encode() in got
+    assert a.stream and a.response_id == a.attempt_id and a.finish_reason == "stop"
+    assert a.usage is not None and a.usage.total_tokens == 11
+    assert a.response_sha256 == hashlib.sha256(b"echo: What is 6*7? ").hexdigest()
+    assert read_responses(rundir)[a.attempt_id] == got.decode()
+
+
+def test_retries_get_distinct_ids_and_paths_without_rid(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    body = {"model": "fake-model", "messages": MESSAGES}
+    with recording_proxy(upstream, rundir) as proxy:
+        ids = [json.loads(_post(proxy.base_url + "/v1/chat/completions", body)[2])["id"] for _ in range(2)]
+        _post(proxy.base_url + "/v1/completions", {"model": "fake-model", "prompt": "hi"})
+        with urllib.request.urlopen(proxy.base_url + "/model_info") as r:
+            assert json.loads(r.read())["model_path"] == "m"
+    rows = _attempts(rundir)
+    assert [r.seq for r in rows] == [0, 1, 2, 3]
+    assert ids == [rows[0].attempt_id, rows[1].attempt_id] and ids[0] != ids[1]
+    assert rows[0].body_sha256 == rows[1].body_sha256 and rows[0].messages_sha256 == rows[1].messages_sha256
+    assert rows[2].response_id == rows[2].attempt_id and rows[2].messages_sha256 is None
+    assert (rows[3].method, rows[3].path, rows[3].status) == ("GET", "/model_info", 200)
+
+
+def test_set_rid_off_leaves_body_alone(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    with recording_proxy(upstream, rundir, set_rid=False) as proxy:
+        resp = json.loads(_post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})[2])
+    (a,) = _attempts(rundir)
+    assert resp["id"].startswith("fake-") and a.response_id == resp["id"] != a.attempt_id
+
+
+def test_upstream_down_is_a_recorded_transport_error(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path / "run")
+    with recording_proxy(f"http://127.0.0.1:{_free_port()}", rundir) as proxy:
+        status, _, got = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+    assert status == 502 and b"evalpipe proxy" in got
+    (a,) = _attempts(rundir)
+    assert a.status is None and a.transport_error == "ConnectionRefusedError"
+    assert a.messages_sha256 == prompt_sha256(MESSAGES)
+
+
+def test_concurrent_attempts_all_logged(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    n = 48
+    with recording_proxy(upstream, rundir) as proxy:
+
+        def one(i: int) -> str:
+            msgs = [{"role": "user", "content": f"question {i}"}]
+            return json.loads(_post(proxy.base_url + "/v1/chat/completions", {"messages": msgs})[2])["id"]
+
+        with ThreadPoolExecutor(16) as pool:
+            ids = list(pool.map(one, range(n)))
+        assert proxy.attempts == n
+    rows = _attempts(rundir)
+    assert sorted(r.seq for r in rows) == list(range(n))
+    assert sorted(ids) == sorted(r.attempt_id for r in rows) and len(set(ids)) == n
+    assert set(read_responses(rundir)) == set(ids)
+
+
+def test_headers_and_gzip_bodies_pass_through(tmp_path: Path) -> None:
+    from aiohttp import web
+
+    seen: dict[str, str] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.update(request.headers)
+        payload = json.dumps({"id": (await request.json())["rid"], "choices": [{"finish_reason": "length"}]})
+        return web.Response(
+            body=gzip.compress(payload.encode()),
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip", "X-Upstream": "yes"},
+        )
+
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder: dict[str, object] = {}
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        holder["runner"] = runner
+        holder["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def run() -> None:
+        loop.run_until_complete(start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    started.wait(10)
+    rundir = RunDir(tmp_path / "run")
+    try:
+        with recording_proxy(f"http://127.0.0.1:{holder['port']}", rundir) as proxy:
+            req = urllib.request.Request(
+                proxy.base_url + "/v1/chat/completions?trace=1",
+                data=json.dumps({"messages": MESSAGES}).encode(),
+                headers={"Authorization": "Bearer k", "Accept-Encoding": "gzip", "X-Custom": "v"},
+            )
+            with urllib.request.urlopen(req) as r:
+                raw, headers = r.read(), dict(r.headers)
+    finally:
+        asyncio.run_coroutine_threadsafe(holder["runner"].cleanup(), loop).result(10)  # type: ignore[union-attr]
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+    assert (
+        seen["Authorization"] == "Bearer k" and seen["X-Custom"] == "v" and seen["Accept-Encoding"] == "gzip"
+    )
+    assert headers["Content-Encoding"] == "gzip" and headers["X-Upstream"] == "yes"
+    (a,) = _attempts(rundir)
+    assert json.loads(gzip.decompress(raw))["id"] == a.attempt_id == a.response_id
+    assert a.finish_reason == "length" and a.path == "/v1/chat/completions"
+    assert json.loads(read_responses(rundir)[a.attempt_id])["id"] == a.attempt_id  # stored decompressed
+
+
+def test_readers_tolerate_a_torn_tail(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    with recording_proxy(upstream, rundir) as proxy:
+        for i in range(3):
+            _post(
+                proxy.base_url + "/v1/chat/completions", {"messages": [{"role": "user", "content": str(i)}]}
+            )
+    complete = rundir.responses_log.read_bytes()
+    with open(rundir.requests_log, "a") as fh:
+        fh.write('{"schema_version": 1, "attempt_id": "torn')
+    rundir.responses_log.write_bytes(complete + gzip.compress(b'{"attempt_id": "torn"}\n')[:15])
+    rows = read_jsonl(rundir.requests_log, RequestAttempt)
+    assert len(rows) == 3 and rows.torn_last_line
+    records = read_response_records(rundir.responses_log)
+    assert len(records) == 3 and records.torn_last_member
+    assert set(records) == {r.attempt_id for r in rows}
+
+
+_CRASHER = r"""
+import json, os, sys, urllib.request
+from evalpipe.rundir import RunDir
+from evalpipe.server.proxy import recording_proxy
+ctx = recording_proxy(sys.argv[1], RunDir(sys.argv[2]))
+proxy = ctx.__enter__()
+for i in range(5):
+    body = json.dumps({"messages": [{"role": "user", "content": str(i)}]}).encode()
+    req = urllib.request.Request(proxy.base_url + "/v1/chat/completions", data=body)
+    urllib.request.urlopen(req).read()
+os._exit(9)  # die without closing anything
+"""
+
+
+def test_records_survive_a_crash_of_evalpipe(tmp_path: Path, upstream: str) -> None:
+    rundir = RunDir(tmp_path / "run")
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-c", _CRASHER, upstream, str(rundir.root)],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 9
+    deadline = time.monotonic() + 15  # the orphaned recorder finishes on end-of-file
+    while len(read_jsonl(rundir.requests_log)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rows = _attempts(rundir)
+    assert len(rows) == 5 and len(read_responses(rundir)) == 5
