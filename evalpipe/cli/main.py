@@ -21,11 +21,21 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from evalpipe.cli import config_cmd, sample_cmd
+    from evalpipe.cli import compare_cmd, config_cmd, sample_cmd
 
     app.add_typer(config_cmd.app, name="config")
     sample_cmd.register(app)
     # --- registration of later stages (one line each) ---
+    from evalpipe.cli import server_cmd
+
+    app.add_typer(server_cmd.app, name="server")
+    from evalpipe.cli.run_cmd import register as register_run
+
+    register_run(app)
+    compare_cmd.register(app)
+    from evalpipe.cli.audit_cmd import register as register_audit
+
+    register_audit(app)
 
 
 _register()
@@ -40,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(rv, int) and rv != 0:  # typer.Exit(code) under standalone_mode=False
             sys.exit(rv)
     except EvalpipeError as exc:
-        err.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+        from rich.markup import escape
+
+        err.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
         for line in exc.details:
             err.print(f"  {line}", markup=False, soft_wrap=True)
         sys.exit(int(exc.exit_code))

@@ -1,0 +1,331 @@
+"""``outcomes.jsonl``: one row per manifest entry, read from EvalScope's prediction and review caches.
+
+Every manifest entry gets a row — a missing prediction or review is a row with that failure class,
+never a gap in the denominator.  The failure class says what happened to the sample:
+
+* ``api_error``: the request failed (recorded by the worker) or the server rejected it;
+* ``missing_prediction`` / ``missing_review``: EvalScope left no record and no error;
+* ``scoring_error``: a review exists but produced no score (e.g. IFEval without NLTK ``punkt_tab``);
+* ``budget_exhausted``: stop reason ``max_tokens`` (OpenAI ``length``), counted incorrect;
+* ``ok`` / ``wrong`` / ``unparsable_answer`` (no answer could be extracted);
+* LiveCodeBench failures from the review's test metadata: ``code_wrong_answer``, ``code_timeout``,
+  ``code_runtime_error`` (``failure_detail`` = exception type, e.g. ``IndexError``),
+  ``code_compile_error``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from evalpipe.errors import ArtifactError
+from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS, IFEVAL_PUNKT_INSTRUCTIONS
+from evalpipe.evalscope_bridge.identity import (
+    contains_question,
+    conversation_sha256,
+    row_prompt_sha256,
+    user_text,
+)
+from evalpipe.evalscope_bridge.layout import (
+    first_choice,
+    model_output,
+    predictions_file,
+    read_lines,
+    reviews_file,
+    sample_score,
+)
+from evalpipe.hashing import message_text, sha256_hex
+from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
+from evalpipe.rundir import RunDir
+from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
+from evalpipe.schema.manifest import Manifest
+from evalpipe.schema.outcomes import OutcomeRow
+
+_EXC_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\(")
+
+
+def _float_scores(value: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, bool | int | float):
+                out[str(k)] = float(v)
+    return out
+
+
+def _gold(review: dict[str, Any] | None) -> str | None:
+    if not review:
+        return None
+    target = review.get("target")
+    if isinstance(target, list):
+        target = [t for t in target if isinstance(t, str) and t]
+        if not target:
+            return None
+        return target[0] if len(target) == 1 else json.dumps(target, ensure_ascii=False)
+    return target if isinstance(target, str) and target else None
+
+
+# ---------------------------------------------------------------- LiveCodeBench review metadata
+
+
+def _first_list(value: Any) -> list[Any]:
+    """``eval_results`` is ``{"0": [[r1, r2, ...]]}``: the results of the single generation."""
+    if isinstance(value, dict):
+        value = next(iter(value.values()), [])
+    while isinstance(value, list) and value and isinstance(value[0], list):
+        value = value[0]
+    return value if isinstance(value, list) else []
+
+
+def _first_meta(value: Any) -> dict[str, Any]:
+    """``final_metadata`` is ``[[json_string]]``."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def classify_code(score: dict[str, Any]) -> tuple[str, str | None]:
+    """Failure class of a LiveCodeBench solution that did not pass, from EvalScope's test results.
+
+    Result codes (``testing_util``): ``True`` pass, ``False``/``-2`` wrong answer, ``-3`` time limit,
+    ``-4`` runtime error (``error`` holds the exception repr) or, without ``error``, a failure to
+    compile/load the solution (``Error during testing: ...``), ``-1`` global timeout.  ``[-2]`` with
+    empty metadata is EvalScope's stand-in when the test process returned nothing (it died or hit
+    the global timeout).
+    """
+    meta = score.get("metadata") or {}
+    extracted = score.get("extracted_prediction")
+    if not isinstance(extracted, str) or not extracted.strip():
+        return "unparsable_answer", "no fenced code block in the response"
+    if "eval_results" not in meta:
+        err = meta.get("error") or score.get("explanation")
+        return "scoring_error", f"test harness failed: {err}" if err else "no test results in the review"
+    results = _first_list(meta.get("eval_results"))
+    info = _first_meta(meta.get("final_metadata"))
+    failing = next((r for r in results if r is not True), None)
+    if failing is None:
+        return "code_wrong_answer", "no failing test recorded"
+    if failing == -3:
+        return "code_timeout", info.get("error_message") or "time limit exceeded"
+    if failing == -1:
+        return "code_timeout", "global timeout"
+    if failing == -4:
+        if "error" in info:
+            m = _EXC_TYPE.match(str(info["error"]))
+            return "code_runtime_error", m.group(1) if m else str(info["error"])[:200]
+        try:
+            ast.parse(extracted)
+        except SyntaxError as exc:
+            return "code_compile_error", f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        msg = str(info.get("error_message") or "")
+        return "code_runtime_error", f"raised while loading the solution (type not reported): {msg[:200]}"
+    if (failing is False or failing == -2) and not info:
+        return "code_timeout", "no result from the test process (global timeout or crash)"
+    return "code_wrong_answer", str(info.get("error_message") or "wrong answer")[:200]
+
+
+# ---------------------------------------------------------------- classification
+
+
+def classify(
+    benchmark: str,
+    entry: IndexMapEntry,
+    pred: dict[str, Any] | None,
+    review: dict[str, Any] | None,
+    errors: dict[str, EvalscopeErrorRecord],
+    *,
+    punkt_tab: bool,
+) -> tuple[str, str | None]:
+    """``(failure_class, failure_detail)`` of one manifest entry."""
+    if pred is None:
+        err = errors.get("predict")
+        if err is not None:
+            return "api_error", f"{err.error_type}: {err.message}"
+        return "missing_prediction", None
+    out = model_output(pred)
+    choice = first_choice(out)
+    if out is None or choice is None:
+        return "api_error", "prediction has no model output"
+    if out.get("error"):
+        return "api_error", str(out["error"])
+    stop = choice.get("stop_reason")
+    if out.get("id") is None and out.get("usage") is None and stop in ("model_length", "content_filter"):
+        text = message_text((choice.get("message") or {}).get("content"))
+        return "api_error", f"request rejected by the server ({stop}): {text[:300]}"
+    if review is None:
+        err = errors.get("review")
+        if err is not None:
+            return "scoring_error", f"review raised {err.error_type}: {err.message}"
+        return "missing_review", None
+    score = sample_score(review) or {}
+    values = _float_scores(score.get("value"))
+    main = score.get("main_score_name")
+    if not values or (main and main not in values) or score.get("status") == "excluded":
+        return "scoring_error", _scoring_error_detail(benchmark, entry, score, punkt_tab)
+    primary = values.get(main) if main else next(iter(values.values()))
+    if stop in BUDGET_STOP_REASONS:
+        detail = f"stop reason {stop}"
+        if primary and primary > 0:
+            detail += f"; EvalScope scored the truncated answer {primary:g}"
+        return "budget_exhausted", detail
+    if primary is not None and primary >= 1.0:
+        return "ok", None
+    if benchmark == "live_code_bench":
+        return classify_code(score)
+    extracted = score.get("extracted_prediction")
+    if benchmark in ("gsm8k", "ceval") and (not isinstance(extracted, str) or not extracted.strip()):
+        return "unparsable_answer", None
+    return "wrong", None
+
+
+def _scoring_error_detail(
+    benchmark: str, entry: IndexMapEntry, score: dict[str, Any], punkt_tab: bool
+) -> str:
+    if benchmark == "ifeval" and not punkt_tab:
+        needs = sorted(IFEVAL_PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
+        if needs:
+            return f"NLTK punkt_tab is not installed; needed by {', '.join(needs)}"
+    meta = score.get("metadata") or {}
+    why = score.get("explanation") or (meta.get("error") if isinstance(meta, dict) else None)
+    return f"review produced no score: {why}" if why else "review produced no score (see logs/evalscope.log)"
+
+
+# ---------------------------------------------------------------- table
+
+
+def _rows_by_index(lines: list[Any]) -> tuple[dict[int, dict[str, Any]], dict[int, int]]:
+    last: dict[int, dict[str, Any]] = {}
+    count: dict[int, int] = defaultdict(int)
+    for line in lines:
+        if line.data is None or not isinstance(line.data.get("index"), int):
+            continue
+        idx = line.data["index"]
+        count[idx] += 1
+        last[idx] = line.data
+    return last, count
+
+
+def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> list[OutcomeRow]:
+    """One ``OutcomeRow`` per manifest entry, in manifest order."""
+    tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks) if rundir.evalscope_tasks.is_file() else None
+    punkt = tasks.nltk_punkt_tab if tasks is not None else True
+    hashes: dict[tuple[str, str], str] = {}
+    for rec in read_jsonl(rundir.prompt_hashes):
+        hashes.setdefault((rec["benchmark"], rec["source_id"]), rec["prompt_sha256"])
+    errors: dict[tuple[str, str, int], dict[str, EvalscopeErrorRecord]] = defaultdict(dict)
+    for err in read_jsonl(rundir.evalscope_errors, EvalscopeErrorRecord):
+        errors[(err.benchmark, err.subset, err.index)][err.phase] = err  # the latest attempt wins
+
+    cache: dict[tuple[str, str], tuple[dict, dict, dict, dict]] = {}
+
+    def subset_rows(benchmark: str, subset: str) -> tuple[dict, dict, dict, dict]:
+        key = (benchmark, subset)
+        if key not in cache:
+            task = tasks.task_for(benchmark) if tasks is not None else None
+            if task is None:
+                cache[key] = ({}, {}, {}, {})
+            else:
+                work = rundir.root / task.work_dir
+                preds, n_p = _rows_by_index(
+                    read_lines(predictions_file(work, task.model_id, benchmark, subset))
+                )
+                revs, n_r = _rows_by_index(read_lines(reviews_file(work, task.model_id, benchmark, subset)))
+                cache[key] = (preds, n_p, revs, n_r)
+        return cache[key]
+
+    by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
+    rows: list[OutcomeRow] = []
+    for m in manifest.entries:
+        entry = by_source.get((m.benchmark, m.source_id))
+        if entry is None:
+            raise ArtifactError(
+                f"{rundir.index_map}: no entry for {m.benchmark}/{m.source_id} (materialize first)"
+            )
+        preds, n_p, revs, n_r = subset_rows(entry.benchmark, entry.subset)
+        pred, review = preds.get(entry.index), revs.get(entry.index)
+        errs = errors.get((entry.benchmark, entry.subset, entry.index), {})
+        fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
+        rows.append(_row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
+                         detail, hashes.get((entry.benchmark, entry.source_id))))  # fmt: skip
+    return rows
+
+
+def _row(
+    entry: IndexMapEntry,
+    pred: dict[str, Any] | None,
+    review: dict[str, Any] | None,
+    n_predictions: int,
+    n_reviews: int,
+    errors: dict[str, EvalscopeErrorRecord],
+    failure_class: str,
+    failure_detail: str | None,
+    expected_prompt: str | None,
+) -> OutcomeRow:
+    out = model_output(pred) if pred else None
+    choice = first_choice(out)
+    usage = (out or {}).get("usage") or {}
+    text = message_text((choice.get("message") or {}).get("content")) if choice else None
+    score = sample_score(review) if review else None
+    values = _float_scores((score or {}).get("value"))
+    main = (score or {}).get("main_score_name")
+    api_error = None
+    if out and out.get("error"):
+        api_error = str(out["error"])
+    elif pred is None and "predict" in errors:
+        api_error = f"{errors['predict'].error_type}: {errors['predict'].message}"
+    elif failure_class == "api_error":
+        api_error = failure_detail
+    n_inst = len(entry.instruction_ids) if entry.instruction_ids is not None else None
+    strict = loose = None
+    if n_inst is not None and "inst_level_strict" in values:
+        strict = round(values["inst_level_strict"] * n_inst)
+    if n_inst is not None and "inst_level_loose" in values:
+        loose = round(values["inst_level_loose"] * n_inst)
+    extracted = (score or {}).get("extracted_prediction")
+    return OutcomeRow(
+        benchmark=entry.benchmark,
+        subset=entry.subset,
+        index=entry.index,
+        source_id=entry.source_id,
+        stratum=entry.stratum,
+        prediction_present=pred is not None,
+        review_present=review is not None,
+        n_predictions=n_predictions,
+        n_reviews=n_reviews,
+        response_id=(out or {}).get("id"),
+        stop_reason=choice.get("stop_reason") if choice else None,
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        latency_s=(out or {}).get("time"),
+        api_error=api_error,
+        prompt_sha256=row_prompt_sha256(pred) if pred else None,
+        expected_prompt_sha256=expected_prompt,
+        prompt_contains_question=contains_question(user_text(pred), entry.question) if pred else None,
+        review_matches_prediction=(conversation_sha256(review) == conversation_sha256(pred))
+        if pred and review
+        else None,
+        response_sha256=sha256_hex(text) if text is not None else None,
+        score=values.get(main) if main else None,
+        scores=values,
+        instructions_total=n_inst,
+        instructions_followed_strict=strict,
+        instructions_followed_loose=loose,
+        extracted_answer=extracted if isinstance(extracted, str) else None,
+        gold_answer=_gold(review),
+        failure_class=failure_class,  # type: ignore[arg-type]
+        failure_detail=failure_detail,
+    )
+
+
+def write_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> list[OutcomeRow]:
+    rows = build_outcomes(rundir, manifest, index_map)
+    write_jsonl_atomic(rundir.outcomes, rows)
+    return rows

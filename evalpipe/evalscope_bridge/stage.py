@@ -1,0 +1,301 @@
+"""The EvalScope stage of a run: per benchmark, render → check → (verify cache) → run.
+
+1. The worker loads the materialized dataset through EvalScope's adapter and reports every sample as
+   rendered, before any request is sent.  Each must sit at the index the index map says and contain
+   its entry's question: this catches a stale dataset cache, a filter inside EvalScope, or any other
+   way the positional index could drift from the manifest.
+2. Each entry's rendered-prompt hash is recorded the first time it is seen (``prompt_hashes.jsonl``);
+   on resume a prompt rendered differently than recorded stops the run (mixing prompts is not a run).
+3. On resume, every cached prediction/review is checked against its entry (``identity``); failures
+   are dropped from the cache and recorded in ``cache_repairs.jsonl``; EvalScope re-requests them.
+4. EvalScope runs with ``ignore_errors``; its progress drives the terminal display.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from evalpipe.config.models import RunConfig
+from evalpipe.errors import ConfigError, DataError, EvalpipeError
+from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
+from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
+from evalpipe.evalscope_bridge.runner import WorkerProcess
+from evalpipe.evalscope_bridge.task import build_task, check_generation, task_differences
+from evalpipe.io import JsonlAppender, read_jsonl, read_model, write_model
+from evalpipe.rundir import RunDir
+from evalpipe.schema.evalscope import (
+    EvalscopeTask,
+    EvalscopeTasks,
+    IndexMap,
+    IndexMapEntry,
+    PromptHashRecord,
+)
+from evalpipe.schema.outcomes import CacheRepair
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+
+class RenderingChanged(EvalpipeError):
+    """On resume, EvalScope renders some prompts differently than when the run started."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class BenchmarkStage:
+    benchmark: str
+    samples: int
+    repairs: int = 0
+    rerun_review: bool = False
+    cache_identity_reason: str | None = None
+    errors: int = 0
+
+
+@dataclass
+class StageResult:
+    benchmarks: list[BenchmarkStage] = field(default_factory=list)
+    repairs: list[CacheRepair] = field(default_factory=list)
+    punkt_tab: bool = True
+
+
+def check_rendering(benchmark: str, entries: list[IndexMapEntry], samples: list[dict[str, Any]]) -> None:
+    """Every rendered sample must be the index map's entry at its (subset, index)."""
+    expected = {(e.subset, e.index): e for e in entries}
+    seen: set[tuple[str, int]] = set()
+    problems: list[str] = []
+    for s in samples:
+        key = (s["subset"], int(s["index"]))
+        entry = expected.get(key)
+        if entry is None:
+            problems.append(f"{key[0]}[{key[1]}]: EvalScope loaded a sample the index map does not have")
+            continue
+        seen.add(key)
+        if not contains_question(s.get("user_text"), entry.question):
+            problems.append(
+                f"{key[0]}[{key[1]}]: rendered prompt does not contain the question of {entry.source_id}"
+            )
+    for key in sorted(expected.keys() - seen):
+        problems.append(f"{key[0]}[{key[1]}]: {expected[key].source_id} was not loaded by EvalScope")
+    if problems:
+        raise DataError(
+            f"{benchmark}: the materialized dataset does not load back through EvalScope as written "
+            f"({len(problems)} problem(s))",
+            details=problems[:20],
+        )
+
+
+def load_prompt_hashes(rundir: RunDir) -> dict[tuple[str, str], PromptHashRecord]:
+    """First recorded hash per (benchmark, source_id)."""
+    out: dict[tuple[str, str], PromptHashRecord] = {}
+    for rec in read_jsonl(rundir.prompt_hashes, PromptHashRecord):
+        out.setdefault((rec.benchmark, rec.source_id), rec)
+    return out
+
+
+def _record_hashes(
+    rundir: RunDir,
+    benchmark: str,
+    entries: list[IndexMapEntry],
+    samples: list[dict[str, Any]],
+    recorded: dict[tuple[str, str], PromptHashRecord],
+    evalscope_version: str,
+) -> None:
+    by_key = {(s["subset"], int(s["index"])): s for s in samples}
+    changed: list[str] = []
+    new: list[PromptHashRecord] = []
+    for e in entries:
+        s = by_key[(e.subset, e.index)]
+        prev = recorded.get((benchmark, e.source_id))
+        if prev is not None:
+            if prev.prompt_sha256 != s["prompt_sha256"]:
+                changed.append(
+                    f"{e.subset}/{e.source_id}: recorded {prev.prompt_sha256[:12]}, now {s['prompt_sha256'][:12]}"
+                )
+            continue
+        rec = PromptHashRecord(
+            benchmark=benchmark,
+            subset=e.subset,
+            index=e.index,
+            source_id=e.source_id,
+            prompt_sha256=s["prompt_sha256"],
+            n_messages=int(s["n_messages"]),
+            recorded_at=_now(),
+            evalscope_version=evalscope_version,
+        )
+        new.append(rec)
+        recorded[(benchmark, e.source_id)] = rec
+    if changed:
+        raise RenderingChanged(
+            f"{benchmark}: EvalScope renders {len(changed)} prompt(s) differently than when this run started "
+            "(EvalScope, template or few-shot data changed); start a new run instead of resuming",
+            details=changed[:20],
+        )
+    if new:
+        with JsonlAppender(rundir.prompt_hashes) as log:
+            for rec in new:
+                log.append(rec)
+            log.fsync()
+
+
+class _ProgressSink:
+    """Feeds worker events into a rich progress task for one benchmark."""
+
+    def __init__(self, progress: Progress | None, benchmark: str, total: int) -> None:
+        self.progress = progress
+        self.benchmark = benchmark
+        self.failed = 0
+        self.total = total
+        self.task_id = progress.add_task(benchmark, total=total) if progress is not None else None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "sample" and not event.get("ok"):
+            self.failed += 1
+        if self.progress is None or self.task_id is None:
+            return
+        if kind == "start":
+            self.total = int(event.get("total") or self.total)
+            self.progress.update(self.task_id, total=self.total, completed=event.get("cached", 0))
+        elif kind == "sample":
+            desc = self.benchmark if not self.failed else f"{self.benchmark} [red]({self.failed} failed)[/]"
+            self.progress.update(self.task_id, advance=1, description=desc)
+        elif kind == "finished":
+            self.progress.update(self.task_id, completed=self.total)
+
+
+def _load_tasks(rundir: RunDir) -> EvalscopeTasks | None:
+    return read_model(rundir.evalscope_tasks, EvalscopeTasks) if rundir.evalscope_tasks.is_file() else None
+
+
+def run_evalscope(
+    cfg: RunConfig,
+    rundir: RunDir,
+    index_map: IndexMap,
+    *,
+    api_url: str,
+    resume: bool = False,
+    progress: Progress | None = None,
+) -> StageResult:
+    """Run every materialized benchmark through EvalScope against ``api_url``."""
+    from evalpipe.nltk_data import punkt_tab_available
+
+    check_generation(cfg)
+    result = StageResult(punkt_tab=punkt_tab_available())
+    if not result.punkt_tab and any(ds.benchmark == "ifeval" for ds in index_map.datasets):
+        # up front, not after the run: these IFEval samples will be scoring errors, not "wrong"
+        message = (
+            "NLTK punkt_tab is not installed: IFEval instructions that count sentences or capital words "
+            "cannot be scored and will be reported as scoring_error (nothing is downloaded at run time)"
+        )
+        if progress is not None:
+            progress.console.print(f"[yellow]warning:[/] {message}")
+        else:
+            logger.warning(message)
+    previous = _load_tasks(rundir) if resume else None
+    if not resume:
+        for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
+            path.unlink(missing_ok=True)
+    recorded = load_prompt_hashes(rundir)
+    tasks: dict[str, EvalscopeTask] = {t.benchmark: t for t in previous.tasks} if previous else {}
+
+    for ds in index_map.datasets:
+        name = ds.benchmark
+        entries = index_map.for_benchmark(name)
+        work_dir = rundir.evalscope_work_dir(name)
+        task = build_task(
+            cfg,
+            name,
+            api_url=api_url,
+            dataset_dir=rundir.root / ds.path,
+            subsets=ds.subsets,
+            work_dir=work_dir,
+            use_cache=resume,
+        )
+        if not resume and work_dir.exists() and any(work_dir.iterdir()):
+            # EvalScope appends to its caches: a fresh run on top of old ones would mix two runs
+            raise ConfigError(f"{work_dir}: EvalScope outputs from an earlier run; resume that run instead")
+        old = tasks.get(name)
+        if resume and old is not None:
+            diffs = task_differences(old.task, task)
+            if diffs:
+                raise ConfigError(
+                    f"{name}: cannot resume: EvalScope settings differ from the ones this run started with",
+                    details=[f"{k}: {old.task.get(k)!r} → {task.get(k)!r}" for k in diffs],
+                )
+        stage = BenchmarkStage(benchmark=name, samples=len(entries))
+        sink = _ProgressSink(progress, name, len(entries))
+        with WorkerProcess(rundir, name, api_key_env=cfg.server.api_key_env) as worker:
+            rendered = worker.render(task)
+            check_rendering(name, entries, rendered["samples"])
+            _record_hashes(
+                rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
+            )
+            if resume:
+                repairs = _verify_cache(rundir, name, task["model_id"], work_dir, entries, recorded)
+                stage.repairs = len(repairs)
+                result.repairs.extend(repairs)
+            tasks[name] = EvalscopeTask(
+                benchmark=name,
+                work_dir=str(work_dir.relative_to(rundir.root)),
+                model_id=task["model_id"],
+                task=task,
+                started_at=_now(),
+                resumed=resume,
+            )
+            _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
+            finished = worker.run(task, on_event=sink)
+        stage.errors = sink.failed
+        stage.rerun_review = bool(finished.get("rerun_review"))
+        ident = finished.get("cache_identity") or {}
+        stage.cache_identity_reason = ident.get("reason")
+        if stage.rerun_review:
+            tasks[name] = tasks[name].model_copy(update={"rerun_review": True})
+            _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
+        result.benchmarks.append(stage)
+    return result
+
+
+def _write_tasks(rundir: RunDir, tasks: dict[str, EvalscopeTask], version: str, punkt: bool) -> None:
+    write_model(
+        rundir.evalscope_tasks,
+        EvalscopeTasks(evalscope_version=version, nltk_punkt_tab=punkt, tasks=list(tasks.values())),
+    )
+
+
+def _verify_cache(
+    rundir: RunDir,
+    benchmark: str,
+    model_id: str,
+    work_dir: Any,
+    entries: list[IndexMapEntry],
+    recorded: dict[tuple[str, str], PromptHashRecord],
+) -> list[CacheRepair]:
+    by_subset: dict[str, dict[int, Expected]] = defaultdict(dict)
+    for e in entries:
+        rec = recorded.get((benchmark, e.source_id))
+        by_subset[e.subset][e.index] = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+    repairs: list[CacheRepair] = []
+    for subset, expected in by_subset.items():
+        check = verify_and_repair(
+            benchmark,
+            subset,
+            predictions_file(work_dir, model_id, benchmark, subset),
+            reviews_file(work_dir, model_id, benchmark, subset),
+            expected,
+        )
+        repairs.extend(check.repairs)
+    if repairs:
+        with JsonlAppender(rundir.cache_repairs) as log:
+            for r in repairs:
+                log.append(r)
+            log.fsync()
+    return repairs

@@ -1,0 +1,137 @@
+"""The EvalScope ``TaskConfig`` arguments for one benchmark of a run (EvalScope's config keys live here).
+
+One task per benchmark, each with its own work directory, because EvalScope's ``generation_config``
+is per task and the run config sets ``max_tokens`` per benchmark.  The API key is never part of the
+task: the worker reads it from the environment variable named by ``server.api_key_env``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from evalpipe.config.models import RunConfig
+from evalpipe.errors import ConfigError
+from evalpipe.evalscope_bridge.facts import LCB_FILTER_PARAMS
+
+# Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
+# paths inside the run directory (always ``datasets/<benchmark>`` and ``evalscope/<benchmark>``, so a
+# run directory can be moved or copied and still be resumed).
+RESUME_VOLATILE_KEYS = frozenset({"api_url", "use_cache", "rerun_review", "work_dir"})
+
+
+def model_id(served_name: str) -> str:
+    """File-system-safe model id: EvalScope names its predictions/reviews directories after it."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", served_name).strip("._")
+    return safe or "model"
+
+
+def normalize_endpoint(endpoint: str) -> str:
+    """An OpenAI base URL: ``http://host:port`` → ``http://host:port/v1``; a given path is kept."""
+    parts = urlsplit(endpoint.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--endpoint {endpoint!r}: expected http(s)://host:port, optionally with a path")
+    path = parts.path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        path = path[: -len("/chat/completions")]
+    if not path:
+        path = "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def check_generation(cfg: RunConfig) -> None:
+    """Settings the bridge cannot honour without breaking the index ↔ manifest mapping."""
+    if cfg.generation.n != 1:
+        raise ConfigError(
+            "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples, which changes every index)"
+        )
+    for bench in cfg.benchmarks:
+        bad = sorted(LCB_FILTER_PARAMS & bench.extra_params.keys())
+        if bench.name == "live_code_bench" and bad:
+            raise ConfigError(
+                f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "
+                "filter dates in the sampling plan instead"
+            )
+    env = cfg.server.api_key_env
+    if env and not os.environ.get(env):
+        raise ConfigError(f"server.api_key_env: environment variable {env} is not set")
+
+
+def generation_config(cfg: RunConfig, benchmark: str) -> dict[str, Any]:
+    g = cfg.generation
+    out: dict[str, Any] = {
+        "temperature": g.temperature,
+        "top_p": g.top_p,
+        "max_tokens": cfg.max_tokens_for(benchmark),
+        "timeout": g.request_timeout_s,
+        "retries": g.retries,
+        "stream": g.stream,
+    }
+    if g.seed is not None:
+        out["seed"] = g.seed
+    if cfg.model.thinking != "model_default":
+        out["extra_body"] = {"chat_template_kwargs": {"enable_thinking": cfg.model.thinking == "enabled"}}
+    return out
+
+
+def build_task(
+    cfg: RunConfig,
+    benchmark: str,
+    *,
+    api_url: str,
+    dataset_dir: Path,
+    subsets: list[str],
+    work_dir: Path,
+    use_cache: bool = False,
+    rerun_review: bool = False,
+) -> dict[str, Any]:
+    """Keyword arguments of ``evalscope.TaskConfig`` for ``benchmark`` (JSON-serialisable)."""
+    bench = cfg.benchmark(benchmark)
+    dataset_args: dict[str, Any] = {
+        "dataset_id": str(Path(dataset_dir).resolve()),
+        "subset_list": list(subsets),
+        "few_shot_num": bench.few_shot,
+    }
+    if bench.extra_params:
+        dataset_args["extra_params"] = dict(bench.extra_params)
+    work = str(Path(work_dir).resolve())
+    return {
+        "model": cfg.model.served_name,
+        "model_id": model_id(cfg.model.served_name),
+        "eval_type": "openai_api",
+        "api_url": api_url,
+        "datasets": [benchmark],
+        "dataset_args": {benchmark: dataset_args},
+        "generation_config": generation_config(cfg, benchmark),
+        "eval_batch_size": cfg.generation.concurrency,
+        # Retries are EvalScope's (generation.retries, each attempt visible); the OpenAI SDK's own
+        # silent retries are switched off so one failed request is one recorded failure.
+        "model_args": {"max_retries": 0},
+        "work_dir": work,
+        "no_timestamp": True,
+        "seed": cfg.sampling_seed,
+        "ignore_errors": True,
+        "analysis_report": False,
+        "use_cache": work if use_cache else None,
+        "rerun_review": rerun_review,
+    }
+
+
+def _comparable(task: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in task.items() if k not in RESUME_VOLATILE_KEYS}
+    args = out.get("dataset_args")
+    if isinstance(args, dict):
+        out["dataset_args"] = {
+            name: {k: v for k, v in a.items() if k != "dataset_id"} if isinstance(a, dict) else a
+            for name, a in args.items()
+        }
+    return out
+
+
+def task_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Keys whose values differ between two tasks (ignoring transport, resume mechanics, run-dir paths)."""
+    a, b = _comparable(recorded), _comparable(current)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))

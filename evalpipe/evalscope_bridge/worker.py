@@ -1,0 +1,242 @@
+"""The EvalScope worker process: ``python -m evalpipe.evalscope_bridge.worker``.
+
+EvalScope runs in a child process per benchmark (see ``runner``) so that its process-wide side effects
+— ``logging.basicConfig(force=True)`` at import, tqdm bars, the HF ``datasets`` cache location read at
+import, the patches below — never leak into evalpipe or a test session, and so that an interrupt can
+end it (and the LiveCodeBench test processes it spawns) as one process group.
+
+Protocol (one JSON object per line):
+
+* stdin, line 1: ``WorkerSpec``.
+* channel → parent: ``{"event": "rendered", "samples": [...]}`` — every sample as the adapter built it
+  (subset, index, prompt hash, final user message), before any request is sent.
+* stdin, line 2: ``{"action": "run", "task": {...}}`` (the final task) or ``{"action": "exit"}``.
+* channel → parent: ``cache_identity`` (resume only), ``start``, one ``sample`` per finished sample,
+  ``finished``; ``failed`` before a non-zero exit.
+
+Inside the child: NLTK data is never downloaded (EvalScope would try at scoring time), and an
+``Evaluator`` subclass reports progress and records each sample whose request or review raised —
+EvalScope's ``ignore_errors`` only counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WorkerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str
+    task: dict[str, Any]
+    api_key_env: str | None = None
+    errors_log: str
+    channel_fd: int
+
+
+class Channel:
+    """Line-oriented JSON events to the parent (thread-safe: EvalScope reports from worker threads)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fh = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+        self._lock = threading.Lock()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, **fields}, ensure_ascii=False)
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def install_nltk_guard(benchmark: str) -> None:
+    """Replace EvalScope's "find or download" NLTK check by "find or fail"; forbid ``nltk.download``.
+
+    A missing resource then fails the one review that needs it (IFEval's ``match_score`` turns that
+    into an empty score, which the outcome table classifies as ``scoring_error``) instead of trying
+    the network in the middle of scoring.
+    """
+    from evalscope.utils import resource_utils
+
+    mirror_map = resource_utils.MIRROR_MAP
+
+    def find_or_fail(name: str) -> None:
+        import nltk
+
+        meta = mirror_map.get(name)
+        resource = meta["resource_path"] if meta else name
+        try:
+            nltk.data.find(resource)
+        except LookupError:
+            raise LookupError(
+                f"NLTK resource {name!r} is not installed and evalpipe does not download at run time "
+                f"(install it with `python -m nltk.downloader {name}` or point NLTK_DATA at a copy)"
+            ) from None
+
+    def refuse_download(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("evalpipe forbids NLTK downloads during a run")
+
+    resource_utils.check_nltk_data = find_or_fail
+    if benchmark == "ifeval":  # the only benchmark here that imports NLTK (slow to import otherwise)
+        import nltk
+        from evalscope.benchmarks.ifeval import instructions_util
+
+        nltk.download = refuse_download
+        instructions_util.check_nltk_data = find_or_fail
+
+
+def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
+    """Load the dataset through the adapter and return every sample's rendered prompt."""
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig
+
+    from evalpipe.hashing import message_text, prompt_sha256
+
+    task = TaskConfig(**task_kwargs)
+    adapter = get_benchmark(benchmark, task)
+    loaded = adapter.load_dataset()
+    samples = []
+    for subset, dataset in loaded.items():
+        for sample in dataset:
+            messages = [m.model_dump(mode="json", exclude_none=True) for m in sample.input]
+            users = [m for m in messages if m.get("role") == "user"]
+            samples.append(
+                {
+                    "subset": subset,
+                    "index": sample.id,
+                    "prompt_sha256": prompt_sha256(messages),
+                    "n_messages": len(messages),
+                    "user_text": message_text(users[-1].get("content")) if users else None,
+                }
+            )
+    return samples
+
+
+def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
+    """Why EvalScope would refuse its own cache (e.g. the api_url changed), or None.
+
+    evalpipe has verified every cached row itself, so a refusal for transport reasons is answered with
+    ``rerun_review=True``: predictions are reused, reviews recomputed.
+    """
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig, load_task_config_snapshot
+    from evalscope.evaluation_versioning import (
+        ResolvedBenchmarkSpec,
+        build_evaluation_identity,
+        validate_cached_evaluation_identity,
+    )
+
+    from evalpipe.evalscope_bridge.layout import task_snapshot
+
+    snapshot = load_task_config_snapshot(str(task_snapshot(task_kwargs["work_dir"])))
+    if snapshot is None:
+        return None
+    task = TaskConfig(**task_kwargs)
+    specs, versions = {}, {}
+    for name in task.datasets:
+        meta = get_benchmark(name, task).benchmark_meta
+        specs[name] = ResolvedBenchmarkSpec.from_meta(meta, task)
+        versions[name] = meta.evaluation_version
+    try:
+        validate_cached_evaluation_identity(snapshot, build_evaluation_identity(specs, versions, task), False)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def install_evaluator(benchmark: str, channel: Channel, errors_log: str) -> None:
+    """Register an Evaluator for ``benchmark`` that reports progress and records per-sample errors."""
+    from evalscope.api.registry import EVALUATOR_REGISTRY
+    from evalscope.evaluator.evaluator import DefaultEvaluator
+
+    from evalpipe.io import JsonlAppender
+    from evalpipe.schema.evalscope import EvalscopeErrorRecord
+
+    errors = JsonlAppender(errors_log)
+    lock = threading.Lock()
+
+    class EvalpipeEvaluator(DefaultEvaluator):
+        def _collect_work_items(self, dataset_dict):  # type: ignore[no-untyped-def]
+            ctx = super()._collect_work_items(dataset_dict)
+            channel.emit("start", total=ctx.grand_total, cached=ctx.total_cached)
+            return ctx
+
+        def _process_work_item(self, item, model_prediction_dir):  # type: ignore[no-untyped-def]
+            index = item.sample.id if item.sample is not None else item.task_state.sample_id
+            try:
+                result = super()._process_work_item(item, model_prediction_dir)
+            except Exception as exc:
+                phase = "predict" if item.needs_predict and not item.prediction_persisted else "review"
+                record = EvalscopeErrorRecord(
+                    benchmark=benchmark,
+                    subset=item.subset,
+                    index=int(index),
+                    phase=phase,
+                    error_type=type(exc).__name__,
+                    message=str(exc)[:2000],
+                    at=_now(),
+                )
+                with lock:
+                    errors.append(record)
+                    errors.fsync()
+                channel.emit("sample", subset=item.subset, index=int(index), ok=False, phase=phase)
+                raise
+            channel.emit("sample", subset=item.subset, index=int(index), ok=True)
+            return result
+
+    EVALUATOR_REGISTRY[benchmark] = EvalpipeEvaluator
+
+
+def main() -> int:
+    spec = WorkerSpec.model_validate_json(sys.stdin.readline())
+    channel = Channel(spec.channel_fd)
+    try:
+        import evalscope
+
+        install_nltk_guard(spec.benchmark)
+        channel.emit(
+            "rendered", evalscope_version=evalscope.__version__, samples=render(spec.task, spec.benchmark)
+        )
+        command = json.loads(sys.stdin.readline() or '{"action": "exit"}')
+        if command.get("action") != "run":
+            channel.emit("finished", ran=False)
+            return 0
+        task_kwargs: dict[str, Any] = command["task"]
+        if task_kwargs.get("use_cache") and not task_kwargs.get("rerun_review"):
+            problem = cache_identity_problem(task_kwargs)
+            if problem is not None:
+                task_kwargs = {**task_kwargs, "rerun_review": True}
+            channel.emit("cache_identity", rerun_review=problem is not None, reason=problem)
+        install_evaluator(spec.benchmark, channel, spec.errors_log)
+
+        from evalscope import TaskConfig, run_task
+
+        api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+        task = TaskConfig(**task_kwargs, api_key=api_key or "EMPTY")
+        run_task(task)
+        channel.emit("finished", ran=True, rerun_review=bool(task_kwargs.get("rerun_review")))
+        return 0
+    except BaseException as exc:
+        traceback.print_exc()
+        channel.emit("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        return 1
+    finally:
+        channel.close()
+
+
+if __name__ == "__main__":  # the guard LiveCodeBench's spawned test processes rely on
+    sys.exit(main())

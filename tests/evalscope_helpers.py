@@ -1,0 +1,70 @@
+"""Shared helpers for the EvalScope bridge tests: configs, hand-picked manifests, scripted answers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evalpipe.config.models import RunConfig
+from evalpipe.io import write_model
+from evalpipe.rundir import RunDir
+from evalpipe.samplers import build_manifest
+from evalpipe.schema.manifest import Manifest
+from evalpipe.sources import BenchmarkData, load_benchmark
+
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SERVED = "scripted-model"
+
+SUBSETS = {"gsm8k": "main", "ifeval": "default", "live_code_bench": "release_v6"}
+FEW_SHOT = {"gsm8k": 4, "ceval": 5, "ifeval": 0, "live_code_bench": 0}
+UNIFORM_ALL = {"stratify_by": "none", "total": 1, "allocation": "uniform"}
+
+
+def run_config(benchmarks: dict[str, int], **overrides: Any) -> RunConfig:
+    """A config sampling ``n`` records uniformly from each benchmark (n per name)."""
+    data: dict[str, Any] = {
+        "name": "bridge-test",
+        "model": {"path": "/models/none", "served_name": SERVED},
+        "server": {"kind": "sglang"},
+        "generation": {"concurrency": 2, "max_tokens": {"gsm8k": 256}, "request_timeout_s": 60},
+        "benchmarks": [
+            {
+                "name": name,
+                **({"subset": SUBSETS[name]} if name in SUBSETS else {}),
+                "few_shot": FEW_SHOT[name],
+                "sampling": {**UNIFORM_ALL, "total": n},
+            }
+            for name, n in benchmarks.items()
+        ],
+    }
+    for key, value in overrides.items():
+        data[key] = value
+    return RunConfig.model_validate(data)
+
+
+def pick(data: BenchmarkData, source_ids: list[str]) -> BenchmarkData:
+    """The benchmark with its evaluation split cut down to ``source_ids`` (few-shot split untouched)."""
+    by_id = {r.source_id: r for r in data.eval.records}
+    missing = [s for s in source_ids if s not in by_id]
+    assert not missing, f"not in {data.benchmark}: {missing}"
+    return replace(data, eval=replace(data.eval, records=[by_id[s] for s in source_ids]))
+
+
+def picked_run(root: Path, cfg: RunConfig, picks: dict[str, list[str]]) -> tuple[RunDir, Manifest, dict]:
+    """A run directory whose manifest selects exactly ``picks`` (a uniform plan over the cut split)."""
+    datasets = {name: pick(load_benchmark(cfg, name, DATASETS), ids) for name, ids in picks.items()}
+    manifest, _ = build_manifest(cfg, datasets)
+    rundir = RunDir(root)
+    rundir.root.mkdir(parents=True, exist_ok=True)
+    write_model(rundir.manifest, manifest)
+    return rundir, manifest, datasets
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def gsm8k_answer(record_raw: dict[str, Any]) -> str:
+    return record_raw["answer"].split("####")[-1].strip()

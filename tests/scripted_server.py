@@ -1,0 +1,363 @@
+"""A scripted OpenAI-compatible chat server for tests (aiohttp, loopback, ephemeral port).
+
+It answers ``POST /v1/chat/completions`` from a *table keyed by question content*: the first rule
+whose ``match`` text occurs in the request's final user message (line endings normalised) decides the
+reply — its content, its ``finish_reason`` (``length`` = a truncated answer), or an HTTP error status
+for the first ``fail_times`` matching requests.  Keying on content, not on order or index, is what lets
+a test prove that an answer reached the question it was written for, whatever order the client sends
+them in and however often it retries.
+
+Every request is recorded (``requests``) with its messages, prompt hash and the rule that answered,
+so tests can assert exactly what was asked.  Like SGLang, a request body field ``rid`` becomes the
+response ``id``.  ``stream: true`` is answered with server-sent events.
+
+Use it in-process (``with ScriptedServer(rules) as srv: srv.base_url``, a background thread with its
+own event loop) or as a subprocess::
+
+    python tests/scripted_server.py --rules rules.json --port-file port.txt
+
+The subprocess writes its port to ``--port-file`` once listening, logs each request as a JSON line to
+``--request-log`` (if given) and exits on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+# Importable both as ``tests.scripted_server`` and as a script run from anywhere.
+_REPO = Path(__file__).resolve().parents[1]
+if str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256  # noqa: E402
+
+
+@dataclass
+class Rule:
+    """One row of the answer table.
+
+    ``match``: text that must occur in the final user message (``""`` matches everything, useful as a
+    last default rule).  ``status`` != 200 answers the first ``fail_times`` matching requests with
+    that HTTP status (``fail_times=None``: every time) and then falls back to ``content``.
+    """
+
+    match: str
+    content: str = ""
+    finish_reason: str = "stop"
+    status: int = 200
+    fail_times: int | None = 1
+    name: str | None = None
+    delay_s: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Rule:
+        return cls(**data)
+
+
+@dataclass
+class RecordedRequest:
+    seq: int
+    path: str
+    rule: str | None
+    status: int
+    model: str | None
+    max_tokens: int | None
+    stream: bool
+    prompt_sha256: str | None
+    last_user: str | None
+    response_id: str | None
+    body: dict[str, Any] = field(repr=False)
+
+
+# A client that disconnects cancels its handler (a delayed answer does not keep the server busy), and
+# stopping never waits long for in-flight requests.
+_RUNNER_OPTIONS: dict[str, Any] = {"access_log": None, "handler_cancellation": True, "shutdown_timeout": 2.0}
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return normalize_newlines(message_text(m.get("content")))
+    return None
+
+
+def _n_tokens(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: whitespace-separated words."""
+    return len(text.split())
+
+
+class ScriptedApp:
+    """The request handler and its state; independent of how the server is run."""
+
+    def __init__(
+        self, rules: Iterable[Rule], *, served_name: str = "scripted-model", default: Rule | None = None
+    ):
+        self.rules = list(rules)
+        self.default = default
+        self.served_name = served_name
+        self.requests: list[RecordedRequest] = []
+        self._failures: dict[int, int] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self.request_log: Path | None = None
+
+    def _pick(self, last_user: str | None) -> tuple[int, Rule] | tuple[None, None]:
+        text = last_user or ""
+        for i, rule in enumerate(self.rules):
+            if normalize_newlines(rule.match) in text:
+                return i, rule
+        if self.default is not None:
+            return -1, self.default
+        return None, None
+
+    def _record(self, rec: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(rec)
+            if self.request_log is not None:
+                row = asdict(rec)
+                with open(self.request_log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/health", self.health)
+        return app
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.served_name, "object": "model"}]})
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        messages = body.get("messages") or []
+        last_user = _last_user_text(messages)
+        idx, rule = self._pick(last_user)
+        with self._lock:
+            seq = next(self._ids)
+        rid = body.get("rid")
+        response_id = str(rid) if rid else f"chatcmpl-scripted-{seq}"
+        rec = RecordedRequest(
+            seq=seq,
+            path=request.path,
+            rule=None,
+            status=200,
+            model=body.get("model"),
+            max_tokens=body.get("max_tokens"),
+            stream=bool(body.get("stream")),
+            prompt_sha256=prompt_sha256(messages) if messages else None,
+            last_user=last_user,
+            response_id=None,
+            body=body,
+        )
+        if rule is None:
+            rec.status = 404
+            self._record(rec)
+            return web.json_response(
+                {"error": {"message": "no scripted answer for this question", "type": "not_found"}},
+                status=404,
+            )
+        rec.rule = rule.name or rule.match[:60]
+        if rule.status != 200:
+            with self._lock:
+                used = self._failures.get(idx, 0)
+                fail = rule.fail_times is None or used < rule.fail_times
+                if fail:
+                    self._failures[idx] = used + 1
+            if fail:
+                rec.status = rule.status
+                self._record(rec)
+                if rule.delay_s:
+                    await asyncio.sleep(rule.delay_s)
+                return web.json_response(
+                    {"error": {"message": f"scripted HTTP {rule.status}", "type": "server_error"}},
+                    status=rule.status,
+                )
+        rec.response_id = response_id
+        self._record(rec)  # recorded on arrival: a test can see a request the server is still "working" on
+        if rule.delay_s:
+            await asyncio.sleep(rule.delay_s)
+        prompt_tokens = sum(
+            _n_tokens(message_text(m.get("content"))) for m in messages if isinstance(m, dict)
+        )
+        completion_tokens = _n_tokens(rule.content)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        model = body.get("model") or self.served_name
+        created = int(time.time())
+        if body.get("stream"):
+            return await self._stream(request, response_id, model, created, rule, usage)
+        return web.json_response(
+            {
+                "id": response_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": rule.content},
+                        "finish_reason": rule.finish_reason,
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+    async def _stream(
+        self, request: web.Request, rid: str, model: str, created: int, rule: Rule, usage: dict[str, int]
+    ) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        def chunk(delta: dict[str, Any], finish: str | None, with_usage: bool = False) -> bytes:
+            obj: dict[str, Any] = {
+                "id": rid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            if with_usage:
+                obj["choices"] = []
+                obj["usage"] = usage
+            return f"data: {json.dumps(obj)}\n\n".encode()
+
+        await resp.write(chunk({"role": "assistant", "content": ""}, None))
+        text = rule.content
+        for start in range(0, len(text), 64):
+            await resp.write(chunk({"content": text[start : start + 64]}, None))
+        await resp.write(chunk({}, rule.finish_reason))
+        await resp.write(chunk({}, None, with_usage=True))
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+
+class ScriptedServer:
+    """Runs a ``ScriptedApp`` on 127.0.0.1:<ephemeral> in a background thread."""
+
+    def __init__(
+        self, rules: Iterable[Rule], *, served_name: str = "scripted-model", default: Rule | None = None
+    ):
+        self.app = ScriptedApp(rules, served_name=served_name, default=default)
+        self.port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return list(self.app.requests)
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._run, name="scripted-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=30):
+            raise RuntimeError("scripted server did not start within 30 s")
+        if self._error is not None:
+            raise RuntimeError(f"scripted server failed to start: {self._error!r}")
+        return self
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            self._runner = web.AppRunner(self.app.make_app(), **_RUNNER_OPTIONS)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        except BaseException as exc:  # report to start() instead of dying silently
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(self._runner.cleanup())
+        loop.close()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def load_rules(path: Path) -> tuple[list[Rule], Rule | None]:
+    """``{"rules": [...], "default": {...}|null}`` or a bare list of rules."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(data, list):
+        return [Rule.from_dict(r) for r in data], None
+    default = data.get("default")
+    return [Rule.from_dict(r) for r in data.get("rules", [])], Rule.from_dict(default) if default else None
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    rules, default = load_rules(Path(args.rules))
+    scripted = ScriptedApp(rules, served_name=args.served_name, default=default)
+    if args.request_log:
+        scripted.request_log = Path(args.request_log)
+    runner = web.AppRunner(scripted.make_app(), **_RUNNER_OPTIONS)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    port_file = Path(args.port_file)
+    tmp = port_file.with_name(port_file.name + ".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)  # atomic: a reader never sees a half-written port
+    await stop.wait()
+    await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rules", required=True, help="JSON file: a list of rules or {rules, default}")
+    parser.add_argument("--port-file", required=True, help="written with the bound port once listening")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 = ephemeral")
+    parser.add_argument("--served-name", default="scripted-model")
+    parser.add_argument("--request-log", default=None, help="append each request as a JSON line")
+    asyncio.run(_serve(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Materialization for EvalScope, and the EvalScope task built from a run config (no EvalScope run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from evalscope_helpers import DATASETS, picked_run, run_config
+
+from evalpipe.errors import ConfigError, DataError
+from evalpipe.evalscope_bridge.facts import ADAPTERS
+from evalpipe.evalscope_bridge.materialize import lcb_row, materialize
+from evalpipe.evalscope_bridge.task import (
+    build_task,
+    check_generation,
+    model_id,
+    normalize_endpoint,
+    task_differences,
+)
+from evalpipe.hashing import sha256_hex
+from evalpipe.io import read_model
+from evalpipe.schema.evalscope import IndexMap
+
+LCB_IDS = ["abc387_b", "3708"]
+
+
+def _gsm_ids(n: int) -> list[str]:
+    from evalpipe.sources.benchmarks import gsm8k_id
+
+    rows = [json.loads(x) for x in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()[:n]]
+    return [gsm8k_id(r["question"]) for r in rows]
+
+
+# ---------------------------------------------------------------- LiveCodeBench rows
+
+
+def test_lcb_private_test_cases_rules() -> None:
+    base = {"question_id": "q", "contest_date": datetime(2025, 1, 4), "public_test_cases": "[]"}
+    assert lcb_row(base, pinned=False, where="f:1")["private_test_cases"] == "[]"
+    assert (
+        lcb_row({**base, "private_test_cases": ""}, pinned=False, where="f:1")["private_test_cases"] == "[]"
+    )
+    assert lcb_row(base, pinned=False, where="f:1")["contest_date"] == "2025-01-04T00:00:00"
+    ok = lcb_row({**base, "private_test_cases": '[{"input": "1", "output": "2"}]'}, pinned=False, where="f:1")
+    assert ok["private_test_cases"] == '[{"input": "1", "output": "2"}]'
+    pickled = {**base, "private_test_cases": "eJxrYJmqxgABPAEYAQQ="}  # base64/zlib/pickle, as upstream LCB
+    with pytest.raises(DataError, match=r"not JSON.*not pinned"):
+        lcb_row(pickled, pinned=False, where="f:7")
+    assert lcb_row(pickled, pinned=True, where="f:7")["private_test_cases"] == pickled["private_test_cases"]
+    with pytest.raises(DataError, match="JSON list"):
+        lcb_row({**base, "private_test_cases": '{"a": 1}'}, pinned=True, where="f:1")
+
+
+# ---------------------------------------------------------------- materialize
+
+
+def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
+    gsm = _gsm_ids(3)
+    cfg = run_config({"gsm8k": 3, "ceval": 2, "ifeval": 2, "live_code_bench": 2})
+    rundir, manifest, datasets = picked_run(
+        tmp_path / "run",
+        cfg,
+        {
+            "gsm8k": gsm,
+            "ceval": ["accountant/0", "art_studies/3"],
+            "ifeval": ["1162", "1001"],
+            "live_code_bench": LCB_IDS,
+        },
+    )
+    index_map = materialize(rundir, manifest, datasets, cfg)
+    assert read_model(rundir.index_map, IndexMap) == index_map
+
+    # one index-map entry per manifest entry; index = position within (benchmark, subset)
+    assert sorted((e.benchmark, e.source_id) for e in index_map.entries) == sorted(
+        (e.benchmark, e.source_id) for e in manifest.entries
+    )
+    for ds in index_map.datasets:
+        f = ADAPTERS[ds.benchmark]
+        for subset in ds.subsets:
+            entries = [e for e in index_map.entries if e.benchmark == ds.benchmark and e.subset == subset]
+            manifest_order = [
+                e.source_id for e in manifest.entries if e.benchmark == ds.benchmark and e.subset == subset
+            ]
+            assert [e.source_id for e in entries] == manifest_order
+            assert [e.index for e in entries] == list(range(len(entries)))
+            fmt = "jsonl" if ds.benchmark == "ifeval" else "parquet"
+            path = rundir.root / ds.path / subset / f"{f.eval_split}.{fmt}"
+            if fmt == "jsonl":
+                rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+            else:
+                rows = pq.read_table(path).to_pylist()
+            records = {r.source_id: r.raw for r in datasets[ds.benchmark].eval.records}
+            for e, row in zip(entries, rows, strict=True):
+                raw = records[e.source_id]
+                assert row[f.question_field] == raw[f.question_field] == e.question  # text untouched
+            assert ds.files[f"{subset}/{f.eval_split}.{fmt}"] == sha256_hex(path.read_bytes())
+
+    # few-shot splits: the full GSM8K train split, each C-Eval subject's dev split
+    gsm_train = pq.read_table(rundir.datasets_dir / "gsm8k" / "main" / "train.parquet")
+    assert gsm_train.num_rows == len(datasets["gsm8k"].fewshot.records) == 7473
+    assert index_map.dataset("ceval").fewshot_rows == {"accountant": 5, "art_studies": 5}
+    dev = pq.read_table(rundir.datasets_dir / "ceval" / "accountant" / "dev.parquet")
+    val = pq.read_table(rundir.datasets_dir / "ceval" / "accountant" / "val.parquet")
+    assert dev.schema == val.schema  # one schema per config: HF casts every split to the first one's
+    assert val.column("explanation").to_pylist() == [None]
+    assert val.column("id").to_pylist() == ["0"]  # CSV text stays text
+
+    # LiveCodeBench: string columns, CRLF kept, missing private tests → "[]"
+    lcb = pq.read_table(rundir.datasets_dir / "live_code_bench" / "release_v6" / "test.parquet")
+    assert {str(t) for t in lcb.schema.types} == {"string"}
+    rows = {r["question_id"]: r for r in lcb.to_pylist()}
+    assert "\r\n" in rows["abc387_b"]["question_content"]
+    assert rows["abc387_b"]["contest_date"] == "2025-01-04T00:00:00"
+    assert rows["3708"]["private_test_cases"] == "[]"
+
+    # IFEval instruction ids recorded for per-sample NLTK detection; kwargs survive as structs
+    ife = {e.source_id: e for e in index_map.for_benchmark("ifeval")}
+    assert ife["1162"].instruction_ids == ["punctuation:no_comma"]
+    ifeval_rows = (rundir.datasets_dir / "ifeval" / "default" / "train.jsonl").read_text().splitlines()
+    source = {r.source_id: r.raw for r in datasets["ifeval"].eval.records}
+    assert [json.loads(x) for x in ifeval_rows] == [
+        source[e.source_id] for e in index_map.for_benchmark("ifeval")
+    ]
+    assert json.loads(ifeval_rows[0])["kwargs"] == [
+        {}
+    ]  # empty kwargs dicts survive (parquet cannot hold them)
+
+    readme = (rundir.datasets_dir / "gsm8k" / "README.md").read_text()
+    assert readme.startswith("---\nconfigs:\n- config_name: main\n")
+    assert "path: main/test.parquet" in readme and "path: main/train.parquet" in readme
+
+
+def test_materialize_refuses_a_changed_record_and_fewshot_without_split(tmp_path: Path) -> None:
+    cfg = run_config({"gsm8k": 1})
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"gsm8k": _gsm_ids(1)})
+    tampered = manifest.model_copy(
+        update={"entries": [manifest.entries[0].model_copy(update={"record_sha256": "0" * 64})]}
+    )
+    with pytest.raises(DataError, match="changed since the manifest was written"):
+        materialize(rundir, tampered, datasets, cfg)
+    bad = run_config({"ifeval": 1})
+    bad.benchmarks[0].few_shot = 2
+    rundir2, manifest2, datasets2 = picked_run(
+        tmp_path / "run2", run_config({"ifeval": 1}), {"ifeval": ["1162"]}
+    )
+    with pytest.raises(ConfigError, match="no few-shot split"):
+        materialize(rundir2, manifest2, datasets2, bad)
+
+
+# ---------------------------------------------------------------- task
+
+
+def test_build_task_from_run_config(tmp_path: Path) -> None:
+    cfg = run_config(
+        {"gsm8k": 1},
+        generation={
+            "temperature": 0.6,
+            "top_p": 0.95,
+            "seed": 7,
+            "concurrency": 3,
+            "max_tokens": {"gsm8k": 999},
+        },
+    )
+    cfg.model.served_name = "org/GLM-5.3 FP8"
+    task = build_task(
+        cfg,
+        "gsm8k",
+        api_url="http://h:1/v1",
+        dataset_dir=tmp_path / "d",
+        subsets=["main"],
+        work_dir=tmp_path / "w",
+    )
+    assert (
+        task["model"] == "org/GLM-5.3 FP8"
+        and task["model_id"] == model_id("org/GLM-5.3 FP8") == "org_GLM-5.3_FP8"
+    )
+    assert task["eval_type"] == "openai_api" and task["api_url"] == "http://h:1/v1"
+    assert task["dataset_args"] == {
+        "gsm8k": {"dataset_id": str((tmp_path / "d").resolve()), "subset_list": ["main"], "few_shot_num": 4}
+    }
+    g = task["generation_config"]
+    assert (g["temperature"], g["top_p"], g["seed"], g["max_tokens"], g["retries"]) == (0.6, 0.95, 7, 999, 0)
+    assert task["eval_batch_size"] == 3 and task["ignore_errors"] is True and task["no_timestamp"] is True
+    assert task["model_args"] == {"max_retries": 0}
+    assert "api_key" not in json.dumps(task)
+    moved = build_task(
+        cfg,
+        "gsm8k",
+        api_url="http://other:2/v1",
+        dataset_dir=tmp_path / "x",
+        subsets=["main"],
+        work_dir=tmp_path / "y",
+    )
+    assert task_differences(task, moved) == []  # transport and run-dir paths may change on resume
+    cfg.generation.max_tokens["gsm8k"] = 1000
+    changed = build_task(
+        cfg,
+        "gsm8k",
+        api_url="http://h:1/v1",
+        dataset_dir=tmp_path / "d",
+        subsets=["main"],
+        work_dir=tmp_path / "w",
+    )
+    assert task_differences(task, changed) == ["generation_config"]
+
+
+def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = run_config({"gsm8k": 1})
+    cfg.model.thinking = "disabled"
+    task = build_task(
+        cfg, "gsm8k", api_url="http://h/v1", dataset_dir=Path("d"), subsets=["main"], work_dir=Path("w")
+    )
+    assert task["generation_config"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
+    cfg.generation.n = 2
+    with pytest.raises(ConfigError, match=r"generation\.n"):
+        check_generation(cfg)
+    lcb = run_config({"live_code_bench": 1})
+    lcb.benchmarks[0].extra_params = {"start_date": "2025-01-01"}
+    with pytest.raises(ConfigError, match="start_date"):
+        check_generation(lcb)
+    keyed = run_config({"gsm8k": 1})
+    keyed.server.api_key_env = "EVALPIPE_TEST_KEY_UNSET"
+    monkeypatch.delenv("EVALPIPE_TEST_KEY_UNSET", raising=False)
+    with pytest.raises(ConfigError, match="EVALPIPE_TEST_KEY_UNSET"):
+        check_generation(keyed)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("http://127.0.0.1:30000", "http://127.0.0.1:30000/v1"),
+        ("http://127.0.0.1:30000/", "http://127.0.0.1:30000/v1"),
+        ("http://h:1/v1/", "http://h:1/v1"),
+        ("https://h/proxy/v1/chat/completions", "https://h/proxy/v1"),
+    ],
+)
+def test_normalize_endpoint(given: str, expected: str) -> None:
+    assert normalize_endpoint(given) == expected
+
+
+def test_normalize_endpoint_refuses_non_urls() -> None:
+    with pytest.raises(ConfigError):
+        normalize_endpoint("localhost:30000")
+
+
+def test_adapter_facts_match_installed_evalscope() -> None:
+    """Drift test: the splits/subsets evalpipe writes are the ones EvalScope's adapters read."""
+    code = (
+        "import json\nfrom evalscope.api.registry import get_benchmark\nout = {}\n"
+        "for n in ['gsm8k', 'ceval', 'ifeval', 'live_code_bench']:\n"
+        "    m = get_benchmark(n).benchmark_meta\n"
+        "    out[n] = [m.eval_split, m.train_split, m.subset_list, m.few_shot_random]\n"
+        "print('FACTS' + json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("FACTS"))
+    metas = json.loads(line[len("FACTS") :])
+    for name, f in ADAPTERS.items():
+        eval_split, train_split, subsets, few_shot_random = metas[name]
+        assert f.eval_split == eval_split
+        assert f.fewshot_split == train_split
+        assert few_shot_random is False  # the first few_shot rows of the few-shot split are the shots
+        if f.default_subset is not None:
+            assert f.default_subset in subsets
+    from evalpipe.sources.registry import EVAL_SPLIT, FEWSHOT_SPLIT
+
+    assert {n: f.eval_split for n, f in ADAPTERS.items()} == EVAL_SPLIT
+    assert {n: f.fewshot_split for n, f in ADAPTERS.items() if f.fewshot_split} == FEWSHOT_SPLIT
+    ceval_subjects = {p.stem.removesuffix("_val") for p in (DATASETS / "ceval" / "val").glob("*_val.csv")}
+    assert ceval_subjects <= set(metas["ceval"][2])

@@ -1,0 +1,174 @@
+"""``evalpipe run`` from the command line: a real run, usage errors, and Ctrl-C leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from evalscope_helpers import DATASETS, SERVED, gsm8k_answer
+
+REPO = Path(__file__).resolve().parents[1]
+EVALPIPE = [sys.executable, "-m", "evalpipe.cli.main"]
+SERVER = Path(__file__).resolve().parent / "scripted_server.py"
+
+
+def write_config(path: Path, *, kind: str = "sglang", total: int = 2) -> Path:
+    cfg = {
+        "schema_version": 1,
+        "name": "cli-run",
+        "model": {"path": "/models/none", "served_name": SERVED},
+        "server": {"kind": kind, **({"endpoint": "http://127.0.0.1:9"} if kind == "endpoint" else {})},
+        "generation": {"concurrency": 2, "max_tokens": {"gsm8k": 128}, "request_timeout_s": 120},
+        "benchmarks": [
+            {
+                "name": "gsm8k",
+                "subset": "main",
+                "few_shot": 0,
+                "sampling": {"stratify_by": "none", "total": total, "allocation": "uniform"},
+            }
+        ],
+    }
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+class ServerProcess:
+    """tests/scripted_server.py as a subprocess (its own process group, killed in stop())."""
+
+    def __init__(self, tmp: Path, rules: list[dict], default: dict | None = None) -> None:
+        self.rules_file = tmp / "rules.json"
+        self.rules_file.write_text(json.dumps({"rules": rules, "default": default}), encoding="utf-8")
+        self.port_file = tmp / "server.port"
+        self.request_log = tmp / "server-requests.jsonl"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "--rules", str(self.rules_file), "--port-file", str(self.port_file),
+             "--request-log", str(self.request_log), "--served-name", SERVED],
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not self.port_file.exists():
+            assert self.proc.poll() is None and time.monotonic() < deadline, "scripted server did not start"
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{int(self.port_file.read_text())}"
+
+    def requests(self) -> list[dict]:
+        if not self.request_log.exists():
+            return []
+        return [json.loads(x) for x in self.request_log.read_text().splitlines() if x.strip()]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def gsm8k_rules() -> list[dict]:
+    rows = [json.loads(x) for x in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()]
+    return [{"match": r["question"], "content": f"\\boxed{{{gsm8k_answer(r)}}}"} for r in rows]
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*EVALPIPE, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.mark.slow
+def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path, gsm8k_rules())
+    try:
+        url = server.start()
+        config = write_config(tmp_path / "run.yaml")  # server.kind sglang: --endpoint attaches anyway
+        out = tmp_path / "run"
+        proc = run_cli(
+            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--out", str(out)
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rows = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
+        assert [r["failure_class"] for r in rows] == ["ok", "ok"]
+        assert len(server.requests()) == 2
+        assert re.search(r"gsm8k\s*│\s*2\s*│\s*2", proc.stdout), proc.stdout
+        assert "outcomes →" in proc.stdout
+        # resuming a finished run re-asks nothing and repairs nothing
+        again = run_cli(
+            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--resume", str(out)
+        )
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(server.requests()) == 2
+        assert "cache-identity repairs: 0" in again.stdout
+    finally:
+        server.stop()
+
+
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "run.yaml")
+    proc = run_cli("run", str(config), "--dataset-root", str(DATASETS), "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: server.kind is 'sglang': pass --endpoint URL to run against an already running OpenAI-compatible "
+        "server"
+    ]
+    proc = run_cli("run", str(config), "--endpoint", "http://127.0.0.1:9", "--resume", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "no manifest.json" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("run", str(config), "--endpoint", "localhost:30000", "--dataset-root", str(DATASETS))
+    assert proc.returncode == 2 and "expected http(s)://host:port, optionally with a path" in proc.stderr
+
+
+@pytest.mark.slow
+def test_interrupt_ends_the_evalscope_worker_and_its_process_group(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
+    try:
+        url = server.start()
+        config = write_config(tmp_path / "run.yaml", total=2)
+        out = tmp_path / "run"
+        cli = subprocess.Popen(
+            [
+                *EVALPIPE,
+                "run",
+                str(config),
+                "--endpoint",
+                url,
+                "--dataset-root",
+                str(DATASETS),
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not server.requests():  # the worker is running and waiting on the (slow) server
+                assert cli.poll() is None, cli.communicate()[1][-3000:]
+                assert time.monotonic() < deadline, "no request reached the server"
+                time.sleep(0.2)
+            log = (out / "logs" / "evalscope.log").read_text(encoding="utf-8", errors="replace")
+            worker_pid = int(re.search(r"worker pid (\d+)", log).group(1))
+            os.killpg(worker_pid, 0)  # alive, in its own group
+            cli.send_signal(signal.SIGINT)
+            _, err = cli.communicate(timeout=60)
+            assert cli.returncode == 130, err[-3000:]
+            with pytest.raises(ProcessLookupError):
+                os.killpg(worker_pid, 0)  # nothing left in the worker's process group
+        finally:
+            if cli.poll() is None:
+                os.killpg(cli.pid, signal.SIGKILL)
+                cli.wait()
+    finally:
+        server.stop()

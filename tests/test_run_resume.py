@@ -1,0 +1,124 @@
+"""The resume hazard, reproduced and repaired.
+
+EvalScope's ``use_cache`` restores predictions and reviews by positional index with no content check.
+When the materialized dataset is reordered between two runs, plain EvalScope attaches the old answers
+to the new questions (and scores them against the new targets).  ``evalpipe run --resume`` checks
+every cached row against its manifest entry first, drops and records each one that moved, and has
+exactly those re-requested.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from evalscope_helpers import DATASETS, gsm8k_answer, jsonl, run_config
+from scripted_server import Rule, ScriptedServer
+
+from evalpipe import pipeline
+from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
+from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.runner import WorkerProcess
+from evalpipe.hashing import normalize_newlines
+from evalpipe.io import read_jsonl, read_model, write_model
+from evalpipe.rundir import RunDir
+from evalpipe.schema.evalscope import EvalscopeTasks
+from evalpipe.schema.manifest import Manifest
+from evalpipe.schema.outcomes import CacheRepair
+from evalpipe.sources import load_benchmark
+
+pytestmark = pytest.mark.slow
+
+N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
+
+
+def _rules() -> list[Rule]:
+    rows = [json.loads(line) for line in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()]
+    return [Rule(r["question"], f"Step by step... \\boxed{{{gsm8k_answer(r)}}}") for r in rows]
+
+
+def _user(row: dict) -> str:
+    return normalize_newlines([m for m in row["messages"] if m["role"] == "user"][-1]["content"])
+
+
+def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs(tmp_path) -> None:
+    cfg = run_config({"gsm8k": N})
+    run_dir, resume_dir = tmp_path / "run", tmp_path / "resume"
+    rules = _rules()
+    with ScriptedServer(rules, served_name=cfg.model.served_name) as first:
+        result = pipeline.run(cfg, endpoint=first.base_url, dataset_root=DATASETS, out=run_dir)
+        assert [o.failure_class for o in result.outcomes] == ["ok"] * N
+        assert len(first.requests) == N
+        rundir = RunDir(run_dir)
+        tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks)
+        model_id = tasks.tasks[0].model_id
+        before = {e.index: e for e in result.index_map.for_benchmark("gsm8k")}
+
+        # --- between the runs, the materialized order changes (here: the manifest's entry order)
+        manifest = read_model(rundir.manifest, Manifest)
+        reordered = manifest.model_copy(update={"entries": list(reversed(manifest.entries))})
+        write_model(rundir.manifest, reordered)
+        shutil.copytree(run_dir, resume_dir)  # evalpipe resumes this copy below
+
+        # --- plain EvalScope use_cache (same task, same server): old answers land on new questions
+        data = {"gsm8k": load_benchmark(cfg, "gsm8k", DATASETS)}
+        index_map = materialize(rundir, reordered, data, cfg)
+        task = {**tasks.tasks[0].task, "use_cache": tasks.tasks[0].task["work_dir"]}
+        with WorkerProcess(rundir, "gsm8k") as worker:
+            worker.render(task)
+            finished = worker.run(task)
+        assert finished["rerun_review"] is False  # EvalScope accepted its cache as is
+        assert len(first.requests) == N  # ...and re-asked nothing: it trusted the index
+        after = {e.index: e for e in index_map.for_benchmark("gsm8k")}
+        reviews = {
+            r["index"]: r
+            for r in jsonl(reviews_file(rundir.evalscope_work_dir("gsm8k"), model_id, "gsm8k", "main"))
+        }
+        moved = [i for i in range(N) if after[i].source_id != before[i].source_id]
+        assert moved == [0, 1, 3, 4]
+        for i in moved:
+            assert normalize_newlines(before[i].question) in _user(reviews[i])  # the OLD question's answer...
+            assert normalize_newlines(after[i].question) not in _user(
+                reviews[i]
+            )  # ...filed under the NEW entry
+            assert reviews[i]["sample_score"]["score"]["value"]["accuracy"] == 1.0  # ...and counted correct
+
+    # --- evalpipe resume of the copy: new server (the api_url changes too), and a torn cache line
+    resumed_dir = RunDir(resume_dir)
+    preds_path = predictions_file(resumed_dir.evalscope_work_dir("gsm8k"), model_id, "gsm8k", "main")
+    with open(preds_path, "ab") as fh:
+        fh.write(b'{"index": 2, "model": "scripted-mo')
+    with ScriptedServer(rules, served_name=cfg.model.served_name) as second:
+        resumed = pipeline.run(cfg, endpoint=second.base_url, dataset_root=DATASETS, resume=resume_dir)
+        asked = [r.last_user or "" for r in second.requests]
+    # exactly the moved entries were re-requested, each once; index 2 was reused
+    assert len(asked) == len(moved)
+    for i in moved:
+        assert sum(normalize_newlines(after[i].question) in text for text in asked) == 1
+
+    repairs = read_jsonl(resumed_dir.cache_repairs, CacheRepair)
+    assert sorted((r.artifact, r.index, r.reason) for r in repairs) == sorted(
+        [("prediction", i, "question_mismatch") for i in moved]
+        + [("review", i, "question_mismatch") for i in moved]
+        + [("prediction", 2, "unreadable")]
+    )
+    for r in repairs:
+        assert r.expected_source_id == after[r.index].source_id
+        if r.reason == "question_mismatch":
+            assert r.found_prompt_sha256 and r.found_prompt_sha256 != r.expected_prompt_sha256
+    assert len(resumed.evalscope.repairs) == len(repairs)
+
+    out = {o.index: o for o in resumed.outcomes}
+    assert [out[i].failure_class for i in range(N)] == ["ok"] * N
+    for i in range(N):
+        assert out[i].source_id == after[i].source_id
+        assert out[i].prompt_contains_question is True
+        assert out[i].prompt_sha256 == out[i].expected_prompt_sha256
+        assert (out[i].n_predictions, out[i].n_reviews) == (1, 1)
+        assert out[i].review_matches_prediction is True
+    # the api_url (and the directory) changed, so EvalScope refused its own cache identity:
+    # evalpipe had verified every row, so predictions were reused and reviews re-scored
+    stage = resumed.evalscope.benchmarks[0]
+    assert stage.rerun_review is True
+    assert "Cannot reuse cache" in (stage.cache_identity_reason or "")
