@@ -2,12 +2,15 @@
 
     sample (or reload the run's manifest on --resume)
       → materialize the sampled records for EvalScope (datasets/, index_map.json)
-      → [server launch + recording proxy: issue C]
+      → preflight + component tests (launched servers only)
+      → launch (or attach to) the server, verify its resolved /server_info
+      → recording proxy between EvalScope and the server (requests.jsonl, responses.jsonl.gz)
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
-      → outcomes.jsonl
-      → [audit + report: issue D]
+      → outcomes.jsonl, provenance.json
+      → audit: summary.json, report.md, report.html
 
-Each stage is one call below so the later stages slot in without reshaping the function.
+With ``variants:`` every variant runs on the same manifest in ``RUN/<variant>/`` and the first is
+compared with the others (``compare.json``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.config.models import RunConfig
+from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError
 from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
     from evalpipe.evalscope_bridge.stage import StageResult
     from evalpipe.schema.evalscope import IndexMap
+    from evalpipe.schema.summary import Summary
 
 
 @dataclass
@@ -39,6 +43,7 @@ class RunResult:
     evalscope: StageResult
     outcomes: list[OutcomeRow]
     resumed: bool
+    summary: Summary | None = None
 
 
 @dataclass
@@ -48,20 +53,6 @@ class Spine:
     rundir: RunDir
     manifest: Manifest
     datasets: dict[str, BenchmarkData]
-
-
-def resolve_endpoint(cfg: RunConfig, endpoint: str | None) -> str:
-    """The OpenAI base URL EvalScope talks to: ``--endpoint``, else ``server.endpoint`` (kind: endpoint)."""
-    from evalpipe.evalscope_bridge.task import normalize_endpoint
-
-    if endpoint:
-        return normalize_endpoint(endpoint)
-    if cfg.server.kind == "endpoint" and cfg.server.endpoint:
-        return normalize_endpoint(cfg.server.endpoint)
-    raise ConfigError(
-        f"server.kind is {cfg.server.kind!r}: pass --endpoint URL to run against an already running "
-        "OpenAI-compatible server"
-    )
 
 
 def sample_stage(cfg: RunConfig, *, dataset_root: Path | None, out: Path | None, allow_drift: bool) -> Spine:
@@ -113,6 +104,19 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
     return Spine(rd, manifest, datasets)
 
 
+def server_for(cfg: RunConfig, *, endpoint: str | None, variant: str | None) -> ServerConfig:
+    """The server this run talks to: the (variant's) launch config, or an attachment to ``endpoint``.
+
+    With ``--endpoint`` the config's server settings are still what ``/server_info`` is verified against.
+    """
+    from evalpipe.server.variants import effective_server
+
+    server = effective_server(cfg, variant)
+    if endpoint:
+        return server.model_copy(update={"kind": "endpoint", "endpoint": endpoint})
+    return server
+
+
 def run(
     cfg: RunConfig,
     *,
@@ -122,32 +126,166 @@ def run(
     resume: Path | None = None,
     allow_drift: bool = False,
     progress: Progress | None = None,
+    variant: str | None = None,
+    spine: Spine | None = None,
+    audit: bool = True,
 ) -> RunResult:
-    """Sample → materialize → EvalScope → outcomes against an already running server."""
+    """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → outcomes
+    → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest."""
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
     from evalpipe.evalscope_bridge.stage import run_evalscope
-    from evalpipe.evalscope_bridge.task import check_generation
+    from evalpipe.evalscope_bridge.task import check_generation, normalize_endpoint
+    from evalpipe.io import write_model
+    from evalpipe.provenance import collect_provenance, run_component_tests
+    from evalpipe.server.lifecycle import managed_server, utc_now
+    from evalpipe.server.preflight import run_preflight
+    from evalpipe.server.proxy import recording_proxy
 
-    api_url = resolve_endpoint(cfg, endpoint)
+    server = server_for(cfg, endpoint=endpoint, variant=variant)
+    if server.kind == "endpoint":
+        normalize_endpoint(str(server.endpoint))  # a bad URL is a usage error before anything runs
     check_generation(cfg)
+    started_at = utc_now()
 
     # 1. sample (or reload the manifest of the run being resumed)
-    if resume is not None:
-        if out is not None and Path(out).resolve() != Path(resume).resolve():
-            raise ConfigError("--out and --resume name different run directories")
-        spine = resume_stage(cfg, resume, dataset_root=dataset_root)
-    else:
-        spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    if spine is None:
+        if resume is not None:
+            if out is not None and Path(out).resolve() != Path(resume).resolve():
+                raise ConfigError("--out and --resume name different run directories")
+            spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+        else:
+            spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    rd = spine.rundir
 
     # 2. materialize exactly the sampled records, in manifest order
-    index_map = materialize(spine.rundir, spine.manifest, spine.datasets, cfg)
+    index_map = materialize(rd, spine.manifest, spine.datasets, cfg)
 
-    # 3. EvalScope, benchmark by benchmark
-    stage = run_evalscope(cfg, spine.rundir, index_map, api_url=api_url, resume=resume is not None,
-                          progress=progress)  # fmt: skip
+    # 3. preflight and component tests, before any GPU time is spent
+    if server.kind in ("sglang", "answer_key"):
+        run_preflight(
+            cfg,
+            server,
+            ifeval_selected=any(b.name == "ifeval" for b in cfg.benchmarks),
+            variant=variant,
+            rundir=rd,
+        )
+    component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
 
-    # 4. one outcome row per manifest entry
-    outcomes = write_outcomes(spine.rundir, spine.manifest, index_map)
+    # 4. launch (or attach), verify /server_info, record every request through the proxy
+    upstream_path = _path_of(str(server.endpoint)) if server.kind == "endpoint" else "/v1"
+    with managed_server(cfg, server, rd, variant=variant) as handle:
+        with recording_proxy(handle.base_url, rd) as proxy:
+            api_url = proxy.base_url.rstrip("/") + upstream_path
+            stage = run_evalscope(
+                cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
+            )
+            proxy.flush()
 
-    return RunResult(spine.rundir, spine.manifest, index_map, stage, outcomes, resume is not None)
+    # 5. one outcome row per manifest entry; provenance of what produced them
+    outcomes = write_outcomes(rd, spine.manifest, index_map)
+    prov = collect_provenance(server=server, started_at=started_at, component_tests=component_results)
+    prov.finished_at = utc_now()
+    write_model(rd.provenance, prov)
+
+    # 6. audit: summary.json, report.md, report.html (the verdict is raised by the caller)
+    summary = None
+    if audit:
+        from evalpipe.audit.run import audit_run
+
+        summary = audit_run(rd.root)
+    return RunResult(rd, spine.manifest, index_map, stage, outcomes, resume is not None, summary)
+
+
+def _path_of(endpoint: str) -> str:
+    from urllib.parse import urlsplit
+
+    from evalpipe.evalscope_bridge.task import normalize_endpoint
+
+    return urlsplit(normalize_endpoint(endpoint)).path
+
+
+def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, str]) -> dict[str, RunDir]:
+    """Copy the spine (manifest, ids, run record, config) into ``root/<variant>/`` for each variant."""
+    import shutil
+
+    from evalpipe.io import read_model as _read
+    from evalpipe.io import write_model
+    from evalpipe.schema.run import RunRecord
+
+    out: dict[str, RunDir] = {}
+    record = _read(root.run_record, RunRecord)
+    for name in variants:
+        sub = RunDir(root.root / name)
+        sub.root.mkdir(parents=True, exist_ok=True)
+        for src, dst in ((root.manifest, sub.manifest), (root.sampled_ids, sub.sampled_ids),
+                         (root.sources, sub.sources), (root.config_copy, sub.config_copy)):  # fmt: skip
+            if not dst.exists():
+                shutil.copyfile(src, dst)
+        if not sub.run_record.exists():
+            write_model(
+                sub.run_record,
+                record.model_copy(
+                    update={
+                        "run_id": f"{record.run_id}/{name}",
+                        "variant": name,
+                        "variant_label": labels.get(name),
+                    }
+                ),
+            )
+        out[name] = sub
+    return out
+
+
+def run_variants(
+    cfg: RunConfig,
+    *,
+    dataset_root: Path | None = None,
+    out: Path | None = None,
+    resume: Path | None = None,
+    allow_drift: bool = False,
+    progress: Progress | None = None,
+    on_variant_done=None,  # type: ignore[no-untyped-def]
+) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
+    """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
+
+    The first variant is the one under test; it is compared with each following one (the controls).
+    """
+    from evalpipe.compare import compare_runs, write_compare
+
+    names = [v.name for v in cfg.variants]
+    labels = {v.name: v.label or v.name for v in cfg.variants}
+    if resume is not None:
+        root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+    else:
+        root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
+    results: dict[str, RunResult] = {}
+    for name in names:
+        sub = dirs[name]
+        resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+        spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+        results[name] = run(
+            cfg,
+            dataset_root=dataset_root,
+            resume=sub.root if resuming else None,
+            progress=progress,
+            variant=name,
+            spine=spine,
+        )
+        if on_variant_done is not None:
+            on_variant_done(name, results[name])
+    compares: list[Path] = []
+    first = names[0]
+    for other in names[1:]:
+        result = compare_runs(
+            dirs[first].root, dirs[other].root, label_a=labels[first], label_b=labels[other]
+        )
+        target = (
+            root_spine.rundir.root
+            if len(names) == 2
+            else root_spine.rundir.root / f"compare-{first}-vs-{other}"
+        )
+        json_path, _ = write_compare(result, target)
+        compares.append(json_path)
+    return root_spine.rundir, results, compares

@@ -147,6 +147,11 @@ class RunDir:
         return self.root / "report.html"
 
     @property
+    def replay_misses(self) -> Path:
+        """Requests the replay server had no recorded answer for (``evalpipe replay``)."""
+        return self.root / "replay_misses.jsonl"
+
+    @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
 

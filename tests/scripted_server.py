@@ -136,10 +136,28 @@ class ScriptedApp:
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
+        app.router.add_get("/server_info", self.server_info)
+        app.router.add_get("/model_info", self.model_info)
         return app
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    async def server_info(self, request: web.Request) -> web.Response:
+        """Resolved arguments the way SGLang names them (a plain single-GPU server)."""
+        return web.json_response(
+            {
+                "served_model_name": self.served_name,
+                "tp_size": 1,
+                "kv_cache_dtype": "auto",
+                "speculative_algorithm": None,
+                "enable_deterministic_inference": False,
+                "version": "scripted-test-server",
+            }
+        )
+
+    async def model_info(self, request: web.Request) -> web.Response:
+        return web.json_response({"model_path": self.served_name, "is_generation": True})
 
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.served_name, "object": "model"}]})

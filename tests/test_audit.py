@@ -45,9 +45,13 @@ def test_planted_faults_reported_exactly(tmp_path: Path) -> None:
             ("warn", "duplicate_requests"): 1,
             ("warn", "failed_request"): 1,
             ("warn", "cache_repair"): 1,
+            ("info", "budget_exhausted"): 1,
+            ("info", "code_runtime_error"): 1,
         }
     )
     by_code = {f.code: f for f in s.findings}
+    assert by_code["budget_exhausted"].sample_ids == ["ce1"]
+    assert "IndexError" in by_code["code_runtime_error"].message
     assert by_code["scoring_error"].sample_ids == ["if1"]
     assert by_code["response_not_logged"].sample_ids == ["ce0"]
     assert "chatcmpl-ghost" in by_code["response_not_logged"].message
@@ -58,7 +62,7 @@ def test_planted_faults_reported_exactly(tmp_path: Path) -> None:
     assert by_code["failed_request"].sample_ids == ["g1"]
     assert "ReadTimeout" in by_code["failed_request"].message
     assert by_code["cache_repair"].sample_ids == ["g2"]
-    assert s.finding_counts == {"error": 3, "warn": 3, "info": 0}
+    assert s.finding_counts == {"error": 3, "warn": 3, "info": 2}
     assert (s.verdict, s.exit_code) == ("audit_error", 3)
 
     # request counts: 18 samples, 20 attempts (one duplicate, one failed + retry)
@@ -403,6 +407,6 @@ def test_budget_exhausted_counts_incorrect_even_if_scored_correct(tmp_path: Path
         Sample("gsm8k", "b"),
     )
     s = audit_run(b.write().root, write=False)
-    assert s.findings == []
+    assert [(f.severity, f.code, f.sample_ids) for f in s.findings] == [("info", "budget_exhausted", ["a"])]
     g = bench(s, "gsm8k")
     assert (g.correct, g.scored, g.budget_exhausted_scored_correct) == (1, 2, 1)

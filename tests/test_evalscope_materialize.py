@@ -184,7 +184,9 @@ def test_build_task_from_run_config(tmp_path: Path) -> None:
         "gsm8k": {"dataset_id": str((tmp_path / "d").resolve()), "subset_list": ["main"], "few_shot_num": 4}
     }
     g = task["generation_config"]
-    assert (g["temperature"], g["top_p"], g["seed"], g["max_tokens"], g["retries"]) == (0.6, 0.95, 7, 999, 0)
+    assert (g["temperature"], g["top_p"], g["seed"], g["max_tokens"]) == (0.6, 0.95, 7, 999)
+    # generation.retries counts re-sends (0 here); EvalScope counts attempts
+    assert (g["retries"], g["retry_interval"]) == (1, 10)
     assert task["eval_batch_size"] == 3 and task["ignore_errors"] is True and task["no_timestamp"] is True
     assert task["model_args"] == {"max_retries": 0}
     assert "api_key" not in json.dumps(task)

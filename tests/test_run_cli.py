@@ -116,11 +116,14 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     config = write_config(tmp_path / "run.yaml")
     proc = run_cli("run", str(config), "--dataset-root", str(DATASETS), "--out", str(tmp_path / "r"))
+    # kind sglang without --endpoint launches SGLang: preflight refuses (not installed, no model) before
+    # anything is launched, naming each failed rule, in clean lines without a traceback
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        "error: server.kind is 'sglang': pass --endpoint URL to run against an already running OpenAI-compatible "
-        "server"
-    ]
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("error: preflight: sglang is not importable")
+    assert any("--model-path /models/none" in line for line in lines)
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r" / "server" / "launch.json").exists()
     proc = run_cli("run", str(config), "--endpoint", "http://127.0.0.1:9", "--resume", str(tmp_path / "nope"))
     assert proc.returncode == 2 and "no manifest.json" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("run", str(config), "--endpoint", "localhost:30000", "--dataset-root", str(DATASETS))

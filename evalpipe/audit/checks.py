@@ -17,6 +17,7 @@ from evalpipe.audit.secrets import scan_paths
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.schema.server import ServerVerification
+from evalpipe.rundir import RunDir
 from evalpipe.schema.summary import Finding
 
 SampleKey = tuple[str, str]
@@ -155,6 +156,16 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
             "scoring_error",
             f"scorer failed: {row.failure_detail or 'no detail'}; counted as incorrect",
         )
+    # Model-side failures, not pipeline faults: listed (info) so each one is traceable to its sample.
+    if row.failure_class == "budget_exhausted":
+        add(
+            "info",
+            "budget_exhausted",
+            f"response hit its output budget (stop reason {row.stop_reason or 'length'}) without a final "
+            "answer; counted as incorrect",
+        )
+    if row.failure_class == "code_runtime_error":
+        add("info", "code_runtime_error", f"generated code raised {row.failure_detail or 'an exception'}")
     if row.score is not None and row.score not in (0.0, 1.0):
         add("error", "non_binary_score", f"primary score {row.score} is not 0/1")
     if row.failure_class == "ok" and row.score != 1.0:
@@ -387,5 +398,25 @@ def check_config_identity(inputs: RunInputs) -> list[Finding]:
             code="config_changed",
             path="config.yaml",
             message="config.yaml differs from the config the run started with (run.json config_sha256)",
+        )
+    ]
+
+
+def check_replay_misses(rd: RunDir) -> list[Finding]:
+    """``evalpipe replay``: every request the recorded log had no answer for is an error."""
+    if not rd.replay_misses.is_file():
+        return []
+    from evalpipe.io import read_jsonl
+
+    misses = read_jsonl(rd.replay_misses)
+    if not misses:
+        return []
+    hashes = sorted({str(m.get("messages_sha256", ""))[:16] for m in misses})
+    return [
+        Finding(
+            severity="error",
+            code="replay_miss",
+            path=rd.replay_misses.name,
+            message=f"{len(misses)} replayed request(s) had no recorded response (prompts {', '.join(hashes)})",
         )
     ]

@@ -65,6 +65,7 @@ def build_summary(run_dir: Path) -> Summary:
     findings += checks.check_server(inputs.verification, inputs.rundir.server_verification.is_file())
     findings += checks.check_secrets(inputs)
     findings += checks.check_config_identity(inputs)
+    findings += checks.check_replay_misses(inputs.rundir)
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)

@@ -1,8 +1,22 @@
-"""Shared rich consoles (stdout for results, stderr for diagnostics)."""
+"""Shared rich consoles (stdout for results, stderr for diagnostics).
+
+When output is not a terminal (CI logs, pipes) rich would wrap tables at 80 columns; 120 keeps the
+results table readable there.  ``COLUMNS`` still wins when set.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+def _width(stream) -> int | None:  # type: ignore[no-untyped-def]
+    if os.environ.get("COLUMNS") or stream.isatty():
+        return None
+    return 120
+
+
+out = Console(highlight=False, width=_width(sys.stdout))
+err = Console(stderr=True, highlight=False, width=_width(sys.stderr))

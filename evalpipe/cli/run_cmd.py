@@ -38,23 +38,20 @@ def run(
         typer.Option("--allow-dataset-drift", help="Run even if a pinned fingerprint differs (recorded)."),
     ] = False,
 ) -> None:
-    """Run the sampled benchmarks through EvalScope and write outcomes.jsonl."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Sample, launch (or attach to) the server, run EvalScope through the recording proxy, audit.
 
-    from evalpipe import pipeline
-    from evalpipe.cli.console import err
-    from evalpipe.cli.console import out as console
-    from evalpipe.config import load_config
+    Exit 0 = gates passed, 1 = a gate failed, 2 = usage/config/preflight error, 3 = the audit found an
+    error-severity finding.  With `variants:` in the config every variant runs on the same manifest and
+    the first is compared with the others.
+    """
+    cfg, progress_factory = _setup(config)
+    with progress_factory() as progress:
+        if cfg.variants and endpoint is None:
+            execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
+                             allow_drift=allow_dataset_drift, progress=progress)  # fmt: skip
+            return
+        from evalpipe import pipeline
 
-    cfg = load_config(config)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
         result = pipeline.run(
             cfg,
             endpoint=endpoint,
@@ -64,7 +61,69 @@ def run(
             allow_drift=allow_dataset_drift,
             progress=progress,
         )
+    finish(result)
+
+
+def _setup(config: Path):  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from evalpipe.cli.console import err
+    from evalpipe.config import load_config
+
+    cfg = load_config(config)
+
+    def factory() -> Progress:
+        return Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+        )
+
+    return cfg, factory
+
+
+def finish(result) -> None:  # type: ignore[no-untyped-def]
+    """Outcome table, then the audit's table, findings and verdict; raise the verdict's exit code."""
+    from evalpipe.cli.audit_cmd import show
+    from evalpipe.cli.console import out as console
+    from evalpipe.gates import raise_for_verdict
+
     summarize(result, console)
+    if result.summary is not None:
+        show(result.summary, written=result.rundir.root)
+        raise_for_verdict(result.summary)
+
+
+def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
+    from evalpipe import pipeline
+    from evalpipe.cli.audit_cmd import show
+    from evalpipe.cli.console import out as console
+    from evalpipe.gates import raise_for_verdict
+    from evalpipe.io import read_model
+    from evalpipe.schema.compare import CompareResult
+
+    root, results, compares = pipeline.run_variants(cfg, **kwargs)
+    console.print(f"run directory: {root.root}")
+    worst = None
+    for name, result in results.items():
+        console.rule(f"variant {name}")
+        summarize(result, console)
+        if result.summary is not None:
+            show(result.summary, written=result.rundir.root)
+            if worst is None or result.summary.exit_code > worst.exit_code:
+                worst = result.summary
+    for path in compares:
+        cmp = read_model(path, CompareResult)
+        console.rule(f"paired control: {cmp.label_a} vs {cmp.label_b}")
+        for b in [*cmp.benchmarks, *([cmp.overall] if cmp.overall else [])]:
+            console.print(b.line, soft_wrap=True)
+        console.print(f"compare.json → {path}")
+    if worst is not None:
+        raise_for_verdict(worst)
 
 
 def summarize(result, console) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 BenchmarkName = Literal["ifeval", "ceval", "gsm8k", "live_code_bench"]
 StratifyBy = Literal["none", "instruction_count", "subject", "difficulty"]
-ServerKind = Literal["sglang", "answer_key", "endpoint"]
+ServerKind = Literal["sglang", "answer_key", "endpoint", "replay"]
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -117,12 +117,22 @@ class ServerConfig(Strict):
     answer_key: AnswerKeyConfig | None = Field(
         default=None, description="Self-test server settings (kind: answer_key)."
     )
+    replay: ReplayConfig | None = Field(default=None, description="Replay server settings (kind: replay).")
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
         if self.kind == "endpoint" and not self.endpoint:
             raise ValueError("endpoint is required when kind is 'endpoint'")
+        if self.kind == "replay" and self.replay is None:
+            raise ValueError("replay settings are required when kind is 'replay'")
         return self
+
+
+class ReplayConfig(Strict):
+    """Reviewer replay: serve a sign-off bundle's recorded responses (``evalpipe replay``)."""
+
+    bundle: str = Field(description="Bundle or run directory holding requests.jsonl + responses.jsonl.gz.")
+    miss_log: str = Field(description="Where requests without a recorded answer are logged (JSON lines).")
 
 
 class ServerVariant(Strict):
@@ -146,7 +156,12 @@ class GenerationConfig(Strict):
     default_max_tokens: Annotated[int, Field(gt=0)] = 32768
     stream: bool = False
     retries: Annotated[int, Field(ge=0)] = Field(
-        default=0, description="EvalScope-level retries of a failed request (each attempt is logged)."
+        default=0,
+        description="Re-sends of a failed request (0 = one attempt only); every attempt passes the recording "
+        "proxy and is audited as a retry.",
+    )
+    retry_interval_s: Annotated[int, Field(ge=0)] = Field(
+        default=10, description="Seconds EvalScope waits before re-sending a failed request."
     )
 
     def max_tokens_for(self, benchmark: str) -> int:

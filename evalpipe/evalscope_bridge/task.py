@@ -67,7 +67,9 @@ def generation_config(cfg: RunConfig, benchmark: str) -> dict[str, Any]:
         "top_p": g.top_p,
         "max_tokens": cfg.max_tokens_for(benchmark),
         "timeout": g.request_timeout_s,
-        "retries": g.retries,
+        # EvalScope's `retries` is the total number of attempts; ours counts re-sends after a failure
+        "retries": g.retries + 1,
+        "retry_interval": g.retry_interval_s,
         "stream": g.stream,
     }
     if g.seed is not None:

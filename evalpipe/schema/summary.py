@@ -35,6 +35,8 @@ FindingCode = Literal[
     "scoring_error",
     "non_binary_score",
     "outcome_inconsistent",
+    "budget_exhausted",
+    "code_runtime_error",
     # prediction ↔ request log
     "response_not_logged",
     "response_of_other_prompt",
@@ -49,6 +51,7 @@ FindingCode = Literal[
     "dataset_drift",
     "server_not_verified",
     "secret_in_artifact",
+    "replay_miss",
 ]
 
 FINDING_CODES: tuple[str, ...] = FindingCode.__args__  # type: ignore[attr-defined]

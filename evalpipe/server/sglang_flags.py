@@ -22,6 +22,7 @@ from evalpipe.errors import ConfigError
 
 SGLANG_MODULE = "sglang.launch_server"
 ANSWER_KEY_MODULE = "evalpipe.selftest.answer_key_server"
+REPLAY_MODULE = "evalpipe.replay.server"
 DSA_RENAME = (0, 5, 13)
 #: Placeholder put in place of the API key when secrets are not resolved (``evalpipe server command``).
 API_KEY_PLACEHOLDER_PREFIX = "$"
@@ -137,6 +138,8 @@ def build_argv(
         raise ConfigError(f"server.kind is 'endpoint': nothing is launched (attaches to {server.endpoint})")
     if server.kind == "answer_key":
         return _answer_key_argv(cfg, server, python)
+    if server.kind == "replay":
+        return _replay_argv(cfg, server, python)
     names = FlagNames.for_version(sglang_version)
     argv = [python, "-m", SGLANG_MODULE, "--model-path", model_path_arg(cfg)]
     argv += ["--served-model-name", cfg.model.served_name]
@@ -192,6 +195,15 @@ def _answer_key_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[
     argv += ["--served-model-name", cfg.model.served_name, "--mode", mode]
     if faults:
         argv += ["--faults", ",".join(faults)]
+    return argv
+
+
+def _replay_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[str]:
+    rp = server.replay
+    if rp is None:
+        raise ConfigError("server.replay: required for kind 'replay'")
+    argv = [python, "-m", REPLAY_MODULE, "--host", server.host, "--port", str(server.port)]
+    argv += ["--served-model-name", cfg.model.served_name, "--bundle", rp.bundle, "--miss-log", rp.miss_log]
     return argv
 
 

@@ -1,0 +1,1 @@
+"""Reviewer reproduction: publish a sign-off bundle, replay its recorded responses without a GPU."""

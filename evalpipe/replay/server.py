@@ -1,0 +1,154 @@
+"""The replay server: serves a bundle's recorded responses, launched like SGLang.
+
+``python -m evalpipe.replay.server --bundle DIR --host H --port P --served-model-name NAME
+--miss-log PATH``.  ``/server_info`` and ``/model_info`` return the recorded (redacted) documents, so
+the launcher's verification checks the original server's resolved settings again.  A chat request is
+answered from the queue of its prompt hash (``evalpipe.replay.queues``); the body's ``id`` becomes the
+request's ``rid`` like SGLang.  A request with no recorded answer left gets HTTP 404 (type
+``replay_miss``) and a line in the miss log, which the audit reports as an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from evalpipe.hashing import prompt_sha256, sha256_hex
+from evalpipe.replay.queues import ReplayPlan, build_plan
+from evalpipe.rundir import RunDir
+
+log = logging.getLogger("evalpipe.replay")
+
+PLAN_KEY = web.AppKey("plan", ReplayPlan)
+INFO_KEY = web.AppKey("info", dict)
+MISS_KEY = web.AppKey("miss_log", Path)
+
+
+def _with_id(body: bytes, content_type: str | None, old_id: str, new_id: str | None) -> bytes:
+    if not new_id or not old_id:
+        return body
+    if content_type and "json" in content_type:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return body
+        if isinstance(doc, dict) and "id" in doc:
+            doc["id"] = new_id
+            return json.dumps(doc, ensure_ascii=False).encode()
+        return body
+    # SSE: every chunk carries the id
+    return re.sub(
+        rb'"id":\s*"' + re.escape(old_id.encode()) + rb'"', b'"id":"' + new_id.encode() + b'"', body
+    )
+
+
+async def chat(request: web.Request) -> web.Response:
+    plan = request.app[PLAN_KEY]
+    raw = await request.read()
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return web.json_response(
+            {"error": {"message": "body is not JSON", "type": "bad_request"}}, status=400
+        )
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    key = prompt_sha256(messages) if isinstance(messages, list) else sha256_hex(raw)
+    queue = plan.queues.get(key)
+    if not queue:
+        miss = {"messages_sha256": key, "model": doc.get("model") if isinstance(doc, dict) else None}
+        with request.app[MISS_KEY].open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(miss) + "\n")
+        log.error("replay miss: no recorded answer left for prompt %s", key[:16])
+        return web.json_response(
+            {"object": "error", "message": f"no recorded response for prompt {key}", "type": "replay_miss"},
+            status=404,
+        )
+    rec = queue.pop(0)
+    new_id = doc.get("rid") if isinstance(doc, dict) else None
+    body = _with_id(rec.body, rec.content_type, _recorded_id(rec.body, rec.content_type), new_id)
+    return web.Response(
+        status=rec.status, body=body, content_type=(rec.content_type or "application/json").split(";")[0]
+    )
+
+
+def _recorded_id(body: bytes, content_type: str | None) -> str:
+    m = re.search(rb'"id":\s*"([^"]+)"', body)
+    return m.group(1).decode() if m else ""
+
+
+def build_app(plan: ReplayPlan, info: dict[str, Any], miss_log: Path) -> web.Application:
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    app[PLAN_KEY], app[INFO_KEY], app[MISS_KEY] = plan, info, miss_log
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def server_info(request: web.Request) -> web.Response:
+        return web.json_response(request.app[INFO_KEY].get("server_info") or {})
+
+    async def model_info(request: web.Request) -> web.Response:
+        return web.json_response(request.app[INFO_KEY].get("model_info") or {})
+
+    app.router.add_get("/health", health)
+    for path in ("/server_info", "/get_server_info"):
+        app.router.add_get(path, server_info)
+    for path in ("/model_info", "/get_model_info"):
+        app.router.add_get(path, model_info)
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+def load_info(bundle: Path) -> dict[str, Any]:
+    rd = RunDir(bundle)
+    info: dict[str, Any] = {}
+    for name, path in (("server_info", rd.server_info), ("model_info", rd.model_info)):
+        if path.is_file():
+            info[name] = json.loads(path.read_text(encoding="utf-8"))
+    return info
+
+
+async def serve(args: argparse.Namespace) -> int:
+    plan = build_plan(args.bundle)
+    log.info(
+        "replaying %d prompts from %s (%d unused duplicate responses skipped)",
+        len(plan.queues),
+        args.bundle,
+        plan.skipped_unused,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(build_app(plan, load_info(args.bundle), args.miss_log), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, args.host, args.port).start()
+    await stop.wait()
+    await runner.cleanup()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m evalpipe.replay.server", description=__doc__.splitlines()[0])
+    p.add_argument("--bundle", type=Path, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--miss-log", type=Path, required=True)
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s replay %(levelname)s %(message)s"
+    )
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
