@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
 from evalpipe.audit.secrets import scan_paths
+from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.schema.server import ServerVerification
-from evalpipe.rundir import RunDir
 from evalpipe.schema.summary import Finding
 
 SampleKey = tuple[str, str]

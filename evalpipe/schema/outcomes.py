@@ -47,9 +47,12 @@ class OutcomeRow(Row):
     output_tokens: int | None = None
     latency_s: float | None = None
     api_error: str | None = None
-    prompt_sha256: str | None = Field(default=None, description="evalpipe.hashing.prompt_sha256 of the prediction.")
+    prompt_sha256: str | None = Field(
+        default=None, description="evalpipe.hashing.prompt_sha256 of the prediction."
+    )
     expected_prompt_sha256: str | None = Field(
-        default=None, description="Prompt hash recorded when this entry was first rendered (prompt_hashes.jsonl)."
+        default=None,
+        description="Prompt hash recorded when this entry was first rendered (prompt_hashes.jsonl).",
     )
     prompt_contains_question: bool | None = Field(
         default=None, description="The final user message contains the manifest entry's question text."
@@ -73,7 +76,8 @@ class OutcomeRow(Row):
     gold_answer: str | None = None
     failure_class: FailureClass
     failure_detail: str | None = Field(
-        default=None, description="e.g. the exception type for code_runtime_error, the error for scoring_error."
+        default=None,
+        description="e.g. the exception type for code_runtime_error, the error for scoring_error.",
     )
 
     @property
@@ -94,7 +98,9 @@ class CacheRepair(Row):
     expected_source_id: str
     expected_prompt_sha256: str | None
     found_prompt_sha256: str | None
-    found_content_sha256: str | None = Field(default=None, description="sha256 of the cached final user message.")
+    found_content_sha256: str | None = Field(
+        default=None, description="sha256 of the cached final user message."
+    )
     reason: Literal[
         "question_mismatch",
         "prompt_hash_mismatch",

@@ -9,7 +9,9 @@ from evalpipe.schema.base import Artifact, Row
 
 class PackageVersion(Row):
     name: str
-    version: str | None = Field(default=None, description="None when not installed (never a placeholder string).")
+    version: str | None = Field(
+        default=None, description="None when not installed (never a placeholder string)."
+    )
     error: str | None = None
 
 
@@ -50,7 +52,9 @@ class Provenance(Artifact):
     evalpipe_version: str
     evalpipe_git: GitInfo | None = None
     packages: list[PackageVersion] = Field(default_factory=list)
-    sglang_git: GitInfo | None = Field(default=None, description="SGLang source checkout (runtime base + patch).")
+    sglang_git: GitInfo | None = Field(
+        default=None, description="SGLang source checkout (runtime base + patch)."
+    )
     gpus: list[GpuInfo] = Field(default_factory=list)
     cuda_version: str | None = None
     host: str

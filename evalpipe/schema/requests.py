@@ -30,13 +30,19 @@ class RequestAttempt(Row):
     model: str | None = None
     max_tokens: int | None = None
     stream: bool = False
-    status: int | None = Field(default=None, description="HTTP status from the server; None on transport error.")
+    status: int | None = Field(
+        default=None, description="HTTP status from the server; None on transport error."
+    )
     response_id: str | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
     latency_s: float | None = None
-    transport_error: str | None = Field(default=None, description="Exception class name when no response came.")
-    response_sha256: str | None = Field(default=None, description="sha256 of the completion text (first choice).")
+    transport_error: str | None = Field(
+        default=None, description="Exception class name when no response came."
+    )
+    response_sha256: str | None = Field(
+        default=None, description="sha256 of the completion text (first choice)."
+    )
 
 
 class ResponseRecord(Row):

@@ -18,13 +18,17 @@ class LaunchRecord(Artifact):
     kind: ServerKind
     variant: str | None = None
     argv: list[str] = Field(default_factory=list, description="Exact argv (redacted); empty when attaching.")
-    env: dict[str, str] = Field(default_factory=dict, description="CUDA_VISIBLE_DEVICES, SGLANG_* … (redacted).")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="CUDA_VISIBLE_DEVICES, SGLANG_* … (redacted)."
+    )
     base_url: str
     pid: int | None = None
     started_at: str | None = None
     ready_at: str | None = None
     stopped_at: str | None = None
-    stop_method: str | None = Field(default=None, description="sigterm | sigkill | exited (gone before stop) | attached (not ours)")
+    stop_method: str | None = Field(
+        default=None, description="sigterm | sigkill | exited (gone before stop) | attached (not ours)"
+    )
     exit_code: int | None = None
 
 
