@@ -23,13 +23,14 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sampling.py
+	$(PY) benchmarks/bench_proxy.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check evalpipe tests benchmarks
 	$(VENV)/bin/ruff format --check evalpipe tests benchmarks
 
 schemas: $(STAMP)
-	$(VENV)/bin/evalpipe schemas write audits
+	$(PY) -c "from evalpipe.schema.published import write_all; write_all('audits')"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

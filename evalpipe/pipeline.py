@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from evalpipe.evalscope_bridge.stage import StageResult
     from evalpipe.schema.evalscope import IndexMap
+    from evalpipe.schema.run import RunRecord
     from evalpipe.schema.summary import Summary
 
 
@@ -70,7 +71,6 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
     """Reload a run's manifest (never re-sample) and the datasets its records come from."""
     from evalpipe.config.loader import load_config
     from evalpipe.schema.run import RunRecord
-    from evalpipe.sources.registry import load_benchmark, load_local
 
     rd = RunDir(Path(run_dir))
     if not rd.manifest.is_file():
@@ -86,6 +86,29 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
                 details=[f"{k} differs" for k in diffs],
             )
     run = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
+    datasets = load_manifest_datasets(cfg, manifest, run, dataset_root=dataset_root)
+    return Spine(rd, manifest, datasets)
+
+
+def server_for(cfg: RunConfig, *, endpoint: str | None, variant: str | None) -> ServerConfig:
+    """The server this run talks to: the (variant's) launch config, or an attachment to ``endpoint``.
+
+    With ``--endpoint`` the config's server settings are still what ``/server_info`` is verified against.
+    """
+    from evalpipe.server.variants import effective_server
+
+    server = effective_server(cfg, variant)
+    if endpoint:
+        return server.model_copy(update={"kind": "endpoint", "endpoint": endpoint})
+    return server
+
+
+def load_manifest_datasets(
+    cfg: RunConfig, manifest: Manifest, run: RunRecord | None, *, dataset_root: Path | None
+) -> dict[str, BenchmarkData]:
+    """The datasets a manifest's records come from: ``--dataset-root``, else the recorded local copy."""
+    from evalpipe.sources.registry import load_benchmark, load_local
+
     datasets: dict[str, BenchmarkData] = {}
     for block in manifest.benchmarks:
         name = block.benchmark
@@ -101,20 +124,7 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
         else:
             data = load_benchmark(cfg, name, dataset_root)
         datasets[name] = data
-    return Spine(rd, manifest, datasets)
-
-
-def server_for(cfg: RunConfig, *, endpoint: str | None, variant: str | None) -> ServerConfig:
-    """The server this run talks to: the (variant's) launch config, or an attachment to ``endpoint``.
-
-    With ``--endpoint`` the config's server settings are still what ``/server_info`` is verified against.
-    """
-    from evalpipe.server.variants import effective_server
-
-    server = effective_server(cfg, variant)
-    if endpoint:
-        return server.model_copy(update={"kind": "endpoint", "endpoint": endpoint})
-    return server
+    return datasets
 
 
 def run(
@@ -288,4 +298,9 @@ def run_variants(
         )
         json_path, _ = write_compare(result, target)
         compares.append(json_path)
+    if len(names) == 2:  # the variants' reports now cite the paired comparison
+        from evalpipe.audit.run import audit_run
+
+        for name in names:
+            results[name].summary = audit_run(dirs[name].root)
     return root_spine.rundir, results, compares

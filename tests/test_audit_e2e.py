@@ -62,6 +62,7 @@ def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
     # no server verification, provenance or config copy in this run dir: warnings, not errors
     assert codes == sorted(
         [
+            ("info", "budget_exhausted", (by_role["truncated"],)),
             ("warn", "failed_request", (by_role["http500"],)),
             ("warn", "missing_artifact", ()),  # provenance.json
             ("warn", "missing_artifact", ()),  # config.yaml

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from evalpipe.audit.inputs import RunInputs
@@ -483,7 +484,28 @@ def paired_control(inputs: RunInputs) -> str | None:
         if inputs.verification
         else (inputs.launch.variant if inputs.launch else None)
     )
+    compared = _compare_lines(inputs.rundir.root.parent / "compare.json", this)
+    if compared:
+        return compared
     return f"variants {names} configured; this run directory is variant {this or 'unknown'}"
+
+
+def _compare_lines(path: Path, variant: str | None) -> str | None:
+    """The paired comparison written beside the variant directories (``evalpipe run`` with variants)."""
+    if not path.is_file():
+        return None
+    from evalpipe.errors import EvalpipeError
+    from evalpipe.io import read_model
+    from evalpipe.schema.compare import CompareResult
+
+    try:
+        cmp = read_model(path, CompareResult)
+    except EvalpipeError:
+        return None
+    if variant is not None and Path(cmp.run_a).name != variant and Path(cmp.run_b).name != variant:
+        return None
+    lines = [b.line for b in cmp.benchmarks]
+    return "; ".join(lines) + " (compare.json)"
 
 
 def limitations(inputs: RunInputs, results: list[BenchmarkResult], server: ServerSummary) -> list[str]:

@@ -33,6 +33,12 @@ def _register() -> None:
 
     register_run(app)
     compare_cmd.register(app)
+    from evalpipe.cli import selftest_cmd
+
+    selftest_cmd.register(app)
+    from evalpipe.cli import replay_cmd
+
+    replay_cmd.register(app)
     from evalpipe.cli.audit_cmd import register as register_audit
 
     register_audit(app)

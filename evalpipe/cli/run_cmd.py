@@ -64,25 +64,26 @@ def run(
     finish(result)
 
 
-def _setup(config: Path):  # type: ignore[no-untyped-def]
+def _progress():  # type: ignore[no-untyped-def]
+    """The per-benchmark progress display (on stderr)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from evalpipe.cli.console import err
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+
+def _setup(config: Path):  # type: ignore[no-untyped-def]
     from evalpipe.config import load_config
 
-    cfg = load_config(config)
-
-    def factory() -> Progress:
-        return Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-        )
-
-    return cfg, factory
+    return load_config(config), _progress
 
 
 def finish(result) -> None:  # type: ignore[no-untyped-def]

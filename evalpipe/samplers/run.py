@@ -203,6 +203,24 @@ def load_datasets(cfg: RunConfig, dataset_root: Path | None) -> dict[str, Benchm
     return {b.name: load_benchmark(cfg, b.name, dataset_root) for b in cfg.benchmarks}
 
 
+def effective_config_bytes(cfg: RunConfig) -> bytes:
+    """The config as it runs: the file's bytes verbatim, unless the config was changed in memory after
+    loading (self-test controls, replays), in which case the effective config is written as YAML."""
+    import yaml
+
+    from evalpipe.config.loader import load_config
+
+    if cfg.config_path is not None and cfg.config_path.is_file():
+        data = cfg.config_path.read_bytes()
+        on_disk = load_config(cfg.config_path, check_plans=False)
+        if on_disk.model_dump(mode="json") == cfg.model_dump(mode="json"):
+            return data
+    header = f"# effective config (changed in memory after loading {cfg.config_path or 'no file'})\n"
+    return (
+        header + yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    ).encode()
+
+
 def sample_run(
     cfg: RunConfig,
     *,
@@ -216,7 +234,7 @@ def sample_run(
     rundir = RunDir(out if out is not None else default_run_dir(cfg))
     rundir.root.mkdir(parents=True, exist_ok=True)
 
-    config_bytes = cfg.config_path.read_bytes() if cfg.config_path else cfg.model_dump_json().encode()
+    config_bytes = effective_config_bytes(cfg)
     atomic_write_bytes(rundir.config_copy, config_bytes)
     write_model(
         rundir.run_record,
@@ -272,10 +290,11 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     cfg._config_path = Path(run.config_path) if run.config_path else rundir.config_copy.resolve()
     plans = {b.benchmark: b.plan for b in recorded.benchmarks}
     datasets: dict[str, BenchmarkData] = {}
+    names = [b.benchmark for b in recorded.benchmarks]
+    cfg = cfg.model_copy(update={"benchmarks": [cfg.benchmark(n) for n in names]})
+    cfg._config_path = Path(run.config_path) if run.config_path else rundir.config_copy.resolve()
     for bench in cfg.benchmarks:
-        recorded_kind = plans and next(
-            b.dataset.kind for b in recorded.benchmarks if b.benchmark == bench.name
-        )
+        recorded_kind = next(b.dataset.kind for b in recorded.benchmarks if b.benchmark == bench.name)
         if dataset_root is None and recorded_kind == "local" and run.dataset_locations.get(bench.name):
             from evalpipe.sources.registry import load_local
 

@@ -1,0 +1,140 @@
+"""Positive and negative controls of the whole pipeline, and the guarantees they must meet.
+
+``evalpipe selftest`` runs the bundled demo config twice through the real pipeline (answer-key server
+launched like SGLang, recording proxy, EvalScope, audit):
+
+* **positive control with planted faults**: every sample scores 1 except exactly the planted faults
+  that change a score (truncation → budget_exhausted, the IndexError solution → code_runtime_error);
+  every planted fault appears among the audit findings with its sample id and class, and nothing else
+  does; the gates pass (exit 0).
+* **negative control** (each item answered with another item's gold answer): every benchmark scores at
+  most 10 %, and the gates fail (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import evalpipe
+from evalpipe.config.models import AnswerKeyConfig, RunConfig
+from evalpipe.errors import ConfigError
+from evalpipe.schema.summary import Summary
+from evalpipe.selftest import bundled_data_dir
+
+NEGATIVE_MAX_SCORE = 0.10
+
+# planted fault → (finding code it must produce, failure class of its sample or None if the score stays 1)
+FAULT_EXPECTATIONS: dict[str, tuple[str, str | None]] = {
+    "duplicate_request": ("duplicate_requests", None),
+    "http_500_once": ("failed_request", None),
+    "truncate": ("budget_exhausted", "budget_exhausted"),
+    "index_error": ("code_runtime_error", "code_runtime_error"),
+}
+
+
+def demo_config_path() -> Path:
+    """``configs/demo.yaml`` of the checkout evalpipe runs from (the demo uses the repo's plans)."""
+    path = Path(evalpipe.__file__).resolve().parents[1] / "configs" / "demo.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: demo config not found (run from a checkout of evalpipe, or pass --config)"
+        )
+    return path
+
+
+def fault_targets() -> dict[str, tuple[str, str]]:
+    data = json.loads((bundled_data_dir() / "faults.json").read_text(encoding="utf-8"))
+    return {f: (t["benchmark"], t["source_id"]) for f, t in data["targets"].items()}
+
+
+def control_config(cfg: RunConfig, *, mode: str, faults: list[str]) -> RunConfig:
+    """The demo config as a single run (no variants) with the given answer-key mode and faults."""
+    server = cfg.server.model_copy(update={"answer_key": AnswerKeyConfig(mode=mode, faults=faults)})  # type: ignore[arg-type]
+    out = cfg.model_copy(update={"server": server, "variants": []})
+    out._config_path = cfg.config_path
+    return out
+
+
+@dataclass
+class ControlCheck:
+    name: str
+    summary: Summary | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_positive(summary: Summary, outcomes: list, faults: list[str]) -> list[str]:
+    """Guarantees of the positive control with ``faults`` planted."""
+    problems: list[str] = []
+    targets = fault_targets()
+    expected_class = {targets[f]: FAULT_EXPECTATIONS[f][1] for f in faults if FAULT_EXPECTATIONS[f][1]}
+    for row in outcomes:
+        key = (row.benchmark, row.source_id)
+        want = expected_class.get(key, "ok")
+        if row.failure_class != want:
+            problems.append(
+                f"{row.benchmark} {row.source_id}: failure class {row.failure_label}, expected {want}"
+            )
+        if key not in expected_class and row.score != 1.0:
+            problems.append(f"{row.benchmark} {row.source_id}: score {row.score}, expected 1")
+        if row.failure_class == "code_runtime_error" and row.failure_detail != "IndexError":
+            problems.append(
+                f"{row.benchmark} {row.source_id}: raised {row.failure_detail}, expected IndexError"
+            )
+    expected_findings = {(FAULT_EXPECTATIONS[f][0], *targets[f]) for f in faults}
+    found = {(f.code, f.benchmark, sid) for f in summary.findings for sid in f.sample_ids}
+    unexplained = [f for f in summary.findings if not f.sample_ids]
+    for code, bench, sid in sorted(expected_findings - found):
+        problems.append(f"planted fault not found by the audit: {code} for {bench} {sid}")
+    for code, bench, sid in sorted(found - expected_findings):
+        problems.append(f"unexpected finding: {code} for {bench} {sid}")
+    for f in unexplained:
+        problems.append(f"unexpected finding: {f.severity} {f.code}: {f.message}")
+    if summary.exit_code != 0:
+        problems.append(f"verdict {summary.verdict} (exit {summary.exit_code}); the gates should pass")
+    return problems
+
+
+def check_negative(summary: Summary) -> list[str]:
+    problems = []
+    for b in summary.benchmarks:
+        if b.score is not None and b.score > NEGATIVE_MAX_SCORE:
+            problems.append(
+                f"negative control: {b.benchmark} scored {b.score:.1%} (> {NEGATIVE_MAX_SCORE:.0%})"
+            )
+    if summary.exit_code != 1:
+        problems.append(
+            f"negative control: verdict {summary.verdict} (exit {summary.exit_code}); gates should fail"
+        )
+    return problems
+
+
+def run_selftest(out_root: Path, *, config: Path | None = None, progress=None) -> list[ControlCheck]:  # type: ignore[no-untyped-def]
+    from evalpipe import pipeline
+    from evalpipe.config import load_config
+
+    cfg = load_config(config or demo_config_path())
+    faults = list(FAULT_EXPECTATIONS)
+    checks: list[ControlCheck] = []
+    pos = pipeline.run(
+        control_config(cfg, mode="positive", faults=faults), out=out_root / "positive", progress=progress
+    )
+    assert pos.summary is not None
+    checks.append(
+        ControlCheck(
+            "positive control + planted faults",
+            pos.summary,
+            check_positive(pos.summary, pos.outcomes, faults),
+        )
+    )
+    neg = pipeline.run(
+        control_config(cfg, mode="negative", faults=[]), out=out_root / "negative", progress=progress
+    )
+    assert neg.summary is not None
+    checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
+    return checks
