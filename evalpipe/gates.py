@@ -44,40 +44,30 @@ def evaluate_gates(
 ) -> list[GateResult]:
     by_name = {b.benchmark: b for b in benchmarks}
     results: list[GateResult] = []
-    for name, threshold in sorted(gates.min_score.items()):
-        b = by_name.get(name)
-        actual = b.score if b else None
-        ok = actual is not None and actual >= threshold
-        why = "not in this run" if b is None else f"score {_pct(actual)}"
-        results.append(
-            GateResult(
-                gate="min_score",
-                benchmark=name,
-                threshold=threshold,
-                actual=actual,
-                passed=ok,
-                message=f"{name}: {why} {'>=' if ok else '<'} min {_pct(threshold)}"
-                if b is not None
-                else f"{name}: {why}",
+    score_gates = (
+        ("min_score", gates.min_score, "score", lambda b: b.score),
+        (
+            "min_ci_lower",
+            gates.min_ci_lower,
+            "95 % CI lower bound",
+            lambda b: b.interval.lower if b.interval else None,
+        ),
+    )
+    for gate, thresholds, what, value in score_gates:
+        for name, threshold in sorted(thresholds.items()):
+            b = by_name.get(name)
+            actual = value(b) if b else None
+            ok = actual is not None and actual >= threshold
+            message = (
+                f"{name}: not in this run"
+                if b is None
+                else f"{name}: {what} {_pct(actual)} {'>=' if ok else '<'} min {_pct(threshold)}"
             )
-        )
-    for name, threshold in sorted(gates.min_ci_lower.items()):
-        b = by_name.get(name)
-        actual = b.interval.lower if b and b.interval else None
-        ok = actual is not None and actual >= threshold
-        why = "not in this run" if b is None else f"95 % CI lower bound {_pct(actual)}"
-        results.append(
-            GateResult(
-                gate="min_ci_lower",
-                benchmark=name,
-                threshold=threshold,
-                actual=actual,
-                passed=ok,
-                message=f"{name}: {why} {'>=' if ok else '<'} min {_pct(threshold)}"
-                if b is not None
-                else f"{name}: {why}",
+            results.append(
+                GateResult(
+                    gate=gate, benchmark=name, threshold=threshold, actual=actual, passed=ok, message=message
+                )
             )
-        )
     errors = sum(1 for f in findings if f.severity == "error")
     results.append(
         GateResult(

@@ -26,17 +26,6 @@ from evalpipe.redact import redact_argv
 from evalpipe.rundir import RunDir
 from evalpipe.schema.provenance import ComponentTestResult, GitInfo, PackageVersion, Provenance
 
-PACKAGES = (
-    "evalscope",
-    "sglang",
-    "sgl-kernel",
-    "torch",
-    "tilelang",
-    "transformers",
-    "flashinfer-python",
-    "nltk",
-)
-
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat()
@@ -124,13 +113,13 @@ def collect_provenance(
     can put a different SGLang checkout on PYTHONPATH)."""
     import evalpipe
     from evalpipe.server import gpus
-    from evalpipe.server.sglang_env import probe_sglang, server_env
+    from evalpipe.server.sglang_env import DEFAULT_PACKAGES, probe_sglang, server_env
 
     if env is None:
         env = server_env(server) if server is not None else None
-    probe = probe_sglang(env, packages=PACKAGES)
+    probe = probe_sglang(env, packages=DEFAULT_PACKAGES)
     packages = [PackageVersion(name="evalpipe", version=evalpipe.__version__)]
-    for name in PACKAGES:
+    for name in DEFAULT_PACKAGES:
         version = probe.packages.get(name)
         if name == "sglang" and version is None:
             version = probe.version  # a plain checkout on PYTHONPATH has no metadata, only version.py

@@ -25,13 +25,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ServerError
 from evalpipe.io import atomic_write_json, write_model
+from evalpipe.provenance import utc_now
 from evalpipe.redact import redact, redact_argv, redact_mapping, redact_text
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import LaunchRecord, ServerVerification
@@ -58,10 +58,6 @@ _ENV_KEYS = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "NVIDIA_VISIBLE
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM delivered to evalpipe while a server is up: unwinds like Ctrl-C (exit 130), stopping it."""
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 @dataclass
