@@ -147,8 +147,8 @@ def run(
     from evalpipe.evalscope_bridge.stage import run_evalscope
     from evalpipe.evalscope_bridge.task import check_generation, normalize_endpoint
     from evalpipe.io import write_model
-    from evalpipe.provenance import collect_provenance, run_component_tests
-    from evalpipe.server.lifecycle import managed_server, utc_now
+    from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
+    from evalpipe.server.lifecycle import managed_server
     from evalpipe.server.preflight import run_preflight
     from evalpipe.server.proxy import recording_proxy
 
