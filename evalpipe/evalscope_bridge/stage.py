@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
+from evalpipe.evalscope_bridge.facts import IFEVAL_PUNKT_INSTRUCTIONS
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.runner import WorkerProcess
@@ -190,11 +191,17 @@ def run_evalscope(
 
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())
-    if not result.punkt_tab and any(ds.benchmark == "ifeval" for ds in index_map.datasets):
+    needs_punkt = [
+        e.source_id
+        for e in index_map.for_benchmark("ifeval")
+        if IFEVAL_PUNKT_INSTRUCTIONS & set(e.instruction_ids or [])
+    ]
+    if not result.punkt_tab and needs_punkt:
         # up front, not after the run: these IFEval samples will be scoring errors, not "wrong"
         message = (
-            "NLTK punkt_tab is not installed: IFEval instructions that count sentences or capital words "
-            "cannot be scored and will be reported as scoring_error (nothing is downloaded at run time)"
+            f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled IFEval prompt(s) count sentences or "
+            "capital words and will be reported as scoring_error (nothing is downloaded at run time; "
+            "install it with `python -m nltk.downloader punkt_tab`)"
         )
         if progress is not None:
             progress.console.print(f"[yellow]warning:[/] {message}")
