@@ -62,6 +62,7 @@ class Attempt:
     messages_sha256: str | None = None  # default: the sample's prompt hash
     max_tokens: int | None = None
     completed: bool = True  # False: no ended_at (crash before the response)
+    client_disconnected: bool = False  # answered after the client gave up (never delivered)
     response_text: str = "answer"
 
 
@@ -295,6 +296,7 @@ class RunDirBuilder:
                 else None,
                 latency_s=a.duration_s,
                 transport_error=a.transport_error,
+                client_disconnected=a.client_disconnected,
                 response_sha256=sha256_hex(a.response_text) if ok else None,
             )
             seq += 1

@@ -192,6 +192,21 @@ def test_selection_rule_violation_is_flagged(tmp_path: Path) -> None:
     assert s.exit_code == 3
 
 
+def test_an_answer_the_client_never_received_is_not_the_one_to_use(tmp_path: Path) -> None:
+    # the client timed out on attempt 0 and re-sent; the server finished attempt 0 only after answering the
+    # re-send: the last *delivered* success is attempt 1, so using it follows the rule
+    b = RunDirBuilder(tmp_path / "run")
+    late = Attempt(start_s=0, duration_s=5, client_disconnected=True)
+    b.add(Sample("gsm8k", "a", attempts=[late, Attempt(start_s=3, duration_s=1)], used=1))
+    s = audit_run(b.write().root, write=False)
+    assert codes(s) == Counter({("warn", "duplicate_requests"): 1})
+    assert s.response_selection.violations == 0 and s.requests.duplicates == 1
+    # using the undelivered answer instead is a violation
+    b2 = RunDirBuilder(tmp_path / "run2")
+    b2.add(Sample("gsm8k", "a", attempts=[late, Attempt(start_s=3, duration_s=1)], used=0))
+    assert ("error", "selection_rule_violated") in codes(audit_run(b2.write().root, write=False))
+
+
 def test_using_a_failed_attempt_violates_the_rule(tmp_path: Path) -> None:
     b = RunDirBuilder(tmp_path / "run")
     b.add(Sample("gsm8k", "a", attempts=[Attempt(), Attempt(status=500)], used=1))

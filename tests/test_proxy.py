@@ -295,3 +295,28 @@ def test_records_survive_a_crash_of_evalpipe(tmp_path: Path, upstream: str) -> N
         time.sleep(0.05)
     rows = _attempts(rundir)
     assert len(rows) == 5 and len(read_responses(rundir)) == 5
+
+
+def test_answer_after_the_client_gave_up_is_marked_undelivered(tmp_path: Path) -> None:
+    """A client read timeout while the server works: the server's late answer is logged as not delivered."""
+    from scripted_server import Rule, ScriptedServer
+
+    server = ScriptedServer([Rule(match="slow", content="late answer", delay_s=1.5)]).start()
+    rundir = RunDir(tmp_path / "run")
+    try:
+        with recording_proxy(f"http://127.0.0.1:{server.port}", rundir) as proxy:
+            body = {"model": "m", "messages": [{"role": "user", "content": "slow"}]}
+            req = urllib.request.Request(
+                proxy.base_url + "/v1/chat/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with pytest.raises((TimeoutError, urllib.error.URLError)):
+                urllib.request.urlopen(req, timeout=0.5)
+            time.sleep(2.0)  # the server answers after the client left
+            proxy.flush()
+    finally:
+        server.stop()
+    (attempt,) = _attempts(rundir)
+    assert attempt.status == 200 and attempt.client_disconnected is True
+    assert attempt.response_id == attempt.attempt_id  # the server did the work; nobody received it

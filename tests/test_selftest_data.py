@@ -189,4 +189,4 @@ def test_demo_sample_contains_every_fault_target(tmp_path: Path, repo_root: Path
     for fault, item in key.fault_targets.items():
         assert (item.benchmark, item.source_id) in selected, fault
     sizes = Counter(e.benchmark for e in manifest.entries)
-    assert sizes == {"ifeval": 6, "ceval": 3, "gsm8k": 5, "live_code_bench": 6}
+    assert sizes == {"ifeval": 6, "ceval": 3, "gsm8k": 5, "live_code_bench": 3}

@@ -21,7 +21,7 @@ from itertools import pairwise
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
 
-SELECTION_RULE = "the response used is the last completed successful attempt for the sample's prompt"
+SELECTION_RULE = "the response used is the last completed successful attempt for the sample's prompt that reached the client"
 
 SampleKey = tuple[str, str]  # (benchmark, source_id)
 
@@ -67,9 +67,14 @@ class PromptGroup:
 
     @property
     def successes(self) -> list[RequestAttempt]:
-        """Completed successful attempts, in completion order."""
+        """Completed successful attempts, in completion order (the server did the work for each)."""
         ok = [a for a in self.attempts if attempt_ok(a) and a.ended_at is not None]
         return sorted(ok, key=_completion_key)
+
+    @property
+    def delivered(self) -> list[RequestAttempt]:
+        """Successful attempts whose response reached the client, in completion order."""
+        return [a for a in self.successes if not a.client_disconnected]
 
     @property
     def failures(self) -> list[RequestAttempt]:
@@ -86,9 +91,9 @@ class PromptGroup:
         return sum(1 for prev, _ in pairwise(ordered) if not attempt_ok(prev))
 
     def expected_ids(self) -> set[str]:
-        """Attempt ids the rule allows as used responses (the last k successes)."""
+        """Attempt ids the rule allows as used responses: the last k successes delivered to the client."""
         k = len(self.samples)
-        return {a.attempt_id for a in self.successes[-k:]} if k else set()
+        return {a.attempt_id for a in self.delivered[-k:]} if k else set()
 
 
 @dataclass

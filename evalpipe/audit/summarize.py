@@ -459,7 +459,7 @@ def response_selection(linkage: Linkage | None, violations: int, unverifiable: i
     elif several:
         statement = (
             f"No correctness-based selection: {several} sample(s) had several successful responses "
-            "and each used the last completed one."
+            "and each used the last completed one that reached the client."
         )
         flag = False
     else:

@@ -8,6 +8,7 @@ so that a typo in a YAML file is an error that names the field, never a silently
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -324,7 +325,7 @@ class RunConfig(Strict):
 
     def resolve_path(self, value: str) -> Path:
         p = Path(value).expanduser()
-        return p if p.is_absolute() else (self.base_dir() / p)
+        return p if p.is_absolute() else Path(os.path.normpath(self.base_dir() / p))
 
     def benchmark(self, name: str) -> BenchmarkConfig:
         for b in self.benchmarks:

@@ -109,7 +109,8 @@ class WorkerProcess:
         self._send(spec.model_dump())
 
     def close(self) -> None:
-        proc = self.proc
+        """Idempotent: end the worker's process group and release its pipes, log and cache."""
+        proc, self.proc = self.proc, None
         if proc is not None:
             _terminate_group(proc)
         if proc is not None and proc.stdin is not None and not proc.stdin.closed:
@@ -170,6 +171,10 @@ class WorkerProcess:
     def render(self, task: dict[str, Any]) -> dict[str, Any]:
         """Start the worker and return its ``rendered`` event (samples as the adapter built them)."""
         self.start(task)
+        return self.rendered()
+
+    def rendered(self) -> dict[str, Any]:
+        """The ``rendered`` event of a started worker (blocks until it has imported and rendered)."""
         event = self._next_event()
         if event.get("event") != "rendered":
             self._fail(f"unexpected first event {event.get('event')!r}")

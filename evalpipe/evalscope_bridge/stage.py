@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -214,6 +215,8 @@ def run_evalscope(
     recorded = load_prompt_hashes(rundir)
     tasks: dict[str, EvalscopeTask] = {t.benchmark: t for t in previous.tasks} if previous else {}
 
+    # 1. every benchmark's task, and the checks that need no process
+    planned: list[tuple[str, list[IndexMapEntry], Any, dict[str, Any]]] = []
     for ds in index_map.datasets:
         name = ds.benchmark
         entries = index_map.for_benchmark(name)
@@ -238,10 +241,27 @@ def run_evalscope(
                     f"{name}: cannot resume: EvalScope settings differ from the ones this run started with",
                     details=[f"{k}: {old.task.get(k)!r} → {task.get(k)!r}" for k in diffs],
                 )
-        stage = BenchmarkStage(benchmark=name, samples=len(entries))
-        sink = _ProgressSink(progress, name, len(entries))
-        with WorkerProcess(rundir, name, api_key_env=cfg.server.api_key_env) as worker:
-            rendered = worker.render(task)
+        planned.append((name, entries, work_dir, task))
+
+    # 2. benchmark by benchmark; the next worker is started while the current one runs, so its import and
+    #    rendering (seconds, no server traffic) overlap with the evaluation instead of following it
+    with contextlib.ExitStack() as stack:
+        workers: dict[int, WorkerProcess] = {}
+
+        def spawn(i: int) -> None:
+            worker = stack.enter_context(
+                WorkerProcess(rundir, planned[i][0], api_key_env=cfg.server.api_key_env)
+            )
+            worker.start(planned[i][3])
+            workers[i] = worker
+
+        if planned:
+            spawn(0)
+        for i, (name, entries, work_dir, task) in enumerate(planned):
+            worker = workers.pop(i)
+            stage = BenchmarkStage(benchmark=name, samples=len(entries))
+            sink = _ProgressSink(progress, name, len(entries))
+            rendered = worker.rendered()
             check_rendering(name, entries, rendered["samples"])
             _record_hashes(
                 rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
@@ -259,15 +279,18 @@ def run_evalscope(
                 resumed=resume,
             )
             _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
+            if i + 1 < len(planned):
+                spawn(i + 1)
             finished = worker.run(task, on_event=sink)
-        stage.errors = sink.failed
-        stage.rerun_review = bool(finished.get("rerun_review"))
-        ident = finished.get("cache_identity") or {}
-        stage.cache_identity_reason = ident.get("reason")
-        if stage.rerun_review:
-            tasks[name] = tasks[name].model_copy(update={"rerun_review": True})
-            _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
-        result.benchmarks.append(stage)
+            worker.close()
+            stage.errors = sink.failed
+            stage.rerun_review = bool(finished.get("rerun_review"))
+            ident = finished.get("cache_identity") or {}
+            stage.cache_identity_reason = ident.get("reason")
+            if stage.rerun_review:
+                tasks[name] = tasks[name].model_copy(update={"rerun_review": True})
+                _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
+            result.benchmarks.append(stage)
     return result
 
 

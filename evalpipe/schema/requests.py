@@ -40,6 +40,11 @@ class RequestAttempt(Row):
     transport_error: str | None = Field(
         default=None, description="Exception class name when no response came."
     )
+    client_disconnected: bool = Field(
+        default=False,
+        description="The server answered but the client had already gone (e.g. its read timeout expired): "
+        "the response was never delivered and cannot have been used.",
+    )
     response_sha256: str | None = Field(
         default=None, description="sha256 of the completion text (first choice)."
     )

@@ -43,6 +43,7 @@ from evalpipe.rundir import RunDir
 from evalpipe.server.recorder import (
     FLUSH,
     M_CENC,
+    M_CLIENT_GONE,
     M_CTYPE,
     M_ENDED,
     M_ERROR,
@@ -375,7 +376,7 @@ class _Proxy:
         if self.set_rid and body and request.method == "POST" and path in RID_PATHS:
             fwd = inject_rid(body, attempt_id)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
-        rec = [attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None]
+        rec = [attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None, False]
 
         def record(data: bytes) -> None:
             rec[M_ENDED] = time.time()
@@ -392,6 +393,9 @@ class _Proxy:
             out_headers = [(k, v) for k, v in up.headers if k.lower() not in _RESPONSE_DROP]
             if up.length is not None:  # a sized body: read it whole, answer in one write
                 data = b"".join([c async for c in chunks_in])
+                transport = request.transport
+                # the client gave up (timeout) while the server worked: the answer will not reach it
+                rec[M_CLIENT_GONE] = transport is None or transport.is_closing()
                 record(data)
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
             resp = web.StreamResponse(status=up.status, reason=up.reason, headers=out_headers)
@@ -401,12 +405,12 @@ class _Proxy:
                 async for chunk in chunks_in:
                     chunks.append(chunk)
                     await resp.write(chunk)
-            except ConnectionError as exc:
-                rec[M_ERROR] = f"ClientDisconnected({type(exc).__name__})"
+            except ConnectionError:
+                rec[M_CLIENT_GONE] = True  # the stream did not reach the client whole
             finally:
                 await chunks_in.aclose()
             record(b"".join(chunks))
-            if rec[M_ERROR] is None:
+            if not rec[M_CLIENT_GONE]:
                 await resp.write_eof()
             return resp
         except _UPSTREAM_ERRORS as exc:

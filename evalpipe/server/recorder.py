@@ -46,7 +46,8 @@ FLUSH = "flush"
     M_CENC,
     M_STREAM,
     M_ERROR,
-) = range(12)
+    M_CLIENT_GONE,
+) = range(13)
 
 
 def encode_frame(meta: list[Any], request: bytes, response: bytes) -> bytes:
@@ -108,6 +109,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         usage=resp.get("usage"),
         latency_s=round(meta[M_LATENCY], 6),
         transport_error=meta[M_ERROR],
+        client_disconnected=bool(meta[M_CLIENT_GONE]),
         response_sha256=sha256_hex(text) if isinstance(text, str) else None,
     )
 
