@@ -16,7 +16,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from evalpipe.config.models import RunConfig
-from evalpipe.errors import ArtifactError, ConfigError
+from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError
 from evalpipe.io import read_jsonl, read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest
@@ -67,29 +67,22 @@ def _optional_model(rd: RunDir, path: Path, model: type[M], findings: list[Findi
     try:
         return read_model(path, model)
     except ArtifactError as exc:
-        findings.append(
-            Finding(
-                severity="error",
-                code="unreadable_artifact",
-                path=_rel(rd, path),
-                message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
-            )
-        )
+        findings.append(_unreadable(rd, path, exc))
         return None
+
+
+def _unreadable(rd: RunDir, path: Path, exc: EvalpipeError) -> Finding:
+    detail = f": {exc.details[0]}" if exc.details else ""
+    return Finding(
+        severity="error", code="unreadable_artifact", path=_rel(rd, path), message=exc.message + detail
+    )
 
 
 def _optional_jsonl(rd: RunDir, path: Path, model: type[M], findings: list[Finding]) -> tuple[list[M], bool]:
     try:
         rows = read_jsonl(path, model)
     except ArtifactError as exc:
-        findings.append(
-            Finding(
-                severity="error",
-                code="unreadable_artifact",
-                path=_rel(rd, path),
-                message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
-            )
-        )
+        findings.append(_unreadable(rd, path, exc))
         return [], False
     if rows.torn_last_line:
         findings.append(
@@ -162,14 +155,7 @@ def load_inputs(root: Path) -> RunInputs:
         try:
             config = load_config(rd.config_copy, check_plans=False)
         except ConfigError as exc:
-            findings.append(
-                Finding(
-                    severity="error",
-                    code="unreadable_artifact",
-                    path=_rel(rd, rd.config_copy),
-                    message=f"{exc.message}{': ' + exc.details[0] if exc.details else ''}",
-                )
-            )
+            findings.append(_unreadable(rd, rd.config_copy, exc))
     else:
         findings.append(
             Finding(
@@ -202,7 +188,5 @@ def read_model_quiet(rd: RunDir, path: Path, model: type[M], findings: list[Find
     try:
         return read_model(path, model)
     except ArtifactError as exc:
-        findings.append(
-            Finding(severity="error", code="unreadable_artifact", path=_rel(rd, path), message=exc.message)
-        )
+        findings.append(_unreadable(rd, path, exc))
         return None
