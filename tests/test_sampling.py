@@ -379,3 +379,30 @@ def test_fast_canonical_json_matches_stdlib_definition() -> None:
         assert canonical_json(rec) == _canonical_json_stdlib(_normalize(rec))
         no_float = {k: v for k, v in rec.items() if k != "f"}
         assert canonical_json(no_float) == _canonical_json_stdlib(_normalize(no_float))
+
+
+def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path, tmp_path: Path) -> None:
+    """Without a local mirror the hub ids EvalScope declares are used; rows as a hub client returns them
+    (integer ids, empty explanation) go through the same canonicalisation. No network: the client is stubbed."""
+    import evalpipe.sources.hub as hub
+    from evalpipe.sources.registry import load_benchmark
+
+    local = load_local("ceval", shared_datasets / "ceval")
+    by_subject: dict[tuple[str, str], list[dict]] = {}
+    for split, recs in (("val", local.eval.records), ("dev", local.fewshot.records)):
+        for r in recs:
+            row = {**r.raw, "id": int(r.raw["id"]), "explanation": r.raw.get("explanation", "")}
+            by_subject.setdefault((r.subset, split), []).append(row)
+    asked: list[tuple[str, str | None, str]] = []
+
+    def fake_split(bench, repo, subset, split):
+        asked.append((repo, subset, split))
+        return iter(by_subject.get((subset, split), []))
+
+    monkeypatch.setattr(hub, "_load_split", fake_split)
+    body = "benchmarks:\n  - name: ceval\n    sampling: {stratify_by: subject, per_stratum: 1}\n"
+    data = load_benchmark(load_config(_cfg(tmp_path, body)), "ceval")
+    assert data.kind == "hub" and data.hub_id == "evalscope/ceval"
+    assert {r[0] for r in asked} == {"evalscope/ceval"} and len(asked) == 2 * 52
+    assert data.eval.fingerprint == local.eval.fingerprint
+    assert data.fewshot.fingerprint == local.fewshot.fingerprint

@@ -41,8 +41,8 @@ def benchmark_dir(cfg: RunConfig, bench: BenchmarkConfig, dataset_root: Path | N
 def load_benchmark(cfg: RunConfig, name: str, dataset_root: Path | None = None) -> BenchmarkData:
     """Full evaluation split (+ few-shot split) of benchmark ``name`` with canonical ids and hashes."""
     bench = cfg.benchmark(name)
-    use_hub = dataset_root is None and not bench.source.local and not cfg.dataset_root and bench.source.hub
-    if use_hub or (dataset_root is None and not bench.source.local and not cfg.dataset_root):
+    local_configured = dataset_root is not None or bench.source.local or cfg.dataset_root
+    if not local_configured:  # no mirror anywhere: the hub ids EvalScope's adapter declares
         from evalpipe.sources.hub import load_from_hub
 
         data = load_from_hub(bench)
