@@ -26,6 +26,16 @@ _NOT_SECRET_KEY = re.compile(
 _SECRET_FLAG = re.compile(
     r"^--?([\w-]*(api[-_]?key|secret|password|passwd)[\w-]*|[\w-]*token)$", re.IGNORECASE
 )
+# Credential-shaped tokens by well-known prefix: masked here at capture, and detected by the audit's secret
+# scan (``evalpipe.audit.secrets``) in anything that was saved anyway — one table for both.
+TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("openai-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}")),
+    ("huggingface token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
+    ("github token", re.compile(r"\b(?:ghp|gho|ghs|ghu|github_pat)_[A-Za-z0-9_]{20,}")),
+    ("aws access key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
+    ("slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+)
 # Secret-looking substrings inside free text (log lines, launch_command strings).
 _INLINE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1" + REDACTED),
@@ -37,6 +47,7 @@ _INLINE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1" + REDACTED,
     ),
     (re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,})"), REDACTED),
+    *((pattern, REDACTED) for _, pattern in TOKEN_PATTERNS),
 )
 
 

@@ -86,3 +86,23 @@ def test_env_mapping_and_free_text() -> None:
     }
     assert redact_text("Authorization: Bearer sk-1234567890abcdef") == f"Authorization: Bearer {REDACTED}"
     assert redact_text("key sk-abcdefghijkl in log") == f"key {REDACTED} in log"
+
+
+def test_capture_masks_every_token_shape_the_audit_detects() -> None:
+    """One table for both: nothing the audit's secret scan would flag survives capture-time redaction."""
+    from evalpipe.audit.secrets import _text_hits
+    from evalpipe.redact import redact_text
+
+    samples = [
+        "ghp_" + "a1B2" * 6,
+        "AKIA" + "ABCDEFGHIJKLMNOP",
+        "xoxb-" + "1234567890-abcdef",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX3ZhbHVl",
+        "hf_" + "x" * 24,
+        "sk-proj-" + "y" * 20,
+    ]
+    for token in samples:
+        line = f"launch_command: python -m sglang.launch_server --model m # {token}"
+        assert list(_text_hits(line)), token  # the audit would flag it ...
+        masked = redact_text(line)
+        assert token not in masked and not list(_text_hits(masked)), token  # ... capture removes it

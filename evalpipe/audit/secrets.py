@@ -15,17 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalpipe.redact import TOKEN_PATTERNS
+
 REDACTED = "***REDACTED***"
 
-# Credential-shaped tokens by well-known prefix.
-_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("openai-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}")),
-    ("huggingface token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
-    ("github token", re.compile(r"\b(?:ghp|gho|ghs|ghu|github_pat)_[A-Za-z0-9_]{20,}")),
-    ("aws access key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    ("slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-]
+# Credential-shaped tokens by well-known prefix (shared with the capture-time redactor).
+_TOKEN_PATTERNS = TOKEN_PATTERNS
 # Flag/assignment/header forms whose value is the secret, whatever it looks like.
 _ASSIGN_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
