@@ -15,7 +15,9 @@ compared with the others (``compare.json``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.timings import StageName, StageTime
 from evalpipe.sources.base import BenchmarkData
 
 if TYPE_CHECKING:
@@ -45,6 +48,32 @@ class RunResult:
     outcomes: list[OutcomeRow]
     resumed: bool
     summary: Summary | None = None
+    timings: list[StageTime] = field(default_factory=list)
+
+
+class StageClock:
+    """Wall time of each stage, in the order they ran (printed at the end, saved as ``timings.json``)."""
+
+    def __init__(self, variant: str | None = None) -> None:
+        self.variant = variant
+        self.stages: list[StageTime] = []
+
+    @contextmanager
+    def stage(self, name: StageName):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: StageName, seconds: float) -> None:
+        self.stages.append(StageTime(stage=name, seconds=round(seconds, 3), variant=self.variant))
+
+    def write(self, rd: RunDir) -> None:
+        from evalpipe.io import write_model
+        from evalpipe.schema.timings import StageTimings
+
+        write_model(rd.timings, StageTimings(stages=self.stages))
 
 
 @dataclass
@@ -157,54 +186,67 @@ def run(
         normalize_endpoint(str(server.endpoint))  # a bad URL is a usage error before anything runs
     check_generation(cfg)
     started_at = utc_now()
+    clock = StageClock(variant)
 
     # 1. sample (or reload the manifest of the run being resumed)
     if spine is None:
-        if resume is not None:
-            if out is not None and Path(out).resolve() != Path(resume).resolve():
-                raise ConfigError("--out and --resume name different run directories")
-            spine = resume_stage(cfg, resume, dataset_root=dataset_root)
-        else:
-            spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+        with clock.stage("sample"):
+            if resume is not None:
+                if out is not None and Path(out).resolve() != Path(resume).resolve():
+                    raise ConfigError("--out and --resume name different run directories")
+                spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+            else:
+                spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
 
     # 2. materialize exactly the sampled records, in manifest order
-    index_map = materialize(rd, spine.manifest, spine.datasets, cfg)
+    with clock.stage("materialize"):
+        index_map = materialize(rd, spine.manifest, spine.datasets, cfg)
 
     # 3. preflight and component tests, before any GPU time is spent
-    if server.kind in ("sglang", "answer_key"):
-        run_preflight(
-            cfg,
-            server,
-            ifeval_selected=any(b.name == "ifeval" for b in cfg.benchmarks),
-            variant=variant,
-            rundir=rd,
-        )
-    component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
+    with clock.stage("preflight"):
+        if server.kind in ("sglang", "answer_key", "command"):
+            run_preflight(
+                cfg,
+                server,
+                ifeval_selected=any(b.name == "ifeval" for b in cfg.benchmarks),
+                variant=variant,
+                rundir=rd,
+            )
+        component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
 
     # 4. launch (or attach), verify /server_info, record every request through the proxy
     upstream_path = _path_of(str(server.endpoint)) if server.kind == "endpoint" else "/v1"
+    mark = time.perf_counter()
     with managed_server(cfg, server, rd, variant=variant) as handle:
-        with recording_proxy(handle.base_url, rd) as proxy:
+        clock.add("launch", time.perf_counter() - mark)
+        with clock.stage("evalscope"), recording_proxy(handle.base_url, rd) as proxy:
             api_url = proxy.base_url.rstrip("/") + upstream_path
             stage = run_evalscope(
                 cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
             )
             proxy.flush()
+        mark = time.perf_counter()
+    clock.add("stop", time.perf_counter() - mark)
 
     # 5. one outcome row per manifest entry; provenance of what produced them
-    outcomes = write_outcomes(rd, spine.manifest, index_map)
-    prov = collect_provenance(server=server, started_at=started_at, component_tests=component_results)
-    prov.finished_at = utc_now()
-    write_model(rd.provenance, prov)
+    with clock.stage("outcomes"):
+        outcomes = write_outcomes(rd, spine.manifest, index_map)
+        prov = collect_provenance(server=server, started_at=started_at, component_tests=component_results)
+        prov.finished_at = utc_now()
+        write_model(rd.provenance, prov)
 
     # 6. audit: summary.json, report.md, report.html (the verdict is raised by the caller)
     summary = None
     if audit:
         from evalpipe.audit.run import audit_run
 
-        summary = audit_run(rd.root)
-    return RunResult(rd, spine.manifest, index_map, stage, outcomes, resume is not None, summary)
+        with clock.stage("audit"):
+            summary = audit_run(rd.root)
+    clock.write(rd)
+    return RunResult(
+        rd, spine.manifest, index_map, stage, outcomes, resume is not None, summary, timings=clock.stages
+    )
 
 
 def _path_of(endpoint: str) -> str:
@@ -265,10 +307,12 @@ def run_variants(
 
     names = [v.name for v in cfg.variants]
     labels = {v.name: v.label or v.name for v in cfg.variants}
-    if resume is not None:
-        root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
-    else:
-        root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    clock = StageClock()
+    with clock.stage("sample"):
+        if resume is not None:
+            root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+        else:
+            root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
     results: dict[str, RunResult] = {}
     for name in names:
@@ -285,6 +329,7 @@ def run_variants(
         )
         if on_variant_done is not None:
             on_variant_done(name, results[name])
+    compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]
     for other in names[1:]:
@@ -303,4 +348,8 @@ def run_variants(
 
         for name in names:
             results[name].summary = audit_run(dirs[name].root)
+    clock.add("compare", time.perf_counter() - compare_start)
+    for name in names:
+        clock.stages += results[name].timings
+    clock.write(root_spine.rundir)
     return root_spine.rundir, results, compares

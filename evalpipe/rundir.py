@@ -152,6 +152,11 @@ class RunDir:
         return self.root / "replay_misses.jsonl"
 
     @property
+    def timings(self) -> Path:
+        """Wall time per stage of the last ``evalpipe run`` invocation."""
+        return self.root / "timings.json"
+
+    @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
 

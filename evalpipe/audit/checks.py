@@ -363,6 +363,18 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
     if verification.verified:
         return []
     bad = [c for c in verification.checks if not c.ok]
+    if not verification.resolved_config_available and verification.kind != "sglang":
+        from evalpipe.server.verify import unverifiable_text
+
+        mismatch = "; ".join(f"{c.key}: expected {c.expected!r}, resolved {c.resolved!r}" for c in bad)
+        return [
+            Finding(
+                severity="warn",
+                code="server_not_verified",
+                path="server/verification.json",
+                message=unverifiable_text(verification) + (f"; MISMATCH {mismatch}" if mismatch else ""),
+            )
+        ]
     detail = "; ".join(f"{c.key}: expected {c.expected!r}, resolved {c.resolved!r}" for c in bad[:5])
     return [
         Finding(

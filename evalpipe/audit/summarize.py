@@ -386,11 +386,13 @@ def server_summary(inputs: RunInputs) -> ServerSummary:
             variant=inputs.launch.variant if inputs.launch else None,
         )
     desc = v.description.strip() or "verified from server_info (no description recorded)"
-    if not v.verified:
+    if not v.verified and (v.resolved_config_available or v.kind == "sglang"):
         desc = f"NOT verified — server resolved a different config: {desc}"
     return ServerSummary(
         verified=v.verified,
         description=redact_text(desc),
+        resolved_config_available=v.resolved_config_available,
+        engine=v.engine,
         kind=v.kind,
         variant=v.variant,
         server_version=v.server_version,

@@ -95,7 +95,23 @@ def finish(result) -> None:  # type: ignore[no-untyped-def]
     summarize(result, console)
     if result.summary is not None:
         show(result.summary, written=result.rundir.root)
+    print_timings(result.timings, console)
+    if result.summary is not None:
         raise_for_verdict(result.summary)
+
+
+def print_timings(stages, console) -> None:  # type: ignore[no-untyped-def]
+    """One line per variant (or one for the run): wall time of each stage, then the total."""
+    if not stages:
+        return
+    groups: dict[str | None, list] = {}
+    for s in stages:
+        groups.setdefault(s.variant, []).append(s)
+    for variant, rows in groups.items():
+        parts = " · ".join(f"{r.stage} {r.seconds:.1f} s" for r in rows)
+        label = f"variant {variant}" if variant else "run"
+        console.print(f"stage wall time ({label}): {parts}", soft_wrap=True)
+    console.print(f"total stage wall time: {sum(s.seconds for s in stages):.1f} s ({len(stages)} stages)")
 
 
 def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -123,6 +139,10 @@ def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
         for b in [*cmp.benchmarks, *([cmp.overall] if cmp.overall else [])]:
             console.print(b.line, soft_wrap=True)
         console.print(f"compare.json → {path}")
+    from evalpipe.schema.timings import StageTimings
+
+    if root.timings.is_file():
+        print_timings(read_model(root.timings, StageTimings).stages, console)
     if worst is not None:
         raise_for_verdict(worst)
 

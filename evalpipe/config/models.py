@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 BenchmarkName = Literal["ifeval", "ceval", "gsm8k", "live_code_bench"]
 StratifyBy = Literal["none", "instruction_count", "subject", "difficulty"]
-ServerKind = Literal["sglang", "answer_key", "endpoint", "replay"]
+ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command"]
+#: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
+COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -81,11 +83,24 @@ class ServerConfig(Strict):
 
     ``kind: sglang`` launches ``python -m sglang.launch_server`` with flags built for the installed
     SGLang version; ``kind: answer_key`` launches evalpipe's self-test server through the same code
-    path; ``kind: endpoint`` attaches to ``endpoint`` (a running server or sglang-router).
+    path; ``kind: command`` launches any OpenAI-compatible server from the argv in ``command`` (e.g.
+    ``python -m evalpipe.server.llamacpp``), through the same lifecycle; ``kind: endpoint`` attaches to
+    ``endpoint`` (a running server or sglang-router).
     """
 
     kind: ServerKind = "sglang"
     endpoint: str | None = Field(default=None, description="Base URL of a running server (kind: endpoint).")
+    command: list[str] | None = Field(
+        default=None,
+        description="kind: command — the server's argv. Placeholders: {host}, {port}, {model_path} (model.path "
+        "resolved against the config directory), {served_name}, {kv_cache_dtype}, {python} (this "
+        "interpreter). The server must answer OpenAI chat completions on {host}:{port}.",
+    )
+    ready_path: str | None = Field(
+        default=None,
+        description="Path polled until it answers 200 before the server counts as ready "
+        "(default: /health, or /v1/models when the server has no /health).",
+    )
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 30000
     tp_size: Annotated[int, Field(gt=0)] = 1
@@ -126,7 +141,28 @@ class ServerConfig(Strict):
             raise ValueError("endpoint is required when kind is 'endpoint'")
         if self.kind == "replay" and self.replay is None:
             raise ValueError("replay settings are required when kind is 'replay'")
+        if self.kind == "command" and not self.command:
+            raise ValueError("command (the server's argv) is required when kind is 'command'")
+        if self.command is not None:
+            _check_placeholders(self.command)
+        if self.ready_path is not None and not self.ready_path.startswith("/"):
+            raise ValueError(f"ready_path must start with '/': {self.ready_path!r}")
         return self
+
+
+def _check_placeholders(argv: list[str]) -> None:
+    """Every ``{name}`` in ``command`` must be a known placeholder (a typo would reach the server verbatim)."""
+    import string
+
+    for i, arg in enumerate(argv):
+        try:
+            names = [f for _, f, _, _ in string.Formatter().parse(arg) if f is not None]
+        except ValueError as exc:
+            raise ValueError(f"command[{i}] {arg!r}: {exc}") from None
+        for name in names:
+            if name not in COMMAND_PLACEHOLDERS:
+                known = ", ".join("{" + p + "}" for p in COMMAND_PLACEHOLDERS)
+                raise ValueError(f"command[{i}] {arg!r}: unknown placeholder {{{name}}} (known: {known})")
 
 
 class ReplayConfig(Strict):

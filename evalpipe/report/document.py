@@ -381,14 +381,23 @@ def build_document(summary: Summary) -> list[Block]:
     blocks.append(Heading(2, "Configuration under test"))
     srv = summary.server
     m = summary.model
-    verified = "verified from server_info" if srv.verified else "not verified"
+    if srv.verified:
+        verified = "verified from server_info"
+    elif srv.resolved_config_available is False:
+        verified = "not verifiable: the server has no /server_info"
+    else:
+        verified = "not verified"
     cfg_items: list[Inline] = [
         [
             T("Model: "),
             C(m.path or "unknown"),
             T(" served as "),
             C(srv.served_model_name or m.served_name or "unknown"),
-            T(f" ({verified})" if srv.served_model_name else " (not verified)"),
+            T(
+                f" ({verified})"
+                if srv.served_model_name and srv.resolved_config_available is not False
+                else (" (checked from /v1/models)" if srv.served_model_name else " (not verified)")
+            ),
         ],
     ]
     if srv.verified is None:
@@ -396,7 +405,7 @@ def build_document(summary: Summary) -> list[Block]:
             [T("Runtime, KV layout and kernels: not verified (no server_info verification record).")]
         )
     else:
-        runtime = f"{srv.kind or 'server'} {srv.server_version or '(version unknown)'}"
+        runtime = f"{srv.engine or srv.kind or 'server'} {srv.server_version or '(version unknown)'}"
         par = ", ".join(
             x
             for x in (

@@ -47,7 +47,19 @@ class ServerVerification(Artifact):
     server_version: str | None = None
     launch_command: str | None = Field(default=None, description="As reported by /server_info (redacted).")
     checks: list[VerifiedValue] = Field(default_factory=list)
-    verified: bool = Field(description="All checks passed.")
+    verified: bool = Field(description="The resolved configuration was available and every check passed.")
+    resolved_config_available: bool = Field(
+        default=True,
+        description="False when the server has no /server_info: its resolved configuration (KV dtype, "
+        "kernels, parallelism) could not be checked — not the same as a mismatch.",
+    )
+    unverified_keys: list[str] = Field(
+        default_factory=list, description="Config keys that could not be checked (no /server_info)."
+    )
+    served_models: list[str] | None = Field(
+        default=None, description="Model ids listed by /v1/models (None when it did not answer)."
+    )
+    engine: str | None = Field(default=None, description="Engine the server reports (e.g. 'llama.cpp').")
     on_mismatch: str = "abort"
     kv_cache_dtype: str | None = None
     attention_backend: str | None = None

