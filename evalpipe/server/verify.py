@@ -142,8 +142,9 @@ def unverifiable_text(v: ServerVerification) -> str:
         name = f"served model name {served.expected!r} checked from /v1/models"
     else:
         name = f"served model name {served.expected!r} NOT listed by /v1/models (lists {served.resolved})"
-    keys = ", ".join(v.unverified_keys) or "none"
-    return f"resolved configuration not verifiable: the server has no /server_info ({keys} unchecked); {name}"
+    keys = [k for k in v.unverified_keys if k != "served_model_name"]
+    unchecked = f" ({', '.join(keys)} unchecked)" if keys else ""
+    return f"resolved configuration not verifiable: the server has no /server_info{unchecked}; {name}"
 
 
 def describe(
