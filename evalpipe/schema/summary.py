@@ -210,7 +210,8 @@ class ServerSummary(Row):
     verified: bool | None = Field(description="None: no verification record (e.g. attached endpoint).")
     description: str = Field(description="Human line from the verification, or 'not verified'.")
     resolved_config_available: bool | None = Field(
-        default=None, description="False: the server has no /server_info, so its resolved config is unverifiable."
+        default=None,
+        description="False: the server has no /server_info, so its resolved config is unverifiable.",
     )
     engine: str | None = None
     kind: str | None = None
