@@ -193,3 +193,46 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("command", "first_line"),
+    [
+        (
+            ["{python}", "-c", "import sys; print('unknown flag --frobnicate'); sys.exit(3)"],
+            "error: server exited with code 3 before becoming ready; last 2 log lines of",
+        ),
+        (
+            ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "{model_path}", "--port", "{port}"],
+            "error: preflight: model.path missing.gguf:",
+        ),
+    ],
+)
+def test_cli_bad_server_is_one_line_exit_2(tmp_path: Path, command: list[str], first_line: str) -> None:
+    data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data" / "gsm8k"
+    cfg = {
+        "name": "bad-server",
+        "model": {"path": "missing.gguf", "served_name": "m"},
+        "server": {"kind": "command", "command": command, "port": 0, "launch_timeout_s": 30},
+        "benchmarks": [
+            {
+                "name": "gsm8k",
+                "subset": "main",
+                "source": {"local": str(data)},
+                "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"},
+            }
+        ],
+        "output_root": str(tmp_path / "results"),
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalpipe.cli.main", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[0].startswith(first_line), proc.stderr
+    assert "Traceback" not in proc.stderr

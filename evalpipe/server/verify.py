@@ -25,14 +25,17 @@ _KERNEL_NAMES = {
 }
 
 
-def expected_values(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
+def expected_values(
+    cfg: RunConfig, server: ServerConfig, reported_engine: str | None = None
+) -> dict[str, Any]:
     """Config values that must match ``/server_info`` (only those the config pins down).
 
     ``kind: command`` servers are not SGLang: only what such a server can resolve is expected (the KV
-    cache dtype when the config sets one, and the served name)."""
+    cache dtype when the config sets one, and the served name); so are endpoints whose ``/server_info``
+    names a non-SGLang ``engine`` (evalpipe's llama.cpp launcher)."""
     if server.kind == "answer_key":
         return {"served_model_name": cfg.model.served_name}
-    if server.kind == "command":
+    if server.kind == "command" or reported_engine:
         exp_cmd: dict[str, Any] = {}
         if server.kv_cache_dtype != "auto":
             exp_cmd["kv_cache_dtype"] = server.kv_cache_dtype
@@ -71,8 +74,9 @@ def verify(
     unverifiable — recorded as such, never as a mismatch; the served name is still checked against
     ``/v1/models`` (``served_models``) whenever that answered.
     """
-    expected = expected_values(cfg, server)
     info = server_info or {}
+    engine = info.get("engine") if isinstance(info.get("engine"), str) else None
+    expected = expected_values(cfg, server, engine)
     checks: list[VerifiedValue] = []
     unverified: list[str] = []
     for key, want in expected.items():
