@@ -23,16 +23,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evalpipe.server.llamacpp import spawn
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "evalpipe" / "selftest" / "data"
@@ -51,33 +52,13 @@ if __name__ == "__main__":
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(tmp: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--port", str(port),
-         "--served-model-name", "smollm2", "--kv-cache-dtype", "f16", "--ctx-size", "8192",
-         "--parallel", "2", "--threads", "2", "--no-prompt-cache"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base
-        except OSError:
-            time.sleep(0.2)
-        if proc.poll() is not None:
-            sys.exit(f"llama.cpp server exited: see {tmp / 'server.log'}")
-    sys.exit("llama.cpp server not ready within 120 s")
+    args = ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", "f16",
+            "--ctx-size", "8192", "--parallel", "2", "--threads", "2", "--no-prompt-cache"]  # fmt: skip
+    try:
+        return spawn(args, tmp / "server.log")
+    except RuntimeError as exc:
+        sys.exit(str(exc))
 
 
 def write_config(tmp: Path, per_benchmark: int) -> Path:

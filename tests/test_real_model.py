@@ -26,15 +26,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from evalpipe.server.llamacpp import LoadLog, main, smollm2_path
+from evalpipe.server.llamacpp import LoadLog, main, smollm2_path, spawn
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "evalpipe" / "selftest" / "data"
@@ -177,21 +175,12 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _predictions(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def _evalscope_rows(run: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """EvalScope's own ``predictions`` or ``reviews`` rows of a run, by (benchmark, index)."""
     out = {}
-    for path in (run / "evalscope").glob("*/predictions/*/*.jsonl"):
-        bench = path.parts[-4]
+    for path in (run / "evalscope").glob(f"*/{kind}/*/*.jsonl"):
         for row in _jsonl(path):
-            out[(bench, row["index"])] = row
-    return out
-
-
-def _reviews(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    out = {}
-    for path in (run / "evalscope").glob("*/reviews/*/*.jsonl"):
-        bench = path.parts[-4]
-        for row in _jsonl(path):
-            out[(bench, row["index"])] = row
+            out[(path.parts[-4], row["index"])] = row
     return out
 
 
@@ -203,7 +192,7 @@ def test_real_engine_joins_sample_by_sample(real_run: Path) -> None:
     with gzip.open(real_run / "responses.jsonl.gz", "rt", encoding="utf-8") as fh:
         bodies = {r["attempt_id"]: json.loads(r["body"]) for r in map(json.loads, fh) if r.get("body")}
     attempts = {r["attempt_id"]: r for r in _jsonl(real_run / "requests.jsonl")}
-    preds, reviews = _predictions(real_run), _reviews(real_run)
+    preds, reviews = _evalscope_rows(real_run, "predictions"), _evalscope_rows(real_run, "reviews")
     assert len(outcomes) == 5 and {o["benchmark"] for o in outcomes} == {
         "gsm8k",
         "ceval",
@@ -264,32 +253,6 @@ if __name__ == "__main__":
 """
 
 
-def _launch_engine(tmp: Path) -> tuple[subprocess.Popen, str]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp / "bare-server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--port", str(port),
-         "--served-model-name", "smollm2", "--kv-cache-dtype", KV, *ENGINE_ARGS],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base
-        except OSError:
-            pass
-        assert proc.poll() is None, (tmp / "bare-server.log").read_text()[-2000:]
-        time.sleep(0.2)
-    raise AssertionError("llama.cpp did not become ready")
-
-
 @needs_engine
 @pytest.mark.slow
 def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
@@ -297,7 +260,10 @@ def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
     import signal
 
     outcomes = _jsonl(real_run / "outcomes.jsonl")
-    proc, base = _launch_engine(tmp_path)
+    proc, base = spawn(
+        ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", KV, *ENGINE_ARGS],
+        tmp_path / "bare-server.log",
+    )
     try:
         script = tmp_path / "bare_evalscope.py"
         script.write_text(BARE_SCRIPT, encoding="utf-8")

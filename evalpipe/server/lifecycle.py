@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -36,6 +35,7 @@ from evalpipe.redact import redact, redact_argv, redact_mapping, redact_text
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import LaunchRecord, ServerVerification
 from evalpipe.server import sglang_flags as flags
+from evalpipe.server.ports import free_port
 from evalpipe.server.sglang_env import probe_sglang, server_env
 from evalpipe.server.verify import mismatches, verify
 
@@ -74,13 +74,6 @@ class ServerHandle:
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
-
-
-def free_port(host: str) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def relevant_env(env: Mapping[str, str], server: ServerConfig, secrets: list[str]) -> dict[str, str]:

@@ -28,13 +28,14 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from evalpipe.server.ports import free_port, port_in_use
 
 ENGINE = "llama.cpp"
 #: KV cache types llama.cpp accepts for ``cache_type_k`` / ``cache_type_v`` (``--cache-type-k`` values).
@@ -129,23 +130,6 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -408,6 +392,36 @@ async def _props(session: Any, base: str) -> dict[str, Any]:
         if time.monotonic() > deadline:
             return {"error": "llama.cpp /props did not answer"}
         await asyncio.sleep(0.1)
+
+
+def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any, str]:
+    """Start this launcher as a process of its own (own session) and wait until ``/health`` answers 200.
+
+    For tests and benchmarks that need one server shared by several runs; ``evalpipe run`` launches it
+    through the server lifecycle instead.  Returns ``(Popen, base_url)``; the caller stops the group."""
+    import subprocess
+    import urllib.request
+
+    port = free_port()
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalpipe.server.llamacpp", *args, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama.cpp launcher exited with {proc.returncode}; see {log_path}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, base
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"llama.cpp launcher not ready within {timeout:g} s; see {log_path}")
 
 
 def main(argv: list[str] | None = None) -> int:

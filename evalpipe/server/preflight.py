@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 from collections.abc import Mapping
 
 from evalpipe.config.models import RunConfig, ServerConfig
@@ -28,6 +27,7 @@ from evalpipe.rundir import RunDir
 from evalpipe.schema.server import PreflightCheck, PreflightReport
 from evalpipe.server import gpus as gpu_mod
 from evalpipe.server import sglang_flags as flags
+from evalpipe.server.ports import port_in_use
 from evalpipe.server.sglang_env import dry_parse, probe_sglang, server_env
 
 RAW_FP8 = "fp8_e4m3"
@@ -346,18 +346,6 @@ def _check_command(cfg: RunConfig, server: ServerConfig, argv: list[str]) -> lis
         else:
             out.append(_ok("model_path", f"{path} exists", "model.path"))
     return out
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """True when something already listens on ``host:port`` (bound the way uvicorn binds)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def _check_port(server: ServerConfig) -> list[PreflightCheck]:
