@@ -211,3 +211,24 @@ def test_thinking_toggle_without_a_known_toggle_is_a_config_error(tmp_path: Path
     with pytest.raises(SystemExit) as exc:
         main(["config", "validate", str(cfg.config_path)])
     assert exc.value.code == 2
+
+
+def test_report_shows_the_verification_of_the_real_payload(tmp_path: Path) -> None:
+    from fixtures_rundir import RunDirBuilder, Sample
+
+    from evalpipe.audit.run import audit_run
+    from evalpipe.report.markdown import render_markdown
+
+    cfg = load_config(GLM_CONFIG, check_plans=False)
+    b = RunDirBuilder(tmp_path / "run")
+    b.verification = verify(cfg, cfg.server, redact(_real_info()), base_url="http://127.0.0.1:30000")
+    b.server_info = redact(_real_info())
+    b.add(Sample("gsm8k", "g1"))
+    summary = audit_run(b.write().root, write=False)
+    md = render_markdown(summary)
+    assert (
+        "Server verification: KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE; "
+        "reasoning parser glm45; request seed not effective (no --enable-deterministic-inference) — "
+        "verified from server_info"
+    ) in md
+    assert PLANTED not in md and not [f for f in summary.findings if f.code == "secret_in_artifact"]

@@ -86,6 +86,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         with contextlib.suppress(Exception):
             msg_hash = prompt_sha256(messages)
     max_tokens = req.get("max_tokens", req.get("max_completion_tokens"))
+    template_kwargs = req.get("chat_template_kwargs")
     resp = parse_response(response_body, meta[M_CTYPE])
     text = resp.get("text")
     model = req.get("model")
@@ -103,6 +104,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         model=model if isinstance(model, str) else None,
         max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None,
         stream=bool(req.get("stream")) or bool(meta[M_STREAM]),
+        chat_template_kwargs=template_kwargs if isinstance(template_kwargs, dict) else None,
         status=meta[M_STATUS],
         response_id=resp.get("id"),
         finish_reason=resp.get("finish_reason"),
@@ -181,13 +183,16 @@ def _parse_sse(body: bytes) -> dict[str, Any]:
 def _usage(u: Any) -> Usage | None:
     if not isinstance(u, dict):
         return None
-    return Usage(
-        **{
-            k: v if isinstance(v, int) and not isinstance(v, bool) else None
-            for k in Usage.model_fields
-            for v in [u.get(k)]
-        }
-    )
+    counts = {
+        k: v if isinstance(v, int) and not isinstance(v, bool) else None
+        for k in Usage.model_fields
+        for v in [u.get(k)]
+    }
+    if counts["reasoning_tokens"] is None:  # OpenAI's place; SGLang reports it at the top level
+        details = u.get("completion_tokens_details")
+        v = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        counts["reasoning_tokens"] = v if isinstance(v, int) and not isinstance(v, bool) else None
+    return Usage(**counts)
 
 
 class Recorder:
