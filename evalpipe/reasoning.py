@@ -77,3 +77,13 @@ def split_message(content: Any, reasoning_content: Any = None) -> SplitAnswer:
         return inline
     reasoning = "".join(field_parts) + inline.reasoning
     return SplitAnswer(reasoning=reasoning, answer=inline.answer, form="field")
+
+
+def answer_text(text: str) -> str:
+    """The final-answer text of a response, as both the proxy (wire ``content``) and the EvalScope bridge
+    (the prediction's text parts, from which EvalScope has already cut a closed ``<think>`` block and
+    stripped the rest) see it, so that their hashes of one response agree: ``text`` unchanged when it holds
+    no think tag, else the answer after the split, stripped."""
+    if THINK_CLOSE not in text and _OPEN.search(text) is None:
+        return text
+    return split_text(text).answer.strip()

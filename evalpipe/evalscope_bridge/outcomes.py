@@ -43,7 +43,7 @@ from evalpipe.evalscope_bridge.layout import (
 )
 from evalpipe.hashing import message_text, sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
-from evalpipe.reasoning import split_message
+from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.schema.manifest import Manifest
@@ -341,7 +341,7 @@ def _row(
         review_matches_prediction=(conversation_sha256(review) == conversation_sha256(pred))
         if pred and review
         else None,
-        response_sha256=sha256_hex(text) if text is not None else None,
+        response_sha256=sha256_hex(answer_text(text)) if text is not None else None,
         score=values.get(main) if main else None,
         scores=values,
         instructions_total=n_inst,

@@ -58,7 +58,9 @@ class RequestAttempt(Row):
         "the response was never delivered and cannot have been used.",
     )
     response_sha256: str | None = Field(
-        default=None, description="sha256 of the completion text (first choice)."
+        default=None,
+        description="sha256 of the completion text (first choice); of its final answer when the text holds "
+        "inline <think> reasoning (evalpipe.reasoning.answer_text).",
     )
 
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 from evalpipe.hashing import prompt_sha256, sha256_hex
+from evalpipe.reasoning import answer_text
 from evalpipe.rundir import RunDir
 from evalpipe.schema.requests import RequestAttempt, Usage
 from evalpipe.server.responses import append_member, make_record
@@ -112,7 +113,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         latency_s=round(meta[M_LATENCY], 6),
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
-        response_sha256=sha256_hex(text) if isinstance(text, str) else None,
+        response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 
 

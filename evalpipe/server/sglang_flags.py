@@ -254,6 +254,10 @@ def _answer_key_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[
     argv += ["--served-model-name", cfg.model.served_name, "--mode", mode]
     if faults:
         argv += ["--faults", ",".join(faults)]
+    if ak is not None and ak.thinking != "off":
+        argv += ["--thinking", ak.thinking]
+    if cfg.model.reasoning_parser != NO_REASONING_PARSER:
+        argv += ["--reasoning-parser", cfg.model.reasoning_parser]
     return argv
 
 
