@@ -203,3 +203,24 @@ def test_audit_flags_requests_without_the_configured_thinking_setting(
     bad = [f for f in s.findings if f.code == "thinking_setting_mismatch"]
     assert len(bad) == 1 and bad[0].severity == "error" and len(bad[0].attempt_ids) == 4
     assert s.verdict == "audit_error"
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        "<think>add 40 and 2</think>\n\nThe answer is 42.\n",  # EvalScope cuts the block and strips the rest
+        "add 40 and 2</think>The answer is 42.",  # GLM form: EvalScope leaves it as it is
+        "<think>add 40 and 2, then",  # budget ran out while thinking
+        "The answer is 42.\n",  # no reasoning: the text as it is
+    ],
+)
+def test_proxy_and_bridge_hash_the_same_answer(wire: str) -> None:
+    """The proxy hashes the wire content, the bridge EvalScope's parsed message: they must agree, or every
+    inline-thinking response would be a response_content_mismatch."""
+    from evalscope.api.messages import ChatMessageAssistant
+
+    from evalpipe.hashing import message_text
+    from evalpipe.reasoning import answer_text
+
+    parsed = ChatMessageAssistant(content=wire).model_dump()["content"]
+    assert answer_text(message_text(parsed)) == answer_text(wire)
