@@ -53,7 +53,9 @@ def test_fixture_is_the_real_shape_for_the_glm_argv() -> None:
     info = _real_info()
     cfg = load_config(GLM_CONFIG, check_plans=False)
     argv = build_argv(cfg, cfg.server, sglang_version="0.5.23", python="python")
-    assert info["launch_command"] == " ".join([*argv[3:], "--api-key", PLANTED])
+    assert info["launch_command"] == " ".join([*argv[3:], "--api-key", PLANTED]), (
+        "the glm-fp8 argv changed: regenerate the fixture with tools/make_sglang_server_info_fixture.py"
+    )
     assert info["version"] == "0.5.23" and isinstance(info["internal_states"], list)
     # where 0.5.23 reports the verified values: flat at the top level and again in each DP rank's state
     for key in ("kv_cache_dtype", "dsa_prefill_backend", "dsa_decode_backend", "reasoning_parser", "tp_size"):
