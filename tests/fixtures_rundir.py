@@ -64,6 +64,7 @@ class Attempt:
     completed: bool = True  # False: no ended_at (crash before the response)
     client_disconnected: bool = False  # answered after the client gave up (never delivered)
     response_text: str = "answer"
+    chat_template_kwargs: dict[str, Any] | None = None  # as the request body carried them
 
 
 @dataclass
@@ -89,6 +90,9 @@ class Sample:
     instructions_followed_loose: int | None = None
     api_error: str | None = None
     response_sha256: str | None = None  # default: the used attempt's
+    reasoning_chars: int | None = None
+    reasoning_tokens: int | None = None
+    final_answer_present: bool | None = None
 
     @property
     def prompt(self) -> str:
@@ -284,6 +288,7 @@ class RunDirBuilder:
                 messages_sha256=a.messages_sha256 if a.messages_sha256 is not None else prompt_hash,
                 model="test-model",
                 max_tokens=a.max_tokens,
+                chat_template_kwargs=a.chat_template_kwargs,
                 status=a.status,
                 response_id=aid if ok else None,
                 finish_reason=a.finish_reason if ok else None,
@@ -341,6 +346,9 @@ class RunDirBuilder:
                     input_tokens=att.usage.prompt_tokens if att and att.usage else None,
                     output_tokens=att.usage.completion_tokens if att and att.usage else None,
                     api_error=s.api_error,
+                    reasoning_chars=s.reasoning_chars,
+                    reasoning_tokens=s.reasoning_tokens,
+                    final_answer_present=s.final_answer_present,
                     prompt_sha256=s.prompt_hash if present else None,
                     expected_prompt_sha256=s.expected_prompt_sha256 or s.prompt_hash,
                     prompt_contains_question=s.prompt_contains_question if present else None,

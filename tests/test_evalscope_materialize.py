@@ -214,6 +214,7 @@ def test_build_task_from_run_config(tmp_path: Path) -> None:
 def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = run_config({"gsm8k": 1})
     cfg.model.thinking = "disabled"
+    cfg.model.reasoning_parser = "glm45"  # the toggle's name comes from the reasoning parser
     task = build_task(
         cfg, "gsm8k", api_url="http://h/v1", dataset_dir=Path("d"), subsets=["main"], work_dir=Path("w")
     )

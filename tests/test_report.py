@@ -43,7 +43,8 @@ def test_markdown_table_and_paragraphs(planted: tuple[Path, Summary]) -> None:
 def test_failure_paragraph_from_taxonomy(planted: tuple[Path, Summary]) -> None:
     _, s = planted
     assert failure_paragraph(s) == (
-        "1 C-Eval response exhausted its 32768-token budget without a final answer; it counts as incorrect. "
+        "One C-Eval response exhausted its 32768-token output budget while writing the answer, which is cut "
+        "off; it counts as incorrect. "
         "1 code sample raised IndexError. 2 code samples failed their tests. "
         "1 IFEval sample could not be scored (scorer error); counted as incorrect. "
         "1 request attempt failed at the API/transport level; 1 retry followed. "
@@ -54,8 +55,10 @@ def test_failure_paragraph_from_taxonomy(planted: tuple[Path, Summary]) -> None:
 def test_failure_paragraph_two_budgets_and_no_failures(tmp_path: Path) -> None:
     b = RunDirBuilder(tmp_path / "run")
     b.add(
-        Sample("ceval", "c", stratum="law", score=0.0, failure_class="budget_exhausted"),
-        Sample("live_code_bench", "l", stratum="hard", score=0.0, failure_class="budget_exhausted"),
+        Sample("ceval", "c", stratum="law", score=0.0, failure_class="budget_exhausted_in_reasoning"),
+        Sample(
+            "live_code_bench", "l", stratum="hard", score=0.0, failure_class="budget_exhausted_in_reasoning"
+        ),
         Sample(
             "live_code_bench",
             "m",
@@ -67,8 +70,9 @@ def test_failure_paragraph_two_budgets_and_no_failures(tmp_path: Path) -> None:
     )
     s = audit_run(b.write().root, write=False)
     assert failure_paragraph(s) == (
-        "1 C-Eval and 1 LiveCodeBench responses exhausted their 32768/65536-token budgets without a final "
-        "answer; both count as incorrect. 1 code sample raised IndexError. No API/transport failures."
+        "One C-Eval and one LiveCodeBench response exhausted the respective 32768/65536-token output budgets "
+        "without a final answer; both count as incorrect. 1 code sample raised IndexError. "
+        "No API/transport failures."
     )
 
 
@@ -158,8 +162,9 @@ def test_failure_paragraph_mentions_truncated_answers_scored_correct(tmp_path: P
     b.add(Sample("gsm8k", "a", score=1.0, failure_class="budget_exhausted"))
     s = audit_run(b.write().root, write=False)
     assert failure_paragraph(s) == (
-        "1 GSM8K response exhausted its 16384-token budget without a final answer; it counts as incorrect "
-        "(EvalScope scored 1 of the truncated answers correct). No API/transport failures."
+        "One GSM8K response exhausted its 16384-token output budget while writing the answer, which is cut "
+        "off; it counts as incorrect (EvalScope scored 1 of the truncated answers correct). "
+        "No API/transport failures."
     )
 
 

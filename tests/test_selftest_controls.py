@@ -34,8 +34,8 @@ def test_positive_and_negative_controls_hold(controls) -> None:
     }
     assert positive.summary.exit_code == 0
     scores = {b.benchmark: (b.correct, b.scored) for b in positive.summary.benchmarks}
-    # 100 % except the two planted faults that change a score
-    assert scores["ifeval"][0] == scores["ifeval"][1] and scores["ceval"][0] == scores["ceval"][1]
+    # 100 % except the three planted faults that change a score
+    assert scores["ifeval"][0] == scores["ifeval"][1] and scores["ceval"][0] == scores["ceval"][1] - 1
     assert scores["gsm8k"][0] == scores["gsm8k"][1] - 1
     assert scores["live_code_bench"][0] == scores["live_code_bench"][1] - 1
     assert negative.summary.exit_code == 1

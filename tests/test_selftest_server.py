@@ -263,6 +263,10 @@ def test_faults_fire_exactly_once_on_announced_items_with_evalscope_client(
             and "\\boxed" not in outputs["truncate"].completion
         )
         assert "tokens[len(tokens)]" in outputs["index_error"].completion
+        # thinking mode off: the endless thinking arrives inline, after an unclosed <think>, cut at the budget
+        assert outputs["reasoning_budget"].stop_reason == "max_tokens"
+        assert outputs["reasoning_budget"].completion.startswith("<think>Let me reconsider")
+        assert "</think>" not in outputs["reasoning_budget"].completion
         assert outputs["other"].completion == other.answer
 
         fired = {r["fault"]: r["fired"] for r in _get(server.base_url + "/faults")[1]["faults"]}
@@ -273,6 +277,7 @@ def test_faults_fire_exactly_once_on_announced_items_with_evalscope_client(
             targets["duplicate_request"].label: 2,  # held past the timeout, then the re-sent request
             targets["truncate"].label: 1,
             targets["index_error"].label: 1,
+            targets["reasoning_budget"].label: 1,
             other.label: 1,
         }
         log = server.log_text()
@@ -398,3 +403,46 @@ def test_launched_by_lifecycle_faults_recorded_by_proxy(
         by_prompt.setdefault(a.messages_sha256 or "", []).append(a.status)
     sha = {item: prompt_sha256([{"role": "user", "content": item.needle}]) for item in (dup, err)}
     assert by_prompt == {sha[dup]: [200, 200], sha[err]: [500, 200]}
+
+
+def test_thinking_modes_both_forms_toggle_and_reasoning_budget(tmp_path: Path, key: AnswerKey) -> None:
+    """Thinking mode: reasoning in reasoning_content (parser form) or inline <think> (no parser), usage with
+    SGLang's top-level reasoning_tokens; a request that switches thinking off gets none; reasoning_budget
+    thinks until max_tokens and never answers — and EvalScope's client splits both forms the same way."""
+    from evalscope.api.messages import ChatMessageUser
+    from evalscope.api.model import GenerateConfig
+    from evalscope.models.openai_compatible import OpenAICompatibleAPI
+
+    from evalpipe.reasoning import split_message
+
+    item = key.item("gsm8k", next(i.source_id for i in key.items if i.benchmark == "gsm8k"))
+    budget = key.fault_targets["reasoning_budget"]
+    for form in ("reasoning_content", "inline"):
+        with answer_key_server(
+            tmp_path, "--thinking", form, "--faults", "reasoning_budget", "--reasoning-parser", "glm45"
+        ) as server:
+            assert _get(server.base_url + "/server_info")[1]["reasoning_parser"] == "glm45"
+            status, body = _chat(server, item.needle, chat_template_kwargs={"enable_thinking": True})
+            msg, usage = body["choices"][0]["message"], body["usage"]
+            split = split_message(msg["content"], msg.get("reasoning_content"))
+            assert status == 200 and split.answer.strip() == item.answer and split.reasoning.strip()
+            assert (msg["reasoning_content"] is not None) is (form == "reasoning_content")
+            assert 0 < usage["reasoning_tokens"] < usage["completion_tokens"]
+
+            off = _chat(server, item.needle, chat_template_kwargs={"enable_thinking": False})[1]
+            assert off["choices"][0]["message"]["content"] == item.answer
+            assert off["choices"][0]["message"]["reasoning_content"] is None
+            assert off["usage"]["reasoning_tokens"] == 0
+
+            status, body = _chat(server, budget.needle, max_tokens=40)
+            msg, usage = body["choices"][0]["message"], body["usage"]
+            split = split_message(msg["content"], msg.get("reasoning_content"))
+            assert body["choices"][0]["finish_reason"] == "length" and not split.final_answer_present
+            assert usage["reasoning_tokens"] == usage["completion_tokens"] == 40
+            api = OpenAICompatibleAPI(model_name=SERVED, base_url=server.base_url + "/v1", api_key="EMPTY")
+            out = api.generate(
+                [ChatMessageUser(content=item.needle)], tools=[], tool_choice="auto", config=GenerateConfig()
+            )
+            assert out.completion.strip() == item.answer  # EvalScope scores the answer, not the thinking
+            parts = [p.model_dump() for p in out.choices[0].message.content]  # type: ignore[union-attr]
+            assert split_message(parts).reasoning.strip()

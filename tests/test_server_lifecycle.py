@@ -146,7 +146,8 @@ def test_kv_mismatch_warns_when_configured(
 
 
 def test_api_key_echoed_by_server_is_redacted(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
-    fake_env.setenv("FAKE_SGLANG_ECHO_API_KEY", "1")
+    # like SGLang 0.5.23 (the fake serves its real payload), the key comes back in api_key, in every
+    # internal_states entry and inside launch_command
     fake_env.setenv("EVALPIPE_LIFECYCLE_KEY", "sk-lifecycle-secret-123")
     cfg = write_config(tmp_path, {"api_key_env": "EVALPIPE_LIFECYCLE_KEY"})
     rundir = RunDir(tmp_path / "run")
@@ -160,6 +161,7 @@ def test_api_key_echoed_by_server_is_redacted(tmp_path: Path, fake_env: pytest.M
         assert "sk-lifecycle-secret-123" not in path.read_text(), path
     info = json.loads(rundir.server_info.read_text())
     assert info["api_key"] == "***" and "--api-key ***" in info["launch_command"]
+    assert [state["api_key"] for state in info["internal_states"]] == ["***"]
     assert "--api-key" in _launched(rundir).argv
 
 

@@ -16,7 +16,7 @@ from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
 from evalpipe.audit.secrets import scan_paths
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest, ManifestEntry
-from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
 from evalpipe.schema.server import ServerVerification
 from evalpipe.schema.summary import Finding
 
@@ -157,12 +157,24 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
             f"scorer failed: {row.failure_detail or 'no detail'}; counted as incorrect",
         )
     # Model-side failures, not pipeline faults: listed (info) so each one is traceable to its sample.
+    if row.failure_class == "budget_exhausted_in_reasoning":
+        spent = (
+            f"{row.reasoning_tokens} reasoning tokens"
+            if row.reasoning_tokens is not None
+            else f"{row.reasoning_chars} reasoning characters (tokens not reported)"
+        )
+        add(
+            "info",
+            "budget_exhausted_in_reasoning",
+            f"response exhausted its output budget while still thinking ({spent}, stop reason "
+            f"{row.stop_reason or 'length'}) without a final answer; counted as incorrect",
+        )
     if row.failure_class == "budget_exhausted":
         add(
             "info",
             "budget_exhausted",
-            f"response hit its output budget (stop reason {row.stop_reason or 'length'}) without a final "
-            "answer; counted as incorrect",
+            f"response hit its output budget (stop reason {row.stop_reason or 'length'}) while writing its "
+            "answer, which is truncated; counted as incorrect",
         )
     if row.failure_class == "code_runtime_error":
         add("info", "code_runtime_error", f"generated code raised {row.failure_detail or 'an exception'}")
@@ -172,7 +184,7 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
         add("error", "outcome_inconsistent", f"failure class 'ok' with score {row.score}")
     elif row.failure_class == "wrong" and row.score != 0.0:
         add("error", "outcome_inconsistent", f"failure class 'wrong' with score {row.score}")
-    elif row.failure_class not in ("ok", "budget_exhausted") and row.score == 1.0:
+    elif row.failure_class != "ok" and row.failure_class not in BUDGET_CLASSES and row.score == 1.0:
         add("error", "outcome_inconsistent", f"failure class {row.failure_class!r} with score 1")
     return out
 
@@ -382,6 +394,41 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
             code="server_not_verified",
             path="server/verification.json",
             message=f"server resolved a different config than requested ({detail or 'see checks'})",
+        )
+    ]
+
+
+def check_thinking_setting(inputs: RunInputs) -> list[Finding]:
+    """Every recorded chat request carried the thinking setting the config asked for: the reasoning
+    parser's toggle with the configured value, or (``thinking: model_default``) no toggle at all."""
+    from evalpipe.errors import ConfigError
+    from evalpipe.server.sglang_flags import THINKING_TOGGLE, thinking_kwargs
+
+    if inputs.config is None or inputs.attempts is None:
+        return []
+    try:
+        expected = thinking_kwargs(inputs.config)
+    except ConfigError:
+        return []  # such a config never runs (check_generation refuses it)
+    toggles = set(THINKING_TOGGLE.values())
+    bad: list[str] = []
+    for a in inputs.attempts:
+        if a.method != "POST" or not a.path.rstrip("/").endswith("chat/completions"):
+            continue
+        sent = {k: v for k, v in (a.chat_template_kwargs or {}).items() if k in toggles}
+        if sent != (expected or {}):
+            bad.append(a.attempt_id)
+    if not bad:
+        return []
+    want = f"chat_template_kwargs {expected}" if expected else "no thinking toggle (thinking: model_default)"
+    return [
+        Finding(
+            severity="error",
+            code="thinking_setting_mismatch",
+            attempt_ids=_ids(bad),
+            path="requests.jsonl",
+            message=f"{len(bad)} request(s) did not carry the thinking setting the config asks for ({want}): "
+            "their answers are not from the configured reasoning mode",
         )
     ]
 

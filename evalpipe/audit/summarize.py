@@ -8,6 +8,7 @@ row) counts as incorrect and is counted in ``without_score``, so a broken run ca
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from evalpipe.audit.naming import (
 )
 from evalpipe.audit.secrets import redact_text
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
-from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.summary import (
     BenchmarkResult,
@@ -30,8 +31,10 @@ from evalpipe.schema.summary import (
     FailureCount,
     GenerationSummary,
     Interval,
+    LengthStats,
     MetricResult,
     ModelSummary,
+    ReasoningLength,
     RequestAudit,
     ResponseSelection,
     SamplingSummary,
@@ -57,7 +60,7 @@ def _counts(row: OutcomeRow | None) -> bool:
     A response that hit its output budget counts as incorrect even when EvalScope scored the
     truncated text correct (declared failure treatment); secondary metrics follow the same rule.
     """
-    return row is not None and row.score is not None and row.failure_class != "budget_exhausted"
+    return row is not None and row.score is not None and row.failure_class not in BUDGET_CLASSES
 
 
 def _correct(row: OutcomeRow | None) -> bool:
@@ -299,6 +302,34 @@ def _max_tokens(inputs: RunInputs, benchmark: str, attempts: list[RequestAttempt
     return seen.most_common(1)[0][0] if seen else None
 
 
+def _length_stats(values: list[float]) -> LengthStats | None:
+    if not values:
+        return None
+    v = sorted(values)
+    n = len(v)
+    median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    p95 = v[max(0, math.ceil(0.95 * n) - 1)]
+    return LengthStats(n=n, median=median, p95=p95, max=v[-1])
+
+
+def reasoning_length(found: list[OutcomeRow | None], budget: int | None) -> ReasoningLength | None:
+    """Reasoning length per benchmark as a share of its budget (tokens only where the server reported them)."""
+    responses = [r for r in found if r is not None and r.prediction_present]
+    reasoned = [r for r in responses if (r.reasoning_chars or 0) > 0]
+    if not reasoned:
+        return None
+    tokens = [float(r.reasoning_tokens) for r in reasoned if r.reasoning_tokens is not None]
+    return ReasoningLength(
+        budget=budget,
+        responses=len(responses),
+        with_reasoning=len(reasoned),
+        tokens_reported=len(tokens),
+        tokens=_length_stats(tokens),
+        share_of_budget=_length_stats([t / budget for t in tokens]) if budget else None,
+        chars=_length_stats([float(r.reasoning_chars or 0) for r in reasoned]),
+    )
+
+
 def benchmark_results(
     inputs: RunInputs, rows: dict[SampleKey, OutcomeRow], linkage: Linkage | None
 ) -> list[BenchmarkResult]:
@@ -316,11 +347,12 @@ def benchmark_results(
         correct = sum(1 for r in found if _correct(r))
         without = sum(1 for r in found if r is None or r.score is None)
         truncated_scored = sum(
-            1 for r in found if r is not None and r.failure_class == "budget_exhausted" and (r.score or 0) > 0
+            1 for r in found if r is not None and r.failure_class in BUDGET_CLASSES and (r.score or 0) > 0
         )
         n = len(entries)
         strata, stratified = strata_results(entries, rows)
         attempts = linkage.attempts_for_benchmark(name) if linkage else []
+        budget = _max_tokens(inputs, name, attempts)
         subsets = list(sampling.subsets) if sampling else sorted({e.subset for e in entries})
         out.append(
             BenchmarkResult(
@@ -339,9 +371,10 @@ def benchmark_results(
                 strata=strata,
                 secondary=ifeval_secondary(entries, rows) if name == "ifeval" else [],
                 failures=failure_counts(entries, rows),
-                max_tokens=_max_tokens(inputs, name, attempts),
+                max_tokens=budget,
                 requests=request_audit(entries, linkage, name, inputs.attempts_torn),
                 throughput=throughput(attempts, tp_size) if linkage else None,
+                reasoning=reasoning_length(found, budget),
             )
         )
     return out

@@ -23,7 +23,7 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     from rich.table import Table
 
     from evalpipe.cli.console import out
-    from evalpipe.report.document import RESULTS_HEADERS, VERDICT_TEXT, results_rows
+    from evalpipe.report.document import RESULTS_HEADERS, VERDICT_TEXT, reasoning_line, results_rows
 
     table = Table(title=f"run {escape(summary.run_id)}", title_justify="left")
     for i, h in enumerate(RESULTS_HEADERS):
@@ -31,6 +31,9 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     for row in results_rows(summary):
         table.add_row(*(escape(c) for c in row))
     out.print(table)
+    for b in summary.benchmarks:
+        if b.reasoning is not None:
+            out.print(f"  [dim]{escape(reasoning_line(b))}[/]")
     if summary.findings:
         out.print(f"[bold]Findings[/] ({len(summary.findings)}):")
         for f in summary.findings:

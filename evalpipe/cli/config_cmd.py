@@ -16,8 +16,10 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
     """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
     from evalpipe.cli.console import out
     from evalpipe.config import load_config
+    from evalpipe.server.sglang_flags import thinking_kwargs
 
     cfg = load_config(config)
+    thinking_kwargs(cfg)  # model.thinking needs a reasoning parser with a known toggle
     out.print(
         f"{config}: valid ({len(cfg.benchmarks)} benchmarks: {', '.join(b.name for b in cfg.benchmarks)})"
     )

@@ -39,7 +39,18 @@ class ModelConfig(Strict):
         description="'native' = the tokenizer's own chat template; otherwise a template path.",
     )
     thinking: Literal["model_default", "enabled", "disabled"] = Field(
-        default="model_default", description="Reasoning mode; model_default sends no chat_template_kwargs."
+        default="model_default",
+        description="Reasoning mode; model_default sends no chat_template_kwargs. enabled/disabled send the "
+        "toggle the reasoning parser's model family understands (glm45: enable_thinking; deepseek-v3: "
+        "thinking).",
+    )
+    reasoning_parser: Annotated[str, Field(min_length=1)] = Field(
+        default="none",
+        description="SGLang --reasoning-parser (e.g. 'glm45'); 'none' = not a reasoning model (flag not passed). "
+        "Checked against the installed SGLang's parser list at preflight and against /server_info.",
+    )
+    tool_call_parser: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None, description="SGLang --tool-call-parser (e.g. 'glm47'); unset = flag not passed."
     )
     tokenizer_path: str | None = None
 
@@ -73,8 +84,13 @@ class AnswerKeyConfig(Strict):
     """The embedded self-test server: answers from the bundled datasets' gold answers."""
 
     mode: Literal["positive", "negative"] = "positive"
-    faults: list[Literal["duplicate_request", "truncate", "http_500_once", "index_error"]] = Field(
-        default_factory=list
+    faults: list[
+        Literal["duplicate_request", "truncate", "http_500_once", "index_error", "reasoning_budget"]
+    ] = Field(default_factory=list)
+    thinking: Literal["off", "reasoning_content", "inline"] = Field(
+        default="off",
+        description="Answer as a thinking model: reasoning in message.reasoning_content (a server with a "
+        "reasoning parser) or inline as <think>…</think> before the answer (no parser); off = answer only.",
     )
 
 

@@ -6,7 +6,11 @@ never a gap in the denominator.  The failure class says what happened to the sam
 * ``api_error``: the request failed (recorded by the worker) or the server rejected it;
 * ``missing_prediction`` / ``missing_review``: EvalScope left no record and no error;
 * ``scoring_error``: a review exists but produced no score (e.g. IFEval without NLTK ``punkt_tab``);
-* ``budget_exhausted``: stop reason ``max_tokens`` (OpenAI ``length``), counted incorrect;
+* ``budget_exhausted_in_reasoning``: stopped by the output budget while still thinking — reasoning and no
+  final answer (``evalpipe.reasoning`` recognises parsed and inline ``<think>`` reasoning alike), counted
+  incorrect;
+* ``budget_exhausted``: stop reason ``max_tokens`` (OpenAI ``length``) with the answer itself truncated,
+  counted incorrect;
 * ``ok`` / ``wrong`` / ``unparsable_answer`` (no answer could be extracted);
 * LiveCodeBench failures from the review's test metadata: ``code_wrong_answer``, ``code_timeout``,
   ``code_runtime_error`` (``failure_detail`` = exception type, e.g. ``IndexError``),
@@ -39,10 +43,12 @@ from evalpipe.evalscope_bridge.layout import (
 )
 from evalpipe.hashing import message_text, sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
+from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.requests import RequestAttempt
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\(")
 
@@ -172,6 +178,13 @@ def classify(
         return "scoring_error", _scoring_error_detail(benchmark, entry, score, punkt_tab)
     primary = values.get(main) if main else next(iter(values.values()))
     if stop in BUDGET_STOP_REASONS:
+        split = split_message((choice.get("message") or {}).get("content"))
+        if split.reasoning and not split.final_answer_present:
+            return (
+                "budget_exhausted_in_reasoning",
+                f"stop reason {stop} while still thinking: {len(split.reasoning)} reasoning characters, "
+                "no final answer",
+            )
         detail = f"stop reason {stop}"
         if primary and primary > 0:
             detail += f"; EvalScope scored the truncated answer {primary:g}"
@@ -241,6 +254,11 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
                 cache[key] = (preds, n_p, revs, n_r)
         return cache[key]
 
+    # reasoning tokens as the server reported them, from the proxy's record of the response EvalScope used
+    reasoning_tokens: dict[str, int] = {}
+    for attempt in read_jsonl(rundir.requests_log, RequestAttempt):
+        if attempt.response_id and attempt.usage is not None and attempt.usage.reasoning_tokens is not None:
+            reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
     rows: list[OutcomeRow] = []
     for m in manifest.entries:
@@ -254,7 +272,7 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
         errs = errors.get((entry.benchmark, entry.subset, entry.index), {})
         fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
         rows.append(_row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
-                         detail, hashes.get((entry.benchmark, entry.source_id))))  # fmt: skip
+                         detail, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens))  # fmt: skip
     return rows
 
 
@@ -268,11 +286,18 @@ def _row(
     failure_class: str,
     failure_detail: str | None,
     expected_prompt: str | None,
+    reasoning_tokens: dict[str, int] | None = None,
 ) -> OutcomeRow:
     out = model_output(pred) if pred else None
     choice = first_choice(out)
     usage = (out or {}).get("usage") or {}
-    text = message_text((choice.get("message") or {}).get("content")) if choice else None
+    content = (choice.get("message") or {}).get("content") if choice else None
+    text = message_text(content) if choice else None
+    split = split_message(content) if choice else None
+    response_id = (out or {}).get("id")
+    r_tokens = (reasoning_tokens or {}).get(response_id) if isinstance(response_id, str) else None
+    if r_tokens is None and isinstance(usage.get("reasoning_tokens"), int):
+        r_tokens = usage["reasoning_tokens"]  # EvalScope's copy of completion_tokens_details
     score = sample_score(review) if review else None
     values = _float_scores((score or {}).get("value"))
     main = (score or {}).get("main_score_name")
@@ -305,6 +330,10 @@ def _row(
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),
         latency_s=(out or {}).get("time"),
+        reasoning_chars=len(split.reasoning) if split else None,
+        reasoning_tokens=r_tokens,
+        answer_chars=len(split.answer) if split else None,
+        final_answer_present=split.final_answer_present if split else None,
         api_error=api_error,
         prompt_sha256=row_prompt_sha256(pred) if pred else None,
         expected_prompt_sha256=expected_prompt,
@@ -312,7 +341,7 @@ def _row(
         review_matches_prediction=(conversation_sha256(review) == conversation_sha256(pred))
         if pred and review
         else None,
-        response_sha256=sha256_hex(text) if text is not None else None,
+        response_sha256=sha256_hex(answer_text(text)) if text is not None else None,
         score=values.get(main) if main else None,
         scores=values,
         instructions_total=n_inst,

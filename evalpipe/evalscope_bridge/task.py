@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.evalscope_bridge.facts import LCB_FILTER_PARAMS
+from evalpipe.server.sglang_flags import thinking_kwargs
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
 # paths inside the run directory (always ``datasets/<benchmark>`` and ``evalscope/<benchmark>``, so a
@@ -55,6 +56,7 @@ def check_generation(cfg: RunConfig) -> None:
                 f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "
                 "filter dates in the sampling plan instead"
             )
+    thinking_kwargs(cfg)  # ConfigError naming model.thinking when the toggle is unknown
     env = cfg.server.api_key_env
     if env and not os.environ.get(env):
         raise ConfigError(f"server.api_key_env: environment variable {env} is not set")
@@ -74,8 +76,9 @@ def generation_config(cfg: RunConfig, benchmark: str) -> dict[str, Any]:
     }
     if g.seed is not None:
         out["seed"] = g.seed
-    if cfg.model.thinking != "model_default":
-        out["extra_body"] = {"chat_template_kwargs": {"enable_thinking": cfg.model.thinking == "enabled"}}
+    toggle = thinking_kwargs(cfg)
+    if toggle is not None:
+        out["extra_body"] = {"chat_template_kwargs": toggle}
     return out
 
 

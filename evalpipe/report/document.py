@@ -120,6 +120,28 @@ def _names(entries: list[tuple[BenchmarkResult, int]]) -> str:
     return join_words([f"{n} {b.display_name}" for b, n in entries])
 
 
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _number(n: int) -> str:
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
+
+
+def _budget_sentence(entries: list[tuple[BenchmarkResult, int]], how: str) -> str:
+    """E.g. "One C-Eval and one LiveCodeBench response exhausted the respective 32768/65536-token output
+    budgets without a final answer; both count as incorrect" (the budget per benchmark)."""
+    total = sum(n for _, n in entries)
+    names = join_words([f"{_number(n)} {b.display_name}" for b, n in entries])
+    noun = "response" if all(n == 1 for _, n in entries) else "responses"
+    budgets = [str(b.max_tokens) if b.max_tokens else "?" for b, _ in entries]
+    if len(entries) > 1:
+        whose = f"the respective {'/'.join(budgets)}-token output budgets"
+    else:
+        whose = f"{'its' if total == 1 else 'their'} {budgets[0]}-token output budget"
+    count = "it counts" if total == 1 else ("both count" if total == 2 else "all count")
+    return f"{names[0].upper()}{names[1:]} {noun} exhausted {whose} {how}; {count} as incorrect"
+
+
 def failure_paragraph(summary: Summary) -> str:
     """The failure-treatment paragraph, generated from the taxonomy counts."""
 
@@ -132,17 +154,14 @@ def failure_paragraph(summary: Summary) -> str:
         return out
 
     sentences: list[str] = []
+    thinking = by_class("budget_exhausted_in_reasoning")
+    if thinking:
+        sentences.append(_budget_sentence(thinking, "without a final answer") + ".")
     budget = by_class("budget_exhausted")
     if budget:
-        total = sum(n for _, n in budget)
-        budgets = list(dict.fromkeys(str(b.max_tokens) if b.max_tokens else "?" for b, _ in budget))
-        their = "its" if total == 1 else "their"
-        noun = "budget" if len(budgets) == 1 else "budgets"
-        count = "it counts" if total == 1 else ("both count" if total == 2 else "all count")
         scored = sum(b.budget_exhausted_scored_correct for b, _ in budget)
         sentences.append(
-            f"{_names(budget)} {'response' if total == 1 else 'responses'} exhausted {their} "
-            f"{'/'.join(budgets)}-token {noun} without a final answer; {count} as incorrect"
+            _budget_sentence(budget, "while writing the answer, which is cut off")
             + (f" (EvalScope scored {scored} of the truncated answers correct)." if scored else ".")
         )
     unparsable = by_class("unparsable_answer")
@@ -214,6 +233,28 @@ def failure_paragraph(summary: Summary) -> str:
     if not sentences:
         return "No failures other than wrong answers."
     return " ".join(sentences)
+
+
+def reasoning_line(b: BenchmarkResult) -> str:
+    """E.g. "GSM8K reasoning length: median 812 / p95 1,950 / max 2,048 tokens = 39.7 % / 95.2 % / 100.0 % of
+    the 2048-token budget (5 of 5 responses reasoned; tokens reported for 5)"."""
+    r = b.reasoning
+    if r is None:
+        return ""
+    scope = f"{r.with_reasoning} of {r.responses} responses reasoned"
+    if r.tokens is not None:
+        t = r.tokens
+        line = f"{b.display_name} reasoning length: median {t.median:,.0f} / p95 {t.p95:,.0f} / max {t.max:,.0f} tokens"
+        if r.share_of_budget is not None and r.budget:
+            sh = r.share_of_budget
+            line += f" = {pct(sh.median)} / {pct(sh.p95)} / {pct(sh.max)} of the {r.budget}-token budget"
+        return f"{line} ({scope}; tokens reported for {r.tokens_reported})."
+    c = r.chars
+    chars = f"median {c.median:,.0f} / p95 {c.p95:,.0f} / max {c.max:,.0f} characters" if c else "no length"
+    return (
+        f"{b.display_name} reasoning length: {chars}; the server reported no reasoning-token counts, so the "
+        f"share of the {r.budget or '?'}-token budget is unknown ({scope})."
+    )
 
 
 def request_paragraph(summary: Summary) -> str:
@@ -475,6 +516,9 @@ def build_document(summary: Summary) -> list[Block]:
 
     blocks.append(Heading(2, "Failure treatment"))
     blocks.append(Paragraph([T(failure_paragraph(summary))]))
+    lengths = [reasoning_line(b) for b in summary.benchmarks if b.reasoning is not None]
+    if lengths:
+        blocks.append(Bullets([[T(x)] for x in lengths]))
     frows = _failure_rows(summary)
     if frows:
         blocks.append(

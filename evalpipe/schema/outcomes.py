@@ -16,6 +16,7 @@ FailureClass = Literal[
     "ok",
     "wrong",
     "budget_exhausted",
+    "budget_exhausted_in_reasoning",
     "api_error",
     "scoring_error",
     "code_wrong_answer",
@@ -28,6 +29,9 @@ FailureClass = Literal[
 ]
 
 FAILURE_CLASSES: tuple[str, ...] = FailureClass.__args__  # type: ignore[attr-defined]
+#: The output budget ran out: while still thinking (no final answer), or in the answer itself.  Both count
+#: as incorrect whatever EvalScope scored.
+BUDGET_CLASSES: frozenset[str] = frozenset({"budget_exhausted", "budget_exhausted_in_reasoning"})
 
 
 class OutcomeRow(Row):
@@ -46,6 +50,22 @@ class OutcomeRow(Row):
     input_tokens: int | None = None
     output_tokens: int | None = None
     latency_s: float | None = None
+    reasoning_chars: int | None = Field(
+        default=None,
+        description="Characters of reasoning (reasoning_content, or inline <think> text); 0 = none; None "
+        "without a prediction.",
+    )
+    reasoning_tokens: int | None = Field(
+        default=None,
+        description="Reasoning tokens as the server reported them (usage.reasoning_tokens or "
+        "usage.completion_tokens_details.reasoning_tokens); None when not reported — never estimated.",
+    )
+    answer_chars: int | None = Field(
+        default=None, description="Characters of the final answer (content without reasoning)."
+    )
+    final_answer_present: bool | None = Field(
+        default=None, description="The response holds a non-blank final answer besides its reasoning."
+    )
     api_error: str | None = None
     prompt_sha256: str | None = Field(
         default=None, description="evalpipe.hashing.prompt_sha256 of the prediction."

@@ -6,6 +6,8 @@ Response bodies are kept in ``responses.jsonl.gz`` (one gzip member per attempt,
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from evalpipe.schema.base import Row
@@ -15,6 +17,12 @@ class Usage(Row):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    reasoning_tokens: int | None = Field(
+        default=None,
+        description="Completion tokens spent thinking, as the server reported them: SGLang's top-level "
+        "usage.reasoning_tokens or OpenAI's usage.completion_tokens_details.reasoning_tokens; None when "
+        "neither is present (never estimated).",
+    )
 
 
 class RequestAttempt(Row):
@@ -30,6 +38,10 @@ class RequestAttempt(Row):
     model: str | None = None
     max_tokens: int | None = None
     stream: bool = False
+    chat_template_kwargs: dict[str, Any] | None = Field(
+        default=None,
+        description="The request body's chat_template_kwargs (e.g. the thinking toggle); None when absent.",
+    )
     status: int | None = Field(
         default=None, description="HTTP status from the server; None on transport error."
     )
@@ -46,7 +58,9 @@ class RequestAttempt(Row):
         "the response was never delivered and cannot have been used.",
     )
     response_sha256: str | None = Field(
-        default=None, description="sha256 of the completion text (first choice)."
+        default=None,
+        description="sha256 of the completion text (first choice); of its final answer when the text holds "
+        "inline <think> reasoning (evalpipe.reasoning.answer_text).",
     )
 
 

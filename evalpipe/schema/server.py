@@ -69,6 +69,9 @@ class ServerVerification(Artifact):
     ep_size: int | None = None
     speculative_algorithm: str | None = None
     served_model_name: str | None = None
+    reasoning_parser: str | None = Field(
+        default=None, description="Resolved --reasoning-parser (answers split into content + reasoning)."
+    )
     seed_effective: bool | None = Field(
         default=None, description="Request `seed` acts only with enable_deterministic_inference."
     )

@@ -36,6 +36,7 @@ FindingCode = Literal[
     "non_binary_score",
     "outcome_inconsistent",
     "budget_exhausted",
+    "budget_exhausted_in_reasoning",
     "code_runtime_error",
     # prediction ↔ request log
     "response_not_logged",
@@ -46,6 +47,7 @@ FindingCode = Literal[
     "failed_request",
     "unlinked_request",
     "shared_prompt",
+    "thinking_setting_mismatch",
     # resume, data, server
     "cache_repair",
     "dataset_drift",
@@ -151,6 +153,31 @@ class Throughput(Row):
     total_tps_per_gpu: float | None
 
 
+class LengthStats(Row):
+    """Median / p95 / max of a length over responses (p95: nearest rank, the ceil(0.95·n)-th smallest)."""
+
+    n: int
+    median: float
+    p95: float
+    max: float
+
+
+class ReasoningLength(Row):
+    """How close the output budget came to biting: reasoning length per response, as a share of it."""
+
+    budget: int | None = Field(description="Output-token budget (max_tokens) of the benchmark.")
+    responses: int = Field(description="Samples with a response (a prediction).")
+    with_reasoning: int = Field(description="Responses holding reasoning (parsed or inline <think>).")
+    tokens_reported: int = Field(
+        description="Responses whose reasoning-token count the server reported (never estimated)."
+    )
+    tokens: LengthStats | None = Field(
+        description="Reported reasoning tokens, over responses with reasoning."
+    )
+    share_of_budget: LengthStats | None = Field(description="tokens / budget (0..1).")
+    chars: LengthStats | None = Field(description="Reasoning characters, over responses with reasoning.")
+
+
 class BenchmarkResult(Row):
     benchmark: str
     display_name: str
@@ -176,6 +203,9 @@ class BenchmarkResult(Row):
     max_tokens: int | None = Field(description="Output-token budget (config, else the request log).")
     requests: RequestAudit
     throughput: Throughput | None
+    reasoning: ReasoningLength | None = Field(
+        default=None, description="Reasoning length vs the budget; None when no response holds reasoning."
+    )
 
 
 class BenchmarkSamplingSummary(Row):

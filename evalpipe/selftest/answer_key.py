@@ -25,7 +25,9 @@ from evalpipe.errors import DataError
 from evalpipe.hashing import message_text
 
 Mode = Literal["positive", "negative"]
-Fault = Literal["duplicate_request", "truncate", "http_500_once", "index_error"]
+Fault = Literal["duplicate_request", "truncate", "http_500_once", "index_error", "reasoning_budget"]
+Thinking = Literal["off", "reasoning_content", "inline"]
+THINKING_MODES: tuple[str, ...] = get_args(Thinking)
 FAULTS: tuple[str, ...] = get_args(Fault)
 MODES: tuple[str, ...] = get_args(Mode)
 
@@ -39,6 +41,7 @@ DEFAULT_FAULT_BENCHMARK = {
     "http_500_once": "ceval",
     "duplicate_request": "ifeval",
     "index_error": "live_code_bench",
+    "reasoning_budget": "ceval",
 }
 
 # What a response cut off by its token budget looks like before the final answer: no digits (GSM8K's
@@ -49,6 +52,14 @@ _TRUNCATED_TEXT = {
 }
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+
+# The thinking the answer-key server shows before its answer (thinking mode), and the thinking that never
+# ends (reasoning_budget fault).  No digits and no option letters, so that reasoning leaking into the
+# answer could not be scored as one.
+_THINKING = (
+    "I read the question carefully, work through it step by step and check the result before I answer."
+)
+_ENDLESS_THINKING = "Let me reconsider this once more from the beginning and check every step again. "
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +82,21 @@ class KeyItem:
 class Reply:
     content: str
     finish_reason: Literal["stop", "length"]
-    fault: str | None = None  # 'truncate' or 'index_error' when this reply is a planted fault
+    fault: str | None = (
+        None  # 'truncate', 'index_error' or 'reasoning_budget' when this reply is a planted fault
+    )
+    think_to_budget: bool = False  # reasoning_budget: think until the output budget, never answer
+
+
+def thinking_text() -> str:
+    """The reasoning shown before a (correct) answer in thinking mode."""
+    return _THINKING
+
+
+def endless_thinking(tokens: int) -> str:
+    """Reasoning at least ``tokens`` approximate tokens long (reasoning_budget: cut by the budget)."""
+    per = count_tokens(_ENDLESS_THINKING)
+    return _ENDLESS_THINKING * (tokens // per + 1)
 
 
 # ---------------------------------------------------------------- tokens (approximate, no tokenizer)
@@ -331,6 +356,8 @@ class AnswerKey:
             return Reply(fenced(index_error_code(item)), "stop", "index_error")
         if "truncate" in faults and self.fault_targets.get("truncate") is item:
             return Reply(truncated_response(item), "length", "truncate")
+        if "reasoning_budget" in faults and self.fault_targets.get("reasoning_budget") is item:
+            return Reply("", "length", "reasoning_budget", think_to_budget=True)
         if mode == "negative":
             return Reply(self.negative_partner(item).answer, "stop")
         return Reply(item.answer, "stop")

@@ -1,18 +1,27 @@
 """The answer-key server: an OpenAI-compatible server that answers the bundled items from gold answers.
 
 Run as ``python -m evalpipe.selftest.answer_key_server --host H --port P --served-model-name NAME
---mode positive|negative [--faults duplicate_request,truncate,http_500_once,index_error]
-[--data-dir DIR] [--startup-delay S]`` — the argv evalpipe's launcher builds for ``server.kind:
+--mode positive|negative [--faults duplicate_request,truncate,http_500_once,index_error,reasoning_budget]
+[--thinking off|reasoning_content|inline] [--reasoning-parser NAME] [--data-dir DIR] [--startup-delay S]`` — the argv evalpipe's launcher builds for ``server.kind:
 answer_key``.  It behaves like SGLang where the pipeline depends on it: ``/health`` answers 503 while
 starting (data loading plus ``--startup-delay``) and 200 once ready; ``/server_info`` (alias
 ``/get_server_info``) reports resolved arguments; ``/model_info``, ``/v1/models``; and
 ``/v1/chat/completions`` in OpenAI format, plain or streamed (SSE), with the body field ``rid`` as the
 response ``id`` and usage counts.  SIGTERM and SIGINT stop it cleanly with exit code 0.
 
+Thinking mode (``--thinking``), like a reasoning model: ``reasoning_content`` puts a short reasoning into
+``message.reasoning_content`` (a server with ``--reasoning-parser``; usage reports SGLang's top-level
+``reasoning_tokens``), ``inline`` puts it before the answer as ``<think>…</think>`` (no parser).  A request
+whose ``chat_template_kwargs`` switch thinking off (``enable_thinking``/``thinking`` false) gets no
+reasoning.  ``--reasoning-parser`` is reported in ``/server_info``.
+
 Planted faults (each on one announced item, see ``data/faults.json``; ``GET /faults`` lists them with
 how often each fired, and every announcement and firing is logged to stderr):
 
 * ``truncate``: the item is answered with ``finish_reason: "length"`` and no final answer.
+* ``reasoning_budget``: the item is "thought about" until the output budget runs out (``finish_reason:
+  "length"``), with no answer at all: reasoning in ``reasoning_content`` (``--thinking reasoning_content``)
+  or inline after an unclosed ``<think>`` (otherwise).
 * ``index_error``: the LiveCodeBench item's solution raises IndexError on every test.
 * ``http_500_once``: the first request for the item gets HTTP 500; later requests succeed.  The OpenAI
   SDK under EvalScope retries 5xx responses itself (``max_retries`` 2 by default).
@@ -48,11 +57,14 @@ from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import (
     FAULTS,
     MODES,
+    THINKING_MODES,
     AnswerKey,
     KeyItem,
     count_tokens,
+    endless_thinking,
     limit_tokens,
     prompt_text,
+    thinking_text,
 )
 
 log = logging.getLogger("evalpipe.answer_key")
@@ -62,6 +74,7 @@ HOLD_MARGIN_S = 0.5  # answer this long after the client's read timeout expired
 READ_TIMEOUT_HEADER = "x-stainless-read-timeout"
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 MESSAGE_OVERHEAD_TOKENS = 4  # per chat message, for the approximate prompt token count
+UNBOUNDED_THINKING_TOKENS = 32768  # reasoning_budget without max_tokens: thinks this long, then stops
 
 
 @dataclass
@@ -75,6 +88,8 @@ class ServerState:
     host: str
     port: int
     startup_delay: float = 0.0
+    thinking: str = "off"
+    reasoning_parser: str | None = None
     key: AnswerKey | None = None
     ready: bool = False
     fired: dict[str, int] = field(default_factory=dict)  # fault → times it fired
@@ -122,6 +137,7 @@ def server_info_dict(state: ServerState) -> dict[str, Any]:
         "model_path": str(state.data_dir),
         "tokenizer_path": None,
         "served_model_name": state.served_model_name,
+        "reasoning_parser": state.reasoning_parser,
         "host": state.host,
         "port": state.port,
         "tp_size": 1,
@@ -138,6 +154,7 @@ def server_info_dict(state: ServerState) -> dict[str, Any]:
         "launch_command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
         "answer_key": {
             "mode": state.mode,
+            "thinking": state.thinking,
             "faults": [
                 {"fault": f, "benchmark": t.benchmark, "source_id": t.source_id}
                 for f in state.faults
@@ -205,6 +222,14 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _thinking_requested(body: dict[str, Any]) -> bool:
+    """False when the request's chat_template_kwargs switch thinking off (either family's toggle)."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return True
+    return kwargs.get("enable_thinking") is not False and kwargs.get("thinking") is not False
+
+
 def _prompt_tokens(messages: list[Any]) -> int:
     total = 0
     for m in messages:
@@ -251,6 +276,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     response_id = rid if isinstance(rid, str) and rid else f"chatcmpl-{uuid.uuid4().hex}"
     attempt = request.headers.get(RETRY_COUNT_HEADER, "?")
 
+    max_tokens = _int_or_none(body.get("max_completion_tokens")) or _int_or_none(body.get("max_tokens"))
+    reasoning: str | None = None
     if item is None:
         state.unmatched += 1
         log.warning("id=%s: prompt matches no bundled item", response_id)
@@ -276,13 +303,24 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if reply.fault is not None:
             state.fire(reply.fault, item)
         content, finish = reply.content, reply.finish_reason
+        if reply.think_to_budget:
+            reasoning = endless_thinking((max_tokens or UNBOUNDED_THINKING_TOKENS) + 1)
+        elif state.thinking != "off" and _thinking_requested(body):
+            reasoning = thinking_text()
 
-    max_tokens = _int_or_none(body.get("max_completion_tokens")) or _int_or_none(body.get("max_tokens"))
-    content, cut = limit_tokens(content, max_tokens)
+    # the output budget covers reasoning and answer: thinking that reaches it leaves no answer
+    reasoning_tokens = 0
+    if reasoning is not None:
+        reasoning, cut = limit_tokens(reasoning, max_tokens)
+        reasoning_tokens = count_tokens(reasoning)
+        if cut:
+            content, finish = "", "length"
+    left = None if max_tokens is None else max(0, max_tokens - reasoning_tokens)
+    content, cut = limit_tokens(content, left)
     if cut:
         finish = "length"
     n = body.get("n") if isinstance(body.get("n"), int) and body["n"] > 0 else 1
-    completion_tokens = count_tokens(content)
+    completion_tokens = reasoning_tokens + count_tokens(content)
     if finish == "length" and max_tokens is not None:
         completion_tokens = max(completion_tokens, max_tokens)  # the budget was spent
     prompt_tokens = _prompt_tokens(messages)
@@ -291,21 +329,39 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         "completion_tokens": completion_tokens * n,
         "total_tokens": prompt_tokens + completion_tokens * n,
     }
+    field_reasoning: str | None = None
+    if reasoning is not None and state.thinking == "reasoning_content":
+        field_reasoning = reasoning
+    elif reasoning is not None:  # inline: an unclosed <think> when the budget ran out while thinking
+        content = f"<think>{reasoning}" + (
+            "" if finish == "length" and not content else f"</think>\n{content}"
+        )
+    if state.thinking != "off" or reasoning is not None:
+        usage["reasoning_tokens"] = reasoning_tokens * n  # SGLang reports it at the top level of usage
     model = body.get("model") if isinstance(body.get("model"), str) else state.served_model_name
     created = int(time.time())
     if body.get("stream"):
         opts = body.get("stream_options")
         include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
         return await _stream(
-            request, response_id, model, created, content, finish, n, usage if include_usage else None
+            request,
+            response_id,
+            model,
+            created,
+            content,
+            finish,
+            n,
+            usage if include_usage else None,
+            reasoning=field_reasoning,
         )
     choices = [
         {
             "index": i,
             "message": {
                 "role": "assistant",
-                "content": content,
-                "reasoning_content": None,
+                # like SGLang: no content when the reasoning parser took everything
+                "content": None if field_reasoning is not None and not content else content,
+                "reasoning_content": field_reasoning,
                 "tool_calls": None,
             },
             "logprobs": None,
@@ -340,8 +396,11 @@ async def _stream(
     finish: str,
     n: int,
     usage: dict[str, int] | None,
+    *,
+    reasoning: str | None = None,
 ) -> web.StreamResponse:
-    """Server-sent events as SGLang sends them: role, content deltas, finish reason, usage, [DONE]."""
+    """Server-sent events as SGLang sends them: role, reasoning and content deltas, finish reason, usage,
+    [DONE]."""
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
 
@@ -360,7 +419,11 @@ async def _stream(
         await resp.write(
             chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         )
-        for piece in _pieces(content):
+        if reasoning is not None:
+            for piece in _pieces(reasoning):
+                delta = {"reasoning_content": piece}
+                await resp.write(chunk([{"index": i, "delta": delta, "finish_reason": None}]))
+        for piece in _pieces(content) if content or reasoning is None else []:
             await resp.write(chunk([{"index": i, "delta": {"content": piece}, "finish_reason": None}]))
         await resp.write(chunk([{"index": i, "delta": {}, "finish_reason": finish}]))
     if usage is not None:
@@ -456,6 +519,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--served-model-name", default="answer-key")
     p.add_argument("--mode", choices=MODES, default="positive")
     p.add_argument("--faults", type=_faults_arg, default=[], help=f"comma-separated: {','.join(FAULTS)}")
+    p.add_argument("--thinking", choices=THINKING_MODES, default="off", help="answer as a thinking model")
+    p.add_argument("--reasoning-parser", default=None, help="reported in /server_info (as SGLang reports it)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: the bundled datasets")
     p.add_argument("--startup-delay", type=float, default=0.0, help="seconds /health stays 503 after loading")
     return p.parse_args(argv)
@@ -475,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host,
         port=args.port,
         startup_delay=max(0.0, args.startup_delay),
+        thinking=args.thinking,
+        reasoning_parser=args.reasoning_parser,
     )
     return asyncio.run(serve(state))
 

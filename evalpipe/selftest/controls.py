@@ -4,7 +4,8 @@
 launched like SGLang, recording proxy, EvalScope, audit):
 
 * **positive control with planted faults**: every sample scores 1 except exactly the planted faults
-  that change a score (truncation → budget_exhausted, the IndexError solution → code_runtime_error);
+  that change a score (truncation → budget_exhausted, thinking until the budget →
+  budget_exhausted_in_reasoning, the IndexError solution → code_runtime_error);
   every planted fault appears among the audit findings with its sample id and class, and nothing else
   does; the gates pass (exit 0).
 * **negative control** (each item answered with another item's gold answer): every benchmark scores at
@@ -31,6 +32,7 @@ FAULT_EXPECTATIONS: dict[str, tuple[str, str | None]] = {
     "http_500_once": ("failed_request", None),
     "truncate": ("budget_exhausted", "budget_exhausted"),
     "index_error": ("code_runtime_error", "code_runtime_error"),
+    "reasoning_budget": ("budget_exhausted_in_reasoning", "budget_exhausted_in_reasoning"),
 }
 
 
@@ -51,7 +53,9 @@ def fault_targets() -> dict[str, tuple[str, str]]:
 
 def control_config(cfg: RunConfig, *, mode: str, faults: list[str]) -> RunConfig:
     """The demo config as a single run (no variants) with the given answer-key mode and faults."""
-    server = cfg.server.model_copy(update={"answer_key": AnswerKeyConfig(mode=mode, faults=faults)})  # type: ignore[arg-type]
+    base = cfg.server.answer_key or AnswerKeyConfig()
+    key = base.model_copy(update={"mode": mode, "faults": faults})  # keeps the thinking mode
+    server = cfg.server.model_copy(update={"answer_key": key})
     out = cfg.model_copy(update={"server": server, "variants": []})
     out._config_path = cfg.config_path
     return out
@@ -95,6 +99,12 @@ def check_positive(summary: Summary, outcomes: list, faults: list[str]) -> list[
         problems.append(f"unexpected finding: {code} for {bench} {sid}")
     for f in unexplained:
         problems.append(f"unexpected finding: {f.severity} {f.code}: {f.message}")
+    if "reasoning_budget" in faults:  # the report must show how close the budget came to biting: all the way
+        bench = targets["reasoning_budget"][0]
+        result = next((b for b in summary.benchmarks if b.benchmark == bench), None)
+        share = result.reasoning.share_of_budget if result and result.reasoning else None
+        if share is None or share.max < 1.0:
+            problems.append(f"{bench}: reasoning length not reported up to the whole budget ({share})")
     if summary.exit_code != 0:
         problems.append(f"verdict {summary.verdict} (exit {summary.exit_code}); the gates should pass")
     return problems

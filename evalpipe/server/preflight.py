@@ -4,7 +4,8 @@ Runs before any GPU time is spent (a GLM-class model takes many minutes to load)
 a :class:`PreflightCheck`; a ``fail`` aborts with exit 2 and a message naming the flag, a ``warn`` is
 shown loudly and recorded.  Rules:
 
-(a) the argv parses with the installed SGLang's own ``ServerArgs`` parser (subprocess, when importable);
+(a) the argv parses with the installed SGLang's own ``ServerArgs`` parser (subprocess, when importable),
+    and ``model.reasoning_parser`` / ``model.tool_call_parser`` are in the installed SGLang's parser lists;
 (b) raw-FP8 TileLang rules — ``fp8_e4m3`` KV with a TileLang DSA backend needs *both* backends TileLang
     (raw and scaled KV layouts cannot be mixed), and then no ``--dcp-size > 1``, no attention context
     parallelism, no HiSparse, compute capability >= 8.9; no ``fp8_e4m3fnuz`` on CUDA; no deterministic
@@ -28,7 +29,7 @@ from evalpipe.schema.server import PreflightCheck, PreflightReport
 from evalpipe.server import gpus as gpu_mod
 from evalpipe.server import sglang_flags as flags
 from evalpipe.server.ports import port_in_use
-from evalpipe.server.sglang_env import dry_parse, probe_sglang, server_env
+from evalpipe.server.sglang_env import SglangProbe, dry_parse, probe_sglang, server_env
 
 RAW_FP8 = "fp8_e4m3"
 MIN_RAW_FP8_CC = (8, 9)
@@ -71,6 +72,7 @@ def run_preflight(
         probe = probe_sglang(env, packages=("sglang",))
         sglang_version = probe.version
         argv = flags.build_argv(cfg, server, sglang_version=sglang_version, resolve_secrets=False)
+        checks += check_parser_names(cfg, probe)
         checks += _check_dry_parse(probe.importable, probe.error, argv, env)
         checks += check_raw_fp8_rules(server, env)
         checks += _check_model_path(cfg)
@@ -175,6 +177,40 @@ def _check_dry_parse(
     if result.inconclusive:
         return [_warn("dry_parse", f"could not dry-parse the argv: {result.error}")]
     return [_fail("dry_parse", f"SGLang rejects the argv: {result.error}", _flag_in(result.error))]
+
+
+def check_parser_names(cfg: RunConfig, probe: SglangProbe) -> list[PreflightCheck]:
+    """``model.reasoning_parser`` / ``model.tool_call_parser`` are names the installed SGLang knows.
+
+    The lists are read from the installed SGLang (never copied here); ``auto`` is SGLang's own extra choice.
+    """
+    out: list[PreflightCheck] = []
+    version = probe.version or "?"
+    for field, flag, value, known in (
+        ("model.reasoning_parser", "--reasoning-parser", cfg.model.reasoning_parser, probe.reasoning_parsers),
+        ("model.tool_call_parser", "--tool-call-parser", cfg.model.tool_call_parser, probe.tool_call_parsers),
+    ):
+        if value is None or (field == "model.reasoning_parser" and value == flags.NO_REASONING_PARSER):
+            continue
+        rule = field.split(".", 1)[1]
+        if not probe.importable:
+            out.append(_skip(rule, f"{field} {value!r} not checked: sglang is not importable", flag))
+        elif known is None:
+            out.append(
+                _skip(rule, f"{field} {value!r} not checked: SGLang {version} has no parser name list", flag)
+            )
+        elif value == "auto" or value in known:
+            out.append(_ok(rule, f"{field} {value!r} is a {flag} choice of SGLang {version}", flag))
+        else:
+            out.append(
+                _fail(
+                    rule,
+                    f"{field}: {value!r} is not a {flag} choice of the installed SGLang {version} "
+                    f"(known: {', '.join(known)})",
+                    flag,
+                )
+            )
+    return out
 
 
 def _flag_in(message: str | None) -> str | None:

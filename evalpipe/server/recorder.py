@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 from evalpipe.hashing import prompt_sha256, sha256_hex
+from evalpipe.reasoning import answer_text
 from evalpipe.rundir import RunDir
 from evalpipe.schema.requests import RequestAttempt, Usage
 from evalpipe.server.responses import append_member, make_record
@@ -86,6 +87,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         with contextlib.suppress(Exception):
             msg_hash = prompt_sha256(messages)
     max_tokens = req.get("max_tokens", req.get("max_completion_tokens"))
+    template_kwargs = req.get("chat_template_kwargs")
     resp = parse_response(response_body, meta[M_CTYPE])
     text = resp.get("text")
     model = req.get("model")
@@ -103,6 +105,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         model=model if isinstance(model, str) else None,
         max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None,
         stream=bool(req.get("stream")) or bool(meta[M_STREAM]),
+        chat_template_kwargs=template_kwargs if isinstance(template_kwargs, dict) else None,
         status=meta[M_STATUS],
         response_id=resp.get("id"),
         finish_reason=resp.get("finish_reason"),
@@ -110,7 +113,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         latency_s=round(meta[M_LATENCY], 6),
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
-        response_sha256=sha256_hex(text) if isinstance(text, str) else None,
+        response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 
 
@@ -181,13 +184,16 @@ def _parse_sse(body: bytes) -> dict[str, Any]:
 def _usage(u: Any) -> Usage | None:
     if not isinstance(u, dict):
         return None
-    return Usage(
-        **{
-            k: v if isinstance(v, int) and not isinstance(v, bool) else None
-            for k in Usage.model_fields
-            for v in [u.get(k)]
-        }
-    )
+    counts = {
+        k: v if isinstance(v, int) and not isinstance(v, bool) else None
+        for k in Usage.model_fields
+        for v in [u.get(k)]
+    }
+    if counts["reasoning_tokens"] is None:  # OpenAI's place; SGLang reports it at the top level
+        details = u.get("completion_tokens_details")
+        v = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        counts["reasoning_tokens"] = v if isinstance(v, int) and not isinstance(v, bool) else None
+    return Usage(**counts)
 
 
 class Recorder:

@@ -45,6 +45,21 @@ if out["version"] is None and out["location"]:
     if os.path.isfile(vf):
         m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", open(vf, encoding="utf-8").read())
         out["version"] = m.group(1) if m else None
+# Parser names from SGLang's dependency-free name modules (what --reasoning-parser/--tool-call-parser
+# accept), read by path: importing the sglang package itself pulls in torch.
+for key, rel, var in (
+    ("reasoning_parsers", ("srt", "parser", "reasoning_parser_names.py"), "REASONING_PARSER_NAMES"),
+    ("tool_call_parsers", ("srt", "function_call", "parser_names.py"), "TOOL_CALL_PARSER_NAMES"),
+):
+    out[key] = None
+    path = os.path.join(out["location"], *rel) if out["location"] else None
+    if path and os.path.isfile(path):
+        try:
+            import runpy
+            names = runpy.run_path(path).get(var)
+            out[key] = [str(n) for n in names] if isinstance(names, (list, tuple)) else None
+        except Exception as exc:
+            out.setdefault("package_errors", {})[key] = f"{type(exc).__name__}: {exc}"
 try:
     dist = md.distribution("sglang")
     text = dist.read_text("direct_url.json")
@@ -97,6 +112,11 @@ class SglangProbe:
     direct_url: dict | None = None
     packages: dict[str, str | None] = field(default_factory=dict)
     error: str | None = None
+    #: Names the installed SGLang accepts for ``--reasoning-parser`` / ``--tool-call-parser`` (from
+    #: ``srt/parser/reasoning_parser_names.py`` and ``srt/function_call/parser_names.py``); None when that
+    #: SGLang has no such module.
+    reasoning_parsers: list[str] | None = None
+    tool_call_parsers: list[str] | None = None
 
 
 def probe_sglang(
@@ -122,6 +142,8 @@ def probe_sglang(
         direct_url=data.get("direct_url"),
         packages=data.get("packages") or {},
         error=data.get("error"),
+        reasoning_parsers=data.get("reasoning_parsers"),
+        tool_call_parsers=data.get("tool_call_parsers"),
     )
 
 

@@ -26,6 +26,55 @@ REPLAY_MODULE = "evalpipe.replay.server"
 DSA_RENAME = (0, 5, 13)
 #: Placeholder put in place of the API key when secrets are not resolved (``evalpipe server command``).
 API_KEY_PLACEHOLDER_PREFIX = "$"
+#: ``model.reasoning_parser`` value for a model without reasoning (no ``--reasoning-parser`` flag).
+NO_REASONING_PARSER = "none"
+
+# The chat-template kwarg that switches thinking on/off, per reasoning parser.  SGLang 0.5.23 derives it
+# from each detector's ``reasoning_default`` (``serving_chat.py::_get_reasoning_toggle_param``: the mode
+# with any ``explicit_`` prefix removed); values read from ``srt/parser/reasoning_parser.py``.  Parsers not
+# listed (always-on ones such as deepseek-r1, or effort-controlled ones) have no boolean toggle.
+THINKING_TOGGLE: dict[str, str] = {
+    "glm45": "enable_thinking",  # Glm45Detector: reasoning_default="enable_thinking"
+    "ling3": "enable_thinking",
+    "qwen3": "enable_thinking",  # Qwen3Detector, also behind dots/minimax/nanbeige/interns1
+    "qwen3-thinking": "enable_thinking",
+    "dots": "enable_thinking",
+    "minimax": "enable_thinking",
+    "nanbeige": "enable_thinking",
+    "interns1": "enable_thinking",
+    "nemotron_3": "enable_thinking",
+    "granite_thinking_parser": "enable_thinking",
+    "gemma4": "enable_thinking",  # explicit_enable_thinking
+    "deepseek-v3": "thinking",  # _DeepSeekV3Detector: explicit_thinking (not enable_thinking)
+    "deepseek-v4": "thinking",
+    "deepseek-v41": "thinking",
+    "kimi_k2": "thinking",
+    "kimi_k3": "thinking",
+}
+
+
+def thinking_kwargs(cfg: RunConfig) -> dict[str, bool] | None:
+    """``chat_template_kwargs`` every request must carry for ``model.thinking`` (None: send none).
+
+    ConfigError (naming the field) when thinking is switched on or off for a model whose reasoning parser
+    has no boolean toggle, or without a reasoning parser at all.
+    """
+    mode = cfg.model.thinking
+    if mode == "model_default":
+        return None
+    parser = cfg.model.reasoning_parser
+    if parser == NO_REASONING_PARSER:
+        raise ConfigError(
+            f"model.thinking: {mode} needs model.reasoning_parser (the toggle depends on the model family); "
+            "use thinking: model_default for a model without reasoning"
+        )
+    toggle = THINKING_TOGGLE.get(parser)
+    if toggle is None:
+        raise ConfigError(
+            f"model.thinking: {mode}: reasoning parser {parser!r} has no chat-template thinking toggle "
+            f"(known: {', '.join(sorted(THINKING_TOGGLE))}); use thinking: model_default"
+        )
+    return {toggle: mode == "enabled"}
 
 
 def parse_version(version: str | None) -> tuple[int, ...] | None:
@@ -66,6 +115,8 @@ MANAGED_FLAGS: dict[str, tuple[str, ...]] = {
     "model.served_name": ("--served-model-name",),
     "model.tokenizer_path": ("--tokenizer-path",),
     "model.chat_template": ("--chat-template",),
+    "model.reasoning_parser": ("--reasoning-parser",),
+    "model.tool_call_parser": ("--tool-call-parser",),
     "server.host": ("--host",),
     "server.port": ("--port",),
     "server.tp_size": ("--tp-size", "--tensor-parallel-size", "--tp"),
@@ -151,6 +202,10 @@ def build_argv(
         argv += ["--tokenizer-path", cfg.model.tokenizer_path]
     if cfg.model.chat_template != "native":
         argv += ["--chat-template", str(cfg.resolve_path(cfg.model.chat_template))]
+    if cfg.model.reasoning_parser != NO_REASONING_PARSER:
+        argv += ["--reasoning-parser", cfg.model.reasoning_parser]
+    if cfg.model.tool_call_parser is not None:
+        argv += ["--tool-call-parser", cfg.model.tool_call_parser]
     argv += ["--host", server.host, "--port", str(server.port), "--tp-size", str(server.tp_size)]
     if server.ep_size is not None:
         argv += ["--ep-size", str(server.ep_size)]
@@ -199,6 +254,10 @@ def _answer_key_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[
     argv += ["--served-model-name", cfg.model.served_name, "--mode", mode]
     if faults:
         argv += ["--faults", ",".join(faults)]
+    if ak is not None and ak.thinking != "off":
+        argv += ["--thinking", ak.thinking]
+    if cfg.model.reasoning_parser != NO_REASONING_PARSER:
+        argv += ["--reasoning-parser", cfg.model.reasoning_parser]
     return argv
 
 
@@ -221,6 +280,8 @@ SERVER_INFO_KEYS: dict[str, tuple[str, ...]] = {
     "ep_size": ("ep_size",),
     "speculative_algorithm": ("speculative_algorithm",),
     "served_model_name": ("served_model_name",),
+    "reasoning_parser": ("reasoning_parser",),
+    "tool_call_parser": ("tool_call_parser",),
     "enable_deterministic_inference": ("enable_deterministic_inference",),
     "launch_command": ("launch_command",),
     "version": ("version",),

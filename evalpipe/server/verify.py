@@ -11,7 +11,7 @@ from typing import Any
 
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.schema.server import ServerVerification, VerifiedValue
-from evalpipe.server.sglang_flags import normalize, resolved_value
+from evalpipe.server.sglang_flags import NO_REASONING_PARSER, normalize, resolved_value
 
 _KERNEL_NAMES = {
     "tilelang": "TileLang",
@@ -34,7 +34,10 @@ def expected_values(
     cache dtype when the config sets one, and the served name); so are endpoints whose ``/server_info``
     names a non-SGLang ``engine`` (evalpipe's llama.cpp launcher)."""
     if server.kind == "answer_key":
-        return {"served_model_name": cfg.model.served_name}
+        exp_ak: dict[str, Any] = {"served_model_name": cfg.model.served_name}
+        if cfg.model.reasoning_parser != NO_REASONING_PARSER:
+            exp_ak["reasoning_parser"] = cfg.model.reasoning_parser
+        return exp_ak
     if server.kind == "command" or reported_engine:
         exp_cmd: dict[str, Any] = {}
         if server.kv_cache_dtype != "auto":
@@ -55,6 +58,11 @@ def expected_values(
         exp["ep_size"] = server.ep_size
     exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
     exp["served_model_name"] = cfg.model.served_name
+    # "none" expects no parser: a server that splits reasoning off would change what is scored
+    parser = cfg.model.reasoning_parser
+    exp["reasoning_parser"] = None if parser == NO_REASONING_PARSER else parser
+    if cfg.model.tool_call_parser is not None:
+        exp["tool_call_parser"] = cfg.model.tool_call_parser
     return exp
 
 
@@ -123,6 +131,7 @@ def verify(
         ep_size=_int(res("ep_size")),
         speculative_algorithm=_str(normalize(res("speculative_algorithm"))),
         served_model_name=served_name,
+        reasoning_parser=_str(res("reasoning_parser")),
         seed_effective=bool(det) if det is not None else None,
         resolved_config_available=server_info is not None,
         unverified_keys=unverified,
@@ -182,6 +191,8 @@ def describe(
             head += "; " + ", ".join(par)
         if v.speculative_algorithm:
             head += f"; MTP {v.speculative_algorithm}"
+    if v.reasoning_parser:
+        head += f"; reasoning parser {v.reasoning_parser}"
     if v.seed_effective is False:
         head += "; request seed not effective (no --enable-deterministic-inference)"
     if info_error is not None:

@@ -5,13 +5,17 @@ Behaviour switches (environment variables, so tests need not change the argv eva
 * ``FAKE_SGLANG_STARTUP_S``      seconds /health answers 503 before 200 (default 0.3) — "start slowly"
 * ``FAKE_SGLANG_CRASH``          print 80 log lines, then exit 3 before ever becoming ready
 * ``FAKE_SGLANG_RESOLVE_KV``     report this kv_cache_dtype in /server_info instead of the requested one
-* ``FAKE_SGLANG_ECHO_API_KEY``   put the API key into /server_info (api_key and launch_command), as SGLang does
 * ``FAKE_SGLANG_IGNORE_SIGTERM`` the server and its child ignore SIGTERM (needs SIGKILL of the group)
 * ``FAKE_SGLANG_NO_SERVER_INFO`` /server_info is 404 (clients must fall back to /get_server_info)
 * ``FAKE_SGLANG_DETERMINISTIC``  report enable_deterministic_inference true
 
 Like SGLang, the server starts a child process (its "scheduler") in the same process group and stops it on
 a graceful shutdown, and it returns the request body's ``rid`` as the response ``id``.
+
+``/server_info`` is the payload real SGLang 0.5.23 builds (``tests/fixtures/sglang-0.5.23-server_info-glm-fp8
+.json``, made by ``tools/make_sglang_server_info_fixture.py``) with this launch's arguments written where the
+real payload holds them: the top level and every per-DP ``internal_states`` entry; ``launch_command`` is the
+argv joined by spaces.  Like SGLang, it reports ``api_key`` and the ``--api-key`` value in ``launch_command``.
 """
 
 from __future__ import annotations
@@ -24,11 +28,16 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from aiohttp import web
 
 from sglang import __version__
 from sglang.srt.server_args import ServerArgs, prepare_server_args
+
+SERVER_INFO_FIXTURE = (
+    Path(__file__).resolve().parents[2] / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
+)
 
 _CHILD = """
 import os, signal, time
@@ -50,17 +59,18 @@ def make_app(args: ServerArgs, argv: list[str]) -> web.Application:
     startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
     counter = {"n": 0}
 
+    real_shape = json.loads(SERVER_INFO_FIXTURE.read_text(encoding="utf-8"))
+
     def server_info_body() -> dict:
-        info = dataclasses.asdict(args)
+        resolved = dataclasses.asdict(args)
         if os.environ.get("FAKE_SGLANG_RESOLVE_KV"):
-            info["kv_cache_dtype"] = os.environ["FAKE_SGLANG_RESOLVE_KV"]
+            resolved["kv_cache_dtype"] = os.environ["FAKE_SGLANG_RESOLVE_KV"]
         if os.environ.get("FAKE_SGLANG_DETERMINISTIC"):
-            info["enable_deterministic_inference"] = True
-        info["launch_command"] = " ".join([sys.executable, "-m", "sglang.launch_server", *argv])
-        if not os.environ.get("FAKE_SGLANG_ECHO_API_KEY"):
-            info["api_key"] = None
-            info["launch_command"] = info["launch_command"].replace(args.api_key or "\0", "")
-        info["internal_states"] = [{"attention_backend": args.attention_backend, "last_gen_throughput": 0.0}]
+            resolved["enable_deterministic_inference"] = True
+        info = json.loads(json.dumps(real_shape))
+        for state in [info, *info["internal_states"]]:
+            state.update(resolved)
+        info["launch_command"] = " ".join(argv)
         info["version"] = __version__
         return info
 

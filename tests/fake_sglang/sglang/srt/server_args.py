@@ -8,6 +8,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from sglang.srt.function_call.parser_names import TOOL_CALL_PARSER_NAMES
+from sglang.srt.parser.reasoning_parser_names import REASONING_PARSER_NAMES
+
 ATTENTION_BACKEND_CHOICES = [
     "triton",
     "torch_native",
@@ -61,6 +64,9 @@ class ServerArgs:
     api_key: str | None = None
     trust_remote_code: bool = False
     mem_fraction_static: float | None = None
+    reasoning_parser: str | None = None
+    tool_call_parser: str | None = None
+    context_length: int | None = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +97,10 @@ class ServerArgs:
         parser.add_argument("--api-key")
         parser.add_argument("--trust-remote-code", action="store_true")
         parser.add_argument("--mem-fraction-static", type=float)
+        parser.add_argument("--context-length", type=int)
+        # like SGLang: choices are "auto" plus the names of the dependency-free name modules
+        parser.add_argument("--reasoning-parser", choices=["auto", *REASONING_PARSER_NAMES])
+        parser.add_argument("--tool-call-parser", choices=["auto", *TOOL_CALL_PARSER_NAMES])
 
     @classmethod
     def from_cli_args(cls, args: argparse.Namespace) -> ServerArgs:
