@@ -178,7 +178,7 @@ def run(
     from evalpipe.io import write_model
     from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
     from evalpipe.server.lifecycle import managed_server
-    from evalpipe.server.preflight import run_preflight
+    from evalpipe.server.preflight import punkt_needed, run_preflight
     from evalpipe.server.proxy import recording_proxy
 
     server = server_for(cfg, endpoint=endpoint, variant=variant)
@@ -209,7 +209,7 @@ def run(
             run_preflight(
                 cfg,
                 server,
-                ifeval_selected=any(b.name == "ifeval" for b in cfg.benchmarks),
+                punkt_needed=punkt_needed(cfg),
                 variant=variant,
                 rundir=rd,
             )

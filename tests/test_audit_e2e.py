@@ -28,7 +28,7 @@ ROLES = ("correct", "wrong", "truncated", "http500")
 def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
     import json
 
-    from evalpipe.sources.benchmarks import gsm8k_id
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
 
     lines = (DATASETS / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[: len(ROLES)]]

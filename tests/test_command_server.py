@@ -155,7 +155,7 @@ def test_preflight_port_in_use_and_missing_model(tmp_path: Path) -> None:
         port = busy.getsockname()[1]
         cfg = _cfg(tmp_path, [*_command(), "--model", "{model_path}"], port=port)
         with pytest.raises(PreflightError) as exc:
-            run_preflight(cfg, cfg.server, ifeval_selected=False)
+            run_preflight(cfg, cfg.server, punkt_needed=None)
     report = exc.value.report  # type: ignore[attr-defined]
     failed = {c.rule: c.message for c in report.failures}
     assert failed["port_free"] == f"--port {port} is already in use on 127.0.0.1 (another server running?)"
@@ -166,7 +166,7 @@ def test_preflight_port_in_use_and_missing_model(tmp_path: Path) -> None:
 def test_preflight_missing_executable(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, ["/nonexistent/llama-server", "--port", "{port}"])
     with pytest.raises(PreflightError) as exc:
-        run_preflight(cfg, cfg.server, ifeval_selected=False)
+        run_preflight(cfg, cfg.server, punkt_needed=None)
     assert str(exc.value).startswith("preflight: server.command[0]: /nonexistent/llama-server: no such file")
 
 

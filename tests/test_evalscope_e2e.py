@@ -41,7 +41,7 @@ def _lines(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory):
-    from evalpipe.sources.benchmarks import gsm8k_id
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
 
     gsm_rows = _lines(DATASETS / "gsm8k" / "test.jsonl")
     gsm_ids = {gsm8k_id(gsm_rows[i]["question"]): role for i, role in GSM8K.items()}

@@ -139,7 +139,7 @@ def test_argv_carries_the_parsers() -> None:
 def test_preflight_accepts_known_parser_names(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
                                                        "reasoning_parser": "glm45", "tool_call_parser": "glm47"}})  # fmt: skip
-    report = run_preflight(cfg, cfg.server, ifeval_selected=False, env=_glm_env(tmp_path))
+    report = run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
     status = {c.rule: c.status for c in report.checks}
     assert status["reasoning_parser"] == "ok" and status["tool_call_parser"] == "ok"
     assert status["dry_parse"] == "ok"
@@ -149,7 +149,7 @@ def test_preflight_refuses_a_parser_the_installed_sglang_does_not_know(tmp_path:
     cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
                                                        "reasoning_parser": "glm99"}})  # fmt: skip
     with pytest.raises(PreflightError) as exc:
-        run_preflight(cfg, cfg.server, ifeval_selected=False, env=_glm_env(tmp_path))
+        run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
     # the first (headline) failure names the config field; the list comes from the installed (fake) SGLang
     assert exc.value.message.startswith(
         "preflight: model.reasoning_parser: 'glm99' is not a --reasoning-parser"
@@ -175,7 +175,7 @@ def test_preflight_without_sglang_skips_the_name_check(tmp_path: Path) -> None:
                                                        "reasoning_parser": "glm45"}})  # fmt: skip
     env = {**_glm_env(tmp_path), "PYTHONPATH": str(tmp_path / "empty")}
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
-        run_preflight(cfg, cfg.server, ifeval_selected=False, env=env)
+        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
     report = exc.value.report  # type: ignore[attr-defined]
     assert {c.rule: c.status for c in report.checks}["reasoning_parser"] == "skipped"
 

@@ -15,13 +15,8 @@ from typing import Any
 
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import SELECTION_RULE, Linkage, attempt_ok, parse_time
-from evalpipe.audit.naming import (
-    IFEVAL_INSTRUCTION_METRICS,
-    IFEVAL_PROMPT_METRICS,
-    display_name,
-    primary_metric,
-)
 from evalpipe.audit.secrets import redact_text
+from evalpipe.benchmarks import display_name, find, primary_metric
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
 from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
@@ -32,7 +27,6 @@ from evalpipe.schema.summary import (
     GenerationSummary,
     Interval,
     LengthStats,
-    MetricResult,
     ModelSummary,
     ReasoningLength,
     RequestAudit,
@@ -120,85 +114,6 @@ def strata_results(
         method=STRATIFIED_METHOD,
     )
     return results, est
-
-
-def ifeval_secondary(entries: list[ManifestEntry], rows: dict[SampleKey, OutcomeRow]) -> list[MetricResult]:
-    """Prompt-level (per prompt) and instruction-level (per instruction) IFEval metrics."""
-    out: list[MetricResult] = []
-    n = len(entries)
-    found = [rows.get((e.benchmark, e.source_id)) for e in entries]
-    for metric in IFEVAL_PROMPT_METRICS:
-        k = 0
-        unknown = 0
-        for row in found:
-            if not _counts(row):
-                continue  # not scored or budget exhausted: counts as not followed
-            assert row is not None
-            if metric not in row.scores:
-                unknown += 1
-            elif row.scores[metric] == 1.0:
-                k += 1
-        if unknown:
-            out.append(
-                MetricResult(
-                    name=metric,
-                    numerator=None,
-                    denominator=n,
-                    score=None,
-                    note=f"{unknown} scored row(s) lack {metric}",
-                )
-            )
-        else:
-            out.append(
-                MetricResult(
-                    name=metric,
-                    numerator=k,
-                    denominator=n,
-                    score=k / n if n else None,
-                    interval=_wilson(k, n),
-                )
-            )
-    for metric in IFEVAL_INSTRUCTION_METRICS:
-        kind = metric.rsplit("_", 1)[1]  # strict | loose
-        followed = 0
-        total = 0
-        missing = 0
-        for row in found:
-            if row is None or row.instructions_total is None:
-                missing += 1
-                continue
-            total += row.instructions_total
-            if not _counts(row):
-                continue
-            explicit = getattr(row, f"instructions_followed_{kind}")
-            if explicit is not None:
-                followed += explicit
-            elif metric in row.scores:
-                # EvalScope stores the per-prompt fraction followed/total: the count is exact.
-                followed += round(row.scores[metric] * row.instructions_total)
-            else:
-                missing += 1
-        if missing:
-            out.append(
-                MetricResult(
-                    name=metric,
-                    numerator=None,
-                    denominator=None,
-                    score=None,
-                    note=f"{missing} row(s) lack instruction counts (OutcomeRow.instructions_*)",
-                )
-            )
-        else:
-            out.append(
-                MetricResult(
-                    name=metric,
-                    numerator=followed,
-                    denominator=total,
-                    score=followed / total if total else None,
-                    note="instructions cluster within prompts, so no independent-trials interval is given",
-                )
-            )
-    return out
 
 
 def failure_counts(entries: list[ManifestEntry], rows: dict[SampleKey, OutcomeRow]) -> list[FailureCount]:
@@ -350,6 +265,7 @@ def benchmark_results(
             1 for r in found if r is not None and r.failure_class in BUDGET_CLASSES and (r.score or 0) > 0
         )
         n = len(entries)
+        spec = find(name)
         strata, stratified = strata_results(entries, rows)
         attempts = linkage.attempts_for_benchmark(name) if linkage else []
         budget = _max_tokens(inputs, name, attempts)
@@ -369,7 +285,7 @@ def benchmark_results(
                 allocation_proportional=_is_proportional(sampling, entries),
                 stratified=stratified,
                 strata=strata,
-                secondary=ifeval_secondary(entries, rows) if name == "ifeval" else [],
+                secondary=spec.secondary_metrics(entries, rows) if spec and spec.secondary_metrics else [],
                 failures=failure_counts(entries, rows),
                 max_tokens=budget,
                 requests=request_audit(entries, linkage, name, inputs.attempts_torn),

@@ -14,8 +14,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-BenchmarkName = Literal["ifeval", "ceval", "gsm8k", "live_code_bench"]
-StratifyBy = Literal["none", "instruction_count", "subject", "difficulty"]
+from evalpipe.benchmarks import names as _benchmark_names
+from evalpipe.benchmarks import stratifications as _stratifications
+
+# The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer.
+BenchmarkName = Literal[_benchmark_names()]  # type: ignore[valid-type]
+StratifyBy = Literal[_stratifications()]  # type: ignore[valid-type]
 ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command"]
 #: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
 COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")

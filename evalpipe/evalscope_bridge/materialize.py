@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from evalpipe.benchmarks import Benchmark
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.evalscope_bridge.facts import facts
@@ -33,45 +33,6 @@ from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.sources.base import BenchmarkData, SourceRecord
-
-
-def _text(value: Any) -> str | None:
-    """A LiveCodeBench value as the string column EvalScope's adapter expects."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def lcb_row(raw: Mapping[str, Any], *, pinned: bool, where: str) -> dict[str, str | None]:
-    """String columns; missing ``private_test_cases`` → ``"[]"``; a non-JSON value is refused unpinned.
-
-    EvalScope's ``transform`` falls back to ``pickle.loads(zlib.decompress(b64decode(...)))`` when the
-    field is not JSON: executing a pickle from an unverified dataset is arbitrary code execution, so
-    it is only allowed when the dataset's fingerprint is pinned in the config.
-    """
-    row = {str(k): _text(v) for k, v in raw.items()}
-    ptc = row.get("private_test_cases")
-    if ptc is None or ptc == "":
-        row["private_test_cases"] = "[]"
-        return row
-    try:
-        parsed = json.loads(ptc)
-    except ValueError:
-        if not pinned:
-            raise DataError(
-                f"{where}: private_test_cases is not JSON (EvalScope would unpickle it); "
-                "refused because the benchmark's dataset fingerprint is not pinned in the config"
-            ) from None
-        return row
-    if not isinstance(parsed, list):
-        raise DataError(f"{where}: private_test_cases must be a JSON list, got {type(parsed).__name__}")
-    return row
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -147,11 +108,6 @@ def write_config(
     return out
 
 
-def file_format(benchmark: str) -> str:
-    """``jsonl`` for IFEval (heterogeneous ``kwargs`` dicts), ``parquet`` (typed, text-exact) otherwise."""
-    return "jsonl" if benchmark == "ifeval" else "parquet"
-
-
 def _readme(configs: list[tuple[str, list[tuple[str, str]]]]) -> str:
     import yaml
 
@@ -185,10 +141,12 @@ def _resolve_entries(
     return out
 
 
-def _fewshot_records(benchmark: str, subset: str, data: BenchmarkData, few_shot: int) -> list[SourceRecord]:
+def _fewshot_records(
+    benchmark: str, subset: str, data: BenchmarkData, few_shot: int, per_subset: bool
+) -> list[SourceRecord]:
     if data.fewshot is None:
         raise DataError(f"{benchmark}: few_shot={few_shot} but the dataset has no few-shot split")
-    if benchmark == "ceval":
+    if per_subset:
         recs = [r for r in data.fewshot.records if r.subset == subset]
     else:
         recs = list(data.fewshot.records)
@@ -197,6 +155,21 @@ def _fewshot_records(benchmark: str, subset: str, data: BenchmarkData, few_shot:
             f"{benchmark}/{subset}: few_shot={few_shot} but the few-shot split has {len(recs)} rows"
         )
     return recs
+
+
+REGROUPED_CONFIG = "default"  # the config an EvalScope ``reformat_subset`` adapter loads
+
+
+def _write(
+    out_dir: Path, config: str, splits: list[tuple[str, list[dict[str, Any]]]], f: Benchmark
+) -> dict[str, str]:
+    return write_config(
+        out_dir / config, splits, all_strings=f.all_strings, what=f"{f.name}/{config}", fmt=f.file_format
+    )
+
+
+def _split_names(f: Benchmark, subset: str, fewshot_rows: dict[str, int]) -> list[str]:
+    return [f.eval_split] + ([f.fewshot_split] if subset in fewshot_rows and f.fewshot_split else [])
 
 
 def materialize(
@@ -227,23 +200,19 @@ def materialize(
                 subsets.append(e.subset)
         files: dict[str, str] = {}
         fewshot_rows: dict[str, int] = {}
-        configs: list[tuple[str, list[tuple[str, str]]]] = []
+        regrouped_rows: list[dict[str, Any]] = []
         pinned = bench.fingerprint is not None
         for subset in subsets:
             chosen = [(e, r) for e, r in pairs if e.subset == subset]
             rows = []
             for i, (e, rec) in enumerate(chosen):
                 where = f"{rec.file}:{rec.row + 1}"
-                row = (
-                    lcb_row(rec.raw, pinned=pinned, where=where)
-                    if name == "live_code_bench"
-                    else dict(rec.raw)
-                )
+                row = f.materialize_row(rec, pinned, where) if f.materialize_row else dict(rec.raw)
                 question = row.get(f.question_field)
                 if not isinstance(question, str):
                     raise DataError(f"{where}: field {f.question_field!r} must be text")
                 rows.append(row)
-                ids = row.get("instruction_id_list") if name == "ifeval" else None
+                ids = f.instruction_ids(row) if f.instruction_ids else None
                 index_entries.append(
                     IndexMapEntry(
                         benchmark=name,
@@ -253,26 +222,36 @@ def materialize(
                         record_sha256=e.record_sha256,
                         stratum=e.stratum,
                         question=question,
-                        instruction_ids=[str(x) for x in ids] if ids is not None else None,
+                        instruction_ids=ids,
                     )
                 )
+            if f.regrouped:
+                regrouped_rows.extend(rows)
+                continue
             splits: list[tuple[str, list[dict[str, Any]]]] = [(f.eval_split, rows)]
             if bench.few_shot > 0 and f.fewshot_split is not None:
-                shots = _fewshot_records(name, subset, data, bench.few_shot)
+                shots = _fewshot_records(name, subset, data, bench.few_shot, f.fewshot_per_subset)
                 splits.append((f.fewshot_split, [dict(r.raw) for r in shots]))
                 fewshot_rows[subset] = len(shots)
-            fmt = file_format(name)
-            files.update(
-                write_config(
-                    out_dir / subset,
-                    splits,
-                    all_strings=name == "live_code_bench",
-                    what=f"{name}/{subset}",
-                    fmt=fmt,
+            files.update(_write(out_dir, subset, splits, f))
+        if f.regrouped:
+            # The adapter loads the one ``default`` config and regroups its rows by subset in file order:
+            # the rows of each subset are contiguous and in manifest order, so index i stays the i-th entry.
+            files.update(_write(out_dir, REGROUPED_CONFIG, [(f.eval_split, regrouped_rows)], f))
+            configs = [
+                (REGROUPED_CONFIG, [(f.eval_split, f"{REGROUPED_CONFIG}/{f.eval_split}.{f.file_format}")])
+            ]
+        else:
+            configs = [
+                (
+                    subset,
+                    [
+                        (split, f"{subset}/{split}.{f.file_format}")
+                        for split in _split_names(f, subset, fewshot_rows)
+                    ],
                 )
-            )
-            split_files = [(split, f"{subset}/{split}.{fmt}") for split, _ in splits]
-            configs.append((subset, split_files))
+                for subset in subsets
+            ]
         readme = _readme(configs)
         atomic_write_text(out_dir / "README.md", readme)
         files["README.md"] = sha256_hex(readme)

@@ -25,8 +25,9 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from evalpipe.benchmarks import find
 from evalpipe.errors import ArtifactError
-from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS, IFEVAL_PUNKT_INSTRUCTIONS
+from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.identity import (
     contains_question,
     conversation_sha256,
@@ -191,21 +192,19 @@ def classify(
         return "budget_exhausted", detail
     if primary is not None and primary >= 1.0:
         return "ok", None
-    if benchmark == "live_code_bench":
-        return classify_code(score)
-    extracted = score.get("extracted_prediction")
-    if benchmark in ("gsm8k", "ceval") and (not isinstance(extracted, str) or not extracted.strip()):
-        return "unparsable_answer", None
+    spec = find(benchmark)
+    if spec is not None and spec.classify_wrong is not None:
+        return spec.classify_wrong(score)
     return "wrong", None
 
 
 def _scoring_error_detail(
     benchmark: str, entry: IndexMapEntry, score: dict[str, Any], punkt_tab: bool
 ) -> str:
-    if benchmark == "ifeval" and not punkt_tab:
-        needs = sorted(IFEVAL_PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
-        if needs:
-            return f"NLTK punkt_tab is not installed; needed by {', '.join(needs)}"
+    spec = find(benchmark)
+    hint = spec.scoring_error_hint(entry, score, punkt_tab) if spec is not None else None
+    if hint:
+        return hint
     meta = score.get("metadata") or {}
     why = score.get("explanation") or (meta.get("error") if isinstance(meta, dict) else None)
     return f"review produced no score: {why}" if why else "review produced no score (see logs/evalscope.log)"

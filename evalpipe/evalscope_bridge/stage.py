@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalpipe.benchmarks import REGISTRY, display_name
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
-from evalpipe.evalscope_bridge.facts import IFEVAL_PUNKT_INSTRUCTIONS
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.runner import WorkerProcess
@@ -193,14 +193,17 @@ def run_evalscope(
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())
     needs_punkt = [
-        e.source_id
-        for e in index_map.for_benchmark("ifeval")
-        if IFEVAL_PUNKT_INSTRUCTIONS & set(e.instruction_ids or [])
+        e
+        for spec in REGISTRY.values()
+        if spec.needs_punkt is not None
+        for e in index_map.for_benchmark(spec.name)
+        if spec.needs_punkt(e)
     ]
     if not result.punkt_tab and needs_punkt:
-        # up front, not after the run: these IFEval samples will be scoring errors, not "wrong"
+        # up front, not after the run: these samples will be scoring errors, not "wrong"
+        labels = ", ".join(dict.fromkeys(display_name(e.benchmark) for e in needs_punkt))
         message = (
-            f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled IFEval prompt(s) count sentences or "
+            f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled {labels} prompt(s) count sentences or "
             "capital words and will be reported as scoring_error (nothing is downloaded at run time; "
             "install it with `python -m nltk.downloader punkt_tab`)"
         )

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.evalscope_bridge.facts import LCB_FILTER_PARAMS
 from evalpipe.server.sglang_flags import thinking_kwargs
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
@@ -50,8 +50,8 @@ def check_generation(cfg: RunConfig) -> None:
             "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples, which changes every index)"
         )
     for bench in cfg.benchmarks:
-        bad = sorted(LCB_FILTER_PARAMS & bench.extra_params.keys())
-        if bench.name == "live_code_bench" and bad:
+        bad = sorted(benchmark_spec(bench.name).forbidden_extra_params & bench.extra_params.keys())
+        if bad:
             raise ConfigError(
                 f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "
                 "filter dates in the sampling plan instead"

@@ -91,12 +91,16 @@ def install_nltk_guard(benchmark: str) -> None:
         raise RuntimeError("evalpipe forbids NLTK downloads during a run")
 
     resource_utils.check_nltk_data = find_or_fail
-    if benchmark == "ifeval":  # the only benchmark here that imports NLTK (slow to import otherwise)
+    from evalpipe.benchmarks import find
+
+    spec = find(benchmark)
+    if spec is not None and spec.nltk_module:  # only these import NLTK (slow to import otherwise)
+        import importlib
+
         import nltk
-        from evalscope.benchmarks.ifeval import instructions_util
 
         nltk.download = refuse_download
-        instructions_util.check_nltk_data = find_or_fail
+        importlib.import_module(spec.nltk_module).check_nltk_data = find_or_fail
 
 
 def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:

@@ -74,7 +74,7 @@ def select_benchmark(
                 details=[f"pinned: {pinned}", f"found:  {fp}", "use --allow-dataset-drift to run anyway"],
             )
         drift = True
-    records = apply_filter(data.eval.records, plan.filter)
+    records = apply_filter(data.eval.records, plan.filter, name)
     strata: dict[str, list[SourceRecord]] = {}
     for rec in records:
         strata.setdefault(stratum_of(rec, plan.stratify_by), []).append(rec)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
+from evalpipe.benchmarks import REGISTRY
+from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import PlanFilter, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.sources.base import SourceRecord
-
-# Which stratifications make sense for which benchmark.
-VALID_STRATA = {
-    "gsm8k": {"none"},
-    "ifeval": {"none", "instruction_count"},
-    "ceval": {"none", "subject"},
-    "live_code_bench": {"none", "difficulty"},
-}
 
 
 def stratum_of(record: SourceRecord, stratify_by: str) -> str:
@@ -25,28 +19,23 @@ def stratum_of(record: SourceRecord, stratify_by: str) -> str:
 
 
 def check_plan(plan: SamplingPlan, benchmark: str) -> None:
-    if plan.stratify_by not in VALID_STRATA[benchmark]:
+    spec = benchmark_spec(benchmark)
+    choices = spec.strata_choices()
+    if plan.stratify_by not in choices:
         raise ConfigError(
             f"sampling plan for {benchmark}: stratify_by {plan.stratify_by!r} is not available "
-            f"(choose from {sorted(VALID_STRATA[benchmark])})"
+            f"(choose from {sorted(choices)})"
         )
-    if plan.filter is not None and benchmark != "live_code_bench":
-        raise ConfigError(f"sampling plan for {benchmark}: filter applies to live_code_bench only")
+    if plan.filter is not None and spec.filter_records is None:
+        with_filter = [n for n, s in REGISTRY.items() if s.filter_records is not None]
+        raise ConfigError(f"sampling plan for {benchmark}: filter applies to {', '.join(with_filter)} only")
 
 
-def apply_filter(records: list[SourceRecord], flt: PlanFilter | None) -> list[SourceRecord]:
-    """LiveCodeBench release/date windows: keep records by ``_version`` and ``contest_date``."""
+def apply_filter(records: list[SourceRecord], flt: PlanFilter | None, benchmark: str) -> list[SourceRecord]:
+    """The benchmark's own record filter (e.g. LiveCodeBench release/date windows)."""
     if flt is None:
         return records
-    out = []
-    for rec in records:
-        c = rec.canonical
-        if flt.versions is not None and c.get("_version") not in flt.versions:
-            continue
-        date = str(c.get("contest_date") or "")[:10]
-        if flt.start_date is not None and (not date or date < flt.start_date[:10]):
-            continue
-        if flt.end_date is not None and (not date or date > flt.end_date[:10]):
-            continue
-        out.append(rec)
-    return out
+    spec = benchmark_spec(benchmark)
+    if spec.filter_records is None:
+        raise ConfigError(f"sampling plan for {benchmark}: this benchmark has no record filter")
+    return spec.filter_records(records, flt)

@@ -1,15 +1,13 @@
 """The answer key: the bundled items, how a prompt is recognised, and what the server answers.
 
-EvalScope wraps each question in its adapter's prompt template and, for GSM8K and C-Eval, prepends
-few-shot examples.  An item is therefore recognised by its *needle* (the question text as stored in
-the dataset: GSM8K ``question``, C-Eval ``question``, IFEval ``prompt``, LiveCodeBench
-``question_content``) found in the final user message; when several needles occur, the one ending
+EvalScope wraps each question in its adapter's prompt template and may prepend few-shot examples.  An
+item is therefore recognised by its *needle* (the question text as stored in the dataset, e.g. the
+adapter's question field) found in the final user message; when several needles occur, the one ending
 last wins (ties: the longer needle), i.e. the last question of the message, not a few-shot example.
 
-Answers are written in the form each adapter scores: GSM8K ``\\boxed{N}`` after the reference
-reasoning, C-Eval ``答案：X``, IFEval a response constructed to satisfy every instruction, and
-LiveCodeBench a reference solution in a fenced ``python`` block.  Items are loaded with the project's
-own source loaders, so their ids are the canonical source ids the manifest uses.
+Each benchmark module (``evalpipe/benchmarks/<name>.py``, hook ``key_items``) writes its answers in the
+form its adapter scores and declares which faults target its first item by default.  Items are loaded
+with the project's own source loaders, so their ids are the canonical source ids the manifest uses.
 """
 
 from __future__ import annotations
@@ -21,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from evalpipe.benchmarks import REGISTRY
+from evalpipe.benchmarks.base import KeyItem, fenced
 from evalpipe.errors import DataError
 from evalpipe.hashing import message_text
 
@@ -31,25 +31,14 @@ THINKING_MODES: tuple[str, ...] = get_args(Thinking)
 FAULTS: tuple[str, ...] = get_args(Fault)
 MODES: tuple[str, ...] = get_args(Mode)
 
-# Benchmark → folder inside a data directory (the layout of ../shared/datasets).
-BENCHMARK_DIRS = {"gsm8k": "gsm8k", "ceval": "ceval", "ifeval": "ifeval", "live_code_bench": "livecodebench"}
-SOLUTIONS_FILE = "solutions.json"  # LCB reference solutions + IFEval responses (not benchmark data)
+SOLUTIONS_FILE = "solutions.json"  # responses the data cannot supply (e.g. code, constructed answers)
 FAULTS_FILE = "faults.json"  # which item carries which planted fault
-# Without a faults file: the first item (file order) of this benchmark carries the fault.
-DEFAULT_FAULT_BENCHMARK = {
-    "truncate": "gsm8k",
-    "http_500_once": "ceval",
-    "duplicate_request": "ifeval",
-    "index_error": "live_code_bench",
-    "reasoning_budget": "ceval",
-}
 
-# What a response cut off by its token budget looks like before the final answer: no digits (GSM8K's
-# extractor falls back to the last number) and no option letter (C-Eval's parser falls back to letters).
-_TRUNCATED_TEXT = {
-    "gsm8k": "Let me work through this problem step by step. First I need to figure out how many",
-    "ceval": "让我们逐一分析每个选项。首先看第一个选项，它描述的是",
-}
+
+def _default_fault_benchmark(fault: str) -> str | None:
+    """Without a faults file: the first item (file order) of this benchmark carries the fault."""
+    return next((b.name for b in REGISTRY.values() if fault in b.default_faults), None)
+
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -60,22 +49,6 @@ _THINKING = (
     "I read the question carefully, work through it step by step and check the result before I answer."
 )
 _ENDLESS_THINKING = "Let me reconsider this once more from the beginning and check every step again. "
-
-
-@dataclass(frozen=True, slots=True)
-class KeyItem:
-    """One bundled evaluation item with its gold answer and the positive response."""
-
-    benchmark: str
-    source_id: str
-    needle: str  # the text that identifies the item inside a prompt
-    gold: str  # comparable gold: GSM8K number, C-Eval letter, IFEval response, LCB solution code
-    answer: str  # the response the positive control sends
-    func_name: str | None = None  # LiveCodeBench functional (LeetCode-style) problems
-
-    @property
-    def label(self) -> str:
-        return f"{self.benchmark}:{self.source_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,25 +102,6 @@ def prompt_text(messages: Iterable[Any]) -> str:
 # ---------------------------------------------------------------- answer formats
 
 
-def gsm8k_gold(raw_answer: str) -> str:
-    return raw_answer.rpartition("####")[2].strip()
-
-
-def gsm8k_response(raw_answer: str) -> str:
-    """The reference reasoning without calculator annotations, then the boxed final number."""
-    reasoning, _, final = raw_answer.rpartition("####")
-    steps = re.sub(r"<<[^>]*>>", "", reasoning).strip()
-    return f"{steps}\nThe final answer is \\boxed{{{final.strip()}}}."
-
-
-def ceval_response(letter: str) -> str:
-    return f"答案：{letter}"
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code.rstrip()}\n```"
-
-
 def index_error_code(item: KeyItem) -> str:
     """A plausible off-by-one solution that raises IndexError on every input."""
     if item.func_name:
@@ -162,12 +116,10 @@ def index_error_code(item: KeyItem) -> str:
 
 def truncated_response(item: KeyItem) -> str:
     """What the model had written when its budget ran out: reasoning or code without a final answer."""
-    if item.benchmark in _TRUNCATED_TEXT:
-        return _TRUNCATED_TEXT[item.benchmark]
-    if item.benchmark == "live_code_bench":
-        lines = item.gold.rstrip().split("\n")
-        return "```python\n" + "\n".join(lines[: max(1, len(lines) // 2)])  # no closing fence
-    return item.answer[: max(1, len(item.answer) // 3)]  # IFEval: the first third of the response
+    spec = REGISTRY.get(item.benchmark)
+    if spec is not None and spec.truncated_text is not None:
+        return spec.truncated_text(item)
+    return item.answer[: max(1, len(item.answer) // 3)]  # the first third of the response
 
 
 # ---------------------------------------------------------------- loading
@@ -183,53 +135,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _lcb_func_name(raw: dict[str, Any]) -> str | None:
-    meta = raw.get("metadata")
-    if isinstance(meta, str):
-        try:
-            meta = json.loads(meta) if meta.strip() else {}
-        except json.JSONDecodeError:
-            meta = {}
-    return meta.get("func_name") if isinstance(meta, dict) else None
-
-
 def _items_of(benchmark: str, directory: Path, solutions: dict[str, Any], sol_path: Path) -> list[KeyItem]:
     from evalpipe.sources.registry import load_local
 
+    spec = REGISTRY[benchmark]
+    if spec.key_items is None:
+        raise DataError(f"{directory}: benchmark {benchmark} has no answer-key behaviour")
     data = load_local(benchmark, directory)
     data.check_unique_ids()
-    items: list[KeyItem] = []
-    for rec in data.eval.records:
-        raw = rec.raw
-        if benchmark == "gsm8k":
-            answer = str(raw["answer"])
-            items.append(
-                KeyItem(benchmark, rec.source_id, raw["question"], gsm8k_gold(answer), gsm8k_response(answer))
-            )
-        elif benchmark == "ceval":
-            letter = rec.canonical["answer"]
-            items.append(
-                KeyItem(benchmark, rec.source_id, rec.canonical["question"], letter, ceval_response(letter))
-            )
-        elif benchmark == "ifeval":
-            response = solutions.get("ifeval", {}).get(rec.source_id)
-            if not isinstance(response, str) or not response.strip():
-                raise DataError(f"{sol_path}: ifeval: no response for key {rec.source_id}")
-            items.append(KeyItem(benchmark, rec.source_id, rec.canonical["prompt"], response, response))
-        else:
-            code = solutions.get("live_code_bench", {}).get(rec.source_id)
-            if not isinstance(code, str) or not code.strip():
-                raise DataError(f"{sol_path}: live_code_bench: no solution for question_id {rec.source_id}")
-            items.append(
-                KeyItem(
-                    benchmark,
-                    rec.source_id,
-                    str(raw["question_content"]),
-                    code,
-                    fenced(code),
-                    func_name=_lcb_func_name(raw),
-                )
-            )
+    items = spec.key_items(data, solutions, sol_path)
     for it in items:
         if not it.needle.strip():
             raise DataError(f"{directory}: {it.label}: empty question text cannot be recognised")
@@ -257,11 +171,12 @@ class AnswerKey:
         sol_path = data_dir / SOLUTIONS_FILE
         solutions = _read_json(sol_path) if sol_path.is_file() else {}
         items: list[KeyItem] = []
-        for benchmark, folder in BENCHMARK_DIRS.items():
+        folders = {b.name: b.mirror_dir for b in REGISTRY.values() if b.key_items is not None}
+        for benchmark, folder in folders.items():
             if (data_dir / folder).is_dir():
                 items.extend(_items_of(benchmark, data_dir / folder, solutions, sol_path))
         if not items:
-            raise DataError(f"{data_dir}: no benchmark folders ({', '.join(BENCHMARK_DIRS.values())})")
+            raise DataError(f"{data_dir}: no benchmark folders ({', '.join(folders.values())})")
         by_label = {it.label: it for it in items}
         targets = cls._fault_targets(data_dir / FAULTS_FILE, items, by_label)
         return cls(items, targets, data_dir)
@@ -278,18 +193,19 @@ class AnswerKey:
                     raise DataError(f"{path}: targets.{fault}: no bundled item {label or spec!r}")
                 targets[fault] = by_label[label]
             else:
-                first = next((it for it in items if it.benchmark == DEFAULT_FAULT_BENCHMARK[fault]), None)
+                first = next((it for it in items if it.benchmark == _default_fault_benchmark(fault)), None)
                 if first is not None:
                     targets[fault] = first
         ie = targets.get("index_error")
-        if ie is not None and ie.benchmark != "live_code_bench":
-            raise DataError(f"{path}: targets.index_error must be a live_code_bench item, got {ie.label}")
+        code_bench = _default_fault_benchmark("index_error")
+        if ie is not None and ie.benchmark != code_bench:
+            raise DataError(f"{path}: targets.index_error must be a {code_bench} item, got {ie.label}")
         return targets
 
     @staticmethod
     def _negative_partners(items: list[KeyItem]) -> dict[str, KeyItem | None]:
         """Wrong-index negative control: the next item (cyclic, file order) of the same benchmark whose
-        gold differs.  LiveCodeBench prefers the same style (stdin program for a stdin problem, a
+        gold differs.  Code items prefer the same style (stdin program for a stdin problem, a
         ``Solution`` class for a functional one), so a negative fails as a wrong answer where it can
         rather than because the program cannot even be loaded."""
 
@@ -336,7 +252,9 @@ class AnswerKey:
             if fault not in FAULTS:
                 raise DataError(f"unknown fault {fault!r} (expected some of {', '.join(FAULTS)})")
             if fault not in self.fault_targets:
-                raise DataError(f"fault {fault}: no {DEFAULT_FAULT_BENCHMARK[fault]} item in {self.data_dir}")
+                raise DataError(
+                    f"fault {fault}: no {_default_fault_benchmark(fault)} item in {self.data_dir}"
+                )
 
     def match(self, text: str) -> KeyItem | None:
         """The item whose needle ends last in ``text`` (ties: the longest needle); None if none occurs."""

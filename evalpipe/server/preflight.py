@@ -47,7 +47,7 @@ def run_preflight(
     cfg: RunConfig,
     server: ServerConfig,
     *,
-    ifeval_selected: bool,
+    punkt_needed: str | None,
     variant: str | None = None,
     env: Mapping[str, str] | None = None,
     rundir: RunDir | None = None,
@@ -84,7 +84,7 @@ def run_preflight(
         checks += _check_command(cfg, server, argv)
     if server.kind in ("sglang", "answer_key", "command"):
         checks += _check_port(server)
-    checks += _check_punkt(ifeval_selected)
+    checks += _check_punkt(punkt_needed)
 
     report = PreflightReport(
         kind=server.kind,
@@ -445,29 +445,38 @@ def _check_gpus(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightC
     return out
 
 
-def _check_punkt(ifeval_selected: bool) -> list[PreflightCheck]:
-    if not ifeval_selected:
+def _check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:
+    if not punkt_needed:
         return []
     from evalpipe.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
 
     if punkt_tab_available():
-        return [_ok("nltk_punkt_tab", "NLTK punkt_tab found (IFEval sentence counting)")]
+        return [_ok("nltk_punkt_tab", f"NLTK punkt_tab found ({punkt_needed} sentence counting)")]
     return [
         _warn(
             "nltk_punkt_tab",
-            "IFEval is selected but NLTK punkt_tab is missing: IFEval's sentence-count instructions cannot be "
+            f"{punkt_needed} is selected but NLTK punkt_tab is missing: its sentence-count instructions cannot be "
             f"scored offline; {PUNKT_TAB_FIX}",
         )
     ]
 
 
+def punkt_needed(cfg: RunConfig) -> str | None:
+    """Display names of the configured benchmarks whose scoring needs NLTK punkt_tab (None: none)."""
+    from evalpipe.benchmarks import benchmark
+
+    names = [
+        benchmark(b.name).display_name for b in cfg.benchmarks if benchmark(b.name).needs_punkt is not None
+    ]
+    return ", ".join(names) or None
+
+
 def preflight_for(cfg: RunConfig, variant: str | None = None, **kwargs: object) -> PreflightReport:
-    """Convenience for the CLI and the pipeline: effective server for ``variant``, IFEval from the config."""
+    """Convenience for the CLI and the pipeline: effective server for ``variant``, NLTK needs from the config."""
     from evalpipe.server.variants import effective_server
 
     server = effective_server(cfg, variant)
-    ifeval = any(b.name == "ifeval" for b in cfg.benchmarks)
     try:
-        return run_preflight(cfg, server, ifeval_selected=ifeval, variant=variant, **kwargs)  # type: ignore[arg-type]
+        return run_preflight(cfg, server, punkt_needed=punkt_needed(cfg), variant=variant, **kwargs)  # type: ignore[arg-type]
     except ConfigError as exc:  # e.g. the API key variable missing while building the argv
         raise PreflightError(exc.message, details=exc.details) from None

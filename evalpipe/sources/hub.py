@@ -7,13 +7,12 @@ with a local mirror of the same content.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from evalpipe.config.models import BenchmarkConfig
 from evalpipe.errors import DataError
-from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_value
-from evalpipe.sources.benchmarks import ceval_record, gsm8k_record, ifeval_record, lcb_record
+from evalpipe.sources.base import BenchmarkData, canonical_value
 
 
 def adapter_dataset_ids(name: str) -> tuple[str, str | None, list[str]]:
@@ -49,42 +48,19 @@ def _load_split(
         yield {k: canonical_value(v) for k, v in dict(row).items()}
 
 
-def _records(
-    rows: Iterable[dict[str, Any]], where: str, build: Callable[..., SourceRecord]
-) -> list[SourceRecord]:
-    return [build(raw, file=where, line=i + 1, row=i) for i, raw in enumerate(rows)]
-
-
 def load_from_hub(bench: BenchmarkConfig) -> BenchmarkData:
     ms_id, hf_id, subsets = adapter_dataset_ids(bench.name)
     repo = bench.source.hub or (hf_id if bench.source.hub_backend == "huggingface" else ms_id)
     if not repo:
         raise DataError(f"{bench.name}: no hub dataset id declared by EvalScope; configure source.hub")
     where = f"{bench.source.hub_backend}:{repo}@{bench.source.revision or 'default'}"
-    if bench.name == "gsm8k":
-        test = _records(_load_split(bench, repo, "main", "test"), where, gsm8k_record)
-        train = _records(_load_split(bench, repo, "main", "train"), where, gsm8k_record)
-        ev, fs = Split("test", test), Split("train", train)
-    elif bench.name == "ifeval":
-        ev, fs = Split("train", _records(_load_split(bench, repo, None, "train"), where, ifeval_record)), None
-    elif bench.name == "ceval":
-        val: list[SourceRecord] = []
-        dev: list[SourceRecord] = []
-        for subject in subsets:
+    from evalpipe.benchmarks import benchmark
 
-            def build(raw, *, file, line, row, subject=subject):
-                return ceval_record(raw, subject=subject, file=file, line=line, row=row)
+    def rows(subset: str | None, split: str) -> Iterable[dict[str, Any]]:
+        return _load_split(bench, repo, subset, split)
 
-            val += _records(_load_split(bench, repo, subject, "val"), f"{where}/{subject}", build)
-            dev += _records(_load_split(bench, repo, subject, "dev"), f"{where}/{subject}", build)
-        ev, fs = Split("val", val), Split("dev", dev)
-    else:
-        subset = bench.subset or "release_v6"
-
-        def build_lcb(raw, *, file, line, row):
-            return lcb_record(raw, subset=subset, file=file, line=line, row=row)
-
-        ev, fs = Split("test", _records(_load_split(bench, repo, subset, "test"), where, build_lcb)), None
+    splits = benchmark(bench.name).load_hub(rows, where, bench.subset, subsets)
+    ev, fs = splits.eval, splits.fewshot
     return BenchmarkData(
         benchmark=bench.name,
         kind="hub",
