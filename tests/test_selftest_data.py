@@ -107,7 +107,7 @@ def test_solutions_cover_exactly_the_lcb_and_ifeval_items(key: AnswerKey) -> Non
     sol = json.loads((DATA / "solutions.json").read_text(encoding="utf-8"))
     assert set(sol["live_code_bench"]) == {i.source_id for i in key.items if i.benchmark == "live_code_bench"}
     assert set(sol["ifeval"]) == {i.source_id for i in key.items if i.benchmark == "ifeval"}
-    assert key.counts() == {"gsm8k": 12, "ceval": 12, "ifeval": 12, "live_code_bench": 12}
+    assert key.counts() == {"gsm8k": 12, "ceval": 12, "ifeval": 12, "live_code_bench": 12, "math_500": 10}
 
 
 def test_ifeval_uses_only_checks_that_need_no_downloaded_data() -> None:

@@ -161,7 +161,8 @@ def _run_lcb(tmp_path: Path, adapter: Any, jobs: list[tuple[Prompted, Reply]]) -
 
 
 def test_every_prompt_is_recognised_as_its_own_item(key: AnswerKey, prompted: dict[str, Prompted]) -> None:
-    assert set(prompted) == {it.label for it in key.items}
+    covered = ("gsm8k", "ceval", "ifeval", "live_code_bench")  # MATH-500: tests/test_math_500.py
+    assert set(prompted) == {it.label for it in key.items if it.benchmark in covered}
     for label, p in prompted.items():
         got = key.match(p.text)
         assert got is not None and got.label == label, label

@@ -148,7 +148,13 @@ def test_health_503_while_starting_then_200_info_and_sigterm(tmp_path: Path, key
         )
         assert MODULE in info["launch_command"] and "--startup-delay" in info["launch_command"]
         assert info["answer_key"]["mode"] == "positive" and info["answer_key"]["faults"] == []
-        assert info["answer_key"]["items"] == {"gsm8k": 12, "ceval": 12, "ifeval": 12, "live_code_bench": 12}
+        assert info["answer_key"]["items"] == {
+            "gsm8k": 12,
+            "ceval": 12,
+            "ifeval": 12,
+            "live_code_bench": 12,
+            "math_500": 10,
+        }
         assert _get(server.base_url + "/get_server_info")[1] == info
         status, minfo = _get(server.base_url + "/model_info")
         assert status == 200 and minfo["is_generation"] is True

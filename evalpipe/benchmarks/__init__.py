@@ -17,6 +17,7 @@ _MODULES = (
     "ceval",
     "gsm8k",
     "live_code_bench",
+    "math_500",
 )
 
 

@@ -1,0 +1,165 @@
+"""MATH-500: records, the level regrouping EvalScope's adapter does, Math-Verify scoring of the answer key,
+and one run end to end through the pipeline against the answer-key server (positive and negative)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalpipe import pipeline
+from evalpipe.benchmarks import benchmark
+from evalpipe.config import load_config
+from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
+from evalpipe.errors import DataError
+from evalpipe.io import read_model
+from evalpipe.samplers.strata import check_plan
+from evalpipe.schema.evalscope import IndexMap
+from evalpipe.selftest import bundled_data_dir
+from evalpipe.selftest.answer_key import AnswerKey, truncated_response
+from evalpipe.selftest.controls import demo_config_path
+from evalpipe.sources.registry import load_local
+
+BUNDLED = bundled_data_dir() / "math_500"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_records_ids_subsets_and_strata() -> None:
+    data = load_local("math_500", BUNDLED)
+    rows = _rows(BUNDLED / "test.jsonl")
+    assert [r.source_id for r in data.eval.records] == [r["unique_id"] for r in rows]
+    assert [r.subset for r in data.eval.records] == [f"Level {r['level']}" for r in rows]
+    assert [r.stratum_fields for r in data.eval.records] == [{"level": r["level"]} for r in rows]
+    assert data.eval.name == benchmark("math_500").eval_split and data.fewshot is None
+
+
+def test_real_file_levels_and_hash_stable_across_formats(shared_datasets: Path, tmp_path: Path) -> None:
+    data = load_local("math_500", shared_datasets / "math_500")
+    levels: dict[int, int] = {}
+    for r in data.eval.records:
+        levels[r.stratum_fields["level"]] = levels.get(r.stratum_fields["level"], 0) + 1
+    assert levels == {1: 43, 2: 90, 3: 105, 4: 128, 5: 134}
+    # a CSV copy (level as text) hashes the same
+    import pandas as pd
+
+    pd.DataFrame(_rows(shared_datasets / "math_500" / "test.jsonl")).to_csv(
+        tmp_path / "test.csv", index=False
+    )
+    again = load_local("math_500", tmp_path)
+    assert [r.record_sha256 for r in again.eval.records] == [r.record_sha256 for r in data.eval.records]
+    assert again.eval.fingerprint == data.eval.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("level", 6, "level"),
+        ("level", "Level 2", "level"),
+        ("answer", " ", "answer"),
+        ("unique_id", None, "unique_id"),
+    ],
+)
+def test_bad_rows_name_file_line_and_field(tmp_path: Path, field: str, value: Any, message: str) -> None:
+    rows = _rows(BUNDLED / "test.jsonl")
+    rows[1][field] = value
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"test.jsonl:2: .*{message}"):
+        load_local("math_500", tmp_path)
+
+
+def test_plan_stratifies_by_level_only() -> None:
+    from evalpipe.config.loader import load_plan
+    from evalpipe.errors import ConfigError
+
+    plan = load_plan(REPO / "samplers" / "math_500.yaml")
+    check_plan(plan, "math_500")
+    with pytest.raises(ConfigError, match="stratify_by 'subject' is not available"):
+        check_plan(plan.model_copy(update={"stratify_by": "subject"}), "math_500")
+
+
+# ---------------------------------------------------------------- scoring by EvalScope's own adapter
+
+
+@pytest.fixture(scope="module")
+def adapter() -> Any:
+    import evalscope.benchmarks.math_500.math_500_adapter  # noqa: F401  (registers the benchmark)
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig
+
+    return get_benchmark("math_500", TaskConfig(model="answer-key", datasets=["math_500"]))
+
+
+def _score(adapter: Any, raw: dict[str, Any], content: str, stop: str = "stop") -> Any:
+    from evalscope.api.evaluator import TaskState
+    from evalscope.api.model import ModelOutput
+
+    sample = adapter.record_to_sample(raw)
+    out = ModelOutput.from_content(model="answer-key", content=content, stop_reason=stop)
+    return adapter.calculate_metrics(
+        TaskState(model="answer-key", sample=sample, output=out, completed=True)
+    ).score
+
+
+def test_answer_key_replies_score_with_math_verify(adapter: Any) -> None:
+    key = AnswerKey.load(bundled_data_dir())
+    items = [it for it in key.items if it.benchmark == "math_500"]
+    assert len(items) == 10
+    raws = {r.source_id: r.raw for r in load_local("math_500", BUNDLED).eval.records}
+    for it in items:
+        pos = _score(adapter, raws[it.source_id], key.reply(it, mode="positive", faults=[]).content)
+        neg = _score(adapter, raws[it.source_id], key.reply(it, mode="negative", faults=[]).content)
+        cut = _score(adapter, raws[it.source_id], truncated_response(it), "length")
+        assert pos.main_value == 1.0, (it.label, pos.extracted_prediction)
+        assert neg.main_value == 0.0, (it.label, neg.extracted_prediction)
+        assert cut.main_value == 0.0 and not cut.extracted_prediction, it.label
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def _math_cfg(mode: str):
+    cfg = load_config(demo_config_path())
+    bench = BenchmarkConfig(
+        name="math_500",
+        sampling=str(REPO / "samplers" / "demo" / "math_500.yaml"),
+        source=DatasetSource(local=str(BUNDLED)),
+    )
+    server = cfg.server.model_copy(update={"answer_key": AnswerKeyConfig(mode=mode, faults=[])})
+    out = cfg.model_copy(
+        update={"server": server, "benchmarks": [bench], "variants": [], "gates": GateConfig()}
+    )
+    out._config_path = cfg.config_path
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["positive", "negative"])
+def test_end_to_end_against_the_answer_key_server(mode: str, tmp_path: Path) -> None:
+    result = pipeline.run(_math_cfg(mode), out=tmp_path / "run")
+    index = read_model(result.rundir.index_map, IndexMap)
+    (ds,) = index.datasets
+    assert ds.subsets == [f"Level {n}" for n in range(1, 6)]
+    assert set(ds.files) == {"default/test.parquet", "README.md"}  # one config the adapter regroups
+    by_subset: dict[str, list[int]] = {}
+    for e in index.entries:
+        by_subset.setdefault(e.subset, []).append(e.index)
+    assert by_subset == {f"Level {n}": [0, 1] for n in range(1, 6)}
+    rows = result.outcomes
+    assert len(rows) == 10
+    want = (1.0, "ok") if mode == "positive" else (0.0, "wrong")
+    assert {(r.score, r.failure_class) for r in rows} == {want}
+    summary = result.summary
+    assert summary is not None
+    (b,) = summary.benchmarks
+    assert (b.display_name, b.metric, b.correct, b.scored) == (
+        "MATH-500",
+        "acc",
+        10 if mode == "positive" else 0,
+        10,
+    )
