@@ -177,6 +177,7 @@ def run(
     from evalpipe.evalscope_bridge.task import check_generation, normalize_endpoint
     from evalpipe.io import write_model
     from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
+    from evalpipe.server.context_fit import check_context_fit, dropped_entries
     from evalpipe.server.lifecycle import managed_server
     from evalpipe.server.preflight import punkt_needed, run_preflight
     from evalpipe.server.proxy import recording_proxy
@@ -199,9 +200,12 @@ def run(
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
 
-    # 2. materialize exactly the sampled records, in manifest order
+    # 2. every sampled prompt must fit the context (refuse, or drop with consent); then materialize exactly
+    #    the sampled records, in manifest order
     with clock.stage("materialize"):
-        index_map = materialize(rd, spine.manifest, spine.datasets, cfg)
+        fit = check_context_fit(cfg, spine.manifest, spine.datasets)
+        write_model(rd.context_fit, fit)
+        index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=dropped_entries(fit, cfg))
 
     # 3. preflight and component tests, before any GPU time is spent
     with clock.stage("preflight"):

@@ -55,6 +55,10 @@ class RunDir:
         return self.root / "index_map.json"
 
     @property
+    def context_fit(self) -> Path:
+        return self.root / "context_fit.json"
+
+    @property
     def prompt_hashes(self) -> Path:
         return self.root / "prompt_hashes.jsonl"
 

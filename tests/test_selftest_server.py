@@ -154,6 +154,7 @@ def test_health_503_while_starting_then_200_info_and_sigterm(tmp_path: Path, key
             "ifeval": 12,
             "live_code_bench": 12,
             "math_500": 10,
+            "longbench_v2": 6,
         }
         assert _get(server.base_url + "/get_server_info")[1] == info
         status, minfo = _get(server.base_url + "/model_info")

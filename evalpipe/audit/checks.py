@@ -111,14 +111,16 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
     # A sample whose request failed has no (reviewable) prediction for a known reason: a warning,
     # governed by the transport-failure gate.  Without such a reason it was silently not evaluated.
     api = row.failure_class == "api_error"
+    dropped = row.failure_class == "context_overflow"  # consented drop, listed in context_fit.json
     if row.n_predictions == 0:
-        why = (
-            f"the request failed ({row.api_error or row.failure_detail or 'API error'})"
-            if api
-            else "no error recorded"
-        )
+        if dropped:
+            why = f"the prompt does not fit the context ({row.failure_detail})"
+        elif api:
+            why = f"the request failed ({row.api_error or row.failure_detail or 'API error'})"
+        else:
+            why = "no error recorded"
         add(
-            "warn" if api else "error",
+            "warn" if api or dropped else "error",
             "no_prediction",
             f"no prediction for this entry: {why}; counted as incorrect",
         )

@@ -16,7 +16,7 @@ from typing import Any
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import SELECTION_RULE, Linkage, attempt_ok, parse_time
 from evalpipe.audit.secrets import redact_text
-from evalpipe.benchmarks import display_name, find, primary_metric
+from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
 from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
@@ -27,6 +27,7 @@ from evalpipe.schema.summary import (
     GenerationSummary,
     Interval,
     LengthStats,
+    LengthStratumResult,
     ModelSummary,
     ReasoningLength,
     RequestAudit,
@@ -75,6 +76,27 @@ def _is_proportional(sampling: BenchmarkSampling | None, entries: list[ManifestE
         return True
     weights = [e.weight for e in entries]
     return max(weights) - min(weights) <= 1e-9 * max(weights)
+
+
+def length_results(
+    name: str,
+    sampling: BenchmarkSampling | None,
+    entries: list[ManifestEntry],
+    rows: dict[SampleKey, OutcomeRow],
+) -> list[LengthStratumResult]:
+    """KV-cache view: n, score and Wilson interval per context-length bucket (same denominator rule)."""
+    if sampling is None:
+        return []
+    out = []
+    for length, bucket_of in length_buckets(name, sampling.plan.stratify_by, [e.stratum for e in entries]):
+        es = [e for e in entries if bucket_of[e.stratum] == length]
+        k = sum(1 for e in es if _correct(rows.get((e.benchmark, e.source_id))))
+        out.append(
+            LengthStratumResult(
+                length=length, n=len(es), correct=k, score=k / len(es), interval=_wilson(k, len(es))
+            )
+        )
+    return out
 
 
 def strata_results(
@@ -286,6 +308,7 @@ def benchmark_results(
                 stratified=stratified,
                 strata=strata,
                 secondary=spec.secondary_metrics(entries, rows) if spec and spec.secondary_metrics else [],
+                by_length=length_results(name, sampling, entries, rows),
                 failures=failure_counts(entries, rows),
                 max_tokens=budget,
                 requests=request_audit(entries, linkage, name, inputs.attempts_torn),

@@ -18,6 +18,7 @@ _MODULES = (
     "gsm8k",
     "live_code_bench",
     "math_500",
+    "longbench_v2",
 )
 
 
@@ -64,3 +65,16 @@ def stratifications() -> tuple[str, ...]:
     for spec in REGISTRY.values():
         out += [s for s in spec.stratifications if s not in out]
     return tuple(out)
+
+
+def length_buckets(benchmark: str, stratify_by: str, strata: list[str]) -> list[tuple[str, dict[str, str]]]:
+    """``[(length bucket, {stratum: bucket})]`` in the benchmark's length order; [] without a length stratum."""
+    spec = REGISTRY.get(benchmark)
+    if spec is None or spec.length_bucket is None:
+        return []
+    bucket_of = {s: spec.length_bucket(stratify_by, s) for s in strata}
+    if any(b is None for b in bucket_of.values()):
+        return []
+    present = {b for b in bucket_of.values() if b is not None}
+    order = [b for b in spec.length_order if b in present] + sorted(present - set(spec.length_order))
+    return [(b, bucket_of) for b in order]  # type: ignore[misc]

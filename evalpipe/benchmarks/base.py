@@ -129,6 +129,8 @@ class Benchmark:
     # -- KV-cache view: the context-length bucket of a stratum under a stratification (None: no bucket)
     length_bucket: Callable[[str, str], str | None] | None = None
     length_order: tuple[str, ...] = ()
+    # -- preflight: the record text a prompt is built from (default: the question field), for token estimates
+    prompt_text: Callable[[Mapping[str, Any]], str] | None = None
     # -- answer key
     key_items: Callable[[BenchmarkData, Mapping[str, Any], Path], list[KeyItem]] | None = None
     truncated_text: Callable[[KeyItem], str] | None = None

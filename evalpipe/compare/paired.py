@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalpipe.benchmarks import length_buckets
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_model
@@ -210,7 +211,22 @@ def compare_runs(
     blocks = []
     for block in ma.benchmarks:
         keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
-        blocks.append(_paired_block(block.benchmark, keys, oa, ob, la, lb, **kw))
+        paired = _paired_block(block.benchmark, keys, oa, ob, la, lb, **kw)
+        buckets = length_buckets(block.benchmark, block.plan.stratify_by, [k[2] for k in keys])
+        if buckets:
+            paired.by_length = [
+                _paired_block(
+                    f"{block.benchmark} {length}",
+                    [k for k in keys if bucket_of[k[2]] == length],
+                    oa,
+                    ob,
+                    la,
+                    lb,
+                    **kw,
+                ).model_copy(update={"length": length})
+                for length, bucket_of in buckets
+            ]
+        blocks.append(paired)
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = _paired_block("all", all_keys, oa, ob, la, lb, **kw) if len(blocks) > 1 else None
     return CompareResult(
@@ -249,6 +265,25 @@ def compare_markdown(result: CompareResult) -> str:
             f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {len(b.flips)} |"
         )
     lines.append("")
+    by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
+    if by_length:
+        lines.append("By context length (KV-cache view: does the difference grow with the context?):")
+        lines.append("")
+        lines.append(
+            f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for b, x in by_length:
+            diff = (
+                f"{_pts(x.difference)} | [{_pts(x.diff_ci_low)}, {_pts(x.diff_ci_high)}]"
+                if x.difference is not None
+                else "– | –"
+            )
+            lines.append(
+                f"| {b.benchmark} | {x.length} | {x.n_pairs} | {x.a.correct}/{x.a.scored} | {x.b.correct}/{x.b.scored} | "
+                f"{diff} | {len(x.flips)} |"
+            )
+        lines.append("")
     for b in result.benchmarks:
         lines.append(f"- {b.line}")
     flips = [f for b in result.benchmarks for f in b.flips]

@@ -57,6 +57,11 @@ class ModelConfig(Strict):
         default=None, description="SGLang --tool-call-parser (e.g. 'glm47'); unset = flag not passed."
     )
     tokenizer_path: str | None = None
+    context_length: Annotated[int, Field(gt=0)] | None = Field(
+        default=None,
+        description="Tokens the server accepts (prompt + output) for the preflight's prompt-length check; "
+        "default: max_position_embeddings of a local model's config.json.",
+    )
 
 
 class SpeculativeConfig(Strict):
@@ -310,6 +315,11 @@ class BenchmarkConfig(Strict):
     )
     extra_params: dict[str, object] = Field(
         default_factory=dict, description="EvalScope dataset extra_params."
+    )
+    drop_overlong: bool = Field(
+        default=False,
+        description="Consent to drop sampled prompts that cannot fit the context (scored context_overflow, "
+        "listed in context_fit.json) instead of refusing the run.",
     )
 
     @model_validator(mode="after")

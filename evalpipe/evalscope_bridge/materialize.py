@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -173,9 +173,16 @@ def _split_names(f: Benchmark, subset: str, fewshot_rows: dict[str, int]) -> lis
 
 
 def materialize(
-    rundir: RunDir, manifest: Manifest, datasets: Mapping[str, BenchmarkData], cfg: RunConfig
+    rundir: RunDir,
+    manifest: Manifest,
+    datasets: Mapping[str, BenchmarkData],
+    cfg: RunConfig,
+    *,
+    skip: Collection[tuple[str, str]] = (),
 ) -> IndexMap:
-    """Write every benchmark's dataset directory and ``index_map.json``; returns the index map."""
+    """Write every benchmark's dataset directory and ``index_map.json``; returns the index map.
+
+    ``skip``: ``(benchmark, source_id)`` entries left out (prompts dropped by the context-fit preflight)."""
     rundir.datasets_dir.mkdir(parents=True, exist_ok=True)
     materialized: list[MaterializedDataset] = []
     index_entries: list[IndexMapEntry] = []
@@ -188,10 +195,13 @@ def materialize(
         data = datasets.get(name)
         if data is None:
             raise DataError(f"{name}: dataset not loaded")
-        pairs = _resolve_entries(name, manifest.entries_for(name), data)
+        kept = [e for e in manifest.entries_for(name) if (name, e.source_id) not in skip]
+        pairs = _resolve_entries(name, kept, data)
         out_dir = rundir.datasets_dir / name
         if out_dir.exists():
             shutil.rmtree(out_dir)  # a stale subset from an earlier materialization must not survive
+        if not pairs:
+            continue  # every entry dropped: nothing for EvalScope to run
         out_dir.mkdir(parents=True)
 
         subsets: list[str] = []

@@ -47,7 +47,7 @@ from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
 from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
-from evalpipe.schema.manifest import Manifest
+from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
 
@@ -225,6 +225,38 @@ def _rows_by_index(lines: list[Any]) -> tuple[dict[int, dict[str, Any]], dict[in
     return last, count
 
 
+def _dropped(rundir: RunDir) -> dict[tuple[str, str], str]:
+    """Entries the context-fit preflight dropped (with consent), and why."""
+    from evalpipe.schema.context_fit import ContextFit
+
+    if not rundir.context_fit.is_file():
+        return {}
+    fit = read_model(rundir.context_fit, ContextFit)
+    return {
+        (p.benchmark, p.source_id): (
+            f"prompt ~{p.prompt_tokens} tokens ({fit.estimator}) + max_tokens {p.max_tokens} > context length "
+            f"{fit.context_length}: dropped, not sent"
+        )
+        for p in fit.overlong
+    }
+
+
+def _dropped_row(m: ManifestEntry, detail: str) -> OutcomeRow:
+    return OutcomeRow(
+        benchmark=m.benchmark,
+        subset=m.subset,
+        index=-1,
+        source_id=m.source_id,
+        stratum=m.stratum,
+        prediction_present=False,
+        review_present=False,
+        n_predictions=0,
+        n_reviews=0,
+        failure_class="context_overflow",
+        failure_detail=detail,
+    )
+
+
 def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> list[OutcomeRow]:
     """One ``OutcomeRow`` per manifest entry, in manifest order."""
     tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks) if rundir.evalscope_tasks.is_file() else None
@@ -259,9 +291,13 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
         if attempt.response_id and attempt.usage is not None and attempt.usage.reasoning_tokens is not None:
             reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
+    dropped = _dropped(rundir)
     rows: list[OutcomeRow] = []
     for m in manifest.entries:
         entry = by_source.get((m.benchmark, m.source_id))
+        if entry is None and (m.benchmark, m.source_id) in dropped:
+            rows.append(_dropped_row(m, dropped[(m.benchmark, m.source_id)]))
+            continue
         if entry is None:
             raise ArtifactError(
                 f"{rundir.index_map}: no entry for {m.benchmark}/{m.source_id} (materialize first)"

@@ -115,6 +115,18 @@ def _secondary_table(b: BenchmarkResult) -> Table:
     )
 
 
+def _length_table(b: BenchmarkResult) -> Table:
+    rows: list[list[Inline]] = [
+        [[T(x.length)], [T(str(x.n))], [T(f"{x.correct}/{x.n}")], [T(pct(x.score))], [T(ci_text(x.interval))]]
+        for x in b.by_length
+    ]
+    return Table(
+        headers=["Context length", "n", "Correct", "Score", "95 % CI"],
+        rows=rows,
+        align=["left", "right", "right", "right", "right"],
+    )
+
+
 # --- paragraphs --------------------------------------------------------------------------------------
 def _names(entries: list[tuple[BenchmarkResult, int]]) -> str:
     return join_words([f"{n} {b.display_name}" for b, n in entries])
@@ -509,6 +521,21 @@ def build_document(summary: Summary) -> list[Block]:
         if b.secondary:
             blocks.append(Heading(3, f"{b.display_name} secondary metrics"))
             blocks.append(_secondary_table(b))
+    for b in summary.benchmarks:
+        if b.by_length:
+            blocks.append(Heading(3, f"{b.display_name} by context length"))
+            blocks.append(
+                Paragraph(
+                    [
+                        T(
+                            "KV-cache view: the primary metric within each context-length bucket of the sample "
+                            "(unweighted; same denominator rule), so a loss that grows with the context shows "
+                            "here. Paired runs: compare.md and compare.json carry the difference and flips per bucket."
+                        )
+                    ]
+                )
+            )
+            blocks.append(_length_table(b))
 
     blocks.append(Heading(2, "Sampling"))
     for spans in sampling_paragraphs(summary):

@@ -47,6 +47,14 @@ class PairedBenchmark(Row):
     line: str = Field(
         description='Report line, e.g. "FP8 raw vs BF16 KV: -1.9 pts [-6.3, 2.5], McNemar p = 0.62, 3 flips".'
     )
+    length: str | None = Field(
+        default=None, description="Context-length bucket of this block (a block inside by_length)."
+    )
+    by_length: list[PairedBenchmark] = Field(
+        default_factory=list,
+        description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
+        "length stratum), shortest first.",
+    )
 
 
 class CompareResult(Artifact):

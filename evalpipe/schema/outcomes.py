@@ -26,6 +26,7 @@ FailureClass = Literal[
     "unparsable_answer",
     "missing_prediction",
     "missing_review",
+    "context_overflow",
 ]
 
 FAILURE_CLASSES: tuple[str, ...] = FailureClass.__args__  # type: ignore[attr-defined]
@@ -38,7 +39,7 @@ class OutcomeRow(Row):
     schema_version: int = 1
     benchmark: str
     subset: str
-    index: int = Field(description="EvalScope's positional index within (benchmark, subset).")
+    index: int = Field(description="EvalScope's positional index within (benchmark, subset); -1: never sent.")
     source_id: str
     stratum: str
     prediction_present: bool

@@ -38,12 +38,19 @@ def compare_schema() -> dict[str, Any]:
     return _schema(CompareResult)
 
 
+def context_fit_schema() -> dict[str, Any]:
+    from evalpipe.schema.context_fit import ContextFit
+
+    return _schema(ContextFit)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
     "manifest.schema.json": manifest_schema,
     "compare.schema.json": compare_schema,
     "summary.schema.json": summary_schema,
+    "context_fit.schema.json": context_fit_schema,
 }
 
 

@@ -97,6 +97,16 @@ class StratumResult(Row):
     score: float | None
 
 
+class LengthStratumResult(Row):
+    """KV-cache view: the score of the entries in one context-length bucket (unweighted, within the bucket)."""
+
+    length: str
+    n: int = Field(description="Manifest entries in the bucket (denominator).")
+    correct: int
+    score: float | None
+    interval: Interval | None
+
+
 class MetricResult(Row):
     """A metric with its own numerator and denominator (e.g. IFEval instruction level)."""
 
@@ -199,6 +209,10 @@ class BenchmarkResult(Row):
     )
     strata: list[StratumResult]
     secondary: list[MetricResult] = Field(default_factory=list)
+    by_length: list[LengthStratumResult] = Field(
+        default_factory=list,
+        description="Score by context-length bucket, shortest first (benchmarks with a length stratum only).",
+    )
     failures: list[FailureCount]
     max_tokens: int | None = Field(description="Output-token budget (config, else the request log).")
     requests: RequestAudit
