@@ -32,9 +32,14 @@ def sample(
     from evalpipe.cli.console import out as console
     from evalpipe.config import load_config
     from evalpipe.samplers import sample_run
+    from evalpipe.samplers.run import without_missing_mirrors
     from evalpipe.samplers.table import sampling_table
 
     cfg = load_config(config)
+    if dataset_root is not None:  # sample what the mirror holds; name what needs the hub
+        cfg, missing = without_missing_mirrors(cfg, dataset_root)
+        for line in missing:
+            console.print(f"[yellow]note:[/] {line}", soft_wrap=True)
     result = sample_run(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_dataset_drift)
     console.print(sampling_table(result.manifest))
     console.print(f"{len(result.manifest.entries)} samples → {result.rundir.manifest}")

@@ -199,6 +199,29 @@ def default_run_dir(cfg: RunConfig) -> Path:
     return cfg.resolve_path(cfg.output_root) / f"{cfg.name}-{stamp}"
 
 
+def without_missing_mirrors(cfg: RunConfig, dataset_root: Path) -> tuple[RunConfig, list[str]]:
+    """``cfg`` restricted to the benchmarks present under ``dataset_root``, and one line per benchmark left
+    out (it needs the hub).  The run directory's config.yaml then records exactly what was sampled."""
+    from evalpipe.benchmarks import benchmark
+
+    kept, notes = [], []
+    for bench in cfg.benchmarks:
+        folder = benchmark(bench.name).mirror_dir
+        if (Path(dataset_root) / folder).is_dir():
+            kept.append(bench)
+            continue
+        hub = bench.source.hub or f"the dataset id EvalScope's {bench.name} adapter declares"
+        notes.append(
+            f"{bench.name}: no {folder}/ under {dataset_root}, so it needs the hub ({bench.source.hub_backend}: "
+            f"{hub}); left out of this sample — sample without --dataset-root (network access) to include it"
+        )
+    if not kept or not notes:  # nothing there at all: the loader's own error names the missing directory
+        return cfg, []
+    out = cfg.model_copy(update={"benchmarks": kept})
+    out._config_path = cfg.config_path
+    return out, notes
+
+
 def load_datasets(cfg: RunConfig, dataset_root: Path | None) -> dict[str, BenchmarkData]:
     return {b.name: load_benchmark(cfg, b.name, dataset_root) for b in cfg.benchmarks}
 
