@@ -120,6 +120,22 @@ def test_answer_key_replies_score_with_math_verify(adapter: Any) -> None:
         assert cut.main_value == 0.0 and not cut.extracted_prediction, it.label
 
 
+@pytest.mark.slow
+def test_math_verify_accepts_the_answer_key_form_for_every_real_answer(
+    adapter: Any, shared_datasets: Path
+) -> None:
+    """The bundled ten prove the path; the real 500 prove the form: every reference answer of the real
+    file, in the answer key's reply form, is scored correct by the adapter's own Math-Verify scoring, so a
+    run against the answer-key server on the real data scores 1.0 (and a neighbour's answer scores 0)."""
+    from evalpipe.benchmarks.math_500 import response
+
+    rows = _rows(shared_datasets / "math_500" / "test.jsonl")
+    assert len(rows) == 500
+    rejected = [r["unique_id"] for r in rows if _score(adapter, r, response(r["answer"])).main_value != 1.0]
+    assert rejected == []
+    assert _score(adapter, rows[0], response(rows[1]["answer"])).main_value == 0.0
+
+
 # ---------------------------------------------------------------- end to end
 
 
