@@ -122,6 +122,9 @@ class Benchmark:
     instruction_ids: Callable[[dict[str, Any]], list[str] | None] | None = None  # index-map extra
     # -- outcomes: a scored-but-not-correct answer's failure class, a scoring error's explanation
     classify_wrong: Callable[[Mapping[str, Any]], tuple[str, str | None]] | None = None
+    # answers are programs run against tests by EvalScope's LiveCodeBench harness: outcomes record how each
+    # ran, and one that timed out is re-checked alone (evalscope_bridge.code_recheck)
+    executes_code: bool = False
     scoring_error_hint: Callable[[Any, Mapping[str, Any], bool], str | None] = _no_scoring_hint
     needs_punkt: Callable[[Any], bool] | None = None  # index-map entry needs NLTK punkt_tab to score
     nltk_module: str | None = None  # EvalScope module whose ``check_nltk_data`` must not download

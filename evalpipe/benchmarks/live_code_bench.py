@@ -206,6 +206,7 @@ BENCHMARK = Benchmark(
     materialize_row=materialize_row,
     forbidden_extra_params=FILTER_PARAMS,
     classify_wrong=classify_wrong,
+    executes_code=True,
     key_items=key_items,
     truncated_text=truncated_text,
     default_faults=("index_error",),

@@ -292,6 +292,7 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
     dropped = _dropped(rundir)
+    code_tests: dict[str, Any] = {}  # the LiveCodeBench tests, loaded when a program needs a re-check
     rows: list[OutcomeRow] = []
     for m in manifest.entries:
         entry = by_source.get((m.benchmark, m.source_id))
@@ -306,9 +307,56 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
         pred, review = preds.get(entry.index), revs.get(entry.index)
         errs = errors.get((entry.benchmark, entry.subset, entry.index), {})
         fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
-        rows.append(_row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
-                         detail, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens))  # fmt: skip
+        row = _row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
+                   detail, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens)  # fmt: skip
+        spec = find(entry.benchmark)
+        if spec is not None and spec.executes_code and review is not None:
+            row = _code_execution(row, entry, sample_score(review) or {}, code_tests, index_map, rundir)
+        rows.append(row)
     return rows
+
+
+def _code_execution(
+    row: OutcomeRow,
+    entry: IndexMapEntry,
+    score: dict[str, Any],
+    code_tests: dict[str, Any],
+    index_map: IndexMap,
+    rundir: RunDir,
+) -> OutcomeRow:
+    """Record how the program ran; re-check a timed-out one in isolation and take the re-check's class."""
+    from evalpipe.evalscope_bridge import code_recheck
+
+    meta = score.get("metadata") or {}
+    tests = len(_first_list(meta.get("eval_results"))) or None
+    if row.failure_class != "code_timeout":
+        if "eval_results" not in meta:
+            return row
+        return row.model_copy(update={"code_execution": code_recheck.review_execution(score, tests)})
+    if "problems" not in code_tests:
+        ds = index_map.dataset(entry.benchmark)
+        code_tests["problems"] = code_recheck.ProblemTests(rundir.root, ds.path, ds.eval_split)
+    sample = code_tests["problems"].evaluation_sample(entry.subset, entry.index, entry.source_id)
+    limit = float(meta.get("timeout") or 0)
+    if limit <= 0:
+        raise ArtifactError(f"{entry.benchmark}/{entry.source_id}: review records no per-test timeout")
+    result = code_recheck.recheck(
+        str(score.get("extracted_prediction") or ""), sample, limit, row.failure_class, row.failure_detail
+    )
+    update: dict[str, Any] = {
+        "failure_class": result.failure_class,
+        "failure_detail": result.failure_detail,
+        "code_execution": result.execution,
+    }
+    if result.passed and row.score is not None and main_metric(score):
+        update["score"] = 1.0
+        update["scores"] = {**row.scores, main_metric(score): 1.0}
+    return row.model_copy(update=update)
+
+
+def main_metric(score: dict[str, Any]) -> str | None:
+    main = score.get("main_score_name")
+    return main if isinstance(main, str) and main else None
 
 
 def _row(

@@ -35,6 +35,45 @@ FAILURE_CLASSES: tuple[str, ...] = FailureClass.__args__  # type: ignore[attr-de
 BUDGET_CLASSES: frozenset[str] = frozenset({"budget_exhausted", "budget_exhausted_in_reasoning"})
 
 
+class CodeExecution(Row):
+    """How a LiveCodeBench sample's program was executed against its tests (``OutcomeRow.code_execution``).
+
+    ``evalscope_review``: EvalScope's own review, concurrent with the other reviews; its per-test limit is
+    wall-clock time and its global limit, ``(limit + 1) × tests`` seconds, starts at the spawn of a fresh
+    Python interpreter, so on a loaded host a program can time out before it starts.
+    ``isolated_recheck``: a sample the review left as a timeout or without a result, re-run alone with
+    EvalScope's own LiveCodeBench test code (``testing_util.run_test``) in a process whose clock starts
+    once its interpreter is up; the per-test limit is the program's CPU time from its own start, with a
+    wall-clock backstop for a program that blocks.  Its class replaces the review's.
+    """
+
+    mode: Literal["evalscope_review", "isolated_recheck"]
+    per_test_limit_s: float = Field(description="EvalScope's review_timeout for the benchmark.")
+    limit_clock: Literal["wall_from_interpreter_spawn", "cpu_from_program_start"]
+    wall_backstop_s: float | None = Field(
+        default=None, description="isolated_recheck: wall-clock limit per test for a program that blocks."
+    )
+    global_limit_s: float | None = Field(
+        default=None,
+        description="Wall-clock limit for all tests together (evalscope_review: from the interpreter's "
+        "spawn; isolated_recheck: from the moment the ready test process received the program).",
+    )
+    tests: int | None = Field(default=None, description="Test cases of the problem.")
+    attempts: int = Field(
+        default=1, description="Test processes started (isolated_recheck: another only if one never came up)."
+    )
+    review_class: str | None = Field(
+        default=None, description="isolated_recheck: the class EvalScope's review gave (replaced)."
+    )
+    review_detail: str | None = None
+    results: list[bool | int] | None = Field(
+        default=None,
+        description="isolated_recheck: per-test results (True pass, -2 wrong, -3 time, -4 error).",
+    )
+    wall_s: float | None = Field(default=None, description="isolated_recheck: wall time of the tests.")
+    cpu_s: float | None = Field(default=None, description="isolated_recheck: CPU time of the test process.")
+
+
 class OutcomeRow(Row):
     schema_version: int = 1
     benchmark: str
@@ -99,6 +138,9 @@ class OutcomeRow(Row):
     failure_detail: str | None = Field(
         default=None,
         description="e.g. the exception type for code_runtime_error, the error for scoring_error.",
+    )
+    code_execution: CodeExecution | None = Field(
+        default=None, description="LiveCodeBench: how the program was run against its tests."
     )
 
     @property

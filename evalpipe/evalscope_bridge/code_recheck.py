@@ -1,0 +1,290 @@
+"""Load-independent LiveCodeBench verdicts: re-check, in isolation, every sample the review timed out.
+
+EvalScope's review runs each program in a freshly *spawned* Python interpreter (plus a multiprocessing
+manager), several reviews at a time, and starts its global limit — ``(review_timeout + 1) × tests``
+seconds — when the spawn begins; its per-test limit is wall-clock time.  On a loaded host the
+interpreter's start-up alone can use the whole budget, so a wrong or crashing program comes back as "no
+result" or "time limit exceeded" — a class that depends on the host's load, not on the program.
+
+So every LiveCodeBench sample whose review ended as ``code_timeout`` is re-checked before it is
+classified, one at a time, with EvalScope's own test code (``testing_util.run_test``: same compile step,
+same stdin/call-based harness, same output comparison, same result codes), called differently:
+
+* the test process imports everything first and says "ready"; only then does it get the program, and
+  the global limit starts then, not at the spawn of its interpreter;
+* the per-test limit (EvalScope's ``review_timeout``, 6 s) is the CPU time the program used since the
+  test started (``ITIMER_PROF``), which other processes on the host cannot consume; a wall-clock backstop
+  of ``WALL_FACTOR`` × the limit per test ends a program that blocks instead of computing;
+* the whole process group is killed at the end (or at the global limit).
+
+The class is the re-check's and the outcome row records how the sample was executed
+(``OutcomeRow.code_execution``).  A program that truly loops forever uses its CPU limit and stays
+``code_timeout``; a program that needs 60 % of the limit passes however busy the host is.
+
+Run as ``python -m evalpipe.evalscope_bridge.code_recheck FD`` this module is the test process: it
+writes "ready" and then one JSON result line to file descriptor ``FD`` and reads its job from stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalpipe.errors import ArtifactError
+from evalpipe.schema.outcomes import CodeExecution
+
+#: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits).
+WALL_FACTOR = 5
+#: How long a test process may take to import EvalScope's test code and say "ready" (the host may be busy).
+READY_TIMEOUT_S = 180.0
+#: Test processes started for one sample when one never comes up.
+MAX_ATTEMPTS = 2
+_GLOBAL_SLACK_S = 5.0
+
+POLICY = (
+    "LiveCodeBench programs are run by EvalScope's review (per-test limit {limit:g} s of wall-clock time; "
+    "global limit from the spawn of the test interpreter, several reviews at once). Every sample the review "
+    "left as a timeout or without a result is re-checked alone with EvalScope's own test code: per-test "
+    "limit {limit:g} s of the program's CPU time from its own start (wall-clock backstop {backstop:g} s per "
+    "test), clock started once the test process is up; the re-check's class is the one reported."
+)
+
+
+def policy_text(limit_s: float) -> str:
+    return POLICY.format(limit=limit_s, backstop=limit_s * WALL_FACTOR)
+
+
+def review_execution(score: dict[str, Any], tests: int | None = None) -> CodeExecution:
+    """How EvalScope's review ran a sample (``score`` = the review's ``sample_score.score``)."""
+    limit = float((score.get("metadata") or {}).get("timeout") or 0) or None
+    return CodeExecution(
+        mode="evalscope_review",
+        per_test_limit_s=limit or 0.0,
+        limit_clock="wall_from_interpreter_spawn",
+        global_limit_s=(limit + 1) * tests if limit and tests else None,
+        tests=tests,
+    )
+
+
+# ---------------------------------------------------------------- the problems' tests
+
+
+class ProblemTests:
+    """EvalScope's ``evaluation_sample`` (test inputs/outputs, function name) of materialized rows.
+
+    Derived exactly as the adapter derives it: the materialized parquet row through
+    ``live_code_bench.load_utils.transform``.
+    """
+
+    def __init__(self, rundir_root: Path, dataset_path: str, eval_split: str) -> None:
+        self.root = Path(rundir_root) / dataset_path
+        self.eval_split = eval_split
+        self._rows: dict[str, list[dict[str, Any]]] = {}
+
+    def evaluation_sample(self, subset: str, index: int, source_id: str) -> str:
+        if subset not in self._rows:
+            import pyarrow.parquet as pq
+
+            path = self.root / subset / f"{self.eval_split}.parquet"
+            if not path.is_file():
+                raise ArtifactError(
+                    f"{path}: materialized LiveCodeBench rows missing (needed to re-check code)"
+                )
+            self._rows[subset] = pq.read_table(path).to_pylist()
+        rows = self._rows[subset]
+        path = self.root / subset / f"{self.eval_split}.parquet"
+        if not 0 <= index < len(rows) or str(rows[index].get("question_id")) != source_id:
+            raise ArtifactError(f"{path}: row {index} is not question_id {source_id}")
+        from evalscope.benchmarks.live_code_bench.load_utils import transform
+
+        return transform(dict(rows[index]))["evaluation_sample"]
+
+
+# ---------------------------------------------------------------- parent side
+
+
+@dataclass
+class Recheck:
+    failure_class: str
+    failure_detail: str | None
+    passed: bool
+    execution: CodeExecution
+
+
+def _read_line(fd: int, buf: bytearray, deadline: float) -> str | None:
+    """One line from ``fd`` before ``deadline`` (monotonic); None on timeout or end of file."""
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None
+        buf.extend(chunk)
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    return line.decode("utf-8", errors="replace")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _died(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def run_isolated(code: str, evaluation_sample: str, limit_s: float) -> tuple[dict[str, Any] | None, str, int]:
+    """Run ``code`` against the tests in one fresh test process at a time.
+
+    Returns ``(result, outcome, attempts)``: ``result`` is the test process's JSON line (None without
+    one) and ``outcome`` one of ``done``, ``global_timeout``, ``died: …``, ``never_ready``.
+    """
+    n_tests = len(json.loads(evaluation_sample)["inputs"])
+    global_limit = n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S
+    job = json.dumps({"code": code, "input_output": evaluation_sample, "timeout": limit_s,
+                      "wall_factor": WALL_FACTOR}).encode()  # fmt: skip
+    outcome = "never_ready"
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        r, w = os.pipe()
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "evalpipe.evalscope_bridge.code_recheck", str(w)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                pass_fds=(w,),
+                start_new_session=True,
+                cwd=tempfile.gettempdir(),
+            )
+            os.close(w)
+            buf = bytearray()
+            try:
+                if _read_line(r, buf, time.monotonic() + READY_TIMEOUT_S) != "ready":
+                    outcome = "never_ready"
+                    continue
+                assert proc.stdin is not None
+                proc.stdin.write(job)
+                proc.stdin.close()
+                line = _read_line(r, buf, time.monotonic() + global_limit)
+                if line:
+                    return json.loads(line), "done", attempt
+                try:
+                    proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    return None, "global_timeout", attempt
+                err.seek(0)
+                tail = [x for x in err.read().decode("utf-8", "replace").splitlines() if x.strip()][-1:]
+                return None, f"died ({_died(proc.returncode)}){': ' + tail[0][:200] if tail else ''}", attempt
+            finally:
+                os.close(r)
+                _kill_group(proc)
+    return None, outcome, MAX_ATTEMPTS
+
+
+def recheck(
+    code: str,
+    evaluation_sample: str,
+    limit_s: float,
+    review_class: str,
+    review_detail: str | None,
+) -> Recheck:
+    """The load-independent verdict of one program that EvalScope's review timed out."""
+    from evalpipe.evalscope_bridge.outcomes import classify_code
+
+    n_tests = len(json.loads(evaluation_sample)["inputs"])
+    result, outcome, attempts = run_isolated(code, evaluation_sample, limit_s)
+    execution = CodeExecution(
+        mode="isolated_recheck",
+        per_test_limit_s=limit_s,
+        limit_clock="cpu_from_program_start",
+        wall_backstop_s=limit_s * WALL_FACTOR,
+        global_limit_s=n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S,
+        tests=n_tests,
+        attempts=attempts,
+        review_class=review_class,
+        review_detail=review_detail,
+    )
+    if result is None:
+        if outcome == "never_ready":
+            # the host could not even start a test process: keep the review's verdict, say so
+            detail = f"{review_detail or 'timeout'}; re-check not possible: no test process came up"
+            return Recheck(review_class, detail, False, execution)
+        if outcome == "global_timeout":
+            detail = f"no result within the re-check's global limit of {execution.global_limit_s:g} s"
+            return Recheck("code_timeout", detail, False, execution)
+        return Recheck("code_runtime_error", f"test process {outcome}", False, execution)
+    results = result["results"]
+    execution = execution.model_copy(
+        update={"results": results, "wall_s": round(result["wall_s"], 3), "cpu_s": round(result["cpu_s"], 3)}
+    )
+    if result["passed"]:
+        return Recheck("ok", None, True, execution)
+    score = {
+        "extracted_prediction": code,
+        "metadata": {"eval_results": {"0": [results]}, "final_metadata": [[json.dumps(result["metadata"])]]},
+    }
+    fclass, detail = classify_code(score)
+    return Recheck(fclass, detail, False, execution)
+
+
+# ---------------------------------------------------------------- the test process
+
+
+def _child(fd: int) -> None:
+    import functools
+
+    from evalscope.benchmarks.live_code_bench import testing_util
+    from evalscope.benchmarks.live_code_bench.pass_k_utils import compute_metrics_from_results
+
+    out = os.fdopen(fd, "w", encoding="utf-8")
+    out.write("ready\n")
+    out.flush()
+    job = json.loads(sys.stdin.buffer.read())
+    limit, factor = float(job["timeout"]), float(job["wall_factor"])
+
+    def cpu_alarm(seconds: float) -> None:
+        # EvalScope arms one wall-clock timer per test; here the limit is CPU time (SIGPROF) with a
+        # wall-clock backstop (SIGALRM); both raise EvalScope's TimeoutException.  0 disarms both.
+        signal.setitimer(signal.ITIMER_PROF, seconds)
+        signal.setitimer(signal.ITIMER_REAL, seconds * factor)
+
+    signal.signal(signal.SIGPROF, functools.partial(testing_util.timeout_handler, False))
+    testing_util._set_alarm = cpu_alarm
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    results, metadata = testing_util.run_test(
+        {"input_output": job["input_output"]}, test=job["code"], debug=False, timeout=limit
+    )
+    wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
+    plain = [r.item() if hasattr(r, "item") else r for r in results]
+    plain = [r if isinstance(r, bool) else int(r) for r in plain]
+    passed = bool(compute_metrics_from_results({0: [plain]}, k_list=[1])["pass@1"] > 0) if plain else False
+    out.write(json.dumps({"results": plain, "metadata": metadata, "passed": passed, "wall_s": wall,
+                          "cpu_s": cpu}, default=str) + "\n")  # fmt: skip
+    out.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))
