@@ -1,0 +1,220 @@
+"""LiveCodeBench verdicts do not depend on the host's load.
+
+The unit tests run EvalScope's test code through the isolated re-check directly (short limits).  The
+load test runs the real EvalScope review twice on the bundled LiveCodeBench items — once idle, once with
+the CPU saturated by ``2 × cores`` busy processes for the run's duration — and asserts identical classes,
+including a program that loops forever (stays ``code_timeout``) and one that needs ~60 % of the per-test
+limit on every test (passes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from scripted_server import Rule, ScriptedServer
+
+from evalpipe.config.models import RunConfig
+from evalpipe.evalscope_bridge.code_recheck import WALL_FACTOR, policy_text, recheck
+from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.outcomes import write_outcomes
+from evalpipe.evalscope_bridge.stage import run_evalscope
+from evalpipe.io import write_model
+from evalpipe.rundir import RunDir
+from evalpipe.samplers import build_manifest
+from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.sources import load_benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+SELFTEST_LCB = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"
+STDIO = json.dumps({"inputs": ["3\n1 2 3", "2\n5 5"], "outputs": ["6", "10"], "fn_name": None})
+SUM = "n = int(input())\nprint(sum(map(int, input().split())))"
+
+
+def _burn(seconds: float) -> str:
+    """Statements that use ``seconds`` of CPU time (a program that computes for that long)."""
+    return f"import time\n_t = time.process_time()\nwhile time.process_time() - _t < {seconds}:\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (SUM, ("ok", None)),
+        ("n = int(input())\nprint(0)", ("code_wrong_answer", "Wrong answer at output_line_idx=0: 0 != 6")),
+        ("a = []\nprint(a[3])", ("code_runtime_error", "IndexError")),
+        ("def f(:\n    pass", ("code_compile_error", "SyntaxError: invalid syntax (line 1)")),
+        ("while True:\n    pass", ("code_timeout", "Time Limit Exceeded")),
+    ],
+)
+def test_recheck_classes_with_evalscope_test_code(code: str, expected: tuple) -> None:
+    r = recheck(code, STDIO, 1.0, "code_timeout", "no result from the test process (global timeout or crash)")
+    assert (r.failure_class, r.failure_detail) == expected
+    assert r.passed is (expected[0] == "ok")
+    e = r.execution
+    assert (e.mode, e.limit_clock, e.per_test_limit_s, e.wall_backstop_s, e.tests, e.attempts) == (
+        "isolated_recheck", "cpu_from_program_start", 1.0, 1.0 * WALL_FACTOR, 2, 1,
+    )  # fmt: skip
+    assert e.review_class == "code_timeout" and e.results
+    if expected[0] == "code_timeout":
+        assert e.results == [-3] and e.cpu_s >= 0.95  # the CPU limit, not the wall clock, ended it
+
+
+def test_limit_is_per_test_cpu_time_and_a_blocked_program_hits_the_wall_backstop() -> None:
+    # 60 % of the limit on *each* test passes (the limit is per test, from the test's own start)
+    r = recheck(_burn(0.6) + SUM, STDIO, 1.0, "code_timeout", None)
+    assert r.failure_class == "ok" and r.execution.results == [True, True]
+    assert r.execution.cpu_s >= 1.15
+    # a program that sleeps uses no CPU: the wall-clock backstop ends it, still a timeout
+    t0 = time.monotonic()
+    r = recheck("import time\ntime.sleep(60)", STDIO, 0.5, "code_timeout", None)
+    assert (r.failure_class, r.execution.results) == ("code_timeout", [-3])
+    assert 0.5 * WALL_FACTOR <= r.execution.wall_s < 0.5 * WALL_FACTOR + 2 and time.monotonic() - t0 < 30
+
+
+def test_a_test_process_that_dies_is_a_runtime_error_naming_the_signal() -> None:
+    r = recheck("import os\nos.abort()", STDIO, 1.0, "code_timeout", None)
+    assert r.failure_class == "code_runtime_error"
+    assert r.failure_detail.startswith("test process died (SIGABRT)")
+    assert r.execution.results is None
+
+
+def test_policy_text_names_both_clocks() -> None:
+    text = policy_text(6)
+    assert "6 s of wall-clock time" in text and "6 s of the program's CPU time" in text
+    assert f"backstop {6 * WALL_FACTOR} s" in text
+
+
+# ---------------------------------------------------------------- the load test
+
+# bundled item → role; each has 3 tests (stdin items and one call-based item)
+ROLES = {
+    "akc101_a": "correct",
+    "akc101_b": "wrong",
+    "akc098_f": "index_error",
+    "akc102_c": "loops_forever",
+    "akc102_d": "needs_60_percent",
+    "90101": "correct_call_based",
+}
+EXPECTED = {
+    "correct": "ok",
+    "wrong": "code_wrong_answer",
+    "index_error": "code_runtime_error:IndexError",
+    "loops_forever": "code_timeout",
+    "needs_60_percent": "ok",
+    "correct_call_based": "ok",
+}
+
+
+def _config() -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": "code-recheck-load",
+            "model": {"path": "/models/none", "served_name": "scripted-model"},
+            "server": {"kind": "sglang"},
+            "generation": {"concurrency": 6, "max_tokens": {"live_code_bench": 512}, "request_timeout_s": 60},
+            "benchmarks": [
+                {
+                    "name": "live_code_bench",
+                    "subset": "release_v6",
+                    "few_shot": 0,
+                    "source": {"local": str(SELFTEST_LCB)},
+                    "sampling": {"stratify_by": "none", "total": len(ROLES), "allocation": "uniform"},
+                }
+            ],
+        }
+    )
+
+
+def _answers(limit_s: float) -> dict[str, str]:
+    sol = json.loads((REPO / "evalpipe/selftest/data/solutions.json").read_text(encoding="utf-8"))[
+        "live_code_bench"
+    ]
+    return {
+        "akc101_a": sol["akc101_a"],
+        "akc101_b": "s = input()\nprint('Maybe')",
+        "akc098_f": "a = []\nprint(a[3])",
+        "akc102_c": "while True:\n    pass",
+        "akc102_d": _burn(0.6 * limit_s) + sol["akc102_d"],
+        "90101": sol["90101"],
+    }
+
+
+def _run(root: Path) -> dict[str, object]:
+    cfg = _config()
+    data = load_benchmark(cfg, "live_code_bench")
+    keep = [r for r in data.eval.records if r.source_id in ROLES]
+    data = replace(data, eval=replace(data.eval, records=keep))
+    manifest, _ = build_manifest(cfg, {"live_code_bench": data})
+    rundir = RunDir(root)
+    rundir.root.mkdir(parents=True)
+    write_model(rundir.manifest, manifest)
+    index_map = materialize(rundir, manifest, {"live_code_bench": data}, cfg)
+    answers = _answers(6.0)
+    rules = [
+        Rule(r.raw["question_content"], f"```python\n{answers[r.source_id]}\n```\n", name=r.source_id)
+        for r in keep
+    ]
+    with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
+        run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
+    return {o.source_id: o for o in write_outcomes(rundir, manifest, index_map)}
+
+
+class BusyLoad:
+    """``n`` processes spinning on the CPU, in their own process group, for the ``with`` block only."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> BusyLoad:
+        for _ in range(self.n):
+            self.procs.append(
+                subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+@pytest.mark.slow
+def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    idle = _run(tmp_path / "idle")
+    t_idle = time.monotonic() - t0
+    n_busy = 2 * (os.cpu_count() or 2)
+    with BusyLoad(n_busy):
+        t0 = time.monotonic()
+        loaded = _run(tmp_path / "loaded")
+        t_loaded = time.monotonic() - t0
+    classes_idle = {sid: o.failure_label for sid, o in idle.items()}
+    classes_loaded = {sid: o.failure_label for sid, o in loaded.items()}
+    expected = {sid: EXPECTED[role] for sid, role in ROLES.items()}
+
+    def how(o: OutcomeRow) -> str:
+        e = o.code_execution
+        return f"{o.failure_label} ({e.mode}{', review: ' + str(e.review_class) if e.review_class else ''})"
+
+    report = {
+        "busy_processes": n_busy,
+        "seconds": {"idle": round(t_idle, 1), "loaded": round(t_loaded, 1)},
+        "samples": {sid: {"idle": how(idle[sid]), "loaded": how(loaded[sid])} for sid in ROLES},
+    }
+    print(json.dumps(report, indent=1))  # the measured classes, visible with -s
+    assert classes_idle == expected, report
+    assert classes_loaded == expected, report
+    assert {sid: o.score for sid, o in loaded.items()} == {sid: o.score for sid, o in idle.items()}
+    # every sample records how it ran; the infinite loop was re-checked and stayed a timeout on its CPU limit
+    for runs in (idle, loaded):
+        loop = runs["akc102_c"].code_execution
+        assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= 5.9
+        assert all(o.code_execution is not None for o in runs.values())
