@@ -93,6 +93,7 @@ class Sample:
     reasoning_chars: int | None = None
     reasoning_tokens: int | None = None
     final_answer_present: bool | None = None
+    code_execution: dict | None = None  # OutcomeRow.code_execution (LiveCodeBench)
 
     @property
     def prompt(self) -> str:
@@ -349,6 +350,7 @@ class RunDirBuilder:
                     reasoning_chars=s.reasoning_chars,
                     reasoning_tokens=s.reasoning_tokens,
                     final_answer_present=s.final_answer_present,
+                    code_execution=s.code_execution,
                     prompt_sha256=s.prompt_hash if present else None,
                     expected_prompt_sha256=s.expected_prompt_sha256 or s.prompt_hash,
                     prompt_contains_question=s.prompt_contains_question if present else None,

@@ -184,3 +184,38 @@ def test_provenance_lists_component_tests_and_fingerprints(tmp_path: Path) -> No
     assert "- Component test `tilelang_kernels`: exit 1; 7 passed, 2 failed, 0 errors, 0 skipped." in md
     assert f"gsm8k dataset fingerprint `{s.sampling.benchmarks[0].dataset_fingerprint}`" in md
     assert "GPUs: 8× NVIDIA H200; CUDA 12.8; host gpu-node-1." in md
+
+
+def test_code_execution_policy_and_rechecks_in_summary_and_report(tmp_path: Path) -> None:
+    review = {
+        "mode": "evalscope_review",
+        "per_test_limit_s": 6.0,
+        "limit_clock": "wall_from_interpreter_spawn",
+    }
+    recheck = {
+        "mode": "isolated_recheck", "per_test_limit_s": 6.0, "limit_clock": "cpu_from_program_start",
+        "wall_backstop_s": 30.0, "review_class": "code_timeout", "results": [-4], "attempts": 1,
+    }  # fmt: skip
+    b = RunDirBuilder(tmp_path / "run")
+    b.add(
+        Sample("live_code_bench", "p1", code_execution=review),
+        Sample(
+            "live_code_bench",
+            "p2",
+            score=0.0,
+            failure_class="code_runtime_error",
+            failure_detail="IndexError",
+            code_execution=recheck,
+        ),
+        Sample("live_code_bench", "p3", code_execution={**recheck, "results": [True]}),
+        Sample("gsm8k", "g1"),
+    )
+    s = audit_run(b.write().root, write=False)
+    lcb = next(x for x in s.benchmarks if x.benchmark == "live_code_bench")
+    c = lcb.code_execution
+    assert (c.executed, c.rechecked, c.changed_class, c.passed_on_recheck) == (3, 2, 2, 1)
+    assert next(x for x in s.benchmarks if x.benchmark == "gsm8k").code_execution is None
+    md = render_markdown(s)
+    assert "LiveCodeBench execution: LiveCodeBench programs are run by EvalScope's review" in md
+    assert "6 s of the program's CPU time from its own start" in md
+    assert "In this run: 2 of 3 programs re-checked (2 classes changed, 1 passed)." in md

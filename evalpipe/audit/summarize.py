@@ -23,6 +23,7 @@ from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.summary import (
     BenchmarkResult,
     BenchmarkSamplingSummary,
+    CodeExecutionSummary,
     FailureCount,
     GenerationSummary,
     Interval,
@@ -314,9 +315,36 @@ def benchmark_results(
                 requests=request_audit(entries, linkage, name, inputs.attempts_torn),
                 throughput=throughput(attempts, tp_size) if linkage else None,
                 reasoning=reasoning_length(found, budget),
+                code_execution=code_execution_summary(found),
             )
         )
     return out
+
+
+def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSummary | None:
+    from evalpipe.evalscope_bridge.code_recheck import policy_text
+
+    runs = [r.code_execution for r in found if r is not None and r.code_execution is not None]
+    if not runs:
+        return None
+    rechecked = [e for e in runs if e.mode == "isolated_recheck"]
+    rows = [r for r in found if r is not None and r.code_execution is not None]
+    limit = max(e.per_test_limit_s for e in runs)
+    return CodeExecutionSummary(
+        policy=policy_text(limit),
+        per_test_limit_s=limit,
+        executed=len(runs),
+        rechecked=len(rechecked),
+        changed_class=sum(
+            1
+            for r in rows
+            if r.code_execution.mode == "isolated_recheck"
+            and r.code_execution.review_class != r.failure_class
+        ),
+        passed_on_recheck=sum(
+            1 for r in rows if r.code_execution.mode == "isolated_recheck" and r.failure_class == "ok"
+        ),
+    )
 
 
 def sampling_summary(inputs: RunInputs) -> SamplingSummary:

@@ -14,7 +14,10 @@ never a gap in the denominator.  The failure class says what happened to the sam
 * ``ok`` / ``wrong`` / ``unparsable_answer`` (no answer could be extracted);
 * LiveCodeBench failures from the review's test metadata: ``code_wrong_answer``, ``code_timeout``,
   ``code_runtime_error`` (``failure_detail`` = exception type, e.g. ``IndexError``),
-  ``code_compile_error``.
+  ``code_compile_error``.  A program the review left as ``code_timeout`` (time limit or no result) is
+  re-checked alone before it is classified (``evalscope_bridge.code_recheck``: EvalScope's own test
+  code, CPU-time limit from the program's own start) and gets the re-check's class; every reviewed
+  program's row records how it ran (``code_execution``).
 """
 
 from __future__ import annotations

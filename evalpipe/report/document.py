@@ -269,6 +269,21 @@ def reasoning_line(b: BenchmarkResult) -> str:
     )
 
 
+def code_execution_line(b: BenchmarkResult) -> str:
+    """The execution policy of a code benchmark and what its re-checks changed."""
+    c = b.code_execution
+    if c is None:
+        return ""
+    if c.rechecked:
+        what = (
+            f"{c.rechecked} of {c.executed} programs re-checked"
+            f" ({plural(c.changed_class, 'class', 'classes')} changed, {c.passed_on_recheck} passed)"
+        )
+    else:
+        what = f"none of {c.executed} programs needed a re-check"
+    return f"{b.display_name} execution: {c.policy} In this run: {what}."
+
+
 def request_paragraph(summary: Summary) -> str:
     r = summary.requests
     if r.actual_requests is None:
@@ -544,6 +559,7 @@ def build_document(summary: Summary) -> list[Block]:
     blocks.append(Heading(2, "Failure treatment"))
     blocks.append(Paragraph([T(failure_paragraph(summary))]))
     lengths = [reasoning_line(b) for b in summary.benchmarks if b.reasoning is not None]
+    lengths += [code_execution_line(b) for b in summary.benchmarks if b.code_execution is not None]
     if lengths:
         blocks.append(Bullets([[T(x)] for x in lengths]))
     frows = _failure_rows(summary)

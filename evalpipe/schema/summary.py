@@ -188,6 +188,17 @@ class ReasoningLength(Row):
     chars: LengthStats | None = Field(description="Reasoning characters, over responses with reasoning.")
 
 
+class CodeExecutionSummary(Row):
+    """How a code benchmark's programs were run against their tests (from ``outcomes.code_execution``)."""
+
+    policy: str = Field(description="The execution policy, as the report states it.")
+    per_test_limit_s: float
+    executed: int = Field(description="Samples whose program was run against its tests.")
+    rechecked: int = Field(description="Samples the review left as a timeout, re-run alone.")
+    changed_class: int = Field(description="Re-checked samples whose class differs from the review's.")
+    passed_on_recheck: int = Field(description="Re-checked samples that passed every test.")
+
+
 class BenchmarkResult(Row):
     benchmark: str
     display_name: str
@@ -219,6 +230,10 @@ class BenchmarkResult(Row):
     throughput: Throughput | None
     reasoning: ReasoningLength | None = Field(
         default=None, description="Reasoning length vs the budget; None when no response holds reasoning."
+    )
+    code_execution: CodeExecutionSummary | None = Field(
+        default=None,
+        description="Code benchmarks: how programs were executed (isolation, limits, re-checks).",
     )
 
 
