@@ -17,7 +17,8 @@ own event loop) or as a subprocess::
     python tests/scripted_server.py --rules rules.json --port-file port.txt
 
 The subprocess writes its port to ``--port-file`` once listening, logs each request as a JSON line to
-``--request-log`` (if given) and exits on SIGTERM/SIGINT.
+``--request-log`` (if given), serves ``--server-info FILE`` (e.g. the real SGLang payload for
+glm-fp8.yaml) as ``/server_info`` if given, and exits on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
@@ -103,9 +104,15 @@ class ScriptedApp:
     """The request handler and its state; independent of how the server is run."""
 
     def __init__(
-        self, rules: Iterable[Rule], *, served_name: str = "scripted-model", default: Rule | None = None
+        self,
+        rules: Iterable[Rule],
+        *,
+        served_name: str = "scripted-model",
+        default: Rule | None = None,
+        server_info: dict[str, Any] | None = None,
     ):
         self.rules = list(rules)
+        self.info = server_info
         self.default = default
         self.served_name = served_name
         self.requests: list[RecordedRequest] = []
@@ -144,7 +151,9 @@ class ScriptedApp:
         return web.Response(text="ok")
 
     async def server_info(self, request: web.Request) -> web.Response:
-        """Resolved arguments the way SGLang names them (a plain single-GPU server)."""
+        """Resolved arguments the way SGLang names them (a plain single-GPU server, or the given payload)."""
+        if self.info is not None:
+            return web.json_response(self.info)
         return web.json_response(
             {
                 "served_model_name": self.served_name,
@@ -346,7 +355,8 @@ def load_rules(path: Path) -> tuple[list[Rule], Rule | None]:
 
 async def _serve(args: argparse.Namespace) -> None:
     rules, default = load_rules(Path(args.rules))
-    scripted = ScriptedApp(rules, served_name=args.served_name, default=default)
+    info = json.loads(Path(args.server_info).read_text(encoding="utf-8")) if args.server_info else None
+    scripted = ScriptedApp(rules, served_name=args.served_name, default=default, server_info=info)
     if args.request_log:
         scripted.request_log = Path(args.request_log)
     runner = web.AppRunner(scripted.make_app(), **_RUNNER_OPTIONS)
@@ -374,6 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 = ephemeral")
     parser.add_argument("--served-name", default="scripted-model")
     parser.add_argument("--request-log", default=None, help="append each request as a JSON line")
+    parser.add_argument("--server-info", default=None, help="JSON file served as /server_info")
     asyncio.run(_serve(parser.parse_args(argv)))
 
 

@@ -384,7 +384,7 @@ def test_audit_rewrites_atomically_and_is_repeatable(tmp_path: Path) -> None:
     assert not [p for p in rd.root.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_api_error_without_prediction_is_a_warning_for_the_transport_gate(tmp_path: Path) -> None:
+def test_api_error_without_prediction_after_retries_is_an_error(tmp_path: Path) -> None:
     b = RunDirBuilder(tmp_path / "run")
     b.add(
         Sample(
@@ -400,12 +400,15 @@ def test_api_error_without_prediction_is_a_warning_for_the_transport_gate(tmp_pa
         Sample("gsm8k", "b"),
     )
     s = audit_run(b.write().root, write=False)
-    assert codes(s) == Counter({("warn", "no_prediction"): 1, ("warn", "failed_request"): 1})
+    # no attempt succeeded: the sample's score says nothing about the model (error); the failed attempts
+    # themselves are warnings for the transport gate
+    assert codes(s) == Counter({("error", "no_prediction"): 1, ("warn", "failed_request"): 1})
     assert (s.requests.transport_failures, s.requests.retries) == (2, 1)
+    assert s.requests.retry_causes == {"HTTP 500": 1}
     g = bench(s, "gsm8k")
     assert (g.correct, g.scored, g.without_score) == (1, 2, 1)
-    assert s.exit_code == 0
-    b.gates(max_transport_failures=1)
+    assert s.exit_code == 3
+    b.gates(max_error_findings=1, max_transport_failures=1)
     assert audit_run(b.write().root, write=False).exit_code == 1
 
 

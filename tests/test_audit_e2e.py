@@ -66,7 +66,7 @@ def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
             ("warn", "failed_request", (by_role["http500"],)),
             ("warn", "missing_artifact", ()),  # provenance.json
             ("warn", "missing_artifact", ()),  # config.yaml
-            ("warn", "no_prediction", (by_role["http500"],)),
+            ("error", "no_prediction", (by_role["http500"],)),  # no attempt got a response
             ("warn", "server_not_verified", ()),
         ]
     ), s.findings
@@ -82,4 +82,6 @@ def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
     assert (r.duplicates, r.retries, r.unlinked) == (0, 0, 0)
     assert s.response_selection.correctness_based_selection is False
     assert g.throughput is not None and g.throughput.input_tokens > 0
-    assert (s.verdict, s.exit_code) == ("pass", 0)
+    assert s.requests.retry_causes == {}
+    # the sample left without a response is an error finding: the audit does not pass
+    assert (s.verdict, s.exit_code) == ("audit_error", 3)

@@ -79,7 +79,8 @@ def test_failure_paragraph_two_budgets_and_no_failures(tmp_path: Path) -> None:
 def test_request_paragraph(tmp_path: Path, planted: tuple[Path, Summary]) -> None:
     _, s = planted
     assert request_paragraph(s) == (
-        "20 actual requests for 18 samples; 1 duplicate; 1 retry; 1 transport failure; no selection-rule "
+        "20 actual requests for 18 samples; 1 duplicate; 1 retry after ReadTimeout; 1 transport failure; "
+        "no selection-rule "
         "violation found, but 1 sample(s) could not be traced to a logged response."
     )
     b = RunDirBuilder(tmp_path / "clean")
@@ -88,6 +89,13 @@ def test_request_paragraph(tmp_path: Path, planted: tuple[Path, Summary]) -> Non
     assert (
         request_paragraph(s2)
         == "3 actual requests for 2 samples; 1 duplicate; no retries; no correctness-based selection."
+    )
+    b = RunDirBuilder(tmp_path / "causes")
+    b.add(Sample("gsm8k", "a", attempts=[Attempt(status=500), Attempt(status=503), Attempt()]))
+    s3 = audit_run(b.write().root, write=False)
+    assert s3.requests.retry_causes == {"HTTP 500": 1, "HTTP 503": 1}
+    assert request_paragraph(s3).startswith(
+        "3 actual requests for 1 sample; no duplicates; 2 retries (1 after HTTP 500, 1 after HTTP 503);"
     )
 
 

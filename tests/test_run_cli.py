@@ -43,17 +43,30 @@ def write_config(path: Path, *, kind: str = "sglang", total: int = 2) -> Path:
 class ServerProcess:
     """tests/scripted_server.py as a subprocess (its own process group, killed in stop())."""
 
-    def __init__(self, tmp: Path, rules: list[dict], default: dict | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        rules: list[dict],
+        default: dict | None = None,
+        *,
+        served_name: str = SERVED,
+        server_info: Path | None = None,
+    ) -> None:
+        self.served_name = served_name
+        self.server_info = server_info
         self.rules_file = tmp / "rules.json"
         self.rules_file.write_text(json.dumps({"rules": rules, "default": default}), encoding="utf-8")
         self.port_file = tmp / "server.port"
         self.request_log = tmp / "server-requests.jsonl"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> str:
+    def start(self, port: int = 0) -> str:
+        self.port_file.unlink(missing_ok=True)
+        info = ["--server-info", str(self.server_info)] if self.server_info else []
         self.proc = subprocess.Popen(
             [sys.executable, str(SERVER), "--rules", str(self.rules_file), "--port-file", str(self.port_file),
-             "--request-log", str(self.request_log), "--served-name", SERVED],
+             "--request-log", str(self.request_log), "--served-name", self.served_name, "--port", str(port),
+             *info],
             start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 30
@@ -173,5 +186,73 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(tmp_path: Pat
             if cli.poll() is None:
                 os.killpg(cli.pid, signal.SIGKILL)
                 cli.wait()
+    finally:
+        server.stop()
+
+
+GLM_CONFIG = REPO / "configs" / "glm-fp8.yaml"
+GLM_SERVER_INFO = REPO / "tests" / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
+
+
+def glm_config(path: Path, *, total: int = 3) -> tuple[Path, dict]:
+    """configs/glm-fp8.yaml as shipped (model, server, generation incl. retries, gates), sampling a few
+    GSM8K records from the local mirror instead of the 160-sample plan (which needs the hub)."""
+    cfg = yaml.safe_load(GLM_CONFIG.read_text(encoding="utf-8"))
+    cfg["benchmarks"] = [
+        {
+            "name": "gsm8k",
+            "subset": "main",
+            "few_shot": 0,
+            "sampling": {"stratify_by": "none", "total": total, "allocation": "uniform"},
+        }
+    ]
+    cfg["output_root"] = str(path.parent / "results")
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path, cfg
+
+
+@pytest.mark.slow
+def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_audit(tmp_path: Path) -> None:
+    config, cfg = glm_config(tmp_path / "glm.yaml")
+    assert cfg["generation"]["retries"] >= 1  # the shipped sign-off config retries by default
+    # the selection depends only on data, plan and seed: sample once to learn which questions the run asks
+    sampled = tmp_path / "sampled"
+    proc = run_cli("sample", str(config), "--dataset-root", str(DATASETS), "--out", str(sampled))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from evalpipe.sources.benchmarks import gsm8k_id
+
+    by_id = {gsm8k_id(r["match"]): r["match"] for r in gsm8k_rules()}
+    questions = [
+        by_id[e["source_id"]] for e in json.loads((sampled / "manifest.json").read_text())["entries"]
+    ]
+    rules = gsm8k_rules()
+    flaky = next(r for r in rules if r["match"] == questions[0])
+    rules = [{**flaky, "status": 500, "fail_times": 1}, *rules]  # the first attempt fails, once
+    server = ServerProcess(
+        tmp_path, rules, served_name=cfg["model"]["served_name"], server_info=GLM_SERVER_INFO
+    )
+    try:
+        url = server.start()
+        out = tmp_path / "run"
+        proc = run_cli(
+            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--out", str(out)
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "Verdict: PASS" in proc.stdout
+        seen = [r for r in server.requests() if r["path"].endswith("/chat/completions")]
+        assert [r["status"] for r in seen if questions[0] in (r["last_user"] or "")] == [500, 200]
+        assert len(seen) == len(questions) + 1
+        summary = json.loads((out / "summary.json").read_text())
+        r = summary["requests"]
+        assert (r["actual_requests"], r["samples"], r["retries"], r["transport_failures"]) == (4, 3, 1, 1)
+        assert r["retry_causes"] == {"HTTP 500": 1}
+        assert summary["verdict"] == "pass"
+        report = (out / "report.md").read_text()
+        assert (
+            "4 actual requests for 3 samples; no duplicates; 1 retry after HTTP 500; 1 transport failure"
+            in (report)
+        )
+        outcomes = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
+        assert [o["failure_class"] for o in outcomes] == ["ok", "ok", "ok"]
     finally:
         server.stop()

@@ -108,19 +108,20 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
             )
         )
 
-    # A sample whose request failed has no (reviewable) prediction for a known reason: a warning,
-    # governed by the transport-failure gate.  Without such a reason it was silently not evaluated.
+    # A sample left without a response after all its attempts (retries included) is an error: its score
+    # says nothing about the model.  Failed attempts that a retry recovered are warnings (failed_request),
+    # governed by the transport-failure gate.  Without any reason the sample was silently not evaluated.
     api = row.failure_class == "api_error"
     dropped = row.failure_class == "context_overflow"  # consented drop, listed in context_fit.json
     if row.n_predictions == 0:
         if dropped:
             why = f"the prompt does not fit the context ({row.failure_detail})"
         elif api:
-            why = f"the request failed ({row.api_error or row.failure_detail or 'API error'})"
+            why = f"the request failed ({row.api_error or row.failure_detail or 'API error'}) and no attempt succeeded"
         else:
             why = "no error recorded"
         add(
-            "warn" if api or dropped else "error",
+            "warn" if dropped else "error",
             "no_prediction",
             f"no prediction for this entry: {why}; counted as incorrect",
         )

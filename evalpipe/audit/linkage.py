@@ -87,8 +87,13 @@ class PromptGroup:
     @property
     def retries(self) -> int:
         """Attempts whose predecessor (proxy order) for the same prompt failed."""
+        return len(self.retry_causes)
+
+    @property
+    def retry_causes(self) -> list[str]:
+        """For each retry, how the attempt before it failed (``HTTP 500``, a transport error, …)."""
         ordered = sorted(self.attempts, key=lambda a: a.seq)
-        return sum(1 for prev, _ in pairwise(ordered) if not attempt_ok(prev))
+        return [attempt_failure(prev) for prev, _ in pairwise(ordered) if not attempt_ok(prev)]
 
     def expected_ids(self) -> set[str]:
         """Attempt ids the rule allows as used responses: the last k successes delivered to the client."""

@@ -181,6 +181,7 @@ def request_audit(
         successful=sum(1 for a in attempts if attempt_ok(a)),
         duplicates=sum(g.duplicates for g in groups),
         retries=sum(g.retries for g in groups),
+        retry_causes=dict(sorted(Counter(c for g in groups for c in g.retry_causes).items())),
         transport_failures=failed,
         unlinked=unlinked,
         other_requests=other,

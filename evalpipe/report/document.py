@@ -290,7 +290,15 @@ def request_paragraph(summary: Summary) -> str:
         return f"Request audit not available: no request log. {summary.response_selection.statement}"
     parts = [f"{plural(r.actual_requests, 'actual request')} for {plural(r.samples, 'sample')}"]
     parts.append(plural(r.duplicates or 0, "duplicate") if r.duplicates else "no duplicates")
-    parts.append(plural(r.retries or 0, "retry", "retries") if r.retries else "no retries")
+    if r.retries:
+        text = plural(r.retries, "retry", "retries")
+        if len(r.retry_causes) == 1:
+            text += f" after {next(iter(r.retry_causes))}"
+        elif r.retry_causes:
+            text += " (" + ", ".join(f"{n} after {cause}" for cause, n in r.retry_causes.items()) + ")"
+        parts.append(text)
+    else:
+        parts.append("no retries")
     if r.transport_failures:
         parts.append(plural(r.transport_failures, "transport failure"))
     if r.unlinked:

@@ -135,6 +135,10 @@ class RequestAudit(Row):
         default=None, description="Extra successful attempts beyond one per sample."
     )
     retries: int | None = Field(default=None, description="Attempts that followed a failed attempt.")
+    retry_causes: dict[str, int] = Field(
+        default_factory=dict,
+        description="Retries by how the attempt before them failed, e.g. {'HTTP 500': 1}.",
+    )
     transport_failures: int | None = Field(
         default=None, description="Attempts with HTTP >= 400, a transport error or no recorded response."
     )
