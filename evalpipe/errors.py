@@ -15,7 +15,8 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1  # also: verify-sample / replay found a difference
     USAGE = 2  # bad config, bad input data, bad arguments, preflight refusal
     AUDIT_ERROR = 3  # the audit found an error-severity finding
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # SIGINT (Ctrl-C)
+    TERMINATED = 143  # SIGTERM
 
 
 class EvalpipeError(Exception):
@@ -52,6 +53,38 @@ class PreflightError(EvalpipeError):
 
 class ServerError(EvalpipeError):
     """The server did not come up, died, or resolved a different config."""
+
+
+class RunStopped(EvalpipeError):
+    """A run that stopped part-way and can be resumed: carries its run directory.
+
+    ``evalpipe run`` turns it into one line naming the run directory and the exact ``--resume`` command.
+    """
+
+    def __init__(self, message: str, run_dir: str, *, details: list[str] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.run_dir = run_dir
+        self.resume_command: str | None = None  # filled in by the command that knows its own arguments
+
+    def resume_line(self) -> str:
+        """E.g. ``interrupted by SIGTERM: run directory R; resume with: evalpipe run C --resume R``."""
+        how = f"; resume with: {self.resume_command}" if self.resume_command else ""
+        return f"{self.message}: run directory {self.run_dir}{how}"
+
+
+class RunInterrupted(RunStopped):
+    """SIGINT (exit 130) or SIGTERM (exit 143) during a run."""
+
+    def __init__(self, run_dir: str, *, terminated: bool) -> None:
+        self.signal_name = "SIGTERM" if terminated else "SIGINT"
+        super().__init__(f"interrupted by {self.signal_name}", run_dir)
+        self.exit_code = ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
+
+
+class ServerDied(RunStopped):
+    """The launched server exited while the evaluation was running."""
+
+    exit_code = ExitCode.USAGE
 
 
 class ArtifactError(EvalpipeError):

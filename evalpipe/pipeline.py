@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.config.models import RunConfig, ServerConfig
-from evalpipe.errors import ConfigError
+from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest
@@ -178,7 +178,7 @@ def run(
     from evalpipe.io import write_model
     from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
     from evalpipe.server.context_fit import check_context_fit, dropped_entries
-    from evalpipe.server.lifecycle import managed_server
+    from evalpipe.server.lifecycle import managed_server, watch_server
     from evalpipe.server.preflight import punkt_needed, run_preflight
     from evalpipe.server.proxy import recording_proxy
 
@@ -200,57 +200,63 @@ def run(
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
 
-    # 2. every sampled prompt must fit the context (refuse, or drop with consent); then materialize exactly
-    #    the sampled records, in manifest order
-    with clock.stage("materialize"):
-        fit = check_context_fit(cfg, spine.manifest, spine.datasets)
-        write_model(rd.context_fit, fit)
-        index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=dropped_entries(fit, cfg))
+    try:
+        # 2. every sampled prompt must fit the context (refuse, or drop with consent); then materialize
+        #    exactly the sampled records, in manifest order
+        with clock.stage("materialize"):
+            fit = check_context_fit(cfg, spine.manifest, spine.datasets)
+            write_model(rd.context_fit, fit)
+            index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=dropped_entries(fit, cfg))
 
-    # 3. preflight and component tests, before any GPU time is spent
-    with clock.stage("preflight"):
-        if server.kind in ("sglang", "answer_key", "command"):
-            run_preflight(
-                cfg,
-                server,
-                punkt_needed=punkt_needed(cfg),
-                variant=variant,
-                rundir=rd,
-            )
-        component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
+        # 3. preflight and component tests, before any GPU time is spent
+        with clock.stage("preflight"):
+            if server.kind in ("sglang", "answer_key", "command"):
+                run_preflight(
+                    cfg,
+                    server,
+                    punkt_needed=punkt_needed(cfg),
+                    variant=variant,
+                    rundir=rd,
+                )
+            component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
 
-    # 4. launch (or attach), verify /server_info, record every request through the proxy
-    upstream_path = _path_of(str(server.endpoint)) if server.kind == "endpoint" else "/v1"
-    mark = time.perf_counter()
-    with managed_server(cfg, server, rd, variant=variant) as handle:
-        clock.add("launch", time.perf_counter() - mark)
-        with clock.stage("evalscope"), recording_proxy(handle.base_url, rd) as proxy:
-            api_url = proxy.base_url.rstrip("/") + upstream_path
-            stage = run_evalscope(
-                cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
-            )
-            proxy.flush()
+        # 4. launch (or attach), verify /server_info, record every request through the proxy
+        upstream_path = _path_of(str(server.endpoint)) if server.kind == "endpoint" else "/v1"
         mark = time.perf_counter()
-    clock.add("stop", time.perf_counter() - mark)
+        with managed_server(cfg, server, rd, variant=variant) as handle:
+            clock.add("launch", time.perf_counter() - mark)
+            with clock.stage("evalscope"), recording_proxy(handle.base_url, rd) as proxy:
+                api_url = proxy.base_url.rstrip("/") + upstream_path
+                with watch_server(handle, rd):
+                    stage = run_evalscope(
+                        cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
+                    )
+                proxy.flush()
+            mark = time.perf_counter()
+        clock.add("stop", time.perf_counter() - mark)
 
-    # 5. one outcome row per manifest entry; provenance of what produced them
-    with clock.stage("outcomes"):
-        outcomes = write_outcomes(rd, spine.manifest, index_map)
-        prov = collect_provenance(server=server, started_at=started_at, component_tests=component_results)
-        prov.finished_at = utc_now()
-        write_model(rd.provenance, prov)
+        # 5. one outcome row per manifest entry; provenance of what produced them
+        with clock.stage("outcomes"):
+            outcomes = write_outcomes(rd, spine.manifest, index_map)
+            prov = collect_provenance(server=server, started_at=started_at, component_tests=component_results)
+            prov.finished_at = utc_now()
+            write_model(rd.provenance, prov)
 
-    # 6. audit: summary.json, report.md, report.html (the verdict is raised by the caller)
-    summary = None
-    if audit:
-        from evalpipe.audit.run import audit_run
+        # 6. audit: summary.json, report.md, report.html (the verdict is raised by the caller)
+        summary = None
+        if audit:
+            from evalpipe.audit.run import audit_run
 
-        with clock.stage("audit"):
-            summary = audit_run(rd.root)
-    clock.write(rd)
-    return RunResult(
-        rd, spine.manifest, index_map, stage, outcomes, resume is not None, summary, timings=clock.stages
-    )
+            with clock.stage("audit"):
+                summary = audit_run(rd.root)
+        clock.write(rd)
+        return RunResult(
+            rd, spine.manifest, index_map, stage, outcomes, resume is not None, summary, timings=clock.stages
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): say how to resume
+        from evalpipe.server.lifecycle import Terminated
+
+        raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
 
 
 def _path_of(endpoint: str) -> str:
@@ -319,20 +325,28 @@ def run_variants(
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
     results: dict[str, RunResult] = {}
-    for name in names:
-        sub = dirs[name]
-        resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
-        spine = Spine(sub, root_spine.manifest, root_spine.datasets)
-        results[name] = run(
-            cfg,
-            dataset_root=dataset_root,
-            resume=sub.root if resuming else None,
-            progress=progress,
-            variant=name,
-            spine=spine,
-        )
-        if on_variant_done is not None:
-            on_variant_done(name, results[name])
+    try:
+        for name in names:
+            sub = dirs[name]
+            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+            results[name] = run(
+                cfg,
+                dataset_root=dataset_root,
+                resume=sub.root if resuming else None,
+                progress=progress,
+                variant=name,
+                spine=spine,
+            )
+            if on_variant_done is not None:
+                on_variant_done(name, results[name])
+    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
+        exc.run_dir = str(root_spine.rundir.root)
+        raise
+    except KeyboardInterrupt as exc:
+        from evalpipe.server.lifecycle import Terminated
+
+        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
     compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]

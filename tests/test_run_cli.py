@@ -144,7 +144,10 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_interrupt_ends_the_evalscope_worker_and_its_process_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     server = ServerProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
     try:
         url = server.start()
@@ -177,11 +180,16 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(tmp_path: Pat
             log = (out / "logs" / "evalscope.log").read_text(encoding="utf-8", errors="replace")
             worker_pid = int(re.search(r"worker pid (\d+)", log).group(1))
             os.killpg(worker_pid, 0)  # alive, in its own group
-            cli.send_signal(signal.SIGINT)
+            cli.send_signal(sig)
             _, err = cli.communicate(timeout=60)
-            assert cli.returncode == 130, err[-3000:]
+            assert cli.returncode == code, err[-3000:]
             with pytest.raises(ProcessLookupError):
                 os.killpg(worker_pid, 0)  # nothing left in the worker's process group
+            # one line naming the run directory and the exact command that resumes it
+            resume = f"evalpipe run {config} --resume {out} --endpoint {url} --dataset-root {DATASETS}"
+            line = f"interrupted by {sig.name}: run directory {out}; resume with: {resume}"
+            assert [x for x in err.splitlines() if "resume with" in x] == [line], err[-3000:]
+            assert "Traceback" not in err, err[-3000:]
         finally:
             if cli.poll() is None:
                 os.killpg(cli.pid, signal.SIGKILL)

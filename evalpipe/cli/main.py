@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from evalpipe.errors import EvalpipeError, ExitCode
+from evalpipe.errors import EvalpipeError, ExitCode, RunStopped
 
 app = typer.Typer(
     name="evalpipe",
@@ -55,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int) and rv != 0:  # typer.Exit(code) under standalone_mode=False
             sys.exit(rv)
+    except RunStopped as exc:  # one line: what stopped the run, its directory, the resume command
+        err.print(exc.resume_line(), markup=False, highlight=False, soft_wrap=True)
+        for line in exc.details:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+        sys.exit(int(exc.exit_code))
     except EvalpipeError as exc:
         from rich.markup import escape
 
@@ -62,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.details:
             err.print(f"  {line}", markup=False, soft_wrap=True)
         sys.exit(int(exc.exit_code))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print("interrupted")
-        sys.exit(int(ExitCode.INTERRUPTED))
+        sys.exit(int(_interrupt_code(exc)))
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except SystemExit:
@@ -75,10 +80,17 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, click.exceptions.ClickException):
             exc.show()
             sys.exit(int(ExitCode.USAGE))
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(int(ExitCode.INTERRUPTED))
+        if isinstance(exc, click.exceptions.Abort):  # click's wrapping of a KeyboardInterrupt
+            sys.exit(int(_interrupt_code(exc.__context__)))
         raise
     return 0
+
+
+def _interrupt_code(exc: BaseException | None) -> ExitCode:
+    """130 for Ctrl-C, 143 for SIGTERM (``Terminated``)."""
+    from evalpipe.server.lifecycle import Terminated
+
+    return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -44,24 +45,64 @@ def run(
     error-severity finding.  With `variants:` in the config every variant runs on the same manifest and
     the first is compared with the others.
     """
-    cfg, progress_factory = _setup(config)
-    with progress_factory() as progress:
-        if cfg.variants and endpoint is None:
-            execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
-                             allow_drift=allow_dataset_drift, progress=progress)  # fmt: skip
-            return
-        from evalpipe import pipeline
+    from evalpipe.errors import RunStopped
 
-        result = pipeline.run(
-            cfg,
-            endpoint=endpoint,
-            dataset_root=dataset_root,
-            out=out,
-            resume=resume,
-            allow_drift=allow_dataset_drift,
-            progress=progress,
-        )
+    cfg, progress_factory = _setup(config)
+    try:
+        with sigterm_interrupts(), progress_factory() as progress:
+            if cfg.variants and endpoint is None:
+                execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
+                                 allow_drift=allow_dataset_drift, progress=progress)  # fmt: skip
+                return
+            from evalpipe import pipeline
+
+            result = pipeline.run(
+                cfg,
+                endpoint=endpoint,
+                dataset_root=dataset_root,
+                out=out,
+                resume=resume,
+                allow_drift=allow_dataset_drift,
+                progress=progress,
+            )
+    except RunStopped as exc:
+        exc.resume_command = resume_command(config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root)
+        raise
     finish(result)
+
+
+def resume_command(config: Path, run_dir: str, *, endpoint: str | None, dataset_root: Path | None) -> str:
+    """The exact command that continues ``run_dir`` (with the endpoint and mirror this run used)."""
+    import shlex
+
+    argv = ["evalpipe", "run", str(config), "--resume", str(run_dir)]
+    if endpoint:
+        argv += ["--endpoint", endpoint]
+    if dataset_root:
+        argv += ["--dataset-root", str(dataset_root)]
+    return shlex.join(argv)
+
+
+@contextmanager
+def sigterm_interrupts():  # type: ignore[no-untyped-def]
+    """SIGTERM unwinds the run like Ctrl-C (``Terminated``), so it ends with the resume line, exit 143."""
+    import signal
+    import threading
+
+    from evalpipe.server.lifecycle import Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):  # type: ignore[no-untyped-def]
+        raise Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress():  # type: ignore[no-untyped-def]

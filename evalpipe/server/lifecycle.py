@@ -203,6 +203,66 @@ def stop_process_group(proc: subprocess.Popen, timeout: float, hurry: threading.
     return method
 
 
+class _ServerGone(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
+    """Raised in the main thread by ``watch_server`` when the launched server's process has exited."""
+
+
+@contextlib.contextmanager
+def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> Iterator[None]:
+    """While the evaluation runs, end it promptly if the launched server dies (crash, OOM kill, kill -9).
+
+    Without this, every remaining request would fail against a dead port, each after its retries.  A
+    thread polls the server process; when it has exited, the main thread (blocked on the EvalScope worker)
+    gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends with
+    ``ServerDied`` naming the server log.  Attached servers (``--endpoint``) have no process to watch.
+    """
+    proc = handle.process
+    if proc is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    lock = threading.Lock()
+    done = threading.Event()
+    main_ident = threading.main_thread().ident
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _ServerGone()
+
+    def poll() -> None:
+        while not done.wait(poll_s):
+            if proc.poll() is not None:
+                with lock:
+                    if not done.is_set():
+                        signal.pthread_kill(main_ident, signal.SIGUSR1)  # type: ignore[arg-type]
+                return
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    watcher = threading.Thread(target=poll, name="server-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except _ServerGone:
+        from evalpipe.errors import ServerDied
+
+        code = proc.poll()
+        if code is not None and code < 0:
+            how = f"killed by signal {-code}"
+            with contextlib.suppress(ValueError):
+                how = f"killed by {signal.Signals(-code).name}"
+        else:
+            how = f"exit code {code}"
+        tail = log_tail(rundir.server_log, 10)
+        raise ServerDied(
+            f"the server died during the evaluation ({how}); its log: {rundir.server_log}",
+            str(rundir.root),
+            details=[f"last {len(tail)} log lines:", *tail] if tail else [],
+        ) from None
+    finally:
+        with lock:
+            done.set()
+        watcher.join()
+        signal.signal(signal.SIGUSR1, previous)
+
+
 class _SigtermGuard:
     """While a server is up, SIGTERM to evalpipe raises ``Terminated`` so ``finally`` blocks run.
 

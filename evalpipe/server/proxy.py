@@ -332,6 +332,13 @@ class _Proxy:
         try:
             loop.run_forever()
         finally:
+            # handlers still waiting on the upstream (a run interrupted mid-request): cancel and await
+            # them, so none is destroyed pending with the loop (noise on stderr after the resume line)
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
