@@ -264,3 +264,68 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
         assert [o["failure_class"] for o in outcomes] == ["ok", "ok", "ok"]
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_restarted_server(
+    tmp_path: Path,
+) -> None:
+    rules_file = tmp_path / "rules.json"
+    slow = [{**r, "delay_s": 3.0} for r in gsm8k_rules()]  # requests stay in flight until the kill
+    rules_file.write_text(json.dumps({"rules": slow}), encoding="utf-8")
+    server_requests = tmp_path / "server-requests.jsonl"
+    command = ["{python}", str(SERVER), "--rules", str(rules_file), "--port-file", str(tmp_path / "port"),
+               "--port", "{port}", "--served-name", SERVED, "--request-log", str(server_requests)]  # fmt: skip
+    config = write_config(tmp_path / "run.yaml", total=4)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["server"] = {"kind": "command", "command": command, "port": 0, "launch_timeout_s": 60}
+    config.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "run"
+    cli = subprocess.Popen(
+        [*EVALPIPE, "run", str(config), "--dataset-root", str(DATASETS), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not server_requests.exists() or not server_requests.read_text().strip():
+            assert cli.poll() is None, cli.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no request reached the server"
+            time.sleep(0.2)
+        pgid = json.loads((out / "server" / "launch.json").read_text())["pid"]
+        os.killpg(pgid, signal.SIGKILL)  # the server dies while EvalScope is sending
+        killed = time.monotonic()
+        _, err = cli.communicate(timeout=120)
+        elapsed = time.monotonic() - killed
+        print(f"kill → exit: {elapsed:.1f} s")
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
+            cli.wait()
+    assert cli.returncode == 2, err[-3000:]
+    assert elapsed < 60, elapsed  # bounded: not every remaining request failing one by one
+    log = out / "server" / "server.log"
+    resume = f"evalpipe run {config} --resume {out} --dataset-root {DATASETS}"
+    assert [x for x in err.splitlines() if "resume with" in x] == [
+        f"the server died during the evaluation (killed by SIGKILL; log: {log}): run directory {out}; "
+        f"resume with: {resume}"
+    ], err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+
+    # restart: the same config relaunches the server (answering at once now) and finishes the run
+    rules_file.write_text(json.dumps({"rules": gsm8k_rules()}), encoding="utf-8")
+    proc = run_cli("run", str(config), "--resume", str(out), "--dataset-root", str(DATASETS))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    outcomes = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
+    assert [(o["failure_class"], o["n_predictions"], o["n_reviews"]) for o in outcomes] == [("ok", 1, 1)] * 4
+    attempts = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
+    chat = [a for a in attempts if a["path"].endswith("/chat/completions")]
+    dead = [
+        a
+        for a in chat
+        if a.get("transport_error") or (a.get("status") or 0) >= 500 or a.get("status") is None
+    ]
+    assert dead, "the attempts the dead server never answered are in the request log"
+    assert len(chat) == 4 + len(dead)  # every sample answered once; the dead attempts on top
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["requests"]["transport_failures"] == len(dead)
+    assert summary["verdict"] == "pass"

@@ -252,7 +252,7 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
             how = f"exit code {code}"
         tail = log_tail(rundir.server_log, 10)
         raise ServerDied(
-            f"the server died during the evaluation ({how}); its log: {rundir.server_log}",
+            f"the server died during the evaluation ({how}; log: {rundir.server_log})",
             str(rundir.root),
             details=[f"last {len(tail)} log lines:", *tail] if tail else [],
         ) from None
