@@ -95,8 +95,12 @@ def gsm8k_rules() -> list[dict]:
     return [{"match": r["question"], "content": f"\\boxed{{{gsm8k_answer(r)}}}"} for r in rows]
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*EVALPIPE, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+def run_cli(*args: str, timeout: float = 300, merged: bool = False) -> subprocess.CompletedProcess:
+    """``evalpipe`` with output captured (not a terminal); ``merged``: stderr into stdout, like ``> log 2>&1``."""
+    err = subprocess.STDOUT if merged else subprocess.PIPE
+    return subprocess.run(
+        [*EVALPIPE, *args], stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout, cwd=REPO
+    )
 
 
 @pytest.mark.slow
@@ -107,13 +111,26 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
         config = write_config(tmp_path / "run.yaml")  # server.kind sglang: --endpoint attaches anyway
         out = tmp_path / "run"
         proc = run_cli(
-            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--out", str(out)
+            "run",
+            str(config),
+            "--endpoint",
+            url,
+            "--dataset-root",
+            str(DATASETS),
+            "--out",
+            str(out),
+            merged=True,
         )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 0, proc.stdout[-3000:]
         rows = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
         assert [r["failure_class"] for r in rows] == ["ok", "ok"]
         assert len(server.requests()) == 2
-        assert re.search(r"gsm8k\s*│\s*2\s*│\s*2", proc.stdout), proc.stdout
+        table = re.search(r"gsm8k\s*│\s*2\s*│\s*2", proc.stdout)
+        assert table, proc.stdout
+        # not a terminal: no progress bars (rich would print them after the tables), one line per benchmark
+        assert not re.search(r"━+\s+\d+/\d+", proc.stdout), proc.stdout
+        done = [m.start() for m in re.finditer(r"(?m)^gsm8k: 2/2 done in \d+\.\d s$", proc.stdout)]
+        assert len(done) == 1 and done[0] < table.start(), proc.stdout
         assert "outcomes →" in proc.stdout
         # resuming a finished run re-asks nothing and repairs nothing
         again = run_cli(

@@ -106,10 +106,13 @@ def sigterm_interrupts():  # type: ignore[no-untyped-def]
 
 
 def _progress():  # type: ignore[no-untyped-def]
-    """The per-benchmark progress display (on stderr)."""
+    """The per-benchmark progress display (on stderr): bars on a terminal, else one line per benchmark."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from evalpipe.cli.console import err
+    from evalpipe.cli.console import LineProgress, err
+
+    if not err.is_terminal:
+        return LineProgress(err)
 
     return Progress(
         TextColumn("{task.description}"),
