@@ -218,3 +218,26 @@ def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None
         loop = runs["akc102_c"].code_execution
         assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= 5.9
         assert all(o.code_execution is not None for o in runs.values())
+
+
+def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does(tmp_path: Path) -> None:
+    """A real release_v6 row as materialized: the test process derives EvalScope's ``evaluation_sample``
+    with the adapter's ``transform`` (public + private tests) and runs every test."""
+    from evalscope_helpers import picked_run, run_config
+
+    from evalpipe.evalscope_bridge.code_recheck import ProblemTests
+
+    cfg = run_config({"live_code_bench": 1})
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"live_code_bench": ["abc387_b"]})
+    index_map = materialize(rundir, manifest, datasets, cfg)
+    ds, entry = index_map.dataset("live_code_bench"), index_map.entries[0]
+    record = ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc387_b")
+    correct = "x = int(input())\nprint(sum(i * j for i in range(1, 10) for j in range(1, 10) if i * j != x))"
+    r = recheck(correct, record, 6.0, "code_timeout", None)
+    assert r.failure_class == "ok", r
+    n = len(json.loads(record["public_test_cases"])) + len(json.loads(record["private_test_cases"]))
+    assert r.execution.tests == len(r.execution.results) == n
+    r = recheck("print(0)", record, 6.0, "code_timeout", None)
+    assert r.failure_class == "code_wrong_answer"
+    with pytest.raises(Exception, match="is not question_id"):
+        ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc999_z")

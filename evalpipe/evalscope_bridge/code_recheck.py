@@ -21,8 +21,10 @@ The class is the re-check's and the outcome row records how the sample was execu
 (``OutcomeRow.code_execution``).  A program that truly loops forever uses its CPU limit and stays
 ``code_timeout``; a program that needs 60 % of the limit passes however busy the host is.
 
-Run as ``python -m evalpipe.evalscope_bridge.code_recheck FD`` this module is the test process: it
-writes "ready" and then one JSON result line to file descriptor ``FD`` and reads its job from stdin.
+Run as ``python -m evalpipe.evalscope_bridge.code_recheck FD`` this module is the test process: it reads
+its job (program, tests or dataset row, limits) as a line on stdin, imports EvalScope's test code, writes
+``ready N`` (N tests) to file descriptor ``FD``, waits for ``go`` on stdin — the clock starts there —
+and writes one JSON result line to ``FD``.  EvalScope is imported only in this process.
 """
 
 from __future__ import annotations
@@ -79,10 +81,11 @@ def review_execution(score: dict[str, Any], tests: int | None = None) -> CodeExe
 
 
 class ProblemTests:
-    """EvalScope's ``evaluation_sample`` (test inputs/outputs, function name) of materialized rows.
+    """The materialized LiveCodeBench rows, as EvalScope's adapter reads them.
 
-    Derived exactly as the adapter derives it: the materialized parquet row through
-    ``live_code_bench.load_utils.transform``.
+    The test process derives EvalScope's ``evaluation_sample`` (test inputs/outputs, function name) from
+    a row exactly as the adapter does (``live_code_bench.load_utils.transform``), so EvalScope is imported
+    there, never in evalpipe's own process.
     """
 
     def __init__(self, rundir_root: Path, dataset_path: str, eval_split: str) -> None:
@@ -90,23 +93,20 @@ class ProblemTests:
         self.eval_split = eval_split
         self._rows: dict[str, list[dict[str, Any]]] = {}
 
-    def evaluation_sample(self, subset: str, index: int, source_id: str) -> str:
+    def record(self, subset: str, index: int, source_id: str) -> dict[str, Any]:
+        path = self.root / subset / f"{self.eval_split}.parquet"
         if subset not in self._rows:
             import pyarrow.parquet as pq
 
-            path = self.root / subset / f"{self.eval_split}.parquet"
             if not path.is_file():
                 raise ArtifactError(
                     f"{path}: materialized LiveCodeBench rows missing (needed to re-check code)"
                 )
             self._rows[subset] = pq.read_table(path).to_pylist()
         rows = self._rows[subset]
-        path = self.root / subset / f"{self.eval_split}.parquet"
         if not 0 <= index < len(rows) or str(rows[index].get("question_id")) != source_id:
             raise ArtifactError(f"{path}: row {index} is not question_id {source_id}")
-        from evalscope.benchmarks.live_code_bench.load_utils import transform
-
-        return transform(dict(rows[index]))["evaluation_sample"]
+        return dict(rows[index])
 
 
 # ---------------------------------------------------------------- parent side
@@ -155,17 +155,22 @@ def _died(returncode: int | None) -> str:
     return f"exit status {returncode}"
 
 
-def run_isolated(code: str, evaluation_sample: str, limit_s: float) -> tuple[dict[str, Any] | None, str, int]:
-    """Run ``code`` against the tests in one fresh test process at a time.
+def global_limit(n_tests: int, limit_s: float) -> float:
+    return n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S
 
-    Returns ``(result, outcome, attempts)``: ``result`` is the test process's JSON line (None without
-    one) and ``outcome`` one of ``done``, ``global_timeout``, ``died: …``, ``never_ready``.
+
+def run_isolated(
+    code: str, tests: str | dict[str, Any], limit_s: float
+) -> tuple[dict[str, Any] | None, str, int, int | None]:
+    """Run ``code`` against its tests in one fresh test process (another only if one never comes up).
+
+    ``tests``: EvalScope's ``evaluation_sample`` JSON, or the materialized dataset row it is derived from.
+    Returns ``(result, outcome, attempts, n_tests)``: ``result`` is the test process's JSON line (None
+    without one) and ``outcome`` one of ``done``, ``global_timeout``, ``died (…)``, ``never_ready``.
     """
-    n_tests = len(json.loads(evaluation_sample)["inputs"])
-    global_limit = n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S
-    job = json.dumps({"code": code, "input_output": evaluation_sample, "timeout": limit_s,
-                      "wall_factor": WALL_FACTOR}).encode()  # fmt: skip
-    outcome = "never_ready"
+    key = "input_output" if isinstance(tests, str) else "record"
+    job = json.dumps({"code": code, key: tests, "timeout": limit_s, "wall_factor": WALL_FACTOR}, default=str)
+    outcome, n_tests = "never_ready", None
     for attempt in range(1, MAX_ATTEMPTS + 1):
         r, w = os.pipe()
         with tempfile.TemporaryFile() as err:
@@ -181,46 +186,58 @@ def run_isolated(code: str, evaluation_sample: str, limit_s: float) -> tuple[dic
             os.close(w)
             buf = bytearray()
             try:
-                if _read_line(r, buf, time.monotonic() + READY_TIMEOUT_S) != "ready":
+                assert proc.stdin is not None
+                try:
+                    proc.stdin.write(job.encode() + b"\n")
+                    proc.stdin.flush()
+                except BrokenPipeError:
+                    pass
+                ready = _read_line(r, buf, time.monotonic() + READY_TIMEOUT_S)
+                if not ready or not ready.startswith("ready "):
                     outcome = "never_ready"
                     continue
-                assert proc.stdin is not None
-                proc.stdin.write(job)
+                n_tests = int(ready.split()[1])
+                proc.stdin.write(
+                    b"go\n"
+                )  # the clock starts now, with the interpreter up and the tests loaded
                 proc.stdin.close()
-                line = _read_line(r, buf, time.monotonic() + global_limit)
+                line = _read_line(r, buf, time.monotonic() + global_limit(n_tests, limit_s))
                 if line:
-                    return json.loads(line), "done", attempt
+                    return json.loads(line), "done", attempt, n_tests
                 try:
                     proc.wait(timeout=0.5)
                 except subprocess.TimeoutExpired:
-                    return None, "global_timeout", attempt
+                    return None, "global_timeout", attempt, n_tests
                 err.seek(0)
                 tail = [x for x in err.read().decode("utf-8", "replace").splitlines() if x.strip()][-1:]
-                return None, f"died ({_died(proc.returncode)}){': ' + tail[0][:200] if tail else ''}", attempt
+                died = f"died ({_died(proc.returncode)}){': ' + tail[0][:200] if tail else ''}"
+                return None, died, attempt, n_tests
             finally:
                 os.close(r)
                 _kill_group(proc)
-    return None, outcome, MAX_ATTEMPTS
+    return None, outcome, MAX_ATTEMPTS, n_tests
 
 
 def recheck(
     code: str,
-    evaluation_sample: str,
+    tests: str | dict[str, Any],
     limit_s: float,
     review_class: str,
     review_detail: str | None,
 ) -> Recheck:
-    """The load-independent verdict of one program that EvalScope's review timed out."""
+    """The load-independent verdict of one program that EvalScope's review timed out.
+
+    ``tests``: EvalScope's ``evaluation_sample`` JSON, or the materialized row it is derived from.
+    """
     from evalpipe.evalscope_bridge.outcomes import classify_code
 
-    n_tests = len(json.loads(evaluation_sample)["inputs"])
-    result, outcome, attempts = run_isolated(code, evaluation_sample, limit_s)
+    result, outcome, attempts, n_tests = run_isolated(code, tests, limit_s)
     execution = CodeExecution(
         mode="isolated_recheck",
         per_test_limit_s=limit_s,
         limit_clock="cpu_from_program_start",
         wall_backstop_s=limit_s * WALL_FACTOR,
-        global_limit_s=n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S,
+        global_limit_s=global_limit(n_tests, limit_s) if n_tests is not None else None,
         tests=n_tests,
         attempts=attempts,
         review_class=review_class,
@@ -259,9 +276,17 @@ def _child(fd: int) -> None:
     from evalscope.benchmarks.live_code_bench.pass_k_utils import compute_metrics_from_results
 
     out = os.fdopen(fd, "w", encoding="utf-8")
-    out.write("ready\n")
+    job = json.loads(sys.stdin.buffer.readline())
+    if "record" in job:  # derive the tests exactly as the adapter does
+        from evalscope.benchmarks.live_code_bench.load_utils import transform
+
+        input_output = transform(dict(job["record"]))["evaluation_sample"]
+    else:
+        input_output = job["input_output"]
+    out.write(f"ready {len(json.loads(input_output)['inputs'])}\n")
     out.flush()
-    job = json.loads(sys.stdin.buffer.read())
+    if sys.stdin.buffer.readline().strip() != b"go":
+        os._exit(1)
     limit, factor = float(job["timeout"]), float(job["wall_factor"])
 
     def cpu_alarm(seconds: float) -> None:
@@ -274,7 +299,7 @@ def _child(fd: int) -> None:
     testing_util._set_alarm = cpu_alarm
     wall0, cpu0 = time.monotonic(), time.process_time()
     results, metadata = testing_util.run_test(
-        {"input_output": job["input_output"]}, test=job["code"], debug=False, timeout=limit
+        {"input_output": input_output}, test=job["code"], debug=False, timeout=limit
     )
     wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
     plain = [r.item() if hasattr(r, "item") else r for r in results]

@@ -339,12 +339,12 @@ def _code_execution(
     if "problems" not in code_tests:
         ds = index_map.dataset(entry.benchmark)
         code_tests["problems"] = code_recheck.ProblemTests(rundir.root, ds.path, ds.eval_split)
-    sample = code_tests["problems"].evaluation_sample(entry.subset, entry.index, entry.source_id)
+    record = code_tests["problems"].record(entry.subset, entry.index, entry.source_id)
     limit = float(meta.get("timeout") or 0)
     if limit <= 0:
         raise ArtifactError(f"{entry.benchmark}/{entry.source_id}: review records no per-test timeout")
     result = code_recheck.recheck(
-        str(score.get("extracted_prediction") or ""), sample, limit, row.failure_class, row.failure_detail
+        str(score.get("extracted_prediction") or ""), record, limit, row.failure_class, row.failure_detail
     )
     update: dict[str, Any] = {
         "failure_class": result.failure_class,
