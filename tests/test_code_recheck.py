@@ -63,7 +63,7 @@ def test_recheck_classes_with_evalscope_test_code(code: str, expected: tuple) ->
     )  # fmt: skip
     assert e.review_class == "code_timeout" and e.results
     if expected[0] == "code_timeout":
-        assert e.results == [-3] and e.cpu_s >= 0.95  # the CPU limit, not the wall clock, ended it
+        assert e.results == [-3] and e.cpu_s >= 0.9  # the CPU limit, not the wall clock, ended it
 
 
 def test_limit_is_per_test_cpu_time_and_a_blocked_program_hits_the_wall_backstop() -> None:
@@ -216,7 +216,8 @@ def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None
     # every sample records how it ran; the infinite loop was re-checked and stayed a timeout on its CPU limit
     for runs in (idle, loaded):
         loop = runs["akc102_c"].code_execution
-        assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= 5.9
+        # ITIMER_PROF is charged per scheduler tick, process_time() exactly: under load they differ by a few %
+        assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= 0.9 * 6
         assert all(o.code_execution is not None for o in runs.values())
 
 
