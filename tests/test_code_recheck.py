@@ -78,6 +78,16 @@ def test_limit_is_per_test_cpu_time_and_a_blocked_program_hits_the_wall_backstop
     assert 0.5 * WALL_FACTOR <= r.execution.wall_s < 0.5 * WALL_FACTOR + 2 and time.monotonic() - t0 < 30
 
 
+def test_a_program_that_swallows_every_timeout_hits_the_global_limit() -> None:
+    swallow = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
+    r = recheck(swallow, STDIO, 0.5, "code_timeout", None)
+    limit = 2 * (0.5 * WALL_FACTOR + 1) + 5
+    assert (r.failure_class, r.failure_detail) == (
+        "code_timeout", f"no result within the re-check's global limit of {limit:g} s"
+    )  # fmt: skip
+    assert r.execution.global_limit_s == limit and r.execution.results is None
+
+
 def test_a_test_process_that_dies_is_a_runtime_error_naming_the_signal() -> None:
     r = recheck("import os\nos.abort()", STDIO, 1.0, "code_timeout", None)
     assert r.failure_class == "code_runtime_error"
@@ -88,7 +98,7 @@ def test_a_test_process_that_dies_is_a_runtime_error_naming_the_signal() -> None
 def test_policy_text_names_both_clocks() -> None:
     text = policy_text(6)
     assert "6 s of wall-clock time" in text and "6 s of the program's CPU time" in text
-    assert f"backstop {6 * WALL_FACTOR} s" in text
+    assert f"after {6 * WALL_FACTOR} s of wall time not spent waiting for a CPU" in text
 
 
 # ---------------------------------------------------------------- the load test

@@ -13,8 +13,11 @@ same stdin/call-based harness, same output comparison, same result codes), calle
 * the test process imports everything first and says "ready"; only then does it get the program, and
   the global limit starts then, not at the spawn of its interpreter;
 * the per-test limit (EvalScope's ``review_timeout``, 6 s) is the CPU time the program used since the
-  test started (``ITIMER_PROF``), which other processes on the host cannot consume; a wall-clock backstop
-  of ``WALL_FACTOR`` × the limit per test ends a program that blocks instead of computing;
+  test started (``ITIMER_PROF``), which other processes on the host cannot consume; a backstop of
+  ``WALL_FACTOR`` × the limit ends a program that blocks instead of computing, counted in wall time
+  minus the time the process waited for a CPU (its run delay, ``/proc/PID/schedstat``) — so load does
+  not count there either; the global limit over all tests is measured the same way (with a hard cap of
+  plain wall time);
 * the whole process group is killed at the end (or at the global limit).
 
 The class is the re-check's and the outcome row records how the sample was executed
@@ -44,10 +47,15 @@ from typing import Any
 from evalpipe.errors import ArtifactError
 from evalpipe.schema.outcomes import CodeExecution
 
-#: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits).
+#: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits);
+#: counted on the program's own time: wall time minus the time it waited for a CPU.
 WALL_FACTOR = 5
+#: How often the test process checks the backstop.
+TICK_S = 0.25
 #: How long a test process may take to import EvalScope's test code and say "ready" (the host may be busy).
 READY_TIMEOUT_S = 180.0
+#: Plain wall-clock cap on a re-check, as a multiple of its global limit (however busy the host is).
+HARD_CAP_FACTOR = 10
 #: Test processes started for one sample when one never comes up.
 MAX_ATTEMPTS = 2
 _GLOBAL_SLACK_S = 5.0
@@ -56,8 +64,9 @@ POLICY = (
     "LiveCodeBench programs are run by EvalScope's review (per-test limit {limit:g} s of wall-clock time; "
     "global limit from the spawn of the test interpreter, several reviews at once). Every sample the review "
     "left as a timeout or without a result is re-checked alone with EvalScope's own test code: per-test "
-    "limit {limit:g} s of the program's CPU time from its own start (wall-clock backstop {backstop:g} s per "
-    "test), clock started once the test process is up; the re-check's class is the one reported."
+    "limit {limit:g} s of the program's CPU time from its own start (a program that blocks is stopped after "
+    "{backstop:g} s of wall time not spent waiting for a CPU), clock started once the test process is up; "
+    "the re-check's class is the one reported."
 )
 
 
@@ -107,6 +116,22 @@ class ProblemTests:
         if not 0 <= index < len(rows) or str(rows[index].get("question_id")) != source_id:
             raise ArtifactError(f"{path}: row {index} is not question_id {source_id}")
         return dict(rows[index])
+
+
+def run_delay_s(pid: int | str = "self") -> float | None:
+    """Seconds process ``pid`` has spent runnable but waiting for a CPU (``/proc/PID/schedstat``).
+
+    The load of other processes shows up here and nowhere else, so "wall time minus run delay" is the
+    time a program ran or blocked on its own.  Read with ``os.open``: the test harness mocks ``open``.
+    """
+    try:
+        fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 200).split()[1]) / 1e9
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------- parent side
@@ -159,6 +184,28 @@ def global_limit(n_tests: int, limit_s: float) -> float:
     return n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S
 
 
+def _await_result(fd: int, buf: bytearray, proc: subprocess.Popen, limit_s: float) -> str | None:
+    """The result line, or None once the test process has *itself* used ``limit_s`` seconds.
+
+    Its own time is wall time minus the time it waited for a CPU (run delay), so a busy host does not
+    use up the limit; ``HARD_CAP_FACTOR`` × the limit of plain wall time bounds the wait in any case.
+    """
+    pid = proc.pid
+    start, delay0 = time.monotonic(), run_delay_s(pid) or 0.0
+    hard_deadline = start + limit_s * HARD_CAP_FACTOR
+    while True:
+        line = _read_line(fd, buf, min(time.monotonic() + 1.0, hard_deadline))
+        if line is not None or b"\n" in buf:
+            return line
+        if proc.poll() is not None:  # gone without a result line (read the pipe's last bytes first)
+            return _read_line(fd, buf, time.monotonic())
+        now = time.monotonic()
+        delay = run_delay_s(pid)
+        own = (now - start) - ((delay - delay0) if delay is not None else 0.0)
+        if own >= limit_s or now >= hard_deadline:
+            return None
+
+
 def run_isolated(
     code: str, tests: str | dict[str, Any], limit_s: float
 ) -> tuple[dict[str, Any] | None, str, int, int | None]:
@@ -201,7 +248,7 @@ def run_isolated(
                     b"go\n"
                 )  # the clock starts now, with the interpreter up and the tests loaded
                 proc.stdin.close()
-                line = _read_line(r, buf, time.monotonic() + global_limit(n_tests, limit_s))
+                line = _await_result(r, buf, proc, global_limit(n_tests, limit_s))
                 if line:
                     return json.loads(line), "done", attempt, n_tests
                 try:
@@ -289,11 +336,30 @@ def _child(fd: int) -> None:
         os._exit(1)
     limit, factor = float(job["timeout"]), float(job["wall_factor"])
 
+    backstop: dict[str, float] = {"limit": 0.0, "wall0": 0.0, "delay0": 0.0}
+
+    def on_tick(signum: int, frame: Any) -> None:
+        # the wall-clock backstop, on the program's own time: wall time minus the time it waited for a CPU
+        if backstop["limit"] <= 0:
+            return
+        own = time.monotonic() - backstop["wall0"] - ((run_delay_s() or 0.0) - backstop["delay0"])
+        if own >= backstop["limit"]:
+            backstop["limit"] = 0.0
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise testing_util.TimeoutException
+
     def cpu_alarm(seconds: float) -> None:
-        # EvalScope arms one wall-clock timer per test; here the limit is CPU time (SIGPROF) with a
-        # wall-clock backstop (SIGALRM); both raise EvalScope's TimeoutException.  0 disarms both.
+        # EvalScope arms one wall-clock timer per test (SIGALRM, from ``run_test``'s handler); here the
+        # limit is the program's CPU time (SIGPROF, EvalScope's handler) plus the backstop above, checked
+        # every TICK_S.  0 disarms both.
         signal.setitimer(signal.ITIMER_PROF, seconds)
-        signal.setitimer(signal.ITIMER_REAL, seconds * factor)
+        if seconds:
+            backstop.update(limit=seconds * factor, wall0=time.monotonic(), delay0=run_delay_s() or 0.0)
+            signal.signal(signal.SIGALRM, on_tick)
+            signal.setitimer(signal.ITIMER_REAL, TICK_S, TICK_S)
+        else:
+            backstop["limit"] = 0.0
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     signal.signal(signal.SIGPROF, functools.partial(testing_util.timeout_handler, False))
     testing_util._set_alarm = cpu_alarm

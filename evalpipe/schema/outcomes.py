@@ -44,14 +44,17 @@ class CodeExecution(Row):
     ``isolated_recheck``: a sample the review left as a timeout or without a result, re-run alone with
     EvalScope's own LiveCodeBench test code (``testing_util.run_test``) in a process whose clock starts
     once its interpreter is up; the per-test limit is the program's CPU time from its own start, with a
-    wall-clock backstop for a program that blocks.  Its class replaces the review's.
+    backstop for a program that blocks (wall time not spent waiting for a CPU).  Its class replaces the
+    review's.
     """
 
     mode: Literal["evalscope_review", "isolated_recheck"]
     per_test_limit_s: float = Field(description="EvalScope's review_timeout for the benchmark.")
     limit_clock: Literal["wall_from_interpreter_spawn", "cpu_from_program_start"]
     wall_backstop_s: float | None = Field(
-        default=None, description="isolated_recheck: wall-clock limit per test for a program that blocks."
+        default=None,
+        description="isolated_recheck: limit per test for a program that blocks, in wall time not spent "
+        "waiting for a CPU.",
     )
     global_limit_s: float | None = Field(
         default=None,
