@@ -244,7 +244,7 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
     sampled = tmp_path / "sampled"
     proc = run_cli("sample", str(config), "--dataset-root", str(DATASETS), "--out", str(sampled))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from evalpipe.sources.benchmarks import gsm8k_id
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
 
     by_id = {gsm8k_id(r["match"]): r["match"] for r in gsm8k_rules()}
     questions = [
