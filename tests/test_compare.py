@@ -39,7 +39,14 @@ def base_run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path) ->
     return sample_run(cfg, dataset_root=shared_datasets, out=root / "base").rundir.root
 
 
-def _run_with(base: Path, dest: Path, correct: set[int], *, prompt_salt: str = "") -> Path:
+def _run_with(
+    base: Path,
+    dest: Path,
+    correct: set[int],
+    *,
+    prompt_salt: str = "",
+    truncated_scored: set[int] = frozenset(),
+) -> Path:
     shutil.copytree(base, dest)
     manifest = json.loads((dest / "manifest.json").read_text())
     rows = []
@@ -57,8 +64,8 @@ def _run_with(base: Path, dest: Path, correct: set[int], *, prompt_salt: str = "
                 n_predictions=1,
                 n_reviews=1,
                 prompt_sha256=sha256_hex(e["source_id"] + (prompt_salt if i == 0 else "")),
-                score=1.0 if ok else 0.0,
-                failure_class="ok" if ok else "wrong",
+                score=1.0 if ok or i in truncated_scored else 0.0,
+                failure_class="ok" if ok else ("budget_exhausted" if i in truncated_scored else "wrong"),
             )
         )
     write_jsonl_atomic(RunDir(dest).outcomes, rows)
@@ -94,6 +101,16 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     assert "McNemar p = 1, 3 flips" in lcb.line
     md = compare_markdown(res)
     assert "| gsm8k | 25/30 | 25/30 | +0.0 |" in md
+
+
+def test_truncated_answer_scored_1_is_incorrect_as_in_the_summary(base_run: Path, tmp_path: Path) -> None:
+    """Seen with SmolLM2 on llama.cpp: EvalScope scored a budget-exhausted C-Eval answer 1. The summary
+    counts it incorrect (declared failure treatment); the comparison must count it the same way."""
+    ra = _run_with(base_run, tmp_path / "a", {1, 2}, truncated_scored={0})
+    rb = _run_with(base_run, tmp_path / "b", {1, 2})
+    gsm = compare_runs(ra, rb, label_a="a", label_b="b").benchmarks[0]
+    assert (gsm.a.correct, gsm.b.correct, gsm.a_only, gsm.b_only) == (2, 2, 0, 0)
+    assert gsm.flips == []
 
 
 def test_mcnemar_matches_statsmodels_for_lopsided_flips(base_run: Path, tmp_path: Path) -> None:

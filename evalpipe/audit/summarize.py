@@ -18,7 +18,7 @@ from evalpipe.audit.linkage import SELECTION_RULE, Linkage, attempt_ok, parse_ti
 from evalpipe.audit.secrets import redact_text
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
-from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow
+from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow, is_correct
 from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.summary import (
     BenchmarkResult,
@@ -50,19 +50,6 @@ def _wilson(k: int, n: int) -> Interval | None:
     return Interval(lower=ci[0], upper=ci[1], method="wilson") if ci else None
 
 
-def _counts(row: OutcomeRow | None) -> bool:
-    """The row's review scores count: it was scored and did not exhaust its budget.
-
-    A response that hit its output budget counts as incorrect even when EvalScope scored the
-    truncated text correct (declared failure treatment); secondary metrics follow the same rule.
-    """
-    return row is not None and row.score is not None and row.failure_class not in BUDGET_CLASSES
-
-
-def _correct(row: OutcomeRow | None) -> bool:
-    return _counts(row) and row is not None and row.failure_class == "ok" and row.score == 1.0
-
-
 def _allocation(sampling: BenchmarkSampling) -> str:
     plan = sampling.plan
     return "per_stratum" if plan.per_stratum is not None else (plan.allocation or "unknown")
@@ -91,7 +78,7 @@ def length_results(
     out = []
     for length, bucket_of in length_buckets(name, sampling.plan.stratify_by, [e.stratum for e in entries]):
         es = [e for e in entries if bucket_of[e.stratum] == length]
-        k = sum(1 for e in es if _correct(rows.get((e.benchmark, e.source_id))))
+        k = sum(1 for e in es if is_correct(rows.get((e.benchmark, e.source_id))))
         out.append(
             LengthStratumResult(
                 length=length, n=len(es), correct=k, score=k / len(es), interval=_wilson(k, len(es))
@@ -110,7 +97,7 @@ def strata_results(
     data: list[StratumData] = []
     for name in sorted(by):
         es = by[name]
-        ys = [1.0 if _correct(rows.get((e.benchmark, e.source_id))) else 0.0 for e in es]
+        ys = [1.0 if is_correct(rows.get((e.benchmark, e.source_id))) else 0.0 for e in es]
         k = int(sum(ys))
         results.append(
             StratumResult(
@@ -283,7 +270,7 @@ def benchmark_results(
         except KeyError:
             sampling = None
         found = [rows.get((e.benchmark, e.source_id)) for e in entries]
-        correct = sum(1 for r in found if _correct(r))
+        correct = sum(1 for r in found if is_correct(r))
         without = sum(1 for r in found if r is None or r.score is None)
         truncated_scored = sum(
             1 for r in found if r is not None and r.failure_class in BUDGET_CLASSES and (r.score or 0) > 0

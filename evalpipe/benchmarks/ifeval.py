@@ -123,7 +123,8 @@ def truncated_text(item: KeyItem) -> str:
 
 def secondary_metrics(entries: list[Any], rows: dict[Any, Any]) -> list[Any]:
     """Prompt-level (per prompt) and instruction-level (per instruction) IFEval metrics."""
-    from evalpipe.audit.summarize import _counts, _wilson
+    from evalpipe.audit.summarize import _wilson
+    from evalpipe.schema.outcomes import counts_scored
     from evalpipe.schema.summary import MetricResult
 
     out: list[MetricResult] = []
@@ -133,7 +134,7 @@ def secondary_metrics(entries: list[Any], rows: dict[Any, Any]) -> list[Any]:
         k = 0
         unknown = 0
         for row in found:
-            if not _counts(row):
+            if not counts_scored(row):
                 continue  # not scored or budget exhausted: counts as not followed
             assert row is not None
             if metric not in row.scores:
@@ -170,7 +171,7 @@ def secondary_metrics(entries: list[Any], rows: dict[Any, Any]) -> list[Any]:
                 missing += 1
                 continue
             total += row.instructions_total
-            if not _counts(row):
+            if not counts_scored(row):
                 continue
             explicit = getattr(row, f"instructions_followed_{kind}")
             if explicit is not None:

@@ -4,7 +4,8 @@ Refuses unless both runs used the identical manifest (same fingerprints and entr
 rendered prompt per sample: otherwise a difference could come from the inputs, not the server.
 Per benchmark: both scores with Wilson intervals, the difference with a seeded paired-bootstrap
 percentile interval, the exact McNemar test on the discordant pairs (statsmodels), and the flips.
-Scores: 1 = correct; an entry without a score (API or scoring error, missing row) counts as wrong,
+Scores: correct as the summary counts it (`is_correct`: a budget-exhausted answer is incorrect even when
+EvalScope scored the truncated text 1); an entry without a score (API or scoring error, missing row) counts as wrong,
 the same denominator rule as the audit.
 """
 
@@ -19,7 +20,7 @@ from evalpipe.io import read_jsonl, read_model, write_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.compare import CompareResult, Flip, PairedBenchmark, ScoreWithInterval
 from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.outcomes import OutcomeRow, is_correct
 from evalpipe.schema.run import RunRecord
 from evalpipe.stats import wilson_interval
 
@@ -44,7 +45,8 @@ def _label(rundir: RunDir, fallback: str) -> str:
 
 
 def _is_correct(row: OutcomeRow | None) -> int:
-    return int(row is not None and row.score is not None and row.score >= 1.0)
+    """1 when the summary counts the row correct (one rule: budget-exhausted answers are incorrect)."""
+    return int(is_correct(row))
 
 
 def _score(correct: int, n: int) -> ScoreWithInterval:

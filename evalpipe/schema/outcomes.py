@@ -176,3 +176,17 @@ class CacheRepair(Row):
         "prediction_mismatch",  # a review whose messages differ from the prediction kept for its index
     ]
     artifact: Literal["prediction", "review"]
+
+
+def counts_scored(row: OutcomeRow | None) -> bool:
+    """The row's review scores count: it was scored and did not exhaust its budget.
+
+    A response that hit its output budget counts as incorrect even when EvalScope scored the truncated
+    text correct (the declared failure treatment).  The summary, the report and the paired comparison all
+    use this rule, so a sample cannot be correct in one and incorrect in another.
+    """
+    return row is not None and row.score is not None and row.failure_class not in BUDGET_CLASSES
+
+
+def is_correct(row: OutcomeRow | None) -> bool:
+    return counts_scored(row) and row is not None and row.failure_class == "ok" and row.score == 1.0
