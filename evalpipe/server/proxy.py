@@ -55,7 +55,7 @@ from evalpipe.server.recorder import (
 from evalpipe.server.upstream import UpstreamClient, UpstreamProtocolError
 
 RID_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})
-_HOP_BY_HOP = frozenset(
+HOP_BY_HOP = frozenset(
     {
         "connection",
         "keep-alive",
@@ -72,7 +72,7 @@ _HOP_BY_HOP = frozenset(
     }
 )
 # aiohttp's web server sets its own; forwarding the upstream's too would duplicate them.
-_RESPONSE_DROP = _HOP_BY_HOP | {"date", "server"}
+RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _UPSTREAM_ERRORS = (
     OSError,
@@ -382,7 +382,7 @@ class _Proxy:
         fwd = body
         if self.set_rid and body and request.method == "POST" and path in RID_PATHS:
             fwd = inject_rid(body, attempt_id)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
         rec = [attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None, False]
 
         def record(data: bytes) -> None:
@@ -397,7 +397,7 @@ class _Proxy:
             ctype = rec[M_CTYPE] = up.content_type
             rec[M_CENC] = up.content_encoding
             rec[M_STREAM] = ctype is not None and ctype.startswith("text/event-stream")
-            out_headers = [(k, v) for k, v in up.headers if k.lower() not in _RESPONSE_DROP]
+            out_headers = [(k, v) for k, v in up.headers if k.lower() not in RESPONSE_DROP]
             if up.length is not None:  # a sized body: read it whole, answer in one write
                 data = b"".join([c async for c in chunks_in])
                 transport = request.transport
