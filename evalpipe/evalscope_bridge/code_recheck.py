@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.errors import ArtifactError
+from evalpipe.process_group import kill_group
 from evalpipe.schema.outcomes import CodeExecution
 
 #: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits);
@@ -163,14 +164,6 @@ def _read_line(fd: int, buf: bytearray, deadline: float) -> str | None:
     return line.decode("utf-8", errors="replace")
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def _died(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         try:
@@ -261,7 +254,7 @@ def run_isolated(
                 return None, died, attempt, n_tests
             finally:
                 os.close(r)
-                _kill_group(proc)
+                kill_group(proc)
     return None, outcome, MAX_ATTEMPTS, n_tests
 
 

@@ -17,17 +17,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 from evalpipe.errors import EvalpipeError
+from evalpipe.process_group import spawn, stop_group
 from evalpipe.rundir import RunDir
+
+#: Seconds the worker gets to exit after SIGTERM before its process group is killed.
+WORKER_GRACE_S = 10.0
 
 
 class EvalscopeFailed(EvalpipeError):
@@ -51,9 +54,9 @@ class WorkerProcess:
         self.benchmark = benchmark
         self.api_key_env = api_key_env
         self.proc: subprocess.Popen[bytes] | None = None
-        self._channel = None
+        self._channel: TextIO | None = None
         self._cache_dir: str | None = None
-        self._log = None
+        self._log: BinaryIO | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, task: dict[str, Any]) -> None:
@@ -89,7 +92,7 @@ class WorkerProcess:
             channel_fd=write_fd,
         )
         try:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 [sys.executable, "-m", "evalpipe.evalscope_bridge.worker"],
                 stdin=subprocess.PIPE,
                 stdout=self._log,
@@ -97,7 +100,6 @@ class WorkerProcess:
                 pass_fds=(write_fd,),
                 env=env,
                 cwd=str(self.rundir.root.resolve()),
-                start_new_session=True,
             )
         finally:
             os.close(write_fd)  # the child holds the only write end: EOF means it is gone
@@ -112,7 +114,8 @@ class WorkerProcess:
         """Idempotent: end the worker's process group and release its pipes, log and cache."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            _terminate_group(proc)
+            # SIGTERM, up to 10 s for the worker, then SIGKILL of what it leaves (LiveCodeBench test processes)
+            stop_group(proc, WORKER_GRACE_S, leader_only=True)
         if proc is not None and proc.stdin is not None and not proc.stdin.closed:
             try:
                 proc.stdin.close()
@@ -148,7 +151,7 @@ class WorkerProcess:
         line = self._channel.readline()
         if not line:
             self._fail("the worker exited unexpectedly")
-        event = json.loads(line)
+        event: dict[str, Any] = json.loads(line)
         if event.get("event") == "failed":
             self._fail(event.get("error") or "unknown error")
         return event
@@ -186,12 +189,12 @@ class WorkerProcess:
         info: dict[str, Any] = {}
         while True:
             event = self._next_event()
-            kind = event.get("event")
-            if kind == "cache_identity":
+            name = event.get("event")
+            if name == "cache_identity":
                 info["cache_identity"] = event
             if on_event is not None:
                 on_event(event)
-            if kind == "finished":
+            if name == "finished":
                 assert self.proc is not None
                 code = self.proc.wait()
                 if code != 0:
@@ -205,29 +208,3 @@ class WorkerProcess:
             pass
         assert self.proc is not None
         self.proc.wait(timeout=60)
-
-
-def _terminate_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    """End the worker's process group (it leads its own session, so pgid == pid).
-
-    A running worker gets SIGTERM, then SIGKILL after ``grace_s``; once the leader is gone, any
-    stragglers in the group (LiveCodeBench test processes) are killed too.
-    """
-    pgid = proc.pid
-    if proc.poll() is None:
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=30)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -1,0 +1,151 @@
+"""Child processes that lead their own process group, and how evalpipe ends them — written once.
+
+A model server, the EvalScope worker and each LiveCodeBench test process start further processes (SGLang's
+scheduler and detokenizer, EvalScope's code-review interpreters, a program's own children).  Each is
+started with ``start_new_session=True``, so it leads a new session and process group whose id is its pid,
+and everything it starts stays in that group: stopping means signalling the *group*, and "stopped" means
+no live (non-zombie) process is left in it — the leader having exited is not enough.
+
+* :func:`spawn` starts such a child;
+* :func:`stop_group` ends it politely: SIGTERM to the group, a bounded wait, then SIGKILL to the group;
+* :func:`kill_group` ends it at once (SIGKILL to the group);
+* :func:`group_alive` / :func:`wait_group_gone` answer "is anything left?" (from ``/proc`` on Linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Literal
+
+#: How a stop ended: nothing was left to stop, the group exited after SIGTERM, or it had to be SIGKILLed.
+StopMethod = Literal["exited", "sigterm", "sigkill"]
+_POLL_S = 0.05
+_KILL_WAIT_S = 30.0  # for the leader to be reaped after SIGKILL
+_GONE_WAIT_S = 10.0  # for the rest of the group to vanish after SIGKILL
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    stdout: int | IO[Any] | None = None,
+    stderr: int | IO[Any] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as the leader of a new session (its pid is the process group id)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=env,
+        cwd=cwd,
+        pass_fds=tuple(pass_fds),
+        start_new_session=True,
+    )
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any non-zombie process is in process group ``pgid``."""
+    proc_dir = Path("/proc")
+    if proc_dir.is_dir():
+        for entry in proc_dir.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, …
+            if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_group_gone(pgid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for process group ``pgid`` to be empty; True when it is."""
+    deadline = time.monotonic() + timeout
+    while group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pgid``; a group that is already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s whole group at once and reap the leader."""
+    signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def stop_group(
+    proc: subprocess.Popen[bytes],
+    grace_s: float,
+    *,
+    hurry: threading.Event | None = None,
+    leader_only: bool = False,
+) -> StopMethod:
+    """SIGTERM ``proc``'s group, wait up to ``grace_s`` seconds, then SIGKILL the group.
+
+    The wait is for every member of the group to exit (a server's scheduler children finish their
+    in-flight work), or with ``leader_only`` for the leader alone — whatever it leaves behind (a worker's
+    test processes) is then SIGKILLed at once.  A Ctrl-C or ``hurry`` during the wait escalates to SIGKILL
+    immediately; the KeyboardInterrupt is re-raised once the group is gone.
+
+    Returns ``exited`` (nothing was left to stop), ``sigterm`` or ``sigkill``.
+    """
+    pgid = proc.pid  # the leader of its own session: its pid is the group id
+
+    def done() -> bool:
+        return proc.poll() is not None and (leader_only or not group_alive(pgid))
+
+    if proc.poll() is not None and not group_alive(pgid):
+        return "exited"
+    method: StopMethod = "sigterm"
+    interrupted: KeyboardInterrupt | None = None
+    if proc.poll() is None or not leader_only:
+        signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    try:
+        while not done():
+            if time.monotonic() >= deadline or (hurry is not None and hurry.is_set()):
+                method = "sigkill"
+                break
+            time.sleep(_POLL_S)
+    except KeyboardInterrupt as exc:
+        interrupted = exc
+        method = "sigkill"
+    if method == "sigkill" or leader_only:
+        signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_KILL_WAIT_S)
+        end = time.monotonic() + _GONE_WAIT_S
+        while group_alive(pgid) and time.monotonic() < end:
+            signal_group(pgid, signal.SIGKILL)
+            time.sleep(_POLL_S)
+    proc.wait()
+    if interrupted is not None:
+        raise interrupted
+    return method
