@@ -6,6 +6,10 @@ User errors print one clean line (no traceback, never local variables: they can 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalpipe.schema.server import PreflightReport
 
 
 class ExitCode(IntEnum):
@@ -15,6 +19,7 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1  # also: verify-sample / replay found a difference
     USAGE = 2  # bad config, bad input data, bad arguments, preflight refusal
     AUDIT_ERROR = 3  # the audit found an error-severity finding
+    SERVER = 4  # the server did not come up, died, could not be reached, or resolved a different config
     INTERRUPTED = 130  # SIGINT (Ctrl-C)
     TERMINATED = 143  # SIGTERM
 
@@ -48,11 +53,20 @@ class FingerprintMismatch(DataError):
 
 
 class PreflightError(EvalpipeError):
-    """The server launch would fail or would not test what the config claims."""
+    """The server launch would fail or would not test what the config claims (a usage error: nothing was
+    launched).  ``report`` holds every rule's outcome when the rules ran."""
+
+    def __init__(
+        self, message: str, *, details: list[str] | None = None, report: PreflightReport | None = None
+    ) -> None:
+        super().__init__(message, details=details)
+        self.report = report
 
 
 class ServerError(EvalpipeError):
-    """The server did not come up, died, or resolved a different config."""
+    """The server did not come up, died, could not be reached, or resolved a different config."""
+
+    exit_code = ExitCode.SERVER
 
 
 class RunStopped(EvalpipeError):
@@ -84,7 +98,7 @@ class RunInterrupted(RunStopped):
 class ServerDied(RunStopped):
     """The launched server exited while the evaluation was running."""
 
-    exit_code = ExitCode.USAGE
+    exit_code = ExitCode.SERVER
 
 
 class ArtifactError(EvalpipeError):

@@ -142,12 +142,7 @@ def load_manifest_datasets(
     for block in manifest.benchmarks:
         name = block.benchmark
         recorded_dir = run.dataset_locations.get(name) if run else None
-        if (
-            dataset_root is None
-            and block.dataset.kind == "local"
-            and recorded_dir
-            and Path(recorded_dir).is_dir()
-        ):
+        if dataset_root is None and block.dataset.is_local and recorded_dir and Path(recorded_dir).is_dir():
             data = load_local(name, Path(recorded_dir), subset=cfg.benchmark(name).subset)
             data.check_unique_ids()
         else:
@@ -174,17 +169,18 @@ def run(
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
     from evalpipe.evalscope_bridge.stage import run_evalscope
-    from evalpipe.evalscope_bridge.task import check_generation, normalize_endpoint
+    from evalpipe.evalscope_bridge.task import check_generation
     from evalpipe.io import write_model
     from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
     from evalpipe.server.context_fit import check_context_fit, dropped_entries
+    from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.lifecycle import managed_server, watch_server
     from evalpipe.server.preflight import punkt_needed, run_preflight
     from evalpipe.server.proxy import recording_proxy
 
     server = server_for(cfg, endpoint=endpoint, variant=variant)
-    if server.kind == "endpoint":
-        normalize_endpoint(str(server.endpoint))  # a bad URL is a usage error before anything runs
+    kind = server_kind(server.kind)
+    upstream_path = kind.upstream_path(server)  # a bad endpoint URL is a usage error before anything runs
     check_generation(cfg)
     started_at = utc_now()
     clock = StageClock(variant)
@@ -210,7 +206,7 @@ def run(
 
         # 3. preflight and component tests, before any GPU time is spent
         with clock.stage("preflight"):
-            if server.kind in ("sglang", "answer_key", "command"):
+            if kind.preflight_before_run:
                 run_preflight(
                     cfg,
                     server,
@@ -221,7 +217,6 @@ def run(
             component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
 
         # 4. launch (or attach), verify /server_info, record every request through the proxy
-        upstream_path = _path_of(str(server.endpoint)) if server.kind == "endpoint" else "/v1"
         mark = time.perf_counter()
         with managed_server(cfg, server, rd, variant=variant) as handle:
             clock.add("launch", time.perf_counter() - mark)
@@ -257,14 +252,6 @@ def run(
         from evalpipe.server.lifecycle import Terminated
 
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
-
-
-def _path_of(endpoint: str) -> str:
-    from urllib.parse import urlsplit
-
-    from evalpipe.evalscope_bridge.task import normalize_endpoint
-
-    return urlsplit(normalize_endpoint(endpoint)).path
 
 
 def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, str]) -> dict[str, RunDir]:

@@ -18,7 +18,11 @@ own event loop) or as a subprocess::
 
 The subprocess writes its port to ``--port-file`` once listening, logs each request as a JSON line to
 ``--request-log`` (if given), serves ``--server-info FILE`` (e.g. the real SGLang payload for
-glm-fp8.yaml) as ``/server_info`` if given, and exits on SIGTERM/SIGINT.
+glm-fp8.yaml) as ``/server_info`` if given, and exits on SIGTERM/SIGINT.  ``--answer TEXT`` answers every
+question with TEXT (no rules file needed).  Like many real servers (llama-server, vLLM) it can go without
+SGLang's info routes (``--no-server-info``: no ``/server_info``, no ``/model_info``), without ``/health``
+(``--no-health``), or never finish loading (``--never-ready``: ``/health`` 503) — launched by the tests as
+``server.kind: command``.  The shared routes and the serve loop are evalpipe's (``evalpipe.server.http_base``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import signal
 import sys
 import threading
 import time
@@ -44,6 +47,7 @@ if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
 from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256  # noqa: E402
+from evalpipe.server.http_base import ModelServer, ServerThread, serve_until_signalled  # noqa: E402
 
 
 @dataclass
@@ -83,11 +87,6 @@ class RecordedRequest:
     body: dict[str, Any] = field(repr=False)
 
 
-# A client that disconnects cancels its handler (a delayed answer does not keep the server busy), and
-# stopping never waits long for in-flight requests.
-_RUNNER_OPTIONS: dict[str, Any] = {"access_log": None, "handler_cancellation": True, "shutdown_timeout": 2.0}
-
-
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
     for m in reversed(messages):
         if isinstance(m, dict) and m.get("role") == "user":
@@ -100,8 +99,11 @@ def _n_tokens(text: str) -> int:
     return len(text.split())
 
 
-class ScriptedApp:
+class ScriptedApp(ModelServer):
     """The request handler and its state; independent of how the server is run."""
+
+    client_max_size = 64 * 1024 * 1024
+    owned_by = "scripted"
 
     def __init__(
         self,
@@ -110,16 +112,28 @@ class ScriptedApp:
         served_name: str = "scripted-model",
         default: Rule | None = None,
         server_info: dict[str, Any] | None = None,
+        info_routes: bool = True,
+        health: bool = True,
+        ready: bool = True,
     ):
         self.rules = list(rules)
         self.info = server_info
         self.default = default
-        self.served_name = served_name
+        self.served_model_name = served_name
         self.requests: list[RecordedRequest] = []
         self._failures: dict[int, int] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self.request_log: Path | None = None
+        self.ready = ready
+        if not info_routes:
+            self.server_info_paths = self.model_info_paths = ()
+        if not health:
+            self.health_paths = ()
+
+    @property
+    def served_name(self) -> str:
+        return self.served_model_name
 
     def _pick(self, last_user: str | None) -> tuple[int, Rule] | tuple[None, None]:
         text = last_user or ""
@@ -139,37 +153,26 @@ class ScriptedApp:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
     def make_app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        return self.build_app()
+
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self.chat)
-        app.router.add_get("/v1/models", self.models)
-        app.router.add_get("/health", self.health)
-        app.router.add_get("/server_info", self.server_info)
-        app.router.add_get("/model_info", self.model_info)
-        return app
 
-    async def health(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    def is_ready(self) -> bool:
+        return self.ready
 
-    async def server_info(self, request: web.Request) -> web.Response:
+    def server_info(self) -> dict[str, Any]:
         """Resolved arguments the way SGLang names them (a plain single-GPU server, or the given payload)."""
         if self.info is not None:
-            return web.json_response(self.info)
-        return web.json_response(
-            {
-                "served_model_name": self.served_name,
-                "tp_size": 1,
-                "kv_cache_dtype": "auto",
-                "speculative_algorithm": None,
-                "enable_deterministic_inference": False,
-                "version": "scripted-test-server",
-            }
-        )
-
-    async def model_info(self, request: web.Request) -> web.Response:
-        return web.json_response({"model_path": self.served_name, "is_generation": True})
-
-    async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.served_name, "object": "model"}]})
+            return self.info
+        return {
+            "served_model_name": self.served_name,
+            "tp_size": 1,
+            "kv_cache_dtype": "auto",
+            "speculative_algorithm": None,
+            "enable_deterministic_inference": False,
+            "version": "scripted-test-server",
+        }
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -287,12 +290,11 @@ class ScriptedServer:
         self, rules: Iterable[Rule], *, served_name: str = "scripted-model", default: Rule | None = None
     ):
         self.app = ScriptedApp(rules, served_name=served_name, default=default)
-        self.port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._thread = ServerThread(self.app.build_app())
+
+    @property
+    def port(self) -> int | None:
+        return self._thread.port
 
     @property
     def base_url(self) -> str:
@@ -304,38 +306,11 @@ class ScriptedServer:
         return list(self.app.requests)
 
     def start(self) -> ScriptedServer:
-        self._thread = threading.Thread(target=self._run, name="scripted-server", daemon=True)
         self._thread.start()
-        if not self._ready.wait(timeout=30):
-            raise RuntimeError("scripted server did not start within 30 s")
-        if self._error is not None:
-            raise RuntimeError(f"scripted server failed to start: {self._error!r}")
         return self
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        asyncio.set_event_loop(loop)
-        try:
-            self._runner = web.AppRunner(self.app.make_app(), **_RUNNER_OPTIONS)
-            loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        except BaseException as exc:  # report to start() instead of dying silently
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        loop.run_forever()
-        loop.run_until_complete(self._runner.cleanup())
-        loop.close()
-
     def stop(self) -> None:
-        if self._loop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._thread.stop()
 
     def __enter__(self) -> ScriptedServer:
         return self.start()
@@ -353,40 +328,60 @@ def load_rules(path: Path) -> tuple[list[Rule], Rule | None]:
     return [Rule.from_dict(r) for r in data.get("rules", [])], Rule.from_dict(default) if default else None
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    rules, default = load_rules(Path(args.rules))
+async def _serve(args: argparse.Namespace) -> int:
+    if args.rules:
+        rules, default = load_rules(Path(args.rules))
+    else:
+        rules, default = [], Rule(match="", content=args.answer, name="answer")
     info = json.loads(Path(args.server_info).read_text(encoding="utf-8")) if args.server_info else None
-    scripted = ScriptedApp(rules, served_name=args.served_name, default=default, server_info=info)
+    scripted = ScriptedApp(
+        rules,
+        served_name=args.served_name,
+        default=default,
+        server_info=info,
+        info_routes=not args.no_server_info,
+        health=not args.no_health,
+        ready=not args.never_ready,
+    )
     if args.request_log:
         scripted.request_log = Path(args.request_log)
-    runner = web.AppRunner(scripted.make_app(), **_RUNNER_OPTIONS)
-    await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    port_file = Path(args.port_file)
-    tmp = port_file.with_name(port_file.name + ".tmp")
-    tmp.write_text(str(port))
-    tmp.replace(port_file)  # atomic: a reader never sees a half-written port
-    await stop.wait()
-    await runner.cleanup()
+
+    def listening(port: int) -> None:
+        if args.port_file:
+            port_file = Path(args.port_file)
+            tmp = port_file.with_name(port_file.name + ".tmp")
+            tmp.write_text(str(port))
+            tmp.replace(port_file)  # atomic: a reader never sees a half-written port
+        print(f"scripted server listening on http://{args.host}:{port}", file=sys.stderr, flush=True)
+
+    # a client that disconnects cancels its handler (a delayed answer does not keep the server busy), and
+    # stopping never waits long for in-flight requests
+    return await serve_until_signalled(
+        scripted.build_app(),
+        args.host,
+        args.port,
+        on_listening=listening,
+        shutdown_timeout=2.0,
+        handler_cancellation=True,
+    )
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rules", required=True, help="JSON file: a list of rules or {rules, default}")
-    parser.add_argument("--port-file", required=True, help="written with the bound port once listening")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rules", help="JSON file: a list of rules or {rules, default}")
+    what.add_argument("--answer", help="answer every question with this text")
+    parser.add_argument("--port-file", default=None, help="written with the bound port once listening")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 = ephemeral")
     parser.add_argument("--served-name", default="scripted-model")
     parser.add_argument("--request-log", default=None, help="append each request as a JSON line")
     parser.add_argument("--server-info", default=None, help="JSON file served as /server_info")
-    asyncio.run(_serve(parser.parse_args(argv)))
+    parser.add_argument("--no-server-info", action="store_true", help="serve no /server_info, /model_info")
+    parser.add_argument("--no-health", action="store_true", help="serve no /health")
+    parser.add_argument("--never-ready", action="store_true", help="/health answers 503 forever")
+    return asyncio.run(_serve(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

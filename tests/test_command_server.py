@@ -1,7 +1,7 @@
 """``server.kind: command``: any OpenAI-compatible server from an argv, through SGLang's lifecycle.
 
-The server here is tests/plain_openai_server.py: no ``/server_info`` and (optionally) no ``/health``,
-like llama.cpp's or vLLM's.  Verification must say "not verifiable" (never "resolved a different
+The server here is tests/scripted_server.py with ``--no-server-info``: no ``/server_info`` and (optionally)
+no ``/health``, like llama.cpp's or vLLM's.  Verification must say "not verifiable" (never "resolved a different
 config"), check the served name from ``/v1/models``, and never crash; bad input is one clear line.
 """
 
@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_sglang.support import kill_group, wait_gone, write_config
+from fake_sglang.support import write_config
+from helpers.server_process import SCRIPTED_SERVER, ServerProcess, assert_group_gone
 
 from evalpipe.audit.checks import check_server
 from evalpipe.config import load_config
-from evalpipe.errors import ConfigError, PreflightError, ServerError
+from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
 from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import LaunchRecord
@@ -28,14 +29,17 @@ from evalpipe.server.ports import free_port
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
 
-PLAIN = str(Path(__file__).resolve().parent / "plain_openai_server.py")
+SCRIPTED = SCRIPTED_SERVER[1]
+#: A plain OpenAI-compatible server: one fixed answer, no SGLang info routes.
+PLAIN_ARGS = ("--answer", "The answer is 42.", "--no-server-info")
 GLM_LIKE = {"tp_size": 8, "attention_backend": "dsa", "kv_cache_dtype": "fp8_e4m3"}
 
 
 def _command(*extra: str) -> list[str]:
     return [
         "{python}",
-        PLAIN,
+        SCRIPTED,
+        *PLAIN_ARGS,
         "--host",
         "{host}",
         "--port",
@@ -57,10 +61,7 @@ def _cfg(tmp_path: Path, command: list[str], **server: object):  # type: ignore[
 def _stopped(rundir: RunDir) -> LaunchRecord:
     launch = read_model(rundir.server_launch, LaunchRecord)
     assert launch.pid is not None
-    try:
-        assert wait_gone(launch.pid), f"process group {launch.pid} survived"
-    finally:
-        kill_group(launch.pid)
+    assert_group_gone(launch.pid)
     return launch
 
 
@@ -99,10 +100,8 @@ def test_wrong_served_name_aborts(tmp_path: Path) -> None:
 def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
     """--endpoint at such a server, with a GLM-like config: unverifiable, named plainly, not a mismatch."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, PLAIN, "--port", str(port), "--served-name", "fake-model"], start_new_session=True
-    )
-    try:
+    argv = [*SCRIPTED_SERVER, *PLAIN_ARGS, "--port", str(port), "--served-name", "fake-model"]
+    with ServerProcess(argv, log=tmp_path / "plain.log", port=port):
         cfg = write_config(
             tmp_path, {**GLM_LIKE, "kind": "endpoint", "endpoint": f"http://127.0.0.1:{port}/v1"}
         )
@@ -113,9 +112,6 @@ def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
         (finding,) = check_server(v, True)
         assert "tp_size" in finding.message and "resolved None" not in finding.message
         assert "different config" not in finding.message
-    finally:
-        kill_group(proc.pid)
-        proc.wait(timeout=10)
 
 
 def test_verify_reports_unverifiable_without_models_listing(tmp_path: Path) -> None:
@@ -157,7 +153,8 @@ def test_preflight_port_in_use_and_missing_model(tmp_path: Path) -> None:
         cfg = _cfg(tmp_path, [*_command(), "--model", "{model_path}"], port=port)
         with pytest.raises(PreflightError) as exc:
             run_preflight(cfg, cfg.server, punkt_needed=None)
-    report = exc.value.report  # type: ignore[attr-defined]
+    report = exc.value.report
+    assert report is not None
     failed = {c.rule: c.message for c in report.failures}
     assert failed["port_free"] == f"--port {port} is already in use on 127.0.0.1 (another server running?)"
     assert failed["model_path"].startswith("model.path model:")
@@ -191,19 +188,23 @@ def test_config_rejects_unknown_placeholder_and_missing_command(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("command", "first_line"),
+    ("command", "first_line", "exit_code"),
     [
-        (
+        (  # the server itself failed: exit 4 (server), not 2 (bad input)
             ["{python}", "-c", "import sys; print('unknown flag --frobnicate'); sys.exit(3)"],
             "error: server exited with code 3 before becoming ready; last 2 log lines of",
+            ExitCode.SERVER,
         ),
-        (
+        (  # refused before launching: a usage error
             ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "{model_path}", "--port", "{port}"],
             "error: preflight: model.path missing.gguf:",
+            ExitCode.USAGE,
         ),
     ],
 )
-def test_cli_bad_server_is_one_line_exit_2(tmp_path: Path, command: list[str], first_line: str) -> None:
+def test_cli_bad_server_is_one_line_with_its_exit_code(
+    tmp_path: Path, command: list[str], first_line: str, exit_code: ExitCode
+) -> None:
     data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data" / "gsm8k"
     cfg = {
         "name": "bad-server",
@@ -227,7 +228,7 @@ def test_cli_bad_server_is_one_line_exit_2(tmp_path: Path, command: list[str], f
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == exit_code, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines[0].startswith(first_line), proc.stderr
     assert "Traceback" not in proc.stderr

@@ -20,7 +20,6 @@ from evalpipe.evalscope_bridge.task import (
     build_task,
     check_generation,
     model_id,
-    normalize_endpoint,
     task_differences,
 )
 from evalpipe.hashing import sha256_hex
@@ -232,24 +231,6 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
     monkeypatch.delenv("EVALPIPE_TEST_KEY_UNSET", raising=False)
     with pytest.raises(ConfigError, match="EVALPIPE_TEST_KEY_UNSET"):
         check_generation(keyed)
-
-
-@pytest.mark.parametrize(
-    ("given", "expected"),
-    [
-        ("http://127.0.0.1:30000", "http://127.0.0.1:30000/v1"),
-        ("http://127.0.0.1:30000/", "http://127.0.0.1:30000/v1"),
-        ("http://h:1/v1/", "http://h:1/v1"),
-        ("https://h/proxy/v1/chat/completions", "https://h/proxy/v1"),
-    ],
-)
-def test_normalize_endpoint(given: str, expected: str) -> None:
-    assert normalize_endpoint(given) == expected
-
-
-def test_normalize_endpoint_refuses_non_urls() -> None:
-    with pytest.raises(ConfigError):
-        normalize_endpoint("localhost:30000")
 
 
 def test_adapter_facts_match_installed_evalscope() -> None:

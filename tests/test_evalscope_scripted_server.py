@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers.server_process import SCRIPTED_SERVER, ServerProcess
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe.hashing import prompt_sha256
-
-SERVER = Path(__file__).resolve().parent / "scripted_server.py"
 
 
 def post(base: str, body: dict) -> tuple[int, dict | str]:
@@ -86,36 +81,16 @@ def test_subprocess_mode(tmp_path: Path) -> None:
         json.dumps({"rules": [{"match": "capital of France", "content": "Paris"}], "default": None})
     )
     port_file, log = tmp_path / "port", tmp_path / "requests.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(SERVER),
-            "--rules",
-            str(rules),
-            "--port-file",
-            str(port_file),
-            "--request-log",
-            str(log),
-        ],
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not port_file.exists():
-            assert proc.poll() is None, "server exited early"
-            assert time.monotonic() < deadline, "server did not report its port"
-            time.sleep(0.05)
-        base = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+    argv = [*SCRIPTED_SERVER, "--rules", str(rules), "--port-file", str(port_file), "--request-log", str(log)]
+    with ServerProcess(argv, log=tmp_path / "server.log", port_file=port_file, ready_path=None) as server:
+        base = server.base_url + "/v1"
         status, body = post(base, chat("the capital of France?"))
         assert status == 200 and body["choices"][0]["message"]["content"] == "Paris"
         with urllib.request.urlopen(f"{base}/models", timeout=10) as resp:
             assert json.loads(resp.read())["data"][0]["id"] == "scripted-model"
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=30) == 0
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(logged) == 1 and logged[0]["status"] == 200
 

@@ -13,7 +13,8 @@ from evalpipe.errors import ExitCode, PreflightError
 from evalpipe.nltk_data import punkt_tab_available
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import PreflightReport
-from evalpipe.server.preflight import check_raw_fp8_rules, run_preflight
+from evalpipe.server.preflight import run_preflight
+from evalpipe.server.raw_fp8 import check_raw_fp8_rules
 
 GLM = {
     "tp_size": 8,
@@ -42,7 +43,8 @@ def _status(report: PreflightReport, rule: str) -> list[str]:
 
 
 def _fails(exc: pytest.ExceptionInfo[PreflightError]) -> dict[str, str]:
-    report: PreflightReport = exc.value.report  # type: ignore[attr-defined]
+    report = exc.value.report
+    assert report is not None
     return {c.rule: c.message for c in report.failures}
 
 

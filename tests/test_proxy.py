@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,52 +16,30 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, kill_group
+from fake_sglang.support import FAKE_SGLANG_DIR
+from helpers.server_process import ServerProcess
 
 from evalpipe.hashing import prompt_sha256
 from evalpipe.io import read_jsonl
 from evalpipe.rundir import RunDir
 from evalpipe.schema.requests import RequestAttempt
+from evalpipe.server.http_base import ServerThread
+from evalpipe.server.ports import free_port
 from evalpipe.server.proxy import inject_rid, recording_proxy
 from evalpipe.server.responses import read_response_records, read_responses
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[str]:
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The fake SGLang server (its own process group), shared by this module's tests."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(FAKE_SGLANG_DIR), "FAKE_SGLANG_STARTUP_S": "0"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sglang.launch_server", "--model-path", "m", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, "fake upstream did not start"
-            time.sleep(0.05)
-        yield base
-    finally:
-        kill_group(proc.pid)
-        proc.wait()
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", "m", "--port", str(port)]
+    log = tmp_path_factory.mktemp("upstream") / "server.log"
+    with ServerProcess(argv, log=log, env=env, port=port, timeout=30) as server:
+        yield server.base_url
 
 
 def _post(url: str, body: dict | bytes, headers: dict[str, str] | None = None) -> tuple[int, dict, bytes]:
@@ -163,7 +138,7 @@ def test_set_rid_off_leaves_body_alone(tmp_path: Path, upstream: str) -> None:
 
 def test_upstream_down_is_a_recorded_transport_error(tmp_path: Path) -> None:
     rundir = RunDir(tmp_path / "run")
-    with recording_proxy(f"http://127.0.0.1:{_free_port()}", rundir) as proxy:
+    with recording_proxy(f"http://127.0.0.1:{free_port()}", rundir) as proxy:
         status, _, got = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
     assert status == 502 and b"evalpipe proxy" in got
     (a,) = _attempts(rundir)
@@ -202,42 +177,17 @@ def test_headers_and_gzip_bodies_pass_through(tmp_path: Path) -> None:
             headers={"Content-Type": "application/json", "Content-Encoding": "gzip", "X-Upstream": "yes"},
         )
 
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    holder: dict[str, object] = {}
-
-    async def start() -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        holder["runner"] = runner
-        holder["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    def run() -> None:
-        loop.run_until_complete(start())
-        started.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    started.wait(10)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
     rundir = RunDir(tmp_path / "run")
-    try:
-        with recording_proxy(f"http://127.0.0.1:{holder['port']}", rundir) as proxy:
-            req = urllib.request.Request(
-                proxy.base_url + "/v1/chat/completions?trace=1",
-                data=json.dumps({"messages": MESSAGES}).encode(),
-                headers={"Authorization": "Bearer k", "Accept-Encoding": "gzip", "X-Custom": "v"},
-            )
-            with urllib.request.urlopen(req) as r:
-                raw, headers = r.read(), dict(r.headers)
-    finally:
-        asyncio.run_coroutine_threadsafe(holder["runner"].cleanup(), loop).result(10)  # type: ignore[union-attr]
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    with ServerThread(app) as upstream, recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy:
+        req = urllib.request.Request(
+            proxy.base_url + "/v1/chat/completions?trace=1",
+            data=json.dumps({"messages": MESSAGES}).encode(),
+            headers={"Authorization": "Bearer k", "Accept-Encoding": "gzip", "X-Custom": "v"},
+        )
+        with urllib.request.urlopen(req) as r:
+            raw, headers = r.read(), dict(r.headers)
     assert (
         seen["Authorization"] == "Bearer k" and seen["X-Custom"] == "v" and seen["Accept-Encoding"] == "gzip"
     )

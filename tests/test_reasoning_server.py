@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
 
+from evalpipe.chat_template import thinking_kwargs
 from evalpipe.cli.main import main
 from evalpipe.config import load_config
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.evalscope_bridge.task import generation_config
 from evalpipe.redact import REDACTED, redact
 from evalpipe.server.preflight import run_preflight
-from evalpipe.server.sglang_flags import build_argv, resolved_value, thinking_kwargs
+from evalpipe.server.sglang_flags import build_argv, resolved_value
 from evalpipe.server.verify import mismatches, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +177,8 @@ def test_preflight_without_sglang_skips_the_name_check(tmp_path: Path) -> None:
     env = {**_glm_env(tmp_path), "PYTHONPATH": str(tmp_path / "empty")}
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
-    report = exc.value.report  # type: ignore[attr-defined]
+    report = exc.value.report
+    assert report is not None
     assert {c.rule: c.status for c in report.checks}["reasoning_parser"] == "skipped"
 
 

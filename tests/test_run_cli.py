@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 from evalscope_helpers import DATASETS, SERVED, gsm8k_answer
+from helpers.server_process import SCRIPTED_SERVER, ServerProcess
+
+from evalpipe.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
 EVALPIPE = [sys.executable, "-m", "evalpipe.cli.main"]
-SERVER = Path(__file__).resolve().parent / "scripted_server.py"
+SERVER = Path(SCRIPTED_SERVER[1])
 
 
 def write_config(path: Path, *, kind: str = "sglang", total: int = 2) -> Path:
@@ -40,8 +43,9 @@ def write_config(path: Path, *, kind: str = "sglang", total: int = 2) -> Path:
     return path
 
 
-class ServerProcess:
-    """tests/scripted_server.py as a subprocess (its own process group, killed in stop())."""
+class ScriptedProcess:
+    """tests/scripted_server.py as a subprocess answering from ``rules`` (the shared ``ServerProcess``: its
+    own process group, stopped and checked gone in stop())."""
 
     def __init__(
         self,
@@ -52,28 +56,24 @@ class ServerProcess:
         served_name: str = SERVED,
         server_info: Path | None = None,
     ) -> None:
+        self.tmp = tmp
         self.served_name = served_name
         self.server_info = server_info
         self.rules_file = tmp / "rules.json"
         self.rules_file.write_text(json.dumps({"rules": rules, "default": default}), encoding="utf-8")
         self.port_file = tmp / "server.port"
         self.request_log = tmp / "server-requests.jsonl"
-        self.proc: subprocess.Popen | None = None
+        self.process: ServerProcess | None = None
 
     def start(self, port: int = 0) -> str:
-        self.port_file.unlink(missing_ok=True)
         info = ["--server-info", str(self.server_info)] if self.server_info else []
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--rules", str(self.rules_file), "--port-file", str(self.port_file),
-             "--request-log", str(self.request_log), "--served-name", self.served_name, "--port", str(port),
-             *info],
-            start_new_session=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while not self.port_file.exists():
-            assert self.proc.poll() is None and time.monotonic() < deadline, "scripted server did not start"
-            time.sleep(0.05)
-        return f"http://127.0.0.1:{int(self.port_file.read_text())}"
+        argv = [*SCRIPTED_SERVER, "--rules", str(self.rules_file), "--port-file", str(self.port_file),
+                "--request-log", str(self.request_log), "--served-name", self.served_name, "--port", str(port),
+                *info]  # fmt: skip
+        self.process = ServerProcess(
+            argv, log=self.tmp / "server.log", port_file=self.port_file, ready_path=None, timeout=30
+        ).start()
+        return self.process.base_url
 
     def requests(self) -> list[dict]:
         if not self.request_log.exists():
@@ -81,13 +81,8 @@ class ServerProcess:
         return [json.loads(x) for x in self.request_log.read_text().splitlines() if x.strip()]
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.process is not None:
+            self.process.stop()
 
 
 def gsm8k_rules() -> list[dict]:
@@ -105,7 +100,7 @@ def run_cli(*args: str, timeout: float = 300, merged: bool = False) -> subproces
 
 @pytest.mark.slow
 def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path, gsm8k_rules())
+    server = ScriptedProcess(tmp_path, gsm8k_rules())
     try:
         url = server.start()
         config = write_config(tmp_path / "run.yaml")  # server.kind sglang: --endpoint attaches anyway
@@ -165,7 +160,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
     tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
-    server = ServerProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
+    server = ScriptedProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
     try:
         url = server.start()
         config = write_config(tmp_path / "run.yaml", total=2)
@@ -253,7 +248,7 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
     rules = gsm8k_rules()
     flaky = next(r for r in rules if r["match"] == questions[0])
     rules = [{**flaky, "status": 500, "fail_times": 1}, *rules]  # the first attempt fails, once
-    server = ServerProcess(
+    server = ScriptedProcess(
         tmp_path, rules, served_name=cfg["model"]["served_name"], server_info=GLM_SERVER_INFO
     )
     try:
@@ -318,7 +313,7 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
         if cli.poll() is None:
             os.killpg(cli.pid, signal.SIGKILL)
             cli.wait()
-    assert cli.returncode == 2, err[-3000:]
+    assert cli.returncode == ExitCode.SERVER, err[-3000:]  # the server died: not a usage error
     assert elapsed < 60, elapsed  # bounded: not every remaining request failing one by one
     log = out / "server" / "server.log"
     resume = f"evalpipe run {config} --resume {out} --dataset-root {DATASETS}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import signal
@@ -18,12 +17,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.server_process import ServerProcess
 
+from evalpipe.process_group import signal_group
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 
@@ -31,29 +31,6 @@ MODULE = "evalpipe.selftest.answer_key_server"
 SERVED = "answer-key-test"
 ALL_FAULTS = ",".join(FAULTS)
 LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    base_url: str
-    log: Path
-
-    def log_text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, Any]:
@@ -80,31 +57,15 @@ def _post(url: str, payload: dict[str, Any], headers: dict[str, str] | None = No
 
 
 @contextlib.contextmanager
-def answer_key_server(tmp_path: Path, *args: str, wait_ready: bool = True) -> Iterator[Server]:
+def answer_key_server(tmp_path: Path, *args: str, wait_ready: bool = True) -> Iterator[ServerProcess]:
+    """The answer-key server on ``--port 0`` (the bound port read from its log), stopped in any case."""
     log = tmp_path / f"answer-key-{time.monotonic_ns()}.log"
     argv = [sys.executable, "-m", MODULE, "--host", "127.0.0.1", "--port", "0", "--served-model-name", SERVED]
-    with log.open("wb") as fh:
-        proc = subprocess.Popen([*argv, *args], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        port = None
-        while port is None:
-            m = LISTENING.search(log.read_bytes())
-            if m:
-                port = int(m.group(1))
-            elif proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"answer-key server did not start (exit {proc.poll()}):\n{log.read_text()}")
-            else:
-                time.sleep(0.05)
-        server = Server(proc, f"http://127.0.0.1:{port}", log)
-        if wait_ready:
-            while _get(server.base_url + "/health")[0] != 200:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"answer-key server never became ready:\n{server.log_text()}")
-                time.sleep(0.05)
+    server = ServerProcess(
+        [*argv, *args], log=log, listening=LISTENING, ready_path="/health" if wait_ready else None
+    )
+    with server:
         yield server
-    finally:
-        _stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +73,7 @@ def key() -> AnswerKey:
     return AnswerKey.load(bundled_data_dir())
 
 
-def _chat(server: Server, text: str, **extra: Any) -> tuple[int, Any]:
+def _chat(server: ServerProcess, text: str, **extra: Any) -> tuple[int, Any]:
     body = {"model": SERVED, "messages": [{"role": "user", "content": text}], **extra}
     return _post(server.base_url + "/v1/chat/completions", body)
 
@@ -162,8 +123,8 @@ def test_health_503_while_starting_then_200_info_and_sigterm(tmp_path: Path, key
         status, models = _get(server.base_url + "/v1/models")
         assert status == 200 and [m["id"] for m in models["data"]] == [SERVED]
 
-        os.killpg(server.proc.pid, signal.SIGTERM)
-        assert server.proc.wait(timeout=15) == 0
+        signal_group(server.pid, signal.SIGTERM)
+        assert server.proc is not None and server.proc.wait(timeout=15) == 0
         assert "stopping (signal)" in server.log_text()
 
 

@@ -10,7 +10,9 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, write_config
 
 from evalpipe.cli.main import main
+from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.sglang_flags import (
     build_argv,
     extra_args_conflicts,
@@ -102,9 +104,13 @@ def test_multi_node_api_key_and_extra_args(tmp_path: Path, monkeypatch: pytest.M
         build_argv(cfg, cfg.server, sglang_version="0.5.23")
 
 
+def _kind_argv(cfg: RunConfig) -> list[str]:
+    return server_kind(cfg.server.kind).argv(cfg, cfg.server, engine_version=None)
+
+
 def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, {"kind": "answer_key", "port": 4321, "answer_key": {"mode": "negative"}})
-    argv = build_argv(cfg, cfg.server, sglang_version=None)
+    argv = _kind_argv(cfg)
     assert argv == [
         sys.executable,
         "-m",
@@ -121,7 +127,7 @@ def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
     cfg2 = write_config(
         tmp_path, {"kind": "answer_key", "port": 1, "answer_key": {"faults": ["truncate", "http_500_once"]}}
     )
-    assert build_argv(cfg2, cfg2.server, sglang_version=None)[-4:] == [
+    assert _kind_argv(cfg2)[-4:] == [
         "--mode",
         "positive",
         "--faults",
@@ -129,7 +135,7 @@ def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
     ]
     cfg3 = write_config(tmp_path, {"kind": "endpoint", "endpoint": "http://router:8000"})
     with pytest.raises(ConfigError, match="nothing is launched"):
-        build_argv(cfg3, cfg3.server, sglang_version=None)
+        _kind_argv(cfg3)
 
 
 def test_extra_args_conflicts(tmp_path: Path) -> None:

@@ -13,10 +13,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, kill_group, process_group_alive, wait_gone, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, write_config
+from helpers.server_process import assert_group_gone
 
 from evalpipe.errors import ServerError
 from evalpipe.io import read_model
+from evalpipe.process_group import group_alive, signal_group
 from evalpipe.rundir import RunDir
 from evalpipe.schema.server import LaunchRecord, ServerVerification
 from evalpipe.server.lifecycle import managed_server
@@ -48,10 +50,7 @@ def _launched(rundir: RunDir) -> LaunchRecord:
 def _assert_stopped(rundir: RunDir) -> LaunchRecord:
     launch = _launched(rundir)
     assert launch.pid is not None
-    try:
-        assert wait_gone(launch.pid), f"process group {launch.pid} survived"
-    finally:
-        kill_group(launch.pid)
+    assert_group_gone(launch.pid)
     assert launch.stopped_at is not None
     return launch
 
@@ -64,7 +63,7 @@ def test_launch_verify_stop(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> Non
     t0 = time.monotonic()
     with managed_server(cfg, cfg.server, rundir) as handle:
         assert time.monotonic() - t0 >= 0.3  # /health answered 503 first
-        assert process_group_alive(handle.launch.pid or 0)
+        assert group_alive(handle.launch.pid or 0)
         with urllib.request.urlopen(handle.base_url + "/health") as r:
             assert r.status == 200
         v = handle.verification
@@ -199,7 +198,7 @@ def test_endpoint_attaches_and_leaves_server_running(tmp_path: Path, fake_env: p
             assert handle.verification is not None and handle.verification.verified
         launch = _launched(attached)
         assert launch.kind == "endpoint" and launch.stop_method == "attached" and launch.pid is None
-        assert process_group_alive(upstream.launch.pid or 0)
+        assert group_alive(upstream.launch.pid or 0)
     _assert_stopped(owner)
 
 
@@ -244,14 +243,14 @@ def test_signal_to_evalpipe_stops_server(tmp_path: Path, fake_env: pytest.Monkey
     try:
         assert driver.stdout is not None
         server_pgid = int(driver.stdout.readline())
-        assert process_group_alive(server_pgid)
+        assert group_alive(server_pgid)
         driver.send_signal(sig)
         out, _ = driver.communicate(timeout=30)
         assert driver.returncode == 130
         assert "unwound" in out
-        assert wait_gone(server_pgid)
+        assert_group_gone(server_pgid)
         assert _launched(rundir).stop_method == "sigterm"
     finally:
-        kill_group(driver.pid)
+        signal_group(driver.pid, signal.SIGKILL)
         if server_pgid:
-            kill_group(server_pgid)
+            signal_group(server_pgid, signal.SIGKILL)

@@ -378,7 +378,9 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
     if verification.verified:
         return []
     bad = [c for c in verification.checks if not c.ok]
-    if not verification.resolved_config_available and verification.kind != "sglang":
+    from evalpipe.server.kinds.registry import server_kind
+
+    if not verification.resolved_config_available and not server_kind(verification.kind).requires_server_info:
         from evalpipe.server.verify import unverifiable_text
 
         mismatch = "; ".join(f"{c.key}: expected {c.expected!r}, resolved {c.resolved!r}" for c in bad)
@@ -404,8 +406,8 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
 def check_thinking_setting(inputs: RunInputs) -> list[Finding]:
     """Every recorded chat request carried the thinking setting the config asked for: the reasoning
     parser's toggle with the configured value, or (``thinking: model_default``) no toggle at all."""
+    from evalpipe.chat_template import THINKING_TOGGLE, thinking_kwargs
     from evalpipe.errors import ConfigError
-    from evalpipe.server.sglang_flags import THINKING_TOGGLE, thinking_kwargs
 
     if inputs.config is None or inputs.attempts is None:
         return []

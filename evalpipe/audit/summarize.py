@@ -365,6 +365,8 @@ def _text(value: Any) -> str | None:
 
 
 def server_summary(inputs: RunInputs) -> ServerSummary:
+    from evalpipe.server.kinds.registry import server_kind
+
     v = inputs.verification
     if v is None:
         return ServerSummary(
@@ -374,7 +376,7 @@ def server_summary(inputs: RunInputs) -> ServerSummary:
             variant=inputs.launch.variant if inputs.launch else None,
         )
     desc = v.description.strip() or "verified from server_info (no description recorded)"
-    if not v.verified and (v.resolved_config_available or v.kind == "sglang"):
+    if not v.verified and (v.resolved_config_available or server_kind(v.kind).requires_server_info):
         desc = f"NOT verified — server resolved a different config: {desc}"
     return ServerSummary(
         verified=v.verified,

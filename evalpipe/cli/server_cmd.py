@@ -40,23 +40,19 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     """
     from evalpipe.cli.console import err
     from evalpipe.config import load_config
-    from evalpipe.server.sglang_env import probe_sglang, server_env
-    from evalpipe.server.sglang_flags import build_argv
+    from evalpipe.server.kinds.registry import server_kind
+    from evalpipe.server.sglang_env import server_env
     from evalpipe.server.variants import effective_server
 
     cfg = load_config(config, check_plans=False)
     server = effective_server(cfg, variant)
-    if server.kind == "endpoint":
-        err.print(f"kind: endpoint — attaches to {server.endpoint}; nothing is launched")
-        return
-    version = (
-        probe_sglang(server_env(server), packages=("sglang",)).version if server.kind == "sglang" else None
-    )
-    if server.kind == "sglang" and version is None:
-        err.print(
-            "note: SGLang is not installed here; flags are spelled for the newest known SGLang (>= 0.5.13)"
-        )
-    typer.echo(shell_line(build_argv(cfg, server, sglang_version=version, resolve_secrets=False)))
+    kind = server_kind(server.kind)
+    version = kind.engine_version(server_env(server)) if kind.launches_process else None
+    note = kind.launch_note(server, version)
+    if note:
+        err.print(note, markup=False, soft_wrap=True)
+    if kind.launches_process:
+        typer.echo(shell_line(kind.argv(cfg, server, engine_version=version, resolve_secrets=False)))
 
 
 @app.command("preflight")
@@ -64,15 +60,15 @@ def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
     from evalpipe.cli.console import err, out
     from evalpipe.config import load_config
+    from evalpipe.errors import PreflightError
     from evalpipe.server.preflight import preflight_for
 
     cfg = load_config(config, check_plans=False)
     try:
         report = preflight_for(cfg, variant)
-    except Exception as exc:
-        report = getattr(exc, "report", None)
-        if report is not None:
-            _print_checks(report, out)
+    except PreflightError as exc:
+        if exc.report is not None:
+            _print_checks(exc.report, out)
         raise
     _print_checks(report, out)
     for w in report.warnings:

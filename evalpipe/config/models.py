@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
+from evalpipe.server.kinds import ServerKind
 
 # The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer.
 BenchmarkName = Literal[_benchmark_names()]  # type: ignore[valid-type]
 StratifyBy = Literal[_stratifications()]  # type: ignore[valid-type]
-ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command"]
 #: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
 COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")
 
@@ -162,12 +162,10 @@ class ServerConfig(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
-        if self.kind == "endpoint" and not self.endpoint:
-            raise ValueError("endpoint is required when kind is 'endpoint'")
-        if self.kind == "replay" and self.replay is None:
-            raise ValueError("replay settings are required when kind is 'replay'")
-        if self.kind == "command" and not self.command:
-            raise ValueError("command (the server's argv) is required when kind is 'command'")
+        # imported here: the kinds read these models (their modules import them only for type checking)
+        from evalpipe.server.kinds.registry import server_kind
+
+        server_kind(self.kind).check_config(self)  # ValueError naming the kind's own section
         if self.command is not None:
             _check_placeholders(self.command)
         if self.ready_path is not None and not self.ready_path.startswith("/"):
@@ -392,6 +390,12 @@ class RunConfig(Strict):
     def resolve_path(self, value: str) -> Path:
         p = Path(value).expanduser()
         return p if p.is_absolute() else Path(os.path.normpath(self.base_dir() / p))
+
+    def model_path_for_server(self) -> str:
+        """``model.path`` as a launched server receives it: resolved against the config's directory when
+        it exists there, else verbatim (a hub id, or a path on the serving host)."""
+        candidate = self.resolve_path(self.model.path)
+        return str(candidate) if candidate.exists() else self.model.path
 
     def benchmark(self, name: str) -> BenchmarkConfig:
         for b in self.benchmarks:

@@ -159,18 +159,18 @@ class _ProgressSink:
         self.task_id = progress.add_task(benchmark, total=total) if progress is not None else None
 
     def __call__(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "sample" and not event.get("ok"):
+        name = event.get("event")
+        if name == "sample" and not event.get("ok"):
             self.failed += 1
         if self.progress is None or self.task_id is None:
             return
-        if kind == "start":
+        if name == "start":
             self.total = int(event.get("total") or self.total)
             self.progress.update(self.task_id, total=self.total, completed=event.get("cached", 0))
-        elif kind == "sample":
+        elif name == "sample":
             desc = self.benchmark if not self.failed else f"{self.benchmark} [red]({self.failed} failed)[/]"
             self.progress.update(self.task_id, advance=1, description=desc)
-        elif kind == "finished":
+        elif name == "finished":
             self.progress.update(self.task_id, completed=self.total)
 
 

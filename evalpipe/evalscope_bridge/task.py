@@ -11,12 +11,11 @@ import os
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from evalpipe.benchmarks import benchmark as benchmark_spec
+from evalpipe.chat_template import thinking_kwargs
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.server.sglang_flags import thinking_kwargs
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
 # paths inside the run directory (always ``datasets/<benchmark>`` and ``evalscope/<benchmark>``, so a
@@ -28,19 +27,6 @@ def model_id(served_name: str) -> str:
     """File-system-safe model id: EvalScope names its predictions/reviews directories after it."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", served_name).strip("._")
     return safe or "model"
-
-
-def normalize_endpoint(endpoint: str) -> str:
-    """An OpenAI base URL: ``http://host:port`` → ``http://host:port/v1``; a given path is kept."""
-    parts = urlsplit(endpoint.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--endpoint {endpoint!r}: expected http(s)://host:port, optionally with a path")
-    path = parts.path.rstrip("/")
-    if path.endswith("/chat/completions"):
-        path = path[: -len("/chat/completions")]
-    if not path:
-        path = "/v1"
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def check_generation(cfg: RunConfig) -> None:

@@ -15,8 +15,8 @@ import asyncio
 import json
 import logging
 import re
-import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,11 @@ from aiohttp import web
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.replay.queues import ReplayPlan, build_plan
 from evalpipe.rundir import RunDir
+from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled
 
 log = logging.getLogger("evalpipe.replay")
 
 PLAN_KEY = web.AppKey("plan", ReplayPlan)
-INFO_KEY = web.AppKey("info", dict)
 MISS_KEY = web.AppKey("miss_log", Path)
 
 
@@ -85,26 +85,28 @@ def _recorded_id(body: bytes, content_type: str | None) -> str:
     return m.group(1).decode() if m else ""
 
 
+class ReplayServer(ModelServer):
+    """The shared routes with the recorded documents (``/health`` is ready at once: the plan is built before
+    listening); no ``/v1/models``, as the replayed runs never asked for it."""
+
+    models_paths = ()
+
+    def __init__(self, plan: ReplayPlan, info: dict[str, Any], miss_log: Path) -> None:
+        self.plan, self.info, self.miss_log = plan, info, miss_log
+
+    def server_info(self) -> Mapping[str, Any]:
+        return self.info.get("server_info") or {}
+
+    def model_info(self) -> Mapping[str, Any]:
+        return self.info.get("model_info") or {}
+
+    def add_routes(self, app: web.Application) -> None:
+        app[PLAN_KEY], app[MISS_KEY] = self.plan, self.miss_log
+        app.router.add_post("/v1/chat/completions", chat)
+
+
 def build_app(plan: ReplayPlan, info: dict[str, Any], miss_log: Path) -> web.Application:
-    app = web.Application(client_max_size=256 * 1024 * 1024)
-    app[PLAN_KEY], app[INFO_KEY], app[MISS_KEY] = plan, info, miss_log
-
-    async def health(_: web.Request) -> web.Response:
-        return web.Response(status=200)
-
-    async def server_info(request: web.Request) -> web.Response:
-        return web.json_response(request.app[INFO_KEY].get("server_info") or {})
-
-    async def model_info(request: web.Request) -> web.Response:
-        return web.json_response(request.app[INFO_KEY].get("model_info") or {})
-
-    app.router.add_get("/health", health)
-    for path in ("/server_info", "/get_server_info"):
-        app.router.add_get(path, server_info)
-    for path in ("/model_info", "/get_model_info"):
-        app.router.add_get(path, model_info)
-    app.router.add_post("/v1/chat/completions", chat)
-    return app
+    return ReplayServer(plan, info, miss_log).build_app()
 
 
 def load_info(bundle: Path) -> dict[str, Any]:
@@ -124,16 +126,8 @@ async def serve(args: argparse.Namespace) -> int:
         args.bundle,
         plan.skipped_unused,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    runner = web.AppRunner(build_app(plan, load_info(args.bundle), args.miss_log), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, args.host, args.port).start()
-    await stop.wait()
-    await runner.cleanup()
-    return 0
+    app = build_app(plan, load_info(args.bundle), args.miss_log)
+    return await serve_until_signalled(app, args.host, args.port, log=log)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--served-model-name", default=None)
     p.add_argument("--miss-log", type=Path, required=True)
     args = p.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s replay %(levelname)s %(message)s"
-    )
+    log_to_stderr(log.name, "replay")
     return asyncio.run(serve(args))
 
 

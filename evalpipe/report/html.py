@@ -19,10 +19,10 @@ figure{margin:1em 0}figcaption{color:#555;font-size:90%}
 
 def render_inline(spans: Inline) -> str:
     out = []
-    for kind, text in spans:
+    for style, text in spans:
         t = escape(text)
         out.append(
-            f"<code>{t}</code>" if kind == "code" else f"<strong>{t}</strong>" if kind == "strong" else t
+            f"<code>{t}</code>" if style == "code" else f"<strong>{t}</strong>" if style == "strong" else t
         )
     return "".join(out)
 

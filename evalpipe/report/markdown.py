@@ -23,12 +23,12 @@ def _code(text: str) -> str:
 
 def render_inline(spans: Inline, *, in_table: bool = False) -> str:
     out = []
-    for kind, text in spans:
-        if kind == "code":
+    for style, text in spans:
+        if style == "code":
             piece = _code(text)
             if in_table:
                 piece = piece.replace("|", "\\|")
-        elif kind == "strong":
+        elif style == "strong":
             piece = f"**{_escape(text)}**"
         else:
             piece = _escape(text)

@@ -139,7 +139,7 @@ def select_benchmark(
         plan=plan,
         plan_sha256=plan_sha256(plan),
         dataset=DatasetIdentity(
-            kind="hub" if data.kind == "hub" else "local",
+            kind=data.kind,
             hub_id=data.hub_id,
             revision=data.revision,
             eval_split=data.eval.name,
@@ -317,8 +317,8 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     cfg = cfg.model_copy(update={"benchmarks": [cfg.benchmark(n) for n in names]})
     cfg._config_path = Path(run.config_path) if run.config_path else rundir.config_copy.resolve()
     for bench in cfg.benchmarks:
-        recorded_kind = next(b.dataset.kind for b in recorded.benchmarks if b.benchmark == bench.name)
-        if dataset_root is None and recorded_kind == "local" and run.dataset_locations.get(bench.name):
+        recorded_local = next(b.dataset.is_local for b in recorded.benchmarks if b.benchmark == bench.name)
+        if dataset_root is None and recorded_local and run.dataset_locations.get(bench.name):
             from evalpipe.sources.registry import load_local
 
             datasets[bench.name] = load_local(

@@ -47,6 +47,15 @@ class DatasetIdentity(Row):
         default=False, description="Pin mismatched and --allow-dataset-drift was given."
     )
 
+    @property
+    def is_local(self) -> bool:
+        """Read from a local mirror (not the hub): a resume can reload it from the recorded directory."""
+        match self.kind:
+            case "local":
+                return True
+            case "hub":
+                return False
+
 
 class BenchmarkSampling(Row):
     benchmark: str

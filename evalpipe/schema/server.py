@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from evalpipe.config.models import ServerKind
 from evalpipe.schema.base import Artifact, Row
+from evalpipe.server.kinds import ServerKind
 
 
 class LaunchRecord(Artifact):

@@ -40,7 +40,6 @@ import asyncio
 import json
 import logging
 import shlex
-import signal
 import sys
 import time
 import uuid
@@ -51,6 +50,7 @@ from typing import Any
 from aiohttp import web
 
 from evalpipe import __version__
+from evalpipe.benchmarks.base import KeyItem
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import message_text
 from evalpipe.selftest import bundled_data_dir
@@ -59,13 +59,13 @@ from evalpipe.selftest.answer_key import (
     MODES,
     THINKING_MODES,
     AnswerKey,
-    KeyItem,
     count_tokens,
     endless_thinking,
     limit_tokens,
     prompt_text,
     thinking_text,
 )
+from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled
 
 log = logging.getLogger("evalpipe.answer_key")
 
@@ -123,13 +123,6 @@ def _error(status: int, message: str, err_type: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
-async def health(request: web.Request) -> web.Response:
-    state = request.app[STATE_KEY]
-    if not state.ready:
-        return web.json_response({"status": "starting"}, status=503)
-    return web.Response(status=200)
-
-
 def server_info_dict(state: ServerState) -> dict[str, Any]:
     """Resolved server arguments, named as SGLang names them, plus the answer-key settings."""
     key = state.key
@@ -164,31 +157,6 @@ def server_info_dict(state: ServerState) -> dict[str, Any]:
             "data_dir": str(state.data_dir),
         },
     }
-
-
-async def server_info(request: web.Request) -> web.Response:
-    return web.json_response(server_info_dict(request.app[STATE_KEY]))
-
-
-async def model_info(request: web.Request) -> web.Response:
-    state = request.app[STATE_KEY]
-    return web.json_response(
-        {
-            "model_path": str(state.data_dir),
-            "tokenizer_path": None,
-            "is_generation": True,
-            "preferred_sampling_params": None,
-            "weight_version": "answer-key",
-            "model_type": "answer_key",
-            "architectures": ["AnswerKey"],
-        }
-    )
-
-
-async def models(request: web.Request) -> web.Response:
-    state = request.app[STATE_KEY]
-    card = {"id": state.served_model_name, "object": "model", "created": 0, "owned_by": "evalpipe"}
-    return web.json_response({"object": "list", "data": [card]})
 
 
 async def faults(request: web.Request) -> web.Response:
@@ -319,7 +287,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     content, cut = limit_tokens(content, left)
     if cut:
         finish = "length"
-    n = body.get("n") if isinstance(body.get("n"), int) and body["n"] > 0 else 1
+    requested_n = body.get("n")
+    n = requested_n if isinstance(requested_n, int) and requested_n > 0 else 1
     completion_tokens = reasoning_tokens + count_tokens(content)
     if finish == "length" and max_tokens is not None:
         completion_tokens = max(completion_tokens, max_tokens)  # the budget was spent
@@ -338,7 +307,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
     if state.thinking != "off" or reasoning is not None:
         usage["reasoning_tokens"] = reasoning_tokens * n  # SGLang reports it at the top level of usage
-    model = body.get("model") if isinstance(body.get("model"), str) else state.served_model_name
+    requested_model = body.get("model")
+    model = requested_model if isinstance(requested_model, str) else state.served_model_name
     created = int(time.time())
     if body.get("stream"):
         opts = body.get("stream_options")
@@ -436,20 +406,42 @@ async def _stream(
 # ---------------------------------------------------------------- app and process lifecycle
 
 
+class AnswerKeyServer(ModelServer):
+    """The shared routes (``/health`` 503 until loaded, info documents, ``/v1/models``) plus the answer key's."""
+
+    health_paths = ("/health", "/health_generate")
+    loading_body = {"status": "starting"}
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.served_model_name = state.served_model_name
+
+    def is_ready(self) -> bool:
+        return self.state.ready
+
+    def server_info(self) -> dict[str, Any]:
+        return server_info_dict(self.state)
+
+    def model_info(self) -> dict[str, Any]:
+        return {
+            "model_path": str(self.state.data_dir),
+            "tokenizer_path": None,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "answer-key",
+            "model_type": "answer_key",
+            "architectures": ["AnswerKey"],
+        }
+
+    def add_routes(self, app: web.Application) -> None:
+        app[STATE_KEY] = self.state
+        app.router.add_get("/faults", faults)
+        app.router.add_get("/stats", stats)
+        app.router.add_post("/v1/chat/completions", chat_completions)
+
+
 def build_app(state: ServerState) -> web.Application:
-    app = web.Application()
-    app[STATE_KEY] = state
-    app.router.add_get("/health", health)
-    app.router.add_get("/health_generate", health)
-    app.router.add_get("/server_info", server_info)
-    app.router.add_get("/get_server_info", server_info)
-    app.router.add_get("/model_info", model_info)
-    app.router.add_get("/get_model_info", model_info)
-    app.router.add_get("/v1/models", models)
-    app.router.add_get("/faults", faults)
-    app.router.add_get("/stats", stats)
-    app.router.add_post("/v1/chat/completions", chat_completions)
-    return app
+    return AnswerKeyServer(state).build_app()
 
 
 async def _load(state: ServerState) -> None:
@@ -469,33 +461,32 @@ async def _load(state: ServerState) -> None:
 
 async def serve(state: ServerState) -> int:
     """Serve until SIGTERM/SIGINT; returns the process exit code (1 when the data cannot be loaded)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    runner = web.AppRunner(build_app(state), access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, state.host, state.port)
-    await site.start()
-    if runner.addresses:  # the bound port (differs from the argument with --port 0)
-        state.port = int(runner.addresses[0][1])
-    log.info("listening on http://%s:%d (served model %s)", state.host, state.port, state.served_model_name)
-    loader = asyncio.create_task(_load(state))
-    stopper = asyncio.create_task(stop.wait())
-    code = 0
-    try:
-        await asyncio.wait({loader, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if loader.done() and loader.exception() is not None:
-            exc = loader.exception()
+
+    def listening(port: int) -> None:  # the bound port (differs from the argument with --port 0)
+        state.port = port
+        log.info(
+            "listening on http://%s:%d (served model %s)", state.host, state.port, state.served_model_name
+        )
+
+    async def load() -> int | None:
+        try:
+            await _load(state)
+        except Exception as exc:
             log.error("cannot start: %s", exc.message if isinstance(exc, EvalpipeError) else repr(exc))
-            code = 1
-        else:
-            await stopper
-            log.info("stopping (signal)")
-    finally:
-        for task in (loader, stopper):
-            task.cancel()
-        await runner.cleanup()
+            return 1
+        return None
+
+    code = await serve_until_signalled(
+        build_app(state),
+        state.host,
+        state.port,
+        startup=load,
+        on_listening=listening,
+        shutdown_timeout=0.5,
+        log=log,
+    )
+    if code == 0:
+        log.info("stopping (signal)")
     return code
 
 
@@ -528,10 +519,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s answer-key %(levelname)s %(message)s"
-    )
-    logging.getLogger("aiohttp").setLevel(logging.ERROR)
+    log_to_stderr(log.name, "answer-key")
     state = ServerState(
         served_model_name=args.served_model_name,
         mode=args.mode,

@@ -1,47 +1,54 @@
-"""Server lifecycle: launch, wait until ready, save and verify ``/server_info``, always stop.
+"""Server lifecycle: bring the run's server up through its kind, verify it, always stop what was launched.
 
-``managed_server`` is a context manager.  ``kind: sglang`` and ``kind: answer_key`` are launched the
-same way: their own process session (so the whole process tree is one process group), stdout/stderr to
-``server/server.log``, ``server/launch.json`` written at launch and updated at ready and at stop.  Stop is
-SIGTERM to the group, a bounded wait (SGLang's SIGTERM waits for in-flight requests without limit), then
-SIGKILL to the group — on normal exit, on any exception, on Ctrl-C and on SIGTERM to evalpipe.
-``kind: endpoint`` attaches: nothing is launched and nothing is stopped.
+``managed_server`` is a context manager.  The server kind (``evalpipe.server.kinds``) decides *what* runs —
+its argv, readiness paths, what its ``/server_info`` can verify — and this module provides *how*, as the
+:class:`~evalpipe.server.kinds.base.ServeContext` building blocks every kind shares:
 
-Health and info calls go straight to the server (never through the recording proxy).
+* **launch**: the argv as its own process session (``evalpipe.process_group``: the whole process tree is one
+  group), stdout/stderr to ``server/server.log``, ``server/launch.json`` written at launch and updated at
+  ready and at stop, readiness polled (``evalpipe.server.readiness``), and always a stop — SIGTERM to the
+  group, a bounded wait (SGLang's SIGTERM waits for in-flight requests without limit), then SIGKILL to the
+  group — on normal exit, on any exception, on Ctrl-C and on SIGTERM to evalpipe;
+* **attach** (``kind: endpoint``): nothing is launched and nothing is stopped;
+* **verify**: ``/server_info`` and ``/model_info`` saved redacted, verified against the config
+  (``evalpipe.server.verify``), abort or warn on a mismatch.
+
+``watch_server`` ends an evaluation promptly when the launched server dies mid-run.  Health and info calls
+go straight to the server (never through the recording proxy).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import signal
 import subprocess
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalpipe.config.models import RunConfig, ServerConfig
-from evalpipe.errors import ServerError
+from evalpipe.errors import ServerDied, ServerError
 from evalpipe.io import atomic_write_json, write_model
+from evalpipe.process_group import spawn, stop_group
 from evalpipe.provenance import utc_now
-from evalpipe.redact import redact, redact_argv, redact_mapping, redact_text
-from evalpipe.rundir import RunDir
+from evalpipe.redact import redact, redact_argv, redact_mapping
 from evalpipe.schema.server import LaunchRecord, ServerVerification
 from evalpipe.server import sglang_flags as flags
+from evalpipe.server.kinds.base import ServerHandle
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.ports import free_port
-from evalpipe.server.sglang_env import probe_sglang, server_env
+from evalpipe.server.readiness import get_json, log_tail, wait_ready
+from evalpipe.server.sglang_env import server_env
 from evalpipe.server.verify import mismatches, verify
+
+if TYPE_CHECKING:
+    from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.rundir import RunDir
+
+__all__ = ["ServerHandle", "Terminated", "managed_server", "relevant_env", "watch_server"]
 
 log = logging.getLogger("evalpipe.server")
 
-LOG_TAIL_LINES = 50
 _ENV_PREFIXES = (
     "CUDA_",
     "SGLANG_",
@@ -60,147 +67,10 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM delivered to evalpipe while a server is up: unwinds like Ctrl-C (exit 130), stopping it."""
 
 
-@dataclass
-class ServerHandle:
-    """A ready server: where to send evaluation traffic and what it was verified to be."""
-
-    base_url: str
-    launch: LaunchRecord
-    server: ServerConfig
-    verification: ServerVerification | None = None
-    process: subprocess.Popen | None = None
-    api_key: str | None = field(default=None, repr=False)
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
-
-
 def relevant_env(env: Mapping[str, str], server: ServerConfig, secrets: list[str]) -> dict[str, str]:
     """Environment worth recording (CUDA_VISIBLE_DEVICES, SGLANG_*, …, plus ``server.env``), redacted."""
     keep = {k: v for k, v in env.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_KEYS or k in server.env}
     return dict(sorted(redact_mapping(keep, secrets).items()))
-
-
-def _http_get(url: str, api_key: str | None, timeout: float = 10.0) -> tuple[int | None, bytes, str | None]:
-    """(status, body, error) — status None on a transport error."""
-    req = urllib.request.Request(url, method="GET")
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read(), None
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read() if exc.fp else b"", None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, b"", f"{type(reason).__name__}: {reason}"
-
-
-def _get_json(base_url: str, paths: tuple[str, ...], api_key: str | None) -> tuple[dict | None, str | None]:
-    """First path answering 200 with a JSON object; else (None, why)."""
-    errors = []
-    for path in paths:
-        status, body, err = _http_get(base_url + path, api_key)
-        if status == 200:
-            try:
-                data = json.loads(body)
-            except json.JSONDecodeError:
-                errors.append(f"{path}: not JSON")
-                continue
-            if isinstance(data, dict):
-                return data, None
-            errors.append(f"{path}: not a JSON object")
-        else:
-            errors.append(f"{path}: {err or f'HTTP {status}'}")
-    return None, "; ".join(errors)
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secrets: list[str] | None = None) -> list[str]:
-    """Last ``lines`` lines of a log, redacted (they are shown on the console and in error messages)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 256 * 1024))
-            data = fh.read()
-    except OSError:
-        return []
-    text = data.decode("utf-8", errors="replace")
-    out = []
-    for line in text.splitlines()[-lines:]:
-        for s in secrets or []:
-            line = line.replace(s, "***")
-        out.append(redact_text(line))
-    return out
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while any non-zombie process is in process group ``pgid``."""
-    proc_dir = Path("/proc")
-    if proc_dir.is_dir():
-        for entry in proc_dir.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def stop_process_group(proc: subprocess.Popen, timeout: float, hurry: threading.Event | None = None) -> str:
-    """SIGTERM the group, wait up to ``timeout`` for every member to exit, then SIGKILL the group.
-
-    Returns ``exited`` (nothing left to stop), ``sigterm`` or ``sigkill``.  A Ctrl-C or ``hurry`` during
-    the wait escalates to SIGKILL at once; the KeyboardInterrupt is re-raised after the group is gone.
-    """
-    pgid = proc.pid  # start_new_session: the leader's pid is the group id
-    if proc.poll() is not None and not _group_alive(pgid):
-        return "exited"
-    interrupted: BaseException | None = None
-    method = "sigterm"
-    _killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            proc.poll()
-            if proc.returncode is not None and not _group_alive(pgid):
-                break
-            if time.monotonic() >= deadline or (hurry is not None and hurry.is_set()):
-                method = "sigkill"
-                break
-            time.sleep(0.05)
-    except KeyboardInterrupt as exc:
-        interrupted = exc
-        method = "sigkill"
-    if method == "sigkill":
-        _killpg(pgid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=30)
-        end = time.monotonic() + 10
-        while _group_alive(pgid) and time.monotonic() < end:
-            _killpg(pgid, signal.SIGKILL)
-            time.sleep(0.05)
-    proc.wait()
-    if interrupted is not None:
-        raise interrupted
-    return method
 
 
 class _ServerGone(BaseException):  # like KeyboardInterrupt: no `except Exception` swallows it
@@ -223,6 +93,7 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
     lock = threading.Lock()
     done = threading.Event()
     main_ident = threading.main_thread().ident
+    assert main_ident is not None  # the main thread has started: this code runs in it
 
     def on_signal(signum: int, frame: Any) -> None:
         raise _ServerGone()
@@ -232,7 +103,7 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
             if proc.poll() is not None:
                 with lock:
                     if not done.is_set():
-                        signal.pthread_kill(main_ident, signal.SIGUSR1)  # type: ignore[arg-type]
+                        signal.pthread_kill(main_ident, signal.SIGUSR1)
                 return
 
     previous = signal.signal(signal.SIGUSR1, on_signal)
@@ -241,8 +112,6 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
     try:
         yield
     except _ServerGone:
-        from evalpipe.errors import ServerDied
-
         code = proc.poll()
         if code is not None and code < 0:
             how = f"killed by signal {-code}"
@@ -298,65 +167,6 @@ class _SigtermGuard:
             signal.signal(signal.SIGTERM, self._previous)
 
 
-def _endpoint_base(url: str) -> str:
-    base = url.rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
-def ready_paths(server: ServerConfig) -> tuple[str, ...]:
-    """What readiness is polled on: ``server.ready_path``, else ``/health`` — and, for servers that are not
-    SGLang or evalpipe's own, ``/v1/models`` when ``/health`` is not served (404)."""
-    if server.ready_path:
-        return (server.ready_path,)
-    if server.kind in ("command", "endpoint"):
-        return ("/health", "/v1/models")
-    return ("/health",)
-
-
-def wait_ready(
-    base_url: str,
-    *,
-    timeout: float,
-    api_key: str | None,
-    proc: subprocess.Popen | None = None,
-    log_path: Path | None = None,
-    secrets: list[str] | None = None,
-    paths: tuple[str, ...] = ("/health",),
-) -> None:
-    """Poll ``paths[0]`` until 200 (503 while loading); a path answering 404 (not served) hands over to the
-    next one.  Raise ServerError when the process exits first (with the last log lines) or ``timeout``
-    passes."""
-    deadline = time.monotonic() + timeout
-    interval = 0.1
-    last = "no answer yet"
-    active = list(paths)
-    while True:
-        if proc is not None and proc.poll() is not None:
-            tail = log_tail(log_path, secrets=secrets) if log_path else []
-            raise ServerError(
-                f"server exited with code {proc.returncode} before becoming ready; last {len(tail)} log lines "
-                f"of {log_path}:",
-                details=tail,
-            )
-        path = active[0]
-        status, _body, err = _http_get(base_url + path, api_key, timeout=5.0)
-        if status == 200:
-            return
-        if status == 404 and len(active) > 1:
-            active.pop(0)
-            continue
-        last = f"{path}: {err or f'HTTP {status}'}"
-        if time.monotonic() >= deadline:
-            tail = log_tail(log_path, secrets=secrets) if log_path else []
-            where = f"; last {len(tail)} log lines of {log_path}:" if tail else ""
-            raise ServerError(
-                f"server at {base_url} not ready within {timeout:g} s (last {last}){where}",
-                details=tail,
-            )
-        time.sleep(interval)
-        interval = min(interval * 1.5, 2.0)
-
-
 @contextlib.contextmanager
 def managed_server(
     cfg: RunConfig,
@@ -367,124 +177,146 @@ def managed_server(
 ) -> Iterator[ServerHandle]:
     """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched."""
     rundir.server_dir.mkdir(parents=True, exist_ok=True)
+    kind = server_kind(server.kind)
     key = flags.api_key(server)
-    secrets = [key] if key else []
     with _SigtermGuard() as guard:
-        if server.kind == "endpoint":
-            base_url = _endpoint_base(str(server.endpoint))
-            launch = LaunchRecord(
-                kind="endpoint",
-                variant=variant,
-                base_url=base_url,
-                started_at=utc_now(),
-                stop_method="attached",
-            )
-            write_model(rundir.server_launch, launch)
-            wait_ready(base_url, timeout=server.launch_timeout_s, api_key=key, paths=ready_paths(server))
-            launch.ready_at = utc_now()
-            write_model(rundir.server_launch, launch)
-            handle = ServerHandle(base_url=base_url, launch=launch, server=server, api_key=key)
-            handle.verification = _inspect(cfg, server, rundir, base_url, key, variant)
-            yield handle
-            return
-
-        if server.port == 0:
+        if kind.launches_process and server.port == 0:
             server = server.model_copy(update={"port": free_port(server.host)})
-        env = server_env(server)
-        version = probe_sglang(env, packages=("sglang",)).version if server.kind == "sglang" else None
-        argv = flags.build_argv(cfg, server, sglang_version=version)
-        host = server.host if server.host not in ("0.0.0.0", "::") else "127.0.0.1"
-        base_url = f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+        serving = _Serving(cfg, server, rundir, variant=variant, api_key=key, guard=guard)
+        with kind.serve(serving) as handle:
+            yield handle
+
+
+class _Serving:
+    """The :class:`~evalpipe.server.kinds.base.ServeContext` of one ``managed_server`` call."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        server: ServerConfig,
+        rundir: RunDir,
+        *,
+        variant: str | None,
+        api_key: str | None,
+        guard: _SigtermGuard,
+    ) -> None:
+        self._cfg, self._server, self.rundir = cfg, server, rundir
+        self.variant, self.api_key, self.guard = variant, api_key, guard
+        self.secrets = [api_key] if api_key else []
+        self._env = server_env(server)
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self._cfg
+
+    @property
+    def server(self) -> ServerConfig:
+        return self._server
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self._env)
+
+    @contextlib.contextmanager
+    def launch(
+        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...]
+    ) -> Iterator[ServerHandle]:
+        server, rundir = self._server, self.rundir
         launch = LaunchRecord(
             kind=server.kind,
-            variant=variant,
-            argv=redact_argv(argv, secrets),
-            env=relevant_env(env, server, secrets),
+            variant=self.variant,
+            argv=redact_argv(argv, self.secrets),
+            env=relevant_env(self._env, server, self.secrets),
             base_url=base_url,
             started_at=utc_now(),
         )
         with open(rundir.server_log, "ab") as logfh:
             logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
             logfh.flush()
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=logfh,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+            proc = spawn(argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env)
         launch.pid = proc.pid
         try:
             write_model(rundir.server_launch, launch)
             wait_ready(
                 base_url,
                 timeout=server.launch_timeout_s,
-                api_key=key,
+                api_key=self.api_key,
                 proc=proc,
                 log_path=rundir.server_log,
-                secrets=secrets,
-                paths=ready_paths(server),
+                secrets=self.secrets,
+                paths=ready_paths,
             )
             launch.ready_at = utc_now()
             write_model(rundir.server_launch, launch)
-            handle = ServerHandle(base_url=base_url, launch=launch, server=server, process=proc, api_key=key)
-            handle.verification = _inspect(cfg, server, rundir, base_url, key, variant)
-            yield handle
+            yield ServerHandle(
+                base_url=base_url, launch=launch, server=server, process=proc, api_key=self.api_key
+            )
         finally:
-            guard.begin_cleanup()
-            launch.stop_method = stop_process_group(proc, server.stop_timeout_s, guard.hurry)
+            self.guard.begin_cleanup()
+            launch.stop_method = stop_group(proc, server.stop_timeout_s, hurry=self.guard.hurry)
             launch.stopped_at = utc_now()
             launch.exit_code = proc.returncode
             write_model(rundir.server_launch, launch)
 
+    def attach(self, base_url: str, *, ready_paths: tuple[str, ...]) -> ServerHandle:
+        server = self._server
+        launch = LaunchRecord(
+            kind=server.kind,
+            variant=self.variant,
+            base_url=base_url,
+            started_at=utc_now(),
+            stop_method="attached",
+        )
+        write_model(self.rundir.server_launch, launch)
+        wait_ready(base_url, timeout=server.launch_timeout_s, api_key=self.api_key, paths=ready_paths)
+        launch.ready_at = utc_now()
+        write_model(self.rundir.server_launch, launch)
+        return ServerHandle(base_url=base_url, launch=launch, server=server, api_key=self.api_key)
 
-def _inspect(
-    cfg: RunConfig, server: ServerConfig, rundir: RunDir, base_url: str, key: str | None, variant: str | None
-) -> ServerVerification:
-    """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch.
+    def verify(self, handle: ServerHandle) -> ServerVerification:
+        """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch.
 
-    A server without ``/server_info`` (llama.cpp, vLLM, a router) is not a mismatch: its resolved config
-    is recorded as unverifiable (a warn finding in the audit) and its served name is checked against
-    ``/v1/models``.  Only SGLang, which always serves ``/server_info``, is held to it.
-    """
-    secrets = [key] if key else []
-    info, info_err = _get_json(base_url, ("/server_info", "/get_server_info"), key)
-    if info is not None:
-        atomic_write_json(rundir.server_info, redact(info, secrets))
-    model_info, _ = _get_json(base_url, ("/model_info", "/get_model_info"), key)
-    if model_info is not None:
-        atomic_write_json(rundir.model_info, redact(model_info, secrets))
-    models, _ = _get_json(base_url, ("/v1/models",), key)
-    served_models = _model_ids(models) if models is not None else None
-    safe_info = redact(info, secrets) if info is not None else None
-    verification = verify(
-        cfg,
-        server,
-        safe_info,
-        base_url=base_url,
-        variant=variant,
-        info_error=info_err,
-        served_models=served_models,
-    )
-    write_model(rundir.server_verification, verification)
-    if not verification.verified:
-        problems = mismatches(verification)
-        if info is None and server.kind == "sglang":
-            problems = [f"server_info unavailable: {info_err}", *problems]
-        if not problems:  # nothing contradicts the config; it just cannot all be checked
-            log.warning("%s", verification.description)
-            return verification
-        if server.on_mismatch == "abort":
-            raise ServerError(
-                "the server did not verifiably resolve the configured settings (on_mismatch: abort)",
-                details=problems,
-            )
-        log.warning("server verification failed (on_mismatch: warn): %s", "; ".join(problems))
-    return verification
+        A server without ``/server_info`` (llama.cpp, vLLM, a router) is not a mismatch: its resolved
+        config is recorded as unverifiable (a warn finding in the audit) and its served name is checked
+        against ``/v1/models`` — unless its kind always serves ``/server_info`` (SGLang).
+        """
+        server, rundir, key, base_url = self._server, self.rundir, self.api_key, handle.base_url
+        info, info_err = get_json(base_url, ("/server_info", "/get_server_info"), key)
+        if info is not None:
+            atomic_write_json(rundir.server_info, redact(info, self.secrets))
+        model_info, _ = get_json(base_url, ("/model_info", "/get_model_info"), key)
+        if model_info is not None:
+            atomic_write_json(rundir.model_info, redact(model_info, self.secrets))
+        models, _ = get_json(base_url, ("/v1/models",), key)
+        served_models = _model_ids(models) if models is not None else None
+        safe_info = redact(info, self.secrets) if info is not None else None
+        verification = verify(
+            self._cfg,
+            server,
+            safe_info,
+            base_url=base_url,
+            variant=self.variant,
+            info_error=info_err,
+            served_models=served_models,
+        )
+        write_model(rundir.server_verification, verification)
+        if not verification.verified:
+            problems = mismatches(verification)
+            if info is None and server_kind(server.kind).requires_server_info:
+                problems = [f"server_info unavailable: {info_err}", *problems]
+            if not problems:  # nothing contradicts the config; it just cannot all be checked
+                log.warning("%s", verification.description)
+                return verification
+            if server.on_mismatch == "abort":
+                raise ServerError(
+                    "the server did not verifiably resolve the configured settings (on_mismatch: abort)",
+                    details=problems,
+                )
+            log.warning("server verification failed (on_mismatch: warn): %s", "; ".join(problems))
+        return verification
 
 
-def _model_ids(payload: dict) -> list[str]:
+def _model_ids(payload: Mapping[str, Any]) -> list[str]:
     """Model ids of an OpenAI ``/v1/models`` answer (``data[].id``, plus llama.cpp's ``aliases``)."""
     ids: list[str] = []
     for item in payload.get("data") or []:

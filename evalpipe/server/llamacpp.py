@@ -35,6 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+from aiohttp import web
+
+from evalpipe.server.http_base import ModelServer, serve_until_signalled
 from evalpipe.server.ports import free_port, port_in_use
 
 ENGINE = "llama.cpp"
@@ -210,7 +214,7 @@ def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
 
 
 def common_params(s: Settings, internal_port: int) -> Any:
-    import xllamacpp as xl
+    import xllamacpp as xl  # type: ignore[import-untyped]  # the wheel ships no type information
 
     p = xl.CommonParams()
     p.model.path = str(s.model)
@@ -303,35 +307,77 @@ def _dist_version(name: str) -> str | None:
 
 async def serve(settings: Settings, log: LoadLog) -> int:
     """Front on the public port; llama.cpp behind it.  Returns the exit code."""
-    import aiohttp
-    from aiohttp import web
-
-    from evalpipe.server.proxy import HOP_BY_HOP, RESPONSE_DROP
-
     engine = Engine(settings, log)
-    base = f"http://127.0.0.1:{engine.internal_port}"
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
-    stop = asyncio.Event()
+    front = LlamaCppFront(engine, session)
 
-    async def health(request: web.Request) -> web.Response:
+    def listening(port: int) -> None:
+        print(f"evalpipe.server.llamacpp: front listening on {settings.host}:{port}", file=sys.stderr)
+
+    async def load() -> int | None:
+        loader = threading.Thread(target=engine.load, name="llama-load", daemon=True)
+        loader.start()
+        while not engine.loaded.is_set():
+            await asyncio.sleep(0.05)
         if engine.error:
-            return web.json_response({"status": "error", "error": engine.error}, status=500)
-        if not engine.loaded.is_set() or not engine.props:
-            return web.json_response({"status": "loading model"}, status=503)
-        return await forward(request)
+            return 1
+        engine.props = await _props(session, front.upstream)
+        print(
+            f"evalpipe.server.llamacpp: ready: {json.dumps(engine.server_info(), sort_keys=True)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
 
-    async def server_info(request: web.Request) -> web.Response:
-        if not engine.props:
-            return web.json_response({"status": "loading model"}, status=503)
-        return web.json_response(engine.server_info())
+    try:
+        return await serve_until_signalled(
+            front.build_app(), settings.host, settings.port, startup=load, on_listening=listening
+        )
+    finally:
+        await session.close()
+        engine.server = None  # the native destructor stops llama.cpp's loop
 
-    async def forward(request: web.Request) -> web.StreamResponse:
-        if not engine.props:
+
+class LlamaCppFront(ModelServer):
+    """The public port: llama.cpp's own API passed through unchanged, plus ``/server_info`` with what it
+    resolved; ``/health`` is 503 until the model is loaded (500 when loading failed)."""
+
+    server_info_paths = ("/server_info",)
+    model_info_paths = ()
+    models_paths = ()
+    loading_body = {"status": "loading model"}
+
+    def __init__(self, engine: Engine, session: aiohttp.ClientSession) -> None:
+        self.engine = engine
+        self.session = session
+        self.upstream = f"http://127.0.0.1:{engine.internal_port}"
+
+    def is_ready(self) -> bool:
+        return self.engine.loaded.is_set() and bool(self.engine.props)
+
+    def server_info(self) -> dict[str, Any] | None:
+        return self.engine.server_info() if self.engine.props else None
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/{tail:.*}", self.forward)
+
+    async def health(self, request: web.Request) -> web.StreamResponse:
+        if self.engine.error:
+            return web.json_response({"status": "error", "error": self.engine.error}, status=500)
+        if not self.is_ready():
+            return web.json_response(dict(self.loading_body), status=503)
+        return await self.forward(request)
+
+    async def forward(self, request: web.Request) -> web.StreamResponse:
+        """Pass a request through to llama.cpp unchanged (streamed when it streams)."""
+        from evalpipe.server.proxy import HOP_BY_HOP, RESPONSE_DROP
+
+        if not self.engine.props:
             return web.json_response({"error": {"message": "model is loading", "code": 503}}, status=503)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         body = await request.read()
-        async with session.request(
-            request.method, base + request.rel_url.path_qs, data=body or None, headers=headers
+        async with self.session.request(
+            request.method, self.upstream + request.rel_url.path_qs, data=body or None, headers=headers
         ) as upstream:
             out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in RESPONSE_DROP}
             if "text/event-stream" not in upstream.headers.get("Content-Type", ""):
@@ -344,45 +390,8 @@ async def serve(settings: Settings, log: LoadLog) -> int:
             await resp.write_eof()
             return resp
 
-    app = web.Application(client_max_size=256 * 1024 * 1024)
-    app.router.add_get("/health", health)
-    app.router.add_get("/server_info", server_info)
-    app.router.add_route("*", "/{tail:.*}", forward)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
-    print(f"evalpipe.server.llamacpp: front listening on {settings.host}:{settings.port}", file=sys.stderr)
 
-    loop = asyncio.get_running_loop()
-    import signal
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    loader = threading.Thread(target=engine.load, name="llama-load", daemon=True)
-    loader.start()
-    code = 0
-    try:
-        while not engine.loaded.is_set() and not stop.is_set():
-            await asyncio.sleep(0.05)
-        if engine.error:
-            code = 1
-        elif not stop.is_set():
-            engine.props = await _props(session, base)
-            print(
-                f"evalpipe.server.llamacpp: ready: {json.dumps(engine.server_info(), sort_keys=True)}",
-                file=sys.stderr,
-                flush=True,
-            )
-            await stop.wait()
-    finally:
-        await runner.cleanup()
-        await session.close()
-        engine.server = None  # the native destructor stops llama.cpp's loop
-    return code
-
-
-async def _props(session: Any, base: str) -> dict[str, Any]:
+async def _props(session: aiohttp.ClientSession, base: str) -> dict[str, Any]:
     """llama.cpp's own ``/props`` (slots, n_ctx per slot, alias, chat template, build)."""
     deadline = time.monotonic() + 60
     while True:
@@ -403,13 +412,16 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
     import subprocess
     import urllib.request
 
+    from evalpipe.process_group import kill_group
+    from evalpipe.process_group import spawn as spawn_group
+
     port = free_port()
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
+        proc = spawn_group(
             [sys.executable, "-m", "evalpipe.server.llamacpp", *args, "--port", str(port)],
+            stdin=None,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
@@ -421,7 +433,7 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
                 if r.status == 200:
                     return proc, base
         time.sleep(0.2)
-    proc.kill()
+    kill_group(proc)
     raise RuntimeError(f"llama.cpp launcher not ready within {timeout:g} s; see {log_path}")
 
 

@@ -14,8 +14,10 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from evalpipe.config.models import ServerConfig
+if TYPE_CHECKING:
+    from evalpipe.config.models import ServerConfig
 
 # Finds sglang without importing it: version from package metadata (or sglang/version.py for a plain
 # checkout on PYTHONPATH), source directory from the import spec, PEP 610 direct_url for VCS installs.

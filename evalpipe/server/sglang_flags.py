@@ -3,10 +3,8 @@
 When SGLang renames a flag, this file changes and nothing else.  Names were checked against SGLang's
 ``python/sglang/srt/server_args.py``: 0.5.13 renamed the NSA (native sparse attention) options to DSA
 (``--attention-backend dsa``, ``--dsa-prefill-backend``, ``--dsa-decode-backend``); older releases take
-``nsa`` / ``--nsa-*``.
-
-The self-test server (``kind: answer_key``) is evalpipe's own module; its argv is built here too so that
-both kinds go through one launch path.
+``nsa`` / ``--nsa-*``.  The ``sglang`` server kind (``evalpipe.server.kinds.sglang``) launches what
+:func:`build_argv` builds.
 """
 
 from __future__ import annotations
@@ -15,66 +13,29 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalpipe.config.models import RunConfig, ServerConfig
+from evalpipe.chat_template import NO_REASONING_PARSER
 from evalpipe.errors import ConfigError
 
+if TYPE_CHECKING:
+    from evalpipe.config.models import RunConfig, ServerConfig
+
 SGLANG_MODULE = "sglang.launch_server"
-ANSWER_KEY_MODULE = "evalpipe.selftest.answer_key_server"
-REPLAY_MODULE = "evalpipe.replay.server"
 DSA_RENAME = (0, 5, 13)
 #: Placeholder put in place of the API key when secrets are not resolved (``evalpipe server command``).
 API_KEY_PLACEHOLDER_PREFIX = "$"
-#: ``model.reasoning_parser`` value for a model without reasoning (no ``--reasoning-parser`` flag).
-NO_REASONING_PARSER = "none"
-
-# The chat-template kwarg that switches thinking on/off, per reasoning parser.  SGLang 0.5.23 derives it
-# from each detector's ``reasoning_default`` (``serving_chat.py::_get_reasoning_toggle_param``: the mode
-# with any ``explicit_`` prefix removed); values read from ``srt/parser/reasoning_parser.py``.  Parsers not
-# listed (always-on ones such as deepseek-r1, or effort-controlled ones) have no boolean toggle.
-THINKING_TOGGLE: dict[str, str] = {
-    "glm45": "enable_thinking",  # Glm45Detector: reasoning_default="enable_thinking"
-    "ling3": "enable_thinking",
-    "qwen3": "enable_thinking",  # Qwen3Detector, also behind dots/minimax/nanbeige/interns1
-    "qwen3-thinking": "enable_thinking",
-    "dots": "enable_thinking",
-    "minimax": "enable_thinking",
-    "nanbeige": "enable_thinking",
-    "interns1": "enable_thinking",
-    "nemotron_3": "enable_thinking",
-    "granite_thinking_parser": "enable_thinking",
-    "gemma4": "enable_thinking",  # explicit_enable_thinking
-    "deepseek-v3": "thinking",  # _DeepSeekV3Detector: explicit_thinking (not enable_thinking)
-    "deepseek-v4": "thinking",
-    "deepseek-v41": "thinking",
-    "kimi_k2": "thinking",
-    "kimi_k3": "thinking",
+#: How the report names SGLang's attention kernel backends (``--attention-backend`` / ``--dsa-*-backend``).
+KERNEL_NAMES = {
+    "tilelang": "TileLang",
+    "flashmla_sparse": "FlashMLA sparse",
+    "flashmla_kv": "FlashMLA KV",
+    "flashmla_auto": "FlashMLA auto",
+    "flashinfer_sparse_mla": "FlashInfer sparse MLA",
+    "fa3": "FA3",
+    "aiter": "AITER",
+    "trtllm": "TRT-LLM",
 }
-
-
-def thinking_kwargs(cfg: RunConfig) -> dict[str, bool] | None:
-    """``chat_template_kwargs`` every request must carry for ``model.thinking`` (None: send none).
-
-    ConfigError (naming the field) when thinking is switched on or off for a model whose reasoning parser
-    has no boolean toggle, or without a reasoning parser at all.
-    """
-    mode = cfg.model.thinking
-    if mode == "model_default":
-        return None
-    parser = cfg.model.reasoning_parser
-    if parser == NO_REASONING_PARSER:
-        raise ConfigError(
-            f"model.thinking: {mode} needs model.reasoning_parser (the toggle depends on the model family); "
-            "use thinking: model_default for a model without reasoning"
-        )
-    toggle = THINKING_TOGGLE.get(parser)
-    if toggle is None:
-        raise ConfigError(
-            f"model.thinking: {mode}: reasoning parser {parser!r} has no chat-template thinking toggle "
-            f"(known: {', '.join(sorted(THINKING_TOGGLE))}); use thinking: model_default"
-        )
-    return {toggle: mode == "enabled"}
 
 
 def parse_version(version: str | None) -> tuple[int, ...] | None:
@@ -164,12 +125,6 @@ def api_key(server: ServerConfig) -> str | None:
     return value
 
 
-def model_path_arg(cfg: RunConfig) -> str:
-    """The model path as passed to the server: resolved against the config directory when it exists there."""
-    candidate = cfg.resolve_path(cfg.model.path)
-    return str(candidate) if candidate.exists() else cfg.model.path
-
-
 def build_argv(
     cfg: RunConfig,
     server: ServerConfig,
@@ -178,25 +133,14 @@ def build_argv(
     resolve_secrets: bool = True,
     python: str | None = None,
 ) -> list[str]:
-    """The exact argv that launches the server for ``server.kind`` (``sglang`` or ``answer_key``).
+    """The exact argv that launches ``python -m sglang.launch_server`` for this config.
 
     ``sglang_version`` is the *installed* SGLang version (None: newest naming).  With
     ``resolve_secrets=False`` the API key is replaced by ``$ENV_NAME`` (for printing, never for launching).
-    ``kind: endpoint`` launches nothing and raises ConfigError.
     """
     python = python or sys.executable
-    if server.kind == "endpoint":
-        raise ConfigError(f"server.kind is 'endpoint': nothing is launched (attaches to {server.endpoint})")
-    if server.kind == "answer_key":
-        return _answer_key_argv(cfg, server, python)
-    if server.kind == "replay":
-        return _replay_argv(cfg, server, python)
-    if server.kind == "command":
-        from evalpipe.server.command import command_argv
-
-        return command_argv(cfg, server, python)
     names = FlagNames.for_version(sglang_version)
-    argv = [python, "-m", SGLANG_MODULE, "--model-path", model_path_arg(cfg)]
+    argv = [python, "-m", SGLANG_MODULE, "--model-path", cfg.model_path_for_server()]
     argv += ["--served-model-name", cfg.model.served_name]
     if cfg.model.tokenizer_path:
         argv += ["--tokenizer-path", cfg.model.tokenizer_path]
@@ -246,30 +190,6 @@ def build_argv(
     return argv
 
 
-def _answer_key_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[str]:
-    ak = server.answer_key
-    mode = ak.mode if ak else "positive"
-    faults = list(ak.faults) if ak else []
-    argv = [python, "-m", ANSWER_KEY_MODULE, "--host", server.host, "--port", str(server.port)]
-    argv += ["--served-model-name", cfg.model.served_name, "--mode", mode]
-    if faults:
-        argv += ["--faults", ",".join(faults)]
-    if ak is not None and ak.thinking != "off":
-        argv += ["--thinking", ak.thinking]
-    if cfg.model.reasoning_parser != NO_REASONING_PARSER:
-        argv += ["--reasoning-parser", cfg.model.reasoning_parser]
-    return argv
-
-
-def _replay_argv(cfg: RunConfig, server: ServerConfig, python: str) -> list[str]:
-    rp = server.replay
-    if rp is None:
-        raise ConfigError("server.replay: required for kind 'replay'")
-    argv = [python, "-m", REPLAY_MODULE, "--host", server.host, "--port", str(server.port)]
-    argv += ["--served-model-name", cfg.model.served_name, "--bundle", rp.bundle, "--miss-log", rp.miss_log]
-    return argv
-
-
 # --- /server_info: where SGLang reports each resolved value (newest spelling first)
 SERVER_INFO_KEYS: dict[str, tuple[str, ...]] = {
     "kv_cache_dtype": ("kv_cache_dtype",),
@@ -288,6 +208,31 @@ SERVER_INFO_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 _ALIASES = {"nsa": "dsa", "bf16": "bfloat16"}
+
+
+def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
+    """The config values SGLang's ``/server_info`` reports as resolved, keyed as :data:`SERVER_INFO_KEYS`
+    (only those the config pins down; ``reasoning_parser`` always: ``none`` expects no parser)."""
+    exp: dict[str, Any] = {}
+    if server.kv_cache_dtype != "auto":
+        exp["kv_cache_dtype"] = server.kv_cache_dtype
+    if server.attention_backend is not None:
+        exp["attention_backend"] = server.attention_backend
+    if server.dsa_prefill_backend is not None:
+        exp["dsa_prefill_backend"] = server.dsa_prefill_backend
+    if server.dsa_decode_backend is not None:
+        exp["dsa_decode_backend"] = server.dsa_decode_backend
+    exp["tp_size"] = server.tp_size
+    if server.ep_size is not None:
+        exp["ep_size"] = server.ep_size
+    exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
+    exp["served_model_name"] = cfg.model.served_name
+    # "none" expects no parser: a server that splits reasoning off would change what is scored
+    parser = cfg.model.reasoning_parser
+    exp["reasoning_parser"] = None if parser == NO_REASONING_PARSER else parser
+    if cfg.model.tool_call_parser is not None:
+        exp["tool_call_parser"] = cfg.model.tool_call_parser
+    return exp
 
 
 def resolved_value(server_info: dict[str, Any], key: str) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -95,7 +95,7 @@ class BenchmarkData:
     """A benchmark's full evaluation split (and few-shot split where the benchmark uses one)."""
 
     benchmark: str
-    kind: str  # local | hub
+    kind: Literal["local", "hub"]
     location: str
     eval: Split
     fewshot: Split | None = None

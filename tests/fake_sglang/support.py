@@ -1,9 +1,8 @@
-"""Helpers for the server tests: configs, the fake SGLang on PYTHONPATH, a fake nvidia-smi."""
+"""Helpers for the server tests: configs, the fake SGLang on PYTHONPATH, a fake nvidia-smi (process groups:
+``helpers.server_process``)."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -59,35 +58,3 @@ def fake_nvidia_smi(bin_dir: Path, gpus: list[tuple[str, str]], cuda: str = "12.
     )
     script.chmod(0o755)
     return script
-
-
-def process_group_alive(pgid: int) -> bool:
-    """Any non-zombie process left in group ``pgid`` (Linux /proc)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-def wait_gone(pgid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process_group_alive(pgid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def kill_group(pgid: int) -> None:
-    """Last-resort cleanup for a test that failed half-way (never leaves processes behind)."""
-    try:
-        os.killpg(pgid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -16,6 +16,7 @@ a graceful shutdown, and it returns the request body's ``rid`` as the response `
 .json``, made by ``tools/make_sglang_server_info_fixture.py``) with this launch's arguments written where the
 real payload holds them: the top level and every per-DP ``internal_states`` entry; ``launch_command`` is the
 argv joined by spaces.  Like SGLang, it reports ``api_key`` and the ``--api-key`` value in ``launch_command``.
+The shared routes and the serve loop are evalpipe's (``evalpipe.server.http_base``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from evalpipe.server.http_base import ModelServer, serve_until_signalled
 from sglang import __version__
 from sglang.srt.server_args import ServerArgs, prepare_server_args
 
@@ -54,56 +56,56 @@ def _authorized(request: web.Request, args: ServerArgs) -> bool:
     return request.headers.get("Authorization", "") == f"Bearer {args.api_key}"
 
 
-def make_app(args: ServerArgs, argv: list[str]) -> web.Application:
-    started = time.monotonic()
-    startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
-    counter = {"n": 0}
+class FakeSglang(ModelServer):
+    """/health 503 for ``FAKE_SGLANG_STARTUP_S``, the real /server_info shape, the API key on every route."""
 
-    real_shape = json.loads(SERVER_INFO_FIXTURE.read_text(encoding="utf-8"))
+    models_paths = ()  # like the payloads evalpipe's tests were written against: no /v1/models listing
 
-    def server_info_body() -> dict:
-        resolved = dataclasses.asdict(args)
+    def __init__(self, args: ServerArgs, argv: list[str]) -> None:
+        self.args, self.argv = args, argv
+        self.started = time.monotonic()
+        self.startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
+        self.counter = 0
+        self.real_shape = json.loads(SERVER_INFO_FIXTURE.read_text(encoding="utf-8"))
+        if os.environ.get("FAKE_SGLANG_NO_SERVER_INFO"):
+            self.server_info_paths = ("/get_server_info",)  # /server_info is 404
+
+    def is_ready(self) -> bool:
+        return time.monotonic() - self.started >= self.startup_s
+
+    def authorized(self, request: web.Request) -> bool:
+        return _authorized(request, self.args)
+
+    def server_info(self) -> dict:
+        resolved = dataclasses.asdict(self.args)
         if os.environ.get("FAKE_SGLANG_RESOLVE_KV"):
             resolved["kv_cache_dtype"] = os.environ["FAKE_SGLANG_RESOLVE_KV"]
         if os.environ.get("FAKE_SGLANG_DETERMINISTIC"):
             resolved["enable_deterministic_inference"] = True
-        info = json.loads(json.dumps(real_shape))
+        info = json.loads(json.dumps(self.real_shape))
         for state in [info, *info["internal_states"]]:
             state.update(resolved)
-        info["launch_command"] = " ".join(argv)
+        info["launch_command"] = " ".join(self.argv)
         info["version"] = __version__
         return info
 
-    async def health(request: web.Request) -> web.Response:
-        if time.monotonic() - started < startup_s:
-            return web.Response(status=503, text="loading")
-        return web.Response(status=200, text="")
+    def model_info(self) -> dict:
+        return {
+            "model_path": self.args.model_path,
+            "tokenizer_path": self.args.tokenizer_path,
+            "is_generation": True,
+        }
 
-    async def server_info(request: web.Request) -> web.Response:
-        if not _authorized(request, args):
-            return web.json_response({"error": "unauthorized"}, status=401)
-        if request.path == "/server_info" and os.environ.get("FAKE_SGLANG_NO_SERVER_INFO"):
-            return web.Response(status=404, text="Not Found")
-        return web.json_response(server_info_body())
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/completions", self.chat)
 
-    async def model_info(request: web.Request) -> web.Response:
-        return web.json_response(
-            {"model_path": args.model_path, "tokenizer_path": args.tokenizer_path, "is_generation": True}
-        )
-
-    def _completion_text(body: dict) -> str:
-        messages = body.get("messages")
-        if isinstance(messages, list) and messages:
-            last = messages[-1].get("content", "")
-            return f"echo: {last}"
-        return f"echo: {body.get('prompt', '')}"
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        if not _authorized(request, args):
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        if not self.authorized(request):
             return web.json_response({"error": "unauthorized"}, status=401)
         body = await request.json()
-        counter["n"] += 1
-        rid = body.get("rid") or f"fake-{counter['n']}"
+        self.counter += 1
+        rid = body.get("rid") or f"fake-{self.counter}"
         text = _completion_text(body)
         usage = {
             "prompt_tokens": 7,
@@ -150,25 +152,13 @@ def make_app(args: ServerArgs, argv: list[str]) -> web.Application:
             }
         )
 
-    app = web.Application()
-    app.router.add_get("/health", health)
-    app.router.add_get("/server_info", server_info)
-    app.router.add_get("/get_server_info", server_info)
-    app.router.add_get("/model_info", model_info)
-    app.router.add_get("/get_model_info", model_info)
-    app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_post("/v1/completions", chat)
-    return app
 
-
-async def _serve(args: ServerArgs, argv: list[str], stop: asyncio.Event) -> None:
-    runner = web.AppRunner(make_app(args, argv), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port, reuse_address=True)
-    await site.start()
-    print(f"fake sglang {__version__} listening on {args.host}:{args.port}", flush=True)
-    await stop.wait()
-    await runner.cleanup()
+def _completion_text(body: dict) -> str:
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages:
+        last = messages[-1].get("content", "")
+        return f"echo: {last}"
+    return f"echo: {body.get('prompt', '')}"
 
 
 def main(argv: list[str]) -> int:
@@ -182,18 +172,27 @@ def main(argv: list[str]) -> int:
     ignore = bool(os.environ.get("FAKE_SGLANG_IGNORE_SIGTERM"))
     child = subprocess.Popen([sys.executable, "-c", _CHILD])
     print(f"scheduler child pid {child.pid}", flush=True)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
     if ignore:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    else:
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    def listening(port: int) -> None:
+        print(f"fake sglang {__version__} listening on {args.host}:{port}", flush=True)
+
+    app = FakeSglang(args, argv).build_app()
     try:
-        loop.run_until_complete(_serve(args, argv, stop))
+        asyncio.run(
+            serve_until_signalled(
+                app,
+                args.host,
+                args.port,
+                on_listening=listening,
+                stop_signals=() if ignore else (signal.SIGTERM,),
+                reuse_address=True,
+            )
+        )
     finally:
         child.terminate()
         child.wait()
-        loop.close()
     print("graceful shutdown", flush=True)
     return 0
 

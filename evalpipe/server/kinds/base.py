@@ -1,0 +1,279 @@
+"""What a server kind declares: the one interface the pipeline, preflight, lifecycle, verification, audit,
+report and CLI ask instead of branching on ``server.kind``.
+
+A kind is a :class:`Kind` subclass whose methods have a default wherever most kinds agree; a kind module
+overrides only where it differs (as EvalScope's adapters override ``DefaultDataAdapter``).  Facts are class
+attributes; behaviour is methods:
+
+* **config** — :meth:`Kind.check_config`: its own section of ``server:`` is there (``config_section``);
+* **launch** — ``launches_process``, :meth:`Kind.argv` (the exact argv), :meth:`Kind.engine_version`,
+  :meth:`Kind.base_url`, :meth:`Kind.ready_paths`, :meth:`Kind.upstream_path`, :meth:`Kind.launch_note`;
+* **serve** — :meth:`Kind.serve`: a context manager that brings the server up through the building blocks the
+  lifecycle hands it (:class:`ServeContext`) and yields a verified :class:`ServerHandle`.  The default launches
+  one process group (or attaches); a fleet (a router plus workers) overrides it, launching and verifying each
+  member through the same blocks;
+* **preflight** — :meth:`Kind.preflight`: its rules (``evalpipe.server.preflight_rules``) and the argv checked;
+* **verification** — :meth:`Kind.expected_values` (what its ``/server_info`` can verify),
+  ``requires_server_info`` (whether a missing ``/server_info`` is a mismatch) and :meth:`Kind.describe_head`
+  (how the report names it).
+
+Kind modules import the config models only for type checking: ``ServerConfig`` validation asks the kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from evalpipe.errors import ConfigError
+from evalpipe.server.preflight_rules import check_port
+from evalpipe.server.sglang_flags import KERNEL_NAMES, resolved_expectations
+
+if TYPE_CHECKING:
+    from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.schema.server import LaunchRecord, PreflightCheck, ServerVerification
+
+
+@dataclass
+class ServerHandle:
+    """A ready server: where to send evaluation traffic and what it was verified to be."""
+
+    base_url: str
+    launch: LaunchRecord
+    server: ServerConfig
+    verification: ServerVerification | None = None
+    process: subprocess.Popen[bytes] | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+
+class ServeContext(Protocol):
+    """The building blocks the lifecycle (``evalpipe.server.lifecycle``) hands :meth:`Kind.serve`."""
+
+    @property
+    def cfg(self) -> RunConfig: ...
+
+    @property
+    def server(self) -> ServerConfig:
+        """The server settings in effect (a launch port already chosen when the config says 0)."""
+        ...
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment a launched process gets (ours plus ``server.env``)."""
+        ...
+
+    def launch(
+        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...]
+    ) -> AbstractContextManager[ServerHandle]:
+        """Start ``argv`` as its own process group (log and launch record in the run directory), wait until
+        ``base_url`` answers on ``ready_paths``, yield its handle; always stop the whole group on exit."""
+        ...
+
+    def attach(self, base_url: str, *, ready_paths: tuple[str, ...]) -> ServerHandle:
+        """Record an attachment to a running server (nothing is launched or stopped) once it is ready."""
+        ...
+
+    def verify(self, handle: ServerHandle) -> ServerVerification:
+        """Save the server's ``/server_info`` and ``/model_info`` (redacted), verify them against the config
+        through this kind, and abort (or warn) on a mismatch."""
+        ...
+
+
+@dataclass
+class KindPreflight:
+    """A kind's own preflight: the argv it checked and its rules' outcomes."""
+
+    argv: list[str] = field(default_factory=list)  # API key unresolved; empty when nothing is launched
+    checks: list[PreflightCheck] = field(default_factory=list)
+    engine_version: str | None = None  # the installed engine's version, where the rules probed it
+
+
+class Kind(ABC):
+    """One server kind; a module ``evalpipe/server/kinds/<name>.py`` declares ``KIND = <subclass>()``."""
+
+    #: The ``server.kind`` value (and the module's name).
+    name: ClassVar[str]
+    #: False: attaches to a running server — nothing is launched, nothing is stopped.
+    launches_process: ClassVar[bool] = True
+    #: True: the server always serves ``/server_info``, so its absence is a mismatch, not "unverifiable".
+    requires_server_info: ClassVar[bool] = False
+    #: ``evalpipe run`` evaluates the preflight rules before serving.
+    preflight_before_run: ClassVar[bool] = True
+    #: The ``server:`` field holding this kind's own settings, required when the kind is chosen.
+    config_section: ClassVar[str | None] = None
+
+    # ------------------------------------------------------------------ config
+    def check_config(self, server: ServerConfig) -> None:
+        """Raise ValueError naming the field when ``server`` lacks what this kind needs (run by the config
+        model's validator, so the error carries the ``server`` path and the YAML line)."""
+        section = self.config_section
+        if section is not None and not getattr(server, section):
+            raise ValueError(f"{section} is required when kind is '{self.name}'")
+
+    # ------------------------------------------------------------------ launch
+    @abstractmethod
+    def argv(
+        self,
+        cfg: RunConfig,
+        server: ServerConfig,
+        *,
+        engine_version: str | None = None,
+        resolve_secrets: bool = True,
+        python: str | None = None,
+    ) -> list[str]:
+        """The exact argv that launches the server (``python``: the interpreter, default this one).
+
+        With ``resolve_secrets=False`` an API key is shown as ``$ENV_NAME`` (for printing, never launching).
+        A kind that launches nothing raises ConfigError saying so.
+        """
+
+    def engine_version(self, env: Mapping[str, str]) -> str | None:
+        """The installed engine's version as the server process would see it (None: not applicable)."""
+        return None
+
+    def base_url(self, server: ServerConfig) -> str:
+        """Where the server answers (scheme, host, port; no path)."""
+        host = server.host if server.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+
+    def ready_paths(self, server: ServerConfig) -> tuple[str, ...]:
+        """Paths polled until one answers 200 (a 404 hands over to the next): ``server.ready_path``, else
+        ``/health`` (served by SGLang and by evalpipe's own servers)."""
+        return (server.ready_path,) if server.ready_path else ("/health",)
+
+    def upstream_path(self, server: ServerConfig) -> str:
+        """The path prefix of the OpenAI API behind the recording proxy."""
+        return "/v1"
+
+    def launch_note(self, server: ServerConfig, engine_version: str | None) -> str | None:
+        """A line for ``evalpipe server command`` beside the argv (or instead of it: nothing launched)."""
+        return None if self.launches_process else f"kind: {self.name} — nothing is launched"
+
+    # ------------------------------------------------------------------ serve
+    @contextlib.contextmanager
+    def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
+        """Bring the server up, verify it, yield the handle; stop whatever was launched on the way out.
+
+        Default: launch :meth:`argv` as one process group (or attach when nothing is launched), then verify.
+        """
+        server = ctx.server
+        ready = self.ready_paths(server)
+        if not self.launches_process:
+            handle = ctx.attach(self.base_url(server), ready_paths=ready)
+            handle.verification = ctx.verify(handle)
+            yield handle
+            return
+        argv = self.argv(ctx.cfg, server, engine_version=self.engine_version(ctx.env))
+        with ctx.launch(argv, base_url=self.base_url(server), ready_paths=ready) as handle:
+            handle.verification = ctx.verify(handle)
+            yield handle
+
+    # ------------------------------------------------------------------ preflight
+    def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
+        """This kind's preflight rules (the API key, ``extra_args`` and NLTK rules run for every kind).
+
+        Default: a launched server's argv builds and its port is free; nothing to check when attaching.
+        """
+        if not self.launches_process:
+            return KindPreflight()
+        argv = self.argv(cfg, server, engine_version=None, resolve_secrets=False)
+        return KindPreflight(argv=argv, checks=check_port(server))
+
+    # ------------------------------------------------------------------ verification
+    def expected_values(
+        self, cfg: RunConfig, server: ServerConfig, reported_engine: str | None
+    ) -> dict[str, Any]:
+        """Config values its ``/server_info`` must resolve identically (only those the config pins down).
+
+        Default: the values SGLang resolves, named as SGLang names them — unless the server reports another
+        ``engine`` (evalpipe's llama.cpp launcher), which can resolve only the KV cache dtype and the name.
+        """
+        if reported_engine:
+            return engine_expectations(cfg, server)
+        return resolved_expectations(cfg, server)
+
+    def describe_head(self, v: ServerVerification, info: Mapping[str, Any] | None) -> str:
+        """The start of the report's server line (``info``: the redacted ``/server_info``; None without one).
+
+        Default: the resolved KV layout, kernels, parallelism and MTP as SGLang reports them; another
+        engine's own resolved settings; or, without ``/server_info``, the kind and URL.
+        """
+        if info is None:
+            return f"{v.kind} server at {v.base_url}"
+        if v.engine:
+            return engine_head(v, info)
+        return layout_head(v)
+
+
+def engine_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
+    """What a non-SGLang engine's ``/server_info`` can confirm: the KV cache dtype (when the config sets
+    one) and the served name."""
+    out: dict[str, Any] = {}
+    if server.kv_cache_dtype != "auto":
+        out["kv_cache_dtype"] = server.kv_cache_dtype
+    out["served_model_name"] = cfg.model.served_name
+    return out
+
+
+def layout_head(v: ServerVerification) -> str:
+    """E.g. ``KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE``."""
+    kv = v.kv_cache_dtype or "?"
+    layout = f"{kv} raw" if kv.startswith("fp8_e4m3") or kv.startswith("fp8_e5m2") else kv
+    head = f"KV layout: {layout}"
+    p, d = v.dsa_prefill_backend, v.dsa_decode_backend
+    if p or d:
+        if p == d:
+            head += f", {_kernel(p)} prefill/decode"
+        else:
+            head += f", {_kernel(p)} prefill, {_kernel(d)} decode"
+    elif v.attention_backend:
+        head += f", {v.attention_backend} attention"
+    par = [f"TP {v.tp_size}"] if v.tp_size is not None else []
+    if v.ep_size is not None and v.ep_size > 1:
+        par.append(f"EP {v.ep_size}")
+    if par:
+        head += "; " + ", ".join(par)
+    if v.speculative_algorithm:
+        head += f"; MTP {v.speculative_algorithm}"
+    return head
+
+
+def engine_head(v: ServerVerification, info: Mapping[str, Any]) -> str:
+    """A non-SGLang engine that reports its resolved settings (evalpipe's llama.cpp launcher)."""
+    parts = [f"{v.engine} {v.server_version or ''}".strip()]
+    model = info.get("model_file") or info.get("model_path")
+    if model:
+        sha = info.get("model_sha256")
+        parts.append(f"model {model}" + (f" (sha256 {str(sha)[:12]}…)" if sha else ""))
+    k, val = info.get("cache_type_k"), info.get("cache_type_v")
+    if k or val:
+        parts.append(f"KV cache K {k or '?'} / V {val or '?'}")
+    elif v.kv_cache_dtype:
+        parts.append(f"KV cache {v.kv_cache_dtype}")
+    if info.get("n_ctx") is not None:
+        parts.append(f"n_ctx {info['n_ctx']}")
+    if info.get("n_parallel") is not None:
+        parts.append(f"{info['n_parallel']} parallel slots")
+    if info.get("n_threads") is not None:
+        parts.append(f"{info['n_threads']} threads")
+    return ", ".join(parts)
+
+
+def nothing_launched(kind: str, where: str) -> ConfigError:
+    """The error of :meth:`Kind.argv` for a kind that attaches instead of launching."""
+    return ConfigError(f"server.kind is '{kind}': nothing is launched ({where})")
+
+
+def _kernel(name: str | None) -> str:
+    if name is None:
+        return "auto"
+    return KERNEL_NAMES.get(name, name)

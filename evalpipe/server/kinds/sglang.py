@@ -1,0 +1,61 @@
+"""``server.kind: sglang`` — ``python -m sglang.launch_server`` with flags built for the installed SGLang.
+
+The argv and the ``/server_info`` keys are SGLang knowledge (``evalpipe.server.sglang_flags``); the
+preflight runs SGLang's own argument parser on the argv, checks the parser names against the installed
+SGLang, the raw-FP8 TileLang policy (``evalpipe.server.raw_fp8``), the model directory, the GPUs and the
+port.  SGLang always serves ``/server_info``, so a missing one is a mismatch, never "unverifiable".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from evalpipe.server import preflight_rules as rules
+from evalpipe.server.kinds.base import Kind, KindPreflight
+from evalpipe.server.raw_fp8 import check_raw_fp8_rules
+from evalpipe.server.sglang_env import probe_sglang
+from evalpipe.server.sglang_flags import build_argv
+
+if TYPE_CHECKING:
+    from evalpipe.config.models import RunConfig, ServerConfig
+
+
+class SglangKind(Kind):
+    name: ClassVar[str] = "sglang"
+    requires_server_info: ClassVar[bool] = True
+
+    def argv(
+        self,
+        cfg: RunConfig,
+        server: ServerConfig,
+        *,
+        engine_version: str | None = None,
+        resolve_secrets: bool = True,
+        python: str | None = None,
+    ) -> list[str]:
+        return build_argv(
+            cfg, server, sglang_version=engine_version, resolve_secrets=resolve_secrets, python=python
+        )
+
+    def engine_version(self, env: Mapping[str, str]) -> str | None:
+        return probe_sglang(env, packages=("sglang",)).version
+
+    def launch_note(self, server: ServerConfig, engine_version: str | None) -> str | None:
+        if engine_version is None:
+            return "note: SGLang is not installed here; flags are spelled for the newest known SGLang (>= 0.5.13)"
+        return None
+
+    def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
+        probe = probe_sglang(env, packages=("sglang",))
+        argv = self.argv(cfg, server, engine_version=probe.version, resolve_secrets=False)
+        checks = rules.check_parser_names(cfg, probe)
+        checks += rules.check_dry_parse(probe.importable, probe.error, argv, env)
+        checks += check_raw_fp8_rules(server, env)
+        checks += rules.check_model_path(cfg)
+        checks += rules.check_gpus(server, env)
+        checks += rules.check_port(server)
+        return KindPreflight(argv=argv, checks=checks, engine_version=probe.version)
+
+
+KIND = SglangKind()

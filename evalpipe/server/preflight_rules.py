@@ -1,0 +1,241 @@
+"""Preflight rules every server kind may use, each returning :class:`PreflightCheck` values.
+
+A rule checks one thing before any GPU time is spent and names the flag (or config field) it concerns;
+``fail`` aborts the launch with exit 2, ``warn`` is shown loudly and recorded, ``skipped`` says what could not
+be checked here.  Which rules apply is the server kind's decision (``Kind.preflight``); the API key,
+``extra_args`` and NLTK rules apply to every kind (``evalpipe.server.preflight``).  The raw-FP8 TileLang
+policy has its own module (``evalpipe.server.raw_fp8``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from evalpipe.chat_template import NO_REASONING_PARSER
+from evalpipe.schema.server import PreflightCheck
+from evalpipe.server import gpus as gpu_mod
+from evalpipe.server import sglang_flags as flags
+from evalpipe.server.ports import port_in_use
+from evalpipe.server.sglang_env import SglangProbe, dry_parse
+
+if TYPE_CHECKING:
+    from evalpipe.config.models import RunConfig, ServerConfig
+
+
+def ok(rule: str, message: str, flag: str | None = None) -> PreflightCheck:
+    return PreflightCheck(rule=rule, status="ok", message=message, flag=flag)
+
+
+def fail(rule: str, message: str, flag: str | None = None) -> PreflightCheck:
+    return PreflightCheck(rule=rule, status="fail", message=message, flag=flag)
+
+
+def skip(rule: str, message: str, flag: str | None = None) -> PreflightCheck:
+    return PreflightCheck(rule=rule, status="skipped", message=message, flag=flag)
+
+
+def warn(rule: str, message: str, flag: str | None = None) -> PreflightCheck:
+    return PreflightCheck(rule=rule, status="warn", message=message, flag=flag)
+
+
+def check_api_key(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightCheck]:
+    if not server.api_key_env:
+        return []
+    if env.get(server.api_key_env):
+        return [ok("api_key", f"API key found in ${server.api_key_env}", "--api-key")]
+    return [
+        fail(
+            "api_key",
+            f"--api-key: server.api_key_env names ${server.api_key_env}, which is not set in the environment",
+            "--api-key",
+        )
+    ]
+
+
+def check_extra_args(server: ServerConfig) -> list[PreflightCheck]:
+    conflicts = flags.extra_args_conflicts(server)
+    if not conflicts:
+        return (
+            [ok("extra_args", "extra_args set no flag that the config already controls")]
+            if server.extra_args
+            else []
+        )
+    return [
+        fail(
+            "extra_args",
+            f"{flag} in server.extra_args overrides config field {field}: set {field} instead "
+            "(the report and the verification read the config)",
+            flag,
+        )
+        for flag, field in conflicts
+    ]
+
+
+def check_dry_parse(
+    importable: bool, probe_error: str | None, argv: list[str], env: Mapping[str, str]
+) -> list[PreflightCheck]:
+    if not importable:
+        why = f" ({probe_error})" if probe_error else ""
+        return [
+            fail(
+                "sglang_installed",
+                f"sglang is not importable with the server environment{why}: "
+                f"`python -m {flags.SGLANG_MODULE}` would fail; install SGLang or use kind: endpoint",
+            )
+        ]
+    tail = argv[3:]  # after [python, -m, sglang.launch_server]
+    tail = ["EVALPIPE-REDACTED" if a.startswith(flags.API_KEY_PLACEHOLDER_PREFIX) else a for a in tail]
+    result = dry_parse(tail, env)
+    if not result.importable:
+        return [fail("sglang_installed", f"sglang.srt.server_args cannot be imported: {result.error}")]
+    if result.ok:
+        return [ok("dry_parse", "argv accepted by the installed SGLang's ServerArgs parser")]
+    if result.inconclusive:
+        return [warn("dry_parse", f"could not dry-parse the argv: {result.error}")]
+    return [fail("dry_parse", f"SGLang rejects the argv: {result.error}", _flag_in(result.error))]
+
+
+def check_parser_names(cfg: RunConfig, probe: SglangProbe) -> list[PreflightCheck]:
+    """``model.reasoning_parser`` / ``model.tool_call_parser`` are names the installed SGLang knows.
+
+    The lists are read from the installed SGLang (never copied here); ``auto`` is SGLang's own extra choice.
+    """
+    out: list[PreflightCheck] = []
+    version = probe.version or "?"
+    for field, flag, value, known in (
+        ("model.reasoning_parser", "--reasoning-parser", cfg.model.reasoning_parser, probe.reasoning_parsers),
+        ("model.tool_call_parser", "--tool-call-parser", cfg.model.tool_call_parser, probe.tool_call_parsers),
+    ):
+        if value is None or (field == "model.reasoning_parser" and value == NO_REASONING_PARSER):
+            continue
+        rule = field.split(".", 1)[1]
+        if not probe.importable:
+            out.append(skip(rule, f"{field} {value!r} not checked: sglang is not importable", flag))
+        elif known is None:
+            out.append(
+                skip(rule, f"{field} {value!r} not checked: SGLang {version} has no parser name list", flag)
+            )
+        elif value == "auto" or value in known:
+            out.append(ok(rule, f"{field} {value!r} is a {flag} choice of SGLang {version}", flag))
+        else:
+            out.append(
+                fail(
+                    rule,
+                    f"{field}: {value!r} is not a {flag} choice of the installed SGLang {version} "
+                    f"(known: {', '.join(known)})",
+                    flag,
+                )
+            )
+    return out
+
+
+def _flag_in(message: str | None) -> str | None:
+    if not message:
+        return None
+    for word in message.replace("/", " ").replace(":", " ").split():
+        if word.startswith("--"):
+            return word.strip("'\",")
+    return None
+
+
+def check_model_path(cfg: RunConfig) -> list[PreflightCheck]:
+    path = cfg.resolve_path(cfg.model.path)
+    if not path.exists():
+        return [
+            fail(
+                "model_path",
+                f"--model-path {cfg.model.path}: {path} does not exist (download the weights first; "
+                "evalpipe does not let the server fetch models mid-run)",
+                "--model-path",
+            )
+        ]
+    config_json = path / "config.json"
+    try:
+        json.loads(config_json.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [
+            fail("model_path", f"--model-path {path}: no config.json in the model directory", "--model-path")
+        ]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [fail("model_path", f"--model-path {path}: config.json unreadable ({exc})", "--model-path")]
+    return [ok("model_path", f"{config_json} readable", "--model-path")]
+
+
+def check_port(server: ServerConfig) -> list[PreflightCheck]:
+    if server.port == 0:
+        return [ok("port_free", "port 0: a free port is chosen at launch", "--port")]
+    if port_in_use(server.host, server.port):
+        return [
+            fail(
+                "port_free",
+                f"--port {server.port} is already in use on {server.host} (another server running?)",
+                "--port",
+            )
+        ]
+    return [ok("port_free", f"{server.host}:{server.port} is free", "--port")]
+
+
+def gpus_needed(server: ServerConfig) -> int:
+    """GPUs this node needs: tp (× dp without DP attention) spread over the nodes."""
+    per_replica = server.tp_size
+    if server.dp_size and server.dp_size > 1 and "--enable-dp-attention" not in server.extra_args:
+        per_replica *= server.dp_size
+    return max(1, math.ceil(per_replica / server.multi_node.nnodes))
+
+
+def check_gpus(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightCheck]:
+    nnodes = server.multi_node.nnodes
+    out = []
+    if server.tp_size % nnodes:
+        out.append(
+            fail(
+                "gpu_count", f"--tp-size {server.tp_size} is not divisible by --nnodes {nnodes}", "--tp-size"
+            )
+        )
+    need = gpus_needed(server)
+    all_gpus = gpu_mod.query_gpus(env)
+    if all_gpus is None:
+        out.append(
+            fail(
+                "gpu_count",
+                f"--tp-size {server.tp_size}: needs {need} GPU(s) on this node but nvidia-smi is not available",
+                "--tp-size",
+            )
+        )
+        return out
+    visible = gpu_mod.visible_gpus(all_gpus, env)
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    where = f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else ""
+    if len(visible) < need:
+        out.append(
+            fail(
+                "gpu_count",
+                f"--tp-size {server.tp_size} over --nnodes {nnodes} needs {need} GPU(s) on this node, "
+                f"{len(visible)} visible{where}",
+                "--tp-size",
+            )
+        )
+    else:
+        out.append(
+            ok("gpu_count", f"{need} GPU(s) needed on this node, {len(visible)} visible{where}", "--tp-size")
+        )
+    return out
+
+
+def check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:
+    if not punkt_needed:
+        return []
+    from evalpipe.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
+
+    if punkt_tab_available():
+        return [ok("nltk_punkt_tab", f"NLTK punkt_tab found ({punkt_needed} sentence counting)")]
+    return [
+        warn(
+            "nltk_punkt_tab",
+            f"{punkt_needed} is selected but NLTK punkt_tab is missing: its sentence-count instructions cannot be "
+            f"scored offline; {PUNKT_TAB_FIX}",
+        )
+    ]

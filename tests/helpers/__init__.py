@@ -1,0 +1,1 @@
+"""Shared test helpers (imported as ``helpers.<module>``: pytest puts ``tests/`` on ``sys.path``)."""
