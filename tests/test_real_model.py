@@ -31,7 +31,9 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers.server_process import assert_group_gone
 
+from evalpipe.process_group import stop_group
 from evalpipe.server.llamacpp import LoadLog, main, smollm2_path, spawn
 
 REPO = Path(__file__).resolve().parents[1]
@@ -255,8 +257,6 @@ if __name__ == "__main__":
 @pytest.mark.slow
 def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
     """The same samples through bare EvalScope (no evalpipe) score exactly as evalpipe reported."""
-    import signal
-
     outcomes = _jsonl(real_run / "outcomes.jsonl")
     proc, base = spawn(
         ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", KV, *ENGINE_ARGS],
@@ -289,8 +289,8 @@ def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
             )  # fmt: skip
             assert done.returncode == 0, done.stderr[-3000:]
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop_group(proc, 30.0)
+        assert_group_gone(proc.pid)
     compared = 0
     for o in outcomes:
         bench_dir = tmp_path / "bare" / o["benchmark"]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalpipe.config.models import ServerConfig
@@ -111,7 +111,7 @@ class SglangProbe:
     importable: bool
     version: str | None
     location: str | None
-    direct_url: dict | None = None
+    direct_url: dict[str, Any] | None = None
     packages: dict[str, str | None] = field(default_factory=dict)
     error: str | None = None
     #: Names the installed SGLang accepts for ``--reasoning-parser`` / ``--tool-call-parser`` (from
