@@ -136,7 +136,7 @@ def load_manifest_datasets(
     cfg: RunConfig, manifest: Manifest, run: RunRecord | None, *, dataset_root: Path | None
 ) -> dict[str, BenchmarkData]:
     """The datasets a manifest's records come from: ``--dataset-root``, else the recorded local copy."""
-    from evalpipe.sources.registry import load_benchmark, load_local
+    from evalpipe.sources.load import load_benchmark, load_local
 
     datasets: dict[str, BenchmarkData] = {}
     for block in manifest.benchmarks:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.benchmarks.live_code_bench.recheck import WALL_FACTOR, policy_text, recheck
 from evalpipe.config.models import RunConfig
-from evalpipe.evalscope_bridge.code_recheck import WALL_FACTOR, policy_text, recheck
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
@@ -33,7 +33,7 @@ from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.sources import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
-SELFTEST_LCB = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"
+BUNDLED = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"
 STDIO = json.dumps({"inputs": ["3\n1 2 3", "2\n5 5"], "outputs": ["6", "10"], "fn_name": None})
 SUM = "n = int(input())\nprint(sum(map(int, input().split())))"
 
@@ -134,7 +134,7 @@ def _config() -> RunConfig:
                     "name": "live_code_bench",
                     "subset": "release_v6",
                     "few_shot": 0,
-                    "source": {"local": str(SELFTEST_LCB)},
+                    "source": {"local": str(BUNDLED)},
                     "sampling": {"stratify_by": "none", "total": len(ROLES), "allocation": "uniform"},
                 }
             ],
@@ -236,7 +236,7 @@ def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does
     with the adapter's ``transform`` (public + private tests) and runs every test."""
     from evalscope_helpers import picked_run, run_config
 
-    from evalpipe.evalscope_bridge.code_recheck import ProblemTests
+    from evalpipe.benchmarks.live_code_bench.recheck import ProblemTests
 
     cfg = run_config({"live_code_bench": 1})
     rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"live_code_bench": ["abc387_b"]})

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from evalscope_helpers import DATASETS, picked_run, run_config
 
-from evalpipe.benchmarks.live_code_bench import lcb_row
+from evalpipe.benchmarks import REGISTRY
 from evalpipe.errors import ConfigError, DataError
-from evalpipe.evalscope_bridge.facts import ADAPTERS
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.task import (
     build_task,
@@ -26,7 +24,7 @@ from evalpipe.hashing import sha256_hex
 from evalpipe.io import read_model
 from evalpipe.schema.evalscope import IndexMap
 
-LCB_IDS = ["abc387_b", "3708"]
+CODE_IDS = ["abc387_b", "3708"]
 
 
 def _gsm_ids(n: int) -> list[str]:
@@ -34,26 +32,6 @@ def _gsm_ids(n: int) -> list[str]:
 
     rows = [json.loads(x) for x in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()[:n]]
     return [gsm8k_id(r["question"]) for r in rows]
-
-
-# ---------------------------------------------------------------- LiveCodeBench rows
-
-
-def test_lcb_private_test_cases_rules() -> None:
-    base = {"question_id": "q", "contest_date": datetime(2025, 1, 4), "public_test_cases": "[]"}
-    assert lcb_row(base, pinned=False, where="f:1")["private_test_cases"] == "[]"
-    assert (
-        lcb_row({**base, "private_test_cases": ""}, pinned=False, where="f:1")["private_test_cases"] == "[]"
-    )
-    assert lcb_row(base, pinned=False, where="f:1")["contest_date"] == "2025-01-04T00:00:00"
-    ok = lcb_row({**base, "private_test_cases": '[{"input": "1", "output": "2"}]'}, pinned=False, where="f:1")
-    assert ok["private_test_cases"] == '[{"input": "1", "output": "2"}]'
-    pickled = {**base, "private_test_cases": "eJxrYJmqxgABPAEYAQQ="}  # base64/zlib/pickle, as upstream LCB
-    with pytest.raises(DataError, match=r"not JSON.*not pinned"):
-        lcb_row(pickled, pinned=False, where="f:7")
-    assert lcb_row(pickled, pinned=True, where="f:7")["private_test_cases"] == pickled["private_test_cases"]
-    with pytest.raises(DataError, match="JSON list"):
-        lcb_row({**base, "private_test_cases": '{"a": 1}'}, pinned=True, where="f:1")
 
 
 # ---------------------------------------------------------------- materialize
@@ -69,7 +47,7 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
             "gsm8k": gsm,
             "ceval": ["accountant/0", "art_studies/3"],
             "ifeval": ["1162", "1001"],
-            "live_code_bench": LCB_IDS,
+            "live_code_bench": CODE_IDS,
         },
     )
     index_map = materialize(rundir, manifest, datasets, cfg)
@@ -80,7 +58,7 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
         (e.benchmark, e.source_id) for e in manifest.entries
     )
     for ds in index_map.datasets:
-        f = ADAPTERS[ds.benchmark]
+        f = REGISTRY[ds.benchmark].meta
         for subset in ds.subsets:
             entries = [e for e in index_map.entries if e.benchmark == ds.benchmark and e.subset == subset]
             manifest_order = [
@@ -237,7 +215,7 @@ def test_adapter_facts_match_installed_evalscope() -> None:
     """Drift test: the splits/subsets evalpipe writes are the ones EvalScope's adapters read."""
     code = (
         "import json\nfrom evalscope.api.registry import get_benchmark\nout = {}\n"
-        f"for n in {sorted(ADAPTERS)!r}:\n"
+        f"for n in {sorted(REGISTRY)!r}:\n"
         "    m = get_benchmark(n).benchmark_meta\n"
         "    out[n] = [m.eval_split, m.train_split, m.subset_list, m.few_shot_random]\n"
         "print('FACTS' + json.dumps(out))\n"
@@ -247,16 +225,18 @@ def test_adapter_facts_match_installed_evalscope() -> None:
     )
     line = next(x for x in proc.stdout.splitlines() if x.startswith("FACTS"))
     metas = json.loads(line[len("FACTS") :])
-    for name, f in ADAPTERS.items():
+    for name, spec in REGISTRY.items():
+        f = spec.meta
         eval_split, train_split, subsets, few_shot_random = metas[name]
         assert f.eval_split == eval_split
         assert f.fewshot_split == train_split
         assert few_shot_random is False  # the first few_shot rows of the few-shot split are the shots
         if f.default_subset is not None and not f.regrouped:
             assert f.default_subset in subsets
-    from evalpipe.sources.registry import load_local
+    from evalpipe.sources.load import load_local
 
-    for name, f in ADAPTERS.items():  # the loaders name their splits as the adapter does
+    for name, spec in REGISTRY.items():  # the loaders name their splits as the adapter does
+        f = spec.meta
         if (DATASETS / f.mirror_dir).is_dir() and name != "live_code_bench":
             data = load_local(name, DATASETS / f.mirror_dir)
             assert data.eval.name == f.eval_split

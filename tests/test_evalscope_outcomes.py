@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
-from evalpipe.evalscope_bridge.outcomes import classify, classify_code
+from evalpipe.evalscope_bridge.outcomes import classify
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, IndexMapEntry
 
 ENTRY = IndexMapEntry(
@@ -89,45 +85,3 @@ def test_empty_review_is_a_scoring_error_with_the_reason() -> None:
     assert fclass == "scoring_error" and detail.startswith("review produced no score")
     excluded = review({"acc": 0.0}, status="excluded", explanation="metric unavailable")
     assert c("gsm8k", pred(), excluded) == ("scoring_error", "review produced no score: metric unavailable")
-
-
-def lcb_score(results: list, meta: dict, extracted: str = "print(1)") -> dict:
-    return {
-        "value": {"acc": 0.0},
-        "extracted_prediction": extracted,
-        "main_score_name": "acc",
-        "metadata": {"eval_results": {"0": [results]}, "final_metadata": [[json.dumps(meta)]]},
-    }
-
-
-@pytest.mark.parametrize(
-    ("results", "meta", "extracted", "expected"),
-    [
-        ([-4], {"error": "IndexError('list index out of range')", "error_code": -4}, "x", ("code_runtime_error", "IndexError")),
-        ([True, -4], {"error": "ZeroDivisionError('division by zero')"}, "x", ("code_runtime_error", "ZeroDivisionError")),
-        ([-3], {"error": "TimeoutException", "error_code": -3, "error_message": "Time Limit Exceeded"}, "x",
-         ("code_timeout", "Time Limit Exceeded")),
-        ([-2], {}, "x", ("code_timeout", "no result from the test process (global timeout or crash)")),
-        ([True, -2], {"error_code": -2, "error_message": "Wrong answer at output_line_idx=0: 1 != 2"}, "x",
-         ("code_wrong_answer", "Wrong answer at output_line_idx=0: 1 != 2")),
-        ([False], {"error_code": -2, "error_message": "Wrong Answer"}, "x", ("code_wrong_answer", "Wrong Answer")),
-        ([-4], {"error_code": -4, "error_message": "Error during testing: invalid syntax"}, "def f(:\n  pass",
-         ("code_compile_error", "SyntaxError: invalid syntax (line 1)")),
-    ],
-)  # fmt: skip
-def test_lcb_classes(results: list, meta: dict, extracted: str, expected: tuple) -> None:
-    fclass, detail = classify_code(lcb_score(results, meta, extracted))
-    assert fclass == expected[0]
-    assert detail == expected[1] or (expected[0] == "code_compile_error" and detail.startswith("SyntaxError"))
-
-
-def test_lcb_unparsable_harness_error_and_load_error() -> None:
-    assert classify_code(lcb_score([-4], {}, extracted=""))[0] == "unparsable_answer"
-    harness = {"value": {"acc": 0.0}, "extracted_prediction": "x", "metadata": {"error": "spawn failed"}}
-    assert classify_code(harness) == ("scoring_error", "test harness failed: spawn failed")
-    fclass, detail = classify_code(
-        lcb_score(
-            [-4], {"error_code": -4, "error_message": "Error during testing: name 'q' is not defined"}, "q()"
-        )
-    )
-    assert fclass == "code_runtime_error" and "type not reported" in detail

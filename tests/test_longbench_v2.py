@@ -22,7 +22,7 @@ from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.server.context_fit import estimator, heuristic_tokens
-from evalpipe.sources.registry import load_local
+from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "longbench_v2"
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from evalpipe.schema.evalscope import IndexMap
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, truncated_response
 from evalpipe.selftest.controls import demo_config_path
-from evalpipe.sources.registry import load_local
+from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "math_500"
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def test_records_ids_subsets_and_strata() -> None:
     assert [r.source_id for r in data.eval.records] == [r["unique_id"] for r in rows]
     assert [r.subset for r in data.eval.records] == [f"Level {r['level']}" for r in rows]
     assert [r.stratum_fields for r in data.eval.records] == [{"level": r["level"]} for r in rows]
-    assert data.eval.name == benchmark("math_500").eval_split and data.fewshot is None
+    assert data.eval.name == benchmark("math_500").meta.eval_split and data.fewshot is None
 
 
 def test_real_file_levels_and_hash_stable_across_formats(shared_datasets: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from evalpipe.config import load_config
 from evalpipe.errors import ConfigError, DataError, FingerprintMismatch
 from evalpipe.samplers import largest_remainder, sample_run, verify_sample
 from evalpipe.samplers.run import build_manifest, load_datasets
-from evalpipe.sources.registry import load_local
+from evalpipe.sources.load import load_local
 
 
 @pytest.fixture(scope="module")
@@ -385,7 +385,7 @@ def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path,
     """Without a local mirror the hub ids EvalScope declares are used; rows as a hub client returns them
     (integer ids, empty explanation) go through the same canonicalisation. No network: the client is stubbed."""
     import evalpipe.sources.hub as hub
-    from evalpipe.sources.registry import load_benchmark
+    from evalpipe.sources.load import load_benchmark
 
     local = load_local("ceval", shared_datasets / "ceval")
     by_subject: dict[tuple[str, str], list[dict]] = {}

@@ -13,15 +13,16 @@ from typing import Any
 
 import pytest
 
+from evalpipe.benchmarks import REGISTRY
 from evalpipe.config import load_config
 from evalpipe.config.loader import resolve_plan
 from evalpipe.config.models import AnswerKeyConfig
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey
-from evalpipe.sources.registry import load_local
+from evalpipe.sources.load import load_local
 
 DATA = bundled_data_dir()
-LCB_FILE = "code_generation_lite_v5_v6_subset.jsonl"
+LIVE_CODE_BENCH_FILE = "code_generation_lite_v5_v6_subset.jsonl"
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -56,9 +57,9 @@ def test_same_layout_and_fields_as_the_local_mirror(shared_datasets: Path) -> No
         assert _header(path) == real_val, path
     for path in (DATA / "ceval" / "dev").iterdir():
         assert _header(path) == real_dev, path
-    real_lcb = _jsonl(shared_datasets / "livecodebench" / LCB_FILE)
+    real_code = _jsonl(shared_datasets / "livecodebench" / LIVE_CODE_BENCH_FILE)
     ours = _jsonl(next((DATA / "livecodebench").glob("*.jsonl")))
-    assert {tuple(r) for r in ours} == {tuple(real_lcb[0])}  # same fields, same order
+    assert {tuple(r) for r in ours} == {tuple(real_code[0])}  # same fields, same order
     for r in ours:
         for field in ("public_test_cases", "metadata"):
             assert isinstance(r[field], str)  # JSON strings, as in the real file
@@ -99,23 +100,23 @@ def test_sizes_strata_and_gold_answers() -> None:
     counts = Counter(r.stratum_fields["instruction_count"] for r in ifeval.eval.records)
     assert counts == {1: 4, 2: 4, 3: 4}
 
-    lcb = load_local("live_code_bench", DATA / "livecodebench")
-    combos = Counter((r.stratum_fields["difficulty"], r.raw["platform"]) for r in lcb.eval.records)
+    code = load_local("live_code_bench", DATA / "livecodebench")
+    combos = Counter((r.stratum_fields["difficulty"], r.raw["platform"]) for r in code.eval.records)
     assert combos == {(d, p): 2 for d in ("easy", "medium", "hard") for p in ("atcoder", "leetcode")}
 
 
-def test_solutions_cover_exactly_the_lcb_and_ifeval_items(key: AnswerKey) -> None:
+def test_solutions_cover_exactly_their_items_and_every_bundled_record_is_an_item(key: AnswerKey) -> None:
     sol = json.loads((DATA / "solutions.json").read_text(encoding="utf-8"))
-    assert set(sol["live_code_bench"]) == {i.source_id for i in key.items if i.benchmark == "live_code_bench"}
-    assert set(sol["ifeval"]) == {i.source_id for i in key.items if i.benchmark == "ifeval"}
-    assert key.counts() == {
-        "gsm8k": 12,
-        "ceval": 12,
-        "ifeval": 12,
-        "live_code_bench": 12,
-        "math_500": 10,
-        "longbench_v2": 6,
+    answered = set(sol) & set(REGISTRY)
+    assert answered == {"live_code_bench", "ifeval"}  # the answers their data cannot supply
+    for name in answered:
+        assert set(sol[name]) == {i.source_id for i in key.items if i.benchmark == name}, name
+    # one item per evaluation record of every registered benchmark's bundled miniature (sizes: above and in
+    # each benchmark's own tests)
+    bundled = {
+        name: len(spec.load_local(spec.bundled_dir(), None).eval.records) for name, spec in REGISTRY.items()
     }
+    assert key.counts() == bundled and all(bundled.values())
 
 
 def test_ifeval_uses_only_checks_that_need_no_downloaded_data() -> None:
@@ -136,7 +137,7 @@ def test_items_are_invented_not_copied(shared_datasets: Path, key: AnswerKey) ->
     real |= {r["question"] for r in _jsonl(shared_datasets / "gsm8k" / "test.jsonl")}
     real |= {r["question"] for r in _jsonl(shared_datasets / "gsm8k" / "train.jsonl")}
     real |= {r["prompt"] for r in _jsonl(shared_datasets / "ifeval" / "input_data.jsonl")}
-    real |= {r["question_content"] for r in _jsonl(shared_datasets / "livecodebench" / LCB_FILE)}
+    real |= {r["question_content"] for r in _jsonl(shared_datasets / "livecodebench" / LIVE_CODE_BENCH_FILE)}
     for path in (shared_datasets / "ceval" / "val").glob("*.csv"):
         with path.open(encoding="utf-8", newline="") as fh:
             real |= {row["question"] for row in csv.DictReader(fh)}
@@ -157,7 +158,7 @@ def test_negative_partner_is_another_item_with_a_different_gold(key: AnswerKey) 
     for it in key.items:
         partner = key.negative_partner(it)
         assert partner.benchmark == it.benchmark and partner is not it and partner.gold != it.gold
-        assert (partner.func_name is None) == (it.func_name is None)  # LCB: same style (stdin/functional)
+        assert (partner.func_name is None) == (it.func_name is None)  # code: same style (stdin/functional)
 
 
 # ---------------------------------------------------------------- fault targets and the demo config

@@ -1,11 +1,12 @@
 """The answer key scored by EvalScope's own code: positive answers correct, negative and faulted ones wrong.
 
-Prompts are built with each EvalScope adapter's own templates (few-shot included), recognised by the
-answer key, and the replies are scored with the adapter's ``calculate_metrics`` (GSM8K, C-Eval, IFEval)
-or, for LiveCodeBench, with EvalScope's test runner ``testing_util.run_test`` and its pass@k code.
-``run_test`` installs a reliability guard (it disables ``os.kill`` and friends), so every LCB program
-runs in a forked child of one worker process instead of a freshly spawned interpreter per sample as
-the adapter does; the adapter's full path is exercised on a stdin- and a functional-style item.
+Prompts are built with each registered benchmark's EvalScope adapter and its own templates (few-shot as
+the demo config sets it), recognised by the answer key, and the replies are scored with the adapter's
+``calculate_metrics`` (GSM8K, C-Eval, IFEval) or, for LiveCodeBench, with EvalScope's test runner
+``testing_util.run_test`` and its pass@k code.  ``run_test`` installs a reliability guard (it disables
+``os.kill`` and friends), so every LiveCodeBench program runs in a forked child of one worker process
+instead of a freshly spawned interpreter per sample as the adapter does; the adapter's full path is
+exercised on a stdin- and a functional-style item.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import Any
 
 import pytest
 
+from evalpipe.benchmarks import REGISTRY, names
+from evalpipe.config import load_config
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, KeyItem, Reply
-from evalpipe.sources.registry import load_local
+from evalpipe.selftest.controls import demo_config_path
 
 MODEL = "answer-key"
-FEWSHOT = {"gsm8k": 4, "ceval": 5}
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +35,14 @@ def key() -> AnswerKey:
 
 @pytest.fixture(scope="module")
 def adapters() -> dict[str, Any]:
-    import evalscope.benchmarks.ceval.ceval_adapter  # registers the benchmark
-    import evalscope.benchmarks.gsm8k.gsm8k_adapter
-    import evalscope.benchmarks.ifeval.ifeval_adapter
-    import evalscope.benchmarks.live_code_bench.live_code_bench_adapter  # noqa: F401
+    """EvalScope's adapter of every registered benchmark."""
     from evalscope.api.registry import get_benchmark
     from evalscope.config import TaskConfig
 
-    names = ["gsm8k", "ceval", "ifeval", "live_code_bench"]
-    cfg = TaskConfig(model=MODEL, datasets=names)
-    return {n: get_benchmark(n, cfg) for n in names}
+    for spec in REGISTRY.values():
+        spec.register_evalscope_adapter()
+    cfg = TaskConfig(model=MODEL, datasets=list(names()))
+    return {n: get_benchmark(n, cfg) for n in names()}
 
 
 class Prompted:
@@ -62,44 +62,31 @@ def _last_user_text(messages: list[Any]) -> str:
 
 @pytest.fixture(scope="module")
 def prompted(adapters: dict[str, Any]) -> dict[str, Prompted]:
-    """Every bundled eval item, keyed ``benchmark:source_id``, with the prompt EvalScope builds for it."""
-    root = bundled_data_dir()
+    """Every bundled eval item of every registered benchmark, keyed ``benchmark:source_id``, with the prompt
+    EvalScope builds for it: the row as materialized, through the adapter's own ``record_to_sample`` and
+    input processing, with the few-shot examples of the demo config (e.g. GSM8K 4-shot from the bundled
+    train split, C-Eval 5-shot from each subject's dev split) through the adapter's own few-shot path."""
+    few_shot = {b.name: b.few_shot for b in load_config(demo_config_path()).benchmarks}
     out: dict[str, Prompted] = {}
-    # GSM8K: 4-shot from the bundled train split, through the adapter's own few-shot path.
-    a = adapters["gsm8k"]
-    data = load_local("gsm8k", root / "gsm8k")
-    a.few_shot_num = FEWSHOT["gsm8k"]
-    a.fewshot_dataset = {"main": [a.record_to_sample(r.raw) for r in data.fewshot.records]}
-    for rec in data.eval.records:
-        sample = a.record_to_sample(rec.raw)
-        sample.input = a.process_sample_str_input(sample, "main")
-        out[f"gsm8k:{rec.source_id}"] = Prompted(sample, _last_user_text(sample.input))
-    # C-Eval: 5-shot from each subject's dev split.
-    a = adapters["ceval"]
-    data = load_local("ceval", root / "ceval")
-    a.few_shot_num = FEWSHOT["ceval"]
-    dev: dict[str, list[Any]] = {}
-    for rec in data.fewshot.records:
-        a.current_subset_name = rec.subset
-        dev.setdefault(rec.subset, []).append(a.record_to_sample(rec.raw))
-    a.fewshot_dataset = dev
-    for rec in data.eval.records:
-        a.current_subset_name = rec.subset
-        sample = a.record_to_sample(rec.raw)
-        sample.input = a.process_sample_str_input(sample, rec.subset)
-        out[f"ceval:{rec.source_id}"] = Prompted(sample, _last_user_text(sample.input))
-    # IFEval: the prompt is the user message.
-    a = adapters["ifeval"]
-    for rec in load_local("ifeval", root / "ifeval").eval.records:
-        sample = a.record_to_sample(dict(rec.raw))
-        sample.input = a.process_sample_messages_input(sample, "default")
-        out[f"ifeval:{rec.source_id}"] = Prompted(sample, _last_user_text(sample.input))
-    # LiveCodeBench: the bundled rows, like the real file, have no private tests (the bridge adds "[]").
-    a = adapters["live_code_bench"]
-    for rec in load_local("live_code_bench", root / "livecodebench").eval.records:
-        sample = a.record_to_sample({**rec.raw, "private_test_cases": "[]"})
-        sample.input = a.process_sample_messages_input(sample, "release_v6")
-        out[f"live_code_bench:{rec.source_id}"] = Prompted(sample, _last_user_text(sample.input))
+    for name, spec in REGISTRY.items():
+        a = adapters[name]
+        data = spec.load_local(spec.bundled_dir(), None)
+        if few_shot.get(name, 0) > 0:
+            assert data.fewshot is not None, name
+            a.few_shot_num = few_shot[name]
+            shots: dict[str, list[Any]] = {}
+            for rec in data.fewshot.records:
+                a.current_subset_name = rec.subset
+                shots.setdefault(rec.subset, []).append(a.record_to_sample(rec.raw))
+            a.fewshot_dataset = shots
+        for rec in data.eval.records:
+            a.current_subset_name = rec.subset
+            sample = a.record_to_sample(spec.materialize_row(rec, False, f"{rec.file}:{rec.row + 1}"))
+            if isinstance(sample.input, str):
+                sample.input = a.process_sample_str_input(sample, rec.subset)
+            else:
+                sample.input = a.process_sample_messages_input(sample, rec.subset)
+            out[f"{name}:{rec.source_id}"] = Prompted(sample, _last_user_text(sample.input))
     return out
 
 
@@ -114,7 +101,7 @@ def _score(adapter: Any, p: Prompted, reply: Reply) -> Any:
 
 # LiveCodeBench: EvalScope's test runner in a worker process that forks one child per program (the
 # runner's reliability guard disables os.kill & co. and can be installed once per process).
-_LCB_WORKER = r"""
+_CODE_WORKER = r"""
 import json, multiprocessing, sys
 from evalscope.benchmarks.live_code_bench.testing_util import run_test
 
@@ -136,7 +123,7 @@ if __name__ == "__main__":
 """
 
 
-def _run_lcb(tmp_path: Path, adapter: Any, jobs: list[tuple[Prompted, Reply]]) -> list[dict[str, Any]]:
+def _run_code(tmp_path: Path, adapter: Any, jobs: list[tuple[Prompted, Reply]]) -> list[dict[str, Any]]:
     """pass@1 (the adapter's own pass@k code) and metadata of each (prompt, reply)."""
     from evalscope.benchmarks.live_code_bench.pass_k_utils import compute_metrics_from_results
 
@@ -149,7 +136,7 @@ def _run_lcb(tmp_path: Path, adapter: Any, jobs: list[tuple[Prompted, Reply]]) -
     ]
     src, dst = tmp_path / "jobs.json", tmp_path / "results.json"
     src.write_text(json.dumps(payload))
-    subprocess.run([sys.executable, "-c", _LCB_WORKER, str(src), str(dst)], check=True, timeout=240)
+    subprocess.run([sys.executable, "-c", _CODE_WORKER, str(src), str(dst)], check=True, timeout=240)
     results = json.loads(dst.read_text())
     for r in results:
         metrics = compute_metrics_from_results({0: [r["results"]]}, k_list=[1])
@@ -161,8 +148,8 @@ def _run_lcb(tmp_path: Path, adapter: Any, jobs: list[tuple[Prompted, Reply]]) -
 
 
 def test_every_prompt_is_recognised_as_its_own_item(key: AnswerKey, prompted: dict[str, Prompted]) -> None:
-    covered = ("gsm8k", "ceval", "ifeval", "live_code_bench")  # MATH-500: tests/test_math_500.py
-    assert set(prompted) == {it.label for it in key.items if it.benchmark in covered}
+    assert {it.benchmark for it in key.items} == set(names())  # every registered benchmark has items
+    assert set(prompted) == {it.label for it in key.items}
     for label, p in prompted.items():
         got = key.match(p.text)
         assert got is not None and got.label == label, label
@@ -229,16 +216,16 @@ def test_truncate_fault_only_on_its_target(key: AnswerKey) -> None:
 # ---------------------------------------------------------------- LiveCodeBench
 
 
-def _lcb_items(key: AnswerKey) -> list[KeyItem]:
+def _code_items(key: AnswerKey) -> list[KeyItem]:
     return [it for it in key.items if it.benchmark == "live_code_bench"]
 
 
-def test_lcb_reference_solutions_pass_negative_and_faults_fail(
+def test_live_code_bench_reference_solutions_pass_negative_and_faults_fail(
     tmp_path: Path, key: AnswerKey, adapters: dict[str, Any], prompted: dict[str, Prompted]
 ) -> None:
     from evalpipe.selftest.answer_key import truncated_response
 
-    items = _lcb_items(key)
+    items = _code_items(key)
     assert {it.func_name is None for it in items} == {True, False}  # stdin and functional styles
     jobs: list[tuple[Prompted, Reply]] = []
     for it in items:
@@ -249,7 +236,7 @@ def test_lcb_reference_solutions_pass_negative_and_faults_fail(
         jobs.append((p, key.reply(it, mode="negative", faults=[])))
         jobs.append((p, as_target.reply(it, mode="positive", faults=["index_error"])))
         jobs.append((p, Reply(truncated_response(it), "length", "truncate")))
-    results = _run_lcb(tmp_path, adapters["live_code_bench"], jobs)
+    results = _run_code(tmp_path, adapters["live_code_bench"], jobs)
     for i, it in enumerate(items):
         pos, neg, ie, trunc = results[4 * i : 4 * i + 4]
         assert pos["pass"] and all(r is True for r in pos["results"]), (it.label, pos["metadata"])
@@ -260,7 +247,7 @@ def test_lcb_reference_solutions_pass_negative_and_faults_fail(
 
 
 @pytest.mark.slow
-def test_lcb_adapter_end_to_end(
+def test_live_code_bench_adapter_end_to_end(
     key: AnswerKey, adapters: dict[str, Any], prompted: dict[str, Prompted]
 ) -> None:
     """LiveCodeBenchAdapter.calculate_metrics (one spawned checker per reply, ~3 s each) on the
@@ -274,6 +261,6 @@ def test_lcb_adapter_end_to_end(
     assert bad.value["acc"] == 0.0
     meta = json.loads(bad.metadata["final_metadata"][0][0])
     assert meta["error_code"] == -4 and "IndexError" in meta["error"], meta
-    fn = next(i for i in _lcb_items(key) if i.func_name is not None)
+    fn = next(i for i in _code_items(key) if i.func_name is not None)
     assert _score(a, prompted[fn.label], key.reply(fn, mode="positive", faults=[])).value["acc"] == 1.0
     assert _score(a, prompted[fn.label], key.reply(fn, mode="negative", faults=[])).value["acc"] == 0.0

@@ -296,7 +296,7 @@ def benchmark_results(
                 allocation_proportional=_is_proportional(sampling, entries),
                 stratified=stratified,
                 strata=strata,
-                secondary=spec.secondary_metrics(entries, rows) if spec and spec.secondary_metrics else [],
+                secondary=spec.secondary_metrics(found) if spec else [],
                 by_length=length_results(name, sampling, entries, rows),
                 failures=failure_counts(entries, rows),
                 max_tokens=budget,
@@ -310,7 +310,7 @@ def benchmark_results(
 
 
 def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSummary | None:
-    from evalpipe.evalscope_bridge.code_recheck import policy_text
+    from evalpipe.benchmarks.live_code_bench.recheck import policy_text
 
     runs = [r.code_execution for r in found if r is not None and r.code_execution is not None]
     if not runs:

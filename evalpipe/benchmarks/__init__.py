@@ -1,15 +1,30 @@
-"""The benchmark registry: one module per benchmark, one line per benchmark below.
+"""The benchmark registry: one module per benchmark, one line per built-in benchmark below.
 
-Everything outside ``evalpipe/benchmarks/`` asks this registry (``benchmark(name)``, ``names()``)
-and never names a benchmark.  A new benchmark is a new module declaring ``BENCHMARK`` plus one line in
-``_MODULES``; the order there is the order of ``BenchmarkName`` in the config schema.
+Everything outside ``evalpipe/benchmarks/`` asks this registry (``benchmark(name)``, ``find(name)``,
+``names()``, ``REGISTRY`` to iterate) and never names a benchmark.  A built-in benchmark is a module
+(or package) here declaring ``BENCHMARK`` plus one line in ``_MODULES``; the order there is the order of
+``BenchmarkName`` in the config schema.
+
+A benchmark outside evalpipe registers through the environment: ``EVALPIPE_BENCHMARK_MODULES`` lists
+importable modules (comma-separated, e.g. ``my_evals.my_bench``), each declaring ``BENCHMARK`` like a
+built-in one, registered after the built-ins in that order.  It is read once, when this package is first
+imported — before the config models build ``BenchmarkName`` from the registry — so it must be set in the
+environment of the process (child processes inherit it: the EvalScope worker, the answer-key server).
+A module is named after its benchmark (its EvalScope adapter name); a name registered twice is refused.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from importlib import import_module
+from types import MappingProxyType
 
 from evalpipe.benchmarks.base import Benchmark, KeyItem
+from evalpipe.errors import ConfigError
+
+#: Environment variable naming extra benchmark modules (comma-separated import paths).
+PLUGINS_ENV = "EVALPIPE_BENCHMARK_MODULES"
 
 # Module names under evalpipe/benchmarks/, each declaring ``BENCHMARK`` (its EvalScope adapter name).
 _MODULES = (
@@ -22,16 +37,60 @@ _MODULES = (
 )
 
 
-def _load(module: str) -> Benchmark:
-    spec = import_module(f"evalpipe.benchmarks.{module}").BENCHMARK
-    if spec.name != module:
-        raise RuntimeError(f"evalpipe/benchmarks/{module}.py declares BENCHMARK.name {spec.name!r}")
+def _load(path: str, origin: str) -> Benchmark:
+    try:
+        module = import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (path == exc.name or path.startswith(exc.name + ".")):  # not a dependency
+            raise ConfigError(
+                f"{origin}: benchmark module {path!r} not found (is it on PYTHONPATH?)"
+            ) from None
+        raise
+    spec = getattr(module, "BENCHMARK", None)
+    if not isinstance(spec, Benchmark):
+        raise ConfigError(f"{origin}: module {path} declares no BENCHMARK (a Benchmark instance)")
+    if spec.meta.name != path.rpartition(".")[2]:
+        raise ConfigError(
+            f"{origin}: module {path} declares benchmark {spec.meta.name!r}; "
+            "a benchmark module is named after its benchmark (its EvalScope adapter name)"
+        )
     return spec
 
 
-REGISTRY: dict[str, Benchmark] = {m: _load(m) for m in _MODULES}
+def _modules() -> list[tuple[str, str]]:
+    """``(import path, origin)`` of every benchmark module: the built-ins, then the environment's."""
+    out = [(f"evalpipe.benchmarks.{m}", "evalpipe/benchmarks/__init__.py") for m in _MODULES]
+    extra = os.environ.get(PLUGINS_ENV, "")
+    out += [(m.strip(), PLUGINS_ENV) for m in extra.split(",") if m.strip()]
+    return out
 
-__all__ = ["REGISTRY", "Benchmark", "KeyItem", "benchmark", "display_name", "find", "names", "primary_metric"]
+
+def _build() -> Mapping[str, Benchmark]:
+    registry: dict[str, Benchmark] = {}
+    for path, origin in _modules():
+        spec = _load(path, origin)
+        if spec.meta.name in registry:
+            raise ConfigError(f"{origin}: benchmark {spec.meta.name!r} is registered twice (module {path})")
+        registry[spec.meta.name] = spec
+    return MappingProxyType(registry)
+
+
+#: Every registered benchmark by name, in registration order (read-only).
+REGISTRY: Mapping[str, Benchmark] = _build()
+
+__all__ = [
+    "PLUGINS_ENV",
+    "REGISTRY",
+    "Benchmark",
+    "KeyItem",
+    "benchmark",
+    "display_name",
+    "find",
+    "length_buckets",
+    "names",
+    "primary_metric",
+    "stratifications",
+]
 
 
 def names() -> tuple[str, ...]:
@@ -51,30 +110,34 @@ def benchmark(name: str) -> Benchmark:
 
 def display_name(name: str) -> str:
     spec = REGISTRY.get(name)
-    return spec.display_name if spec else name
+    return spec.meta.display_name if spec else name
 
 
 def primary_metric(name: str) -> str:
     spec = REGISTRY.get(name)
-    return spec.primary_metric if spec else "score"
+    return spec.meta.primary_metric if spec else "score"
 
 
 def stratifications() -> tuple[str, ...]:
     """Every stratification some benchmark offers ("none" first), in registry order."""
     out = ["none"]
     for spec in REGISTRY.values():
-        out += [s for s in spec.stratifications if s not in out]
+        out += [s for s in spec.meta.stratifications if s not in out]
     return tuple(out)
 
 
 def length_buckets(benchmark: str, stratify_by: str, strata: list[str]) -> list[tuple[str, dict[str, str]]]:
     """``[(length bucket, {stratum: bucket})]`` in the benchmark's length order; [] without a length stratum."""
     spec = REGISTRY.get(benchmark)
-    if spec is None or spec.length_bucket is None:
+    if spec is None:
         return []
-    bucket_of = {s: spec.length_bucket(stratify_by, s) for s in strata}
-    if any(b is None for b in bucket_of.values()):
-        return []
-    present = {b for b in bucket_of.values() if b is not None}
-    order = [b for b in spec.length_order if b in present] + sorted(present - set(spec.length_order))
-    return [(b, bucket_of) for b in order]  # type: ignore[misc]
+    bucket_of: dict[str, str] = {}
+    for stratum in strata:
+        bucket = spec.length_bucket(stratify_by, stratum)
+        if bucket is None:
+            return []
+        bucket_of[stratum] = bucket
+    present = set(bucket_of.values())
+    declared = spec.meta.length_order
+    order = [b for b in declared if b in present] + sorted(present - set(declared))
+    return [(b, bucket_of) for b in order]

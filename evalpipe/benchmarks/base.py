@@ -1,30 +1,69 @@
-"""What a benchmark module declares: one ``Benchmark`` value holding everything benchmark-specific.
+"""The benchmark plugin contract: what a benchmark *is* (``BenchmarkMeta``, data) and what it *does*
+(a ``Benchmark`` subclass: typed methods, with defaults where most benchmarks agree).
 
 The pipeline asks the registry (``evalpipe.benchmarks``) for a ``Benchmark`` and never names one.  The
-shape follows EvalScope's ``@register_benchmark(BenchmarkMeta(...))`` adapters and lm-eval's task
-registry: identity, splits and prompts' needle field are data; loading, record canonicalisation,
-materialisation quirks, failure-class hooks and answer-key behaviour are functions the module supplies.
+shape follows EvalScope's adapters (``@register_benchmark(BenchmarkMeta(...))`` on a ``DefaultDataAdapter``
+subclass that overrides a default only where its benchmark differs) and lm-eval's task registry:
+identity, splits, strata and materialisation switches are data; loading, record canonicalisation,
+answer-key items, failure classes, post-review checks and extra metrics are methods.  Three methods
+have no default (``load_local``, ``load_hub``, ``key_items``): every benchmark reads its own files and
+brings the answer key that proves its scoring end to end.
 
-Benchmark modules import only ``sources.base``, ``errors`` and ``hashing`` at module level (the config
-models build their ``BenchmarkName`` literal from the registry, so a module importing the config would
-be a cycle); anything heavier is imported inside the hook that needs it.
+Every registered benchmark passes one contract test (``tests/test_benchmark_contract.py``): ids unique
+and stable, record hashes independent of file format and line endings, declared strata produced on its
+bundled data, the materialised dataset loading back through EvalScope at the mapped indices, and the
+answer key's positive (100 %) and negative (≤ 10 %) controls through the whole pipeline.
+
+Import rule: a benchmark module (and this one) imports only modules that do not import the registry —
+``errors``, ``hashing``, ``sources.base``, ``schema.{sources,outcomes,evalscope,metrics}``,
+``selftest``/``selftest.faults`` — at module level *and* inside functions: the config models build their
+``BenchmarkName`` literal from the registry, so reaching ``config`` (or ``schema.summary``/``schema.manifest``,
+which embed it) from here would be an import cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar, cast
 
-from evalpipe.errors import DataError
+from evalpipe.errors import ConfigError, DataError
+from evalpipe.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
+from evalpipe.schema.metrics import MetricResult
+from evalpipe.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.schema.sources import SourceFile
+from evalpipe.selftest import bundled_data_dir
+from evalpipe.selftest.faults import Fault
 from evalpipe.sources.base import BenchmarkData, RecordHasher, SourceRecord, Split, read_rows
 
-# (raw row, *, file, line, row) -> SourceRecord
-RecordBuilder = Callable[..., SourceRecord]
-# (subset or None, split) -> rows read from the hub (already value-canonicalised)
+T = TypeVar("T")
+
+
+class RecordBuilder(Protocol):
+    """Builds one canonical record from one raw row (``file``/``line`` name it in errors)."""
+
+    def __call__(self, raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceRecord: ...
+
+
+#: (subset or None, split) -> rows read from the hub (already value-canonicalised)
 HubRows = Callable[[str | None, str], Iterable[dict[str, Any]]]
+#: One review's ``sample_score.score`` as EvalScope writes it (``value``, ``extracted_prediction``,
+#: ``main_score_name``, ``metadata``, …).
+ReviewScore = Mapping[str, Any]
+
+
+class RecordFilter(Protocol):
+    """A sampling plan's ``filter`` (config ``PlanFilter``) as a benchmark's ``filter_records`` reads it."""
+
+    @property
+    def versions(self) -> list[str] | None: ...
+    @property
+    def start_date(self) -> str | None: ...
+    @property
+    def end_date(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +73,9 @@ class KeyItem:
     benchmark: str
     source_id: str
     needle: str  # the text that identifies the item inside a prompt
-    gold: str  # comparable gold: GSM8K number, C-Eval letter, IFEval response, LCB solution code, …
+    gold: str  # comparable gold: GSM8K number, C-Eval letter, IFEval response, solution code, …
     answer: str  # the response the positive control sends
-    func_name: str | None = None  # LiveCodeBench functional (LeetCode-style) problems
+    func_name: str | None = None  # code benchmarks: functional (LeetCode-style) problems
 
     @property
     def label(self) -> str:
@@ -49,6 +88,88 @@ class HubSplits:
 
     eval: Split
     fewshot: Split | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkMeta:
+    """Everything evalpipe needs to know about a benchmark that is a fact, not behaviour."""
+
+    # -- identity: EvalScope adapter name (= evalpipe's name = the module's name), report label, metric
+    name: str
+    display_name: str
+    primary_metric: str  # the metric ``OutcomeRow.score`` holds (EvalScope's main metric for the adapter)
+    # -- data: the benchmark's folder inside a mirror root (``../shared/datasets`` layout)
+    mirror_dir: str
+    # -- EvalScope adapter facts, read from evalscope/benchmarks/<name> (tests/test_evalscope_materialize.py
+    #    test_adapter_facts_match_installed_evalscope fails when an EvalScope upgrade changes them)
+    eval_split: str
+    fewshot_split: str | None
+    question_field: str  # record field the adapter puts verbatim into the final user message
+    default_subset: str | None
+    max_few_shot: int | None = None  # None: unbounded (limited by the few-shot split)
+    # A module that registers this benchmark's EvalScope adapter, imported by the EvalScope worker before
+    # the adapter is looked up.  None: EvalScope ships the adapter (every built-in benchmark).
+    evalscope_module: str | None = None
+    # -- sampling: stratifications besides "none"; whether ``filter_records`` is implemented
+    stratifications: tuple[str, ...] = ()
+    record_filter: bool = False
+    # -- materialisation
+    file_format: Literal["parquet", "jsonl"] = "parquet"
+    all_strings: bool = False  # every column a string (values reach the adapter as text)
+    fewshot_per_subset: bool = False  # the few-shot rows of a subset are the records of that subset
+    # The adapter loads one ``default`` config and regroups its rows into subsets by a record field
+    # (EvalScope ``reformat_subset``), renumbering each subset from 0 in file order.
+    regrouped: bool = False
+    forbidden_extra_params: frozenset[str] = frozenset()  # extra_params that make EvalScope drop rows
+    # -- scoring environment: the EvalScope module whose ``check_nltk_data`` must not download (the
+    #    benchmark's scoring may need NLTK data; ``Benchmark.needs_punkt`` says for which entries)
+    nltk_module: str | None = None
+    # -- KV-cache view: the order of the length buckets ``Benchmark.length_bucket`` returns
+    length_order: tuple[str, ...] = ()
+    # -- self-test: faults whose default target is this benchmark's first item; where its miniature lives
+    default_faults: tuple[Fault, ...] = ()
+    bundled_data: Path | None = None  # None: evalpipe/selftest/data/<mirror_dir>
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramLauncher:
+    """How evalpipe starts a process that runs model-written code (a benchmark's own test harness).
+
+    ``wrapper`` goes in front of the process's argv.  It is empty today: the process is an ordinary
+    child of evalpipe.  A sandbox supplies its command here, and every benchmark that executes code
+    starts its processes through ``argv`` — one place to change, whatever the benchmark.
+    """
+
+    wrapper: tuple[str, ...] = ()
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return [*self.wrapper, *argv]
+
+
+@dataclass
+class ReviewContext:
+    """What ``Benchmark.post_review`` may use besides the row: one per benchmark and run."""
+
+    benchmark: str
+    run_root: Path
+    index_map: IndexMap
+    launcher: ProgramLauncher = field(default_factory=ProgramLauncher)
+    _loaded: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @property
+    def dataset(self) -> MaterializedDataset:
+        """The benchmark's materialised dataset (relative path, splits, subsets)."""
+        return self.index_map.dataset(self.benchmark)
+
+    def once(self, key: str, load: Callable[[], T]) -> T:
+        """``load()`` the first time ``key`` is asked for in this run (e.g. the problems' tests), then
+        the same object: rows that need nothing cost nothing."""
+        if key not in self._loaded:
+            self._loaded[key] = load()
+        return cast(T, self._loaded[key])
+
+
+# ---------------------------------------------------------------- helpers for benchmark modules
 
 
 def fenced(code: str) -> str:
@@ -85,60 +206,104 @@ def local_data(name: str, directory: Path, eval_split: Split, fewshot: Split | N
     )
 
 
-def _no_scoring_hint(entry: Any, score: Mapping[str, Any], punkt_tab: bool) -> str | None:
-    return None
+# ---------------------------------------------------------------- the contract
 
 
-@dataclass(frozen=True)
-class Benchmark:
-    """Everything evalpipe knows about one benchmark (see the module docstring)."""
+class Benchmark(ABC):
+    """One benchmark's behaviour; its facts are ``self.meta``.  A module declares
+    ``BENCHMARK = <Subclass>(BenchmarkMeta(...))`` and overrides a method only where it differs."""
 
-    # -- identity: EvalScope adapter name (= evalpipe's name), report label and primary metric
-    name: str
-    display_name: str
-    primary_metric: str  # the metric ``OutcomeRow.score`` holds (EvalScope's main metric for the adapter)
-    # -- data: folder inside a mirror root, loaders
-    mirror_dir: str
-    load_local: Callable[[Path, str | None], BenchmarkData]  # (directory, configured subset)
-    load_hub: Callable[[HubRows, str, str | None, list[str]], HubSplits]  # (rows, where, subset, subsets)
-    # -- EvalScope adapter facts (read from evalscope/benchmarks/<name>; tests/test_evalscope_facts.py)
-    eval_split: str
-    fewshot_split: str | None
-    question_field: str  # record field the adapter puts verbatim into the final user message
-    default_subset: str | None
-    max_few_shot: int | None = None  # None: unbounded (limited by the few-shot split)
-    # -- sampling: stratifications besides "none", and the plan filter (if the benchmark has one)
-    stratifications: tuple[str, ...] = ()
-    filter_records: Callable[[list[SourceRecord], Any], list[SourceRecord]] | None = None
-    # -- materialisation
-    file_format: Literal["parquet", "jsonl"] = "parquet"
-    all_strings: bool = False  # every column a string (values reach the adapter as text)
-    materialize_row: Callable[[SourceRecord, bool, str], dict[str, Any]] | None = None  # (rec, pinned, where)
-    fewshot_per_subset: bool = False  # the few-shot rows of a subset are the records of that subset
-    # The adapter loads one ``default`` config and regroups its rows into subsets by a record field
-    # (EvalScope ``reformat_subset``), renumbering each subset from 0 in file order.
-    regrouped: bool = False
-    forbidden_extra_params: frozenset[str] = frozenset()  # extra_params that make EvalScope drop rows
-    instruction_ids: Callable[[dict[str, Any]], list[str] | None] | None = None  # index-map extra
-    # -- outcomes: a scored-but-not-correct answer's failure class, a scoring error's explanation
-    classify_wrong: Callable[[Mapping[str, Any]], tuple[str, str | None]] | None = None
-    # answers are programs run against tests by EvalScope's LiveCodeBench harness: outcomes record how each
-    # ran, and one that timed out is re-checked alone (evalscope_bridge.code_recheck)
-    executes_code: bool = False
-    scoring_error_hint: Callable[[Any, Mapping[str, Any], bool], str | None] = _no_scoring_hint
-    needs_punkt: Callable[[Any], bool] | None = None  # index-map entry needs NLTK punkt_tab to score
-    nltk_module: str | None = None  # EvalScope module whose ``check_nltk_data`` must not download
-    secondary_metrics: Callable[..., list[Any]] | None = None  # (entries, rows) -> [MetricResult]
-    # -- KV-cache view: the context-length bucket of a stratum under a stratification (None: no bucket)
-    length_bucket: Callable[[str, str], str | None] | None = None
-    length_order: tuple[str, ...] = ()
-    # -- preflight: the record text a prompt is built from (default: the question field), for token estimates
-    prompt_text: Callable[[Mapping[str, Any]], str] | None = None
-    # -- answer key
-    key_items: Callable[[BenchmarkData, Mapping[str, Any], Path], list[KeyItem]] | None = None
-    truncated_text: Callable[[KeyItem], str] | None = None
-    default_faults: tuple[str, ...] = ()  # faults whose default target is this benchmark's first item
-    notes: dict[str, str] = field(default_factory=dict)
+    def __init__(self, meta: BenchmarkMeta) -> None:
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.meta.name!r})"
+
+    # -- data: every benchmark reads its own files (canonical records, ids, hashes)
+
+    @abstractmethod
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        """The full evaluation split (and few-shot split) from a mirror folder (``configured subset``)."""
+
+    @abstractmethod
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        """The same from hub rows (``rows(subset, split)``); ``subsets`` = the adapter's subset list."""
+
+    def register_evalscope_adapter(self) -> None:
+        """Import ``meta.evalscope_module`` (it registers the adapter with EvalScope); called in a process
+        about to look the adapter up.  Nothing to do for an adapter EvalScope ships."""
+        if self.meta.evalscope_module:
+            import_module(self.meta.evalscope_module)
+
+    def bundled_dir(self) -> Path:
+        """The benchmark's miniature for the self-test, in its mirror layout."""
+        return self.meta.bundled_data or bundled_data_dir() / self.meta.mirror_dir
+
+    # -- sampling
 
     def strata_choices(self) -> frozenset[str]:
-        return frozenset(("none", *self.stratifications))
+        return frozenset(("none", *self.meta.stratifications))
+
+    def filter_records(self, records: list[SourceRecord], flt: RecordFilter) -> list[SourceRecord]:
+        """Records a sampling plan's ``filter`` keeps (only where ``meta.record_filter``)."""
+        raise ConfigError(f"sampling plan for {self.meta.name}: this benchmark has no record filter")
+
+    def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
+        """The context-length bucket of ``stratum`` under ``stratify_by`` (KV-cache view); None: none."""
+        return None
+
+    # -- materialisation and preflight
+
+    def materialize_row(self, record: SourceRecord, pinned: bool, where: str) -> dict[str, Any]:
+        """The row written for EvalScope (``pinned``: the dataset's fingerprint is pinned in the config)."""
+        return dict(record.raw)
+
+    def instruction_ids(self, row: Mapping[str, Any]) -> list[str] | None:
+        """Per-row instruction ids recorded in the index map (IFEval); None: not applicable."""
+        return None
+
+    def prompt_text(self, row: Mapping[str, Any]) -> str:
+        """The record text a prompt is built from, for the context-fit token estimate."""
+        return str(row.get(self.meta.question_field) or "")
+
+    # -- outcomes
+
+    def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
+        """Failure class of a scored answer that is not correct: most adapters extract an answer first,
+        so nothing extracted is ``unparsable_answer``, anything else ``wrong``."""
+        extracted = score.get("extracted_prediction")
+        if not isinstance(extracted, str) or not extracted.strip():
+            return "unparsable_answer", None
+        return "wrong", None
+
+    def scoring_error_hint(self, entry: IndexMapEntry, score: ReviewScore, punkt_tab: bool) -> str | None:
+        """Why a review produced no score, when the benchmark knows better than the review; None: no hint."""
+        return None
+
+    def needs_punkt(self, entry: IndexMapEntry) -> bool:
+        """Scoring this entry needs NLTK's punkt_tab (see ``meta.nltk_module``)."""
+        return False
+
+    def post_review(self, row: OutcomeRow, score: ReviewScore, context: ReviewContext) -> OutcomeRow:
+        """The outcome row of a reviewed sample after the benchmark's own checks (default: unchanged).
+
+        A benchmark whose answers are programs records here how each ran and may re-run one (through
+        ``context.launcher``) when the review's verdict depends on the host rather than the program.
+        """
+        return row
+
+    def secondary_metrics(self, rows: Sequence[OutcomeRow | None]) -> list[MetricResult]:
+        """Metrics besides the primary one, over the benchmark's rows (one per manifest entry, None
+        where the entry has no row)."""
+        return []
+
+    # -- answer key: the items that prove the benchmark's scoring end to end
+
+    @abstractmethod
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        """One item per evaluation record, with the response its adapter scores correct; ``solutions``
+        holds the responses the data cannot supply (``solutions.json`` of the data directory)."""
+
+    def truncated_text(self, item: KeyItem) -> str:
+        """What the model had written when its budget ran out (truncate fault): no final answer."""
+        return item.answer[: max(1, len(item.answer) // 3)]  # the first third of the response

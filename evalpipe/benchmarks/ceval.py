@@ -13,14 +13,15 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
+    RecordBuilder,
     hub_records,
     local_data,
     read_records,
 )
-from evalpipe.benchmarks.gsm8k import classify_wrong
 from evalpipe.errors import DataError
 from evalpipe.schema.sources import SourceFile
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_scalar, require
@@ -56,6 +57,13 @@ def record(raw: dict[str, Any], *, subject: str, file: str, line: int, row: int)
     )
 
 
+def _builder(subject: str) -> RecordBuilder:
+    def build(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceRecord:
+        return record(raw, subject=subject, file=file, line=line, row=row)
+
+    return build
+
+
 def _split(directory: Path, split: str) -> tuple[list[SourceRecord], list[SourceFile]]:
     split_dir = directory / split
     if not split_dir.is_dir():
@@ -69,68 +77,56 @@ def _split(directory: Path, split: str) -> tuple[list[SourceRecord], list[Source
     for path in files:
         if not path.stem.endswith(suffix):
             raise DataError(f"{path}: expected a file named <subject>{suffix}{path.suffix}")
-        subject = path.stem[: -len(suffix)]
-
-        def build(raw, *, file, line, row, subject=subject):
-            return record(raw, subject=subject, file=file, line=line, row=row)
-
-        recs, info = read_records(path, build)
+        recs, info = read_records(path, _builder(path.stem[: -len(suffix)]))
         records.extend(recs)
         infos.append(info)
     return records, infos
-
-
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    val, vinfo = _split(directory, "val")
-    dev, dinfo = _split(directory, "dev")
-    return local_data(NAME, directory, Split("val", val, vinfo), Split("dev", dev, dinfo))
-
-
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    val: list[SourceRecord] = []
-    dev: list[SourceRecord] = []
-    for subject in subsets:
-
-        def build(raw, *, file, line, row, subject=subject):
-            return record(raw, subject=subject, file=file, line=line, row=row)
-
-        val += hub_records(rows(subject, "val"), f"{where}/{subject}", build)
-        dev += hub_records(rows(subject, "dev"), f"{where}/{subject}", build)
-    return HubSplits(Split("val", val), Split("dev", dev))
 
 
 def response(letter: str) -> str:
     return f"答案：{letter}"
 
 
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    out = []
-    for rec in data.eval.records:
-        letter = rec.canonical["answer"]
-        out.append(KeyItem(NAME, rec.source_id, rec.canonical["question"], letter, response(letter)))
-    return out
+class CEval(Benchmark):
+    """One subset per subject, few-shot rows from the subject's own dev split; default failure classes."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        val, vinfo = _split(directory, "val")
+        dev, dinfo = _split(directory, "dev")
+        return local_data(NAME, directory, Split("val", val, vinfo), Split("dev", dev, dinfo))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        val: list[SourceRecord] = []
+        dev: list[SourceRecord] = []
+        for subject in subsets:
+            val += hub_records(rows(subject, "val"), f"{where}/{subject}", _builder(subject))
+            dev += hub_records(rows(subject, "dev"), f"{where}/{subject}", _builder(subject))
+        return HubSplits(Split("val", val), Split("dev", dev))
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        out = []
+        for rec in data.eval.records:
+            letter = rec.canonical["answer"]
+            out.append(KeyItem(NAME, rec.source_id, rec.canonical["question"], letter, response(letter)))
+        return out
+
+    def truncated_text(self, item: KeyItem) -> str:
+        # no option letter: C-Eval's parser falls back to letters
+        return "让我们逐一分析每个选项。首先看第一个选项，它描述的是"
 
 
-def truncated_text(item: KeyItem) -> str:
-    # no option letter: C-Eval's parser falls back to letters
-    return "让我们逐一分析每个选项。首先看第一个选项，它描述的是"
-
-
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="C-Eval",
-    primary_metric="acc",
-    mirror_dir="ceval",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="val",
-    fewshot_split="dev",
-    question_field="question",
-    default_subset=None,
-    stratifications=("subject",),
-    fewshot_per_subset=True,
-    classify_wrong=classify_wrong,
-    key_items=key_items,
-    truncated_text=truncated_text,
-    default_faults=("http_500_once", "reasoning_budget"),
+BENCHMARK = CEval(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="C-Eval",
+        primary_metric="acc",
+        mirror_dir="ceval",
+        eval_split="val",
+        fewshot_split="dev",
+        question_field="question",
+        default_subset=None,
+        stratifications=("subject",),
+        fewshot_per_subset=True,
+        default_faults=("http_500_once", "reasoning_budget"),
+    )
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
@@ -22,14 +23,13 @@ from evalpipe.benchmarks.base import (
     read_records,
     text_field,
 )
+from evalpipe.hashing import normalize_newlines
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, find_file, require
 
 NAME = "gsm8k"
 
 
 def gsm8k_id(question: str) -> str:
-    from evalpipe.hashing import normalize_newlines
-
     return hashlib.sha256(normalize_newlines(question).encode("utf-8")).hexdigest()[:16]
 
 
@@ -49,32 +49,6 @@ def record(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceReco
     )
 
 
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    test, tinfo = read_records(find_file(directory, "test"), record)
-    train, rinfo = read_records(find_file(directory, "train"), record)
-    return local_data(NAME, directory, Split("test", test, [tinfo]), Split("train", train, [rinfo]))
-
-
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    test = hub_records(rows("main", "test"), where, record)
-    train = hub_records(rows("main", "train"), where, record)
-    return HubSplits(Split("test", test), Split("train", train))
-
-
-def classify_wrong(score: Mapping[str, Any]) -> tuple[str, str | None]:
-    extracted = score.get("extracted_prediction")
-    if not isinstance(extracted, str) or not extracted.strip():
-        return "unparsable_answer", None
-    return "wrong", None
-
-
-# ---------------------------------------------------------------- answer key
-
-
-def gold(raw_answer: str) -> str:
-    return raw_answer.rpartition("####")[2].strip()
-
-
 def response(raw_answer: str) -> str:
     """The reference reasoning without calculator annotations, then the boxed final number."""
     reasoning, _, final = raw_answer.rpartition("####")
@@ -82,32 +56,45 @@ def response(raw_answer: str) -> str:
     return f"{steps}\nThe final answer is \\boxed{{{final.strip()}}}."
 
 
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    out = []
-    for rec in data.eval.records:
-        answer = str(rec.raw["answer"])
-        out.append(KeyItem(NAME, rec.source_id, rec.raw["question"], gold(answer), response(answer)))
-    return out
+def gold(raw_answer: str) -> str:
+    return raw_answer.rpartition("####")[2].strip()
 
 
-def truncated_text(item: KeyItem) -> str:
-    # no digits: GSM8K's extractor falls back to the last number
-    return "Let me work through this problem step by step. First I need to figure out how many"
+class GSM8K(Benchmark):
+    """Default failure classes (the adapter extracts the last number); the answer key boxes the gold."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        test, tinfo = read_records(find_file(directory, "test"), record)
+        train, rinfo = read_records(find_file(directory, "train"), record)
+        return local_data(NAME, directory, Split("test", test, [tinfo]), Split("train", train, [rinfo]))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        test = hub_records(rows("main", "test"), where, record)
+        train = hub_records(rows("main", "train"), where, record)
+        return HubSplits(Split("test", test), Split("train", train))
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        out = []
+        for rec in data.eval.records:
+            answer = str(rec.raw["answer"])
+            out.append(KeyItem(NAME, rec.source_id, rec.raw["question"], gold(answer), response(answer)))
+        return out
+
+    def truncated_text(self, item: KeyItem) -> str:
+        # no digits: GSM8K's extractor falls back to the last number
+        return "Let me work through this problem step by step. First I need to figure out how many"
 
 
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="GSM8K",
-    primary_metric="acc",
-    mirror_dir="gsm8k",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="test",
-    fewshot_split="train",
-    question_field="question",
-    default_subset="main",
-    classify_wrong=classify_wrong,
-    key_items=key_items,
-    truncated_text=truncated_text,
-    default_faults=("truncate",),
+BENCHMARK = GSM8K(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="GSM8K",
+        primary_metric="acc",
+        mirror_dir="gsm8k",
+        eval_split="test",
+        fewshot_split="train",
+        question_field="question",
+        default_subset="main",
+        default_faults=("truncate",),
+    )
 )

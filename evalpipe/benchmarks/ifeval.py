@@ -9,21 +9,26 @@ different keys per instruction — often all empty, which parquet cannot store a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
+    ReviewScore,
     hub_records,
     local_data,
     read_records,
     text_field,
 )
 from evalpipe.errors import DataError
+from evalpipe.schema.evalscope import IndexMapEntry
+from evalpipe.schema.metrics import Interval, MetricResult
+from evalpipe.schema.outcomes import FailureClass, OutcomeRow, counts_scored
 from evalpipe.sources.base import (
     BenchmarkData,
     SourceRecord,
@@ -33,6 +38,7 @@ from evalpipe.sources.base import (
     find_file,
     require,
 )
+from evalpipe.stats import wilson_interval
 
 NAME = "ifeval"
 
@@ -81,55 +87,15 @@ def record(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceReco
     )
 
 
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    recs, info = read_records(find_file(directory, "input_data"), record)
-    return local_data(NAME, directory, Split("train", recs, [info]))
+def _wilson(k: int, n: int) -> Interval | None:
+    ci = wilson_interval(k, n)
+    return Interval(lower=ci[0], upper=ci[1], method="wilson") if ci else None
 
 
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    return HubSplits(Split("train", hub_records(rows(None, "train"), where, record)))
-
-
-def instruction_ids(row: Mapping[str, Any]) -> list[str] | None:
-    ids = row.get("instruction_id_list")
-    return [str(x) for x in ids] if ids is not None else None
-
-
-def needs_punkt(entry: Any) -> bool:
-    return bool(PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
-
-
-def scoring_error_hint(entry: Any, score: Mapping[str, Any], punkt_tab: bool) -> str | None:
-    if not punkt_tab:
-        needs = sorted(PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
-        if needs:
-            return f"NLTK punkt_tab is not installed; needed by {', '.join(needs)}"
-    return None
-
-
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    out = []
-    for rec in data.eval.records:
-        response = solutions.get(NAME, {}).get(rec.source_id)
-        if not isinstance(response, str) or not response.strip():
-            raise DataError(f"{sol_path}: ifeval: no response for key {rec.source_id}")
-        out.append(KeyItem(NAME, rec.source_id, rec.canonical["prompt"], response, response))
-    return out
-
-
-def truncated_text(item: KeyItem) -> str:
-    return item.answer[: max(1, len(item.answer) // 3)]  # the first third of the response
-
-
-def secondary_metrics(entries: list[Any], rows: dict[Any, Any]) -> list[Any]:
+def secondary_metrics(found: Sequence[OutcomeRow | None]) -> list[MetricResult]:
     """Prompt-level (per prompt) and instruction-level (per instruction) IFEval metrics."""
-    from evalpipe.audit.summarize import _wilson
-    from evalpipe.schema.outcomes import counts_scored
-    from evalpipe.schema.summary import MetricResult
-
     out: list[MetricResult] = []
-    n = len(entries)
-    found = [rows.get((e.benchmark, e.source_id)) for e in entries]
+    n = len(found)
     for metric in PROMPT_METRICS:
         k = 0
         unknown = 0
@@ -204,26 +170,61 @@ def secondary_metrics(entries: list[Any], rows: dict[Any, Any]) -> list[Any]:
     return out
 
 
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="IFEval",
-    primary_metric="prompt_level_strict",
-    mirror_dir="ifeval",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="train",
-    fewshot_split=None,
-    question_field="prompt",
-    default_subset="default",
-    max_few_shot=0,
-    stratifications=("instruction_count",),
-    file_format="jsonl",
-    instruction_ids=instruction_ids,
-    scoring_error_hint=scoring_error_hint,
-    needs_punkt=needs_punkt,
-    nltk_module="evalscope.benchmarks.ifeval.instructions_util",
-    secondary_metrics=secondary_metrics,
-    key_items=key_items,
-    truncated_text=truncated_text,
-    default_faults=("duplicate_request",),
+class IFEval(Benchmark):
+    """Scored by EvalScope's instruction checkers on the whole response: nothing is extracted, so a response
+    that fails is ``wrong`` (never unparsable); some checkers need NLTK's punkt_tab."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        recs, info = read_records(find_file(directory, "input_data"), record)
+        return local_data(NAME, directory, Split("train", recs, [info]))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        return HubSplits(Split("train", hub_records(rows(None, "train"), where, record)))
+
+    def instruction_ids(self, row: Mapping[str, Any]) -> list[str] | None:
+        ids = row.get("instruction_id_list")
+        return [str(x) for x in ids] if ids is not None else None
+
+    def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
+        return "wrong", None
+
+    def needs_punkt(self, entry: IndexMapEntry) -> bool:
+        return bool(PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
+
+    def scoring_error_hint(self, entry: IndexMapEntry, score: ReviewScore, punkt_tab: bool) -> str | None:
+        if not punkt_tab:
+            needs = sorted(PUNKT_INSTRUCTIONS & set(entry.instruction_ids or []))
+            if needs:
+                return f"NLTK punkt_tab is not installed; needed by {', '.join(needs)}"
+        return None
+
+    def secondary_metrics(self, rows: Sequence[OutcomeRow | None]) -> list[MetricResult]:
+        return secondary_metrics(rows)
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        out = []
+        for rec in data.eval.records:
+            response = solutions.get(NAME, {}).get(rec.source_id)
+            if not isinstance(response, str) or not response.strip():
+                raise DataError(f"{sol_path}: ifeval: no response for key {rec.source_id}")
+            out.append(KeyItem(NAME, rec.source_id, rec.canonical["prompt"], response, response))
+        return out
+
+
+BENCHMARK = IFEval(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="IFEval",
+        primary_metric="prompt_level_strict",
+        mirror_dir="ifeval",
+        eval_split="train",
+        fewshot_split=None,
+        question_field="prompt",
+        default_subset="default",
+        max_few_shot=0,
+        stratifications=("instruction_count",),
+        file_format="jsonl",
+        nltk_module="evalscope.benchmarks.ifeval.instructions_util",
+        default_faults=("duplicate_request",),
+    )
 )

@@ -20,6 +20,7 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
@@ -28,7 +29,6 @@ from evalpipe.benchmarks.base import (
     read_records,
     text_field,
 )
-from evalpipe.benchmarks.gsm8k import classify_wrong
 from evalpipe.errors import DataError
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, find_file, require
 
@@ -71,68 +71,59 @@ def record(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceReco
     )
 
 
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    recs, info = read_records(find_file(directory, "data"), record)
-    return local_data(NAME, directory, Split("train", recs, [info]))
-
-
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    return HubSplits(Split("train", hub_records(rows(None, "train"), where, record)))
-
-
-def prompt_text(row: Mapping[str, Any]) -> str:
-    """What the adapter's template puts in the prompt besides its own fixed text."""
-    return "\n".join(str(row.get(f) or "") for f in ("context", "question", *CHOICES))
-
-
-def length_bucket(stratify_by: str, stratum: str) -> str | None:
-    if stratify_by == "length":
-        return stratum
-    if stratify_by == "length_difficulty":
-        return stratum.split("/", 1)[0]
-    return None
-
-
-# ---------------------------------------------------------------- answer key
-
-
 def response(letter: str) -> str:
     """The form MultiChoiceAdapter parses: the last line ``ANSWER: X``."""
     return f"The passage settles it.\nANSWER: {letter}"
 
 
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    out = []
-    for rec in data.eval.records:
-        letter = rec.canonical["answer"]
-        # the question alone may repeat across items; the context's tail is what makes the prompt unique
-        needle = f"{rec.canonical['context'][-200:]}\n</text>"
-        out.append(KeyItem(NAME, rec.source_id, needle, letter, response(letter)))
-    return out
+class LongBenchV2(Benchmark):
+    """Length buckets are the adapter's regrouped subsets and the KV-cache view; prompts are long, so
+    the context-fit preflight estimates context + question + choices."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        recs, info = read_records(find_file(directory, "data"), record)
+        return local_data(NAME, directory, Split("train", recs, [info]))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        return HubSplits(Split("train", hub_records(rows(None, "train"), where, record)))
+
+    def prompt_text(self, row: Mapping[str, Any]) -> str:
+        """What the adapter's template puts in the prompt besides its own fixed text."""
+        return "\n".join(str(row.get(f) or "") for f in ("context", "question", *CHOICES))
+
+    def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
+        if stratify_by == "length":
+            return stratum
+        if stratify_by == "length_difficulty":
+            return stratum.split("/", 1)[0]
+        return None
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        out = []
+        for rec in data.eval.records:
+            letter = rec.canonical["answer"]
+            # the question alone may repeat across items; the context's tail is what makes the prompt unique
+            needle = f"{rec.canonical['context'][-200:]}\n</text>"
+            out.append(KeyItem(NAME, rec.source_id, needle, letter, response(letter)))
+        return out
+
+    def truncated_text(self, item: KeyItem) -> str:
+        return "reading the text carefully, the relevant passage is in the middle where the record says"
 
 
-def truncated_text(item: KeyItem) -> str:
-    return "reading the text carefully, the relevant passage is in the middle where the record says"
-
-
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="LongBench-v2",
-    primary_metric="acc",
-    mirror_dir="longbench_v2",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="train",
-    fewshot_split=None,
-    question_field="question",
-    default_subset="default",
-    max_few_shot=0,
-    stratifications=("length", "difficulty", "length_difficulty"),
-    regrouped=True,
-    classify_wrong=classify_wrong,
-    length_bucket=length_bucket,
-    length_order=LENGTHS,
-    prompt_text=prompt_text,
-    key_items=key_items,
-    truncated_text=truncated_text,
+BENCHMARK = LongBenchV2(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="LongBench-v2",
+        primary_metric="acc",
+        mirror_dir="longbench_v2",
+        eval_split="train",
+        fewshot_split=None,
+        question_field="question",
+        default_subset="default",
+        max_few_shot=0,
+        stratifications=("length", "difficulty", "length_difficulty"),
+        regrouped=True,
+        length_order=LENGTHS,
+    )
 )

@@ -20,15 +20,18 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
+    ReviewScore,
     hub_records,
     local_data,
     read_records,
     text_field,
 )
 from evalpipe.errors import DataError
+from evalpipe.schema.outcomes import FailureClass
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_scalar, find_file, require
 
 NAME = "math_500"
@@ -58,63 +61,56 @@ def record(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceReco
     )
 
 
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    recs, info = read_records(find_file(directory, "test"), record)
-    return local_data(NAME, directory, Split("test", recs, [info]))
-
-
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    return HubSplits(Split("test", hub_records(rows(subset or "default", "test"), where, record)))
-
-
-def classify_wrong(score: Mapping[str, Any]) -> tuple[str, str | None]:
-    extracted = score.get("extracted_prediction")
-    if not isinstance(extracted, str) or not extracted.strip():
-        return "unparsable_answer", "no mathematical answer could be extracted (\\boxed{} or expression)"
-    return "wrong", None
-
-
-# ---------------------------------------------------------------- answer key
-
-
 def response(answer: str) -> str:
     """The reference answer in the form Math-Verify extracts first: ``\\boxed{…}`` in inline math."""
     return f"Working through the problem step by step gives the result.\nThe final answer is $\\boxed{{{answer}}}$."
 
 
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    return [
-        KeyItem(
-            NAME,
-            rec.source_id,
-            rec.canonical["problem"],
-            rec.canonical["answer"],
-            response(rec.canonical["answer"]),
-        )
-        for rec in data.eval.records
-    ]
+class Math500(Benchmark):
+    """Levels are the adapter's regrouped subsets; scoring is Math-Verify on the extracted answer."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        recs, info = read_records(find_file(directory, "test"), record)
+        return local_data(NAME, directory, Split("test", recs, [info]))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        return HubSplits(Split("test", hub_records(rows(subset or "default", "test"), where, record)))
+
+    def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
+        extracted = score.get("extracted_prediction")
+        if not isinstance(extracted, str) or not extracted.strip():
+            return "unparsable_answer", "no mathematical answer could be extracted (\\boxed{} or expression)"
+        return "wrong", None
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        return [
+            KeyItem(
+                NAME,
+                rec.source_id,
+                rec.canonical["problem"],
+                rec.canonical["answer"],
+                response(rec.canonical["answer"]),
+            )
+            for rec in data.eval.records
+        ]
+
+    def truncated_text(self, item: KeyItem) -> str:
+        # no digits, no boxed expression: nothing for Math-Verify to extract
+        return "Let me work through this problem step by step. First I need to rewrite the expression as"
 
 
-def truncated_text(item: KeyItem) -> str:
-    # no digits, no boxed expression: nothing for Math-Verify to extract
-    return "Let me work through this problem step by step. First I need to rewrite the expression as"
-
-
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="MATH-500",
-    primary_metric="acc",
-    mirror_dir="math_500",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="test",
-    fewshot_split=None,
-    question_field="problem",
-    default_subset="default",
-    max_few_shot=0,
-    stratifications=("level",),
-    regrouped=True,
-    classify_wrong=classify_wrong,
-    key_items=key_items,
-    truncated_text=truncated_text,
+BENCHMARK = Math500(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="MATH-500",
+        primary_metric="acc",
+        mirror_dir="math_500",
+        eval_split="test",
+        fewshot_split=None,
+        question_field="problem",
+        default_subset="default",
+        max_few_shot=0,
+        stratifications=("level",),
+        regrouped=True,
+    )
 )

@@ -297,7 +297,8 @@ class SamplingPlan(Strict):
 class BenchmarkConfig(Strict):
     name: BenchmarkName
     subset: str | None = Field(
-        default=None, description="EvalScope subset name (gsm8k 'main', ifeval 'default', LCB 'release_v6')."
+        default=None,
+        description="EvalScope subset name (gsm8k 'main', ifeval 'default', live_code_bench 'release_v6').",
     )
     few_shot: Annotated[int, Field(ge=0)] = 0
     sampling: Annotated[

@@ -23,10 +23,10 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalpipe.benchmarks import Benchmark
+from evalpipe.benchmarks import benchmark
+from evalpipe.benchmarks.base import BenchmarkMeta
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError
-from evalpipe.evalscope_bridge.facts import facts
 from evalpipe.hashing import sha256_hex
 from evalpipe.io import atomic_write_bytes, atomic_write_text, write_model
 from evalpipe.rundir import RunDir
@@ -161,14 +161,14 @@ REGROUPED_CONFIG = "default"  # the config an EvalScope ``reformat_subset`` adap
 
 
 def _write(
-    out_dir: Path, config: str, splits: list[tuple[str, list[dict[str, Any]]]], f: Benchmark
+    out_dir: Path, config: str, splits: list[tuple[str, list[dict[str, Any]]]], f: BenchmarkMeta
 ) -> dict[str, str]:
     return write_config(
         out_dir / config, splits, all_strings=f.all_strings, what=f"{f.name}/{config}", fmt=f.file_format
     )
 
 
-def _split_names(f: Benchmark, subset: str, fewshot_rows: dict[str, int]) -> list[str]:
+def _split_names(f: BenchmarkMeta, subset: str, fewshot_rows: dict[str, int]) -> list[str]:
     return [f.eval_split] + ([f.fewshot_split] if subset in fewshot_rows and f.fewshot_split else [])
 
 
@@ -188,7 +188,8 @@ def materialize(
     index_entries: list[IndexMapEntry] = []
     for block in manifest.benchmarks:
         name = block.benchmark
-        f = facts(name)
+        spec = benchmark(name)
+        f = spec.meta
         bench = cfg.benchmark(name)
         if f.max_few_shot is not None and bench.few_shot > f.max_few_shot:
             raise ConfigError(f"benchmark {name}: few_shot must be 0 ({name} has no few-shot split)")
@@ -217,12 +218,12 @@ def materialize(
             rows = []
             for i, (e, rec) in enumerate(chosen):
                 where = f"{rec.file}:{rec.row + 1}"
-                row = f.materialize_row(rec, pinned, where) if f.materialize_row else dict(rec.raw)
+                row = spec.materialize_row(rec, pinned, where)
                 question = row.get(f.question_field)
                 if not isinstance(question, str):
                     raise DataError(f"{where}: field {f.question_field!r} must be text")
                 rows.append(row)
-                ids = f.instruction_ids(row) if f.instruction_ids else None
+                ids = spec.instruction_ids(row)
                 index_entries.append(
                     IndexMapEntry(
                         benchmark=name,

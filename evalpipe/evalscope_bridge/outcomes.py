@@ -11,24 +11,24 @@ never a gap in the denominator.  The failure class says what happened to the sam
   incorrect;
 * ``budget_exhausted``: stop reason ``max_tokens`` (OpenAI ``length``) with the answer itself truncated,
   counted incorrect;
-* ``ok`` / ``wrong`` / ``unparsable_answer`` (no answer could be extracted);
-* LiveCodeBench failures from the review's test metadata: ``code_wrong_answer``, ``code_timeout``,
-  ``code_runtime_error`` (``failure_detail`` = exception type, e.g. ``IndexError``),
-  ``code_compile_error``.  A program the review left as ``code_timeout`` (time limit or no result) is
-  re-checked alone before it is classified (``evalscope_bridge.code_recheck``: EvalScope's own test
-  code, CPU-time limit from the program's own start) and gets the re-check's class; every reviewed
-  program's row records how it ran (``code_execution``).
+* ``ok``, or the benchmark's class for a scored answer that is not correct (``Benchmark.classify_wrong``:
+  ``wrong`` / ``unparsable_answer`` when no answer could be extracted, or its own, e.g. the ``code_*``
+  classes of a benchmark whose answers are programs, read from the review's test metadata).
+
+Every reviewed row then passes through its benchmark's ``post_review`` hook, which may record how the
+sample was checked and re-judge it (e.g. re-run a program whose review verdict depends on the host's
+load); the hook gets a ``ReviewContext`` per benchmark (run directory, index map, how to launch a
+process that runs model code).  This module names no benchmark.
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 from collections import defaultdict
 from typing import Any
 
 from evalpipe.benchmarks import find
+from evalpipe.benchmarks.base import ReviewContext
 from evalpipe.errors import ArtifactError
 from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.identity import (
@@ -51,10 +51,11 @@ from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.schema.manifest import Manifest, ManifestEntry
-from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.schema.requests import RequestAttempt
 
-_EXC_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\(")
+Rows = dict[int, dict[str, Any]]  # the last cache line per sample index
+Counts = dict[int, int]  # cache lines per sample index
 
 
 def _float_scores(value: Any) -> dict[str, float]:
@@ -78,70 +79,6 @@ def _gold(review: dict[str, Any] | None) -> str | None:
     return target if isinstance(target, str) and target else None
 
 
-# ---------------------------------------------------------------- LiveCodeBench review metadata
-
-
-def _first_list(value: Any) -> list[Any]:
-    """``eval_results`` is ``{"0": [[r1, r2, ...]]}``: the results of the single generation."""
-    if isinstance(value, dict):
-        value = next(iter(value.values()), [])
-    while isinstance(value, list) and value and isinstance(value[0], list):
-        value = value[0]
-    return value if isinstance(value, list) else []
-
-
-def _first_meta(value: Any) -> dict[str, Any]:
-    """``final_metadata`` is ``[[json_string]]``."""
-    while isinstance(value, list) and value:
-        value = value[0]
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
-
-
-def classify_code(score: dict[str, Any]) -> tuple[str, str | None]:
-    """Failure class of a LiveCodeBench solution that did not pass, from EvalScope's test results.
-
-    Result codes (``testing_util``): ``True`` pass, ``False``/``-2`` wrong answer, ``-3`` time limit,
-    ``-4`` runtime error (``error`` holds the exception repr) or, without ``error``, a failure to
-    compile/load the solution (``Error during testing: ...``), ``-1`` global timeout.  ``[-2]`` with
-    empty metadata is EvalScope's stand-in when the test process returned nothing (it died or hit
-    the global timeout).
-    """
-    meta = score.get("metadata") or {}
-    extracted = score.get("extracted_prediction")
-    if not isinstance(extracted, str) or not extracted.strip():
-        return "unparsable_answer", "no fenced code block in the response"
-    if "eval_results" not in meta:
-        err = meta.get("error") or score.get("explanation")
-        return "scoring_error", f"test harness failed: {err}" if err else "no test results in the review"
-    results = _first_list(meta.get("eval_results"))
-    info = _first_meta(meta.get("final_metadata"))
-    failing = next((r for r in results if r is not True), None)
-    if failing is None:
-        return "code_wrong_answer", "no failing test recorded"
-    if failing == -3:
-        return "code_timeout", info.get("error_message") or "time limit exceeded"
-    if failing == -1:
-        return "code_timeout", "global timeout"
-    if failing == -4:
-        if "error" in info:
-            m = _EXC_TYPE.match(str(info["error"]))
-            return "code_runtime_error", m.group(1) if m else str(info["error"])[:200]
-        try:
-            ast.parse(extracted)
-        except SyntaxError as exc:
-            return "code_compile_error", f"SyntaxError: {exc.msg} (line {exc.lineno})"
-        msg = str(info.get("error_message") or "")
-        return "code_runtime_error", f"raised while loading the solution (type not reported): {msg[:200]}"
-    if (failing is False or failing == -2) and not info:
-        return "code_timeout", "no result from the test process (global timeout or crash)"
-    return "code_wrong_answer", str(info.get("error_message") or "wrong answer")[:200]
-
-
 # ---------------------------------------------------------------- classification
 
 
@@ -153,7 +90,7 @@ def classify(
     errors: dict[str, EvalscopeErrorRecord],
     *,
     punkt_tab: bool,
-) -> tuple[str, str | None]:
+) -> tuple[FailureClass, str | None]:
     """``(failure_class, failure_detail)`` of one manifest entry."""
     if pred is None:
         err = errors.get("predict")
@@ -196,7 +133,7 @@ def classify(
     if primary is not None and primary >= 1.0:
         return "ok", None
     spec = find(benchmark)
-    if spec is not None and spec.classify_wrong is not None:
+    if spec is not None:
         return spec.classify_wrong(score)
     return "wrong", None
 
@@ -216,9 +153,9 @@ def _scoring_error_detail(
 # ---------------------------------------------------------------- table
 
 
-def _rows_by_index(lines: list[Any]) -> tuple[dict[int, dict[str, Any]], dict[int, int]]:
-    last: dict[int, dict[str, Any]] = {}
-    count: dict[int, int] = defaultdict(int)
+def _rows_by_index(lines: list[Any]) -> tuple[Rows, Counts]:
+    last: Rows = {}
+    count: Counts = defaultdict(int)
     for line in lines:
         if line.data is None or not isinstance(line.data.get("index"), int):
             continue
@@ -271,9 +208,9 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
     for err in read_jsonl(rundir.evalscope_errors, EvalscopeErrorRecord):
         errors[(err.benchmark, err.subset, err.index)][err.phase] = err  # the latest attempt wins
 
-    cache: dict[tuple[str, str], tuple[dict, dict, dict, dict]] = {}
+    cache: dict[tuple[str, str], tuple[Rows, Counts, Rows, Counts]] = {}
 
-    def subset_rows(benchmark: str, subset: str) -> tuple[dict, dict, dict, dict]:
+    def subset_rows(benchmark: str, subset: str) -> tuple[Rows, Counts, Rows, Counts]:
         key = (benchmark, subset)
         if key not in cache:
             task = tasks.task_for(benchmark) if tasks is not None else None
@@ -295,7 +232,8 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
     dropped = _dropped(rundir)
-    code_tests: dict[str, Any] = {}  # the LiveCodeBench tests, loaded when a program needs a re-check
+    # one per benchmark: what its post_review hook loads, it loads once per run
+    contexts: dict[str, ReviewContext] = {}
     rows: list[OutcomeRow] = []
     for m in manifest.entries:
         entry = by_source.get((m.benchmark, m.source_id))
@@ -313,53 +251,13 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
         row = _row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
                    detail, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens)  # fmt: skip
         spec = find(entry.benchmark)
-        if spec is not None and spec.executes_code and review is not None:
-            row = _code_execution(row, entry, sample_score(review) or {}, code_tests, index_map, rundir)
+        if spec is not None and review is not None:
+            context = contexts.get(entry.benchmark)
+            if context is None:
+                context = contexts[entry.benchmark] = ReviewContext(entry.benchmark, rundir.root, index_map)
+            row = spec.post_review(row, sample_score(review) or {}, context)
         rows.append(row)
     return rows
-
-
-def _code_execution(
-    row: OutcomeRow,
-    entry: IndexMapEntry,
-    score: dict[str, Any],
-    code_tests: dict[str, Any],
-    index_map: IndexMap,
-    rundir: RunDir,
-) -> OutcomeRow:
-    """Record how the program ran; re-check a timed-out one in isolation and take the re-check's class."""
-    from evalpipe.evalscope_bridge import code_recheck
-
-    meta = score.get("metadata") or {}
-    tests = len(_first_list(meta.get("eval_results"))) or None
-    if row.failure_class != "code_timeout":
-        if "eval_results" not in meta:
-            return row
-        return row.model_copy(update={"code_execution": code_recheck.review_execution(score, tests)})
-    if "problems" not in code_tests:
-        ds = index_map.dataset(entry.benchmark)
-        code_tests["problems"] = code_recheck.ProblemTests(rundir.root, ds.path, ds.eval_split)
-    record = code_tests["problems"].record(entry.subset, entry.index, entry.source_id)
-    limit = float(meta.get("timeout") or 0)
-    if limit <= 0:
-        raise ArtifactError(f"{entry.benchmark}/{entry.source_id}: review records no per-test timeout")
-    result = code_recheck.recheck(
-        str(score.get("extracted_prediction") or ""), record, limit, row.failure_class, row.failure_detail
-    )
-    update: dict[str, Any] = {
-        "failure_class": result.failure_class,
-        "failure_detail": result.failure_detail,
-        "code_execution": result.execution,
-    }
-    if result.passed and row.score is not None and main_metric(score):
-        update["score"] = 1.0
-        update["scores"] = {**row.scores, main_metric(score): 1.0}
-    return row.model_copy(update=update)
-
-
-def main_metric(score: dict[str, Any]) -> str | None:
-    main = score.get("main_score_name")
-    return main if isinstance(main, str) and main else None
 
 
 def _row(
@@ -369,7 +267,7 @@ def _row(
     n_predictions: int,
     n_reviews: int,
     errors: dict[str, EvalscopeErrorRecord],
-    failure_class: str,
+    failure_class: FailureClass,
     failure_detail: str | None,
     expected_prompt: str | None,
     reasoning_tokens: dict[str, int] | None = None,
@@ -435,7 +333,7 @@ def _row(
         instructions_followed_loose=loose,
         extracted_answer=extracted if isinstance(extracted, str) else None,
         gold_answer=_gold(review),
-        failure_class=failure_class,  # type: ignore[arg-type]
+        failure_class=failure_class,
         failure_detail=failure_detail,
     )
 

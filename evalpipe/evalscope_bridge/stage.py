@@ -195,8 +195,7 @@ def run_evalscope(
     needs_punkt = [
         e
         for spec in REGISTRY.values()
-        if spec.needs_punkt is not None
-        for e in index_map.for_benchmark(spec.name)
+        for e in index_map.for_benchmark(spec.meta.name)
         if spec.needs_punkt(e)
     ]
     if not result.punkt_tab and needs_punkt:

@@ -36,7 +36,7 @@ def check_generation(cfg: RunConfig) -> None:
             "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples, which changes every index)"
         )
     for bench in cfg.benchmarks:
-        bad = sorted(benchmark_spec(bench.name).forbidden_extra_params & bench.extra_params.keys())
+        bad = sorted(benchmark_spec(bench.name).meta.forbidden_extra_params & bench.extra_params.keys())
         if bad:
             raise ConfigError(
                 f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "

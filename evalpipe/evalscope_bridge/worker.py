@@ -94,13 +94,23 @@ def install_nltk_guard(benchmark: str) -> None:
     from evalpipe.benchmarks import find
 
     spec = find(benchmark)
-    if spec is not None and spec.nltk_module:  # only these import NLTK (slow to import otherwise)
+    if spec is not None and spec.meta.nltk_module:  # only these import NLTK (slow to import otherwise)
         import importlib
 
         import nltk
 
         nltk.download = refuse_download
-        importlib.import_module(spec.nltk_module).check_nltk_data = find_or_fail
+        importlib.import_module(spec.meta.nltk_module).check_nltk_data = find_or_fail
+
+
+def register_adapter(benchmark: str) -> None:
+    """Make sure EvalScope knows the benchmark's adapter (one EvalScope does not ship is registered by
+    the module the benchmark names)."""
+    from evalpipe.benchmarks import find
+
+    spec = find(benchmark)
+    if spec is not None:
+        spec.register_evalscope_adapter()
 
 
 def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
@@ -211,6 +221,7 @@ def main() -> int:
     try:
         import evalscope
 
+        register_adapter(spec.benchmark)
         install_nltk_guard(spec.benchmark)
         channel.emit(
             "rendered", evalscope_version=evalscope.__version__, samples=render(spec.task, spec.benchmark)

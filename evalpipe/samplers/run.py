@@ -30,7 +30,7 @@ from evalpipe.schema.manifest import (
 from evalpipe.schema.run import RunRecord
 from evalpipe.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
 from evalpipe.sources.base import BenchmarkData, SourceRecord
-from evalpipe.sources.registry import load_benchmark
+from evalpipe.sources.load import load_benchmark
 
 
 @dataclass
@@ -206,7 +206,7 @@ def without_missing_mirrors(cfg: RunConfig, dataset_root: Path) -> tuple[RunConf
 
     kept, notes = [], []
     for bench in cfg.benchmarks:
-        folder = benchmark(bench.name).mirror_dir
+        folder = benchmark(bench.name).meta.mirror_dir
         if (Path(dataset_root) / folder).is_dir():
             kept.append(bench)
             continue
@@ -319,7 +319,7 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     for bench in cfg.benchmarks:
         recorded_local = next(b.dataset.is_local for b in recorded.benchmarks if b.benchmark == bench.name)
         if dataset_root is None and recorded_local and run.dataset_locations.get(bench.name):
-            from evalpipe.sources.registry import load_local
+            from evalpipe.sources.load import load_local
 
             datasets[bench.name] = load_local(
                 bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset

@@ -26,8 +26,8 @@ def check_plan(plan: SamplingPlan, benchmark: str) -> None:
             f"sampling plan for {benchmark}: stratify_by {plan.stratify_by!r} is not available "
             f"(choose from {sorted(choices)})"
         )
-    if plan.filter is not None and spec.filter_records is None:
-        with_filter = [n for n, s in REGISTRY.items() if s.filter_records is not None]
+    if plan.filter is not None and not spec.meta.record_filter:
+        with_filter = [n for n, s in REGISTRY.items() if s.meta.record_filter]
         raise ConfigError(f"sampling plan for {benchmark}: filter applies to {', '.join(with_filter)} only")
 
 
@@ -35,7 +35,4 @@ def apply_filter(records: list[SourceRecord], flt: PlanFilter | None, benchmark:
     """The benchmark's own record filter (e.g. LiveCodeBench release/date windows)."""
     if flt is None:
         return records
-    spec = benchmark_spec(benchmark)
-    if spec.filter_records is None:
-        raise ConfigError(f"sampling plan for {benchmark}: this benchmark has no record filter")
-    return spec.filter_records(records, flt)
+    return benchmark_spec(benchmark).filter_records(records, flt)

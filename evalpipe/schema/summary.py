@@ -12,6 +12,8 @@ from pydantic import Field
 
 from evalpipe.schema.base import Artifact, Row
 from evalpipe.schema.manifest import StratumAllocation
+from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
+from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
 
 Severity = Literal["error", "warn", "info"]
@@ -71,13 +73,6 @@ class Finding(Row):
     message: str = Field(description="One line: what is wrong and why it matters.")
 
 
-class Interval(Row):
-    lower: float
-    upper: float
-    confidence: float = 0.95
-    method: Literal["wilson", "wilson_effective_n"]
-
-
 class StratifiedEstimate(Row):
     """Population-weighted (stratified) estimate from the design weights N_h / n_h."""
 
@@ -105,17 +100,6 @@ class LengthStratumResult(Row):
     correct: int
     score: float | None
     interval: Interval | None
-
-
-class MetricResult(Row):
-    """A metric with its own numerator and denominator (e.g. IFEval instruction level)."""
-
-    name: str
-    numerator: int | None = Field(description="None when it cannot be recovered exactly from the outcomes.")
-    denominator: int | None
-    score: float | None
-    interval: Interval | None = None
-    note: str | None = Field(default=None, description="Why an interval or a count is absent.")
 
 
 class FailureCount(Row):

@@ -5,9 +5,10 @@ item is therefore recognised by its *needle* (the question text as stored in the
 adapter's question field) found in the final user message; when several needles occur, the one ending
 last wins (ties: the longer needle), i.e. the last question of the message, not a few-shot example.
 
-Each benchmark module (``evalpipe/benchmarks/<name>.py``, hook ``key_items``) writes its answers in the
-form its adapter scores and declares which faults target its first item by default.  Items are loaded
-with the project's own source loaders, so their ids are the canonical source ids the manifest uses.
+Each benchmark module (``evalpipe/benchmarks/<name>``, method ``key_items``) writes its answers in the
+form its adapter scores and declares which faults target its first item by default
+(``BenchmarkMeta.default_faults``).  Items are loaded with the project's own source loaders, so their ids
+are the canonical source ids the manifest uses.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from evalpipe.benchmarks import REGISTRY
+from evalpipe.benchmarks import REGISTRY, benchmark, find
 from evalpipe.benchmarks.base import KeyItem, fenced
 from evalpipe.errors import DataError
 from evalpipe.hashing import message_text
+from evalpipe.selftest.faults import FAULTS as FAULTS  # re-exported: the server and the tests import it here
+from evalpipe.selftest.faults import Fault as Fault
 
 Mode = Literal["positive", "negative"]
-Fault = Literal["duplicate_request", "truncate", "http_500_once", "index_error", "reasoning_budget"]
 Thinking = Literal["off", "reasoning_content", "inline"]
 THINKING_MODES: tuple[str, ...] = get_args(Thinking)
-FAULTS: tuple[str, ...] = get_args(Fault)
 MODES: tuple[str, ...] = get_args(Mode)
 
 SOLUTIONS_FILE = "solutions.json"  # responses the data cannot supply (e.g. code, constructed answers)
@@ -37,7 +38,7 @@ FAULTS_FILE = "faults.json"  # which item carries which planted fault
 
 def _default_fault_benchmark(fault: str) -> str | None:
     """Without a faults file: the first item (file order) of this benchmark carries the fault."""
-    return next((b.name for b in REGISTRY.values() if fault in b.default_faults), None)
+    return next((b.meta.name for b in REGISTRY.values() if fault in b.meta.default_faults), None)
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -116,8 +117,8 @@ def index_error_code(item: KeyItem) -> str:
 
 def truncated_response(item: KeyItem) -> str:
     """What the model had written when its budget ran out: reasoning or code without a final answer."""
-    spec = REGISTRY.get(item.benchmark)
-    if spec is not None and spec.truncated_text is not None:
+    spec = find(item.benchmark)
+    if spec is not None:
         return spec.truncated_text(item)
     return item.answer[: max(1, len(item.answer) // 3)]  # the first third of the response
 
@@ -135,13 +136,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _items_of(benchmark: str, directory: Path, solutions: dict[str, Any], sol_path: Path) -> list[KeyItem]:
-    from evalpipe.sources.registry import load_local
-
-    spec = REGISTRY[benchmark]
-    if spec.key_items is None:
-        raise DataError(f"{directory}: benchmark {benchmark} has no answer-key behaviour")
-    data = load_local(benchmark, directory)
+def _items_of(name: str, directory: Path, solutions: dict[str, Any], sol_path: Path) -> list[KeyItem]:
+    spec = benchmark(name)
+    data = spec.load_local(directory, None)
     data.check_unique_ids()
     items = spec.key_items(data, solutions, sol_path)
     for it in items:
@@ -164,19 +161,27 @@ class AnswerKey:
 
     @classmethod
     def load(cls, data_dir: Path) -> AnswerKey:
-        """Load every benchmark folder present in ``data_dir`` plus ``solutions.json`` / ``faults.json``."""
+        """Load every benchmark folder present in ``data_dir`` plus ``solutions.json`` / ``faults.json``.
+
+        A registered benchmark that ships its miniature elsewhere (``BenchmarkMeta.bundled_data``, e.g. a
+        benchmark registered from outside evalpipe) is loaded from there: the answer key knows every
+        registered benchmark it has items for."""
         data_dir = Path(data_dir)
         if not data_dir.is_dir():
             raise DataError(f"{data_dir}: answer-key data directory not found")
         sol_path = data_dir / SOLUTIONS_FILE
         solutions = _read_json(sol_path) if sol_path.is_file() else {}
         items: list[KeyItem] = []
-        folders = {b.name: b.mirror_dir for b in REGISTRY.values() if b.key_items is not None}
-        for benchmark, folder in folders.items():
-            if (data_dir / folder).is_dir():
-                items.extend(_items_of(benchmark, data_dir / folder, solutions, sol_path))
+        folders = {
+            b.meta.name: b.meta.bundled_data or data_dir / b.meta.mirror_dir for b in REGISTRY.values()
+        }
+        for name, folder in folders.items():
+            if folder.is_dir():
+                items.extend(_items_of(name, folder, solutions, sol_path))
         if not items:
-            raise DataError(f"{data_dir}: no benchmark folders ({', '.join(folders.values())})")
+            raise DataError(
+                f"{data_dir}: no benchmark folders ({', '.join(f.name for f in folders.values())})"
+            )
         by_label = {it.label: it for it in items}
         targets = cls._fault_targets(data_dir / FAULTS_FILE, items, by_label)
         return cls(items, targets, data_dir)

@@ -98,7 +98,7 @@ def check_context_fit(
         entries = manifest.entries_for(name)
         for e in entries:
             raw = records[e.source_id].raw
-            text = spec.prompt_text(raw) if spec.prompt_text else str(raw.get(spec.question_field) or "")
+            text = spec.prompt_text(raw)
             tokens = count(text) + TEMPLATE_MARGIN_TOKENS
             largest = max(largest, tokens)
             if limit is not None and tokens + budget > limit:

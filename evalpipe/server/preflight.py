@@ -76,7 +76,7 @@ def punkt_needed(cfg: RunConfig) -> str | None:
     from evalpipe.benchmarks import benchmark
 
     names = [
-        benchmark(b.name).display_name for b in cfg.benchmarks if benchmark(b.name).needs_punkt is not None
+        benchmark(b.name).meta.display_name for b in cfg.benchmarks if benchmark(b.name).meta.nltk_module
     ]
     return ", ".join(names) or None
 

@@ -8,9 +8,9 @@ __all__ = ["BenchmarkData", "SourceRecord", "load_benchmark"]
 
 
 def __getattr__(name: str) -> Any:
-    # ``sources.registry`` needs the benchmark registry, whose modules need ``sources.base``: import lazily
+    # ``sources.load`` needs the benchmark registry, whose modules need ``sources.base``: import lazily
     if name == "load_benchmark":
-        from evalpipe.sources.registry import load_benchmark
+        from evalpipe.sources.load import load_benchmark
 
         return load_benchmark
     raise AttributeError(name)

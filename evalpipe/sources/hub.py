@@ -20,6 +20,11 @@ def adapter_dataset_ids(name: str) -> tuple[str, str | None, list[str]]:
     import evalscope.benchmarks  # noqa: F401  (registers the adapters)
     from evalscope.api.registry import BENCHMARK_REGISTRY
 
+    from evalpipe.benchmarks import find
+
+    spec = find(name)
+    if spec is not None:
+        spec.register_evalscope_adapter()
     meta = BENCHMARK_REGISTRY.get(name)
     if meta is None:
         raise DataError(f"EvalScope has no benchmark named {name!r}")

@@ -3,6 +3,11 @@
 Canonical record: every field, dates as ``YYYY-MM-DDTHH:MM:SS`` strings; id = ``question_id``.
 Mirror layout: ``livecodebench/*`` (every .jsonl/.parquet file; ids unique across files).  Materialised
 with every column a string: the adapter parses dates and test cases from text.
+
+The benchmark owns how its answers are executed and judged: ``result_codes`` turns EvalScope's test
+results into failure classes, ``recheck`` re-runs a program the review timed out, alone and on its own
+CPU clock (``post_review``), and is the test process itself (``python -m
+evalpipe.benchmarks.live_code_bench.recheck FD``).
 """
 
 from __future__ import annotations
@@ -15,15 +20,22 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
+    RecordBuilder,
+    RecordFilter,
+    ReviewContext,
+    ReviewScore,
     fenced,
     hub_records,
     local_data,
     read_records,
 )
+from evalpipe.benchmarks.live_code_bench.result_codes import classify_code
 from evalpipe.errors import DataError
+from evalpipe.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_value, require
 
 NAME = "live_code_bench"
@@ -59,37 +71,15 @@ def record(raw: dict[str, Any], *, subset: str, file: str, line: int, row: int) 
     )
 
 
-def load_local(directory: Path, subset: str | None) -> BenchmarkData:
-    subset = subset or DEFAULT_SUBSET
-    files = sorted(p for p in directory.iterdir() if p.suffix in (".jsonl", ".parquet"))
-    if not files:
-        raise DataError(f"{directory}: no LiveCodeBench .jsonl/.parquet files")
-    records: list[SourceRecord] = []
-    infos = []
-    for path in files:
-
-        def build(raw, *, file, line, row):
-            return record(raw, subset=subset, file=file, line=line, row=row)
-
-        recs, info = read_records(path, build)
-        records.extend(recs)
-        infos.append(info)
-    return local_data(NAME, directory, Split("test", records, infos))
-
-
-def load_hub(rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
-    subset = subset or DEFAULT_SUBSET
-
-    def build(raw, *, file, line, row):
+def _builder(subset: str) -> RecordBuilder:
+    def build(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceRecord:
         return record(raw, subset=subset, file=file, line=line, row=row)
 
-    return HubSplits(Split("test", hub_records(rows(subset, "test"), where, build)))
+    return build
 
 
-def filter_records(records: list[SourceRecord], flt: Any) -> list[SourceRecord]:
+def filter_records(records: list[SourceRecord], flt: RecordFilter) -> list[SourceRecord]:
     """Release/date windows: keep records by ``_version`` and ``contest_date``."""
-    if flt is None:
-        return records
     out = []
     for rec in records:
         c = rec.canonical
@@ -120,7 +110,7 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def lcb_row(raw: Mapping[str, Any], *, pinned: bool, where: str) -> dict[str, str | None]:
+def adapter_row(raw: Mapping[str, Any], *, pinned: bool, where: str) -> dict[str, str | None]:
     """String columns; missing ``private_test_cases`` → ``"[]"``; a non-JSON value is refused unpinned.
 
     EvalScope's ``transform`` falls back to ``pickle.loads(zlib.decompress(b64decode(...)))`` when the
@@ -146,16 +136,6 @@ def lcb_row(raw: Mapping[str, Any], *, pinned: bool, where: str) -> dict[str, st
     return row
 
 
-def materialize_row(rec: SourceRecord, pinned: bool, where: str) -> dict[str, Any]:
-    return lcb_row(rec.raw, pinned=pinned, where=where)
-
-
-def classify_wrong(score: Mapping[str, Any]) -> tuple[str, str | None]:
-    from evalpipe.evalscope_bridge.outcomes import classify_code
-
-    return classify_code(dict(score))
-
-
 # ---------------------------------------------------------------- answer key
 
 
@@ -169,45 +149,80 @@ def func_name(raw: Mapping[str, Any]) -> str | None:
     return meta.get("func_name") if isinstance(meta, dict) else None
 
 
-def key_items(data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
-    out = []
-    for rec in data.eval.records:
-        code = solutions.get(NAME, {}).get(rec.source_id)
-        if not isinstance(code, str) or not code.strip():
-            raise DataError(f"{sol_path}: live_code_bench: no solution for question_id {rec.source_id}")
-        out.append(
-            KeyItem(
-                NAME, rec.source_id, str(rec.raw["question_content"]), code, fenced(code), func_name(rec.raw)
+class LiveCodeBench(Benchmark):
+    """Answers are programs run against the problem's tests; every reviewed sample records how its program
+    ran, and one the review timed out is re-checked alone before it is classified (``recheck``)."""
+
+    def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
+        files = sorted(p for p in directory.iterdir() if p.suffix in (".jsonl", ".parquet"))
+        if not files:
+            raise DataError(f"{directory}: no LiveCodeBench .jsonl/.parquet files")
+        build = _builder(subset or DEFAULT_SUBSET)
+        records: list[SourceRecord] = []
+        infos = []
+        for path in files:
+            recs, info = read_records(path, build)
+            records.extend(recs)
+            infos.append(info)
+        return local_data(NAME, directory, Split("test", records, infos))
+
+    def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
+        subset = subset or DEFAULT_SUBSET
+        return HubSplits(Split("test", hub_records(rows(subset, "test"), where, _builder(subset))))
+
+    def filter_records(self, records: list[SourceRecord], flt: RecordFilter) -> list[SourceRecord]:
+        return filter_records(records, flt)
+
+    def materialize_row(self, record: SourceRecord, pinned: bool, where: str) -> dict[str, Any]:
+        return adapter_row(record.raw, pinned=pinned, where=where)
+
+    def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
+        return classify_code(score)
+
+    def post_review(self, row: OutcomeRow, score: ReviewScore, context: ReviewContext) -> OutcomeRow:
+        # imported here, not at module level: ``recheck`` is also the test process's ``__main__``
+        from evalpipe.benchmarks.live_code_bench import recheck
+
+        return recheck.reviewed_row(row, score, context)
+
+    def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:
+        out = []
+        for rec in data.eval.records:
+            code = solutions.get(NAME, {}).get(rec.source_id)
+            if not isinstance(code, str) or not code.strip():
+                raise DataError(f"{sol_path}: live_code_bench: no solution for question_id {rec.source_id}")
+            out.append(
+                KeyItem(
+                    NAME,
+                    rec.source_id,
+                    str(rec.raw["question_content"]),
+                    code,
+                    fenced(code),
+                    func_name(rec.raw),
+                )
             )
-        )
-    return out
+        return out
+
+    def truncated_text(self, item: KeyItem) -> str:
+        lines = item.gold.rstrip().split("\n")
+        return "```python\n" + "\n".join(lines[: max(1, len(lines) // 2)])  # no closing fence
 
 
-def truncated_text(item: KeyItem) -> str:
-    lines = item.gold.rstrip().split("\n")
-    return "```python\n" + "\n".join(lines[: max(1, len(lines) // 2)])  # no closing fence
-
-
-BENCHMARK = Benchmark(
-    name=NAME,
-    display_name="LiveCodeBench",
-    primary_metric="pass@1",
-    mirror_dir="livecodebench",
-    load_local=load_local,
-    load_hub=load_hub,
-    eval_split="test",
-    fewshot_split=None,
-    question_field="question_content",
-    default_subset=DEFAULT_SUBSET,
-    max_few_shot=0,
-    stratifications=("difficulty",),
-    filter_records=filter_records,
-    all_strings=True,
-    materialize_row=materialize_row,
-    forbidden_extra_params=FILTER_PARAMS,
-    classify_wrong=classify_wrong,
-    executes_code=True,
-    key_items=key_items,
-    truncated_text=truncated_text,
-    default_faults=("index_error",),
+BENCHMARK = LiveCodeBench(
+    BenchmarkMeta(
+        name=NAME,
+        display_name="LiveCodeBench",
+        primary_metric="pass@1",
+        mirror_dir="livecodebench",
+        eval_split="test",
+        fewshot_split=None,
+        question_field="question_content",
+        default_subset=DEFAULT_SUBSET,
+        max_few_shot=0,
+        stratifications=("difficulty",),
+        record_filter=True,
+        all_strings=True,
+        forbidden_extra_params=FILTER_PARAMS,
+        default_faults=("index_error",),
+    )
 )

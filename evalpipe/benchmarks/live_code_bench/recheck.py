@@ -24,10 +24,11 @@ The class is the re-check's and the outcome row records how the sample was execu
 (``OutcomeRow.code_execution``).  A program that truly loops forever uses its CPU limit and stays
 ``code_timeout``; a program that needs 60 % of the limit passes however busy the host is.
 
-Run as ``python -m evalpipe.evalscope_bridge.code_recheck FD`` this module is the test process: it reads
+Run as ``python -m evalpipe.benchmarks.live_code_bench.recheck FD`` this module is the test process: it reads
 its job (program, tests or dataset row, limits) as a line on stdin, imports EvalScope's test code, writes
 ``ready N`` (N tests) to file descriptor ``FD``, waits for ``go`` on stdin — the clock starts there —
-and writes one JSON result line to ``FD``.  EvalScope is imported only in this process.
+and writes one JSON result line to ``FD``.  EvalScope is imported only in this process, which is started
+through the run's ``ProgramLauncher`` (the one place a sandbox wraps every process running model code).
 """
 
 from __future__ import annotations
@@ -40,13 +41,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalpipe.benchmarks.base import ProgramLauncher, ReviewContext
+from evalpipe.benchmarks.live_code_bench.result_codes import classify_code, tests_run
 from evalpipe.errors import ArtifactError
 from evalpipe.process_group import kill_group
-from evalpipe.schema.outcomes import CodeExecution
+from evalpipe.schema.outcomes import CodeExecution, FailureClass, OutcomeRow
+
+#: The test process: ``python -m MODULE FD`` (this module).
+MODULE = "evalpipe.benchmarks.live_code_bench.recheck"
 
 #: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits);
 #: counted on the program's own time: wall time minus the time it waited for a CPU.
@@ -75,7 +82,7 @@ def policy_text(limit_s: float) -> str:
     return POLICY.format(limit=limit_s, backstop=limit_s * WALL_FACTOR)
 
 
-def review_execution(score: dict[str, Any], tests: int | None = None) -> CodeExecution:
+def review_execution(score: Mapping[str, Any], tests: int | None = None) -> CodeExecution:
     """How EvalScope's review ran a sample (``score`` = the review's ``sample_score.score``)."""
     limit = float((score.get("metadata") or {}).get("timeout") or 0) or None
     return CodeExecution(
@@ -140,7 +147,7 @@ def run_delay_s(pid: int | str = "self") -> float | None:
 
 @dataclass
 class Recheck:
-    failure_class: str
+    failure_class: FailureClass
     failure_detail: str | None
     passed: bool
     execution: CodeExecution
@@ -177,7 +184,7 @@ def global_limit(n_tests: int, limit_s: float) -> float:
     return n_tests * (limit_s * WALL_FACTOR + 1) + _GLOBAL_SLACK_S
 
 
-def _await_result(fd: int, buf: bytearray, proc: subprocess.Popen, limit_s: float) -> str | None:
+def _await_result(fd: int, buf: bytearray, proc: subprocess.Popen[bytes], limit_s: float) -> str | None:
     """The result line, or None once the test process has *itself* used ``limit_s`` seconds.
 
     Its own time is wall time minus the time it waited for a CPU (run delay), so a busy host does not
@@ -200,22 +207,24 @@ def _await_result(fd: int, buf: bytearray, proc: subprocess.Popen, limit_s: floa
 
 
 def run_isolated(
-    code: str, tests: str | dict[str, Any], limit_s: float
+    code: str, tests: str | dict[str, Any], limit_s: float, launcher: ProgramLauncher | None = None
 ) -> tuple[dict[str, Any] | None, str, int, int | None]:
     """Run ``code`` against its tests in one fresh test process (another only if one never comes up).
 
     ``tests``: EvalScope's ``evaluation_sample`` JSON, or the materialized dataset row it is derived from.
+    ``launcher``: how the test process is started (default: a plain child process).
     Returns ``(result, outcome, attempts, n_tests)``: ``result`` is the test process's JSON line (None
     without one) and ``outcome`` one of ``done``, ``global_timeout``, ``died (…)``, ``never_ready``.
     """
     key = "input_output" if isinstance(tests, str) else "record"
     job = json.dumps({"code": code, key: tests, "timeout": limit_s, "wall_factor": WALL_FACTOR}, default=str)
+    argv = (launcher or ProgramLauncher()).argv
     outcome, n_tests = "never_ready", None
     for attempt in range(1, MAX_ATTEMPTS + 1):
         r, w = os.pipe()
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "evalpipe.evalscope_bridge.code_recheck", str(w)],
+                argv([sys.executable, "-m", MODULE, str(w)]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -243,7 +252,8 @@ def run_isolated(
                 proc.stdin.close()
                 line = _await_result(r, buf, proc, global_limit(n_tests, limit_s))
                 if line:
-                    return json.loads(line), "done", attempt, n_tests
+                    result: dict[str, Any] = json.loads(line)
+                    return result, "done", attempt, n_tests
                 try:
                     proc.wait(timeout=0.5)
                 except subprocess.TimeoutExpired:
@@ -262,16 +272,15 @@ def recheck(
     code: str,
     tests: str | dict[str, Any],
     limit_s: float,
-    review_class: str,
+    review_class: FailureClass,
     review_detail: str | None,
+    launcher: ProgramLauncher | None = None,
 ) -> Recheck:
     """The load-independent verdict of one program that EvalScope's review timed out.
 
     ``tests``: EvalScope's ``evaluation_sample`` JSON, or the materialized row it is derived from.
     """
-    from evalpipe.evalscope_bridge.outcomes import classify_code
-
-    result, outcome, attempts, n_tests = run_isolated(code, tests, limit_s)
+    result, outcome, attempts, n_tests = run_isolated(code, tests, limit_s, launcher)
     execution = CodeExecution(
         mode="isolated_recheck",
         per_test_limit_s=limit_s,
@@ -292,7 +301,7 @@ def recheck(
             detail = f"no result within the re-check's global limit of {execution.global_limit_s:g} s"
             return Recheck("code_timeout", detail, False, execution)
         return Recheck("code_runtime_error", f"test process {outcome}", False, execution)
-    results = result["results"]
+    results: list[bool | int] = result["results"]
     execution = execution.model_copy(
         update={"results": results, "wall_s": round(result["wall_s"], 3), "cpu_s": round(result["cpu_s"], 3)}
     )
@@ -302,8 +311,44 @@ def recheck(
         "extracted_prediction": code,
         "metadata": {"eval_results": {"0": [results]}, "final_metadata": [[json.dumps(result["metadata"])]]},
     }
-    fclass, detail = classify_code(score)
-    return Recheck(fclass, detail, False, execution)
+    fclass, why = classify_code(score)
+    return Recheck(fclass, why, False, execution)
+
+
+def reviewed_row(row: OutcomeRow, score: Mapping[str, Any], context: ReviewContext) -> OutcomeRow:
+    """``LiveCodeBench.post_review``: record how the program ran; re-check a timed-out one in isolation
+    and take the re-check's class (and its pass: score 1)."""
+    meta = score.get("metadata") or {}
+    if row.failure_class != "code_timeout":
+        if "eval_results" not in meta:
+            return row
+        return row.model_copy(update={"code_execution": review_execution(score, tests_run(score))})
+    problems = context.once(
+        "problem_tests",
+        lambda: ProblemTests(context.run_root, context.dataset.path, context.dataset.eval_split),
+    )
+    record = problems.record(row.subset, row.index, row.source_id)
+    limit = float(meta.get("timeout") or 0)
+    if limit <= 0:
+        raise ArtifactError(f"{row.benchmark}/{row.source_id}: review records no per-test timeout")
+    result = recheck(
+        str(score.get("extracted_prediction") or ""),
+        record,
+        limit,
+        row.failure_class,
+        row.failure_detail,
+        context.launcher,
+    )
+    update: dict[str, Any] = {
+        "failure_class": result.failure_class,
+        "failure_detail": result.failure_detail,
+        "code_execution": result.execution,
+    }
+    main = score.get("main_score_name")
+    if result.passed and row.score is not None and isinstance(main, str) and main:
+        update["score"] = 1.0
+        update["scores"] = {**row.scores, main: 1.0}
+    return row.model_copy(update=update)
 
 
 # ---------------------------------------------------------------- the test process

@@ -1,7 +1,7 @@
 """Load a benchmark's full splits from a local mirror or the hub.
 
 A local mirror holds one folder per benchmark (the layout of ``../shared/datasets``); each benchmark
-module (``evalpipe/benchmarks/<name>.py``) declares its folder name and reads its own files.
+module (``evalpipe/benchmarks/<name>``) declares its folder name and reads its own files.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from evalpipe.sources.base import BenchmarkData
 
 def benchmark_dir(cfg: RunConfig, bench: BenchmarkConfig, dataset_root: Path | None) -> Path:
     """Local directory of a benchmark: --dataset-root wins, then source.local, then cfg.dataset_root."""
-    folder = benchmark_spec(bench.name).mirror_dir
+    folder = benchmark_spec(bench.name).meta.mirror_dir
     if dataset_root is not None:
         return Path(dataset_root) / folder
     if bench.source.local:

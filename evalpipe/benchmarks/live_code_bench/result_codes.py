@@ -1,0 +1,80 @@
+"""LiveCodeBench failure classes from EvalScope's test results (the review's metadata or a re-check's).
+
+EvalScope's ``testing_util`` reports one result code per test: ``True`` pass, ``False``/``-2`` wrong
+answer, ``-3`` time limit, ``-4`` runtime error (``error`` holds the exception repr) or, without
+``error``, a failure to compile/load the solution (``Error during testing: ...``), ``-1`` global
+timeout.  ``[-2]`` with empty metadata is EvalScope's stand-in when the test process returned nothing
+(it died or hit the global timeout).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from evalpipe.schema.outcomes import FailureClass
+
+_EXC_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\(")
+
+
+def first_list(value: Any) -> list[Any]:
+    """``eval_results`` is ``{"0": [[r1, r2, ...]]}``: the results of the single generation."""
+    if isinstance(value, dict):
+        value = next(iter(value.values()), [])
+    while isinstance(value, list) and value and isinstance(value[0], list):
+        value = value[0]
+    return value if isinstance(value, list) else []
+
+
+def first_meta(value: Any) -> dict[str, Any]:
+    """``final_metadata`` is ``[[json_string]]``."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def tests_run(score: Mapping[str, Any]) -> int | None:
+    """How many tests the review ran (None: it recorded no results)."""
+    return len(first_list((score.get("metadata") or {}).get("eval_results"))) or None
+
+
+def classify_code(score: Mapping[str, Any]) -> tuple[FailureClass, str | None]:
+    """Failure class of a LiveCodeBench solution that did not pass (``score`` = the review's
+    ``sample_score.score``: ``extracted_prediction`` and ``metadata``); see the module docstring."""
+    meta = score.get("metadata") or {}
+    extracted = score.get("extracted_prediction")
+    if not isinstance(extracted, str) or not extracted.strip():
+        return "unparsable_answer", "no fenced code block in the response"
+    if "eval_results" not in meta:
+        err = meta.get("error") or score.get("explanation")
+        return "scoring_error", f"test harness failed: {err}" if err else "no test results in the review"
+    results = first_list(meta.get("eval_results"))
+    info = first_meta(meta.get("final_metadata"))
+    failing = next((r for r in results if r is not True), None)
+    if failing is None:
+        return "code_wrong_answer", "no failing test recorded"
+    if failing == -3:
+        return "code_timeout", info.get("error_message") or "time limit exceeded"
+    if failing == -1:
+        return "code_timeout", "global timeout"
+    if failing == -4:
+        if "error" in info:
+            m = _EXC_TYPE.match(str(info["error"]))
+            return "code_runtime_error", m.group(1) if m else str(info["error"])[:200]
+        try:
+            ast.parse(extracted)
+        except SyntaxError as exc:
+            return "code_compile_error", f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        msg = str(info.get("error_message") or "")
+        return "code_runtime_error", f"raised while loading the solution (type not reported): {msg[:200]}"
+    if (failing is False or failing == -2) and not info:
+        return "code_timeout", "no result from the test process (global timeout or crash)"
+    return "code_wrong_answer", str(info.get("error_message") or "wrong answer")[:200]
