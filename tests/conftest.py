@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from registry_controls import RegistryControls
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -20,3 +24,28 @@ def shared_datasets() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def registry_controls(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> RegistryControls:
+    """The self-test's positive and negative controls through the whole pipeline, once per session, on the
+    benchmarks the selected tests need: each test using this fixture that is parametrised by a benchmark
+    ``name`` needs that one, any other needs every registered benchmark.  So ``-k <benchmark>`` on the
+    contract test runs the pipeline for that benchmark alone."""
+    from registry_controls import run_registry_controls
+
+    from evalpipe.benchmarks import names
+
+    wanted: set[str] = set()
+    for item in request.session.items:
+        if "registry_controls" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "name" not in params:
+            wanted = set(names())
+            break
+        wanted.add(params["name"])
+    chosen = [n for n in names() if n in wanted] or list(names())
+    return run_registry_controls(tmp_path_factory.mktemp("registry-controls"), chosen)

@@ -8,18 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_controls import RegistryControls
 
-from evalpipe import pipeline
 from evalpipe.benchmarks import benchmark
-from evalpipe.config import load_config
-from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.errors import DataError
 from evalpipe.io import read_model
 from evalpipe.samplers.strata import check_plan
 from evalpipe.schema.evalscope import IndexMap
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, truncated_response
-from evalpipe.selftest.controls import demo_config_path
 from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "math_500"
@@ -139,40 +136,30 @@ def test_math_verify_accepts_the_answer_key_form_for_every_real_answer(
 # ---------------------------------------------------------------- end to end
 
 
-def _math_cfg(mode: str):
-    cfg = load_config(demo_config_path())
-    bench = BenchmarkConfig(
-        name="math_500",
-        sampling=str(REPO / "samplers" / "demo" / "math_500.yaml"),
-        source=DatasetSource(local=str(BUNDLED)),
-    )
-    server = cfg.server.model_copy(update={"answer_key": AnswerKeyConfig(mode=mode, faults=[])})
-    out = cfg.model_copy(
-        update={"server": server, "benchmarks": [bench], "variants": [], "gates": GateConfig()}
-    )
-    out._config_path = cfg.config_path
-    return out
-
-
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["math_500"])  # the session's registry_controls must include MATH-500
 @pytest.mark.parametrize("mode", ["positive", "negative"])
-def test_end_to_end_against_the_answer_key_server(mode: str, tmp_path: Path) -> None:
-    result = pipeline.run(_math_cfg(mode), out=tmp_path / "run")
-    index = read_model(result.rundir.index_map, IndexMap)
-    (ds,) = index.datasets
+def test_end_to_end_against_the_answer_key_server(
+    mode: str, name: str, registry_controls: RegistryControls
+) -> None:
+    """The self-test's controls through the whole pipeline (answer-key server, EvalScope, audit), shared
+    with the benchmark contract test: MATH-500 materialised as the one config the adapter regroups."""
+    rundir = registry_controls.rundir(mode)
+    index = read_model(rundir.index_map, IndexMap)
+    ds = index.dataset(name)
     assert ds.subsets == [f"Level {n}" for n in range(1, 6)]
     assert set(ds.files) == {"default/test.parquet", "README.md"}  # one config the adapter regroups
     by_subset: dict[str, list[int]] = {}
-    for e in index.entries:
+    for e in index.for_benchmark(name):
         by_subset.setdefault(e.subset, []).append(e.index)
     assert by_subset == {f"Level {n}": [0, 1] for n in range(1, 6)}
-    rows = result.outcomes
+    rows = registry_controls.outcomes(mode, name)
     assert len(rows) == 10
     want = (1.0, "ok") if mode == "positive" else (0.0, "wrong")
     assert {(r.score, r.failure_class) for r in rows} == {want}
-    summary = result.summary
+    summary = (registry_controls.positive if mode == "positive" else registry_controls.negative).summary
     assert summary is not None
-    (b,) = summary.benchmarks
+    (b,) = [b for b in summary.benchmarks if b.benchmark == name]
     assert (b.display_name, b.metric, b.correct, b.scored) == (
         "MATH-500",
         "acc",

@@ -1,25 +1,30 @@
-"""The self-test's guarantees: the controls run through the real pipeline, and the checks can fail."""
+"""The self-test's guarantees: the controls run through the real pipeline, and the checks can fail.
+
+The controls are ``run_selftest`` on the demo config extended to every registered benchmark (the session's
+``registry_controls``, shared with the benchmark contract test): the demo's own benchmarks keep their
+plans, faults and gates, the others add their bundled miniatures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from registry_controls import RegistryControls
 
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.schema.summary import Finding, Summary
 from evalpipe.selftest.controls import (
     FAULT_EXPECTATIONS,
+    ControlCheck,
     check_negative,
     check_positive,
     fault_targets,
-    run_selftest,
 )
 
 
 @pytest.fixture(scope="module")
-def controls(tmp_path_factory: pytest.TempPathFactory):
-    return run_selftest(tmp_path_factory.mktemp("selftest"))
+def controls(registry_controls: RegistryControls) -> list[ControlCheck]:
+    return [registry_controls.positive, registry_controls.negative]
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from importlib import import_module
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 
 from evalpipe.benchmarks.base import Benchmark, KeyItem
 from evalpipe.errors import ConfigError
@@ -37,15 +37,8 @@ _MODULES = (
 )
 
 
-def _load(path: str, origin: str) -> Benchmark:
-    try:
-        module = import_module(path)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (path == exc.name or path.startswith(exc.name + ".")):  # not a dependency
-            raise ConfigError(
-                f"{origin}: benchmark module {path!r} not found (is it on PYTHONPATH?)"
-            ) from None
-        raise
+def _declared(module: ModuleType, origin: str) -> Benchmark:
+    path = module.__name__
     spec = getattr(module, "BENCHMARK", None)
     if not isinstance(spec, Benchmark):
         raise ConfigError(f"{origin}: module {path} declares no BENCHMARK (a Benchmark instance)")
@@ -57,20 +50,31 @@ def _load(path: str, origin: str) -> Benchmark:
     return spec
 
 
-def _modules() -> list[tuple[str, str]]:
-    """``(import path, origin)`` of every benchmark module: the built-ins, then the environment's."""
-    out = [(f"evalpipe.benchmarks.{m}", "evalpipe/benchmarks/__init__.py") for m in _MODULES]
-    extra = os.environ.get(PLUGINS_ENV, "")
-    out += [(m.strip(), PLUGINS_ENV) for m in extra.split(",") if m.strip()]
-    return out
+def _plugin(path: str) -> ModuleType:
+    try:
+        return import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (path == exc.name or path.startswith(exc.name + ".")):  # not a dependency
+            raise ConfigError(
+                f"{PLUGINS_ENV}: benchmark module {path!r} not found (is it on PYTHONPATH?)"
+            ) from None
+        raise
 
 
 def _build() -> Mapping[str, Benchmark]:
+    """The built-in modules in ``_MODULES`` order, then the environment's."""
+    declared = [
+        _declared(import_module(f"evalpipe.benchmarks.{m}"), "evalpipe/benchmarks/__init__.py")
+        for m in _MODULES
+    ]
+    extra = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
+    declared += [_declared(_plugin(p), PLUGINS_ENV) for p in extra]
     registry: dict[str, Benchmark] = {}
-    for path, origin in _modules():
-        spec = _load(path, origin)
+    for spec in declared:
         if spec.meta.name in registry:
-            raise ConfigError(f"{origin}: benchmark {spec.meta.name!r} is registered twice (module {path})")
+            raise ConfigError(
+                f"benchmark {spec.meta.name!r} is registered twice ({PLUGINS_ENV}: {', '.join(extra)})"
+            )
         registry[spec.meta.name] = spec
     return MappingProxyType(registry)
 

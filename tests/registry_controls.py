@@ -1,0 +1,77 @@
+"""The self-test's controls on every registered benchmark (or a chosen few): one config, two pipeline runs.
+
+The config is the demo config (``configs/demo.yaml``: answer-key server, generation, thinking mode) with
+one entry per benchmark: the demo's own entry where it has one, otherwise the benchmark's bundled
+miniature sampled by ``samplers/demo/<name>.yaml`` — or, without that file, every bundled record.
+Every benchmark gets a ``min_score`` gate of 0.5, so the negative control must fail the gates.
+``evalpipe.selftest.controls.run_selftest`` runs it: the positive control with every fault whose target
+is among the benchmarks, then the negative control, one EvalScope worker per benchmark each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalpipe.benchmarks import benchmark
+from evalpipe.io import read_jsonl
+from evalpipe.rundir import RunDir
+from evalpipe.schema.outcomes import OutcomeRow
+from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest
+
+REPO = Path(__file__).resolve().parents[1]
+GATE = 0.5
+
+
+@dataclass(frozen=True)
+class RegistryControls:
+    benchmarks: tuple[str, ...]
+    root: Path
+    positive: ControlCheck
+    negative: ControlCheck
+
+    def rundir(self, mode: str) -> RunDir:
+        return RunDir(self.root / mode)
+
+    def outcomes(self, mode: str, name: str) -> list[OutcomeRow]:
+        return [r for r in read_jsonl(self.rundir(mode).outcomes, OutcomeRow) if r.benchmark == name]
+
+
+def _entry(name: str, demo: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    spec = benchmark(name)
+    source = {"local": str(spec.bundled_dir())}
+    if name in demo:
+        entry = dict(demo[name])
+        entry["sampling"] = str((demo_config_path().parent / entry["sampling"]).resolve())
+        return {**entry, "source": source}
+    plan = REPO / "samplers" / "demo" / f"{name}.yaml"
+    if plan.is_file():
+        sampling: str | dict[str, Any] = str(plan)
+    else:
+        n = len(spec.load_local(spec.bundled_dir(), None).eval.records)
+        sampling = {"stratify_by": "none", "total": n, "allocation": "uniform"}
+    return {"name": name, "few_shot": 0, "sampling": sampling, "source": source}
+
+
+def write_config(path: Path, names: Sequence[str]) -> Path:
+    raw = yaml.safe_load(demo_config_path().read_text(encoding="utf-8"))
+    demo = {b["name"]: b for b in raw["benchmarks"]}
+    raw.update(
+        name="registry-controls",
+        description="The demo's controls on every benchmark of the registry (tests/registry_controls.py).",
+        benchmarks=[_entry(n, demo) for n in names],
+        output_root=str(path.parent / "results"),
+        gates={"min_score": dict.fromkeys(names, GATE)},
+    )
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_registry_controls(root: Path, names: Sequence[str]) -> RegistryControls:
+    config = write_config(root / "registry-controls.yaml", names)
+    positive, negative = run_selftest(root, config=config)
+    return RegistryControls(tuple(names), root, positive, negative)
