@@ -49,3 +49,11 @@ def registry_controls(
         wanted.add(params["name"])
     chosen = [n for n in names() if n in wanted] or list(names())
     return run_registry_controls(tmp_path_factory.mktemp("registry-controls"), chosen)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test using ``registry_controls`` may pay for the session's two pipeline runs over every registered
+    benchmark (minutes on a busy host): it gets 15 minutes instead of the suite's 5 (pyproject timeout)."""
+    for item in items:
+        if "registry_controls" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(900))

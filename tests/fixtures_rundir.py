@@ -464,7 +464,7 @@ def clean_run(root: Path) -> RunDirBuilder:
             b.add(
                 Sample(
                     "live_code_bench",
-                    f"lcb-{diff}-{j}",
+                    f"live_code_bench-{diff}-{j}",
                     stratum=diff,
                     score=1.0 if ok else 0.0,
                     failure_class="ok" if ok else "code_wrong_answer",
@@ -481,7 +481,7 @@ def planted_faults_run(root: Path) -> RunDirBuilder:
     """``clean_run`` with the eight faults of issue 5 §5 planted, one sample each.
 
     duplicate request (g0), truncated output (ce1, budget exhausted), transport failure then retry
-    (g1), reordered cached row repaired at resume (g2), IndexError (lcb-medium-1), scoring error
+    (g1), reordered cached row repaired at resume (g2), IndexError (live_code_bench-medium-1), scoring error
     (if1), response id missing from the log (ce0), secret in server_info.
     """
     b = clean_run(root)
@@ -502,7 +502,10 @@ def planted_faults_run(root: Path) -> RunDirBuilder:
             artifact="prediction",
         )
     )
-    s["lcb-medium-1"].failure_class, s["lcb-medium-1"].failure_detail = "code_runtime_error", "IndexError"
+    s["live_code_bench-medium-1"].failure_class, s["live_code_bench-medium-1"].failure_detail = (
+        "code_runtime_error",
+        "IndexError",
+    )
     s["if1"].score, s["if1"].failure_class, s["if1"].scores = None, "scoring_error", {}
     s["if1"].failure_detail = "KeyError: 'kwargs'"
     s["ce0"].response_id = "chatcmpl-ghost"

@@ -74,9 +74,9 @@ def test_planted_faults_reported_exactly(tmp_path: Path) -> None:
     assert s.response_selection.samples_with_several_responses == 1
 
     # failure taxonomy
-    ceval, lcb, ifeval = bench(s, "ceval"), bench(s, "live_code_bench"), bench(s, "ifeval")
+    ceval, live_code_bench, ifeval = bench(s, "ceval"), bench(s, "live_code_bench"), bench(s, "ifeval")
     assert {f.label: f.count for f in ceval.failures} == {"ok": 1, "budget_exhausted": 1, "wrong": 1}
-    assert {f.label: f.count for f in lcb.failures} == {
+    assert {f.label: f.count for f in live_code_bench.failures} == {
         "ok": 3,
         "code_wrong_answer": 2,
         "code_runtime_error:IndexError": 1,
@@ -137,11 +137,11 @@ def test_clean_run_numbers(tmp_path: Path) -> None:
     assert (gsm.correct, gsm.scored, gsm.score) == (3, 4, 0.75)
     assert gsm.interval is not None and gsm.interval.method == "wilson"
     assert gsm.allocation_proportional and gsm.stratified is None
-    lcb = bench(s, "live_code_bench")
-    assert not lcb.allocation_proportional
-    assert lcb.stratified is not None
-    assert lcb.stratified.estimate == pytest.approx(4 / 7)
-    assert [(st.stratum, st.correct, st.selected, st.population) for st in lcb.strata] == [
+    live_code_bench = bench(s, "live_code_bench")
+    assert not live_code_bench.allocation_proportional
+    assert live_code_bench.stratified is not None
+    assert live_code_bench.stratified.estimate == pytest.approx(4 / 7)
+    assert [(st.stratum, st.correct, st.selected, st.population) for st in live_code_bench.strata] == [
         ("easy", 2, 2, 100),
         ("hard", 0, 2, 50),
         ("medium", 1, 2, 200),

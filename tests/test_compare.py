@@ -73,9 +73,9 @@ def _run_with(
 
 
 def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -> None:
-    n = 42  # 30 gsm8k + 12 lcb
-    a_correct = set(range(0, 25)) | {30, 31, 32}  # gsm8k: 25/30 ; lcb 3/12
-    b_correct = set(range(3, 28)) | {31, 32, 33, 34}  # gsm8k: 25/30 ; lcb 4/12
+    n = 42  # 30 gsm8k + 12 live_code_bench
+    a_correct = set(range(0, 25)) | {30, 31, 32}  # gsm8k: 25/30 ; live_code_bench 3/12
+    b_correct = set(range(3, 28)) | {31, 32, 33, 34}  # gsm8k: 25/30 ; live_code_bench 4/12
     ra = _run_with(base_run, tmp_path / "a", a_correct)
     rb = _run_with(base_run, tmp_path / "b", b_correct)
     res = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
@@ -85,20 +85,22 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     assert (gsm.both_correct, gsm.a_only, gsm.b_only, gsm.both_wrong) == (22, 3, 3, 2)
     assert gsm.mcnemar_p == pytest.approx(binomtest(3, 6, 0.5).pvalue)
     assert gsm.difference == 0.0
-    lcb = res.benchmarks[1]
-    assert (lcb.a_only, lcb.b_only) == (1, 2)  # 30 vs 33,34
-    assert lcb.mcnemar_p == pytest.approx(binomtest(1, 3, 0.5).pvalue)
+    live_code_bench = res.benchmarks[1]
+    assert (live_code_bench.a_only, live_code_bench.b_only) == (1, 2)  # 30 vs 33,34
+    assert live_code_bench.mcnemar_p == pytest.approx(binomtest(1, 3, 0.5).pvalue)
     entries = json.loads((ra / "manifest.json").read_text())["entries"]
-    assert {f.source_id for f in lcb.flips} == {entries[i]["source_id"] for i in (30, 33, 34)}
-    assert len(lcb.flips) == 3 and all(f.benchmark == "live_code_bench" for f in lcb.flips)
+    assert {f.source_id for f in live_code_bench.flips} == {entries[i]["source_id"] for i in (30, 33, 34)}
+    assert len(live_code_bench.flips) == 3 and all(
+        f.benchmark == "live_code_bench" for f in live_code_bench.flips
+    )
     assert res.overall is not None and res.overall.n_pairs == n
     assert res.overall.a_only == 4 and res.overall.b_only == 5
     # interval contains the point estimate and is reproducible (seeded)
-    assert lcb.diff_ci_low <= lcb.difference <= lcb.diff_ci_high
+    assert live_code_bench.diff_ci_low <= live_code_bench.difference <= live_code_bench.diff_ci_high
     again = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
     assert again.model_dump() == res.model_dump()
-    assert lcb.line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
-    assert "McNemar p = 1, 3 flips" in lcb.line
+    assert live_code_bench.line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
+    assert "McNemar p = 1, 3 flips" in live_code_bench.line
     md = compare_markdown(res)
     assert "| gsm8k | 25/30 | 25/30 | +0.0 |" in md
 

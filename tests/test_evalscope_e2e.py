@@ -32,7 +32,7 @@ GSM8K = {  # test-split line → role
 }
 CEVAL = [("accountant", "0", "correct"), ("art_studies", "3", "unparsable")]
 IFEVAL = {"1162": "follows", "1051": "violates", "1268": "needs_punkt"}
-LCB = {"abc387_b": "correct", "3708": "index_error", "abc388_a": "wrong", "abc389_a": "syntax"}
+LIVE_CODE_BENCH = {"abc387_b": "correct", "3708": "index_error", "abc388_a": "wrong", "abc389_a": "syntax"}
 
 
 def _lines(path: Path) -> list[dict]:
@@ -47,12 +47,22 @@ def run(tmp_path_factory: pytest.TempPathFactory):
     gsm_ids = {gsm8k_id(gsm_rows[i]["question"]): role for i, role in GSM8K.items()}
     ceval_ids = [f"{subject}/{rid}" for subject, rid, _ in CEVAL]
     cfg = run_config(
-        {"gsm8k": len(GSM8K), "ceval": len(CEVAL), "ifeval": len(IFEVAL), "live_code_bench": len(LCB)}
+        {
+            "gsm8k": len(GSM8K),
+            "ceval": len(CEVAL),
+            "ifeval": len(IFEVAL),
+            "live_code_bench": len(LIVE_CODE_BENCH),
+        }
     )
     rundir, manifest, datasets = picked_run(
         tmp_path_factory.mktemp("e2e") / "run",
         cfg,
-        {"gsm8k": list(gsm_ids), "ceval": ceval_ids, "ifeval": list(IFEVAL), "live_code_bench": list(LCB)},
+        {
+            "gsm8k": list(gsm_ids),
+            "ceval": ceval_ids,
+            "ifeval": list(IFEVAL),
+            "live_code_bench": list(LIVE_CODE_BENCH),
+        },
     )
     rec = {(name, r.source_id): r for name, d in datasets.items() for r in d.eval.records}
 
@@ -90,16 +100,16 @@ def run(tmp_path_factory: pytest.TempPathFactory):
     }
     for key, role in IFEVAL.items():
         rules.append(Rule(rec[("ifeval", key)].raw["prompt"], ifeval_answers[role], name=f"ifeval:{role}"))
-    lcb_code = {
+    programs = {
         "correct": "x = int(input())\nprint(sum(i * j for i in range(1, 10) for j in range(1, 10) if i * j != x))",
         "index_error": "class Solution:\n    def zigzagTraversal(self, grid):\n        return [grid[100][0]]",
         "wrong": "print(0)",
         "syntax": "def solve(:\n    pass",
     }
-    for qid, role in LCB.items():
+    for qid, role in LIVE_CODE_BENCH.items():
         raw = rec[("live_code_bench", qid)].raw
-        answer = f"Here is my solution.\n```python\n{lcb_code[role]}\n```\n"
-        rules.append(Rule(raw["question_content"], answer, name=f"lcb:{role}"))
+        answer = f"Here is my solution.\n```python\n{programs[role]}\n```\n"
+        rules.append(Rule(raw["question_content"], answer, name=f"live_code_bench:{role}"))
 
     index_map = materialize(rundir, manifest, datasets, cfg)
     with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
@@ -110,7 +120,7 @@ def run(tmp_path_factory: pytest.TempPathFactory):
         **{("gsm8k", s): r for s, r in gsm_ids.items()},
         **{("ceval", f"{s}/{i}"): r for s, i, r in CEVAL},
         **{("ifeval", k): r for k, r in IFEVAL.items()},
-        **{("live_code_bench", k): r for k, r in LCB.items()},
+        **{("live_code_bench", k): r for k, r in LIVE_CODE_BENCH.items()},
     }
     by_role = {(o.benchmark, roles[(o.benchmark, o.source_id)]): o for o in outcomes}
     return {
@@ -190,7 +200,7 @@ def test_ifeval_scores_and_missing_punkt_is_a_scoring_error(run) -> None:
     assert "downloading from mirror" not in log  # EvalScope never tried the network for NLTK data
 
 
-def test_lcb_failure_classes_from_review_metadata(run) -> None:
+def test_live_code_bench_failure_classes_from_review_metadata(run) -> None:
     o = run["by_role"]
     assert (o[("live_code_bench", "correct")].failure_class, o[("live_code_bench", "correct")].score) == (
         "ok",
@@ -245,7 +255,7 @@ def test_requests_carry_the_configured_generation_settings(run) -> None:
 
 
 def test_materialized_rows_reach_evalscope_byte_for_byte(run) -> None:
-    """LCB question text keeps its CRLF line endings all the way into the request."""
+    """LiveCodeBench question text keeps its CRLF line endings all the way into the request."""
     import pyarrow.parquet as pq
 
     rundir = run["rundir"]
@@ -259,7 +269,7 @@ def test_materialized_rows_reach_evalscope_byte_for_byte(run) -> None:
         assert row["private_test_cases"] == "[]"
     raw_9x9 = run["records"][("live_code_bench", "abc387_b")].raw["question_content"]
     assert "\r\n" in raw_9x9
-    sent = next(r for r in run["requests"] if r.rule == "lcb:correct")
+    sent = next(r for r in run["requests"] if r.rule == "live_code_bench:correct")
     user = [m for m in sent.body["messages"] if m["role"] == "user"][-1]["content"]
     assert raw_9x9 in user  # not normalised on the way
     readme = (rundir.datasets_dir / "ceval" / "README.md").read_text(encoding="utf-8")

@@ -89,9 +89,9 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
     assert val.column("id").to_pylist() == ["0"]  # CSV text stays text
 
     # LiveCodeBench: string columns, CRLF kept, missing private tests → "[]"
-    lcb = pq.read_table(rundir.datasets_dir / "live_code_bench" / "release_v6" / "test.parquet")
-    assert {str(t) for t in lcb.schema.types} == {"string"}
-    rows = {r["question_id"]: r for r in lcb.to_pylist()}
+    live_code_bench = pq.read_table(rundir.datasets_dir / "live_code_bench" / "release_v6" / "test.parquet")
+    assert {str(t) for t in live_code_bench.schema.types} == {"string"}
+    rows = {r["question_id"]: r for r in live_code_bench.to_pylist()}
     assert "\r\n" in rows["abc387_b"]["question_content"]
     assert rows["abc387_b"]["contest_date"] == "2025-01-04T00:00:00"
     assert rows["3708"]["private_test_cases"] == "[]"
@@ -200,10 +200,10 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
     cfg.generation.n = 2
     with pytest.raises(ConfigError, match=r"generation\.n"):
         check_generation(cfg)
-    lcb = run_config({"live_code_bench": 1})
-    lcb.benchmarks[0].extra_params = {"start_date": "2025-01-01"}
+    live_code_bench = run_config({"live_code_bench": 1})
+    live_code_bench.benchmarks[0].extra_params = {"start_date": "2025-01-01"}
     with pytest.raises(ConfigError, match="start_date"):
-        check_generation(lcb)
+        check_generation(live_code_bench)
     keyed = run_config({"gsm8k": 1})
     keyed.server.api_key_env = "EVALPIPE_TEST_KEY_UNSET"
     monkeypatch.delenv("EVALPIPE_TEST_KEY_UNSET", raising=False)

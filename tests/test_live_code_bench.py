@@ -75,7 +75,10 @@ def test_private_test_cases_rules() -> None:
         {**base, "private_test_cases": '[{"input": "1", "output": "2"}]'}, pinned=False, where="f:1"
     )
     assert ok["private_test_cases"] == '[{"input": "1", "output": "2"}]'
-    pickled = {**base, "private_test_cases": "eJxrYJmqxgABPAEYAQQ="}  # base64/zlib/pickle, as upstream LCB
+    pickled = {
+        **base,
+        "private_test_cases": "eJxrYJmqxgABPAEYAQQ=",
+    }  # base64/zlib/pickle, as upstream LiveCodeBench
     with pytest.raises(DataError, match=r"not JSON.*not pinned"):
         adapter_row(pickled, pinned=False, where="f:7")
     assert (

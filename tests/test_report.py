@@ -219,8 +219,8 @@ def test_code_execution_policy_and_rechecks_in_summary_and_report(tmp_path: Path
         Sample("gsm8k", "g1"),
     )
     s = audit_run(b.write().root, write=False)
-    lcb = next(x for x in s.benchmarks if x.benchmark == "live_code_bench")
-    c = lcb.code_execution
+    live_code_bench = next(x for x in s.benchmarks if x.benchmark == "live_code_bench")
+    c = live_code_bench.code_execution
     assert (c.executed, c.rechecked, c.changed_class, c.passed_on_recheck) == (3, 2, 2, 1)
     assert next(x for x in s.benchmarks if x.benchmark == "gsm8k").code_execution is None
     md = render_markdown(s)

@@ -54,11 +54,11 @@ def test_ifeval_proportional_allocation_23_13_4(reference) -> None:
     assert instructions == 61
 
 
-def test_ceval_one_per_subject_and_lcb_six_per_difficulty(reference) -> None:
+def test_ceval_one_per_subject_and_live_code_bench_six_per_difficulty(reference) -> None:
     ceval = reference.manifest.entries_for("ceval")
     assert len({e.subset for e in ceval}) == 52 and all(e.subset == e.stratum for e in ceval)
-    lcb = reference.manifest.sampling_for("live_code_bench")
-    assert [(s.stratum, s.population, s.selected) for s in lcb.strata] == [
+    live_code_bench = reference.manifest.sampling_for("live_code_bench")
+    assert [(s.stratum, s.population, s.selected) for s in live_code_bench.strata] == [
         ("easy", 84, 6),
         ("hard", 154, 6),
         ("medium", 104, 6),
@@ -325,7 +325,7 @@ def test_short_stratum_is_an_error_unless_allowed(tmp_path: Path, shared_dataset
     assert (easy.stratum, easy.selected, easy.shortfall) == ("easy", 84, 6)
 
 
-def test_lcb_version_filter(tmp_path: Path, shared_datasets: Path) -> None:
+def test_live_code_bench_version_filter(tmp_path: Path, shared_datasets: Path) -> None:
     body = (
         "benchmarks:\n  - name: live_code_bench\n    subset: release_v6\n"
         "    sampling: {stratify_by: difficulty, per_stratum: 2, filter: {versions: [v6]}}\n"

@@ -55,7 +55,7 @@ def test_stratified_hand_computed() -> None:
     assert res.interval[0] < p < res.interval[1]
 
 
-def test_stratified_lcb_like_equal_allocation() -> None:
+def test_stratified_live_code_bench_like_equal_allocation() -> None:
     # 2 per difficulty, N = 100/200/50: easy 2/2, medium 1/2, hard 0/2 → p = 200/350
     res = stratified_proportion(
         [
