@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_outcome_classification_asks_the_plugin() -> None:
     assert benchmark("live_code_bench").classify_wrong(score) == classify_code(score)
 
 
-def test_post_review_records_how_the_review_ran(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_post_review_records_how_the_review_ran(tmp_path: Path) -> None:
     """A reviewed program that did not time out keeps its class and records EvalScope's review limits;
     a review without test results is left as it is (nothing ran)."""
     from evalpipe.benchmarks.base import ReviewContext
@@ -136,3 +137,19 @@ def test_post_review_records_how_the_review_ran(tmp_path) -> None:  # type: igno
     )  # fmt: skip
     harness = {"value": {"acc": 0.0}, "extracted_prediction": "x", "metadata": {"error": "spawn failed"}}
     assert benchmark("live_code_bench").post_review(row, harness, context) is row
+
+
+def test_test_processes_start_through_the_runs_launcher(tmp_path: Path) -> None:
+    """The re-check's test process is started through ``ProgramLauncher`` (the seam a sandbox wraps): a
+    wrapper command that leaves a mark and then runs the process unchanged gives the same verdict."""
+    from evalpipe.benchmarks.base import ProgramLauncher
+    from evalpipe.benchmarks.live_code_bench.recheck import recheck
+
+    mark = tmp_path / "wrapped"
+    wrapper = ProgramLauncher(("sh", "-c", f'echo "$@" > {mark}; exec "$@"', "wrapper"))
+    tests = json.dumps({"inputs": ["3\n1 2 3"], "outputs": ["6"], "fn_name": None})
+    r = recheck(
+        "n = int(input())\nprint(sum(map(int, input().split())))", tests, 2.0, "code_timeout", None, wrapper
+    )
+    assert (r.failure_class, r.passed, r.execution.tests) == ("ok", True, 1)
+    assert "-m evalpipe.benchmarks.live_code_bench.recheck" in mark.read_text()
