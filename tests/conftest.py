@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from registry_controls import RegistryControls
+    from helpers.registry_controls import RegistryControls
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -34,7 +34,7 @@ def registry_controls(
     benchmarks the selected tests need: each test using this fixture that is parametrised by a benchmark
     ``name`` needs that one, any other needs every registered benchmark.  So ``-k <benchmark>`` on the
     contract test runs the pipeline for that benchmark alone."""
-    from registry_controls import run_registry_controls
+    from helpers.registry_controls import run_registry_controls
 
     from evalpipe.benchmarks import names
 

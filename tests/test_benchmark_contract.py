@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from registry_controls import RegistryControls
+from helpers.registry_controls import RegistryControls
 
 from evalpipe.benchmarks import PLUGINS_ENV, REGISTRY, Benchmark, names
 from evalpipe.errors import ConfigError

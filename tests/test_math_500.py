@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from registry_controls import RegistryControls
+from helpers.registry_controls import RegistryControls
 
 from evalpipe.benchmarks import benchmark
 from evalpipe.errors import DataError

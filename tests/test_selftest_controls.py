@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from registry_controls import RegistryControls
+from helpers.registry_controls import RegistryControls
 
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.schema.summary import Finding, Summary

@@ -23,7 +23,7 @@ from evalpipe.rundir import RunDir
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GATE = 0.5
 
 
@@ -62,7 +62,7 @@ def write_config(path: Path, names: Sequence[str]) -> Path:
     demo = {b["name"]: b for b in raw["benchmarks"]}
     raw.update(
         name="registry-controls",
-        description="The demo's controls on every benchmark of the registry (tests/registry_controls.py).",
+        description="The demo's controls on every benchmark of the registry (tests/helpers/registry_controls.py).",
         benchmarks=[_entry(n, demo) for n in names],
         output_root=str(path.parent / "results"),
         gates={"min_score": dict.fromkeys(names, GATE)},
