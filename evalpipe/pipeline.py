@@ -338,7 +338,7 @@ def run_variants(
     compares: list[Path] = []
     first = names[0]
     for other in names[1:]:
-        result = compare_runs(
+        comparison = compare_runs(
             dirs[first].root, dirs[other].root, label_a=labels[first], label_b=labels[other]
         )
         target = (
@@ -346,13 +346,13 @@ def run_variants(
             if len(names) == 2
             else root_spine.rundir.root / f"compare-{first}-vs-{other}"
         )
-        json_path, _ = write_compare(result, target)
+        json_path, _ = write_compare(comparison, target)
         compares.append(json_path)
     if len(names) == 2:  # the variants' reports now cite the paired comparison
         from evalpipe.audit.run import audit_run
 
         for name in names:
-            results[name].summary = audit_run(dirs[name].root)
+            results[name].summary = audit_run(dirs[name].root, comparison=comparison)
     clock.add("compare", time.perf_counter() - compare_start)
     for name in names:
         clock.stages += results[name].timings

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evalpipe.schema.metrics import Interval
+
 Z_CONFIDENCE = 0.95
 
 STRATIFIED_METHOD = (
@@ -36,6 +38,12 @@ def wilson_interval(correct: float, n: float, confidence: float = Z_CONFIDENCE) 
 
     lo, hi = proportion_confint(correct, n, alpha=1 - confidence, method="wilson")
     return max(0.0, float(lo)), min(1.0, float(hi))
+
+
+def wilson_ci(correct: int, n: int) -> Interval | None:
+    """The Wilson score interval of ``correct``/``n`` as the summary's ``Interval``; None when ``n`` is 0."""
+    ci = wilson_interval(correct, n)
+    return Interval(lower=ci[0], upper=ci[1], method="wilson") if ci else None
 
 
 @dataclass(frozen=True)

@@ -428,3 +428,39 @@ def test_budget_exhausted_counts_incorrect_even_if_scored_correct(tmp_path: Path
     assert [(f.severity, f.code, f.sample_ids) for f in s.findings] == [("info", "budget_exhausted", ["a"])]
     g = bench(s, "gsm8k")
     assert (g.correct, g.scored, g.budget_exhausted_scored_correct) == (1, 2, 1)
+
+
+# --- paired control: the comparison is handed in, never read from beside the run directory ---------------
+def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp_path: Path) -> None:
+    from evalpipe.compare import compare_runs, write_compare
+
+    root = tmp_path / "run"
+    for name in ("fp8", "bf16"):
+        b = clean_run(root / name)
+        assert b.config is not None and b.verification is not None
+        b.config["variants"] = [{"name": "fp8"}, {"name": "bf16"}]
+        b.verification.variant = name
+        b.write()
+    comparison = compare_runs(root / "fp8", root / "bf16", label_a="FP8", label_b="BF16")
+    write_compare(comparison, root)  # RUN/compare.json, where `evalpipe run` writes it for two variants
+    cited = "; ".join(b.line for b in comparison.benchmarks) + " (compare.json)"
+    assert cited.startswith("FP8 vs BF16 (ifeval): +0.0 pts")
+
+    # the audit reads only its own directory: RUN/compare.json is not looked at
+    alone = audit_run(root / "fp8", write=False)
+    assert alone.paired_control == "variants fp8, bf16 configured; this run directory is variant fp8"
+    # handed in (as `evalpipe run` does after comparing the variants) it is cited, in the limitations too
+    for name in ("fp8", "bf16"):
+        s = audit_run(root / name, write=False, comparison=comparison)
+        assert s.paired_control == cited
+        assert (
+            f"Paired control: {cited}; the paired difference is in the compare stage's output."
+            in s.limitations
+        )
+    # a comparison of two other runs is not this variant's paired control
+    other = comparison.model_copy(update={"run_a": str(tmp_path / "x"), "run_b": str(tmp_path / "y")})
+    assert audit_run(root / "fp8", write=False, comparison=other).paired_control == alone.paired_control
+    # `evalpipe audit RUN/fp8` finds RUN/compare.json itself and writes the same summary
+    assert run_cli(["audit", str(root / "fp8")]) == 0
+    written = json.loads((root / "fp8" / "summary.json").read_text())
+    assert written["paired_control"] == cited

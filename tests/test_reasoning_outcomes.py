@@ -13,8 +13,8 @@ from test_evalscope_outcomes import ENTRY, pred, review
 from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.outcomes import _row, classify
 from evalpipe.reasoning import split_message, split_text
-from evalpipe.report.document import failure_paragraph, reasoning_line
 from evalpipe.report.markdown import render_markdown
+from evalpipe.report.sections.failures import failure_paragraph, reasoning_line
 from evalpipe.server.recorder import build_attempt
 
 # ---------------------------------------------------------------- the split

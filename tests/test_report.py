@@ -9,10 +9,11 @@ import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run
 
 from evalpipe.audit.run import audit_run
-from evalpipe.report.document import failure_paragraph, request_paragraph
 from evalpipe.report.html import render_html
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.plot import score_plot
+from evalpipe.report.sections.failures import failure_paragraph
+from evalpipe.report.sections.requests import request_paragraph
 from evalpipe.schema.summary import Summary
 
 

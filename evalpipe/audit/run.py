@@ -1,8 +1,9 @@
 """``audit_run``: recompute the whole sign-off from a run directory and write summary + reports.
 
 It is the library function behind ``evalpipe audit`` and the last stage of ``evalpipe run``; it reads
-only the run directory (never a live server) and returns the ``Summary``.  Exit codes are decided by
-``evalpipe.gates.raise_for_verdict``.
+only the run directory (never a live server, never a neighbouring directory) and returns the ``Summary``.
+A paired comparison of variants lives beside the variant directories, so the caller hands it in.
+Exit codes are decided by ``evalpipe.gates.raise_for_verdict``.
 """
 
 from __future__ import annotations
@@ -14,20 +15,20 @@ from evalpipe import __version__
 from evalpipe.audit import checks
 from evalpipe.audit.inputs import load_inputs
 from evalpipe.audit.linkage import link
-from evalpipe.audit.summarize import (
-    benchmark_results,
+from evalpipe.audit.request_metrics import request_audit, response_selection
+from evalpipe.audit.run_context import (
     generation_summary,
     limitations,
     model_summary,
     paired_control,
-    request_audit,
-    response_selection,
     sampling_summary,
     server_summary,
 )
+from evalpipe.audit.scores import benchmark_results
 from evalpipe.config.models import GateConfig
 from evalpipe.gates import decide, evaluate_gates
 from evalpipe.io import atomic_write_text, write_model
+from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.summary import FINDING_CODES, Finding, Summary
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
@@ -47,8 +48,12 @@ def _sort_findings(findings: list[Finding]) -> list[Finding]:
     )
 
 
-def build_summary(run_dir: Path) -> Summary:
-    """Everything the audit computes, without writing anything."""
+def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Summary:
+    """Everything the audit computes, without writing anything.
+
+    ``comparison``: the paired comparison this run directory is a variant of (``compare.json`` beside it),
+    cited in the report's paired-control line.
+    """
     inputs = load_inputs(run_dir)
     findings = list(inputs.findings)
     rows, join_findings = checks.join_outcomes(inputs.manifest, inputs.outcomes)
@@ -72,6 +77,7 @@ def build_summary(run_dir: Path) -> Summary:
     results = benchmark_results(inputs, rows, linkage)
     overall = request_audit(inputs.manifest.entries, linkage, None, inputs.attempts_torn)
     server = server_summary(inputs)
+    paired = paired_control(inputs, comparison)
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     verdict, code = decide(gates)
@@ -94,8 +100,8 @@ def build_summary(run_dir: Path) -> Summary:
         benchmarks=results,
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
-        paired_control=paired_control(inputs),
-        limitations=limitations(inputs, results, server),
+        paired_control=paired,
+        limitations=limitations(inputs, results, server, paired),
         findings=findings,
         finding_counts=counts,  # type: ignore[arg-type]
         gates=gates,
@@ -116,9 +122,12 @@ def write_outputs(run_dir: Path, summary: Summary) -> None:
     atomic_write_text(rd.report_html, render_html(summary))
 
 
-def audit_run(run_dir: Path, *, write: bool = True) -> Summary:
-    """Recompute the summary from ``run_dir``; write it and the reports unless ``write`` is False."""
-    summary = build_summary(run_dir)
+def audit_run(run_dir: Path, *, write: bool = True, comparison: CompareResult | None = None) -> Summary:
+    """Recompute the summary from ``run_dir``; write it and the reports unless ``write`` is False.
+
+    ``comparison``: see ``build_summary``.
+    """
+    summary = build_summary(run_dir, comparison)
     if write:
         write_outputs(run_dir, summary)
     return summary

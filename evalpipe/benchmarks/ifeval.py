@@ -27,7 +27,7 @@ from evalpipe.benchmarks.base import (
 )
 from evalpipe.errors import DataError
 from evalpipe.schema.evalscope import IndexMapEntry
-from evalpipe.schema.metrics import Interval, MetricResult
+from evalpipe.schema.metrics import MetricResult
 from evalpipe.schema.outcomes import FailureClass, OutcomeRow, counts_scored
 from evalpipe.sources.base import (
     BenchmarkData,
@@ -38,7 +38,7 @@ from evalpipe.sources.base import (
     find_file,
     require,
 )
-from evalpipe.stats import wilson_interval
+from evalpipe.stats import wilson_ci
 
 NAME = "ifeval"
 
@@ -87,11 +87,6 @@ def record(raw: dict[str, Any], *, file: str, line: int, row: int) -> SourceReco
     )
 
 
-def _wilson(k: int, n: int) -> Interval | None:
-    ci = wilson_interval(k, n)
-    return Interval(lower=ci[0], upper=ci[1], method="wilson") if ci else None
-
-
 def secondary_metrics(found: Sequence[OutcomeRow | None]) -> list[MetricResult]:
     """Prompt-level (per prompt) and instruction-level (per instruction) IFEval metrics."""
     out: list[MetricResult] = []
@@ -124,7 +119,7 @@ def secondary_metrics(found: Sequence[OutcomeRow | None]) -> list[MetricResult]:
                     numerator=k,
                     denominator=n,
                     score=k / n if n else None,
-                    interval=_wilson(k, n),
+                    interval=wilson_ci(k, n),
                 )
             )
     for metric in INSTRUCTION_METRICS:

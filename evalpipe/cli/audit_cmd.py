@@ -23,7 +23,9 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     from rich.table import Table
 
     from evalpipe.cli.console import out
-    from evalpipe.report.document import RESULTS_HEADERS, VERDICT_TEXT, reasoning_line, results_rows
+    from evalpipe.report.sections.failures import reasoning_line
+    from evalpipe.report.sections.headline import VERDICT_TEXT
+    from evalpipe.report.sections.results import RESULTS_HEADERS, results_rows
 
     table = Table(title=f"run {escape(summary.run_id)}", title_justify="left")
     for i, h in enumerate(RESULTS_HEADERS):
@@ -66,9 +68,10 @@ def audit(
 ) -> None:
     """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html; exit 0/1/2/3."""
     from evalpipe.audit.run import audit_run
+    from evalpipe.compare import comparison_beside
     from evalpipe.gates import raise_for_verdict
 
-    summary = audit_run(run_dir, write=not no_write)
+    summary = audit_run(run_dir, write=not no_write, comparison=comparison_beside(run_dir))
     show(summary, written=None if no_write else run_dir)
     raise_for_verdict(summary)
 

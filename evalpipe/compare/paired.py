@@ -308,3 +308,15 @@ def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
     write_model(json_path, result)
     atomic_write_text(md_path, compare_markdown(result))
     return json_path, md_path
+
+
+def comparison_beside(run_dir: Path) -> CompareResult | None:
+    """The paired comparison ``evalpipe run`` wrote beside a variant directory (``RUN/compare.json`` for
+    ``RUN/<variant>``), or None when there is none or it cannot be read."""
+    path = Path(run_dir).parent / "compare.json"
+    if not path.is_file():
+        return None
+    try:
+        return read_model(path, CompareResult)
+    except EvalpipeError:
+        return None

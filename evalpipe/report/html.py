@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from html import escape
 
-from evalpipe.report.document import Block, Bullets, Heading, Inline, Paragraph, Table, build_document
+from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
+from evalpipe.report.document import build_document
 from evalpipe.report.plot import score_plot
 from evalpipe.schema.summary import Summary
 

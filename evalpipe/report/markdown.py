@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from evalpipe.report.document import Block, Bullets, Heading, Inline, Paragraph, Table, build_document
+from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
+from evalpipe.report.document import build_document
 from evalpipe.schema.summary import Summary
 
 # Underscores inside words (prompt_level_strict) do not start emphasis in GFM; only edge ones are escaped.

@@ -1,0 +1,35 @@
+"""How numbers and lists read in the report: percentages, intervals, rates, plurals, "a, b and c"."""
+
+from __future__ import annotations
+
+from evalpipe.schema.summary import Interval
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def ci_text(ci: Interval | None) -> str:
+    return "n/a" if ci is None else f"[{100 * ci.lower:.1f}, {100 * ci.upper:.1f}] %"
+
+
+def rate(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.1f}"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def join_words(parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def number_word(n: int) -> str:
+    """ "one" … "ten" (and "no"); digits from 11 on."""
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)

@@ -1,0 +1,53 @@
+""" "Request audit": actual requests per sample, duplicates, retries and their causes, transport failures,
+and the declared response-selection rule with what the audit found about it."""
+
+from __future__ import annotations
+
+from evalpipe.report.blocks import Block, Heading, Paragraph, T
+from evalpipe.report.prose import plural
+from evalpipe.schema.summary import Summary
+
+
+def request_paragraph(summary: Summary) -> str:
+    r = summary.requests
+    if r.actual_requests is None:
+        return f"Request audit not available: no request log. {summary.response_selection.statement}"
+    parts = [f"{plural(r.actual_requests, 'actual request')} for {plural(r.samples, 'sample')}"]
+    parts.append(plural(r.duplicates or 0, "duplicate") if r.duplicates else "no duplicates")
+    if r.retries:
+        text = plural(r.retries, "retry", "retries")
+        if len(r.retry_causes) == 1:
+            text += f" after {next(iter(r.retry_causes))}"
+        elif r.retry_causes:
+            text += " (" + ", ".join(f"{n} after {cause}" for cause, n in r.retry_causes.items()) + ")"
+        parts.append(text)
+    else:
+        parts.append("no retries")
+    if r.transport_failures:
+        parts.append(plural(r.transport_failures, "transport failure"))
+    if r.unlinked:
+        parts.append(f"{plural(r.unlinked, 'request')} not linked to any sample")
+    if r.samples_with_requests is not None and r.samples_with_requests < r.samples:
+        parts.append(f"{r.samples - r.samples_with_requests} sample(s) without a logged request")
+    sel = summary.response_selection
+    if sel.correctness_based_selection is False:
+        parts.append("no correctness-based selection")
+    else:
+        parts.append(sel.statement.rstrip(".")[0].lower() + sel.statement.rstrip(".")[1:])
+    text = "; ".join(parts) + "."
+    if r.log_torn_tail:
+        text += " The request log's last line was torn (crash mid-write) and skipped."
+    return text
+
+
+def request_section(summary: Summary) -> list[Block]:
+    return [
+        Heading(2, "Request audit"),
+        Paragraph([T(request_paragraph(summary))]),
+        Paragraph(
+            [
+                T("Declared response-selection rule: " + summary.response_selection.rule + ". "),
+                T(summary.response_selection.statement),
+            ]
+        ),
+    ]
