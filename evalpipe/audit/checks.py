@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
-from evalpipe.audit.secrets import scan_paths
+from evalpipe.audit.secret_scan import scan_paths
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow

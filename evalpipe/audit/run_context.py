@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.audit.inputs import RunInputs
-from evalpipe.audit.secrets import redact_text
+from evalpipe.redact import redact_text
 from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.manifest import BenchmarkSampling
 from evalpipe.schema.summary import (

@@ -51,7 +51,7 @@ class PublishRefused(EvalpipeError):
 
 
 def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYTES) -> BundleIndex:
-    from evalpipe.audit.secrets import scan_paths
+    from evalpipe.audit.secret_scan import scan_paths
     from evalpipe.server.responses import read_response_records
 
     rd = RunDir(Path(run_dir))

@@ -1,13 +1,11 @@
-"""The secret scan over saved server artifacts (and the redaction used for the summary)."""
+"""The secret scan over saved server artifacts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from evalpipe.audit.secrets import REDACTED, redact_text, scan_file, scan_paths
+from evalpipe.audit.secret_scan import scan_file, scan_paths
 
 
 def _scan_json(tmp_path: Path, value: object) -> list[tuple[str, str]]:
@@ -59,17 +57,3 @@ def test_scan_paths_walks_directories_and_skips_absent(tmp_path: Path) -> None:
     (tmp_path / "server" / "server_info.json").write_text(json.dumps({"api_key": "abcdefgh12345"}))
     hits = scan_paths(tmp_path, [tmp_path / "server", tmp_path / "missing.json"])
     assert [(h.path, h.where) for h in hits] == [("server/server_info.json", "api_key")]
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("--api-key abcdef123 --tp 8", f"--api-key {REDACTED} --tp 8"),
-        ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwx", f"HF_TOKEN={REDACTED}"),
-        ("Bearer sk-abcdefghijklmnopqrstuv", f"Bearer {REDACTED}"),
-        ("api_key=None, max_total_tokens=5", "api_key=None, max_total_tokens=5"),
-        ("--api-key ***", "--api-key ***"),
-    ],
-)
-def test_redact_text(text: str, expected: str) -> None:
-    assert redact_text(text) == expected
