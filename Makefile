@@ -31,19 +31,19 @@ demo-model: $(MODEL_STAMP)
 	$(VENV)/bin/evalpipe run configs/demo-model.yaml
 
 test: $(MODEL_STAMP)
-	$(VENV)/bin/ruff check evalpipe tests benchmarks
+	$(VENV)/bin/ruff check evalpipe tests perf
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_sampling.py
-	$(PY) benchmarks/bench_proxy.py
+	$(PY) perf/bench_sampling.py
+	$(PY) perf/bench_proxy.py
 
 bench-overhead: $(MODEL_STAMP)
-	$(PY) benchmarks/bench_overhead.py
+	$(PY) perf/bench_overhead.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check evalpipe tests benchmarks
-	$(VENV)/bin/ruff format --check evalpipe tests benchmarks
+	$(VENV)/bin/ruff check evalpipe tests perf
+	$(VENV)/bin/ruff format --check evalpipe tests perf
 
 schemas: $(STAMP)
 	$(PY) -c "from evalpipe.schema.published import write_all; write_all('audits')"

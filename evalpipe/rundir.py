@@ -16,7 +16,7 @@ class RunDir:
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
 
-    # --- spine (issue A)
+    # --- sample: the spine every stage keys on
     @property
     def run_record(self) -> Path:
         return self.root / "run.json"
@@ -37,18 +37,10 @@ class RunDir:
     def sources(self) -> Path:
         return self.root / "sources.json"
 
-    # --- EvalScope (issue B)
+    # --- materialize: the sampled records as EvalScope datasets
     @property
     def datasets_dir(self) -> Path:
         return self.root / "datasets"
-
-    @property
-    def evalscope_dir(self) -> Path:
-        return self.root / "evalscope"
-
-    @property
-    def evalscope_log(self) -> Path:
-        return self.root / "logs" / "evalscope.log"
 
     @property
     def index_map(self) -> Path:
@@ -58,35 +50,17 @@ class RunDir:
     def context_fit(self) -> Path:
         return self.root / "context_fit.json"
 
+    # --- preflight and component tests
     @property
-    def prompt_hashes(self) -> Path:
-        return self.root / "prompt_hashes.jsonl"
-
-    @property
-    def cache_repairs(self) -> Path:
-        return self.root / "cache_repairs.jsonl"
+    def server_preflight(self) -> Path:
+        return self.server_dir / "preflight.json"
 
     @property
-    def outcomes(self) -> Path:
-        return self.root / "outcomes.jsonl"
+    def component_tests_dir(self) -> Path:
+        """junit XML and logs of ``component_tests`` (``<name>.xml``, ``<name>.log``)."""
+        return self.root / "component_tests"
 
-    @property
-    def evalscope_errors(self) -> Path:
-        return self.root / "evalscope_errors.jsonl"
-
-    @property
-    def evalscope_tasks(self) -> Path:
-        return self.root / "evalscope_tasks.json"
-
-    @property
-    def hf_cache_dir(self) -> Path:
-        """Parent of the per-invocation HF ``datasets`` caches (each removed when EvalScope exits)."""
-        return self.root / ".cache" / "hf-datasets"
-
-    def evalscope_work_dir(self, benchmark: str) -> Path:
-        return self.evalscope_dir / benchmark
-
-    # --- server and proxy (issue C)
+    # --- server: launch, logs, resolved configuration and its verification
     @property
     def server_dir(self) -> Path:
         return self.root / "server"
@@ -111,6 +85,7 @@ class RunDir:
     def server_verification(self) -> Path:
         return self.server_dir / "verification.json"
 
+    # --- proxy: every request attempt and response
     @property
     def requests_log(self) -> Path:
         return self.root / "requests.jsonl"
@@ -124,20 +99,49 @@ class RunDir:
         """stderr of the proxy's recorder process (empty unless an attempt could not be recorded)."""
         return self.logs_dir / "recorder.log"
 
+    # --- EvalScope: task configs, predictions and reviews, rendered-prompt hashes, resume repairs
     @property
-    def server_preflight(self) -> Path:
-        return self.server_dir / "preflight.json"
+    def evalscope_dir(self) -> Path:
+        return self.root / "evalscope"
+
+    def evalscope_work_dir(self, benchmark: str) -> Path:
+        return self.evalscope_dir / benchmark
+
+    @property
+    def evalscope_log(self) -> Path:
+        return self.root / "logs" / "evalscope.log"
+
+    @property
+    def evalscope_tasks(self) -> Path:
+        return self.root / "evalscope_tasks.json"
+
+    @property
+    def evalscope_errors(self) -> Path:
+        return self.root / "evalscope_errors.jsonl"
+
+    @property
+    def prompt_hashes(self) -> Path:
+        return self.root / "prompt_hashes.jsonl"
+
+    @property
+    def cache_repairs(self) -> Path:
+        return self.root / "cache_repairs.jsonl"
+
+    @property
+    def hf_cache_dir(self) -> Path:
+        """Parent of the per-invocation HF ``datasets`` caches (each removed when EvalScope exits)."""
+        return self.root / ".cache" / "hf-datasets"
+
+    # --- outcomes and provenance
+    @property
+    def outcomes(self) -> Path:
+        return self.root / "outcomes.jsonl"
 
     @property
     def provenance(self) -> Path:
         return self.root / "provenance.json"
 
-    @property
-    def component_tests_dir(self) -> Path:
-        """junit XML and logs of ``component_tests`` (``<name>.xml``, ``<name>.log``)."""
-        return self.root / "component_tests"
-
-    # --- audit and report (issue D)
+    # --- audit: the sign-off
     @property
     def summary(self) -> Path:
         return self.root / "summary.json"
@@ -150,11 +154,13 @@ class RunDir:
     def report_html(self) -> Path:
         return self.root / "report.html"
 
+    # --- replay
     @property
     def replay_misses(self) -> Path:
         """Requests the replay server had no recorded answer for (``evalpipe replay``)."""
         return self.root / "replay_misses.jsonl"
 
+    # --- the run as a whole: stage timings and event logs
     @property
     def timings(self) -> Path:
         """Wall time per stage of the last ``evalpipe run`` invocation."""

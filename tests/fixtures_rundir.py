@@ -478,7 +478,7 @@ PLANTED_SECRET = "sk-live-abcdefghijklmnopqrstuvwx"
 
 
 def planted_faults_run(root: Path) -> RunDirBuilder:
-    """``clean_run`` with the eight faults of issue 5 §5 planted, one sample each.
+    """``clean_run`` with eight faults planted, one sample each (every kind the audit must find).
 
     duplicate request (g0), truncated output (ce1, budget exhausted), transport failure then retry
     (g1), reordered cached row repaired at resume (g2), IndexError (live_code_bench-medium-1), scoring error

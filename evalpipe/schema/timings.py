@@ -1,7 +1,7 @@
 """``timings.json`` — wall time of each stage of one ``evalpipe run`` invocation.
 
 Kept so that a slow run can be explained from its files (which stage took the time) and so that
-``benchmarks/bench_overhead.py`` can split evalpipe's extra time by stage.  A resumed run overwrites it
+``perf/bench_overhead.py`` can split evalpipe's extra time by stage.  A resumed run overwrites it
 with the resuming invocation's times.
 """
 

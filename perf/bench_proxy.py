@@ -6,7 +6,7 @@ as in production (background thread of this process, writing requests.jsonl + re
 temporary run directory).  Direct and proxied passes are interleaved over several rounds and the medians
 reported, so a noisy neighbour hits both sides alike.
 
-    .venv/bin/python benchmarks/bench_proxy.py [--requests 2000] [--concurrency 64] [--service-ms 0]
+    .venv/bin/python perf/bench_proxy.py [--requests 2000] [--concurrency 64] [--service-ms 0]
 
 ``--service-ms`` adds an upstream service time per request, uniform in [0.5x, 1.5x] (0 = the fastest
 possible upstream, which measures pure proxy cost under CPU saturation; a real model server takes tens of
