@@ -1,4 +1,11 @@
-"""Shared fixtures: the real benchmark files live beside the checkout in ../shared/datasets."""
+"""Shared fixtures: the real benchmark files live beside the checkout in ../shared/datasets.
+
+A test that reads them says so by requesting the ``shared_datasets`` fixture — as a parameter, through
+another fixture, or with ``@pytest.mark.usefixtures("shared_datasets")`` where a helper reads
+``evalscope_helpers.DATASETS``.  Each such test carries the ``shared_datasets`` marker (so
+``-m "not shared_datasets"`` runs the rest), and when the folder is missing the session stops once, before
+any test runs, with one line naming the folder and how to get it — instead of one error per test.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +21,42 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 
+def shared_datasets_present() -> bool:
+    return (SHARED_DATASETS / "gsm8k" / "test.jsonl").is_file()
+
+
+def _needs_shared_datasets(item: pytest.Item) -> bool:
+    return "shared_datasets" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects, so "-m 'not shared_datasets'" sees the marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers from the fixtures a test uses: ``shared_datasets`` for a test that reads the real files; a
+    15-minute timeout instead of the suite's 5 (pyproject) for a test using ``registry_controls``, which may
+    pay for the session's two pipeline runs over every registered benchmark (minutes on a busy host)."""
+    for item in items:
+        if _needs_shared_datasets(item):
+            item.add_marker(pytest.mark.shared_datasets)
+        if "registry_controls" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(900))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if shared_datasets_present():
+        return
+    needing = sum(1 for item in session.items if _needs_shared_datasets(item))
+    if needing:
+        raise pytest.UsageError(
+            f"{needing} of the {len(session.items)} selected tests read the real benchmark files, expected "
+            f"beside the checkout at {SHARED_DATASETS} (not found): put the benchmark mirror there (layout and "
+            "public sources: README, 'Tests and ../shared/datasets'), or run the others with "
+            "-m 'not shared_datasets'"
+        )
+
+
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    if not (SHARED_DATASETS / "gsm8k" / "test.jsonl").is_file():
+    if not shared_datasets_present():
         pytest.fail(f"real benchmark files not found at {SHARED_DATASETS} (expected beside the checkout)")
     return SHARED_DATASETS
 
@@ -49,11 +89,3 @@ def registry_controls(
         wanted.add(params["name"])
     chosen = [n for n in names() if n in wanted] or list(names())
     return run_registry_controls(tmp_path_factory.mktemp("registry-controls"), chosen)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test using ``registry_controls`` may pay for the session's two pipeline runs over every registered
-    benchmark (minutes on a busy host): it gets 15 minutes instead of the suite's 5 (pyproject timeout)."""
-    for item in items:
-        if "registry_controls" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.timeout(900))

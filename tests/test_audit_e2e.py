@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 ROLES = ("correct", "wrong", "truncated", "http500")
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
     import json
 

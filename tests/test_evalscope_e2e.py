@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from evalscope_helpers import DATASETS, gsm8k_answer, jsonl, picked_run, run_config
+from evalscope_helpers import gsm8k_answer, jsonl, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe.evalscope_bridge.materialize import materialize
@@ -40,10 +40,10 @@ def _lines(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory):
+def run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path):
     from evalpipe.benchmarks.gsm8k import gsm8k_id
 
-    gsm_rows = _lines(DATASETS / "gsm8k" / "test.jsonl")
+    gsm_rows = _lines(shared_datasets / "gsm8k" / "test.jsonl")
     gsm_ids = {gsm8k_id(gsm_rows[i]["question"]): role for i, role in GSM8K.items()}
     ceval_ids = [f"{subject}/{rid}" for subject, rid, _ in CEVAL]
     cfg = run_config(

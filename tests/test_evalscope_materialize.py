@@ -37,6 +37,7 @@ def _gsm_ids(n: int) -> list[str]:
 # ---------------------------------------------------------------- materialize
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
     gsm = _gsm_ids(3)
     cfg = run_config({"gsm8k": 3, "ceval": 2, "ifeval": 2, "live_code_bench": 2})
@@ -113,6 +114,7 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
     assert "path: main/test.parquet" in readme and "path: main/train.parquet" in readme
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_materialize_refuses_a_changed_record_and_fewshot_without_split(tmp_path: Path) -> None:
     cfg = run_config({"gsm8k": 1})
     rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"gsm8k": _gsm_ids(1)})
@@ -211,6 +213,7 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
         check_generation(keyed)
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_adapter_facts_match_installed_evalscope() -> None:
     """Drift test: the splits/subsets evalpipe writes are the ones EvalScope's adapters read."""
     code = (

@@ -98,6 +98,7 @@ def run_cli(*args: str, timeout: float = 300, merged: bool = False) -> subproces
     )
 
 
+@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None:
     server = ScriptedProcess(tmp_path, gsm8k_rules())
@@ -138,6 +139,7 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
         server.stop()
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     config = write_config(tmp_path / "run.yaml")
     proc = run_cli("run", str(config), "--dataset-root", str(DATASETS), "--out", str(tmp_path / "r"))
@@ -155,6 +157,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "expected http(s)://host:port, optionally with a path" in proc.stderr
 
 
+@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
@@ -231,6 +234,7 @@ def glm_config(path: Path, *, total: int = 3) -> tuple[Path, dict]:
     return path, cfg
 
 
+@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_audit(tmp_path: Path) -> None:
     config, cfg = glm_config(tmp_path / "glm.yaml")
@@ -278,6 +282,7 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
         server.stop()
 
 
+@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_restarted_server(
     tmp_path: Path,

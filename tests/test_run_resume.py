@@ -42,6 +42,7 @@ def _user(row: dict) -> str:
     return normalize_newlines([m for m in row["messages"] if m["role"] == "user"][-1]["content"])
 
 
+@pytest.mark.usefixtures("shared_datasets")
 def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs(tmp_path) -> None:
     cfg = run_config({"gsm8k": N})
     run_dir, resume_dir = tmp_path / "run", tmp_path / "resume"
