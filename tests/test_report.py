@@ -13,7 +13,7 @@ from evalpipe.report.html import render_html
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.plot import score_plot
 from evalpipe.report.sections.failures import failure_paragraph
-from evalpipe.report.sections.requests import request_paragraph
+from evalpipe.report.sections.request_audit import request_paragraph
 from evalpipe.schema.summary import Summary
 
 

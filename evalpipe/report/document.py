@@ -15,7 +15,7 @@ from evalpipe.report.sections.failures import failure_section
 from evalpipe.report.sections.findings import findings_section, gates_section
 from evalpipe.report.sections.headline import headline_section
 from evalpipe.report.sections.provenance import limitations_section, provenance_section
-from evalpipe.report.sections.requests import request_section
+from evalpipe.report.sections.request_audit import request_audit_section
 from evalpipe.report.sections.results import results_section
 from evalpipe.report.sections.sampling import sampling_section
 from evalpipe.schema.summary import Summary
@@ -27,7 +27,7 @@ SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (
     results_section,
     sampling_section,
     failure_section,
-    request_section,
+    request_audit_section,
     findings_section,
     gates_section,
     provenance_section,

@@ -40,7 +40,7 @@ def request_paragraph(summary: Summary) -> str:
     return text
 
 
-def request_section(summary: Summary) -> list[Block]:
+def request_audit_section(summary: Summary) -> list[Block]:
     return [
         Heading(2, "Request audit"),
         Paragraph([T(request_paragraph(summary))]),
