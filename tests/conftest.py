@@ -1,10 +1,11 @@
 """Shared fixtures: the real benchmark files live beside the checkout in ../shared/datasets.
 
-A test that reads them says so by requesting the ``shared_datasets`` fixture — as a parameter, through
-another fixture, or with ``@pytest.mark.usefixtures("shared_datasets")`` where a helper reads
-``evalscope_helpers.DATASETS``.  Each such test carries the ``shared_datasets`` marker (so
-``-m "not shared_datasets"`` runs the rest), and when the folder is missing the session stops once, before
-any test runs, with one line naming the folder and how to get it — instead of one error per test.
+A test that reads them says so by requesting the ``shared_datasets`` fixture (as a parameter or through
+another fixture); it is the only way a test gets the folder's path (helpers such as
+``evalscope_helpers.picked_run`` take it as an argument), so a test cannot read the files without saying so.
+Each such test carries the ``shared_datasets`` marker (so ``-m "not shared_datasets"`` runs the rest), and
+when the folder is missing the session stops once, before any test runs, with one line naming the folder and
+how to get it — instead of one error per test.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from evalpipe.samplers import build_manifest
 from evalpipe.schema.manifest import Manifest
 from evalpipe.sources import BenchmarkData, load_benchmark
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 SERVED = "scripted-model"
 
 SUBSETS = {"gsm8k": "main", "ifeval": "default", "live_code_bench": "release_v6"}
@@ -52,9 +51,12 @@ def pick(data: BenchmarkData, source_ids: list[str]) -> BenchmarkData:
     return replace(data, eval=replace(data.eval, records=[by_id[s] for s in source_ids]))
 
 
-def picked_run(root: Path, cfg: RunConfig, picks: dict[str, list[str]]) -> tuple[RunDir, Manifest, dict]:
-    """A run directory whose manifest selects exactly ``picks`` (a uniform plan over the cut split)."""
-    datasets = {name: pick(load_benchmark(cfg, name, DATASETS), ids) for name, ids in picks.items()}
+def picked_run(
+    root: Path, cfg: RunConfig, picks: dict[str, list[str]], *, datasets_root: Path
+) -> tuple[RunDir, Manifest, dict]:
+    """A run directory whose manifest selects exactly ``picks`` (a uniform plan over the cut split) of the
+    real files in ``datasets_root`` (the ``shared_datasets`` fixture)."""
+    datasets = {name: pick(load_benchmark(cfg, name, datasets_root), ids) for name, ids in picks.items()}
     manifest, _ = build_manifest(cfg, datasets)
     rundir = RunDir(root)
     rundir.root.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from evalscope_helpers import DATASETS, gsm8k_answer, picked_run, run_config
+from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe.audit.run import audit_run
@@ -25,17 +25,18 @@ pytestmark = pytest.mark.slow
 ROLES = ("correct", "wrong", "truncated", "http500")
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_audit_of_a_real_evalscope_run(tmp_path: Path) -> None:
+def test_audit_of_a_real_evalscope_run(tmp_path: Path, shared_datasets: Path) -> None:
     import json
 
     from evalpipe.benchmarks.gsm8k import gsm8k_id
 
-    lines = (DATASETS / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[: len(ROLES)]]
     ids = {gsm8k_id(r["question"]): role for r, role in zip(rows, ROLES, strict=True)}
     cfg = run_config({"gsm8k": len(ROLES)})
-    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"gsm8k": list(ids)})
+    rundir, manifest, datasets = picked_run(
+        tmp_path / "run", cfg, {"gsm8k": list(ids)}, datasets_root=shared_datasets
+    )
     rec = {r.source_id: r for r in datasets["gsm8k"].eval.records}
     rules = []
     for sid, role in ids.items():

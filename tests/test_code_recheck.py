@@ -231,7 +231,9 @@ def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None
         assert all(o.code_execution is not None for o in runs.values())
 
 
-def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does(tmp_path: Path) -> None:
+def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does(
+    tmp_path: Path, shared_datasets: Path
+) -> None:
     """A real release_v6 row as materialized: the test process derives EvalScope's ``evaluation_sample``
     with the adapter's ``transform`` (public + private tests) and runs every test."""
     from evalscope_helpers import picked_run, run_config
@@ -239,7 +241,9 @@ def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does
     from evalpipe.benchmarks.live_code_bench.recheck import ProblemTests
 
     cfg = run_config({"live_code_bench": 1})
-    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"live_code_bench": ["abc387_b"]})
+    rundir, manifest, datasets = picked_run(
+        tmp_path / "run", cfg, {"live_code_bench": ["abc387_b"]}, datasets_root=shared_datasets
+    )
     index_map = materialize(rundir, manifest, datasets, cfg)
     ds, entry = index_map.dataset("live_code_bench"), index_map.entries[0]
     record = ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc387_b")

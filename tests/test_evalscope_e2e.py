@@ -63,6 +63,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path):
             "ifeval": list(IFEVAL),
             "live_code_bench": list(LIVE_CODE_BENCH),
         },
+        datasets_root=shared_datasets,
     )
     rec = {(name, r.source_id): r for name, d in datasets.items() for r in d.eval.records}
 

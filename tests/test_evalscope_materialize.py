@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from evalscope_helpers import DATASETS, picked_run, run_config
+from evalscope_helpers import picked_run, run_config
 
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.errors import ConfigError, DataError
@@ -27,19 +27,18 @@ from evalpipe.schema.evalscope import IndexMap
 CODE_IDS = ["abc387_b", "3708"]
 
 
-def _gsm_ids(n: int) -> list[str]:
+def _gsm_ids(datasets: Path, n: int) -> list[str]:
     from evalpipe.benchmarks.gsm8k import gsm8k_id
 
-    rows = [json.loads(x) for x in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()[:n]]
+    rows = [json.loads(x) for x in (datasets / "gsm8k" / "test.jsonl").read_text().splitlines()[:n]]
     return [gsm8k_id(r["question"]) for r in rows]
 
 
 # ---------------------------------------------------------------- materialize
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
-    gsm = _gsm_ids(3)
+def test_materialize_layout_order_and_bytes(tmp_path: Path, shared_datasets: Path) -> None:
+    gsm = _gsm_ids(shared_datasets, 3)
     cfg = run_config({"gsm8k": 3, "ceval": 2, "ifeval": 2, "live_code_bench": 2})
     rundir, manifest, datasets = picked_run(
         tmp_path / "run",
@@ -50,6 +49,7 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
             "ifeval": ["1162", "1001"],
             "live_code_bench": CODE_IDS,
         },
+        datasets_root=shared_datasets,
     )
     index_map = materialize(rundir, manifest, datasets, cfg)
     assert read_model(rundir.index_map, IndexMap) == index_map
@@ -114,10 +114,13 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path) -> None:
     assert "path: main/test.parquet" in readme and "path: main/train.parquet" in readme
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_materialize_refuses_a_changed_record_and_fewshot_without_split(tmp_path: Path) -> None:
+def test_materialize_refuses_a_changed_record_and_fewshot_without_split(
+    tmp_path: Path, shared_datasets: Path
+) -> None:
     cfg = run_config({"gsm8k": 1})
-    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"gsm8k": _gsm_ids(1)})
+    rundir, manifest, datasets = picked_run(
+        tmp_path / "run", cfg, {"gsm8k": _gsm_ids(shared_datasets, 1)}, datasets_root=shared_datasets
+    )
     tampered = manifest.model_copy(
         update={"entries": [manifest.entries[0].model_copy(update={"record_sha256": "0" * 64})]}
     )
@@ -126,7 +129,7 @@ def test_materialize_refuses_a_changed_record_and_fewshot_without_split(tmp_path
     bad = run_config({"ifeval": 1})
     bad.benchmarks[0].few_shot = 2
     rundir2, manifest2, datasets2 = picked_run(
-        tmp_path / "run2", run_config({"ifeval": 1}), {"ifeval": ["1162"]}
+        tmp_path / "run2", run_config({"ifeval": 1}), {"ifeval": ["1162"]}, datasets_root=shared_datasets
     )
     with pytest.raises(ConfigError, match="no few-shot split"):
         materialize(rundir2, manifest2, datasets2, bad)
@@ -213,8 +216,7 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
         check_generation(keyed)
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_adapter_facts_match_installed_evalscope() -> None:
+def test_adapter_facts_match_installed_evalscope(shared_datasets: Path) -> None:
     """Drift test: the splits/subsets evalpipe writes are the ones EvalScope's adapters read."""
     code = (
         "import json\nfrom evalscope.api.registry import get_benchmark\nout = {}\n"
@@ -240,9 +242,11 @@ def test_adapter_facts_match_installed_evalscope() -> None:
 
     for name, spec in REGISTRY.items():  # the loaders name their splits as the adapter does
         f = spec.meta
-        if (DATASETS / f.mirror_dir).is_dir() and name != "live_code_bench":
-            data = load_local(name, DATASETS / f.mirror_dir)
+        if (shared_datasets / f.mirror_dir).is_dir() and name != "live_code_bench":
+            data = load_local(name, shared_datasets / f.mirror_dir)
             assert data.eval.name == f.eval_split
             assert (data.fewshot.name if data.fewshot else None) == f.fewshot_split
-    ceval_subjects = {p.stem.removesuffix("_val") for p in (DATASETS / "ceval" / "val").glob("*_val.csv")}
+    ceval_subjects = {
+        p.stem.removesuffix("_val") for p in (shared_datasets / "ceval" / "val").glob("*_val.csv")
+    }
     assert ceval_subjects <= set(metas["ceval"][2])

@@ -22,9 +22,11 @@ IDS = ["1162", "1051", "1268"]
 
 
 @pytest.fixture
-def ifeval_run(tmp_path: Path):
+def ifeval_run(tmp_path: Path, shared_datasets: Path):
     cfg = run_config({"ifeval": len(IDS)})
-    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, {"ifeval": IDS})
+    rundir, manifest, datasets = picked_run(
+        tmp_path / "run", cfg, {"ifeval": IDS}, datasets_root=shared_datasets
+    )
     index_map = materialize(rundir, manifest, datasets, cfg)
     return cfg, rundir, index_map
 

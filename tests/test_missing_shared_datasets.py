@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-# test_stats reads no dataset; test_sampling asks for the fixture (through its module fixture too);
-# test_run_resume declares it with usefixtures because its helper reads evalscope_helpers.DATASETS.
+# test_stats reads no dataset; test_sampling asks for the fixture (also through its module fixture);
+# test_run_resume passes it on to the helpers that read the files.
 FILES = ["tests/test_stats.py", "tests/test_sampling.py", "tests/test_run_resume.py"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from evalscope_helpers import DATASETS, SERVED, gsm8k_answer
+from evalscope_helpers import SERVED, gsm8k_answer
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess
 
 from evalpipe.errors import ExitCode
@@ -85,8 +85,8 @@ class ScriptedProcess:
             self.process.stop()
 
 
-def gsm8k_rules() -> list[dict]:
-    rows = [json.loads(x) for x in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()]
+def gsm8k_rules(datasets: Path) -> list[dict]:
+    rows = [json.loads(x) for x in (datasets / "gsm8k" / "test.jsonl").read_text().splitlines()]
     return [{"match": r["question"], "content": f"\\boxed{{{gsm8k_answer(r)}}}"} for r in rows]
 
 
@@ -98,10 +98,9 @@ def run_cli(*args: str, timeout: float = 300, merged: bool = False) -> subproces
     )
 
 
-@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
-def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None:
-    server = ScriptedProcess(tmp_path, gsm8k_rules())
+def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path, shared_datasets: Path) -> None:
+    server = ScriptedProcess(tmp_path, gsm8k_rules(shared_datasets))
     try:
         url = server.start()
         config = write_config(tmp_path / "run.yaml")  # server.kind sglang: --endpoint attaches anyway
@@ -112,7 +111,7 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
             "--endpoint",
             url,
             "--dataset-root",
-            str(DATASETS),
+            str(shared_datasets),
             "--out",
             str(out),
             merged=True,
@@ -130,7 +129,14 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
         assert "outcomes →" in proc.stdout
         # resuming a finished run re-asks nothing and repairs nothing
         again = run_cli(
-            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--resume", str(out)
+            "run",
+            str(config),
+            "--endpoint",
+            url,
+            "--dataset-root",
+            str(shared_datasets),
+            "--resume",
+            str(out),
         )
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(server.requests()) == 2
@@ -139,10 +145,9 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path) -> None
         server.stop()
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, shared_datasets: Path) -> None:
     config = write_config(tmp_path / "run.yaml")
-    proc = run_cli("run", str(config), "--dataset-root", str(DATASETS), "--out", str(tmp_path / "r"))
+    proc = run_cli("run", str(config), "--dataset-root", str(shared_datasets), "--out", str(tmp_path / "r"))
     # kind sglang without --endpoint launches SGLang: preflight refuses (not installed, no model) before
     # anything is launched, naming each failed rule, in clean lines without a traceback
     assert proc.returncode == 2
@@ -153,15 +158,16 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "r" / "server" / "launch.json").exists()
     proc = run_cli("run", str(config), "--endpoint", "http://127.0.0.1:9", "--resume", str(tmp_path / "nope"))
     assert proc.returncode == 2 and "no manifest.json" in proc.stderr and "Traceback" not in proc.stderr
-    proc = run_cli("run", str(config), "--endpoint", "localhost:30000", "--dataset-root", str(DATASETS))
+    proc = run_cli(
+        "run", str(config), "--endpoint", "localhost:30000", "--dataset-root", str(shared_datasets)
+    )
     assert proc.returncode == 2 and "expected http(s)://host:port, optionally with a path" in proc.stderr
 
 
-@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
-    tmp_path: Path, sig: signal.Signals, code: int
+    tmp_path: Path, shared_datasets: Path, sig: signal.Signals, code: int
 ) -> None:
     server = ScriptedProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
     try:
@@ -176,7 +182,7 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
                 "--endpoint",
                 url,
                 "--dataset-root",
-                str(DATASETS),
+                str(shared_datasets),
                 "--out",
                 str(out),
             ],
@@ -201,7 +207,7 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
             with pytest.raises(ProcessLookupError):
                 os.killpg(worker_pid, 0)  # nothing left in the worker's process group
             # one line naming the run directory and the exact command that resumes it
-            resume = f"evalpipe run {config} --resume {out} --endpoint {url} --dataset-root {DATASETS}"
+            resume = f"evalpipe run {config} --resume {out} --endpoint {url} --dataset-root {shared_datasets}"
             line = f"interrupted by {sig.name}: run directory {out}; resume with: {resume}"
             assert [x for x in err.splitlines() if "resume with" in x] == [line], err[-3000:]
             assert "Traceback" not in err, err[-3000:]
@@ -234,22 +240,23 @@ def glm_config(path: Path, *, total: int = 3) -> tuple[Path, dict]:
     return path, cfg
 
 
-@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
-def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_audit(tmp_path: Path) -> None:
+def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_audit(
+    tmp_path: Path, shared_datasets: Path
+) -> None:
     config, cfg = glm_config(tmp_path / "glm.yaml")
     assert cfg["generation"]["retries"] >= 1  # the shipped sign-off config retries by default
     # the selection depends only on data, plan and seed: sample once to learn which questions the run asks
     sampled = tmp_path / "sampled"
-    proc = run_cli("sample", str(config), "--dataset-root", str(DATASETS), "--out", str(sampled))
+    proc = run_cli("sample", str(config), "--dataset-root", str(shared_datasets), "--out", str(sampled))
     assert proc.returncode == 0, proc.stderr[-3000:]
     from evalpipe.benchmarks.gsm8k import gsm8k_id
 
-    by_id = {gsm8k_id(r["match"]): r["match"] for r in gsm8k_rules()}
+    by_id = {gsm8k_id(r["match"]): r["match"] for r in gsm8k_rules(shared_datasets)}
     questions = [
         by_id[e["source_id"]] for e in json.loads((sampled / "manifest.json").read_text())["entries"]
     ]
-    rules = gsm8k_rules()
+    rules = gsm8k_rules(shared_datasets)
     flaky = next(r for r in rules if r["match"] == questions[0])
     rules = [{**flaky, "status": 500, "fail_times": 1}, *rules]  # the first attempt fails, once
     server = ScriptedProcess(
@@ -259,7 +266,7 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
         url = server.start()
         out = tmp_path / "run"
         proc = run_cli(
-            "run", str(config), "--endpoint", url, "--dataset-root", str(DATASETS), "--out", str(out)
+            "run", str(config), "--endpoint", url, "--dataset-root", str(shared_datasets), "--out", str(out)
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert "Verdict: PASS" in proc.stdout
@@ -282,13 +289,14 @@ def test_glm_config_retries_a_failed_request_and_passes_with_the_retry_in_the_au
         server.stop()
 
 
-@pytest.mark.usefixtures("shared_datasets")
 @pytest.mark.slow
 def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_restarted_server(
-    tmp_path: Path,
+    tmp_path: Path, shared_datasets: Path
 ) -> None:
     rules_file = tmp_path / "rules.json"
-    slow = [{**r, "delay_s": 3.0} for r in gsm8k_rules()]  # requests stay in flight until the kill
+    slow = [
+        {**r, "delay_s": 3.0} for r in gsm8k_rules(shared_datasets)
+    ]  # requests stay in flight until the kill
     rules_file.write_text(json.dumps({"rules": slow}), encoding="utf-8")
     server_requests = tmp_path / "server-requests.jsonl"
     command = ["{python}", str(SERVER), "--rules", str(rules_file), "--port-file", str(tmp_path / "port"),
@@ -299,7 +307,7 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     config.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     out = tmp_path / "run"
     cli = subprocess.Popen(
-        [*EVALPIPE, "run", str(config), "--dataset-root", str(DATASETS), "--out", str(out)],
+        [*EVALPIPE, "run", str(config), "--dataset-root", str(shared_datasets), "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True,
     )  # fmt: skip
     try:
@@ -321,7 +329,7 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     assert cli.returncode == ExitCode.SERVER, err[-3000:]  # the server died: not a usage error
     assert elapsed < 60, elapsed  # bounded: not every remaining request failing one by one
     log = out / "server" / "server.log"
-    resume = f"evalpipe run {config} --resume {out} --dataset-root {DATASETS}"
+    resume = f"evalpipe run {config} --resume {out} --dataset-root {shared_datasets}"
     assert [x for x in err.splitlines() if "resume with" in x] == [
         f"the server died during the evaluation (killed by SIGKILL; log: {log}): run directory {out}; "
         f"resume with: {resume}"
@@ -329,8 +337,8 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     assert "Traceback" not in err, err[-3000:]
 
     # restart: the same config relaunches the server (answering at once now) and finishes the run
-    rules_file.write_text(json.dumps({"rules": gsm8k_rules()}), encoding="utf-8")
-    proc = run_cli("run", str(config), "--resume", str(out), "--dataset-root", str(DATASETS))
+    rules_file.write_text(json.dumps({"rules": gsm8k_rules(shared_datasets)}), encoding="utf-8")
+    proc = run_cli("run", str(config), "--resume", str(out), "--dataset-root", str(shared_datasets))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     outcomes = [json.loads(x) for x in (out / "outcomes.jsonl").read_text().splitlines()]
     assert [(o["failure_class"], o["n_predictions"], o["n_reviews"]) for o in outcomes] == [("ok", 1, 1)] * 4

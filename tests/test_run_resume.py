@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
-from evalscope_helpers import DATASETS, gsm8k_answer, jsonl, run_config
+from evalscope_helpers import gsm8k_answer, jsonl, run_config
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe import pipeline
@@ -33,8 +34,8 @@ pytestmark = pytest.mark.slow
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
 
 
-def _rules() -> list[Rule]:
-    rows = [json.loads(line) for line in (DATASETS / "gsm8k" / "test.jsonl").read_text().splitlines()]
+def _rules(datasets: Path) -> list[Rule]:
+    rows = [json.loads(line) for line in (datasets / "gsm8k" / "test.jsonl").read_text().splitlines()]
     return [Rule(r["question"], f"Step by step... \\boxed{{{gsm8k_answer(r)}}}") for r in rows]
 
 
@@ -42,13 +43,14 @@ def _user(row: dict) -> str:
     return normalize_newlines([m for m in row["messages"] if m["role"] == "user"][-1]["content"])
 
 
-@pytest.mark.usefixtures("shared_datasets")
-def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs(tmp_path) -> None:
+def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs(
+    tmp_path, shared_datasets: Path
+) -> None:
     cfg = run_config({"gsm8k": N})
     run_dir, resume_dir = tmp_path / "run", tmp_path / "resume"
-    rules = _rules()
+    rules = _rules(shared_datasets)
     with ScriptedServer(rules, served_name=cfg.model.served_name) as first:
-        result = pipeline.run(cfg, endpoint=first.base_url, dataset_root=DATASETS, out=run_dir)
+        result = pipeline.run(cfg, endpoint=first.base_url, dataset_root=shared_datasets, out=run_dir)
         assert [o.failure_class for o in result.outcomes] == ["ok"] * N
         assert len(first.requests) == N
         rundir = RunDir(run_dir)
@@ -63,7 +65,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
         shutil.copytree(run_dir, resume_dir)  # evalpipe resumes this copy below
 
         # --- plain EvalScope use_cache (same task, same server): old answers land on new questions
-        data = {"gsm8k": load_benchmark(cfg, "gsm8k", DATASETS)}
+        data = {"gsm8k": load_benchmark(cfg, "gsm8k", shared_datasets)}
         index_map = materialize(rundir, reordered, data, cfg)
         task = {**tasks.tasks[0].task, "use_cache": tasks.tasks[0].task["work_dir"]}
         with WorkerProcess(rundir, "gsm8k") as worker:
@@ -91,7 +93,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     with open(preds_path, "ab") as fh:
         fh.write(b'{"index": 2, "model": "scripted-mo')
     with ScriptedServer(rules, served_name=cfg.model.served_name) as second:
-        resumed = pipeline.run(cfg, endpoint=second.base_url, dataset_root=DATASETS, resume=resume_dir)
+        resumed = pipeline.run(cfg, endpoint=second.base_url, dataset_root=shared_datasets, resume=resume_dir)
         asked = [r.last_user or "" for r in second.requests]
     # exactly the moved entries were re-requested, each once; index 2 was reused
     assert len(asked) == len(moved)
