@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.errors import ServerError
-from evalpipe.redact import redact_text
+from evalpipe.redact import REDACTED, redact_text
 
 LOG_TAIL_LINES = 50
 
@@ -72,7 +72,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secrets: list[str] | None 
     out = []
     for line in text.splitlines()[-lines:]:
         for s in secrets or []:
-            line = line.replace(s, "***")
+            line = line.replace(s, REDACTED)
         out.append(redact_text(line))
     return out
 
