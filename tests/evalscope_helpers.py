@@ -12,7 +12,8 @@ from evalpipe.io import write_model
 from evalpipe.rundir import RunDir
 from evalpipe.samplers import build_manifest
 from evalpipe.schema.manifest import Manifest
-from evalpipe.sources import BenchmarkData, load_benchmark
+from evalpipe.sources.base import BenchmarkData
+from evalpipe.sources.load import load_benchmark
 
 SERVED = "scripted-model"
 

@@ -30,7 +30,7 @@ from evalpipe.io import write_model
 from evalpipe.rundir import RunDir
 from evalpipe.samplers import build_manifest
 from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.sources import load_benchmark
+from evalpipe.sources.load import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"

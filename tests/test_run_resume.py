@@ -27,7 +27,7 @@ from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeTasks
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import CacheRepair
-from evalpipe.sources import load_benchmark
+from evalpipe.sources.load import load_benchmark
 
 pytestmark = pytest.mark.slow
 
