@@ -1,4 +1,5 @@
 # evalpipe — set-up commands from README: `make demo`, `make test` (and the optional `make demo-model`).
+# mypy reads its settings (strict, files = evalpipe) from pyproject.toml [tool.mypy].
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -32,6 +33,7 @@ demo-model: $(MODEL_STAMP)
 
 test: $(MODEL_STAMP)
 	$(VENV)/bin/ruff check evalpipe tests perf
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
@@ -44,6 +46,7 @@ bench-overhead: $(MODEL_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/ruff format --check evalpipe tests perf
+	$(VENV)/bin/mypy
 
 schemas: $(STAMP)
 	$(PY) -c "from evalpipe.schema.published import write_all; write_all('audits')"

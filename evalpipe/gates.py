@@ -15,9 +15,22 @@ Score gates compare the sample score and its Wilson lower bound (the numbers in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import EvalpipeError, ExitCode
-from evalpipe.schema.summary import BenchmarkResult, Finding, GateResult, RequestAudit, Summary, Verdict
+from evalpipe.schema.summary import (
+    BenchmarkResult,
+    Finding,
+    GateName,
+    GateResult,
+    RequestAudit,
+    Summary,
+    Verdict,
+)
+
+#: A per-benchmark score gate: its name, thresholds by benchmark, what it compares, and how to read it.
+ScoreGate = tuple[GateName, dict[str, float], str, Callable[[BenchmarkResult], float | None]]
 
 
 class GateFailed(EvalpipeError):
@@ -44,7 +57,7 @@ def evaluate_gates(
 ) -> list[GateResult]:
     by_name = {b.benchmark: b for b in benchmarks}
     results: list[GateResult] = []
-    score_gates = (
+    score_gates: tuple[ScoreGate, ...] = (
         ("min_score", gates.min_score, "score", lambda b: b.score),
         (
             "min_ci_lower",
@@ -80,7 +93,7 @@ def evaluate_gates(
     )
     if gates.max_transport_failures is not None:
         if requests.transport_failures is not None:
-            failures: int | None = requests.transport_failures
+            failures: int = requests.transport_failures
             src = "failed attempt(s) in the request log"
         else:
             failures = sum(f.count for b in benchmarks for f in b.failures if f.failure_class == "api_error")

@@ -14,13 +14,15 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
 from evalpipe.errors import ArtifactError
 
 M = TypeVar("M", bound=BaseModel)
+#: A row of a JSONL log: a dict, or the model it was validated into.
+R = TypeVar("R")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -52,7 +54,7 @@ def write_model(path: Path, model: BaseModel) -> None:
     atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
-def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel | dict]) -> None:
+def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel | dict[str, Any]]) -> None:
     """Write a whole JSONL table atomically (derived tables such as outcomes.jsonl)."""
     lines = []
     for row in rows:
@@ -107,7 +109,7 @@ class JsonlAppender:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "a", encoding="utf-8")
 
-    def append(self, row: BaseModel | dict) -> None:
+    def append(self, row: BaseModel | dict[str, Any]) -> None:
         line = row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False)
         self._fh.write(line + "\n")
         self._fh.flush()
@@ -128,16 +130,20 @@ class JsonlAppender:
         self.close()
 
 
-class JsonlReadResult(list):
+class JsonlReadResult(list[R], Generic[R]):
     """Rows of a JSONL log plus whether its last line was torn (crash mid-write)."""
 
     torn_last_line: bool = False
 
 
-def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult:
+@overload
+def read_jsonl(path: Path, model: None = None) -> JsonlReadResult[dict[str, Any]]: ...
+@overload
+def read_jsonl(path: Path, model: type[M]) -> JsonlReadResult[M]: ...
+def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult[Any]:
     """Read a JSONL log into dicts (or models); a torn final line is skipped and flagged."""
     path = Path(path)
-    result = JsonlReadResult()
+    result: JsonlReadResult[Any] = JsonlReadResult()
     if not path.is_file():
         return result
     raw = path.read_bytes()

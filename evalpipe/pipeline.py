@@ -16,6 +16,7 @@ compared with the others (``compare.json``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,8 @@ from evalpipe.schema.timings import StageName, StageTime
 from evalpipe.sources.base import BenchmarkData
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
     from evalpipe.evalscope_bridge.stage import StageResult
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.schema.evalscope import IndexMap
     from evalpipe.schema.run import RunRecord
     from evalpipe.schema.summary import Summary
@@ -59,7 +59,7 @@ class StageClock:
         self.stages: list[StageTime] = []
 
     @contextmanager
-    def stage(self, name: StageName):  # type: ignore[no-untyped-def]
+    def stage(self, name: StageName) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
@@ -159,7 +159,7 @@ def run(
     out: Path | None = None,
     resume: Path | None = None,
     allow_drift: bool = False,
-    progress: Progress | None = None,
+    progress: ProgressDisplay | None = None,
     variant: str | None = None,
     spine: Spine | None = None,
     audit: bool = True,
@@ -293,8 +293,8 @@ def run_variants(
     out: Path | None = None,
     resume: Path | None = None,
     allow_drift: bool = False,
-    progress: Progress | None = None,
-    on_variant_done=None,  # type: ignore[no-untyped-def]
+    progress: ProgressDisplay | None = None,
+    on_variant_done: Callable[[str, RunResult], None] | None = None,
 ) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
     """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
 

@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig
@@ -84,7 +85,7 @@ def git_info(path: Path) -> GitInfo | None:
     )
 
 
-def sglang_source(location: str | None, direct_url: dict | None) -> GitInfo | None:
+def sglang_source(location: str | None, direct_url: dict[str, Any] | None) -> GitInfo | None:
     """SGLang's source commit: its git work tree when run from a checkout, else pip's PEP 610 record."""
     if location:
         info = git_info(Path(location))
@@ -211,6 +212,15 @@ def component_test_failed(r: ComponentTestResult) -> bool:
     return r.exit_code != 0 or r.failed > 0 or r.errors > 0 or (r.passed + r.skipped) == 0
 
 
+class ComponentTestFailed(PreflightError):
+    """A ``required: true`` component test failed before the launch; ``results`` holds every entry's outcome
+    (the run directory records them too)."""
+
+    def __init__(self, message: str, *, details: list[str], results: list[ComponentTestResult]) -> None:
+        super().__init__(message, details=details)
+        self.results = results
+
+
 def run_component_tests(
     cfg: RunConfig,
     rundir: RunDir,
@@ -220,14 +230,14 @@ def run_component_tests(
 ) -> list[ComponentTestResult]:
     """Run every ``cfg.component_tests`` entry (before the evaluation).
 
-    All entries run; then a failed ``required: true`` entry raises PreflightError (exit 2) naming it, with
-    the results attached as ``exc.results``.  Non-required failures are only recorded.
+    All entries run; then a failed ``required: true`` entry raises ComponentTestFailed (a PreflightError:
+    exit 2) naming it, with every entry's result as ``exc.results``.  Non-required failures are only recorded.
     """
     from evalpipe.server.sglang_env import server_env
 
     if env is None:
         env = server_env(cfg.server)
-    results = []
+    results: list[ComponentTestResult] = []
     for test in cfg.component_tests:
         cwd = cfg.resolve_path(test.cwd) if test.cwd else cfg.base_dir()
         results.append(run_component_test(test, rundir, cwd=cwd, env=env, timeout=timeout))
@@ -238,7 +248,7 @@ def run_component_tests(
             f"{r.skipped} skipped (log: {rundir.root / (r.log_path or '')})"
             for r in bad
         ]
-        exc = PreflightError(f"required component test failed: {bad[0].name}", details=details)
-        exc.results = results  # type: ignore[attr-defined]
-        raise exc
+        raise ComponentTestFailed(
+            f"required component test failed: {bad[0].name}", details=details, results=results
+        )
     return results

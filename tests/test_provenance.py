@@ -10,7 +10,14 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
 
 from evalpipe.errors import PreflightError
-from evalpipe.provenance import collect_provenance, git_info, parse_junit, run_component_tests, sglang_source
+from evalpipe.provenance import (
+    ComponentTestFailed,
+    collect_provenance,
+    git_info,
+    parse_junit,
+    run_component_tests,
+    sglang_source,
+)
 from evalpipe.rundir import RunDir
 from evalpipe.schema.provenance import Provenance
 
@@ -127,5 +134,5 @@ def test_component_tests_counts_and_required_gate(tmp_path: Path) -> None:
     cfg.component_tests[0].required = True
     with pytest.raises(PreflightError, match="required component test failed: tilelang fp8") as exc:
         run_component_tests(cfg, rundir)
-    assert len(exc.value.results) == 2  # type: ignore[attr-defined]
+    assert isinstance(exc.value, ComponentTestFailed) and len(exc.value.results) == 2
     assert "1 failed" in exc.value.details[0]

@@ -18,7 +18,7 @@ from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
 from evalpipe.schema.server import ServerVerification
-from evalpipe.schema.summary import Finding
+from evalpipe.schema.summary import Finding, FindingCode, Severity
 
 SampleKey = tuple[str, str]
 _MAX_IDS = 50  # ids listed in one finding; the message carries the full count
@@ -97,11 +97,11 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
     """Prediction/review multiplicity, prompt identity, review consistency, scoring sanity."""
     out: list[Finding] = []
 
-    def add(severity: str, code: str, message: str) -> None:
+    def add(severity: Severity, code: FindingCode, message: str) -> None:
         out.append(
             Finding(
-                severity=severity,  # type: ignore[arg-type]
-                code=code,  # type: ignore[arg-type]
+                severity=severity,
+                code=code,
                 benchmark=row.benchmark,
                 sample_ids=[row.source_id],
                 message=message,
@@ -205,11 +205,18 @@ def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple
             continue
         group = linkage.group_of.get((row.benchmark, row.source_id))
 
-        def add(code: str, message: str, attempts: list[str], *, severity: str = "error", r=row) -> None:
+        def add(
+            code: FindingCode,
+            message: str,
+            attempts: list[str],
+            *,
+            severity: Severity = "error",
+            r: OutcomeRow = row,
+        ) -> None:
             findings.append(
                 Finding(
-                    severity=severity,  # type: ignore[arg-type]
-                    code=code,  # type: ignore[arg-type]
+                    severity=severity,
+                    code=code,
                     benchmark=r.benchmark,
                     sample_ids=[r.source_id],
                     attempt_ids=attempts,

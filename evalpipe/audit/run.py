@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import get_args
 
 from evalpipe import __version__
 from evalpipe.audit import checks
@@ -29,7 +30,7 @@ from evalpipe.config.models import GateConfig
 from evalpipe.gates import decide, evaluate_gates
 from evalpipe.io import atomic_write_text, write_model
 from evalpipe.schema.compare import CompareResult
-from evalpipe.schema.summary import FINDING_CODES, Finding, Summary
+from evalpipe.schema.summary import FINDING_CODES, Finding, Severity, Summary
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
 
@@ -81,7 +82,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     verdict, code = decide(gates)
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warn", "info")}
+    counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
     rd = inputs.rundir
     return Summary(
         run_id=inputs.run_id,
@@ -103,7 +104,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         paired_control=paired,
         limitations=limitations(inputs, results, server, paired),
         findings=findings,
-        finding_counts=counts,  # type: ignore[arg-type]
+        finding_counts=counts,
         gates=gates,
         verdict=verdict,
         exit_code=int(code),

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
-def _width(stream) -> int | None:  # type: ignore[no-untyped-def]
+
+def _width(stream: TextIO) -> int | None:
     if os.environ.get("COLUMNS") or stream.isatty():
         return None
     return 120
@@ -43,7 +46,9 @@ class LineProgress:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def add_task(self, description: str, total: float | None = None, **_: Any) -> int:
+    def add_task(self, description: str, total: float | None = None, **_: Any) -> TaskID:
+        from rich.progress import TaskID
+
         self._tasks.append(
             {
                 "description": description,
@@ -53,11 +58,11 @@ class LineProgress:
                 "done": False,
             }
         )
-        return len(self._tasks) - 1
+        return TaskID(len(self._tasks) - 1)
 
     def update(
         self,
-        task_id: int,
+        task_id: TaskID,
         *,
         total: float | None = None,
         completed: float | None = None,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalpipe.errors import ExitCode
+
+if TYPE_CHECKING:
+    from evalpipe.replay.replay import ReplayResult
 
 DatasetRoot = Annotated[
     Path | None,
@@ -33,7 +36,7 @@ def publish(
     )
 
 
-def _show_replay(result) -> None:  # type: ignore[no-untyped-def]
+def _show_replay(result: ReplayResult) -> None:
     from evalpipe.cli.console import out
 
     for p in result.bundle_problems:

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` must be instant
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from evalpipe.cli.console import LineProgress
+    from evalpipe.config.models import RunConfig
+    from evalpipe.pipeline import RunResult
+    from evalpipe.progress import ProgressDisplay
+    from evalpipe.schema.outcomes import OutcomeRow
+    from evalpipe.schema.summary import Summary
+    from evalpipe.schema.timings import StageTime
 
 
 def run(
@@ -84,7 +98,7 @@ def resume_command(config: Path, run_dir: str, *, endpoint: str | None, dataset_
 
 
 @contextmanager
-def sigterm_interrupts():  # type: ignore[no-untyped-def]
+def sigterm_interrupts() -> Iterator[None]:
     """SIGTERM unwinds the run like Ctrl-C (``Terminated``), so it ends with the resume line, exit 143."""
     import signal
     import threading
@@ -95,7 +109,7 @@ def sigterm_interrupts():  # type: ignore[no-untyped-def]
         yield
         return
 
-    def handler(signum, frame):  # type: ignore[no-untyped-def]
+    def handler(signum: int, frame: FrameType | None) -> NoReturn:
         raise Terminated("SIGTERM")
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -105,7 +119,7 @@ def sigterm_interrupts():  # type: ignore[no-untyped-def]
         signal.signal(signal.SIGTERM, previous)
 
 
-def _progress():  # type: ignore[no-untyped-def]
+def _progress() -> Progress | LineProgress:
     """The per-benchmark progress display (on stderr): bars on a terminal, else one line per benchmark."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -124,13 +138,13 @@ def _progress():  # type: ignore[no-untyped-def]
     )
 
 
-def _setup(config: Path):  # type: ignore[no-untyped-def]
+def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
     from evalpipe.config import load_config
 
     return load_config(config), _progress
 
 
-def finish(result) -> None:  # type: ignore[no-untyped-def]
+def finish(result: RunResult) -> None:
     """Outcome table, then the audit's table, findings and verdict; raise the verdict's exit code."""
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
@@ -144,11 +158,11 @@ def finish(result) -> None:  # type: ignore[no-untyped-def]
         raise_for_verdict(result.summary)
 
 
-def print_timings(stages, console) -> None:  # type: ignore[no-untyped-def]
+def print_timings(stages: list[StageTime], console: Console) -> None:
     """One line per variant (or one for the run): wall time of each stage, then the total."""
     if not stages:
         return
-    groups: dict[str | None, list] = {}
+    groups: dict[str | None, list[StageTime]] = {}
     for s in stages:
         groups.setdefault(s.variant, []).append(s)
     for variant, rows in groups.items():
@@ -158,7 +172,15 @@ def print_timings(stages, console) -> None:  # type: ignore[no-untyped-def]
     console.print(f"total stage wall time: {sum(s.seconds for s in stages):.1f} s ({len(stages)} stages)")
 
 
-def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
+def execute_variants(
+    cfg: RunConfig,
+    *,
+    dataset_root: Path | None,
+    out: Path | None,
+    resume: Path | None,
+    allow_drift: bool,
+    progress: ProgressDisplay | None,
+) -> None:
     """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
     from evalpipe import pipeline
     from evalpipe.cli.audit_cmd import show
@@ -167,9 +189,11 @@ def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
     from evalpipe.io import read_model
     from evalpipe.schema.compare import CompareResult
 
-    root, results, compares = pipeline.run_variants(cfg, **kwargs)
+    root, results, compares = pipeline.run_variants(
+        cfg, dataset_root=dataset_root, out=out, resume=resume, allow_drift=allow_drift, progress=progress
+    )
     console.print(f"run directory: {root.root}")
-    worst = None
+    worst: Summary | None = None
     for name, result in results.items():
         console.rule(f"variant {name}")
         summarize(result, console)
@@ -191,7 +215,7 @@ def execute_variants(cfg, **kwargs) -> None:  # type: ignore[no-untyped-def]
         raise_for_verdict(worst)
 
 
-def summarize(result, console) -> None:  # type: ignore[no-untyped-def]
+def summarize(result: RunResult, console: Console) -> None:
     """Per benchmark: samples, ok, failure classes; repairs on resume; where the files are."""
     from collections import Counter
 
@@ -200,7 +224,7 @@ def summarize(result, console) -> None:  # type: ignore[no-untyped-def]
     table = Table(title=f"run {result.rundir.root}", show_lines=False)
     for col in ("benchmark", "samples", "ok", "failures"):
         table.add_column(col)
-    by_bench: dict[str, list] = {}
+    by_bench: dict[str, list[OutcomeRow]] = {}
     for row in result.outcomes:
         by_bench.setdefault(row.benchmark, []).append(row)
     for name, rows in by_bench.items():

@@ -74,7 +74,7 @@ def paired_bootstrap(
     return float(lo), float(hi)
 
 
-def mcnemar_exact(a_only: int, b_only: int) -> float | None:
+def mcnemar_exact(a_only: int, b_only: int) -> float:
     if a_only + b_only == 0:
         return 1.0
     from statsmodels.stats.contingency_tables import mcnemar
@@ -127,14 +127,15 @@ def _paired_block(
     b_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if y and not x)
     neither = n - both - a_only - b_only
     sa, sb = _score(sum(a_vals), n), _score(sum(b_vals), n)
-    diff = (sa.score - sb.score) if n else None
-    lo = hi = None
+    diff: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    p: float | None = None
+    line = f"{label_a} vs {label_b} ({name}): no samples"
     if n:
+        diff = sum(a_vals) / n - sum(b_vals) / n  # = sa.score - sb.score
         lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
-    p = mcnemar_exact(a_only, b_only) if n else None
-    if diff is None:
-        line = f"{label_a} vs {label_b} ({name}): no samples"
-    else:
+        p = mcnemar_exact(a_only, b_only)
         line = (
             f"{label_a} vs {label_b} ({name}): {_pts(diff)} pts [{_pts(lo)}, {_pts(hi)}], "
             f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
@@ -209,28 +210,27 @@ def compare_runs(
 
     la = label_a or _label(ra, "A")
     lb = label_b or _label(rb, "B")
-    kw = {"resamples": resamples, "seed": seed, "confidence": confidence}
+
+    def paired_block(name: str, keys: list[tuple[str, str, str]]) -> PairedBenchmark:
+        return _paired_block(
+            name, keys, oa, ob, la, lb, resamples=resamples, seed=seed, confidence=confidence
+        )
+
     blocks = []
     for block in ma.benchmarks:
         keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
-        paired = _paired_block(block.benchmark, keys, oa, ob, la, lb, **kw)
+        paired = paired_block(block.benchmark, keys)
         buckets = length_buckets(block.benchmark, block.plan.stratify_by, [k[2] for k in keys])
         if buckets:
             paired.by_length = [
-                _paired_block(
-                    f"{block.benchmark} {length}",
-                    [k for k in keys if bucket_of[k[2]] == length],
-                    oa,
-                    ob,
-                    la,
-                    lb,
-                    **kw,
+                paired_block(
+                    f"{block.benchmark} {length}", [k for k in keys if bucket_of[k[2]] == length]
                 ).model_copy(update={"length": length})
                 for length, bucket_of in buckets
             ]
         blocks.append(paired)
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
-    overall = _paired_block("all", all_keys, oa, ob, la, lb, **kw) if len(blocks) > 1 else None
+    overall = paired_block("all", all_keys) if len(blocks) > 1 else None
     return CompareResult(
         run_a=str(ra.root),
         run_b=str(rb.root),
@@ -260,8 +260,8 @@ def compare_markdown(result: CompareResult) -> str:
     )
     lines.append("|---|---|---|---|---|---|---|")
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
-        if b.difference is None:
-            continue
+        if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
+            continue  # no samples (all four are set together)
         lines.append(
             f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {_pts(b.difference)} | "
             f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {len(b.flips)} |"
@@ -278,7 +278,7 @@ def compare_markdown(result: CompareResult) -> str:
         for b, x in by_length:
             diff = (
                 f"{_pts(x.difference)} | [{_pts(x.diff_ci_low)}, {_pts(x.diff_ci_high)}]"
-                if x.difference is not None
+                if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
                 else "– | –"
             )
             lines.append(

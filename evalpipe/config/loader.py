@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
@@ -66,7 +67,7 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     ctx = err.get("ctx") or {}
     t = err["type"]
     simple = {
@@ -117,7 +118,7 @@ def load_plan(path: Path, *, benchmark: str | None = None) -> SamplingPlan:
     plan = _validate(SamplingPlan, data, path, node)
     if benchmark is not None:
         if plan.benchmark is None:
-            plan.benchmark = benchmark  # type: ignore[assignment]
+            plan.benchmark = benchmark
         elif plan.benchmark != benchmark:
             raise ConfigError(f"{path}: benchmark: plan is for {plan.benchmark!r}, used by {benchmark!r}")
     return plan

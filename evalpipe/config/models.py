@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -18,9 +18,15 @@ from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
 from evalpipe.server.kinds import ServerKind
 
-# The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer.
-BenchmarkName = Literal[_benchmark_names()]  # type: ignore[valid-type]
-StratifyBy = Literal[_stratifications()]  # type: ignore[valid-type]
+# The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
+# Literal built at import time, so pydantic validates against (and the JSON schema lists) what is
+# registered.  A type checker cannot evaluate the registry: to it they are plain strings.
+if TYPE_CHECKING:
+    BenchmarkName = str
+    StratifyBy = str
+else:
+    BenchmarkName = Literal[_benchmark_names()]
+    StratifyBy = Literal[_stratifications()]
 #: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
 COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")
 

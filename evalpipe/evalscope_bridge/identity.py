@@ -30,7 +30,7 @@ from evalpipe.evalscope_bridge.layout import (
 )
 from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256, sha256_hex
 from evalpipe.io import atomic_write_bytes
-from evalpipe.schema.outcomes import CacheRepair
+from evalpipe.schema.outcomes import CachedArtifact, CacheRepair, CacheRepairReason
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def content_sha256(text: str | None) -> str | None:
 @dataclass
 class Verdict:
     ok: bool
-    reason: str | None = None  # a CacheRepair.reason when not ok
+    reason: CacheRepairReason | None = None  # set when not ok
     found_prompt_sha256: str | None = None
     found_content_sha256: str | None = None
 
@@ -109,10 +109,16 @@ class SubsetCacheCheck:
 
 
 def _repair(
-    benchmark: str, subset: str, line: CachedLine, expected: Mapping[int, Expected], v: Verdict, artifact: str
+    benchmark: str,
+    subset: str,
+    line: CachedLine,
+    expected: Mapping[int, Expected],
+    v: Verdict,
+    artifact: CachedArtifact,
 ) -> CacheRepair:
     idx = line.index
     exp = expected.get(idx) if idx is not None else None
+    assert v.reason is not None, "only a failed verdict is repaired"
     return CacheRepair(
         benchmark=benchmark,
         subset=subset,
@@ -121,8 +127,8 @@ def _repair(
         expected_prompt_sha256=exp.prompt_sha256 if exp else None,
         found_prompt_sha256=v.found_prompt_sha256,
         found_content_sha256=v.found_content_sha256,
-        reason=v.reason,  # type: ignore[arg-type]
-        artifact=artifact,  # type: ignore[arg-type]
+        reason=v.reason,
+        artifact=artifact,
     )
 
 
@@ -131,7 +137,7 @@ def _last_valid(
     benchmark: str,
     subset: str,
     expected: Mapping[int, Expected],
-    artifact: str,
+    artifact: CachedArtifact,
     out: SubsetCacheCheck,
 ) -> dict[int, CachedLine]:
     kept: dict[int, CachedLine] = {}

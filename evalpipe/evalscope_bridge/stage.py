@@ -39,7 +39,7 @@ from evalpipe.schema.evalscope import (
 from evalpipe.schema.outcomes import CacheRepair
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from evalpipe.progress import ProgressDisplay
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def _record_hashes(
 class _ProgressSink:
     """Feeds worker events into a rich progress task for one benchmark."""
 
-    def __init__(self, progress: Progress | None, benchmark: str, total: int) -> None:
+    def __init__(self, progress: ProgressDisplay | None, benchmark: str, total: int) -> None:
         self.progress = progress
         self.benchmark = benchmark
         self.failed = 0
@@ -185,7 +185,7 @@ def run_evalscope(
     *,
     api_url: str,
     resume: bool = False,
-    progress: Progress | None = None,
+    progress: ProgressDisplay | None = None,
 ) -> StageResult:
     """Run every materialized benchmark through EvalScope against ``api_url``."""
     from evalpipe.nltk_data import punkt_tab_available

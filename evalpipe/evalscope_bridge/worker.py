@@ -27,6 +27,7 @@ import sys
 import threading
 import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -178,23 +179,26 @@ def install_evaluator(benchmark: str, channel: Channel, errors_log: str) -> None
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
     from evalpipe.io import JsonlAppender
-    from evalpipe.schema.evalscope import EvalscopeErrorRecord
+    from evalpipe.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
 
-    errors = JsonlAppender(errors_log)
+    errors = JsonlAppender(Path(errors_log))
     lock = threading.Lock()
 
-    class EvalpipeEvaluator(DefaultEvaluator):
-        def _collect_work_items(self, dataset_dict):  # type: ignore[no-untyped-def]
+    # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
+    class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)
+        def _collect_work_items(self, dataset_dict: Any) -> Any:
             ctx = super()._collect_work_items(dataset_dict)
             channel.emit("start", total=ctx.grand_total, cached=ctx.total_cached)
             return ctx
 
-        def _process_work_item(self, item, model_prediction_dir):  # type: ignore[no-untyped-def]
+        def _process_work_item(self, item: Any, model_prediction_dir: str) -> Any:
             index = item.sample.id if item.sample is not None else item.task_state.sample_id
             try:
                 result = super()._process_work_item(item, model_prediction_dir)
             except Exception as exc:
-                phase = "predict" if item.needs_predict and not item.prediction_persisted else "review"
+                phase: ErrorPhase = (
+                    "predict" if item.needs_predict and not item.prediction_persisted else "review"
+                )
                 record = EvalscopeErrorRecord(
                     benchmark=benchmark,
                     subset=item.subset,

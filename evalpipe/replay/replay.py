@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalpipe.config.models import ReplayConfig, RunConfig
 from evalpipe.errors import ArtifactError
@@ -21,6 +22,9 @@ from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.schema.run import RunRecord
 from evalpipe.schema.summary import Summary
+
+if TYPE_CHECKING:
+    from evalpipe.progress import ProgressDisplay
 
 REQUIRED = ("manifest", "run_record", "config_copy", "outcomes", "requests_log", "responses_log", "summary")
 
@@ -116,8 +120,12 @@ def compare_summaries(original: Summary, replayed: Summary) -> list[str]:
 
 
 def replay(
-    source: Path, *, dataset_root: Path | None = None, out: Path | None = None, progress=None
-) -> ReplayResult:  # type: ignore[no-untyped-def]
+    source: Path,
+    *,
+    dataset_root: Path | None = None,
+    out: Path | None = None,
+    progress: ProgressDisplay | None = None,
+) -> ReplayResult:
     from evalpipe import pipeline
     from evalpipe.replay.publish import check_bundle
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from evalpipe.errors import ConfigError
 
 
-def stratum_sort_key(name: str) -> tuple:
+def stratum_sort_key(name: str) -> tuple[tuple[int, int, str], ...]:
     """Natural order: ``"2" < "10"``, ``"easy" < "hard"``; used for every stratum ordering."""
     return tuple((0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.findall(r"\d+|\D+", name))
 

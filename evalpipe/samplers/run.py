@@ -239,9 +239,8 @@ def effective_config_bytes(cfg: RunConfig) -> bytes:
         if on_disk.model_dump(mode="json") == cfg.model_dump(mode="json"):
             return data
     header = f"# effective config (changed in memory after loading {cfg.config_path or 'no file'})\n"
-    return (
-        header + yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
-    ).encode()
+    text: str = yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    return (header + text).encode()
 
 
 def sample_run(
@@ -359,12 +358,12 @@ def diff_manifests(recorded: Manifest, rederived: Manifest) -> list[str]:
     for key in sorted(da.keys() - ra.keys()):
         diffs.append(f"{key[0]} {key[1]}: selected when re-derived, not in the recorded manifest")
     for key in sorted(ra.keys() & da.keys()):
-        a, b = ra[key], da[key]
-        if a.record_sha256 != b.record_sha256:
+        old, new = ra[key], da[key]
+        if old.record_sha256 != new.record_sha256:
             diffs.append(
-                f"{key[0]} {key[1]}: record_sha256 {a.record_sha256} (recorded) != {b.record_sha256}"
+                f"{key[0]} {key[1]}: record_sha256 {old.record_sha256} (recorded) != {new.record_sha256}"
             )
-        elif a != b:
+        elif old != new:
             diffs.append(f"{key[0]} {key[1]}: entry fields differ")
     if not diffs and recorded.model_dump_json() != rederived.model_dump_json():
         diffs.append("manifest content differs (order or metadata)")

@@ -32,13 +32,17 @@ class BenchmarkFit(Row):
     dropped: int = Field(description="Overlong entries dropped with the benchmark's drop_overlong consent.")
 
 
+#: How prompt tokens were counted: the model's own tokenizer, or a characters-per-token rule.
+Estimator = Literal["tokenizer", "heuristic"]
+
+
 class ContextFit(Artifact):
     schema_version: int = 1
     context_length: int | None = Field(
         description="Tokens the server accepts (prompt + output); None: unknown."
     )
     context_length_source: str = Field(description="model.context_length, or the model's config.json field.")
-    estimator: Literal["tokenizer", "heuristic"]
+    estimator: Estimator
     estimator_detail: str = Field(description="Which tokenizer file, or the heuristic's rule.")
     template_margin_tokens: int
     benchmarks: list[BenchmarkFit]

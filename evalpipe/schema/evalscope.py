@@ -79,6 +79,10 @@ class PromptHashRecord(Row):
     evalscope_version: str
 
 
+#: Where inside EvalScope a sample failed: asking the model, or scoring its answer.
+ErrorPhase = Literal["predict", "review"]
+
+
 class EvalscopeErrorRecord(Row):
     """A sample whose prediction or review raised inside EvalScope (``ignore_errors`` kept going)."""
 
@@ -86,7 +90,7 @@ class EvalscopeErrorRecord(Row):
     benchmark: str
     subset: str
     index: int
-    phase: Literal["predict", "review"]
+    phase: ErrorPhase
     error_type: str
     message: str
     at: str = Field(description="UTC ISO-8601")

@@ -6,7 +6,7 @@ normalised facts; the audit judges them.  Missing predictions or reviews are row
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -29,7 +29,7 @@ FailureClass = Literal[
     "context_overflow",
 ]
 
-FAILURE_CLASSES: tuple[str, ...] = FailureClass.__args__  # type: ignore[attr-defined]
+FAILURE_CLASSES: tuple[str, ...] = get_args(FailureClass)
 #: The output budget ran out: while still thinking (no final answer), or in the answer itself.  Both count
 #: as incorrect whatever EvalScope scored.
 BUDGET_CLASSES: frozenset[str] = frozenset({"budget_exhausted", "budget_exhausted_in_reasoning"})
@@ -154,6 +154,19 @@ class OutcomeRow(Row):
         return self.failure_class
 
 
+#: Why a cached EvalScope row was not reused.
+CacheRepairReason = Literal[
+    "question_mismatch",
+    "prompt_hash_mismatch",
+    "no_recorded_hash",
+    "unreadable",
+    "unknown_index",  # the cached index is beyond the subset's materialized rows
+    "prediction_mismatch",  # a review whose messages differ from the prediction kept for its index
+]
+#: The EvalScope cache a row came from.
+CachedArtifact = Literal["prediction", "review"]
+
+
 class CacheRepair(Row):
     """A cached EvalScope row discarded at resume because it did not belong to its manifest entry."""
 
@@ -167,15 +180,8 @@ class CacheRepair(Row):
     found_content_sha256: str | None = Field(
         default=None, description="sha256 of the cached final user message."
     )
-    reason: Literal[
-        "question_mismatch",
-        "prompt_hash_mismatch",
-        "no_recorded_hash",
-        "unreadable",
-        "unknown_index",  # the cached index is beyond the subset's materialized rows
-        "prediction_mismatch",  # a review whose messages differ from the prediction kept for its index
-    ]
-    artifact: Literal["prediction", "review"]
+    reason: CacheRepairReason
+    artifact: CachedArtifact
 
 
 def counts_scored(row: OutcomeRow | None) -> bool:

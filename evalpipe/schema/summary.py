@@ -6,7 +6,7 @@ Every number here is recomputed by ``evalpipe audit`` from the run directory alo
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -58,7 +58,7 @@ FindingCode = Literal[
     "replay_miss",
 ]
 
-FINDING_CODES: tuple[str, ...] = FindingCode.__args__  # type: ignore[attr-defined]
+FINDING_CODES: tuple[str, ...] = get_args(FindingCode)
 
 Verdict = Literal["pass", "gate_failed", "audit_error"]
 
@@ -287,8 +287,12 @@ class ResponseSelection(Row):
     statement: str
 
 
+#: The release gates a config can set (``gates:``), one result each.
+GateName = Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+
+
 class GateResult(Row):
-    gate: Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+    gate: GateName
     benchmark: str | None = None
     threshold: float
     actual: float | None

@@ -27,7 +27,7 @@ from evalpipe.schema.summary import Summary
 from evalpipe.selftest import bundled_data_dir
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from evalpipe.progress import ProgressDisplay
 
 NEGATIVE_MAX_SCORE = 0.10
 
@@ -130,7 +130,7 @@ def check_negative(summary: Summary) -> list[str]:
 
 
 def run_selftest(
-    out_root: Path, *, config: Path | None = None, progress: Progress | None = None
+    out_root: Path, *, config: Path | None = None, progress: ProgressDisplay | None = None
 ) -> list[ControlCheck]:
     """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
     ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them

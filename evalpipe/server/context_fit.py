@@ -24,7 +24,7 @@ from pathlib import Path
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import PreflightError
-from evalpipe.schema.context_fit import BenchmarkFit, ContextFit, PromptFit
+from evalpipe.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
 from evalpipe.schema.manifest import Manifest
 from evalpipe.sources.base import BenchmarkData
 
@@ -44,7 +44,7 @@ def _local_dir(cfg: RunConfig, value: str | None) -> Path | None:
     return path if path.is_dir() else None
 
 
-def estimator(cfg: RunConfig) -> tuple[Callable[[str], int], str, str]:
+def estimator(cfg: RunConfig) -> tuple[Callable[[str], int], Estimator, str]:
     """(count function, "tokenizer" | "heuristic", detail)."""
     for value in (cfg.model.tokenizer_path, cfg.model.path):
         directory = _local_dir(cfg, value)
@@ -113,7 +113,7 @@ def check_context_fit(
     report = ContextFit(
         context_length=limit,
         context_length_source=source,
-        estimator=kind,  # type: ignore[arg-type]
+        estimator=kind,
         estimator_detail=detail,
         template_margin_tokens=TEMPLATE_MARGIN_TOKENS,
         benchmarks=blocks,

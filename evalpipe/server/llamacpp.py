@@ -214,7 +214,7 @@ def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
 
 
 def common_params(s: Settings, internal_port: int) -> Any:
-    import xllamacpp as xl  # type: ignore[import-untyped]  # the wheel ships no type information
+    import xllamacpp as xl  # the wheel ships no type information: Any (pyproject [tool.mypy] overrides)
 
     p = xl.CommonParams()
     p.model.path = str(s.model)

@@ -22,6 +22,7 @@ import sys
 import time
 import zlib
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalpipe.hashing import prompt_sha256, sha256_hex
@@ -271,7 +272,7 @@ def serve(rundir: RunDir, inp: BinaryIO, out: BinaryIO) -> int:
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    n = serve(RunDir(argv[0]), sys.stdin.buffer, sys.stdout.buffer)
+    n = serve(RunDir(Path(argv[0])), sys.stdin.buffer, sys.stdout.buffer)
     return 0 if n >= 0 else 1
 
 

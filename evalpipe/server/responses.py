@@ -40,7 +40,7 @@ def append_member(fh: BinaryIO, record: ResponseRecord) -> None:
     fh.flush()
 
 
-class ResponsesReadResult(dict):
+class ResponsesReadResult(dict[str, ResponseRecord]):
     """``attempt_id → ResponseRecord`` plus whether the last member was torn (crash mid-write)."""
 
     torn_last_member: bool = False

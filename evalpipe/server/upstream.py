@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -95,7 +95,7 @@ class UpstreamClient:
 
     async def request(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
-    ) -> tuple[UpstreamResponse, AsyncIterator[bytes]]:
+    ) -> tuple[UpstreamResponse, AsyncGenerator[bytes, None]]:
         """Send one request; returns the response head and an iterator over its body chunks.
 
         The body iterator must be consumed (or closed) before the connection can be reused.  A reused
@@ -122,7 +122,7 @@ class UpstreamClient:
         no_body = method == "HEAD" or resp.status in _NO_BODY_STATUS or 100 <= resp.status < 200
         return resp, self._body(conn, resp, no_body)
 
-    async def _body(self, conn: _Conn, resp: UpstreamResponse, no_body: bool) -> AsyncIterator[bytes]:
+    async def _body(self, conn: _Conn, resp: UpstreamResponse, no_body: bool) -> AsyncGenerator[bytes, None]:
         reader = conn.reader
         reusable = False
         try:

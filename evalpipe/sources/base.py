@@ -283,7 +283,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except Exception as exc:  # pyarrow raises many types
         raise DataError(f"{path}: unreadable parquet ({exc})") from None
     for i, rec in enumerate(df.to_dict(orient="records")):
-        yield i + 1, {k: canonical_value(v) for k, v in rec.items()}
+        yield i + 1, {str(k): canonical_value(v) for k, v in rec.items()}  # parquet column names are str
 
 
 def find_file(directory: Path, stem: str) -> Path:
