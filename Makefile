@@ -52,4 +52,4 @@ schemas: $(STAMP)
 	$(PY) -c "from evalpipe.schema.published import write_all; write_all('audits')"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
