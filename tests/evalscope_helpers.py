@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from helpers.config import config_data, entry
+
 from evalpipe.config.models import RunConfig
 from evalpipe.io import write_model
 from evalpipe.rundir import RunDir
@@ -15,32 +17,21 @@ from evalpipe.schema.manifest import Manifest
 from evalpipe.sources.base import BenchmarkData
 from evalpipe.sources.load import load_benchmark
 
-SERVED = "scripted-model"
-
 SUBSETS = {"gsm8k": "main", "ifeval": "default", "live_code_bench": "release_v6"}
 FEW_SHOT = {"gsm8k": 4, "ceval": 5, "ifeval": 0, "live_code_bench": 0}
-UNIFORM_ALL = {"stratify_by": "none", "total": 1, "allocation": "uniform"}
 
 
 def run_config(benchmarks: dict[str, int], **overrides: Any) -> RunConfig:
-    """A config sampling ``n`` records uniformly from each benchmark (n per name)."""
-    data: dict[str, Any] = {
-        "name": "bridge-test",
-        "model": {"path": "/models/none", "served_name": SERVED},
-        "server": {"kind": "sglang"},
-        "generation": {"concurrency": 2, "max_tokens": {"gsm8k": 256}, "request_timeout_s": 60},
-        "benchmarks": [
-            {
-                "name": name,
-                **({"subset": SUBSETS[name]} if name in SUBSETS else {}),
-                "few_shot": FEW_SHOT[name],
-                "sampling": {**UNIFORM_ALL, "total": n},
-            }
-            for name, n in benchmarks.items()
-        ],
-    }
-    for key, value in overrides.items():
-        data[key] = value
+    """A config (``helpers.config``, validated in memory) sampling ``n`` records uniformly from each
+    benchmark (n per name); ``overrides`` replace top-level sections."""
+    entries = [
+        entry(
+            name, total=n, **({"subset": SUBSETS[name]} if name in SUBSETS else {}), few_shot=FEW_SHOT[name]
+        )
+        for name, n in benchmarks.items()
+    ]
+    generation = {"concurrency": 2, "max_tokens": {"gsm8k": 256}, "request_timeout_s": 60}
+    data = config_data(benchmarks=entries, **{"name": "bridge-test", "generation": generation, **overrides})
     return RunConfig.model_validate(data)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from helpers.config import config_data, entry
 
 from evalpipe.config.models import SamplingPlan
 from evalpipe.hashing import prompt_sha256, rank_key, sha256_hex, sha256_json
@@ -153,23 +154,20 @@ def default_provenance() -> Provenance:
 def default_config(
     gates: dict[str, Any] | None = None, max_tokens: dict[str, int] | None = None
 ) -> dict[str, Any]:
-    return {
-        "schema_version": 1,
-        "name": "test-run",
-        "model": {"path": "/models/test-model", "served_name": "test-model"},
-        "server": {"kind": "sglang", "tp_size": 8, "kv_cache_dtype": "fp8_e4m3"},
-        "generation": {
+    """The run directory's config (``helpers.config``): four benchmarks, one record each."""
+    return config_data(
+        name="test-run",
+        model={"path": "/models/test-model", "served_name": "test-model"},
+        server={"kind": "sglang", "tp_size": 8, "kv_cache_dtype": "fp8_e4m3"},
+        generation={
             "temperature": 0.0,
             "seed": 42,
             "max_tokens": max_tokens
             or {"ifeval": 16384, "ceval": 32768, "gsm8k": 16384, "live_code_bench": 65536},
         },
-        "benchmarks": [
-            {"name": n, "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"}}
-            for n in ("ifeval", "ceval", "gsm8k", "live_code_bench")
-        ],
-        "gates": gates or {},
-    }
+        benchmarks=[entry(n) for n in ("ifeval", "ceval", "gsm8k", "live_code_bench")],
+        gates=gates or {},
+    )
 
 
 class RunDirBuilder:

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.config import config_data, entry
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe.benchmarks.live_code_bench.recheck import WALL_FACTOR, policy_text, recheck
@@ -123,22 +124,12 @@ EXPECTED = {
 
 
 def _config() -> RunConfig:
+    lcb = entry(
+        "live_code_bench", total=len(ROLES), subset="release_v6", few_shot=0, source={"local": str(BUNDLED)}
+    )
+    generation = {"concurrency": 6, "max_tokens": {"live_code_bench": 512}, "request_timeout_s": 60}
     return RunConfig.model_validate(
-        {
-            "name": "code-recheck-load",
-            "model": {"path": "/models/none", "served_name": "scripted-model"},
-            "server": {"kind": "sglang"},
-            "generation": {"concurrency": 6, "max_tokens": {"live_code_bench": 512}, "request_timeout_s": 60},
-            "benchmarks": [
-                {
-                    "name": "live_code_bench",
-                    "subset": "release_v6",
-                    "few_shot": 0,
-                    "source": {"local": str(BUNDLED)},
-                    "sampling": {"stratify_by": "none", "total": len(ROLES), "allocation": "uniform"},
-                }
-            ],
-        }
+        config_data(name="code-recheck-load", generation=generation, benchmarks=[lcb])
     )
 
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from fake_sglang.support import write_config
+from fake_sglang.support import server_config
+from helpers.config import entry, write_config
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess, assert_group_gone
 
 from evalpipe.audit.checks import check_server
@@ -51,7 +51,7 @@ def _command(*extra: str) -> list[str]:
 
 
 def _cfg(tmp_path: Path, command: list[str], **server: object):  # type: ignore[no-untyped-def]
-    return write_config(
+    return server_config(
         tmp_path,
         {"kind": "command", "command": command, "launch_timeout_s": 20, **server},
         model_dir=False,
@@ -102,7 +102,7 @@ def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
     port = free_port()
     argv = [*SCRIPTED_SERVER, *PLAIN_ARGS, "--port", str(port), "--served-name", "fake-model"]
     with ServerProcess(argv, log=tmp_path / "plain.log", port=port):
-        cfg = write_config(
+        cfg = server_config(
             tmp_path, {**GLM_LIKE, "kind": "endpoint", "endpoint": f"http://127.0.0.1:{port}/v1"}
         )
         with managed_server(cfg, cfg.server, RunDir(tmp_path / "run")) as handle:
@@ -115,7 +115,7 @@ def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
 
 
 def test_verify_reports_unverifiable_without_models_listing(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, {**GLM_LIKE, "kind": "endpoint", "endpoint": "http://127.0.0.1:9"})
+    cfg = server_config(tmp_path, {**GLM_LIKE, "kind": "endpoint", "endpoint": "http://127.0.0.1:9"})
     v = verify(cfg, cfg.server, None, base_url="http://x", info_error="/server_info: HTTP 404")
     assert v.checks == [] and "served_model_name" in v.unverified_keys
     assert "served model name not checked" in v.description
@@ -170,18 +170,12 @@ def test_preflight_missing_executable(tmp_path: Path) -> None:
 
 def test_config_rejects_unknown_placeholder_and_missing_command(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    base = {
-        "name": "x",
-        "model": {"path": "m", "served_name": "m"},
-        "benchmarks": [{"name": "gsm8k", "sampling": {"per_stratum": 1}}],
-    }
-    path.write_text(
-        yaml.safe_dump({**base, "server": {"kind": "command", "command": ["srv", "--port", "{prot}"]}})
-    )
+    gsm8k = [{"name": "gsm8k", "sampling": {"per_stratum": 1}}]
+    write_config(path, server={"kind": "command", "command": ["srv", "--port", "{prot}"]}, benchmarks=gsm8k)
     with pytest.raises(ConfigError) as exc:
         load_config(path, check_plans=False)
     assert "unknown placeholder {prot}" in str(exc.value) and "server" in str(exc.value)
-    path.write_text(yaml.safe_dump({**base, "server": {"kind": "command"}}))
+    write_config(path, server={"kind": "command"}, benchmarks=gsm8k)
     with pytest.raises(ConfigError) as exc:
         load_config(path, check_plans=False)
     assert "command (the server's argv) is required" in str(exc.value)
@@ -206,22 +200,14 @@ def test_cli_bad_server_is_one_line_with_its_exit_code(
     tmp_path: Path, command: list[str], first_line: str, exit_code: ExitCode
 ) -> None:
     data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data" / "gsm8k"
-    cfg = {
-        "name": "bad-server",
-        "model": {"path": "missing.gguf", "served_name": "m"},
-        "server": {"kind": "command", "command": command, "port": 0, "launch_timeout_s": 30},
-        "benchmarks": [
-            {
-                "name": "gsm8k",
-                "subset": "main",
-                "source": {"local": str(data)},
-                "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"},
-            }
-        ],
-        "output_root": str(tmp_path / "results"),
-    }
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    path = write_config(
+        tmp_path / "bad.yaml",
+        name="bad-server",
+        model={"path": "missing.gguf", "served_name": "m"},
+        server={"kind": "command", "command": command, "port": 0, "launch_timeout_s": 30},
+        benchmarks=[entry("gsm8k", subset="main", source={"local": str(data)})],
+        output_root=str(tmp_path / "results"),
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "evalpipe.cli.main", "run", str(path)],
         capture_output=True,

@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError
@@ -49,7 +49,7 @@ def _fails(exc: pytest.ExceptionInfo[PreflightError]) -> dict[str, str]:
 
 
 def test_full_glm_config_passes_and_writes_report(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
     report = run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8), rundir=rundir)
     assert report.ok and report.sglang_version == "0.5.23"
@@ -71,18 +71,18 @@ def test_full_glm_config_passes_and_writes_report(tmp_path: Path) -> None:
 # (a) the installed SGLang's own parser
 def test_dry_parse_rejects_bad_choice_and_unknown_flag(tmp_path: Path) -> None:
     env = _env(tmp_path, [H100] * 8)
-    cfg = write_config(tmp_path, {**GLM, "attention_backend": "bogus"})
+    cfg = server_config(tmp_path, {**GLM, "attention_backend": "bogus"})
     with pytest.raises(PreflightError, match="--attention-backend") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
     assert "invalid choice: 'bogus'" in _fails(exc)["dry_parse"]
-    cfg = write_config(tmp_path, {**GLM, "extra_args": ["--no-such-flag"]})
+    cfg = server_config(tmp_path, {**GLM, "extra_args": ["--no-such-flag"]})
     with pytest.raises(PreflightError, match="unrecognized arguments: --no-such-flag") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
     assert exc.value.exit_code == ExitCode.USAGE
 
 
 def test_sglang_not_importable_fails(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     env = _env(tmp_path, [H100] * 8, PYTHONPATH=str(tmp_path / "empty"))
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
@@ -95,7 +95,7 @@ def test_parser_that_cannot_run_is_a_warning(tmp_path: Path) -> None:
     (broken / "sglang" / "__init__.py").write_text("")
     (broken / "sglang" / "srt" / "__init__.py").write_text("")
     (broken / "sglang" / "srt" / "server_args.py").write_text("raise RuntimeError('no CUDA device')\n")
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     report = run_preflight(
         cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken))
     )
@@ -116,7 +116,7 @@ def test_parser_that_cannot_run_is_a_warning(tmp_path: Path) -> None:
     ],
 )
 def test_raw_fp8_rule_failures_name_the_flag(tmp_path: Path, override: dict, rule: str, flag: str) -> None:
-    cfg = write_config(tmp_path, {**GLM, **override})
+    cfg = server_config(tmp_path, {**GLM, **override})
     checks = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}
     assert checks[rule].status == "fail" and checks[rule].flag == flag and flag in checks[rule].message
 
@@ -124,20 +124,20 @@ def test_raw_fp8_rule_failures_name_the_flag(tmp_path: Path, override: dict, rul
 def test_raw_fp8_rules_pass_and_do_not_apply_to_bf16(tmp_path: Path) -> None:
     good = {
         c.rule: c.status
-        for c in check_raw_fp8_rules(write_config(tmp_path, GLM).server, _env(tmp_path, [H100]))
+        for c in check_raw_fp8_rules(server_config(tmp_path, GLM).server, _env(tmp_path, [H100]))
     }
     assert set(good.values()) == {"ok"}
-    bf16 = write_config(
+    bf16 = server_config(
         tmp_path, {**GLM, "kv_cache_dtype": "bfloat16", "dcp_size": 2, "enable_hisparse": True}
     )
     statuses = {c.rule: c.status for c in check_raw_fp8_rules(bf16.server, _env(tmp_path, [("A100", "8.0")]))}
     assert statuses == {"raw_fp8_both_tilelang": "skipped"}
-    det = write_config(tmp_path, {"enable_deterministic_inference": True, "attention_backend": "fa3"})
+    det = server_config(tmp_path, {"enable_deterministic_inference": True, "attention_backend": "fa3"})
     assert {c.rule: c.status for c in check_raw_fp8_rules(det.server, {})}["deterministic_dsa"] == "ok"
 
 
 def test_compute_capability_rule(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     checks = {
         c.rule: c
         for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100, ("NVIDIA A100-SXM4-80GB", "8.0")]))
@@ -155,7 +155,7 @@ def test_compute_capability_rule(tmp_path: Path) -> None:
 
 
 def test_fnuz_rejected_on_cuda_accepted_on_rocm(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, {"kv_cache_dtype": "fp8_e4m3fnuz"})
+    cfg = server_config(tmp_path, {"kv_cache_dtype": "fp8_e4m3fnuz"})
     cuda = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}
     assert cuda["fnuz_on_cuda"].status == "fail" and cuda["fnuz_on_cuda"].flag == "--kv-cache-dtype"
     rocm_bin = tmp_path / "rocm"
@@ -169,7 +169,7 @@ def test_fnuz_rejected_on_cuda_accepted_on_rocm(tmp_path: Path) -> None:
 # (c) model path, (d) port, (e) GPUs
 def test_model_path_rules(tmp_path: Path) -> None:
     env = _env(tmp_path, [H100] * 8)
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     (tmp_path / "model" / "config.json").write_text("{not json")
     with pytest.raises(PreflightError, match="--model-path") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
@@ -179,7 +179,7 @@ def test_model_path_rules(tmp_path: Path) -> None:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    cfg = write_config(elsewhere, GLM, model_dir=False)
+    cfg = server_config(elsewhere, GLM, model_dir=False)
     with pytest.raises(PreflightError, match="does not exist"):
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
 
@@ -189,14 +189,14 @@ def test_port_in_use_fails(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        cfg = write_config(tmp_path, {**GLM, "port": port})
+        cfg = server_config(tmp_path, {**GLM, "port": port})
         with pytest.raises(PreflightError, match=f"--port {port} is already in use") as exc:
             run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8))
         assert list(_fails(exc)) == ["port_free"]
 
 
 def test_gpu_count_rules(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     with pytest.raises(PreflightError, match="needs 8 GPU") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 4))
     assert "4 visible" in _fails(exc)["gpu_count"]
@@ -208,7 +208,7 @@ def test_gpu_count_rules(tmp_path: Path) -> None:
     nogpu.mkdir()
     with pytest.raises(PreflightError, match="nvidia-smi is not available"):
         run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(nogpu))
-    two_nodes = write_config(
+    two_nodes = server_config(
         tmp_path, {**GLM, "tp_size": 16, "multi_node": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "h:1"}}
     )
     report = run_preflight(two_nodes, two_nodes.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8))
@@ -217,13 +217,13 @@ def test_gpu_count_rules(tmp_path: Path) -> None:
 
 def test_api_key_and_extra_args_rules(tmp_path: Path) -> None:
     env = _env(tmp_path, [H100] * 8)
-    cfg = write_config(tmp_path, {**GLM, "api_key_env": "EVALPIPE_PF_KEY"})
+    cfg = server_config(tmp_path, {**GLM, "api_key_env": "EVALPIPE_PF_KEY"})
     with pytest.raises(PreflightError, match=r"--api-key.*EVALPIPE_PF_KEY"):
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
     assert _status(
         run_preflight(cfg, cfg.server, punkt_needed=None, env={**env, "EVALPIPE_PF_KEY": "k"}), "api_key"
     ) == ["ok"]
-    cfg = write_config(tmp_path, {**GLM, "extra_args": ["--kv-cache-dtype", "bf16"]})
+    cfg = server_config(tmp_path, {**GLM, "extra_args": ["--kv-cache-dtype", "bf16"]})
     with pytest.raises(
         PreflightError, match=r"--kv-cache-dtype in server\.extra_args overrides config field"
     ):
@@ -239,7 +239,7 @@ def test_punkt_tab_missing_warns_present_ok(tmp_path: Path, monkeypatch: pytest.
     (data / "tokenizers" / "punkt_tab" / "english").mkdir(parents=True)
     assert not punkt_tab_available([str(empty)])
     assert punkt_tab_available([str(data)])
-    cfg = write_config(tmp_path, {"kind": "answer_key"}, benchmarks=("ifeval", "gsm8k"))
+    cfg = server_config(tmp_path, {"kind": "answer_key"}, benchmarks=("ifeval", "gsm8k"))
     monkeypatch.setattr(nltk.data, "path", [str(empty)])
     report = run_preflight(cfg, cfg.server, punkt_needed="IFEval", env={})
     assert report.ok and _status(report, "nltk_punkt_tab") == ["warn"]
@@ -250,7 +250,7 @@ def test_punkt_tab_missing_warns_present_ok(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_endpoint_kind_skips_launch_rules(tmp_path: Path) -> None:
-    cfg = write_config(
+    cfg = server_config(
         tmp_path, {**GLM, "kind": "endpoint", "endpoint": "http://127.0.0.1:9"}, model_dir=False
     )
     report = run_preflight(cfg, cfg.server, punkt_needed=None, env={})
@@ -263,15 +263,15 @@ def test_cli_preflight_exit_codes(
     env = _env(tmp_path, [H100] * 8)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    cfg = write_config(tmp_path, {**GLM, "dcp_size": 2})
+    cfg = server_config(tmp_path, {**GLM, "dcp_size": 2})
     with pytest.raises(SystemExit) as exc:
         main(["server", "preflight", str(cfg.config_path)])
     assert exc.value.code == 2
     captured = capsys.readouterr()
     assert "--dcp-size 2" in captured.err and "FAIL  raw_fp8_dcp" in captured.out
     assert "Traceback" not in captured.err
-    cfg = write_config(
-        tmp_path, GLM, extra={"variants": [{"name": "bf16", "overrides": {"kv_cache_dtype": "bfloat16"}}]}
+    cfg = server_config(
+        tmp_path, GLM, variants=[{"name": "bf16", "overrides": {"kv_cache_dtype": "bfloat16"}}]
     )
     assert main(["server", "preflight", str(cfg.config_path), "--variant", "bf16"]) == 0
     assert "preflight ok" in capsys.readouterr().out

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
 from evalpipe.errors import PreflightError
 from evalpipe.provenance import (
@@ -111,14 +111,12 @@ def test_component_tests_counts_and_required_gate(tmp_path: Path) -> None:
     suite.mkdir()
     (suite / "test_tilelang_fp8.py").write_text(_TESTS)
     (suite / "test_pass.py").write_text("def test_fine():\n    pass\n")
-    cfg = write_config(
+    cfg = server_config(
         tmp_path,
-        extra={
-            "component_tests": [
-                {"name": "tilelang fp8", "pytest_args": ["test_tilelang_fp8.py"], "cwd": "kernels"},
-                {"name": "smoke", "pytest_args": ["kernels/test_pass.py"], "required": True},
-            ]
-        },
+        component_tests=[
+            {"name": "tilelang fp8", "pytest_args": ["test_tilelang_fp8.py"], "cwd": "kernels"},
+            {"name": "smoke", "pytest_args": ["kernels/test_pass.py"], "required": True},
+        ],
     )
     rundir = RunDir(tmp_path / "run")
     results = run_component_tests(cfg, rundir)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from helpers.config import entry, write_config
 from helpers.server_process import assert_group_gone
 
 from evalpipe.process_group import stop_group
@@ -103,11 +103,11 @@ def _config(tmp: Path) -> Path:
     cmd = ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--host", "{host}",
            "--port", "{port}", "--served-model-name", "{served_name}", "--kv-cache-dtype", "{kv_cache_dtype}",
            *ENGINE_ARGS]  # fmt: skip
-    cfg = {
-        "schema_version": 1,
-        "name": "real-model",
-        "model": {"path": "SmolLM2-135M-Instruct.Q4_1.gguf", "served_name": "smollm2"},
-        "server": {
+    return write_config(
+        tmp / "real-model.yaml",
+        name="real-model",
+        model={"path": "SmolLM2-135M-Instruct.Q4_1.gguf", "served_name": "smollm2"},
+        server={
             "kind": "command",
             "command": cmd,
             "port": 0,
@@ -115,7 +115,7 @@ def _config(tmp: Path) -> Path:
             "launch_timeout_s": 120,
             "stop_timeout_s": 10,
         },
-        "generation": {
+        generation={
             "temperature": 0.0,
             "seed": 42,
             "concurrency": 1,
@@ -123,38 +123,14 @@ def _config(tmp: Path) -> Path:
             "default_max_tokens": 48,
             "max_tokens": {"live_code_bench": 160, "ceval": 24},
         },
-        "benchmarks": [
-            {
-                "name": "gsm8k",
-                "subset": "main",
-                "few_shot": 0,
-                "source": {"local": str(DATA / "gsm8k")},
-                "sampling": {"stratify_by": "none", "total": 2, "allocation": "uniform"},
-            },
-            {
-                "name": "ceval",
-                "few_shot": 0,
-                "source": {"local": str(DATA / "ceval")},
-                "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"},
-            },
-            {
-                "name": "ifeval",
-                "subset": "default",
-                "source": {"local": str(DATA / "ifeval")},
-                "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"},
-            },
-            {
-                "name": "live_code_bench",
-                "subset": "release_v6",
-                "source": {"local": str(DATA / "livecodebench")},
-                "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"},
-            },
+        benchmarks=[
+            entry("gsm8k", total=2, subset="main", few_shot=0, source={"local": str(DATA / "gsm8k")}),
+            entry("ceval", few_shot=0, source={"local": str(DATA / "ceval")}),
+            entry("ifeval", subset="default", source={"local": str(DATA / "ifeval")}),
+            entry("live_code_bench", subset="release_v6", source={"local": str(DATA / "livecodebench")}),
         ],
-        "output_root": str(tmp / "results"),
-    }
-    path = tmp / "real-model.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    return path
+        output_root=str(tmp / "results"),
+    )
 
 
 @pytest.fixture(scope="module")

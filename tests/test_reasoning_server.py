@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
 from evalpipe.chat_template import thinking_kwargs
 from evalpipe.cli.main import main
@@ -138,8 +138,8 @@ def test_argv_carries_the_parsers() -> None:
 
 
 def test_preflight_accepts_known_parser_names(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
-                                                       "reasoning_parser": "glm45", "tool_call_parser": "glm47"}})  # fmt: skip
+    cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
+                                              "reasoning_parser": "glm45", "tool_call_parser": "glm47"})  # fmt: skip
     report = run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
     status = {c.rule: c.status for c in report.checks}
     assert status["reasoning_parser"] == "ok" and status["tool_call_parser"] == "ok"
@@ -147,8 +147,8 @@ def test_preflight_accepts_known_parser_names(tmp_path: Path) -> None:
 
 
 def test_preflight_refuses_a_parser_the_installed_sglang_does_not_know(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
-                                                       "reasoning_parser": "glm99"}})  # fmt: skip
+    cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
+                                              "reasoning_parser": "glm99"})  # fmt: skip
     with pytest.raises(PreflightError) as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
     # the first (headline) failure names the config field; the list comes from the installed (fake) SGLang
@@ -163,8 +163,8 @@ def test_preflight_cli_exit_2_names_the_field(
 ) -> None:
     for k, v in _glm_env(tmp_path).items():
         monkeypatch.setenv(k, v)
-    cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
-                                                       "tool_call_parser": "nope"}})  # fmt: skip
+    cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
+                                              "tool_call_parser": "nope"})  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(["server", "preflight", str(cfg.config_path)])
     assert exc.value.code == 2
@@ -172,8 +172,8 @@ def test_preflight_cli_exit_2_names_the_field(
 
 
 def test_preflight_without_sglang_skips_the_name_check(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM, extra={"model": {"path": "model", "served_name": "m",
-                                                       "reasoning_parser": "glm45"}})  # fmt: skip
+    cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
+                                              "reasoning_parser": "glm45"})  # fmt: skip
     env = {**_glm_env(tmp_path), "PYTHONPATH": str(tmp_path / "empty")}
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
         run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
@@ -196,8 +196,8 @@ def test_preflight_without_sglang_skips_the_name_check(tmp_path: Path) -> None:
 def test_thinking_toggle_follows_the_reasoning_parser(
     tmp_path: Path, parser: str, thinking: str, kwargs: dict | None
 ) -> None:
-    cfg = write_config(tmp_path, extra={"model": {"path": "model", "served_name": "m",
-                                                  "reasoning_parser": parser, "thinking": thinking}})  # fmt: skip
+    cfg = server_config(tmp_path, model={"path": "model", "served_name": "m",
+                                         "reasoning_parser": parser, "thinking": thinking})  # fmt: skip
     assert thinking_kwargs(cfg) == kwargs
     body = generation_config(cfg, "gsm8k")
     if kwargs is None:
@@ -208,8 +208,8 @@ def test_thinking_toggle_follows_the_reasoning_parser(
 
 @pytest.mark.parametrize("parser", ["none", "deepseek-r1"])
 def test_thinking_toggle_without_a_known_toggle_is_a_config_error(tmp_path: Path, parser: str) -> None:
-    cfg = write_config(tmp_path, extra={"model": {"path": "model", "served_name": "m",
-                                                  "reasoning_parser": parser, "thinking": "disabled"}})  # fmt: skip
+    cfg = server_config(tmp_path, model={"path": "model", "served_name": "m",
+                                         "reasoning_parser": parser, "thinking": "disabled"})  # fmt: skip
     with pytest.raises(ConfigError, match=r"^model\.thinking: disabled"):
         thinking_kwargs(cfg)
     with pytest.raises(SystemExit) as exc:

@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from evalscope_helpers import SERVED, gsm8k_answer
+from helpers.config import entry, write_config
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess
 
 from evalpipe.errors import ExitCode
@@ -23,24 +25,15 @@ EVALPIPE = [sys.executable, "-m", "evalpipe.cli.main"]
 SERVER = Path(SCRIPTED_SERVER[1])
 
 
-def write_config(path: Path, *, kind: str = "sglang", total: int = 2) -> Path:
-    cfg = {
-        "schema_version": 1,
-        "name": "cli-run",
-        "model": {"path": "/models/none", "served_name": SERVED},
-        "server": {"kind": kind, **({"endpoint": "http://127.0.0.1:9"} if kind == "endpoint" else {})},
-        "generation": {"concurrency": 2, "max_tokens": {"gsm8k": 128}, "request_timeout_s": 120},
-        "benchmarks": [
-            {
-                "name": "gsm8k",
-                "subset": "main",
-                "few_shot": 0,
-                "sampling": {"stratify_by": "none", "total": total, "allocation": "uniform"},
-            }
-        ],
-    }
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+#: The CLI runs: two concurrent requests, a short answer budget (model and server: helpers.config defaults).
+CLI_RUN = {
+    "name": "cli-run",
+    "generation": {"concurrency": 2, "max_tokens": {"gsm8k": 128}, "request_timeout_s": 120},
+}
+
+
+def gsm8k(total: int) -> list[dict[str, Any]]:
+    return [entry("gsm8k", total=total, subset="main", few_shot=0)]
 
 
 class ScriptedProcess:
@@ -103,7 +96,8 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path, shared_
     server = ScriptedProcess(tmp_path, gsm8k_rules(shared_datasets))
     try:
         url = server.start()
-        config = write_config(tmp_path / "run.yaml")  # server.kind sglang: --endpoint attaches anyway
+        # server.kind sglang: --endpoint attaches anyway
+        config = write_config(tmp_path / "run.yaml", benchmarks=gsm8k(2), **CLI_RUN)
         out = tmp_path / "run"
         proc = run_cli(
             "run",
@@ -146,7 +140,7 @@ def test_run_attaches_to_an_endpoint_and_writes_outcomes(tmp_path: Path, shared_
 
 
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, shared_datasets: Path) -> None:
-    config = write_config(tmp_path / "run.yaml")
+    config = write_config(tmp_path / "run.yaml", benchmarks=gsm8k(2), **CLI_RUN)
     proc = run_cli("run", str(config), "--dataset-root", str(shared_datasets), "--out", str(tmp_path / "r"))
     # kind sglang without --endpoint launches SGLang: preflight refuses (not installed, no model) before
     # anything is launched, naming each failed rule, in clean lines without a traceback
@@ -172,7 +166,7 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
     server = ScriptedProcess(tmp_path, [], default={"match": "", "content": "\\boxed{1}", "delay_s": 120})
     try:
         url = server.start()
-        config = write_config(tmp_path / "run.yaml", total=2)
+        config = write_config(tmp_path / "run.yaml", benchmarks=gsm8k(2), **CLI_RUN)
         out = tmp_path / "run"
         cli = subprocess.Popen(
             [
@@ -226,18 +220,8 @@ GLM_SERVER_INFO = REPO / "tests" / "fixtures" / "sglang-0.5.23-server_info-glm-f
 def glm_config(path: Path, *, total: int = 3) -> tuple[Path, dict]:
     """configs/glm-fp8.yaml as shipped (model, server, generation incl. retries, gates), sampling a few
     GSM8K records from the local mirror instead of the 160-sample plan (which needs the hub)."""
-    cfg = yaml.safe_load(GLM_CONFIG.read_text(encoding="utf-8"))
-    cfg["benchmarks"] = [
-        {
-            "name": "gsm8k",
-            "subset": "main",
-            "few_shot": 0,
-            "sampling": {"stratify_by": "none", "total": total, "allocation": "uniform"},
-        }
-    ]
-    cfg["output_root"] = str(path.parent / "results")
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path, cfg
+    write_config(path, base=GLM_CONFIG, benchmarks=gsm8k(total), output_root=str(path.parent / "results"))
+    return path, yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
@@ -301,10 +285,12 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     server_requests = tmp_path / "server-requests.jsonl"
     command = ["{python}", str(SERVER), "--rules", str(rules_file), "--port-file", str(tmp_path / "port"),
                "--port", "{port}", "--served-name", SERVED, "--request-log", str(server_requests)]  # fmt: skip
-    config = write_config(tmp_path / "run.yaml", total=4)
-    cfg = yaml.safe_load(config.read_text())
-    cfg["server"] = {"kind": "command", "command": command, "port": 0, "launch_timeout_s": 60}
-    config.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    config = write_config(
+        tmp_path / "run.yaml",
+        benchmarks=gsm8k(4),
+        server={"kind": "command", "command": command, "port": 0, "launch_timeout_s": 60},
+        **CLI_RUN,
+    )
     out = tmp_path / "run"
     cli = subprocess.Popen(
         [*EVALPIPE, "run", str(config), "--dataset-root", str(shared_datasets), "--out", str(out)],

@@ -9,9 +9,11 @@ import random
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+from helpers.config import entry, write_config
 
 from evalpipe.cli.main import main
 from evalpipe.config import load_config
@@ -207,22 +209,20 @@ def test_largest_remainder_examples() -> None:
 # ------------------------------------------------------------------ pins and bad input
 
 
-def _cfg(tmp_path: Path, body: str):
-    p = tmp_path / "cfg.yaml"
-    p.write_text(
-        "name: t\nmodel: {path: /m, served_name: m}\nserver: {kind: endpoint, endpoint: 'http://127.0.0.1:9'}\n"
-        + body
+def _cfg(tmp_path: Path, *benchmarks: dict[str, Any]) -> Path:
+    """A config attaching to an endpoint (nothing is launched) with these ``benchmarks:`` entries."""
+    return write_config(
+        tmp_path / "cfg.yaml",
+        name="t",
+        model={"path": "/m", "served_name": "m"},
+        server={"kind": "endpoint", "endpoint": "http://127.0.0.1:9"},
+        benchmarks=benchmarks,
     )
-    return p
 
 
 def test_pin_mismatch_refused_then_allowed_with_drift(tmp_path: Path, shared_datasets: Path, capsys) -> None:
     pin = "0" * 64
-    path = _cfg(
-        tmp_path,
-        f"benchmarks:\n  - name: gsm8k\n    fingerprint: '{pin}'\n"
-        "    sampling: {stratify_by: none, total: 3, allocation: uniform}\n",
-    )
+    path = _cfg(tmp_path, entry("gsm8k", total=3, fingerprint=pin))
     with pytest.raises(SystemExit) as exc:
         main(["sample", str(path), "--dataset-root", str(shared_datasets), "--out", str(tmp_path / "r1")])
     assert exc.value.code == 2
@@ -240,16 +240,12 @@ def test_pin_mismatch_refused_then_allowed_with_drift(tmp_path: Path, shared_dat
 
 def test_pin_match_accepted(tmp_path: Path, shared_datasets: Path) -> None:
     fp = load_local("gsm8k", shared_datasets / "gsm8k").eval.fingerprint
-    path = _cfg(
-        tmp_path,
-        f"benchmarks:\n  - name: gsm8k\n    fingerprint: '{fp}'\n"
-        "    sampling: {stratify_by: none, total: 3, allocation: uniform}\n",
-    )
+    path = _cfg(tmp_path, entry("gsm8k", total=3, fingerprint=fp))
     result = sample_run(load_config(path), dataset_root=shared_datasets, out=tmp_path / "r")
     assert not result.manifest.sampling_for("gsm8k").dataset.drift_allowed
 
 
-GSM = "benchmarks:\n  - name: gsm8k\n    sampling: {stratify_by: none, total: 2, allocation: uniform}\n"
+GSM = entry("gsm8k", total=2)
 
 
 def _gsm_dir(tmp_path: Path, test_lines: list[str]) -> Path:
@@ -313,23 +309,22 @@ def test_malformed_csv_row_names_line(tmp_path: Path) -> None:
 
 
 def test_short_stratum_is_an_error_unless_allowed(tmp_path: Path, shared_datasets: Path) -> None:
-    body = (
-        "benchmarks:\n  - name: live_code_bench\n    sampling: {stratify_by: difficulty, per_stratum: 90}\n"
-    )
+    body = {"name": "live_code_bench", "sampling": {"stratify_by": "difficulty", "per_stratum": 90}}
     cfg = load_config(_cfg(tmp_path, body))
     with pytest.raises(ConfigError, match="easy: asks 90 of 84"):
         sample_run(cfg, dataset_root=shared_datasets, out=tmp_path / "r")
-    cfg2 = load_config(_cfg(tmp_path, body.replace("per_stratum: 90", "per_stratum: 90, allow_short: true")))
+    cfg2 = load_config(_cfg(tmp_path, {**body, "sampling": {**body["sampling"], "allow_short": True}}))
     result = sample_run(cfg2, dataset_root=shared_datasets, out=tmp_path / "r2")
     easy = result.manifest.sampling_for("live_code_bench").strata[0]
     assert (easy.stratum, easy.selected, easy.shortfall) == ("easy", 84, 6)
 
 
 def test_live_code_bench_version_filter(tmp_path: Path, shared_datasets: Path) -> None:
-    body = (
-        "benchmarks:\n  - name: live_code_bench\n    subset: release_v6\n"
-        "    sampling: {stratify_by: difficulty, per_stratum: 2, filter: {versions: [v6]}}\n"
-    )
+    body = {
+        "name": "live_code_bench",
+        "subset": "release_v6",
+        "sampling": {"stratify_by": "difficulty", "per_stratum": 2, "filter": {"versions": ["v6"]}},
+    }
     result = sample_run(load_config(_cfg(tmp_path, body)), dataset_root=shared_datasets, out=tmp_path / "r")
     block = result.manifest.sampling_for("live_code_bench")
     assert block.filtered_population == 175
@@ -400,7 +395,7 @@ def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path,
         return iter(by_subject.get((subset, split), []))
 
     monkeypatch.setattr(hub, "_load_split", fake_split)
-    body = "benchmarks:\n  - name: ceval\n    sampling: {stratify_by: subject, per_stratum: 1}\n"
+    body = {"name": "ceval", "sampling": {"stratify_by": "subject", "per_stratum": 1}}
     data = load_benchmark(load_config(_cfg(tmp_path, body)), "ceval")
     assert data.kind == "hub" and data.hub_id == "evalscope/ceval"
     assert {r[0] for r in asked} == {"evalscope/ceval"} and len(asked) == 2 * 52

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, server_config
 
 from evalpipe.cli.main import main
 from evalpipe.config.models import RunConfig
@@ -49,7 +49,7 @@ def _pairs(argv: list[str]) -> dict[str, str | None]:
 
 
 def test_argv_for_sglang_0_5_23(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     argv = build_argv(cfg, cfg.server, sglang_version="0.5.23")
     assert argv[:3] == [sys.executable, "-m", "sglang.launch_server"]
     flags = _pairs(argv)
@@ -68,7 +68,7 @@ def test_argv_for_sglang_0_5_23(tmp_path: Path) -> None:
 
 
 def test_argv_before_0_5_13_uses_nsa_names(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     flags = _pairs(build_argv(cfg, cfg.server, sglang_version="0.5.12.post1"))
     assert flags["--attention-backend"] == "nsa"
     assert flags["--nsa-prefill-backend"] == "tilelang" and flags["--nsa-decode-backend"] == "tilelang"
@@ -82,7 +82,7 @@ def test_version_parsing() -> None:
 
 
 def test_multi_node_api_key_and_extra_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = write_config(
+    cfg = server_config(
         tmp_path,
         {
             "tp_size": 16,
@@ -109,7 +109,7 @@ def _kind_argv(cfg: RunConfig) -> list[str]:
 
 
 def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, {"kind": "answer_key", "port": 4321, "answer_key": {"mode": "negative"}})
+    cfg = server_config(tmp_path, {"kind": "answer_key", "port": 4321, "answer_key": {"mode": "negative"}})
     argv = _kind_argv(cfg)
     assert argv == [
         sys.executable,
@@ -124,7 +124,7 @@ def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
         "--mode",
         "negative",
     ]
-    cfg2 = write_config(
+    cfg2 = server_config(
         tmp_path, {"kind": "answer_key", "port": 1, "answer_key": {"faults": ["truncate", "http_500_once"]}}
     )
     assert _kind_argv(cfg2)[-4:] == [
@@ -133,37 +133,35 @@ def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
         "--faults",
         "truncate,http_500_once",
     ]
-    cfg3 = write_config(tmp_path, {"kind": "endpoint", "endpoint": "http://router:8000"})
+    cfg3 = server_config(tmp_path, {"kind": "endpoint", "endpoint": "http://router:8000"})
     with pytest.raises(ConfigError, match="nothing is launched"):
         _kind_argv(cfg3)
 
 
 def test_extra_args_conflicts(tmp_path: Path) -> None:
-    cfg = write_config(
+    cfg = server_config(
         tmp_path, {"extra_args": ["--kv-cache-dtype=bf16", "--tp", "2", "--trust-remote-code"]}
     )
     assert extra_args_conflicts(cfg.server) == [
         ("--kv-cache-dtype", "server.kv_cache_dtype"),
         ("--tp", "server.tp_size"),
     ]
-    assert extra_args_conflicts(write_config(tmp_path, {"extra_args": ["--trust-remote-code"]}).server) == []
+    assert extra_args_conflicts(server_config(tmp_path, {"extra_args": ["--trust-remote-code"]}).server) == []
 
 
 def test_variants(tmp_path: Path) -> None:
-    cfg = write_config(
+    cfg = server_config(
         tmp_path,
         GLM,
-        extra={
-            "variants": [
-                {
-                    "name": "bf16_control",
-                    "overrides": {"kv_cache_dtype": "bfloat16", "speculative": {"num_steps": 2}},
-                },
-                {"name": "dotted", "overrides": {"multi_node.nnodes": 2, "multi_node.dist_init_addr": "h:1"}},
-                {"name": "typo", "overrides": {"kv_cache_dtpye": "bf16"}},
-                {"name": "badtype", "overrides": {"tp_size": 0}},
-            ]
-        },
+        variants=[
+            {
+                "name": "bf16_control",
+                "overrides": {"kv_cache_dtype": "bfloat16", "speculative": {"num_steps": 2}},
+            },
+            {"name": "dotted", "overrides": {"multi_node.nnodes": 2, "multi_node.dist_init_addr": "h:1"}},
+            {"name": "typo", "overrides": {"kv_cache_dtpye": "bf16"}},
+            {"name": "badtype", "overrides": {"tp_size": 0}},
+        ],
     )
     base = effective_server(cfg, None)
     assert base == cfg.server and base is not cfg.server
@@ -200,7 +198,7 @@ def test_resolved_value_lookup_and_normalize() -> None:
 def test_cli_server_command_prints_one_quoted_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cfg = write_config(
+    cfg = server_config(
         tmp_path,
         {**GLM, "api_key_env": "EVALPIPE_TEST_KEY", "extra_args": ["--json-model-override-args", '{"a": 1}']},
     )

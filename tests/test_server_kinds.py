@@ -19,7 +19,7 @@ from typing import Any, get_args
 from urllib.parse import urlsplit
 
 import pytest
-from fake_sglang.support import write_config
+from fake_sglang.support import server_config
 
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, PreflightError
@@ -67,7 +67,7 @@ def _config(tmp_path: Path, kind: Kind, **server: Any) -> RunConfig:
     if section is not None:
         assert section in SECTION_SAMPLES, f"add a sample of server.{section} to SECTION_SAMPLES"
         server = {section: SECTION_SAMPLES[section](tmp_path), **server}
-    return write_config(tmp_path, {"kind": kind.name, "port": 31234, **server})
+    return server_config(tmp_path, {"kind": kind.name, "port": 31234, **server})
 
 
 # ---------------------------------------------------------------- the registry
@@ -100,7 +100,7 @@ def test_config_section(tmp_path: Path, kind: Kind) -> None:
     if kind.config_section is None:
         return
     with pytest.raises(ConfigError) as exc:
-        write_config(tmp_path, {"kind": kind.name})
+        server_config(tmp_path, {"kind": kind.name})
     message = str(exc.value)
     assert kind.config_section in message and f"kind is '{kind.name}'" in message and "server" in message
 

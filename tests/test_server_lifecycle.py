@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, write_config
+from fake_sglang.support import FAKE_SGLANG_DIR, server_config
 from helpers.server_process import assert_group_gone
 
 from evalpipe.errors import ServerError
@@ -58,7 +58,7 @@ def _assert_stopped(rundir: RunDir) -> LaunchRecord:
 def test_launch_verify_stop(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     fake_env.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     fake_env.setenv("SGLANG_FAKE_SETTING", "1")
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
     t0 = time.monotonic()
     with managed_server(cfg, cfg.server, rundir) as handle:
@@ -94,7 +94,7 @@ def test_launch_verify_stop(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> Non
 
 def test_slow_start_then_launch_timeout(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     fake_env.setenv("FAKE_SGLANG_STARTUP_S", "60")
-    cfg = write_config(tmp_path, {"launch_timeout_s": 1.5})
+    cfg = server_config(tmp_path, {"launch_timeout_s": 1.5})
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match=r"not ready within 1\.5 s \(last /health: HTTP 503\)"):
         with managed_server(cfg, cfg.server, rundir):
@@ -104,7 +104,7 @@ def test_slow_start_then_launch_timeout(tmp_path: Path, fake_env: pytest.MonkeyP
 
 def test_crash_on_start_shows_last_50_log_lines(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     fake_env.setenv("FAKE_SGLANG_CRASH", "1")
-    cfg = write_config(tmp_path)
+    cfg = server_config(tmp_path)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match="exited with code 3 before becoming ready") as exc:
         with managed_server(cfg, cfg.server, rundir):
@@ -118,7 +118,7 @@ def test_crash_on_start_shows_last_50_log_lines(tmp_path: Path, fake_env: pytest
 
 def test_kv_mismatch_aborts(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     fake_env.setenv("FAKE_SGLANG_RESOLVE_KV", "bfloat16")
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match="on_mismatch: abort") as exc:
         with managed_server(cfg, cfg.server, rundir):
@@ -135,7 +135,7 @@ def test_kv_mismatch_warns_when_configured(
 ) -> None:
     fake_env.setenv("FAKE_SGLANG_RESOLVE_KV", "bfloat16")
     fake_env.setenv("FAKE_SGLANG_DETERMINISTIC", "1")
-    cfg = write_config(tmp_path, {**GLM, "on_mismatch": "warn"})
+    cfg = server_config(tmp_path, {**GLM, "on_mismatch": "warn"})
     rundir = RunDir(tmp_path / "run")
     with managed_server(cfg, cfg.server, rundir) as handle:
         assert handle.verification is not None and not handle.verification.verified
@@ -148,7 +148,7 @@ def test_api_key_echoed_by_server_is_redacted(tmp_path: Path, fake_env: pytest.M
     # like SGLang 0.5.23 (the fake serves its real payload), the key comes back in api_key, in every
     # internal_states entry and inside launch_command
     fake_env.setenv("EVALPIPE_LIFECYCLE_KEY", "sk-lifecycle-secret-123")
-    cfg = write_config(tmp_path, {"api_key_env": "EVALPIPE_LIFECYCLE_KEY"})
+    cfg = server_config(tmp_path, {"api_key_env": "EVALPIPE_LIFECYCLE_KEY"})
     rundir = RunDir(tmp_path / "run")
     with managed_server(cfg, cfg.server, rundir) as handle:
         # the fake demands the key on /server_info: verification succeeding proves it was sent
@@ -168,7 +168,7 @@ def test_ignored_sigterm_escalates_to_sigkill_of_the_group(
     tmp_path: Path, fake_env: pytest.MonkeyPatch
 ) -> None:
     fake_env.setenv("FAKE_SGLANG_IGNORE_SIGTERM", "1")
-    cfg = write_config(tmp_path, {"stop_timeout_s": 1.0})
+    cfg = server_config(tmp_path, {"stop_timeout_s": 1.0})
     rundir = RunDir(tmp_path / "run")
     with managed_server(cfg, cfg.server, rundir):
         pass
@@ -178,7 +178,7 @@ def test_ignored_sigterm_escalates_to_sigkill_of_the_group(
 
 def test_exception_in_block_stops_server(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     fake_env.setenv("FAKE_SGLANG_NO_SERVER_INFO", "1")  # also: fallback to /get_server_info
-    cfg = write_config(tmp_path)
+    cfg = server_config(tmp_path)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(RuntimeError, match="evaluation blew up"):
         with managed_server(cfg, cfg.server, rundir) as handle:
@@ -188,10 +188,10 @@ def test_exception_in_block_stops_server(tmp_path: Path, fake_env: pytest.Monkey
 
 
 def test_endpoint_attaches_and_leaves_server_running(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
-    cfg = write_config(tmp_path, GLM)
+    cfg = server_config(tmp_path, GLM)
     owner = RunDir(tmp_path / "owner")
     with managed_server(cfg, cfg.server, owner) as upstream:
-        att_cfg = write_config(tmp_path, {**GLM, "kind": "endpoint", "endpoint": upstream.base_url + "/v1/"})
+        att_cfg = server_config(tmp_path, {**GLM, "kind": "endpoint", "endpoint": upstream.base_url + "/v1/"})
         attached = RunDir(tmp_path / "attached")
         with managed_server(att_cfg, att_cfg.server, attached) as handle:
             assert handle.base_url == upstream.base_url and handle.process is None
@@ -203,7 +203,7 @@ def test_endpoint_attaches_and_leaves_server_running(tmp_path: Path, fake_env: p
 
 
 def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
-    cfg = write_config(tmp_path, {"kind": "answer_key", "answer_key": {"mode": "positive"}})
+    cfg = server_config(tmp_path, {"kind": "answer_key", "answer_key": {"mode": "positive"}})
     rundir = RunDir(tmp_path / "run")
     with managed_server(cfg, cfg.server, rundir) as handle:
         assert handle.verification is not None and handle.verification.verified
@@ -230,7 +230,7 @@ except KeyboardInterrupt as exc:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_to_evalpipe_stops_server(tmp_path: Path, fake_env: pytest.MonkeyPatch, sig: int) -> None:
-    cfg = write_config(tmp_path)
+    cfg = server_config(tmp_path)
     rundir = RunDir(tmp_path / "run")
     driver = subprocess.Popen(
         [sys.executable, "-c", _DRIVER, str(cfg.config_path), str(rundir.root)],

@@ -1,46 +1,46 @@
-"""Helpers for the server tests: configs, the fake SGLang on PYTHONPATH, a fake nvidia-smi (process groups:
-``helpers.server_process``)."""
+"""Helpers for the server tests: their config, the fake SGLang on PYTHONPATH, a fake nvidia-smi (process
+groups: ``helpers.server_process``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import yaml
+from helpers.config import write_config
 
 from evalpipe.config import load_config
 from evalpipe.config.models import RunConfig
 
 FAKE_SGLANG_DIR = Path(__file__).resolve().parent
+#: The server tests' model: a directory ``model`` beside the config (with a config.json) served as fake-model.
+MODEL = {"path": "model", "served_name": "fake-model"}
+#: Bounded launch and stop, and a free port chosen at launch.
+SERVER = {"kind": "sglang", "port": 0, "stop_timeout_s": 5, "launch_timeout_s": 60}
 
 
-def write_config(
+def server_config(
     tmp_path: Path,
     server: dict[str, Any] | None = None,
     *,
     benchmarks: tuple[str, ...] = ("gsm8k",),
     model_dir: bool = True,
-    extra: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
+    **sections: Any,
 ) -> RunConfig:
-    """A minimal valid run config in ``tmp_path`` (model directory with a config.json when asked)."""
+    """``tmp_path/run.yaml`` written by ``helpers.config.write_config`` with the server tests' model and
+    server settings (``server``/``model`` merged over them, ``sections`` replacing top-level keys), loaded
+    without checking sampling plans; the model directory is created when ``model_dir``."""
     if model_dir:
         (tmp_path / "model").mkdir(exist_ok=True)
         (tmp_path / "model" / "config.json").write_text('{"architectures": ["FakeForCausalLM"]}')
-    data: dict[str, Any] = {
-        "name": "servertest",
-        "model": {"path": "model", "served_name": "fake-model"},
-        "server": {
-            "kind": "sglang",
-            "port": 0,
-            "stop_timeout_s": 5,
-            "launch_timeout_s": 60,
-            **(server or {}),
-        },
-        "benchmarks": [{"name": b, "sampling": {"per_stratum": 1}} for b in benchmarks],
-    }
-    data.update(extra or {})
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path = write_config(
+        tmp_path / "run.yaml",
+        name="servertest",
+        model={**MODEL, **(model or {})},
+        server={**SERVER, **(server or {})},
+        benchmarks=[{"name": b, "sampling": {"per_stratum": 1}} for b in benchmarks],
+        **sections,
+    )
     return load_config(path, check_plans=False)
 
 

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalpipe.benchmarks import benchmark
 from evalpipe.io import read_jsonl
 from evalpipe.rundir import RunDir
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest
+from helpers.config import config_data, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 GATE = 0.5
@@ -57,21 +56,21 @@ def _entry(name: str, demo: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"name": name, "few_shot": 0, "sampling": sampling, "source": source}
 
 
-def write_config(path: Path, names: Sequence[str]) -> Path:
-    raw = yaml.safe_load(demo_config_path().read_text(encoding="utf-8"))
-    demo = {b["name"]: b for b in raw["benchmarks"]}
-    raw.update(
+def controls_config(path: Path, names: Sequence[str]) -> Path:
+    """The demo config with one entry per benchmark in ``names`` and a min_score gate on each."""
+    demo = {b["name"]: b for b in config_data(base=demo_config_path())["benchmarks"]}
+    return write_config(
+        path,
+        base=demo_config_path(),
         name="registry-controls",
         description="The demo's controls on every benchmark of the registry (tests/helpers/registry_controls.py).",
         benchmarks=[_entry(n, demo) for n in names],
         output_root=str(path.parent / "results"),
         gates={"min_score": dict.fromkeys(names, GATE)},
     )
-    path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def run_registry_controls(root: Path, names: Sequence[str]) -> RegistryControls:
-    config = write_config(root / "registry-controls.yaml", names)
+    config = controls_config(root / "registry-controls.yaml", names)
     positive, negative = run_selftest(root, config=config)
     return RegistryControls(tuple(names), root, positive, negative)
