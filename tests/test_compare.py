@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.config import entry, write_config
 from scipy.stats import binomtest
 
 from evalpipe.cli.main import main
@@ -19,23 +20,21 @@ from evalpipe.rundir import RunDir
 from evalpipe.samplers import sample_run
 from evalpipe.schema.outcomes import OutcomeRow
 
-CFG = """\
-name: pair
-model: {path: /m, served_name: m}
-server: {kind: endpoint, endpoint: "http://127.0.0.1:9"}
-benchmarks:
-  - name: gsm8k
-    sampling: {stratify_by: none, total: 30, allocation: uniform}
-  - name: live_code_bench
-    sampling: {stratify_by: difficulty, per_stratum: 4}
-"""
-
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path) -> Path:
     root = tmp_path_factory.mktemp("pair")
-    (root / "c.yaml").write_text(CFG)
-    cfg = load_config(root / "c.yaml")
+    path = write_config(
+        root / "c.yaml",
+        name="pair",
+        model={"path": "/m", "served_name": "m"},
+        server={"kind": "endpoint", "endpoint": "http://127.0.0.1:9"},
+        benchmarks=[
+            entry("gsm8k", total=30),
+            {"name": "live_code_bench", "sampling": {"stratify_by": "difficulty", "per_stratum": 4}},
+        ],
+    )
+    cfg = load_config(path)
     return sample_run(cfg, dataset_root=shared_datasets, out=root / "base").rundir.root
 
 
