@@ -36,6 +36,14 @@ def reference(glm_cfg, shared_datasets: Path, tmp_path_factory: pytest.TempPathF
 
 # ------------------------------------------------------------------ reference run
 
+#: sha256 of the glm-fp8 manifest: the selection, ids, record hashes and the file's layout are the spine of
+#: every recorded sign-off run, so a refactoring must leave it byte-identical.
+GLM_FP8_MANIFEST_SHA256 = "e9800b864da4e99d1e62581cbf9e928b99dcca40e073399f49e0024f3216caba"
+
+
+def test_reference_manifest_is_byte_identical(reference) -> None:
+    assert hashlib.sha256(reference.rundir.manifest.read_bytes()).hexdigest() == GLM_FP8_MANIFEST_SHA256
+
 
 def test_reference_run_has_160_entries(reference) -> None:
     m = reference.manifest
