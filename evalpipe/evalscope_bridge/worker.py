@@ -101,7 +101,8 @@ def install_nltk_guard(benchmark: str) -> None:
         import nltk
 
         nltk.download = refuse_download
-        importlib.import_module(spec.meta.nltk_module).check_nltk_data = find_or_fail
+        nltk_user: Any = importlib.import_module(spec.meta.nltk_module)  # an (untyped) EvalScope module
+        nltk_user.check_nltk_data = find_or_fail
 
 
 def register_adapter(benchmark: str) -> None:
