@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from evalscope_helpers import SERVED, gsm8k_answer
-from helpers.config import entry, write_config
+from evalscope_helpers import gsm8k_answer
+from helpers.config import SERVED, entry, write_config
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess
 
 from evalpipe.errors import ExitCode
