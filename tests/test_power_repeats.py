@@ -59,11 +59,11 @@ def test_refuses_samples_without_attempts_or_out_of_range(bad: list[list[float]]
 @pytest.mark.parametrize(("n", "k"), [(60, 4), (40, 1)])
 def test_interval_coverage_by_simulation(n: int, k: int) -> None:
     """Per-sample probabilities from a skewed mixture (most samples easy, some hard, some coin flips):
-    the 95 % interval covers the super-population mean E[q] in 93-97 % of 2000 simulated runs."""
+    the 95 % interval covers the super-population mean E[q] in 93-97 % of 3000 simulated runs."""
     rng = np.random.default_rng(20261218)
     q_values, q_weights = np.array([1.0, 0.9, 0.5, 0.1, 0.0]), np.array([0.45, 0.2, 0.15, 0.1, 0.1])
     truth = float(q_values @ q_weights)
-    trials = 2000
+    trials = 3000
     q = rng.choice(q_values, p=q_weights, size=(trials, n))
     correct = rng.binomial(k, q)
     covered = 0

@@ -14,15 +14,16 @@ with the finite-cluster factor C/(C−1)); with unequal ``k`` it is the standard
 equal-weight mean of cluster means, which is the score this module reports.
 
 The 95 % interval is the Wilson score interval (the rest of evalpipe's single-run intervals, see
-``evalpipe.stats``) at Kish's effective sample size ``n_eff = n · p̂(1 − p̂) / s²`` with
-``s² = (1/n) Σ_i (x̄_i − p̂)²`` (Kish, *Survey Sampling*, 1965, design effect; the same n_eff device as
-``evalpipe.stats.stratified_proportion``, Korn & Graubard 1998).  For per-sample means in [0, 1],
-``s² ≤ p̂(1 − p̂)``, so ``n_eff ≥ n``: repeats can only narrow the interval, by at most the factor the
-within-sample noise allows, and ``n_eff`` is capped at the number of attempts ``Σ k_i``.  With one
-attempt per sample (or answers that never vary within a sample) ``n_eff = n`` exactly and the interval
-is the plain Wilson interval the summary already reports.  When every sample has the same mean
-(s² = 0), ``n_eff = n`` if that mean is 0 or 1 (nothing was learnt about variation: stay with the
-clusters) and ``Σ k_i`` otherwise (all variation is within samples, so attempts are the trials).
+``evalpipe.stats``) at the effective sample size ``n_eff = p̂(1 − p̂) / SE²`` (Kish, *Survey Sampling*,
+1965, design effect; Korn & Graubard 1998 — the same device as ``evalpipe.stats.stratified_proportion``),
+kept within ``[n, Σ k_i]``.  For per-sample means in [0, 1] the spread of the ``x̄_i`` never exceeds
+p̂(1 − p̂) (up to the n/(n − 1) of the unbiased variance, hence the floor at n), so repeats can only
+narrow the interval, by at most what the within-sample noise allows, and never beyond the number of
+attempts.  With one attempt per sample (or answers that never vary within a sample) ``n_eff = n``
+exactly and the interval is the plain Wilson interval the summary already reports.  When every sample
+has the same mean (SE = 0), ``n_eff = n`` if that mean is 0 or 1 (nothing was learnt about variation:
+stay with the clusters) and ``Σ k_i`` otherwise (all variation is within samples: the attempts are
+the trials).
 
 Nondeterminism is measured, not modelled: the share of samples (with at least two attempts) whose
 answers were not all identical, by response hash, and separately whose scores were not all equal.
@@ -127,11 +128,10 @@ def clustered_mean(samples: Sequence[Sequence[float]], confidence: float = Z_CON
         standard_error = float(np.std(means, ddof=1)) / n**0.5
     else:
         standard_error = 0.5
-    spread = float(np.mean((means - estimate) ** 2))
     bernoulli = estimate * (1.0 - estimate)
-    if spread > 0.0:
-        n_eff = min(float(attempts), n * bernoulli / spread)
-    elif 0.0 < estimate < 1.0:
+    if n >= 2 and standard_error > 0.0:
+        n_eff = min(float(attempts), bernoulli / standard_error**2)
+    elif 0.0 < estimate < 1.0 and n >= 2:
         n_eff = float(attempts)
     else:
         n_eff = float(n)
