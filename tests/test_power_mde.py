@@ -133,6 +133,33 @@ def test_power_at_the_mde_by_simulation_with_repeats(
     assert connor_power(n, mde.mde, noise.second_moment(k)) < 0.80
 
 
+@pytest.mark.parametrize(
+    "noise",
+    [
+        noise_from_discordance(1, 15, "aa"),
+        noise_from_discordance(0, 15, "aa"),
+        NoiseModel(between=0.04, within=0.1, source="aa", basis="x"),
+        assumed_noise(0.9),
+    ],
+)
+def test_power_with_repeats_is_well_behaved_from_tiny_samples_up(noise: NoiseModel) -> None:
+    """Rises with the drop for every n (the second-order formula is only used where it holds), is about
+    α/2 without a drop, and rises with n wherever it is above 10 %."""
+    for k in (2, 4, 8):
+        m0 = noise.second_moment(k)
+        drops = np.linspace(1e-6, largest_drop(m0), 60)
+        for n in (1, 3, 5, 10, 18, 30, 60, 200, 1000):
+            powers = np.array([drop_power(n, d, noise, k) for d in drops])
+            assert np.all(np.diff(powers) >= -1e-12), (k, n)
+            assert powers[0] <= 0.06
+        for drop in (0.03, 0.1):
+            if drop > largest_drop(m0):
+                continue
+            by_n = np.array([drop_power(n, drop, noise, k) for n in range(1, 1500, 13)])
+            rising = np.diff(by_n)[by_n[:-1] > 0.1]
+            assert np.all(rising >= -1e-12), (k, drop)
+
+
 def test_connor_sample_size_by_hand() -> None:
     """Connor (1987): discordance 0.2 under the alternative, drop 0.1 → n = [z_.975 √0.2 + z_.8 √0.19]² / 0.01."""
     z = NormalDist().inv_cdf
@@ -144,7 +171,7 @@ def test_connor_sample_size_by_hand() -> None:
 def test_second_order_power_tends_to_connor_as_n_grows() -> None:
     noise = NoiseModel(between=0.01, within=0.04, source="aa", basis="x")
     n = 1_000_000
-    drop = 0.0015
+    drop = 0.0015  # the limit: c = z / (2 sqrt(n m1)) -> 0
     assert normal_drop_power(n, drop, noise, 4) == pytest.approx(
         connor_power(n, drop, noise.second_moment(4)), abs=0.005
     )
