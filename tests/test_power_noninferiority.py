@@ -11,8 +11,8 @@ from evalpipe.power.mde import (
     sample_size_for_mde,
 )
 from evalpipe.power.noninferiority import non_inferiority
-from evalpipe.power.paired import paired_difference
-from evalpipe.power.words import mde_sentence, non_inferiority_sentence, sample_size_sentence
+from evalpipe.power.paired import excess_discordance, paired_difference
+from evalpipe.power.words import mde_sentence, noise_sentence, non_inferiority_sentence, sample_size_sentence
 
 
 @pytest.mark.parametrize(
@@ -105,3 +105,21 @@ def test_end_to_end_from_paired_runs() -> None:
     result = non_inferiority(diff.interval, 2)
     assert result.verdict == "inconclusive" and not result.passed
     assert result.excludable_drop_pts == pytest.approx(-100 * diff.interval[0])
+
+
+def test_noise_sentence_compares_ab_with_aa_on_the_same_samples() -> None:
+    """12 samples changed by A/B only, 2 by A/A only (1 by both): exact McNemar on 12 vs 2."""
+    ab = [True] * 13 + [False] * 147
+    aa = [True] + [False] * 12 + [True] * 2 + [False] * 145
+    result = excess_discordance(ab, aa)
+    assert (result.ab_changed, result.aa_changed, result.ab_only, result.aa_only) == (13, 3, 12, 2)
+    assert result.exceeds
+    assert noise_sentence(result) == (
+        f"A/B changed 13 of 160 answers, the A/A control 3: more than the server's own noise "
+        f"(exact McNemar p = {result.p_value:.3g})"
+    )
+    same = excess_discordance([True, False, False, True], [False, True, False, True])
+    assert not same.exceeds
+    assert "not distinguishable" in noise_sentence(same)
+    with pytest.raises(ValueError):
+        excess_discordance([True], [True, False])

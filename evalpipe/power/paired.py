@@ -123,3 +123,41 @@ def paired_difference(
         p_value=p_value,
         test=test_name,
     )
+
+
+@dataclass(frozen=True)
+class ExcessDiscordance:
+    """Does A/B change more answers than the server's own noise (A/A), on the same samples?"""
+
+    n_samples: int
+    ab_changed: int
+    aa_changed: int
+    ab_only: int
+    aa_only: int
+    p_value: float
+
+    @property
+    def exceeds(self) -> bool:
+        """A/B changed significantly more samples than A/A (two-sided α = 0.05, in that direction)."""
+        return self.p_value <= 0.05 and self.ab_only > self.aa_only
+
+
+def excess_discordance(ab_changed: Sequence[bool], aa_changed: Sequence[bool]) -> ExcessDiscordance:
+    """Exact McNemar test on the per-sample "changed" indicators of the A/B and the A/A pair.
+
+    Both pairs share the control run and the samples, so whether a sample's correctness changed is a
+    paired binary outcome; the samples changed by A/B only against those changed by A/A only are the
+    discordant pairs (same test as the paired difference, on a different 0/1 variable).
+    """
+    if len(ab_changed) != len(aa_changed):
+        raise ValueError(f"not the same samples: {len(ab_changed)} A/B vs {len(aa_changed)} A/A")
+    ab_only = sum(1 for ab, aa in zip(ab_changed, aa_changed, strict=True) if ab and not aa)
+    aa_only = sum(1 for ab, aa in zip(ab_changed, aa_changed, strict=True) if aa and not ab)
+    return ExcessDiscordance(
+        n_samples=len(ab_changed),
+        ab_changed=sum(1 for x in ab_changed if x),
+        aa_changed=sum(1 for x in aa_changed if x),
+        ab_only=ab_only,
+        aa_only=aa_only,
+        p_value=exact_mcnemar_p(ab_only, aa_only),
+    )

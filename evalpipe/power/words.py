@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from evalpipe.power.mde import MinimumDetectableEffect, SampleSizeNeeded
 from evalpipe.power.noninferiority import NonInferiority
+from evalpipe.power.paired import ExcessDiscordance
 
 
 def _pts(value: float) -> str:
@@ -68,3 +69,13 @@ def sample_size_sentence(plan: SampleSizeNeeded) -> str:
     if plan.population is not None:
         text += f" (population {plan.population}: {'reachable' if plan.reachable else 'not reachable'})"
     return text
+
+
+def noise_sentence(result: ExcessDiscordance) -> str:
+    """E.g. "A/B changed 12 of 160 answers, the A/A control 3: more than the server's own noise (p = 0.035)"."""
+    head = (
+        f"A/B changed {result.ab_changed} of {result.n_samples} answers, the A/A control {result.aa_changed}"
+    )
+    if result.exceeds:
+        return f"{head}: more than the server's own noise (exact McNemar p = {result.p_value:.3g})"
+    return f"{head}: not distinguishable from the server's own noise (exact McNemar p = {result.p_value:.3g})"
