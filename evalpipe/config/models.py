@@ -208,6 +208,12 @@ class GenerationConfig(Strict):
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
     seed: int | None = 42
     n: Annotated[int, Field(gt=0)] = 1
+    repeats: Annotated[int, Field(ge=1)] = Field(
+        default=1,
+        description="Attempts per sample (EvalScope's TaskConfig.repeats): every sample is asked this many "
+        "times; the summary scores the mean over samples of per-sample means, the sample being the cluster, "
+        "and reports how often the attempts at one prompt differed (the server's nondeterminism).",
+    )
     concurrency: Annotated[int, Field(gt=0)] = 8
     request_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
     max_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(

@@ -26,7 +26,13 @@ from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.runner import WorkerProcess
-from evalpipe.evalscope_bridge.task import build_task, check_generation, task_differences
+from evalpipe.evalscope_bridge.task import (
+    build_task,
+    check_generation,
+    evalscope_index,
+    task_differences,
+    task_repeats,
+)
 from evalpipe.io import JsonlAppender, read_jsonl, read_model, write_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import (
@@ -269,7 +275,9 @@ def run_evalscope(
                 rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
             )
             if resume:
-                repairs = _verify_cache(rundir, name, task["model_id"], work_dir, entries, recorded)
+                repairs = _verify_cache(
+                    rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
+                )
                 stage.repairs = len(repairs)
                 result.repairs.extend(repairs)
             tasks[name] = EvalscopeTask(
@@ -310,11 +318,14 @@ def _verify_cache(
     work_dir: Any,
     entries: list[IndexMapEntry],
     recorded: dict[tuple[str, str], PromptHashRecord],
+    repeats: int = 1,
 ) -> list[CacheRepair]:
     by_subset: dict[str, dict[int, Expected]] = defaultdict(dict)
     for e in entries:
         rec = recorded.get((benchmark, e.source_id))
-        by_subset[e.subset][e.index] = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+        expected = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+        for attempt in range(repeats):
+            by_subset[e.subset][evalscope_index(e.index, attempt, repeats)] = expected
     repairs: list[CacheRepair] = []
     for subset, expected in by_subset.items():
         check = verify_and_repair(
