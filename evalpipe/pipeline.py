@@ -337,18 +337,30 @@ def run_variants(
     compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]
-    for other in names[1:]:
+    repeat_of = {v.repeat_of: v.name for v in reversed(cfg.variants) if v.repeat_of is not None}
+    controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
+    for other in controls:
+        # the A/A noise of this control: its own repeat, else the repeat of the variant under test
+        again = repeat_of.get(other, repeat_of.get(first))
+        noise_pair = (other, again) if other in repeat_of else (first, again)
         comparison = compare_runs(
-            dirs[first].root, dirs[other].root, label_a=labels[first], label_b=labels[other]
+            dirs[first].root,
+            dirs[other].root,
+            label_a=labels[first],
+            label_b=labels[other],
+            run_aa=dirs[again].root if again is not None else None,
+            label_aa=labels[again] if again is not None else None,
+            aa_control=dirs[noise_pair[0]].root if again is not None else None,
+            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
         )
         target = (
             root_spine.rundir.root
-            if len(names) == 2
+            if len(controls) == 1
             else root_spine.rundir.root / f"compare-{first}-vs-{other}"
         )
         json_path, _ = write_compare(comparison, target)
         compares.append(json_path)
-    if len(names) == 2:  # the variants' reports now cite the paired comparison
+    if len(controls) == 1:  # the variants' reports now cite the paired comparison (and its gates)
         from evalpipe.audit.run import audit_run
 
         for name in names:

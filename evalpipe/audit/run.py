@@ -23,10 +23,11 @@ from evalpipe.audit.run_context import (
     paired_control,
     sampling_summary,
     server_summary,
+    under_test,
 )
 from evalpipe.audit.scores import benchmark_results
 from evalpipe.config.models import GateConfig
-from evalpipe.gates import decide, evaluate_gates
+from evalpipe.gates import decide, evaluate_gates, paired_gates
 from evalpipe.io import atomic_write_text, write_model
 from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.summary import FINDING_CODES, Finding, Summary
@@ -80,6 +81,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     paired = paired_control(inputs, comparison)
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
+    gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
     verdict, code = decide(gates)
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warn", "info")}
     rd = inputs.rundir

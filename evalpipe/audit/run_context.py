@@ -124,6 +124,21 @@ def generation_summary(inputs: RunInputs) -> GenerationSummary:
     )
 
 
+def this_variant(inputs: RunInputs) -> str | None:
+    """The variant this run directory ran (from its server verification or launch record)."""
+    if inputs.verification:
+        return inputs.verification.variant
+    return inputs.launch.variant if inputs.launch else None
+
+
+def under_test(inputs: RunInputs) -> bool:
+    """This run is the one a paired gate judges: the first variant, or a run without variants."""
+    cfg = inputs.config
+    if cfg is None or not cfg.variants:
+        return True
+    return this_variant(inputs) in (None, cfg.variants[0].name)
+
+
 def paired_control(inputs: RunInputs, comparison: CompareResult | None) -> str | None:
     """What paired control ran: None without variants; the comparison's lines when ``comparison`` covers
     this variant; else which variants are configured."""

@@ -309,7 +309,14 @@ class ResponseSelection(Row):
 
 
 class GateResult(Row):
-    gate: Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+    gate: Literal[
+        "min_score",
+        "min_ci_lower",
+        "max_error_findings",
+        "max_transport_failures",
+        "non_inferiority_margin_pts",
+        "max_mde_pts",
+    ]
     benchmark: str | None = None
     threshold: float
     actual: float | None
