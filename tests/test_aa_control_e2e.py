@@ -107,3 +107,28 @@ def test_paired_gate_without_a_control_fails(tmp_path) -> None:
         (False, "non_inferiority_margin_pts: non-inferiority needs a control variant (one paired comparison, "
          "compare.json)")
     ]  # fmt: skip
+
+
+def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
+    from evalpipe.config import load_config
+    from evalpipe.io import read_model
+    from evalpipe.samplers.mde_plan import plan_benchmark
+    from evalpipe.schema.compare import CompareResult
+    from evalpipe.schema.manifest import Manifest
+    from evalpipe.selftest.controls import demo_config_path
+
+    root, _, compares = aa_run
+    cmp = read_model(compares[0], CompareResult)
+    manifest = read_model(root.manifest, Manifest)
+
+    block = manifest.sampling_for("gsm8k")
+    plan = plan_benchmark(load_config(demo_config_path()), block, manifest, 20.0, root.root, write=False)
+    gsm = next(b for b in cmp.benchmarks if b.benchmark == "gsm8k")
+    assert plan.noise.source == "aa" and plan.noise.basis.startswith("A/A")
+    assert plan.base_accuracy == gsm.b.score and plan.n_now == gsm.n_pairs
+    # the same noise model and accuracy as compare.json's MDE: the same number
+    assert (
+        plan.mde_now.mde_pts == pytest.approx(gsm.mde_pts)
+        if gsm.mde_pts is not None
+        else plan.mde_now.mde is None
+    )
