@@ -497,3 +497,14 @@ def check_replay_misses(rd: RunDir) -> list[Finding]:
             message=f"{len(misses)} replayed request(s) had no recorded response (prompts {', '.join(hashes)})",
         )
     ]
+
+
+def check_extension(rd: RunDir) -> list[Finding]:
+    """``evalpipe run --extend``: say which run this one grew from and what it reused (info)."""
+    if not rd.extension.is_file():
+        return []
+    from evalpipe.io import read_model
+    from evalpipe.schema.run import ExtensionRecord
+
+    ext = read_model(rd.extension, ExtensionRecord)
+    return [Finding(severity="info", code="extended_run", path=rd.extension.name, message=ext.statement)]

@@ -73,6 +73,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     findings += checks.check_secrets(inputs)
     findings += checks.check_config_identity(inputs)
     findings += checks.check_replay_misses(inputs.rundir)
+    findings += checks.check_extension(inputs.rundir)
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)

@@ -192,8 +192,12 @@ def run_evalscope(
     api_url: str,
     resume: bool = False,
     progress: Progress | None = None,
+    extending: bool = False,
 ) -> StageResult:
-    """Run every materialized benchmark through EvalScope against ``api_url``."""
+    """Run every materialized benchmark through EvalScope against ``api_url``.
+
+    ``extending`` (``evalpipe run --extend``): the caches were seeded from another run's predictions
+    (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh."""
     from evalpipe.nltk_data import punkt_tab_available
 
     check_generation(cfg)
@@ -217,7 +221,7 @@ def run_evalscope(
         else:
             logger.warning(message)
     previous = _load_tasks(rundir) if resume else None
-    if not resume:
+    if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
             path.unlink(missing_ok=True)
     recorded = load_prompt_hashes(rundir)
@@ -236,9 +240,10 @@ def run_evalscope(
             dataset_dir=rundir.root / ds.path,
             subsets=ds.subsets,
             work_dir=work_dir,
-            use_cache=resume,
+            use_cache=resume or extending,
+            rerun_review=extending,
         )
-        if not resume and work_dir.exists() and any(work_dir.iterdir()):
+        if not resume and not extending and work_dir.exists() and any(work_dir.iterdir()):
             # EvalScope appends to its caches: a fresh run on top of old ones would mix two runs
             raise ConfigError(f"{work_dir}: EvalScope outputs from an earlier run; resume that run instead")
         old = tasks.get(name)
@@ -274,7 +279,7 @@ def run_evalscope(
             _record_hashes(
                 rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
             )
-            if resume:
+            if resume or extending:
                 repairs = _verify_cache(
                     rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
                 )

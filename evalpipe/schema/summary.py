@@ -56,6 +56,7 @@ FindingCode = Literal[
     "server_not_verified",
     "secret_in_artifact",
     "replay_miss",
+    "extended_run",
 ]
 
 FINDING_CODES: tuple[str, ...] = FindingCode.__args__  # type: ignore[attr-defined]
