@@ -328,9 +328,9 @@ def _verify_cache(
     by_subset: dict[str, dict[int, Expected]] = defaultdict(dict)
     for e in entries:
         rec = recorded.get((benchmark, e.source_id))
-        expected = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+        wanted = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
         for attempt in range(repeats):
-            by_subset[e.subset][evalscope_index(e.index, attempt, repeats)] = expected
+            by_subset[e.subset][evalscope_index(e.index, attempt, repeats)] = wanted
     repairs: list[CacheRepair] = []
     for subset, expected in by_subset.items():
         check = verify_and_repair(
