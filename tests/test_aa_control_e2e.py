@@ -93,6 +93,8 @@ def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     assert mde["gsm8k"].actual == by["gsm8k"]["mde_pts"]
     assert test.verdict == "gate_failed" and test.exit_code == 1
+    # the report states what the comparison could see, in compare.json's own words
+    assert f"Power (gsm8k): {by['gsm8k']['mde_sentence']}" in " ".join(test.limitations)
     for control in ("clean", "clean_again"):  # a control's own audit carries no paired gate
         s = results[control].summary
         assert s is not None

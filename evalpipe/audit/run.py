@@ -21,6 +21,7 @@ from evalpipe.audit.run_context import (
     limitations,
     model_summary,
     paired_control,
+    power_limitations,
     sampling_summary,
     server_summary,
     under_test,
@@ -104,7 +105,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
         paired_control=paired,
-        limitations=limitations(inputs, results, server, paired),
+        limitations=limitations(inputs, results, server, paired) + power_limitations(inputs, comparison),
         findings=findings,
         finding_counts=counts,  # type: ignore[arg-type]
         gates=gates,

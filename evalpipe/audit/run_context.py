@@ -158,6 +158,24 @@ def paired_control(inputs: RunInputs, comparison: CompareResult | None) -> str |
     return f"variants {names} configured; this run directory is variant {this or 'unknown'}"
 
 
+def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> list[str]:
+    """What the paired comparison could see (compare.json's MDE, noise and non-inferiority sentences),
+    for the variants it compares; nothing is recomputed."""
+    if comparison is None or inputs.config is None or len(inputs.config.variants) < 2:
+        return []
+    this = this_variant(inputs)
+    if this is not None and this not in (Path(comparison.run_a).name, Path(comparison.run_b).name):
+        return []
+    out: list[str] = []
+    for b in [*comparison.benchmarks, *([comparison.overall] if comparison.overall else [])]:
+        said = [x for x in (b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x]
+        if b.non_inferiority is not None:
+            said.append(b.non_inferiority.sentence)
+        if said:
+            out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
+    return out
+
+
 def limitations(
     inputs: RunInputs, results: list[BenchmarkResult], server: ServerSummary, paired: str | None
 ) -> list[str]:
