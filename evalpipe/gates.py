@@ -11,14 +11,20 @@ Order of precedence (one verdict per run):
 3. ``pass`` (exit 0).
 
 Score gates compare the sample score and its Wilson lower bound (the numbers in the table).
+
+Paired gates (``non_inferiority_margin_pts``, ``max_mde_pts``) judge the variant under test (the first
+variant) from the ``compare.json`` handed to the audit; they never recompute a statistic.  Inconclusive
+fails like inferior (an underpowered sign-off is not a pass); a gate without a paired comparison fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import EvalpipeError, ExitCode
+from evalpipe.schema.compare import CompareResult, PairedBenchmark
 from evalpipe.schema.summary import (
     BenchmarkResult,
     Finding,
@@ -107,6 +113,91 @@ def evaluate_gates(
                 message=f"{failures} {src}, at most {gates.max_transport_failures} allowed",
             )
         )
+    return results
+
+
+PairedGate = Literal["non_inferiority_margin_pts", "max_mde_pts"]
+
+
+def _block_names(gates: GateConfig, gate: PairedGate, blocks: dict[str, PairedBenchmark]) -> list[str]:
+    value = getattr(gates, gate)
+    if isinstance(value, dict):
+        return ["all" if name == "overall" else name for name in sorted(value)]
+    return list(blocks)
+
+
+def paired_gates(
+    gates: GateConfig, comparison: CompareResult | None, *, under_test: bool
+) -> list[GateResult]:
+    """Non-inferiority and MDE gates per compare.json block (``all`` = overall).
+
+    ``under_test``: this run is the variant under test (or a run without variants); a control's own
+    audit carries no paired gate — the comparison judges the variant under test.
+    """
+    wanted: list[PairedGate] = [
+        g for g in ("non_inferiority_margin_pts", "max_mde_pts") if getattr(gates, g) is not None
+    ]
+    if not wanted or not under_test:
+        return []
+    results: list[GateResult] = []
+    if comparison is None:
+        for gate in wanted:
+            what = (
+                "non-inferiority" if gate == "non_inferiority_margin_pts" else "a minimum detectable effect"
+            )
+            results.append(
+                GateResult(
+                    gate=gate,
+                    threshold=0.0,
+                    actual=None,
+                    passed=False,
+                    message=f"{gate}: {what} needs a control variant (one paired comparison, compare.json)",
+                )
+            )
+        return results
+    blocks = {b.benchmark: b for b in comparison.benchmarks}
+    if comparison.overall is not None:
+        blocks["all"] = comparison.overall
+    for gate in wanted:
+        for name in _block_names(gates, gate, blocks):
+            threshold = gates.points_for(gate, name)
+            assert threshold is not None  # the names come from the gate's own keys or every block
+            label = "overall" if name == "all" else name
+            block = blocks.get(name)
+            if block is None:
+                results.append(
+                    GateResult(
+                        gate=gate,
+                        benchmark=label,
+                        threshold=threshold,
+                        actual=None,
+                        passed=False,
+                        message=f"{label}: not in this comparison",
+                    )
+                )
+                continue
+            if gate == "non_inferiority_margin_pts":
+                ni = block.non_inferiority
+                ok = ni is not None and ni.verdict == "non-inferior"
+                message = (
+                    f"{label}: {ni.sentence}"
+                    if ni
+                    else f"{label}: no non-inferiority verdict in compare.json"
+                )
+                actual = ni.lower_bound_pts if ni else None
+            else:
+                actual = block.mde_pts
+                ok = actual is not None and actual <= threshold
+                sign = "<=" if ok else ">"
+                head = (
+                    f"MDE {actual:.1f} pts {sign} max {threshold:g} pts" if actual is not None else "no MDE"
+                )
+                message = f"{label}: {head}: {block.mde_sentence} ({block.mde_basis})"
+            results.append(
+                GateResult(
+                    gate=gate, benchmark=label, threshold=threshold, actual=actual, passed=ok, message=message
+                )
+            )
     return results
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from evalpipe.evalscope_bridge.stage import StageResult
     from evalpipe.progress import ProgressDisplay
     from evalpipe.schema.evalscope import IndexMap
-    from evalpipe.schema.run import RunRecord
+    from evalpipe.schema.run import ExtensionRecord, RunRecord
     from evalpipe.schema.summary import Summary
 
 
@@ -94,6 +94,87 @@ def sample_stage(cfg: RunConfig, *, dataset_root: Path | None, out: Path | None,
             raise ConfigError(f"{rd.root}: already holds a run's EvalScope outputs; use --resume {rd.root}")
     result = sample_run(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     return Spine(result.rundir, result.manifest, result.datasets)
+
+
+def extend_stage(
+    cfg: RunConfig, old_run: Path, *, dataset_root: Path | None, out: Path | None, allow_drift: bool
+) -> tuple[Spine, ExtensionPlan]:
+    """The larger selection for ``--extend RUN``: the config's plans with RUN's n_h as floors; refuses
+    (exit 2, the problems as details) unless it contains every entry of RUN's manifest."""
+    from evalpipe.samplers import sample_run
+    from evalpipe.samplers.extend import (
+        check_contains,
+        floored_allocation,
+        plan_allocation,
+        selected_allocation,
+    )
+    from evalpipe.samplers.run import build_manifest, load_datasets
+
+    old_rd = RunDir(Path(old_run))
+    if not old_rd.manifest.is_file():
+        raise ConfigError(f"--extend {old_rd.root}: no manifest.json (not a run directory)")
+    old = read_model(old_rd.manifest, Manifest)
+    datasets = load_datasets(cfg, dataset_root)
+    planned, _ = build_manifest(cfg, datasets, allow_drift=allow_drift)
+    allocations: dict[str, dict[str, int]] = {}
+    notes: list[str] = []
+    for block in planned.benchmarks:
+        try:
+            old_block = old.sampling_for(block.benchmark)
+        except KeyError:
+            continue
+        populations = {s.stratum: s.population for s in block.strata}
+        floors = floored_allocation(selected_allocation(old_block), plan_allocation(block.plan, populations))
+        allocations[block.benchmark] = floors.allocation
+        notes += floors.notes(block.benchmark)
+    new, _ = build_manifest(cfg, datasets, allow_drift=allow_drift, allocations=allocations)
+    check = check_contains(old, new)
+    if check.problems:
+        raise ConfigError(
+            f"--extend {old_rd.root}: the new selection does not contain the old one", details=check.problems
+        )
+    if out is not None and (RunDir(Path(out)).evalscope_dir.exists() or RunDir(Path(out)).outcomes.exists()):
+        raise ConfigError(f"{out}: already holds a run's EvalScope outputs")
+    result = sample_run(
+        cfg,
+        dataset_root=dataset_root,
+        out=out,
+        allow_drift=allow_drift,
+        allocations=allocations,
+        datasets=datasets,
+    )
+    plan = ExtensionPlan(
+        old_rd, len(old.entries), len(result.manifest.entries), check.reused, len(check.added), notes
+    )
+    return Spine(result.rundir, result.manifest, result.datasets), plan
+
+
+@dataclass(frozen=True)
+class ExtensionPlan:
+    """What ``--extend`` reuses and adds (written as extension.json once the caches are seeded)."""
+
+    old: RunDir
+    old_samples: int
+    new_samples: int
+    reused: int
+    added: int
+    floor_notes: list[str]
+
+    def record(self) -> ExtensionRecord:
+        from evalpipe.schema.run import ExtensionRecord
+
+        statement = f"extended from {self.old_samples} to {self.new_samples} samples; {self.reused} reused"
+        if self.floor_notes:
+            statement += "; " + "; ".join(self.floor_notes)
+        return ExtensionRecord(
+            extended_from=str(self.old.root),
+            old_samples=self.old_samples,
+            new_samples=self.new_samples,
+            reused=self.reused,
+            added=self.added,
+            floor_notes=self.floor_notes,
+            statement=statement,
+        )
 
 
 def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) -> Spine:
@@ -163,6 +244,8 @@ def run(
     variant: str | None = None,
     spine: Spine | None = None,
     audit: bool = True,
+    extend: Path | None = None,
+    extension: ExtensionPlan | None = None,
 ) -> RunResult:
     """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → outcomes
     → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest."""
@@ -192,6 +275,10 @@ def run(
                 if out is not None and Path(out).resolve() != Path(resume).resolve():
                     raise ConfigError("--out and --resume name different run directories")
                 spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+            elif extend is not None:
+                spine, extension = extend_stage(
+                    cfg, extend, dataset_root=dataset_root, out=out, allow_drift=allow_drift
+                )
             else:
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
@@ -203,6 +290,11 @@ def run(
             fit = check_context_fit(cfg, spine.manifest, spine.datasets)
             write_model(rd.context_fit, fit)
             index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=dropped_entries(fit, cfg))
+            if extension is not None:  # the old run's answers become this run's verified cache
+                from evalpipe.evalscope_bridge.extend import seed_from_run
+
+                seed_from_run(extension.old, rd, index_map, cfg.generation.repeats)
+                write_model(rd.extension, extension.record())
 
         # 3. preflight and component tests, before any GPU time is spent
         with clock.stage("preflight"):
@@ -224,7 +316,13 @@ def run(
                 api_url = proxy.base_url.rstrip("/") + upstream_path
                 with watch_server(handle, rd):
                     stage = run_evalscope(
-                        cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
+                        cfg,
+                        rd,
+                        index_map,
+                        api_url=api_url,
+                        resume=resume is not None,
+                        progress=progress,
+                        extending=extension is not None,
                     )
                 proxy.flush()
             mark = time.perf_counter()
@@ -295,6 +393,7 @@ def run_variants(
     allow_drift: bool = False,
     progress: ProgressDisplay | None = None,
     on_variant_done: Callable[[str, RunResult], None] | None = None,
+    extend: Path | None = None,
 ) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
     """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
 
@@ -306,8 +405,13 @@ def run_variants(
     labels = {v.name: v.label or v.name for v in cfg.variants}
     clock = StageClock()
     with clock.stage("sample"):
+        extension: ExtensionPlan | None = None
         if resume is not None:
             root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+        elif extend is not None:  # every variant grows from its own directory onto the same new manifest
+            root_spine, extension = extend_stage(
+                cfg, extend, dataset_root=dataset_root, out=out, allow_drift=allow_drift
+            )
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
@@ -324,6 +428,9 @@ def run_variants(
                 progress=progress,
                 variant=name,
                 spine=spine,
+                extension=replace(extension, old=RunDir(extension.old.root / name))
+                if extension is not None and not resuming
+                else None,
             )
             if on_variant_done is not None:
                 on_variant_done(name, results[name])
@@ -337,18 +444,30 @@ def run_variants(
     compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]
-    for other in names[1:]:
+    repeat_of = {v.repeat_of: v.name for v in reversed(cfg.variants) if v.repeat_of is not None}
+    controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
+    for other in controls:
+        # the A/A noise of this control: its own repeat, else the repeat of the variant under test
+        again = repeat_of.get(other, repeat_of.get(first))
+        noise_pair = (other, again) if other in repeat_of else (first, again)
         comparison = compare_runs(
-            dirs[first].root, dirs[other].root, label_a=labels[first], label_b=labels[other]
+            dirs[first].root,
+            dirs[other].root,
+            label_a=labels[first],
+            label_b=labels[other],
+            run_aa=dirs[again].root if again is not None else None,
+            label_aa=labels[again] if again is not None else None,
+            aa_control=dirs[noise_pair[0]].root if again is not None else None,
+            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
         )
         target = (
             root_spine.rundir.root
-            if len(names) == 2
+            if len(controls) == 1
             else root_spine.rundir.root / f"compare-{first}-vs-{other}"
         )
         json_path, _ = write_compare(comparison, target)
         compares.append(json_path)
-    if len(names) == 2:  # the variants' reports now cite the paired comparison
+    if len(controls) == 1:  # the variants' reports now cite the paired comparison (and its gates)
         from evalpipe.audit.run import audit_run
 
         for name in names:

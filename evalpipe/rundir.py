@@ -128,6 +128,11 @@ class RunDir:
         return self.root / "cache_repairs.jsonl"
 
     @property
+    def extension(self) -> Path:
+        """``evalpipe run --extend``: which run this one grew from and what it reused."""
+        return self.root / "extension.json"
+
+    @property
     def hf_cache_dir(self) -> Path:
         """Parent of the per-invocation HF ``datasets`` caches (each removed when EvalScope exits)."""
         return self.root / ".cache" / "hf-datasets"

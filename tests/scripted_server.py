@@ -66,6 +66,9 @@ class Rule:
     fail_times: int | None = 1
     name: str | None = None
     delay_s: float = 0.0
+    #: answer at most this many matching requests, then leave them to the next matching rule (a server
+    #: that answers one prompt differently on a later attempt: the nondeterminism repeats measure)
+    max_uses: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rule:
@@ -122,6 +125,7 @@ class ScriptedApp(ModelServer):
         self.served_model_name = served_name
         self.requests: list[RecordedRequest] = []
         self._failures: dict[int, int] = {}
+        self._uses: dict[int, int] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self.request_log: Path | None = None
@@ -139,6 +143,12 @@ class ScriptedApp(ModelServer):
         text = last_user or ""
         for i, rule in enumerate(self.rules):
             if normalize_newlines(rule.match) in text:
+                if rule.max_uses is not None:
+                    with self._lock:
+                        used = self._uses.get(i, 0)
+                        if used >= rule.max_uses:
+                            continue
+                        self._uses[i] = used + 1
                 return i, rule
         if self.default is not None:
             return -1, self.default

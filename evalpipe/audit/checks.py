@@ -192,6 +192,18 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
     return out
 
 
+def _used_responses(row: OutcomeRow) -> list[tuple[str | None, str | None, str]]:
+    """``(response_id, response_sha256, failure_class)`` of every response the sample used: one, or one per
+    answered attempt with ``generation.repeats``."""
+    if not row.attempts:
+        return [(row.response_id, row.response_sha256, row.failure_class)]
+    return [
+        (a.response_id, a.response_sha256, a.failure_class)
+        for a in row.attempts
+        if a.failure_class != "missing_prediction"
+    ]
+
+
 def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple[list[Finding], int, int]:
     """Response ids against the request log, the selection rule, duplicates, failures, unlinked.
 
@@ -201,7 +213,7 @@ def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple
     violations = 0
     unverifiable = 0
     for row in rows.values():
-        if not row.prediction_present:
+        if not row.prediction_present and not row.attempts:
             continue
         group = linkage.group_of.get((row.benchmark, row.source_id))
 
@@ -224,51 +236,52 @@ def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple
                 )
             )
 
-        if row.response_id is None and row.failure_class == "api_error":
-            continue  # no response came back: failed_request / no_prediction tell the story
-        if row.response_id is None:
-            add(
-                "response_not_logged",
-                "prediction carries no response id: it cannot be traced to a request",
-                [],
-            )
-            unverifiable += 1
-            continue
-        attempt = linkage.by_id.get(row.response_id)
-        if attempt is None:
-            add("response_not_logged", f"response id {row.response_id} is not in the request log", [])
-            unverifiable += 1
-            continue
-        if group is None or attempt.messages_sha256 != group.prompt_sha256:
-            add(
-                "response_of_other_prompt",
-                f"response {attempt.attempt_id} was requested with another prompt than this sample's",
-                [attempt.attempt_id],
-            )
-            unverifiable += 1
-            continue
-        if row.response_sha256 and attempt.response_sha256 and row.response_sha256 != attempt.response_sha256:
-            add(
-                "response_content_mismatch",
-                f"prediction text differs from the response logged for {attempt.attempt_id}",
-                [attempt.attempt_id],
-            )
-        if not attempt_ok(attempt):
-            violations += 1
-            add(
-                "selection_rule_violated",
-                f"used response {attempt.attempt_id} is a failed attempt ({attempt_failure(attempt)})",
-                [attempt.attempt_id],
-            )
-        elif attempt.attempt_id not in group.expected_ids():
-            violations += 1
-            last = [a.attempt_id for a in group.successes[-len(group.samples) :]]
-            add(
-                "selection_rule_violated",
-                f"used response {attempt.attempt_id}, but the last completed successful attempt is "
-                f"{', '.join(last)}: the choice may have been correctness-based",
-                [attempt.attempt_id, *last],
-            )
+        for used_id, used_sha, used_class in _used_responses(row):
+            if used_id is None and used_class == "api_error":
+                continue  # no response came back: failed_request / no_prediction tell the story
+            if used_id is None:
+                add(
+                    "response_not_logged",
+                    "prediction carries no response id: it cannot be traced to a request",
+                    [],
+                )
+                unverifiable += 1
+                continue
+            attempt = linkage.by_id.get(used_id)
+            if attempt is None:
+                add("response_not_logged", f"response id {used_id} is not in the request log", [])
+                unverifiable += 1
+                continue
+            if group is None or attempt.messages_sha256 != group.prompt_sha256:
+                add(
+                    "response_of_other_prompt",
+                    f"response {attempt.attempt_id} was requested with another prompt than this sample's",
+                    [attempt.attempt_id],
+                )
+                unverifiable += 1
+                continue
+            if used_sha and attempt.response_sha256 and used_sha != attempt.response_sha256:
+                add(
+                    "response_content_mismatch",
+                    f"prediction text differs from the response logged for {attempt.attempt_id}",
+                    [attempt.attempt_id],
+                )
+            if not attempt_ok(attempt):
+                violations += 1
+                add(
+                    "selection_rule_violated",
+                    f"used response {attempt.attempt_id} is a failed attempt ({attempt_failure(attempt)})",
+                    [attempt.attempt_id],
+                )
+            elif attempt.attempt_id not in group.expected_ids():
+                violations += 1
+                last = [a.attempt_id for a in group.successes[-group.responses_wanted :]]
+                add(
+                    "selection_rule_violated",
+                    f"used response {attempt.attempt_id}, but the last completed successful attempt is "
+                    f"{', '.join(last)}: the choice may have been correctness-based",
+                    [attempt.attempt_id, *last],
+                )
 
     for group in linkage.groups.values():
         ids = [s.source_id for s in group.samples]
@@ -491,3 +504,14 @@ def check_replay_misses(rd: RunDir) -> list[Finding]:
             message=f"{len(misses)} replayed request(s) had no recorded response (prompts {', '.join(hashes)})",
         )
     ]
+
+
+def check_extension(rd: RunDir) -> list[Finding]:
+    """``evalpipe run --extend``: say which run this one grew from and what it reused (info)."""
+    if not rd.extension.is_file():
+        return []
+    from evalpipe.io import read_model
+    from evalpipe.schema.run import ExtensionRecord
+
+    ext = read_model(rd.extension, ExtensionRecord)
+    return [Finding(severity="info", code="extended_run", path=rd.extension.name, message=ext.statement)]

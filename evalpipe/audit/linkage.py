@@ -7,7 +7,8 @@ counts and the selection rule are then judged per group.
 
 Declared response-selection rule: the response EvalScope used for a sample must be the **last
 completed successful attempt** of its prompt (completion time, then proxy sequence); for a group of
-k samples, the k used responses must be the group's last k completed successful attempts.  Any other
+k samples, the k used responses must be the group's last k completed successful attempts (with
+``generation.repeats: r``, k counts every attempt: r per sample).  Any other
 choice could have been correctness-based, so it is flagged.
 """
 
@@ -81,8 +82,14 @@ class PromptGroup:
         return [a for a in self.attempts if not attempt_ok(a)]
 
     @property
+    def responses_wanted(self) -> int:
+        """Responses the samples used: one per sample, or one per attempt with ``generation.repeats`` (the
+        k attempts at one prompt are intended, not duplicates)."""
+        return sum(max(1, len(s.attempts)) for s in self.samples)
+
+    @property
     def duplicates(self) -> int:
-        return max(0, len(self.successes) - len(self.samples))
+        return max(0, len(self.successes) - self.responses_wanted)
 
     @property
     def retries(self) -> int:
@@ -97,7 +104,7 @@ class PromptGroup:
 
     def expected_ids(self) -> set[str]:
         """Attempt ids the rule allows as used responses: the last k successes delivered to the client."""
-        k = len(self.samples)
+        k = self.responses_wanted
         return {a.attempt_id for a in self.delivered[-k:]} if k else set()
 
 

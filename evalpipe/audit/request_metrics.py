@@ -96,7 +96,7 @@ def response_selection(linkage: Linkage | None, violations: int, unverifiable: i
             correctness_based_selection=None,
             statement="Response selection not checked: no request log.",
         )
-    several = sum(len(g.samples) for g in linkage.groups.values() if len(g.successes) > len(g.samples))
+    several = sum(len(g.samples) for g in linkage.groups.values() if len(g.successes) > g.responses_wanted)
     if violations:
         statement = (
             f"Response selection deviated from the declared rule for {violations} sample(s): "

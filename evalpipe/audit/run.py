@@ -22,12 +22,14 @@ from evalpipe.audit.run_context import (
     limitations,
     model_summary,
     paired_control,
+    power_limitations,
     sampling_summary,
     server_summary,
+    under_test,
 )
 from evalpipe.audit.scores import benchmark_results
 from evalpipe.config.models import GateConfig
-from evalpipe.gates import decide, evaluate_gates
+from evalpipe.gates import decide, evaluate_gates, paired_gates
 from evalpipe.io import atomic_write_text, write_model
 from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.summary import FINDING_CODES, Finding, Severity, Summary
@@ -73,6 +75,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     findings += checks.check_secrets(inputs)
     findings += checks.check_config_identity(inputs)
     findings += checks.check_replay_misses(inputs.rundir)
+    findings += checks.check_extension(inputs.rundir)
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)
@@ -81,6 +84,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     paired = paired_control(inputs, comparison)
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
+    gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
     verdict, code = decide(gates)
     counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
     rd = inputs.rundir
@@ -102,7 +106,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
         paired_control=paired,
-        limitations=limitations(inputs, results, server, paired),
+        limitations=limitations(inputs, results, server, paired) + power_limitations(inputs, comparison),
         findings=findings,
         finding_counts=counts,
         gates=gates,

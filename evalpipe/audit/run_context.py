@@ -124,6 +124,21 @@ def generation_summary(inputs: RunInputs) -> GenerationSummary:
     )
 
 
+def this_variant(inputs: RunInputs) -> str | None:
+    """The variant this run directory ran (from its server verification or launch record)."""
+    if inputs.verification:
+        return inputs.verification.variant
+    return inputs.launch.variant if inputs.launch else None
+
+
+def under_test(inputs: RunInputs) -> bool:
+    """This run is the one a paired gate judges: the first variant, or a run without variants."""
+    cfg = inputs.config
+    if cfg is None or not cfg.variants:
+        return True
+    return this_variant(inputs) in (None, cfg.variants[0].name)
+
+
 def paired_control(inputs: RunInputs, comparison: CompareResult | None) -> str | None:
     """What paired control ran: None without variants; the comparison's lines when ``comparison`` covers
     this variant; else which variants are configured."""
@@ -141,6 +156,24 @@ def paired_control(inputs: RunInputs, comparison: CompareResult | None) -> str |
     ):
         return "; ".join(b.line for b in comparison.benchmarks) + " (compare.json)"
     return f"variants {names} configured; this run directory is variant {this or 'unknown'}"
+
+
+def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> list[str]:
+    """What the paired comparison could see (compare.json's MDE, noise and non-inferiority sentences),
+    for the variants it compares; nothing is recomputed."""
+    if comparison is None or inputs.config is None or len(inputs.config.variants) < 2:
+        return []
+    this = this_variant(inputs)
+    if this is not None and this not in (Path(comparison.run_a).name, Path(comparison.run_b).name):
+        return []
+    out: list[str] = []
+    for b in [*comparison.benchmarks, *([comparison.overall] if comparison.overall else [])]:
+        said = [x for x in (b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x]
+        if b.non_inferiority is not None:
+            said.append(b.non_inferiority.sentence)
+        if said:
+            out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
+    return out
 
 
 def limitations(

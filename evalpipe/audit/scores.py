@@ -15,7 +15,7 @@ from evalpipe.audit.linkage import Linkage
 from evalpipe.audit.request_metrics import request_audit, throughput
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
-from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow, is_correct
+from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.summary import (
     BenchmarkResult,
@@ -25,6 +25,7 @@ from evalpipe.schema.summary import (
     LengthStats,
     LengthStratumResult,
     ReasoningLength,
+    RepeatsResult,
     StratifiedEstimate,
     StratumResult,
 )
@@ -189,6 +190,43 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
     )
 
 
+def repeats_result(found: list[OutcomeRow | None]) -> tuple[RepeatsResult, Interval] | None:
+    """The clustered score and the measured nondeterminism of a run with ``generation.repeats > 1``."""
+    from evalpipe.power.repeats import Attempt, clustered_mean, nondeterminism
+
+    planned = max((len(r.attempts) for r in found if r is not None), default=0)
+    if planned < 2:
+        return None
+    samples = [attempt_scores(r) for r in found]
+    mean = clustered_mean(samples)
+    answered = [
+        [Attempt(1.0 if a.correct else 0.0, a.response_sha256) for a in r.attempts if a.response_sha256]
+        if r is not None
+        else []
+        for r in found
+    ]
+    noise = nondeterminism(answered)
+    statement = (
+        f"{planned} attempts per sample: score is the mean of per-sample means, interval with the sample as "
+        f"the cluster (effective n {mean.effective_sample_size:.1f} of {mean.n_attempts} attempts); "
+        f"answers differed within {noise.responses_differed} of {noise.responses_compared} sample(s), "
+        f"scores within {noise.scores_differed} of {noise.samples_with_repeats}."
+    )
+    return RepeatsResult(
+        repeats=planned,
+        attempts=mean.n_attempts,
+        correct_attempts=round(sum(sum(x) for x in samples)),
+        estimate=mean.estimate,
+        standard_error=mean.standard_error,
+        effective_sample_size=mean.effective_sample_size,
+        samples_with_repeats=noise.samples_with_repeats,
+        responses_compared=noise.responses_compared,
+        responses_differed=noise.responses_differed,
+        scores_differed=noise.scores_differed,
+        statement=statement,
+    ), Interval(lower=mean.interval[0], upper=mean.interval[1], method="wilson_clustered")
+
+
 def benchmark_results(
     inputs: RunInputs, rows: dict[SampleKey, OutcomeRow], linkage: Linkage | None
 ) -> list[BenchmarkResult]:
@@ -215,6 +253,11 @@ def benchmark_results(
         attempts = linkage.attempts_for_benchmark(name) if linkage else []
         budget = _max_tokens(inputs, name, attempts)
         subsets = list(sampling.subsets) if sampling else sorted({e.subset for e in entries})
+        repeated = repeats_result(found)
+        score = correct / n if n else None
+        interval = wilson_ci(correct, n)
+        if repeated is not None:
+            score, interval = repeated[0].estimate, repeated[1]
         out.append(
             BenchmarkResult(
                 benchmark=name,
@@ -225,8 +268,8 @@ def benchmark_results(
                 scored=n,
                 without_score=without,
                 budget_exhausted_scored_correct=truncated_scored,
-                score=correct / n if n else None,
-                interval=wilson_ci(correct, n),
+                score=score,
+                interval=interval,
                 allocation_proportional=_is_proportional(sampling, entries),
                 stratified=stratified,
                 strata=strata,
@@ -238,6 +281,7 @@ def benchmark_results(
                 throughput=throughput(attempts, tp_size) if linkage else None,
                 reasoning=reasoning_length(found, budget),
                 code_execution=code_execution_summary(found),
+                repeats=repeated[0] if repeated is not None else None,
             )
         )
     return out

@@ -25,6 +25,9 @@ def _register() -> None:
 
     app.add_typer(config_cmd.app, name="config")
     sample_cmd.register(app)
+    from evalpipe.cli import plan_cmd
+
+    plan_cmd.register(app)
     # --- registration of later stages (one line each) ---
     from evalpipe.cli import server_cmd
 

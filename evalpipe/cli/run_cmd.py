@@ -52,6 +52,14 @@ def run(
         bool,
         typer.Option("--allow-dataset-drift", help="Run even if a pinned fingerprint differs (recorded)."),
     ] = False,
+    extend: Annotated[
+        Path | None,
+        typer.Option(
+            "--extend",
+            help="Grow this finished run to the config's larger plans (same seed): its answered samples are "
+            "reused after the identity checks, only the added ones are sent.",
+        ),
+    ] = None,
 ) -> None:
     """Sample, launch (or attach to) the server, run EvalScope through the recording proxy, audit.
 
@@ -62,11 +70,15 @@ def run(
     from evalpipe.errors import RunStopped
 
     cfg, progress_factory = _setup(config)
+    if extend is not None and resume is not None:
+        from evalpipe.errors import ConfigError
+
+        raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
     try:
         with sigterm_interrupts(), progress_factory() as progress:
             if cfg.variants and endpoint is None:
                 execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
-                                 allow_drift=allow_dataset_drift, progress=progress)  # fmt: skip
+                                 allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
             from evalpipe import pipeline
 
@@ -78,6 +90,7 @@ def run(
                 resume=resume,
                 allow_drift=allow_dataset_drift,
                 progress=progress,
+                extend=extend,
             )
     except RunStopped as exc:
         exc.resume_command = resume_command(config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root)
@@ -180,6 +193,7 @@ def execute_variants(
     resume: Path | None,
     allow_drift: bool,
     progress: ProgressDisplay | None,
+    extend: Path | None = None,
 ) -> None:
     """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
     from evalpipe import pipeline
@@ -190,7 +204,13 @@ def execute_variants(
     from evalpipe.schema.compare import CompareResult
 
     root, results, compares = pipeline.run_variants(
-        cfg, dataset_root=dataset_root, out=out, resume=resume, allow_drift=allow_drift, progress=progress
+        cfg,
+        dataset_root=dataset_root,
+        out=out,
+        resume=resume,
+        allow_drift=allow_drift,
+        progress=progress,
+        extend=extend,
     )
     console.print(f"run directory: {root.root}")
     worst: Summary | None = None

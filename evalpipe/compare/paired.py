@@ -11,6 +11,7 @@ the same denominator rule as the audit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from evalpipe.benchmarks import length_buckets
@@ -18,9 +19,17 @@ from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_model
 from evalpipe.rundir import RunDir
-from evalpipe.schema.compare import CompareResult, Flip, PairedBenchmark, ScoreWithInterval
+from evalpipe.schema.compare import (
+    CompareResult,
+    Discordance,
+    Flip,
+    NoiseComparison,
+    NonInferiorityResult,
+    PairedBenchmark,
+    ScoreWithInterval,
+)
 from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow, is_correct
+from evalpipe.schema.outcomes import OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.run import RunRecord
 from evalpipe.stats import wilson_interval
 
@@ -86,6 +95,116 @@ def _pts(x: float) -> str:
     return f"{x * 100:+.1f}"
 
 
+Outcomes = dict[tuple[str, str], OutcomeRow]
+
+
+def _discordance(first: list[list[float]], second: list[list[float]]) -> Discordance:
+    from evalpipe.power import paired_difference
+
+    diff = paired_difference(first, second)
+    return Discordance(
+        n_pairs=diff.n_pairs,
+        first_better=diff.test_better,
+        second_better=diff.control_better,
+        discordant=diff.test_better + diff.control_better,
+        second_moment=diff.second_moment,
+    )
+
+
+def _responses_differed(rows: list[tuple[OutcomeRow | None, OutcomeRow | None]]) -> tuple[int, int]:
+    """(compared, differed): samples whose attempt-0 responses both have a hash, and those that differ."""
+    both = [(x.response_sha256, y.response_sha256) for x, y in rows if x and y]
+    pairs = [(hx, hy) for hx, hy in both if hx and hy]
+    return len(pairs), sum(1 for hx, hy in pairs if hx != hy)
+
+
+def power_fields(
+    keys: list[tuple[str, str, str]],
+    oa: Outcomes,
+    ob: Outcomes,
+    oc: Outcomes | None,
+    margin_pts: float | None,
+    confidence: float,
+    od: Outcomes | None = None,
+) -> dict[str, object]:
+    """The issue-18 fields of a block: paired interval and test over every attempt, A/B and A/A
+    discordance, whether A/B exceeds the A/A noise, the MDE at 80 % power and the non-inferiority verdict.
+
+    ``oc`` is the repeat run and ``od`` the run it repeats (default: the control ``ob``).
+    The noise model is the A/A pair (control vs its repeat) when there is one, else the A/B pair itself
+    (``evalpipe.power.mde``); the MDE is for the test the block prints (exact McNemar at one attempt per
+    arm, the paired score test with repeats), at the control's accuracy.
+    """
+    from evalpipe.power import (
+        excess_discordance,
+        mde_sentence,
+        minimum_detectable_effect,
+        noise_from_runs,
+        noise_sentence,
+        non_inferiority,
+        non_inferiority_sentence,
+        paired_difference,
+    )
+
+    if not keys:
+        return {}
+    test = [attempt_scores(oa.get((b, sid))) for b, sid, _ in keys]
+    control = [attempt_scores(ob.get((b, sid))) for b, sid, _ in keys]
+    diff = paired_difference(test, control, confidence)
+    out: dict[str, object] = {
+        "paired_ci_low": diff.interval[0],
+        "paired_ci_high": diff.interval[1],
+        "paired_test": diff.test,
+        "paired_p": diff.p_value,
+        "ab_discordant": _discordance(test, control),
+    }
+    repeats = max(len(x) for x in control)
+    if oc is not None:
+        base_rows = od if od is not None else ob
+        base = [attempt_scores(base_rows.get((b, sid))) for b, sid, _ in keys]
+        again = [attempt_scores(oc.get((b, sid))) for b, sid, _ in keys]
+        compared, differed = _responses_differed(
+            [(base_rows.get((b, sid)), oc.get((b, sid))) for b, sid, _ in keys]
+        )
+        out["aa_discordant"] = _discordance(base, again).model_copy(
+            update={"responses_compared": compared, "responses_differed": differed}
+        )
+        from evalpipe.power.repeats import per_sample_means
+
+        t, c = per_sample_means(test), per_sample_means(control)
+        c1, c2 = per_sample_means(base), per_sample_means(again)
+        excess = excess_discordance(
+            [bool(x != y) for x, y in zip(t, c, strict=True)],
+            [bool(x != y) for x, y in zip(c1, c2, strict=True)],
+        )
+        out["noise_vs_ab"] = NoiseComparison(
+            ab_changed=excess.ab_changed,
+            aa_changed=excess.aa_changed,
+            ab_only=excess.ab_only,
+            aa_only=excess.aa_only,
+            p_value=excess.p_value,
+            exceeds=excess.exceeds,
+            sentence=noise_sentence(excess),
+        )
+        noise = noise_from_runs(base, again, "aa")
+    else:
+        noise = noise_from_runs(test, control, "ab")
+    mde = minimum_detectable_effect(len(keys), noise, repeats, base_accuracy=diff.control_mean)
+    out["mde_pts"] = mde.mde_pts
+    out["mde_basis"] = f"{noise.basis}; {mde.method}, {repeats} attempt(s) per arm"
+    out["mde_sentence"] = mde_sentence(mde)
+    if margin_pts is not None:
+        verdict = non_inferiority(diff.interval, margin_pts)
+        out["non_inferiority"] = NonInferiorityResult(
+            margin_pts=verdict.margin_pts,
+            lower_bound_pts=verdict.lower_bound_pts,
+            upper_bound_pts=verdict.upper_bound_pts,
+            verdict=verdict.verdict,
+            sentence=non_inferiority_sentence(verdict),
+        )
+    return out
+
+
 def _paired_block(
     name: str,
     keys: list[tuple[str, str, str]],
@@ -97,6 +216,9 @@ def _paired_block(
     resamples: int,
     seed: int,
     confidence: float,
+    oc: Outcomes | None = None,
+    od: Outcomes | None = None,
+    margin_pts: float | None = None,
 ) -> PairedBenchmark:
     a_vals, b_vals, flips = [], [], []
     unverified = 0
@@ -140,7 +262,7 @@ def _paired_block(
             f"{label_a} vs {label_b} ({name}): {_pts(diff)} pts [{_pts(lo)}, {_pts(hi)}], "
             f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
         )
-    return PairedBenchmark(
+    block = PairedBenchmark(
         benchmark=name,
         n_pairs=n,
         a=sa,
@@ -157,6 +279,7 @@ def _paired_block(
         prompt_hash_unverified=unverified,
         line=line,
     )
+    return block.model_copy(update=power_fields(keys, oa, ob, oc, margin_pts, confidence, od))
 
 
 def _outcomes(rundir: RunDir) -> dict[tuple[str, str], OutcomeRow]:
@@ -175,9 +298,78 @@ def compare_runs(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     confidence: float = 0.95,
+    run_aa: Path | None = None,
+    label_aa: str | None = None,
+    aa_control: Path | None = None,
+    margins: Callable[[str], float | None] | None = None,
 ) -> CompareResult:
+    """Paired comparison of A (under test) with B (control); ``run_aa`` is a repeat (``repeat_of``) of
+    ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block (``all`` for the overall one)."""
     ra, rb = RunDir(run_a), RunDir(run_b)
     ma, mb = read_model(ra.manifest, Manifest), read_model(rb.manifest, Manifest)
+    _check_paired(ra, rb, ma, mb)
+    oa, ob = _outcomes(ra), _outcomes(rb)
+    oc: Outcomes | None = None
+    od: Outcomes | None = None
+    if run_aa is not None:
+        rc, rd = RunDir(run_aa), RunDir(aa_control) if aa_control is not None else rb
+        _check_paired(rd, rc, read_model(rd.manifest, Manifest), read_model(rc.manifest, Manifest))
+        oc, od = _outcomes(rc), _outcomes(rd)
+    margin_of = margins or (lambda _name: None)
+
+    la = label_a or _label(ra, "A")
+    lb = label_b or _label(rb, "B")
+
+    def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
+        return _paired_block(
+            name,
+            keys,
+            oa,
+            ob,
+            la,
+            lb,
+            resamples=resamples,
+            seed=seed,
+            confidence=confidence,
+            oc=oc,
+            od=od,
+            margin_pts=margin,
+        )
+
+    blocks = []
+    for block in ma.benchmarks:
+        keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
+        paired = paired_block(block.benchmark, keys, margin_of(block.benchmark))
+        buckets = length_buckets(block.benchmark, block.plan.stratify_by, [k[2] for k in keys])
+        if buckets:
+            paired.by_length = [
+                paired_block(
+                    f"{block.benchmark} {length}", [k for k in keys if bucket_of[k[2]] == length], None
+                ).model_copy(update={"length": length})
+                for length, bucket_of in buckets
+            ]
+        blocks.append(paired)
+    all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
+    overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
+    return CompareResult(
+        run_a=str(ra.root),
+        run_b=str(rb.root),
+        label_a=la,
+        label_b=lb,
+        run_aa=str(RunDir(run_aa).root) if run_aa is not None else None,
+        label_aa=(label_aa or _label(RunDir(run_aa), "B'")) if run_aa is not None else None,
+        manifest_sha256=sha256_hex(ra.manifest.read_bytes()),
+        bootstrap_resamples=resamples,
+        bootstrap_seed=seed,
+        confidence=confidence,
+        method=METHOD.format(n=resamples, seed=seed),
+        benchmarks=blocks,
+        overall=overall,
+    )
+
+
+def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
+    """Refuse unless both runs used the identical manifest and rendered the same prompts."""
     problems: list[str] = []
     fa = {b.benchmark: b.dataset.fingerprint for b in ma.benchmarks}
     fb = {b.benchmark: b.dataset.fingerprint for b in mb.benchmarks}
@@ -208,43 +400,6 @@ def compare_runs(
             details=mismatched[:20],
         )
 
-    la = label_a or _label(ra, "A")
-    lb = label_b or _label(rb, "B")
-
-    def paired_block(name: str, keys: list[tuple[str, str, str]]) -> PairedBenchmark:
-        return _paired_block(
-            name, keys, oa, ob, la, lb, resamples=resamples, seed=seed, confidence=confidence
-        )
-
-    blocks = []
-    for block in ma.benchmarks:
-        keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
-        paired = paired_block(block.benchmark, keys)
-        buckets = length_buckets(block.benchmark, block.plan.stratify_by, [k[2] for k in keys])
-        if buckets:
-            paired.by_length = [
-                paired_block(
-                    f"{block.benchmark} {length}", [k for k in keys if bucket_of[k[2]] == length]
-                ).model_copy(update={"length": length})
-                for length, bucket_of in buckets
-            ]
-        blocks.append(paired)
-    all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
-    overall = paired_block("all", all_keys) if len(blocks) > 1 else None
-    return CompareResult(
-        run_a=str(ra.root),
-        run_b=str(rb.root),
-        label_a=la,
-        label_b=lb,
-        manifest_sha256=sha256_hex(ra.manifest.read_bytes()),
-        bootstrap_resamples=resamples,
-        bootstrap_seed=seed,
-        confidence=confidence,
-        method=METHOD.format(n=resamples, seed=seed),
-        benchmarks=blocks,
-        overall=overall,
-    )
-
 
 def compare_markdown(result: CompareResult) -> str:
     """Report section: one line per benchmark plus the flipped samples."""
@@ -255,17 +410,42 @@ def compare_markdown(result: CompareResult) -> str:
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
     )
     lines.append("")
+    if result.run_aa is not None:
+        lines.append("")
+        lines.append(
+            f"A/A control: {result.label_b} ran again as {result.label_aa} on the same samples; its discordance "
+            "is the server's own noise, the noise model of the MDE."
+        )
+    lines.append("")
     lines.append(
-        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | Flips |"
+        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
+        "| Non-inferiority | Flips |"
     )
-    lines.append("|---|---|---|---|---|---|---|")
-    for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    blocks = [*result.benchmarks, *([result.overall] if result.overall else [])]
+    for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)
+        mde = f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_sentence else "–")
+        ni = b.non_inferiority.verdict if b.non_inferiority else "–"
         lines.append(
             f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {_pts(b.difference)} | "
-            f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {len(b.flips)} |"
+            f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {len(b.flips)} |"
         )
+    lines.append("")
+    for b in blocks:
+        said = [x for x in (b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x]
+        if b.non_inferiority:
+            said.append(b.non_inferiority.sentence)
+        if b.paired_ci_low is not None and b.paired_ci_high is not None:
+            said.append(
+                f"Bonett–Price 95 % interval [{_pts(b.paired_ci_low)}, {_pts(b.paired_ci_high)}] pts, "
+                f"{b.paired_test} p = {b.paired_p:.3g}"
+            )
+        if said:
+            lines.append(
+                f"- {b.benchmark}: " + "; ".join(said) + (f" ({b.mde_basis})" if b.mde_basis else "")
+            )
     lines.append("")
     by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
     if by_length:

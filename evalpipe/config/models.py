@@ -207,6 +207,18 @@ class ServerVariant(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     label: str | None = None
     overrides: dict[str, object] = Field(default_factory=dict, description="ServerConfig fields to override.")
+    repeat_of: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")] | None = Field(
+        default=None,
+        description="A/A control: run the named variant's launch settings again (relaunched) on the same "
+        "manifest; its discordance with that variant is the server's own noise, reported next to the A/B "
+        "discordance and used as the noise model of the MDE. No overrides of its own.",
+    )
+
+    @model_validator(mode="after")
+    def _repeat_has_no_overrides(self) -> ServerVariant:
+        if self.repeat_of is not None and self.overrides:
+            raise ValueError("a repeat_of variant takes the named variant's settings: no overrides")
+        return self
 
 
 class GenerationConfig(Strict):
@@ -214,6 +226,12 @@ class GenerationConfig(Strict):
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
     seed: int | None = 42
     n: Annotated[int, Field(gt=0)] = 1
+    repeats: Annotated[int, Field(ge=1)] = Field(
+        default=1,
+        description="Attempts per sample (EvalScope's TaskConfig.repeats): every sample is asked this many "
+        "times; the summary scores the mean over samples of per-sample means, the sample being the cluster, "
+        "and reports how often the attempts at one prompt differed (the server's nondeterminism).",
+    )
     concurrency: Annotated[int, Field(gt=0)] = 8
     request_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
     max_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(
@@ -341,11 +359,37 @@ class BenchmarkConfig(Strict):
         return v
 
 
+PointsPerBlock = Annotated[float, Field(ge=0)] | dict[str, Annotated[float, Field(ge=0)]]
+
+
 class GateConfig(Strict):
     min_score: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     min_ci_lower: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     max_error_findings: Annotated[int, Field(ge=0)] = 0
     max_transport_failures: Annotated[int, Field(ge=0)] | None = None
+    non_inferiority_margin_pts: PointsPerBlock | None = Field(
+        default=None,
+        description="Paired runs: the variant under test passes only when the 95 % lower bound of test − "
+        "control clears −X points; inconclusive and inferior fail. One number for every benchmark and "
+        "overall, or {benchmark|overall: X}.",
+    )
+    max_mde_pts: PointsPerBlock | None = Field(
+        default=None,
+        description="Paired runs: fail when the minimum detectable drop (80 % power) exceeds Y points, or no "
+        "drop is detectable. One number for every block, or {benchmark|overall: Y}.",
+    )
+
+    def points_for(
+        self, gate: Literal["non_inferiority_margin_pts", "max_mde_pts"], block: str
+    ) -> float | None:
+        """The gate's points for a compare.json block (``all`` is the overall block), or None."""
+        value = getattr(self, gate)
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            found = value.get("overall" if block == "all" else block)
+            return float(found) if found is not None else None
+        return float(value)
 
 
 class ComponentTest(Strict):
@@ -385,6 +429,20 @@ class RunConfig(Strict):
         vdup = sorted({n for n in vnames if vnames.count(n) > 1})
         if vdup:
             raise ValueError(f"variant listed more than once: {', '.join(vdup)}")
+        for i, v in enumerate(self.variants):
+            if v.repeat_of is None:
+                continue
+            target = next((t for t in self.variants if t.name == v.repeat_of), None)
+            if target is None or target is v:
+                raise ValueError(
+                    f"variants[{i}] ({v.name}).repeat_of: {v.repeat_of!r} is not another variant"
+                )
+            if target.repeat_of is not None:
+                raise ValueError(f"variants[{i}] ({v.name}).repeat_of: {v.repeat_of!r} is itself a repeat")
+            if i == 0:
+                raise ValueError(
+                    f"variants[0] ({v.name}): the first variant is the one under test, not a repeat"
+                )
         return self
 
     @property

@@ -45,13 +45,14 @@ from evalpipe.evalscope_bridge.layout import (
     reviews_file,
     sample_score,
 )
+from evalpipe.evalscope_bridge.task import evalscope_index, task_repeats
 from evalpipe.hashing import message_text, sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
 from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.schema.manifest import Manifest, ManifestEntry
-from evalpipe.schema.outcomes import FailureClass, OutcomeRow
+from evalpipe.schema.outcomes import AttemptOutcome, FailureClass, OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.requests import RequestAttempt
 
 Rows = dict[int, dict[str, Any]]  # the last cache line per sample index
@@ -245,19 +246,48 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
                 f"{rundir.index_map}: no entry for {m.benchmark}/{m.source_id} (materialize first)"
             )
         preds, n_p, revs, n_r = subset_rows(entry.benchmark, entry.subset)
-        pred, review = preds.get(entry.index), revs.get(entry.index)
-        errs = errors.get((entry.benchmark, entry.subset, entry.index), {})
-        fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
-        row = _row(entry, pred, review, n_p.get(entry.index, 0), n_r.get(entry.index, 0), errs, fclass,
-                   detail, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens)  # fmt: skip
-        spec = find(entry.benchmark)
-        if spec is not None and review is not None:
-            context = contexts.get(entry.benchmark)
-            if context is None:
-                context = contexts[entry.benchmark] = ReviewContext(entry.benchmark, rundir.root, index_map)
-            row = spec.post_review(row, sample_score(review) or {}, context)
-        rows.append(row)
+        task = tasks.task_for(entry.benchmark) if tasks is not None else None
+        repeats = task_repeats(task.task) if task is not None else 1
+        tried: list[OutcomeRow] = []
+        for attempt_no in range(repeats):
+            idx = evalscope_index(entry.index, attempt_no, repeats)
+            pred, review = preds.get(idx), revs.get(idx)
+            errs = errors.get((entry.benchmark, entry.subset, idx), {})
+            fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
+            row = _row(entry, pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail,
+                       hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens)  # fmt: skip
+            spec = find(entry.benchmark)
+            if spec is not None and review is not None:
+                context = contexts.get(entry.benchmark)
+                if context is None:
+                    context = contexts[entry.benchmark] = ReviewContext(
+                        entry.benchmark, rundir.root, index_map
+                    )
+                row = spec.post_review(row, sample_score(review) or {}, context)
+            tried.append(row)
+        rows.append(_with_attempts(tried, entry.index, repeats))
     return rows
+
+
+def _with_attempts(tried: list[OutcomeRow], position: int, repeats: int) -> OutcomeRow:
+    """Attempt 0's row carrying every attempt (repeats > 1), or the one row as it is."""
+    if repeats == 1:
+        return tried[0]
+    attempts = [
+        AttemptOutcome(
+            attempt=i,
+            index=evalscope_index(position, i, repeats),
+            response_id=r.response_id,
+            response_sha256=r.response_sha256,
+            score=r.score,
+            failure_class=r.failure_class,
+            correct=is_correct(r),
+        )
+        for i, r in enumerate(tried)
+    ]
+    first = tried[0].model_copy(update={"attempts": attempts})
+    scores = attempt_scores(first)
+    return first.model_copy(update={"mean_score": sum(scores) / len(scores)})
 
 
 def _row(

@@ -26,7 +26,13 @@ from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.runner import WorkerProcess
-from evalpipe.evalscope_bridge.task import build_task, check_generation, task_differences
+from evalpipe.evalscope_bridge.task import (
+    build_task,
+    check_generation,
+    evalscope_index,
+    task_differences,
+    task_repeats,
+)
 from evalpipe.io import JsonlAppender, read_jsonl, read_model, write_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.evalscope import (
@@ -186,8 +192,12 @@ def run_evalscope(
     api_url: str,
     resume: bool = False,
     progress: ProgressDisplay | None = None,
+    extending: bool = False,
 ) -> StageResult:
-    """Run every materialized benchmark through EvalScope against ``api_url``."""
+    """Run every materialized benchmark through EvalScope against ``api_url``.
+
+    ``extending`` (``evalpipe run --extend``): the caches were seeded from another run's predictions
+    (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh."""
     from evalpipe.nltk_data import punkt_tab_available
 
     check_generation(cfg)
@@ -211,7 +221,7 @@ def run_evalscope(
         else:
             logger.warning(message)
     previous = _load_tasks(rundir) if resume else None
-    if not resume:
+    if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
             path.unlink(missing_ok=True)
     recorded = load_prompt_hashes(rundir)
@@ -230,9 +240,10 @@ def run_evalscope(
             dataset_dir=rundir.root / ds.path,
             subsets=ds.subsets,
             work_dir=work_dir,
-            use_cache=resume,
+            use_cache=resume or extending,
+            rerun_review=extending,
         )
-        if not resume and work_dir.exists() and any(work_dir.iterdir()):
+        if not resume and not extending and work_dir.exists() and any(work_dir.iterdir()):
             # EvalScope appends to its caches: a fresh run on top of old ones would mix two runs
             raise ConfigError(f"{work_dir}: EvalScope outputs from an earlier run; resume that run instead")
         old = tasks.get(name)
@@ -268,8 +279,10 @@ def run_evalscope(
             _record_hashes(
                 rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
             )
-            if resume:
-                repairs = _verify_cache(rundir, name, task["model_id"], work_dir, entries, recorded)
+            if resume or extending:
+                repairs = _verify_cache(
+                    rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
+                )
                 stage.repairs = len(repairs)
                 result.repairs.extend(repairs)
             tasks[name] = EvalscopeTask(
@@ -310,11 +323,14 @@ def _verify_cache(
     work_dir: Any,
     entries: list[IndexMapEntry],
     recorded: dict[tuple[str, str], PromptHashRecord],
+    repeats: int = 1,
 ) -> list[CacheRepair]:
     by_subset: dict[str, dict[int, Expected]] = defaultdict(dict)
     for e in entries:
         rec = recorded.get((benchmark, e.source_id))
-        by_subset[e.subset][e.index] = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+        wanted = Expected(e.source_id, e.question, rec.prompt_sha256 if rec else None)
+        for attempt in range(repeats):
+            by_subset[e.subset][evalscope_index(e.index, attempt, repeats)] = wanted
     repairs: list[CacheRepair] = []
     for subset, expected in by_subset.items():
         check = verify_and_repair(

@@ -33,7 +33,8 @@ def check_generation(cfg: RunConfig) -> None:
     """Settings the bridge cannot honour without breaking the index ↔ manifest mapping."""
     if cfg.generation.n != 1:
         raise ConfigError(
-            "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples, which changes every index)"
+            "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples; ask for them with "
+            "generation.repeats, which keeps every attempt tied to its manifest entry)"
         )
     for bench in cfg.benchmarks:
         bad = sorted(benchmark_spec(bench.name).meta.forbidden_extra_params & bench.extra_params.keys())
@@ -108,7 +109,21 @@ def build_task(
         "analysis_report": False,
         "use_cache": work if use_cache else None,
         "rerun_review": rerun_review,
+        # absent at 1 (EvalScope's default), so a run recorded before repeats existed still resumes
+        **({"repeats": cfg.generation.repeats} if cfg.generation.repeats > 1 else {}),
     }
+
+
+def evalscope_index(position: int, attempt: int, repeats: int) -> int:
+    """EvalScope's sample index of ``attempt`` at a dataset position: its loader copies each row ``repeats``
+    times in a row and renumbers (``MemoryDataset.reindex``: id = position × repeats + attempt, group_id =
+    position)."""
+    return position * repeats + attempt
+
+
+def task_repeats(task: dict[str, Any]) -> int:
+    value = task.get("repeats", 1)
+    return value if isinstance(value, int) and value > 0 else 1
 
 
 def _comparable(task: dict[str, Any]) -> dict[str, Any]:

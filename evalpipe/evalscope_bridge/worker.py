@@ -125,15 +125,25 @@ def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
     task = TaskConfig(**task_kwargs)
     adapter = get_benchmark(benchmark, task)
     loaded = adapter.load_dataset()
+    repeats = task.repeats
     samples = []
     for subset, dataset in loaded.items():
         for sample in dataset:
+            if repeats > 1:
+                # attempt copies of one row (id = position × repeats + attempt, group_id = position): the
+                # prompt is rendered once per row; every copy must be that row
+                if sample.group_id != sample.id // repeats:
+                    raise RuntimeError(
+                        f"{subset}[{sample.id}]: group_id {sample.group_id} is not id // {repeats}"
+                    )
+                if sample.id % repeats:
+                    continue
             messages = [m.model_dump(mode="json", exclude_none=True) for m in sample.input]
             users = [m for m in messages if m.get("role") == "user"]
             samples.append(
                 {
                     "subset": subset,
-                    "index": sample.id,
+                    "index": sample.id // repeats,
                     "prompt_sha256": prompt_sha256(messages),
                     "n_messages": len(messages),
                     "user_text": message_text(users[-1].get("content")) if users else None,

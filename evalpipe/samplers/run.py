@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,8 +62,12 @@ def select_benchmark(
     few_shot: int,
     pinned: str | None,
     allow_drift: bool,
+    allocation: Mapping[str, int] | None = None,
 ) -> tuple[BenchmarkSampling, list[tuple[ManifestEntry, SourceRecord]]]:
-    """Select one benchmark's entries per ``plan``; returns its manifest block and entries."""
+    """Select one benchmark's entries per ``plan``; returns its manifest block and entries.
+
+    ``allocation``: n_h per stratum instead of the plan's (``evalpipe run --extend``: the larger plan's
+    allocation floored at the old run's n_h, ``evalpipe.samplers.extend.floored_allocation``)."""
     name = data.benchmark
     check_plan(plan, name)
     fp = data.eval.fingerprint
@@ -87,7 +92,7 @@ def select_benchmark(
         strata = {s: strata[s] for s in plan.strata}
     names = sorted(strata, key=stratum_sort_key)
     populations = {s: len(strata[s]) for s in names}
-    alloc = _allocate(plan, populations)
+    alloc = _allocate(plan, populations) if allocation is None else {s: allocation.get(s, 0) for s in names}
 
     allocations: list[StratumAllocation] = []
     selected: list[tuple[ManifestEntry, SourceRecord]] = []
@@ -165,6 +170,7 @@ def build_manifest(
     allow_drift: bool = False,
     plans: dict[str, SamplingPlan] | None = None,
     seed: int | None = None,
+    allocations: Mapping[str, Mapping[str, int]] | None = None,
 ) -> tuple[Manifest, list[tuple[ManifestEntry, SourceRecord]]]:
     seed = cfg.sampling_seed if seed is None else seed
     blocks: list[BenchmarkSampling] = []
@@ -178,6 +184,7 @@ def build_manifest(
             few_shot=bench.few_shot,
             pinned=bench.fingerprint,
             allow_drift=allow_drift,
+            allocation=allocations.get(bench.name) if allocations is not None else None,
         )
         blocks.append(block)
         pairs.extend(selected)
@@ -249,10 +256,12 @@ def sample_run(
     dataset_root: Path | None = None,
     out: Path | None = None,
     allow_drift: bool = False,
+    allocations: Mapping[str, Mapping[str, int]] | None = None,
+    datasets: dict[str, BenchmarkData] | None = None,
 ) -> SampleResult:
     """Load every benchmark, select, and write run.json, config.yaml, manifest, sampled_ids, sources."""
-    datasets = load_datasets(cfg, dataset_root)
-    manifest, pairs = build_manifest(cfg, datasets, allow_drift=allow_drift)
+    datasets = load_datasets(cfg, dataset_root) if datasets is None else datasets
+    manifest, pairs = build_manifest(cfg, datasets, allow_drift=allow_drift, allocations=allocations)
     rundir = RunDir(out if out is not None else default_run_dir(cfg))
     rundir.root.mkdir(parents=True, exist_ok=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from evalpipe.schema.base import Artifact, Row
@@ -25,6 +27,44 @@ class Flip(Row):
     failure_b: str
 
 
+class Discordance(Row):
+    """How two runs of the same samples disagreed (``evalpipe.power.paired_difference``)."""
+
+    n_pairs: int
+    first_better: int = Field(description="Samples whose per-sample mean is higher in the first run.")
+    second_better: int = Field(description="Samples whose per-sample mean is higher in the second run.")
+    discordant: int = Field(description="first_better + second_better (k = 1: the flips).")
+    second_moment: float = Field(description="Mean squared per-sample difference (k = 1: discordant / n).")
+    responses_compared: int | None = Field(
+        default=None, description="A/A: samples with a response hash in both runs (attempt 0)."
+    )
+    responses_differed: int | None = Field(
+        default=None, description="A/A: of those, samples whose responses were not byte-identical."
+    )
+
+
+class NoiseComparison(Row):
+    """Does A/B change more samples' correctness than the A/A control (exact McNemar on the indicators)?"""
+
+    ab_changed: int
+    aa_changed: int
+    ab_only: int
+    aa_only: int
+    p_value: float
+    exceeds: bool
+    sentence: str
+
+
+class NonInferiorityResult(Row):
+    """Test − control against the configured margin (``evalpipe.power.noninferiority``)."""
+
+    margin_pts: float
+    lower_bound_pts: float
+    upper_bound_pts: float
+    verdict: Literal["non-inferior", "inferior", "inconclusive"]
+    sentence: str
+
+
 class PairedBenchmark(Row):
     benchmark: str
     n_pairs: int
@@ -44,6 +84,30 @@ class PairedBenchmark(Row):
     prompt_hash_unverified: int = Field(
         default=0, description="Pairs where one side has no recorded prompt hash (e.g. no prediction)."
     )
+    paired_ci_low: float | None = Field(
+        default=None,
+        description="Bonett–Price adjusted Wald interval of test − control over every attempt (does not "
+        "collapse to [0, 0] when nothing flipped); the non-inferiority verdict uses it.",
+    )
+    paired_ci_high: float | None = None
+    paired_test: str | None = Field(
+        default=None, description="exact McNemar (one attempt per arm) or paired score test (repeats)."
+    )
+    paired_p: float | None = Field(default=None, description="p of paired_test over every attempt.")
+    ab_discordant: Discordance | None = None
+    aa_discordant: Discordance | None = Field(
+        default=None, description="The control against its repeat_of run (the noise); None without one."
+    )
+    noise_vs_ab: NoiseComparison | None = None
+    mde_pts: float | None = Field(
+        default=None,
+        description="Smallest drop detected with 80 % power, two-sided alpha 0.05 (None: no drop is).",
+    )
+    mde_basis: str | None = Field(default=None, description="The noise model and the power method.")
+    mde_sentence: str | None = None
+    non_inferiority: NonInferiorityResult | None = Field(
+        default=None, description="Only when gates.non_inferiority_margin_pts names this block."
+    )
     line: str = Field(
         description='Report line, e.g. "FP8 raw vs BF16 KV: -1.9 pts [-6.3, 2.5], McNemar p = 0.62, 3 flips".'
     )
@@ -58,11 +122,15 @@ class PairedBenchmark(Row):
 
 
 class CompareResult(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2
     run_a: str
     run_b: str
     label_a: str
     label_b: str
+    run_aa: str | None = Field(
+        default=None, description="The repeat of the control (variant with repeat_of): the A/A noise."
+    )
+    label_aa: str | None = None
     manifest_sha256: str = Field(description="sha256 of the (identical) manifest.json of both runs.")
     bootstrap_resamples: int
     bootstrap_seed: int

@@ -18,7 +18,7 @@ class Interval(Row):
     lower: float
     upper: float
     confidence: float = 0.95
-    method: Literal["wilson", "wilson_effective_n"]
+    method: Literal["wilson", "wilson_effective_n", "wilson_clustered"]
 
 
 class MetricResult(Row):

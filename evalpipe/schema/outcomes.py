@@ -77,6 +77,18 @@ class CodeExecution(Row):
     cpu_s: float | None = Field(default=None, description="isolated_recheck: CPU time of the test process.")
 
 
+class AttemptOutcome(Row):
+    """One attempt at a sample when the run asks every sample ``generation.repeats`` times."""
+
+    attempt: int = Field(description="0 … repeats−1.")
+    index: int = Field(description="EvalScope's sample index of the attempt (position × repeats + attempt).")
+    response_id: str | None = None
+    response_sha256: str | None = Field(default=None, description="sha256 of the final answer text.")
+    score: float | None = None
+    failure_class: FailureClass
+    correct: bool = Field(description="Counted correct by the summary's one rule (is_correct).")
+
+
 class OutcomeRow(Row):
     schema_version: int = 1
     benchmark: str
@@ -145,6 +157,16 @@ class OutcomeRow(Row):
     code_execution: CodeExecution | None = Field(
         default=None, description="LiveCodeBench: how the program was run against its tests."
     )
+    attempts: list[AttemptOutcome] = Field(
+        default_factory=list,
+        description="generation.repeats > 1: every attempt, attempt 0 first (the row's own fields are "
+        "attempt 0's); empty with one attempt per sample.",
+    )
+    mean_score: float | None = Field(
+        default=None,
+        description="generation.repeats > 1: share of the answered attempts counted correct (0 when none "
+        "was answered) — the sample's score in the clustered mean.",
+    )
 
     @property
     def failure_label(self) -> str:
@@ -196,3 +218,18 @@ def counts_scored(row: OutcomeRow | None) -> bool:
 
 def is_correct(row: OutcomeRow | None) -> bool:
     return counts_scored(row) and row is not None and row.failure_class == "ok" and row.score == 1.0
+
+
+#: Attempt classes that mean "no answer came back" (the attempt failed after its retries): dropped from the
+#: sample's attempt scores, never counted as a wrong answer of the model.
+UNANSWERED_CLASSES: frozenset[str] = frozenset({"api_error", "missing_prediction", "context_overflow"})
+
+
+def attempt_scores(row: OutcomeRow | None) -> list[float]:
+    """The sample's attempt scores by the summary's rule, for the clustered statistics of
+    ``evalpipe.power``: one attempt → ``[is_correct]``; repeats → the answered attempts' correctness, or
+    ``[0.0]`` when none was answered (the audit's denominator rule: an unanswered sample is wrong)."""
+    if row is None or not row.attempts:
+        return [1.0 if is_correct(row) else 0.0]
+    answered = [1.0 if a.correct else 0.0 for a in row.attempts if a.failure_class not in UNANSWERED_CLASSES]
+    return answered or [0.0]

@@ -21,3 +21,18 @@ class RunRecord(Artifact):
         default=None, description="Server variant this run directory holds (paired runs)."
     )
     variant_label: str | None = None
+
+
+class ExtensionRecord(Artifact):
+    """``extension.json``: this run grew from ``extended_from`` (same seed, the old selection contained)."""
+
+    schema_version: int = 1
+    extended_from: str
+    old_samples: int
+    new_samples: int
+    reused: int = Field(description="Old manifest entries whose answered predictions were carried over.")
+    added: int = Field(description="Entries new in this selection: the only ones sent to the server.")
+    floor_notes: list[str] = Field(
+        default_factory=list, description="Strata kept at the old run's n_h above the larger plan's."
+    )
+    statement: str

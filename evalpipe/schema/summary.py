@@ -56,6 +56,7 @@ FindingCode = Literal[
     "server_not_verified",
     "secret_in_artifact",
     "replay_miss",
+    "extended_run",
 ]
 
 FINDING_CODES: tuple[str, ...] = get_args(FindingCode)
@@ -187,6 +188,23 @@ class CodeExecutionSummary(Row):
     passed_on_recheck: int = Field(description="Re-checked samples that passed every test.")
 
 
+class RepeatsResult(Row):
+    """``generation.repeats > 1``: the score with the sample as the cluster, and the server's measured
+    nondeterminism (``evalpipe.power.repeats``)."""
+
+    repeats: int = Field(description="Attempts asked per sample.")
+    attempts: int = Field(description="Answered attempts counted (failed attempts dropped; none → one 0).")
+    correct_attempts: int
+    estimate: float = Field(description="Mean over samples of the per-sample means (= score).")
+    standard_error: float = Field(description="Clustered standard error (Miller 2024, Appendix A).")
+    effective_sample_size: float = Field(description="Kish's p(1-p)/SE², within [n, attempts].")
+    samples_with_repeats: int
+    responses_compared: int
+    responses_differed: int = Field(description="Samples whose answers were not all byte-identical.")
+    scores_differed: int = Field(description="Samples whose attempts were not all scored alike.")
+    statement: str
+
+
 class BenchmarkResult(Row):
     benchmark: str
     display_name: str
@@ -222,6 +240,10 @@ class BenchmarkResult(Row):
     code_execution: CodeExecutionSummary | None = Field(
         default=None,
         description="Code benchmarks: how programs were executed (isolation, limits, re-checks).",
+    )
+    repeats: RepeatsResult | None = Field(
+        default=None,
+        description="generation.repeats > 1: score and interval above are the clustered mean over samples.",
     )
 
 
@@ -288,7 +310,14 @@ class ResponseSelection(Row):
 
 
 #: The release gates a config can set (``gates:``), one result each.
-GateName = Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+GateName = Literal[
+    "min_score",
+    "min_ci_lower",
+    "max_error_findings",
+    "max_transport_failures",
+    "non_inferiority_margin_pts",
+    "max_mde_pts",
+]
 
 
 class GateResult(Row):

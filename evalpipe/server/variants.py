@@ -30,6 +30,8 @@ def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
         raise ConfigError(f"unknown variant {variant!r} (variants: {known})")
     index = names.index(variant)
     spec = cfg.variants[index]
+    if spec.repeat_of is not None:  # A/A control: the named variant's launch settings, launched again
+        return effective_server(cfg, spec.repeat_of)
     where = f"variants[{index}] ({variant}).overrides"
     data = cfg.server.model_dump(mode="python")
     for key, value in spec.overrides.items():

@@ -18,7 +18,9 @@ def results_rows(summary: Summary) -> list[list[str]]:
         rows.append(
             [
                 f"{b.display_name} / {b.metric}",
-                f"{b.correct}/{b.scored}",
+                f"{b.repeats.correct_attempts}/{b.repeats.attempts} attempts"
+                if b.repeats
+                else f"{b.correct}/{b.scored}",
                 pct(b.score),
                 ci_text(b.interval),
                 rate(tp.input_tps if tp else None),
@@ -74,6 +76,9 @@ def results_section(summary: Summary) -> list[Block]:
             ]
         ),
     ]
+    for b in summary.benchmarks:
+        if b.repeats:
+            blocks.append(Paragraph([T(f"{b.display_name}: {b.repeats.statement}")]))
     for b in summary.benchmarks:
         if b.secondary:
             blocks.append(Heading(3, f"{b.display_name} secondary metrics"))

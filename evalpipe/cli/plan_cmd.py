@@ -1,0 +1,50 @@
+"""``evalpipe plan CONFIG --mde X [--from RUN] [--write]``: what the sample can see and what a target needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def plan(
+    config: Annotated[Path, typer.Argument(help="Run config YAML")],
+    mde: Annotated[
+        float, typer.Option("--mde", help="Target minimum detectable drop, in points (80 % power).")
+    ],
+    from_run: Annotated[
+        Path | None,
+        typer.Option("--from", help="A finished run (a variants root with compare.json, or a single run)."),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Write the larger plans (samplers YAML) into --out.")
+    ] = False,
+    out: Annotated[Path, typer.Option("--out", help="Directory for --write.")] = Path("plans"),
+    dataset_root: Annotated[
+        Path | None, typer.Option("--dataset-root", help="Local mirror root for every benchmark.")
+    ] = None,
+) -> None:
+    """Per benchmark: n now, the noise it assumes, the MDE now, the n a target MDE needs, reachable or not."""
+    from evalpipe.cli.console import out as console
+    from evalpipe.config import load_config
+    from evalpipe.errors import ConfigError
+    from evalpipe.samplers.mde_plan import manifest_for, plan_benchmark, write_plan
+
+    if mde <= 0:
+        raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")
+    cfg = load_config(config)
+    manifest = manifest_for(cfg, dataset_root, from_run)
+    for block in manifest.benchmarks:
+        result = plan_benchmark(cfg, block, manifest, mde, from_run, write)
+        for line in result.lines():
+            console.print(line, markup=False, soft_wrap=True)
+        if result.new_plan is not None:
+            path = out / f"{block.benchmark}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_plan(result.new_plan, path)
+            console.print(f"  plan → {path}", markup=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)

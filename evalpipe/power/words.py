@@ -1,0 +1,81 @@
+"""The report's sentences for power, non-inferiority and sample-size plans.
+
+One place decides the wording so that compare.md, the report and ``evalpipe plan`` say the same thing.
+Numbers are in points with one decimal (signed bounds with an ASCII minus, as ``compare.md`` prints
+differences); a bound that would print equal to the margin gets more decimals, so a sentence never
+reads "lower bound -2.0 pts" next to "non-inferior within 2 pts".
+"""
+
+from __future__ import annotations
+
+from evalpipe.power.mde import MinimumDetectableEffect, SampleSizeNeeded
+from evalpipe.power.noninferiority import NonInferiority
+from evalpipe.power.paired import ExcessDiscordance
+
+
+def _pts(value: float) -> str:
+    """Points with one decimal, no sign for positive values."""
+    return f"{value:.1f}"
+
+
+def _margin(value: float) -> str:
+    """A margin as the user wrote it: ``2`` not ``2.0``, ``2.5`` stays."""
+    return f"{value:g}"
+
+
+def _bound(value: float, margin: float) -> str:
+    """A signed bound with one decimal, more when one decimal would print the margin itself."""
+    decimals = 1
+    while decimals < 4 and value != -margin and round(value, decimals) == -margin:
+        decimals += 1
+    return f"{value:+.{decimals}f}"
+
+
+def mde_sentence(mde: MinimumDetectableEffect) -> str:
+    """E.g. "this sample detects a drop of ≥ 7.4 pts with 80 % power; smaller regressions cannot be ruled out"."""
+    power = f"{mde.power * 100:g} %"
+    if mde.mde_pts is None:
+        return (
+            f"this sample ({mde.n} samples) cannot detect a drop of any size with {power} power; "
+            "no regression can be ruled out"
+        )
+    return (
+        f"this sample detects a drop of ≥ {_pts(mde.mde_pts)} pts with {power} power; "
+        "smaller regressions cannot be ruled out"
+    )
+
+
+def non_inferiority_sentence(result: NonInferiority) -> str:
+    """ "non-inferior within 2 pts", "inferior", or "inconclusive: the sample cannot exclude a 9.1-pt drop"."""
+    margin = _margin(result.margin_pts)
+    low = _bound(result.lower_bound_pts, result.margin_pts)
+    high = _bound(result.upper_bound_pts, result.margin_pts)
+    if result.verdict == "non-inferior":
+        return f"non-inferior within {margin} pts (95 % lower bound of test − control: {low} pts)"
+    if result.verdict == "inferior":
+        return f"inferior: the whole 95 % interval lies below -{margin} pts (upper bound {high} pts)"
+    drop = _pts(result.excludable_drop_pts)
+    return f"inconclusive: the sample cannot exclude a {drop}-pt drop (margin {margin} pts, lower bound {low} pts)"
+
+
+def sample_size_sentence(plan: SampleSizeNeeded) -> str:
+    """E.g. "an MDE of 2 pts needs 1778 samples (population 1319: not reachable)"."""
+    target = _margin(round(plan.target * 100, 6))
+    if plan.n_needed is None:
+        return f"an MDE of {target} pts is beyond the largest drop this accuracy allows"
+    text = f"an MDE of {target} pts needs {plan.n_needed} samples"
+    if plan.repeats > 1:
+        text += f" × {plan.repeats} attempts"
+    if plan.population is not None:
+        text += f" (population {plan.population}: {'reachable' if plan.reachable else 'not reachable'})"
+    return text
+
+
+def noise_sentence(result: ExcessDiscordance) -> str:
+    """E.g. "A/B changed 12 of 160 answers, the A/A control 3: more than the server's own noise (p = 0.035)"."""
+    head = (
+        f"A/B changed {result.ab_changed} of {result.n_samples} answers, the A/A control {result.aa_changed}"
+    )
+    if result.exceeds:
+        return f"{head}: more than the server's own noise (exact McNemar p = {result.p_value:.3g})"
+    return f"{head}: not distinguishable from the server's own noise (exact McNemar p = {result.p_value:.3g})"
