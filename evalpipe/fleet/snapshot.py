@@ -97,8 +97,8 @@ def take_snapshot(client: RouterClient, *, now: datetime | None = None) -> Fleet
 
 
 def fleet_changes(start: FleetSnapshot, end: FleetSnapshot) -> list[FleetChange]:
-    """Workers that joined, left, changed configuration or version, or changed health between two
-    snapshots, in URL order; each with one line naming the worker.  Pure."""
+    """Workers that joined, left, became unreadable (or readable), changed configuration or version, or
+    changed health between two snapshots, in URL order; each with one line naming the worker.  Pure."""
     before = {w.url: w for w in start.workers}
     after = {w.url: w for w in end.workers}
     out: list[FleetChange] = []
@@ -113,7 +113,21 @@ def fleet_changes(start: FleetSnapshot, end: FleetSnapshot) -> list[FleetChange]
                                    message=f"worker {url} left the fleet during the run"))  # fmt: skip
             continue
         assert a is not None and b is not None
-        if a.config_sha256 != b.config_sha256:
+        if (a.config_sha256 is None) != (b.config_sha256 is None):
+            when, err = (
+                ("end", a.server_info_error) if a.config_sha256 is None else ("start", b.server_info_error)
+            )
+            out.append(
+                FleetChange(
+                    kind="unreadable",
+                    url=url,
+                    before=b.config_sha256,
+                    after=a.config_sha256,
+                    message=f"worker {url}: /server_info unreadable at the {when} of the run ({err}); "
+                    "its configuration over the run is unverified",
+                )
+            )
+        elif a.config_sha256 != b.config_sha256:
             out.append(
                 FleetChange(
                     kind="config_changed",
@@ -124,7 +138,7 @@ def fleet_changes(start: FleetSnapshot, end: FleetSnapshot) -> list[FleetChange]
                     f"(server_info sha256 {_short(b.config_sha256)} → {_short(a.config_sha256)})",
                 )
             )
-        if a.version != b.version:
+        if a.version != b.version and a.config_sha256 is not None and b.config_sha256 is not None:
             out.append(
                 FleetChange(
                     kind="version_changed",
@@ -149,4 +163,4 @@ def fleet_changes(start: FleetSnapshot, end: FleetSnapshot) -> list[FleetChange]
 
 
 def _short(sha: str | None) -> str:
-    return "unreadable" if sha is None else sha[:12]
+    return "none" if sha is None else sha[:12]

@@ -27,7 +27,9 @@ FieldVerdict = Literal[
     "refused",  # the router answered an error where the workers answered the request
     "not_observable",  # the field has no visible effect on these workers (nor reproducible answers)
 ]
-FleetChangeKind = Literal["joined", "left", "config_changed", "version_changed", "health_changed"]
+FleetChangeKind = Literal[
+    "joined", "left", "unreadable", "config_changed", "version_changed", "health_changed"
+]
 
 
 class FleetWorker(Row):
