@@ -3,8 +3,8 @@
 Order matters: the router registers a worker only once the worker's ``/health`` answers 200, retrying
 with growing back-off (1 s, 2 s, 3 s, 5 s …); a worker that never answers is simply *not listed*, and the
 router's ``/readiness`` still says ready as long as one other worker is healthy.  So the workers are
-started and waited for first, and readiness here means "every worker evalpipe passed is listed healthy",
-read from ``/workers`` — not the router's own ``/readiness``.
+started and waited for first, and readiness here means "every worker evalpipe passed is listed healthy"
+in ``/workers`` *and* ``/readiness`` 200 — the router's own ``/readiness`` alone is not enough.
 
 The router is a process group of its own (``start_new_session``) and is stopped as one: SIGTERM (it exits
 within about a second when idle), then SIGKILL after the timeout.  The router rewrites its process title
@@ -91,8 +91,9 @@ class RouterProcess:
         return RouterClient(self.url, metrics_url=self.metrics_url, api_key=api_key, rewrites=rewrites)
 
     def wait_ready(self, timeout_s: float = 60.0, poll_s: float = 0.1) -> list[FleetMember]:
-        """Block until every worker of the spec is listed healthy; RouterLaunchError (one line, then the
-        log's last lines) when the router exits or ``timeout_s`` passes, naming the workers missing."""
+        """Block until every worker of the spec is listed healthy and ``/readiness`` answers 200 (which alone
+        would not do: it is 200 while a configured worker is missing).  RouterLaunchError (one line, then
+        the log's last lines) when the router exits or ``timeout_s`` passes, naming the workers missing."""
         expected = {split_rank(u)[0] for u in self.spec.worker_urls}
         client = RouterClient(self.url, timeout_s=min(5.0, max(timeout_s, 0.5)))
         deadline = time.monotonic() + timeout_s
@@ -110,10 +111,14 @@ class RouterProcess:
             else:
                 healthy = {m.url for m in members if m.healthy}
                 missing = sorted(expected - healthy)
-                if not missing:
-                    self.ready_after_s = time.monotonic() - self.started_at
-                    return members
-                last = "not listed healthy yet: " + ", ".join(missing)
+                if missing:
+                    last = "not listed healthy yet: " + ", ".join(missing)
+                else:
+                    readiness = client.readiness()
+                    if readiness.ready:
+                        self.ready_after_s = time.monotonic() - self.started_at
+                        return members
+                    last = f"/readiness: {readiness.detail}"
             if time.monotonic() >= deadline:
                 raise RouterLaunchError(
                     f"router {self.url} not ready within {timeout_s:g} s ({last}); a worker is registered "
