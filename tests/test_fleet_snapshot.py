@@ -95,7 +95,10 @@ def test_fleet_changes_names_each_worker_and_what_changed() -> None:
 
 def test_fleet_record_schema_version_first_and_round_trips() -> None:
     rec = FleetRecord(
-        router_url="http://r:1", start=_snap(worker_record(_member("http://a:1"), _info(), None))
+        router_url="http://r:1",
+        router_launched=True,
+        verified=True,
+        start=_snap(worker_record(_member("http://a:1"), _info(), None)),
     )
     data = json.loads(rec.model_dump_json())
     assert next(iter(data)) == "schema_version" and data["schema_version"] == 1

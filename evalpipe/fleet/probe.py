@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,7 +264,8 @@ def probe_request_fields(
     checks: Sequence[ProbeCheck] | None = None,
 ) -> RequestFieldProbe:
     """Run every check against the workers (``worker_urls``: the URLs evalpipe reaches them at) and the
-    router (its base URL); one request at a time, so no answer depends on batching with another."""
+    router (its base URL); one request at a time per server, so no answer depends on batching with
+    another (the workers are asked in parallel: they are separate servers)."""
     router = router_url.rstrip("/")
     known = FORWARDING.get(router_version or "", {})
     sent = 0
@@ -273,11 +275,15 @@ def probe_request_fields(
         obs = Observations()
         test = request_body(model, check.test, chat_template_kwargs)
         control = request_body(model, check.control, chat_template_kwargs)
-        for url in worker_urls:
-            base = url.rstrip("/")
-            obs.direct[base] = [_chat(base, test, api_key, timeout_s) for _ in range(2)]
-            obs.control[base] = _chat(base, control, api_key, timeout_s)
-            sent += 3
+        def direct(base: str, test: dict[str, Any] = test, control: dict[str, Any] = control) -> list[Answer]:
+            return [*(_chat(base, test, api_key, timeout_s) for _ in range(2)), _chat(base, control, api_key, timeout_s)]
+
+        bases = [url.rstrip("/") for url in worker_urls]
+        with ThreadPoolExecutor(max_workers=max(1, len(bases))) as pool:  # workers answer in parallel
+            for base, answers in zip(bases, pool.map(direct, bases), strict=True):
+                obs.direct[base] = answers[:2]
+                obs.control[base] = answers[2]
+                sent += 3
         for _ in range(max(2, len(worker_urls))):
             rid = x_request_id(f"probe-{sent:04d}")
             res = fetch.post_json(

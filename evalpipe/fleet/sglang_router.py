@@ -208,7 +208,12 @@ class RouterLaunchSpec:
     disable_retries: bool = True
     #: The router's own per-request timeout (its default 1800 s cuts a 65k-token thinking answer).
     request_timeout_s: int = 1800
+    #: Seconds between the router's health checks of each worker (its 60 s default lists a dead worker as
+    #: healthy for 3 × 60 s); None: the router's default.
+    health_check_interval_s: int | None = None
     log_level: LogLevel = "info"
+    #: Key the router sends its workers (``--api-key``; an unresolved ``$ENV`` reference when printing).
+    api_key: str | None = None
     extra_args: tuple[str, ...] = ()
 
 
@@ -223,6 +228,10 @@ def router_argv(spec: RouterLaunchSpec, python: str) -> list[str]:
     argv += ["--policy", spec.policy]
     argv += ["--prometheus-host", spec.prometheus_host, "--prometheus-port", str(spec.prometheus_port)]
     argv += ["--request-timeout-secs", str(spec.request_timeout_s), "--log-level", spec.log_level]
+    if spec.health_check_interval_s is not None:
+        argv += ["--health-check-interval-secs", str(spec.health_check_interval_s)]
+    if spec.api_key:
+        argv += ["--api-key", spec.api_key]
     if spec.dp_aware:
         argv.append("--dp-aware")
     if spec.disable_retries:

@@ -90,7 +90,7 @@ def take_snapshot(client: RouterClient, *, now: datetime | None = None) -> Fleet
     taken_at = (now or datetime.now(UTC)).isoformat()
     entries = client.listed_workers()
     workers = []
-    for member in fold_workers(entries, client.rewrites):
+    for member in sorted(fold_workers(entries, client.rewrites), key=lambda m: m.url):
         info, error = client.worker_server_info(member)
         workers.append(worker_record(member, info, error))
     return FleetSnapshot(taken_at=taken_at, workers=workers, listed_entries=len(entries))

@@ -56,6 +56,20 @@ class FleetWorker(Row):
     server_info_error: str | None = Field(
         default=None, description="Why /server_info could not be read from this worker."
     )
+    launched: bool = Field(default=False, description="evalpipe launched this worker (and stopped it).")
+    files: str | None = Field(
+        default=None,
+        description="Run-directory folder with its server_info.json, verification.json (and server.log when "
+        "launched), e.g. server/workers/0.",
+    )
+    verified: bool | None = Field(
+        default=None,
+        description="Start only: every value the config pins resolved as configured on this worker (top level "
+        "and every internal_states entry); None when /server_info was unreadable (unverified, never passed).",
+    )
+    problems: list[str] = Field(
+        default_factory=list, description="Start only: one line per mismatch, naming the worker and the field."
+    )
 
 
 class FleetSnapshot(Row):
@@ -111,6 +125,18 @@ class FleetRecord(Artifact):
 
     schema_version: int = 1
     router_url: str
+    router_launched: bool = Field(description="evalpipe launched the router (kind: router) or attached to it.")
+    policy: str | None = Field(default=None, description="Routing policy of a launched router.")
+    on_mismatch: Literal["abort", "warn"] = "abort"
+    verified: bool = Field(
+        description="Every worker's /server_info was read and resolved the configured settings, the workers "
+        "agree with each other, and the request-field probe found nothing that changes generation."
+    )
+    problems: list[str] = Field(
+        default_factory=list,
+        description="Why the fleet is not verified, one line each naming the worker and the field (a run "
+        "with on_mismatch: abort stops on the first before any sample).",
+    )
     router_version: str | None = Field(
         default=None,
         description="sglang-router version; sglang-router 0.3.2 does not report it over HTTP, so it is "
@@ -131,3 +157,31 @@ class FleetRecord(Artifact):
         "invisible to requests.jsonl); None when Prometheus was not available.",
     )
     probe: RequestFieldProbe | None = None
+
+
+class FleetWorkerSummary(Row):
+    """One worker in ``summary.json``: what it resolved and what share of the run it served."""
+
+    url: str
+    kv_cache_dtype: str | None = None
+    version: str | None = None
+    engine: str | None = None
+    verified: bool | None = None
+    launched: bool = False
+    requests_ok: int | None = Field(default=None, description="Successful requests during the run (router counters).")
+    requests_failed: int | None = None
+    share: float | None = Field(default=None, description="requests_ok / all successful requests of the fleet.")
+
+
+class FleetSummary(Row):
+    """The fleet behind a router, as ``server/fleet.json`` recorded it."""
+
+    router_url: str
+    router_version: str | None = None
+    router_launched: bool
+    policy: str | None = None
+    verified: bool
+    workers: list[FleetWorkerSummary] = Field(default_factory=list)
+    probe: list[FieldProbe] = Field(default_factory=list)
+    counters: str = Field(description="Where requests per worker come from, or why they are unknown.")
+    attribution: str = Field(description="Whether accuracy can be attributed to each worker, said plainly.")

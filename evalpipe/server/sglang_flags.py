@@ -253,6 +253,21 @@ def resolved_value(server_info: dict[str, Any], key: str) -> Any:
     return None
 
 
+def internal_state_values(server_info: dict[str, Any], key: str) -> list[tuple[int, Any]]:
+    """``(index, value)`` of every ``internal_states`` entry (one per data-parallel scheduler) that reports
+    ``key``: each must have resolved what the config asks, not just the first."""
+    names = SERVER_INFO_KEYS.get(key, (key,))
+    states = server_info.get("internal_states")
+    out: list[tuple[int, Any]] = []
+    if isinstance(states, list):
+        for i, state in enumerate(states):
+            if isinstance(state, dict):
+                value = next((state[n] for n in names if state.get(n) is not None), None)
+                if value is not None:
+                    out.append((i, value))
+    return out
+
+
 def normalize(value: Any) -> Any:
     """Comparable form of a reported value: deprecated aliases folded (``nsa`` → ``dsa``, ``bf16`` →
     ``bfloat16``), speculative ``NONE`` → None, numeric strings → int."""
