@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalpipe import __version__
 from evalpipe.audit import checks
+from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
 from evalpipe.audit.inputs import load_inputs
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit, response_selection
@@ -72,6 +73,9 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     findings += checks.check_secrets(inputs)
     findings += checks.check_config_identity(inputs)
     findings += checks.check_replay_misses(inputs.rundir)
+    fleet = load_fleet(inputs.rundir, findings)
+    if fleet is not None:
+        findings += check_fleet(fleet)
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)
@@ -94,6 +98,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         model=model_summary(inputs),
         generation=generation_summary(inputs),
         server=server,
+        fleet=fleet_summary(fleet) if fleet is not None else None,
         provenance=inputs.provenance,
         sampling=sampling_summary(inputs),
         sampled_ids_csv=rd.sampled_ids.name if rd.sampled_ids.is_file() else None,
@@ -101,7 +106,8 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
         paired_control=paired,
-        limitations=limitations(inputs, results, server, paired),
+        limitations=limitations(inputs, results, server, paired)
+        + (fleet_limitations(fleet) if fleet else []),
         findings=findings,
         finding_counts=counts,  # type: ignore[arg-type]
         gates=gates,

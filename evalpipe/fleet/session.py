@@ -155,8 +155,7 @@ def fleet_session(
             for f in probe.fields
             if f.verdict in BAD_VERDICTS
         ]
-        if bad:
-            record_.problems += bad
+        if bad:  # the probe's own verdicts stay in record_.probe (the audit reports each)
             record_.verified = False
             verification.verified = False
             verification.description += " — request fields: " + "; ".join(bad)
