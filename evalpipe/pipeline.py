@@ -298,12 +298,18 @@ def run_variants(
 ) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
     """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
 
-    The first variant is the one under test; it is compared with each following one (the controls).
+    The first variant is the one under test; it is compared with each following one (the controls).  With
+    ``parallel_variants`` the variants run at the same time, each in its own process on servers it shares
+    with no other (``evalpipe.parallel_variants``); otherwise one after the other.
     """
     from evalpipe.compare import compare_runs, write_compare
 
     names = [v.name for v in cfg.variants]
     labels = {v.name: v.label or v.name for v in cfg.variants}
+    if cfg.parallel_variants:
+        from evalpipe.parallel_variants import check_disjoint
+
+        check_disjoint(cfg)  # before anything is sampled: one line naming what two variants would share
     clock = StageClock()
     with clock.stage("sample"):
         if resume is not None:
@@ -311,29 +317,17 @@ def run_variants(
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
-    results: dict[str, RunResult] = {}
-    try:
-        for name in names:
-            sub = dirs[name]
-            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
-            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
-            results[name] = run(
-                cfg,
-                dataset_root=dataset_root,
-                resume=sub.root if resuming else None,
-                progress=progress,
-                variant=name,
-                spine=spine,
-            )
-            if on_variant_done is not None:
-                on_variant_done(name, results[name])
-    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
-        exc.run_dir = str(root_spine.rundir.root)
-        raise
-    except KeyboardInterrupt as exc:
-        from evalpipe.server.lifecycle import Terminated
+    if cfg.parallel_variants:
+        from evalpipe.parallel_variants import run_at_once
 
-        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+        with clock.stage("variants"):
+            results = run_at_once(cfg, root_spine, dirs, dataset_root=dataset_root, progress=progress)
+        if on_variant_done is not None:
+            for name in names:
+                on_variant_done(name, results[name])
+    else:
+        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, dataset_root=dataset_root,
+                               progress=progress, on_variant_done=on_variant_done)  # fmt: skip
     compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]
@@ -358,3 +352,39 @@ def run_variants(
         clock.stages += results[name].timings
     clock.write(root_spine.rundir)
     return root_spine.rundir, results, compares
+
+
+def _run_in_turn(
+    cfg: RunConfig,
+    root_spine: Spine,
+    dirs: dict[str, RunDir],
+    *,
+    resume: Path | None,
+    dataset_root: Path | None,
+    progress: Progress | None,
+    on_variant_done,  # type: ignore[no-untyped-def]
+) -> dict[str, RunResult]:
+    """Each variant after the other, in this process (a stopped variant stops the whole run)."""
+    results: dict[str, RunResult] = {}
+    try:
+        for name, sub in dirs.items():
+            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+            results[name] = run(
+                cfg,
+                dataset_root=dataset_root,
+                resume=sub.root if resuming else None,
+                progress=progress,
+                variant=name,
+                spine=spine,
+            )
+            if on_variant_done is not None:
+                on_variant_done(name, results[name])
+    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
+        exc.run_dir = str(root_spine.rundir.root)
+        raise
+    except KeyboardInterrupt as exc:
+        from evalpipe.server.lifecycle import Terminated
+
+        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+    return results

@@ -255,7 +255,9 @@ class _FakeServing:
         self.attached.append(base_url)
         return self._handle(base_url)
 
-    def verify(self, handle: ServerHandle, *, against: Any = None, enforce: bool = True) -> ServerVerification:
+    def verify(
+        self, handle: ServerHandle, *, against: Any = None, enforce: bool = True
+    ) -> ServerVerification:
         self.verified.append(handle.base_url)
         return verify(self._cfg, self._cfg.server, None, base_url=handle.base_url, info_error="not asked")
 

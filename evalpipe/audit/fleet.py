@@ -69,7 +69,11 @@ def check_fleet(record: FleetRecord) -> list[Finding]:
         out.append(Finding(severity=severity, code=code, path=PATH, message=message))  # type: ignore[arg-type]
 
     for problem in record.problems:
-        add("error", "fleet_not_verified", f"at the start of the run: {problem} (on_mismatch: {record.on_mismatch})")
+        add(
+            "error",
+            "fleet_not_verified",
+            f"at the start of the run: {problem} (on_mismatch: {record.on_mismatch})",
+        )
     if record.end is None:
         add(
             "error",
@@ -83,7 +87,11 @@ def check_fleet(record: FleetRecord) -> list[Finding]:
         else:
             add("error", "fleet_worker_changed", change.message)
     if record.probe is None:
-        add("info", "router_request_field_unobservable", "request-field probe not run (router.probe_fields: false)")
+        add(
+            "info",
+            "router_request_field_unobservable",
+            "request-field probe not run (router.probe_fields: false)",
+        )
     else:
         for f in record.probe.fields:
             if f.verdict in BAD_VERDICTS:

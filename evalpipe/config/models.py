@@ -134,7 +134,9 @@ class RouterWorker(Strict):
     @model_validator(mode="after")
     def _one_of(self) -> RouterWorker:
         if (self.url is None) == (self.kind is None):
-            raise ValueError("give exactly one of url (a running worker) and kind (a worker evalpipe launches)")
+            raise ValueError(
+                "give exactly one of url (a running worker) and kind (a worker evalpipe launches)"
+            )
         if self.url is not None and (self.port or self.env or self.overrides or self.host):
             raise ValueError("host, port, env and overrides apply to launched workers (kind), not to url")
         return self

@@ -275,8 +275,12 @@ def probe_request_fields(
         obs = Observations()
         test = request_body(model, check.test, chat_template_kwargs)
         control = request_body(model, check.control, chat_template_kwargs)
+
         def direct(base: str, test: dict[str, Any] = test, control: dict[str, Any] = control) -> list[Answer]:
-            return [*(_chat(base, test, api_key, timeout_s) for _ in range(2)), _chat(base, control, api_key, timeout_s)]
+            return [
+                *(_chat(base, test, api_key, timeout_s) for _ in range(2)),
+                _chat(base, control, api_key, timeout_s),
+            ]
 
         bases = [url.rstrip("/") for url in worker_urls]
         with ThreadPoolExecutor(max_workers=max(1, len(bases))) as pool:  # workers answer in parallel

@@ -87,7 +87,9 @@ def _shown(values: set[Any]) -> str:
 def worker_problems(worker: WorkerCheck, fleet: Sequence[WorkerCheck]) -> list[str]:
     """Why this worker is not verified: not healthy, unreadable, or a value unlike the config's."""
     if not worker.healthy:
-        return [f"worker {worker.url} is listed unhealthy by the router: unverified (it serves again once healthy)"]
+        return [
+            f"worker {worker.url} is listed unhealthy by the router: unverified (it serves again once healthy)"
+        ]
     if worker.info is None or worker.verification is None:
         why = worker.info_error or "no answer"
         return [f"worker {worker.url}: /server_info unreadable ({why}): unverified"]
@@ -96,7 +98,9 @@ def worker_problems(worker: WorkerCheck, fleet: Sequence[WorkerCheck]) -> list[s
     for check in worker.verification.checks:
         if check.ok:
             continue
-        seen = "; ".join(f"{o.url}: {_shown(_values(o.info, check.key))}" for o in others if o.info is not None)
+        seen = "; ".join(
+            f"{o.url}: {_shown(_values(o.info, check.key))}" for o in others if o.info is not None
+        )
         out.append(
             f"worker {worker.url} resolved {check.key} {check.resolved!r} (config {check.expected!r}"
             + (f"; {seen})" if seen else ")")
@@ -173,8 +177,10 @@ def combined_verification(
     if verified:
         description = f"{head} — every worker verified from its own server_info"
     else:
-        description = f"{head} — NOT verified: " + "; ".join(problems[:3]) + (
-            f" (+{len(problems) - 3} more in server/fleet.json)" if len(problems) > 3 else ""
+        description = (
+            f"{head} — NOT verified: "
+            + "; ".join(problems[:3])
+            + (f" (+{len(problems) - 3} more in server/fleet.json)" if len(problems) > 3 else "")
         )
     return ServerVerification(
         kind=kind,  # type: ignore[arg-type]  # a registered ServerKind name, checked by pydantic

@@ -68,7 +68,8 @@ class FleetWorker(Row):
         "and every internal_states entry); None when /server_info was unreadable (unverified, never passed).",
     )
     problems: list[str] = Field(
-        default_factory=list, description="Start only: one line per mismatch, naming the worker and the field."
+        default_factory=list,
+        description="Start only: one line per mismatch, naming the worker and the field.",
     )
 
 
@@ -125,7 +126,9 @@ class FleetRecord(Artifact):
 
     schema_version: int = 1
     router_url: str
-    router_launched: bool = Field(description="evalpipe launched the router (kind: router) or attached to it.")
+    router_launched: bool = Field(
+        description="evalpipe launched the router (kind: router) or attached to it."
+    )
     policy: str | None = Field(default=None, description="Routing policy of a launched router.")
     on_mismatch: Literal["abort", "warn"] = "abort"
     verified: bool = Field(
@@ -168,9 +171,13 @@ class FleetWorkerSummary(Row):
     engine: str | None = None
     verified: bool | None = None
     launched: bool = False
-    requests_ok: int | None = Field(default=None, description="Successful requests during the run (router counters).")
+    requests_ok: int | None = Field(
+        default=None, description="Successful requests during the run (router counters)."
+    )
     requests_failed: int | None = None
-    share: float | None = Field(default=None, description="requests_ok / all successful requests of the fleet.")
+    share: float | None = Field(
+        default=None, description="requests_ok / all successful requests of the fleet."
+    )
 
 
 class FleetSummary(Row):

@@ -245,7 +245,13 @@ class _Serving:
         files = self.rundir.worker_files(name)
         files.dir.mkdir(parents=True, exist_ok=True)
         return _Serving(
-            self._cfg, server, self.rundir, files, variant=self.variant, api_key=self._api_key, guard=self.guard
+            self._cfg,
+            server,
+            self.rundir,
+            files,
+            variant=self.variant,
+            api_key=self._api_key,
+            guard=self.guard,
         )
 
     @contextlib.contextmanager

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.errors import ServerError
+from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
+from evalpipe.fleet.request_id import x_request_id
 from evalpipe.rundir import RunDir
 from evalpipe.server.recorder import (
     FLUSH,
@@ -53,8 +55,6 @@ from evalpipe.server.recorder import (
     M_STREAM,
     encode_frame,
 )
-from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
-from evalpipe.fleet.request_id import x_request_id
 from evalpipe.server.upstream import UpstreamClient, UpstreamProtocolError
 
 RID_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})

@@ -65,7 +65,10 @@ class EndpointKind(Kind):
         handle = ctx.attach(self.base_url(server), ready_paths=self.ready_paths(server))
         settings = router_settings(server)
         client = RouterClient(
-            handle.base_url, api_key=ctx.api_key, rewrites=settings.url_rewrites, metrics_url=settings.metrics_url
+            handle.base_url,
+            api_key=ctx.api_key,
+            rewrites=settings.url_rewrites,
+            metrics_url=settings.metrics_url,
         )
         if not client.is_router():
             handle.verification = ctx.verify(handle)

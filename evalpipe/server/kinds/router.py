@@ -150,7 +150,9 @@ class RouterKind(Kind):
                 continue
             launch = worker_launch_server(server, worker, i)
             own = server_kind(launch.kind).preflight(cfg, launch, server_env(launch))
-            checks += [c.model_copy(update={"message": f"router.workers[{i}]: {c.message}"}) for c in own.checks]
+            checks += [
+                c.model_copy(update={"message": f"router.workers[{i}]: {c.message}"}) for c in own.checks
+            ]
         argv = self.argv(cfg, server, resolve_secrets=False)
         return KindPreflight(argv=argv, checks=checks, engine_version=version)
 
@@ -253,7 +255,9 @@ def worker_launch_server(server: ServerConfig, worker: RouterWorker, index: int)
     assert worker.kind is not None
     kind = server_kind(worker.kind)
     if kind.fleet or not kind.launches_process:
-        raise ValueError(f"{where}.kind: '{worker.kind}' cannot be launched as a worker (it launches no server)")
+        raise ValueError(
+            f"{where}.kind: '{worker.kind}' cannot be launched as a worker (it launches no server)"
+        )
     base = server.model_copy(
         update={
             "kind": worker.kind,
