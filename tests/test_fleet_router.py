@@ -257,7 +257,7 @@ def test_not_a_router_and_nothing_there(fleet: tuple[RouterProcess, ScriptedServ
         RouterClient(a.base_url).listed_workers()  # a worker's /v1 URL, as --endpoint would give it
     assert str(exc.value) == (
         f"{a.root_url} is not a router: GET /workers answered HTTP 404: 404: Not Found "
-        "(sglang-router lists its workers there; for a single server use kind: endpoint)"
+        "(sglang-router lists its workers there; server.router says a router is expected)"
     )
     closed = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RouterUnreachable, match=f"router {closed}: no answer on /workers"):

@@ -137,7 +137,7 @@ class RouterClient:
         if entries is None:
             raise NotARouter(
                 f"{self.url} is not a router: GET {WORKERS_PATH} answered {res.describe()} "
-                "(sglang-router lists its workers there; for a single server use kind: endpoint)"
+                "(sglang-router lists its workers there; server.router says a router is expected)"
             )
         return entries
 

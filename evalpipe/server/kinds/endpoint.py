@@ -71,6 +71,8 @@ class EndpointKind(Kind):
             metrics_url=settings.metrics_url,
         )
         if not client.is_router():
+            if server.router is not None:  # the config says a router is there: say what answered instead
+                client.listed_workers()  # NotARouter / RouterUnreachable: one line each
             handle.verification = ctx.verify(handle)
             yield handle
             return
