@@ -94,8 +94,8 @@ def run_at_once(
             ]
             if dataset_root is not None:
                 argv += ["--dataset-root", str(dataset_root)]
-            with open(sub.logs_dir / RUN_LOG, "ab") as log:
-                procs[name] = spawn(argv, stdout=log, stderr=subprocess.STDOUT)
+            with open(sub.logs_dir / RUN_LOG, "ab") as out:
+                procs[name] = spawn(argv, stdout=out, stderr=subprocess.STDOUT)
             started[name] = time.monotonic()
             if console is not None:
                 console.print(f"variant {name}: started (log {sub.logs_dir / RUN_LOG})")

@@ -16,6 +16,7 @@ compared with the others (``compare.json``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -362,7 +363,7 @@ def _run_in_turn(
     resume: Path | None,
     dataset_root: Path | None,
     progress: Progress | None,
-    on_variant_done,  # type: ignore[no-untyped-def]
+    on_variant_done: Callable[[str, RunResult], None] | None,
 ) -> dict[str, RunResult]:
     """Each variant after the other, in this process (a stopped variant stops the whole run)."""
     results: dict[str, RunResult] = {}

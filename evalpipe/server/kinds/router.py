@@ -97,7 +97,7 @@ class RouterKind(Kind):
     def member_argvs(self, cfg: RunConfig, server: ServerConfig) -> list[tuple[str, list[str]]]:
         from evalpipe.server.kinds.registry import server_kind
 
-        out = []
+        out: list[tuple[str, list[str]]] = []
         for i, worker in enumerate(_router(server).workers):
             if worker.kind is None:
                 out.append((f"worker {i}: {worker.url} (running; not launched)", []))
