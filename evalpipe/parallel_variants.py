@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import signal
 import subprocess
 import sys
 import time
@@ -95,7 +96,10 @@ def run_at_once(
             if dataset_root is not None:
                 argv += ["--dataset-root", str(dataset_root)]
             with open(sub.logs_dir / RUN_LOG, "ab") as out:
-                procs[name] = spawn(argv, stdout=out, stderr=subprocess.STDOUT)
+                # SIGTERM if we are killed: the variant then stops its own servers
+                procs[name] = spawn(
+                    argv, stdout=out, stderr=subprocess.STDOUT, die_with_parent=signal.SIGTERM
+                )
             started[name] = time.monotonic()
             if console is not None:
                 console.print(f"variant {name}: started (log {sub.logs_dir / RUN_LOG})")

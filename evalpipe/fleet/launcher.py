@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -121,7 +122,7 @@ class RouterProcess:
         self.ready_after_s: float | None = None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            self.proc = spawn(self.argv, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = spawn(self.argv, stdout=log, stderr=subprocess.STDOUT, die_with_parent=signal.SIGKILL)
         self.pgid = self.proc.pid
 
     def client(

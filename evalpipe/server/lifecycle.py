@@ -270,7 +270,9 @@ class _Serving:
         with open(files.log, "ab") as logfh:
             logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
             logfh.flush()
-            proc = spawn(argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env)
+            proc = spawn(
+                argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env, die_with_parent=signal.SIGKILL
+            )
         launch.pid = proc.pid
         handle = ServerHandle(
             base_url=base_url,
