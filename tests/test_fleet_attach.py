@@ -5,7 +5,7 @@ The real router (installed by ``make test``) in front of fast scripted workers t
 through ``managed_server``, exactly as a launched fleet: URL rewrites for workers the router knows under
 another address, the router's counters and version from ``server.router``, a worker joining mid-run caught at
 the end.  Bad input — an endpoint that is not a router although the config says one is, a router with no
-healthy worker, a configured worker the router never registers — ends ``evalpipe run`` with one line and
+healthy worker, a configured worker the router never registers, a worker this host cannot reach — ends ``evalpipe run`` with one line and
 exit code 4 (the server), before any sample is sent.
 """
 
@@ -190,3 +190,30 @@ def test_a_configured_worker_the_router_never_registers(tmp_path: Path, router_o
             "whose /health does not answer 200 from the router's host is never registered"
         )
     )
+
+
+def test_a_worker_this_host_cannot_reach(tmp_path: Path, router_over: Any) -> None:
+    """The router reaches the worker, the evaluation host does not (here: a rewrite to a closed port, as a
+    worker listed under a cluster-internal address would be): unverified, never passed — the run stops."""
+    live = _worker()
+    unreachable = f"http://127.0.0.1:{free_port()}"
+    try:
+        router = router_over((live.root_url,))
+        server = {
+            "kind": "endpoint",
+            "endpoint": router.url,
+            "router": {"url_rewrites": {live.root_url: unreachable}},
+        }
+        code, lines, out = _run(tmp_path, server)
+    finally:
+        live.stop()
+    assert code == 4 and len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"error: fleet not verified (on_mismatch: abort): worker {live.root_url}: /server_info unreadable "
+        f"({unreachable}: /server_info: "
+    ) and lines[0].endswith(
+        "the router reaches it, this host does not: map the listed address to one this host reaches in "
+        "server.router.url_rewrites): unverified"
+    ), lines[0]
+    record = read_model(out / "server" / "fleet.json", FleetRecord)
+    assert not record.verified and [w.verified for w in record.start.workers] == [None]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalpipe.errors import EvalpipeError, ServerError
+from evalpipe.fleet import fetch
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
@@ -196,9 +197,21 @@ def _verify_member(
         healthy=member.healthy,
         verification=verification,
         info=info,
-        info_error=verification.server_info_error,
+        info_error=_unreadable_why(member, verification.server_info_error) if info is None else None,
     )
     return check, info
+
+
+def _unreadable_why(member: FleetMember, error: str | None) -> str:
+    """Why a worker's ``/server_info`` could not be read, naming the address tried; when nothing answers
+    there at all (the router reaches the worker, this host does not), what to do about it."""
+    why = f"{member.query_url}: {error or 'no answer'}"
+    if fetch.get(member.query_url + "/health", timeout=5.0).status is None:
+        why += (
+            "; the router reaches it, this host does not: map the listed address to one this host reaches "
+            "in server.router.url_rewrites"
+        )
+    return why
 
 
 def _attached_handle(ctx: ServeContext, plan: PlannedWorker, member: FleetMember) -> ServerHandle:
