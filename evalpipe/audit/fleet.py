@@ -61,6 +61,12 @@ def served(record: FleetRecord) -> dict[str, WorkerRequestCount] | None:
     return out
 
 
+#: A worker whose health flipped may serve again: a warning; a worker that joined, left, became unreadable or
+#: changed its configuration or version is an error.
+_CHANGE_FINDING: dict[str, tuple[str, str]] = {"health_changed": ("warn", "fleet_worker_health_changed")}
+_ANY_OTHER_CHANGE = ("error", "fleet_worker_changed")
+
+
 def check_fleet(record: FleetRecord) -> list[Finding]:
     """Every finding ``fleet.json`` supports (see the module docstring)."""
     out: list[Finding] = []
@@ -82,10 +88,7 @@ def check_fleet(record: FleetRecord) -> list[Finding]:
             "changed its configuration during it would go unnoticed",
         )
     for change in record.changes:
-        if change.kind == "health_changed":
-            add("warn", "fleet_worker_health_changed", change.message)
-        else:
-            add("error", "fleet_worker_changed", change.message)
+        add(*_CHANGE_FINDING.get(change.kind, _ANY_OTHER_CHANGE), change.message)
     if record.probe is None:
         add(
             "info",
