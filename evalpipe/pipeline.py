@@ -322,7 +322,8 @@ def run_variants(
         from evalpipe.parallel_variants import run_at_once
 
         with clock.stage("variants"):
-            results = run_at_once(cfg, root_spine, dirs, dataset_root=dataset_root, progress=progress)
+            run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
+        results = {name: finished_variant(dirs[name], root_spine) for name in names}
         if on_variant_done is not None:
             for name in names:
                 on_variant_done(name, results[name])
@@ -389,3 +390,26 @@ def _run_in_turn(
 
         raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
     return results
+
+
+def finished_variant(rd: RunDir, root: Spine) -> RunResult:
+    """A variant's RunResult from the files its own process wrote (``parallel_variants``)."""
+    from evalpipe.evalscope_bridge.stage import StageResult
+    from evalpipe.io import read_jsonl
+    from evalpipe.schema.evalscope import IndexMap
+    from evalpipe.schema.outcomes import CacheRepair
+    from evalpipe.schema.summary import Summary
+    from evalpipe.schema.timings import StageTimings
+
+    outcomes = [r for r in read_jsonl(rd.outcomes, OutcomeRow) if isinstance(r, OutcomeRow)]
+    repairs = [r for r in read_jsonl(rd.cache_repairs, CacheRepair) if isinstance(r, CacheRepair)]
+    return RunResult(
+        rundir=rd,
+        manifest=root.manifest,
+        index_map=read_model(rd.index_map, IndexMap),
+        evalscope=StageResult(repairs=repairs),
+        outcomes=outcomes,
+        resumed=bool(repairs),
+        summary=read_model(rd.summary, Summary) if rd.summary.is_file() else None,
+        timings=read_model(rd.timings, StageTimings).stages if rd.timings.is_file() else [],
+    )
