@@ -65,6 +65,10 @@ def _launches(out: Path) -> list[LaunchRecord]:
     return [read_model(p, LaunchRecord) for p in sorted(out.glob("**/server/**/launch.json"))]
 
 
+def _tail(log: Path) -> str:
+    return log.read_text(encoding="utf-8").rstrip() if log.is_file() else ""
+
+
 def _routers_ready(out: Path, variants: bool) -> bool:
     paths = (
         [out / v / "server" / "launch.json" for v in ("a", "b")]
@@ -101,9 +105,13 @@ def test_sigkill_of_the_run_leaves_no_router_or_worker(tmp_path: Path, variants:
         assert not left, f"still running after SIGKILL of the run: process groups {left}"
         if variants:  # each variant stopped its servers itself, at once (not by running to its end)
             assert all(launch.stopped_at is not None for launch in _launches(out))
-            for v in ("a", "b"):
-                log = (out / v / "logs" / "run.log").read_text(encoding="utf-8")
-                assert log.rstrip().endswith(f"interrupted by SIGTERM: run directory {out / v}"), log[-1000:]
+            logs = {v: out / v / "logs" / "run.log" for v in ("a", "b")}
+            ended = {v: f"interrupted by SIGTERM: run directory {out / v}" for v in logs}
+            by = time.monotonic() + 30  # its last line comes once its servers are stopped
+            while time.monotonic() < by and not all(_tail(logs[v]).endswith(ended[v]) for v in logs):
+                time.sleep(0.1)
+            for v in logs:
+                assert _tail(logs[v]).endswith(ended[v]), _tail(logs[v])[-1000:]
     finally:
         if run.poll() is None:
             run.kill()
