@@ -120,11 +120,13 @@ def test_an_attached_router_is_verified_worker_by_worker(tmp_path: Path, router_
 # --- bad input through the CLI: one line, exit 4, nothing sent -----------------------------------------
 
 
-def _run(tmp_path: Path, server: dict[str, Any], *extra: str) -> tuple[int, list[str], Path]:
+def _run(
+    tmp_path: Path, server: dict[str, Any], *extra: str, launch_timeout_s: int = 4
+) -> tuple[int, list[str], Path]:
     cfg = {
         "name": "fleet-bad-input",
         "model": {"path": "m", "served_name": MODEL},
-        "server": {"launch_timeout_s": 4, "stop_timeout_s": 5, **server},
+        "server": {"launch_timeout_s": launch_timeout_s, "stop_timeout_s": 5, **server},
         "benchmarks": [{"name": "gsm8k", "subset": "main", "source": {"local": str(DATA / "gsm8k")},
                         "sampling": {"stratify_by": "none", "total": 1, "allocation": "uniform"}}],
     }  # fmt: skip
@@ -165,11 +167,14 @@ def test_a_configured_worker_the_router_never_registers(tmp_path: Path, router_o
     dead = f"http://127.0.0.1:{free_port()}"
     live = _worker()
     try:
-        # launched router: never ready while a configured worker is missing
-        code, lines, out = _run(tmp_path, {"kind": "router", "router": {"workers": [{"url": dead}]}})
+        # launched router: never ready while a configured worker is missing (the timeout leaves the router
+        # itself time to start: 4-5 s on a loaded 2-core host)
+        code, lines, out = _run(
+            tmp_path, {"kind": "router", "router": {"workers": [{"url": dead}]}}, launch_timeout_s=15
+        )
         assert code == 4 and len(lines) == 1, lines
         assert lines[0].startswith("error: router http://127.0.0.1:") and (
-            f"not ready within 4 s (not listed healthy yet: {dead}); a worker is registered only once its /health "
+            f"not ready within 15 s (not listed healthy yet: {dead}); a worker is registered only once its /health "
             "answers 200 from the router's host; log " in lines[0]
         )
         launch = read_model(out / "server" / "launch.json", LaunchRecord)

@@ -104,14 +104,16 @@ def test_sigkill_of_the_run_leaves_no_router_or_worker(tmp_path: Path, variants:
         left = sorted(p for p in pgids if group_alive(p))
         assert not left, f"still running after SIGKILL of the run: process groups {left}"
         if variants:  # each variant stopped its servers itself, at once (not by running to its end)
-            assert all(launch.stopped_at is not None for launch in _launches(out))
             logs = {v: out / v / "logs" / "run.log" for v in ("a", "b")}
             ended = {v: f"interrupted by SIGTERM: run directory {out / v}" for v in logs}
-            by = time.monotonic() + 30  # its last line comes once its servers are stopped
+            by = time.monotonic() + 30  # its last line comes once its servers' stops are recorded
             while time.monotonic() < by and not all(_tail(logs[v]).endswith(ended[v]) for v in logs):
                 time.sleep(0.1)
             for v in logs:
                 assert _tail(logs[v]).endswith(ended[v]), _tail(logs[v])[-1000:]
+            assert all(
+                launch.stopped_at is not None for launch in _launches(out)
+            )  # recorded before that line
     finally:
         if run.poll() is None:
             run.kill()
