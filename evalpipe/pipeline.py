@@ -397,12 +397,23 @@ def run_variants(
 ) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
     """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
 
-    The first variant is the one under test; it is compared with each following one (the controls).
+    The first variant is the one under test; it is compared with each following one (the controls).  With
+    ``parallel_variants`` the variants run at the same time, each in its own process on servers it shares
+    with no other (``evalpipe.parallel_variants``); otherwise one after the other.
     """
     from evalpipe.compare import compare_runs, write_compare
 
     names = [v.name for v in cfg.variants]
     labels = {v.name: v.label or v.name for v in cfg.variants}
+    if cfg.parallel_variants and extend is not None:
+        raise ConfigError(
+            "--extend with parallel_variants: true is not supported; set parallel_variants: false to grow "
+            "a run (the variants then extend one after the other)"
+        )
+    if cfg.parallel_variants:
+        from evalpipe.parallel_variants import check_disjoint
+
+        check_disjoint(cfg)  # before anything is sampled: one line naming what two variants would share
     clock = StageClock()
     with clock.stage("sample"):
         extension: ExtensionPlan | None = None
@@ -415,32 +426,19 @@ def run_variants(
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
-    results: dict[str, RunResult] = {}
-    try:
-        for name in names:
-            sub = dirs[name]
-            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
-            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
-            results[name] = run(
-                cfg,
-                dataset_root=dataset_root,
-                resume=sub.root if resuming else None,
-                progress=progress,
-                variant=name,
-                spine=spine,
-                extension=replace(extension, old=RunDir(extension.old.root / name))
-                if extension is not None and not resuming
-                else None,
-            )
-            if on_variant_done is not None:
-                on_variant_done(name, results[name])
-    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
-        exc.run_dir = str(root_spine.rundir.root)
-        raise
-    except KeyboardInterrupt as exc:
-        from evalpipe.server.lifecycle import Terminated
+    if cfg.parallel_variants:
+        from evalpipe.parallel_variants import run_at_once
 
-        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+        with clock.stage("variants"):
+            run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
+        results = {name: finished_variant(dirs[name], root_spine) for name in names}
+        if on_variant_done is not None:
+            for name in names:
+                on_variant_done(name, results[name])
+    else:
+        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, dataset_root=dataset_root,
+                               progress=progress, on_variant_done=on_variant_done,
+                               extension=extension)  # fmt: skip
     compare_start = time.perf_counter()
     compares: list[Path] = []
     first = names[0]
@@ -477,3 +475,66 @@ def run_variants(
         clock.stages += results[name].timings
     clock.write(root_spine.rundir)
     return root_spine.rundir, results, compares
+
+
+def _run_in_turn(
+    cfg: RunConfig,
+    root_spine: Spine,
+    dirs: dict[str, RunDir],
+    *,
+    resume: Path | None,
+    dataset_root: Path | None,
+    progress: ProgressDisplay | None,
+    on_variant_done: Callable[[str, RunResult], None] | None,
+    extension: ExtensionPlan | None = None,
+) -> dict[str, RunResult]:
+    """Each variant after the other, in this process (a stopped variant stops the whole run)."""
+    results: dict[str, RunResult] = {}
+    try:
+        for name, sub in dirs.items():
+            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+            results[name] = run(
+                cfg,
+                dataset_root=dataset_root,
+                resume=sub.root if resuming else None,
+                progress=progress,
+                variant=name,
+                spine=spine,
+                extension=replace(extension, old=RunDir(extension.old.root / name))
+                if extension is not None and not resuming
+                else None,
+            )
+            if on_variant_done is not None:
+                on_variant_done(name, results[name])
+    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
+        exc.run_dir = str(root_spine.rundir.root)
+        raise
+    except KeyboardInterrupt as exc:
+        from evalpipe.server.lifecycle import Terminated
+
+        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+    return results
+
+
+def finished_variant(rd: RunDir, root: Spine) -> RunResult:
+    """A variant's RunResult from the files its own process wrote (``parallel_variants``)."""
+    from evalpipe.evalscope_bridge.stage import StageResult
+    from evalpipe.io import read_jsonl
+    from evalpipe.schema.evalscope import IndexMap
+    from evalpipe.schema.outcomes import CacheRepair
+    from evalpipe.schema.summary import Summary
+    from evalpipe.schema.timings import StageTimings
+
+    outcomes = [r for r in read_jsonl(rd.outcomes, OutcomeRow) if isinstance(r, OutcomeRow)]
+    repairs = [r for r in read_jsonl(rd.cache_repairs, CacheRepair) if isinstance(r, CacheRepair)]
+    return RunResult(
+        rundir=rd,
+        manifest=root.manifest,
+        index_map=read_model(rd.index_map, IndexMap),
+        evalscope=StageResult(repairs=repairs),
+        outcomes=outcomes,
+        resumed=bool(repairs),
+        summary=read_model(rd.summary, Summary) if rd.summary.is_file() else None,
+        timings=read_model(rd.timings, StageTimings).stages if rd.timings.is_file() else [],
+    )

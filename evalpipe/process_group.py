@@ -6,7 +6,10 @@ started with ``start_new_session=True``, so it leads a new session and process g
 and everything it starts stays in that group: stopping means signalling the *group*, and "stopped" means
 no live (non-zombie) process is left in it — the leader having exited is not enough.
 
-* :func:`spawn` starts such a child;
+* :func:`spawn` starts such a child; with ``die_with_parent`` the child is also signalled when the process
+  that started it dies without stopping it (SIGKILL, a crash): a new session is out of reach of the
+  terminal's and the parent's group signals, so without this a killed ``evalpipe run`` leaves its model
+  server, router and workers running (Linux ``PR_SET_PDEATHSIG``, ``prctl(2)``; elsewhere nothing changes);
 * :func:`stop_group` ends it politely: SIGTERM to the group, a bounded wait, then SIGKILL to the group;
 * :func:`kill_group` ends it at once (SIGKILL to the group);
 * :func:`group_alive` / :func:`wait_group_gone` answer "is anything left?" (from ``/proc`` on Linux).
@@ -15,6 +18,7 @@ no live (non-zombie) process is left in it — the leader having exited is not e
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -29,6 +33,38 @@ StopMethod = Literal["exited", "sigterm", "sigkill"]
 _POLL_S = 0.05
 _KILL_WAIT_S = 30.0  # for the leader to be reaped after SIGKILL
 _GONE_WAIT_S = 10.0  # for the rest of the group to vanish after SIGKILL
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _libc_prctl() -> Any:
+    """libc's ``prctl`` (Linux), looked up once in the parent: the child between fork and exec only calls it."""
+    if not os.uname().sysname == "Linux":
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+
+
+def _die_with_parent(sig: int) -> Any:
+    """A ``preexec_fn`` asking the kernel to send ``sig`` to the child when its parent thread ends.
+
+    The signal follows the *thread* that forked the child, so a process is spawned this way only from a
+    thread that outlives it (evalpipe starts and stops a server in the same thread, in one ``with``).  If
+    the parent is already gone by the time the child runs this, the child exits at once.
+    """
+    parent = os.getpid()
+
+    def preexec() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def spawn(
@@ -40,8 +76,13 @@ def spawn(
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
     pass_fds: Sequence[int] = (),
+    die_with_parent: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as the leader of a new session (its pid is the process group id)."""
+    """Start ``argv`` as the leader of a new session (its pid is the process group id).
+
+    ``die_with_parent``: the signal the leader gets if this process dies without stopping it (SIGKILL for a
+    server, whose own children follow their leader; SIGTERM for a child evalpipe that stops its own servers).
+    """
     return subprocess.Popen(
         list(argv),
         stdin=stdin,
@@ -51,6 +92,7 @@ def spawn(
         cwd=cwd,
         pass_fds=tuple(pass_fds),
         start_new_session=True,
+        preexec_fn=None if die_with_parent is None else _die_with_parent(die_with_parent),
     )
 
 

@@ -10,6 +10,39 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
+class ServerFiles:
+    """The files of one server process: the run's own (``server/``), or one worker of a fleet behind a
+    router (``server/workers/<n>/``), each with its own log, launch record and verified ``/server_info``."""
+
+    dir: Path
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "server.log"
+
+    @property
+    def launch(self) -> Path:
+        return self.dir / "launch.json"
+
+    @property
+    def server_info(self) -> Path:
+        return self.dir / "server_info.json"
+
+    @property
+    def model_info(self) -> Path:
+        return self.dir / "model_info.json"
+
+    @property
+    def verification(self) -> Path:
+        return self.dir / "verification.json"
+
+    @property
+    def fleet(self) -> Path:
+        """A router's workers at the start and the end of the run (``evalpipe.schema.fleet``)."""
+        return self.dir / "fleet.json"
+
+
+@dataclass(frozen=True)
 class RunDir:
     root: Path
 
@@ -86,6 +119,20 @@ class RunDir:
         return self.server_dir / "verification.json"
 
     # --- proxy: every request attempt and response
+    @property
+    def server_files(self) -> ServerFiles:
+        """``server/``: the launched (or attached) server's log, launch record and verification."""
+        return ServerFiles(self.server_dir)
+
+    def worker_files(self, name: str) -> ServerFiles:
+        """``server/workers/<name>/``: one worker of a fleet behind a router."""
+        return ServerFiles(self.server_dir / "workers" / name)
+
+    @property
+    def fleet_json(self) -> Path:
+        """Every worker behind a router, at the start and the end of the run (``evalpipe.schema.fleet``)."""
+        return self.server_files.fleet
+
     @property
     def requests_log(self) -> Path:
         return self.root / "requests.jsonl"

@@ -11,6 +11,13 @@ Every request is recorded (``requests``) with its messages, prompt hash and the 
 so tests can assert exactly what was asked.  Like SGLang, a request body field ``rid`` becomes the
 response ``id``.  ``stream: true`` is answered with server-sent events.
 
+With ``sampling=True`` the reply is not the rule's text but a deterministic stand-in for a model that
+honours the sampling fields a router must pass on (``max_tokens``/``max_completion_tokens``,
+``temperature``, ``seed``, ``top_p``, ``n`` and, with ``thinking_toggle``, the chat-template thinking
+switch): greedy requests (temperature 0, or top_p below 0.001) always get the same words for a question,
+seeded ones the same words per seed, unseeded ones fresh random words; ``finish_reason`` is ``length``
+when the token limit cut the answer.  Request headers are recorded too (``X-Request-Id``).
+
 Use it in-process (``with ScriptedServer(rules) as srv: srv.base_url``, a background thread with its
 own event loop) or as a subprocess::
 
@@ -29,8 +36,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import itertools
 import json
+import secrets
 import sys
 import threading
 import time
@@ -88,6 +97,7 @@ class RecordedRequest:
     last_user: str | None
     response_id: str | None
     body: dict[str, Any] = field(repr=False)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
@@ -100,6 +110,37 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
 def _n_tokens(text: str) -> int:
     """A deterministic stand-in for a tokenizer: whitespace-separated words."""
     return len(text.split())
+
+
+_WORDS = ("the", "cat", "lighthouse", "sea", "light", "night", "storm", "keeper", "waves", "lamp", "sailor",
+          "fish", "rock", "wind", "moon", "ship")  # fmt: skip
+SAMPLED_LENGTH = 24  # words a sampled answer has when no token limit cuts it
+
+
+def sampled_choices(
+    body: dict[str, Any], last_user: str | None, thinking_toggle: str | None
+) -> tuple[list[tuple[str, str | None, str]], int]:
+    """``([(content, reasoning_content, finish_reason)] * n, completion_tokens)`` for ``sampling=True``."""
+    limit = body.get("max_completion_tokens") or body.get("max_tokens") or SAMPLED_LENGTH
+    temperature = float(body.get("temperature", 1.0))
+    greedy = temperature == 0 or float(body.get("top_p", 1.0)) < 1e-3
+    kwargs = body.get("chat_template_kwargs") or {}
+    thinking = thinking_toggle is not None and bool(kwargs.get(thinking_toggle, True))
+    choices, tokens = [], 0
+    for i in range(int(body.get("n", 1))):
+        if greedy:
+            key = "greedy"
+        elif body.get("seed") is not None:
+            key = f"seed={body['seed']}/{i}/t={temperature}"
+        else:
+            key = secrets.token_hex(8)
+        digest = hashlib.sha256(f"{key}|{last_user}".encode()).digest()
+        words = [_WORDS[b % len(_WORDS)] for b in digest[:SAMPLED_LENGTH]]
+        cut = words[: int(limit)]
+        choices.append((" ".join(cut), "thinking about " + words[0] if thinking else None,
+                        "length" if len(cut) < len(words) else "stop"))  # fmt: skip
+        tokens += len(cut)
+    return choices, tokens
 
 
 class ScriptedApp(ModelServer):
@@ -118,9 +159,13 @@ class ScriptedApp(ModelServer):
         info_routes: bool = True,
         health: bool = True,
         ready: bool = True,
+        sampling: bool = False,
+        thinking_toggle: str | None = None,
     ):
         self.rules = list(rules)
         self.info = server_info
+        self.sampling = sampling
+        self.thinking_toggle = thinking_toggle
         self.default = default
         self.served_model_name = served_name
         self.requests: list[RecordedRequest] = []
@@ -205,6 +250,7 @@ class ScriptedApp(ModelServer):
             last_user=last_user,
             response_id=None,
             body=body,
+            headers=dict(request.headers),
         )
         if rule is None:
             rec.status = 404
@@ -236,7 +282,11 @@ class ScriptedApp(ModelServer):
         prompt_tokens = sum(
             _n_tokens(message_text(m.get("content"))) for m in messages if isinstance(m, dict)
         )
-        completion_tokens = _n_tokens(rule.content)
+        if self.sampling:
+            sampled, completion_tokens = sampled_choices(body, last_user, self.thinking_toggle)
+            rule = Rule(match=rule.match, content=sampled[0][0], finish_reason=sampled[0][2], name=rule.name)
+        else:
+            sampled, completion_tokens = None, _n_tokens(rule.content)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -246,19 +296,29 @@ class ScriptedApp(ModelServer):
         created = int(time.time())
         if body.get("stream"):
             return await self._stream(request, response_id, model, created, rule, usage)
+        choices: list[dict[str, Any]] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": rule.content},
+                "finish_reason": rule.finish_reason,
+            }
+        ]
+        if sampled is not None:
+            choices = [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": c, "reasoning_content": r},
+                    "finish_reason": f,
+                }
+                for i, (c, r, f) in enumerate(sampled)
+            ]
         return web.json_response(
             {
                 "id": response_id,
                 "object": "chat.completion",
                 "created": created,
                 "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": rule.content},
-                        "finish_reason": rule.finish_reason,
-                    }
-                ],
+                "choices": choices,
                 "usage": usage,
             }
         )
@@ -297,9 +357,23 @@ class ScriptedServer:
     """Runs a ``ScriptedApp`` on 127.0.0.1:<ephemeral> in a background thread."""
 
     def __init__(
-        self, rules: Iterable[Rule], *, served_name: str = "scripted-model", default: Rule | None = None
+        self,
+        rules: Iterable[Rule],
+        *,
+        served_name: str = "scripted-model",
+        default: Rule | None = None,
+        server_info: dict[str, Any] | None = None,
+        sampling: bool = False,
+        thinking_toggle: str | None = None,
     ):
-        self.app = ScriptedApp(rules, served_name=served_name, default=default)
+        self.app = ScriptedApp(
+            rules,
+            served_name=served_name,
+            default=default,
+            server_info=server_info,
+            sampling=sampling,
+            thinking_toggle=thinking_toggle,
+        )
         self._thread = ServerThread(self.app.build_app())
 
     @property
@@ -310,6 +384,11 @@ class ScriptedServer:
     def base_url(self) -> str:
         """OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """Server base URL without ``/v1`` (``http://127.0.0.1:PORT``): what a router is given."""
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 from helpers.server_process import assert_group_gone
 
-from evalpipe.process_group import group_alive, kill_group, spawn, stop_group, wait_group_gone
+from evalpipe.process_group import (
+    group_alive,
+    kill_group,
+    signal_group,
+    spawn,
+    stop_group,
+    wait_group_gone,
+)
 
 # A leader that starts a child in its own group, prints READY, and then sleeps; each may ignore SIGTERM.
 _FAMILY = r"""
@@ -114,3 +121,33 @@ def test_kill_group_is_immediate(tmp_path: Path) -> None:
         assert wait_group_gone(proc.pid, 10.0)
     finally:
         assert_group_gone(proc.pid)
+
+
+# A parent that spawns a sleeping child (its own session) with or without die_with_parent, prints the
+# child's pid, and sleeps until it is SIGKILLed.
+_PARENT = r"""
+import signal, sys, time
+from evalpipe.process_group import spawn
+sig = {"none": None, "kill": signal.SIGKILL, "term": signal.SIGTERM}[sys.argv[1]]
+child = spawn([sys.executable, "-c", "import time; time.sleep(60)"], die_with_parent=sig)
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("how", ["kill", "term", "none"])
+def test_die_with_parent_ends_the_child_when_its_parent_is_killed(how: str) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, how], stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert group_alive(child)
+        parent.kill()
+        parent.wait(timeout=10)
+        gone = wait_group_gone(child, 1.0 if how == "none" else 10.0)
+        assert gone is (how != "none")  # without it the child outlives a SIGKILLed parent
+    finally:
+        parent.kill()
+        if child:
+            signal_group(child, signal.SIGKILL)

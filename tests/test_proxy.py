@@ -270,3 +270,30 @@ def test_answer_after_the_client_gave_up_is_marked_undelivered(tmp_path: Path) -
     (attempt,) = _attempts(rundir)
     assert attempt.status == 200 and attempt.client_disconnected is True
     assert attempt.response_id == attempt.attempt_id  # the server did the work; nobody received it
+
+
+def test_every_completion_carries_an_x_request_id_from_its_attempt_id(tmp_path: Path) -> None:
+    """What a router forwards to the worker (and echoes): ours replaces a client's; recorded per attempt."""
+    from aiohttp import web
+
+    seen: list[dict[str, str]] = []
+    copies: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append({k.lower(): v for k, v in request.headers.items()})
+        copies.append(len(request.headers.getall("X-Request-Id", [])))
+        return web.json_response({"id": "x", "choices": [{"finish_reason": "stop"}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    app.router.add_get("/v1/models", handler)
+    rundir = RunDir(tmp_path / "run")
+    with ServerThread(app) as upstream, recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy:
+        _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES}, {"X-Request-Id": "client-1"})
+        urllib.request.urlopen(proxy.base_url + "/v1/models").read()
+    first, second, models = _attempts(rundir)
+    assert [h.get("x-request-id") for h in seen] == [first.x_request_id, second.x_request_id, None]
+    for a in (first, second):
+        assert a.x_request_id == f"evalpipe-{a.attempt_id}"
+    assert models.x_request_id is None and copies == [1, 1, 0]  # the client's is replaced, not added to

@@ -22,7 +22,8 @@ import pytest
 from fake_sglang.support import server_config
 
 from evalpipe.config.models import RunConfig
-from evalpipe.errors import ConfigError, PreflightError
+from evalpipe.errors import ConfigError, PreflightError, ServerError
+from evalpipe.rundir import ServerFiles
 from evalpipe.schema.server import LaunchRecord, PreflightCheck, PreflightReport, ServerVerification
 from evalpipe.server.kinds import KIND_NAMES, ServerKind
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServerHandle
@@ -53,6 +54,7 @@ SECTION_SAMPLES: dict[str, Callable[[Path], Any]] = {
     "endpoint": lambda tmp: "http://127.0.0.1:9/v1",
     "command": lambda tmp: ["{python}", "-c", "pass", "--port", "{port}", "--model", "{model_path}"],
     "replay": lambda tmp: {"bundle": str(tmp / "bundle"), "miss_log": str(tmp / "misses.jsonl")},
+    "router": lambda tmp: {"workers": [{"url": "http://127.0.0.1:9"}, {"kind": "answer_key", "port": 31299}]},
 }
 
 
@@ -192,13 +194,19 @@ def test_verification_of_a_canned_server_info(
 
 
 class _FakeServing:
-    """A ServeContext that records what the kind asked for instead of starting anything."""
+    """A ServeContext that records what the kind asked for instead of starting anything (a fleet's members
+    record into the same lists)."""
 
-    def __init__(self, cfg: RunConfig) -> None:
+    def __init__(self, cfg: RunConfig, files: ServerFiles, server: Any = None, parent: Any = None) -> None:
         self._cfg = cfg
-        self.launched: list[tuple[list[str], str, tuple[str, ...]]] = []
-        self.attached: list[str] = []
-        self.verified: list[str] = []
+        self._files = files
+        self._server = server if server is not None else cfg.server
+        root = parent if parent is not None else self
+        self.launched: list[tuple[list[str], str, tuple[str, ...]]] = [] if parent is None else root.launched
+        self.attached: list[str] = [] if parent is None else root.attached
+        self.verified: list[str] = [] if parent is None else root.verified
+        self.waited: list[str] = [] if parent is None else root.waited
+        self.root = root
         self.stopped = 0
 
     @property
@@ -207,38 +215,66 @@ class _FakeServing:
 
     @property
     def server(self) -> Any:
-        return self._cfg.server
+        return self._server
 
     @property
     def env(self) -> dict[str, str]:
-        return server_env(self._cfg.server)
+        return server_env(self._server)
+
+    @property
+    def files(self) -> ServerFiles:
+        return self._files
+
+    @property
+    def api_key(self) -> str | None:
+        return None
+
+    def member(self, name: str, server: Any) -> _FakeServing:
+        files = ServerFiles(self._files.dir / "workers" / name)
+        files.dir.mkdir(parents=True, exist_ok=True)
+        return _FakeServing(self._cfg, files, server, parent=self.root)
 
     def _handle(self, base_url: str) -> ServerHandle:
-        record = LaunchRecord(kind=self._cfg.server.kind, base_url=base_url)
-        return ServerHandle(base_url=base_url, launch=record, server=self._cfg.server)
+        record = LaunchRecord(kind=self._server.kind, base_url=base_url)
+        return ServerHandle(base_url=base_url, launch=record, server=self._server)
 
     @contextlib.contextmanager
     def launch(
-        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...]
+        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...], wait: bool = True
     ) -> Iterator[ServerHandle]:
         self.launched.append((argv, base_url, ready_paths))
         try:
             yield self._handle(base_url)
         finally:
-            self.stopped += 1
+            self.root.stopped += 1
+
+    def wait_ready(self, handle: ServerHandle, ready_paths: tuple[str, ...]) -> None:
+        self.waited.append(handle.base_url)
 
     def attach(self, base_url: str, *, ready_paths: tuple[str, ...]) -> ServerHandle:
         self.attached.append(base_url)
         return self._handle(base_url)
 
-    def verify(self, handle: ServerHandle) -> ServerVerification:
+    def verify(
+        self, handle: ServerHandle, *, against: Any = None, enforce: bool = True
+    ) -> ServerVerification:
         self.verified.append(handle.base_url)
         return verify(self._cfg, self._cfg.server, None, base_url=handle.base_url, info_error="not asked")
 
 
 def test_serve_uses_the_lifecycle_building_blocks(tmp_path: Path, kind: Kind) -> None:
-    cfg = _config(tmp_path, kind)
-    ctx = _FakeServing(cfg)
+    cfg = _config(tmp_path, kind, launch_timeout_s=1)
+    ctx = _FakeServing(cfg, ServerFiles(tmp_path / "server"))
+    if kind.fleet:
+        # nothing answers where the fake "launched" the router: the fleet is never ready, and every member
+        # launched on the way (first, each waited for) is stopped again
+        members = [argv for _, argv in kind.member_argvs(cfg, cfg.server) if argv]
+        with pytest.raises(ServerError, match="not ready within 1 s"), kind.serve(ctx):
+            pass
+        assert len(ctx.launched) == len(members) + 1 and ctx.stopped == len(ctx.launched)
+        assert len(ctx.waited) == len(members) and not ctx.verified
+        assert ctx.launched[-1][1:] == (kind.base_url(cfg.server), kind.ready_paths(cfg.server))
+        return
     with kind.serve(ctx) as handle:
         assert isinstance(handle, ServerHandle) and handle.verification is not None
         assert ctx.verified == [handle.base_url]

@@ -254,3 +254,45 @@ def test_signal_to_evalpipe_stops_server(tmp_path: Path, fake_env: pytest.Monkey
         signal_group(driver.pid, signal.SIGKILL)
         if server_pgid:
             signal_group(server_pgid, signal.SIGKILL)
+
+
+def test_a_dead_worker_of_a_fleet_ends_the_run_naming_its_log(tmp_path: Path) -> None:
+    """A router lists a dead worker as healthy for several health-check intervals: the watch does not wait."""
+    from evalpipe.errors import ServerDied
+    from evalpipe.process_group import spawn, stop_group
+    from evalpipe.server.kinds.base import ServerHandle
+    from evalpipe.server.lifecycle import watch_server
+
+    rundir = RunDir(tmp_path / "run")
+    worker_log = tmp_path / "run" / "server" / "workers" / "1" / "server.log"
+    worker_log.parent.mkdir(parents=True)
+    worker_log.write_text("worker 1 loading\nworker 1: CUDA out of memory\n")
+    router = spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    worker = spawn([sys.executable, "-c", "import sys; sys.exit(3)"])
+    handle = ServerHandle(
+        base_url="http://127.0.0.1:1",
+        launch=LaunchRecord(kind="router", base_url="http://127.0.0.1:1"),
+        server=None,  # type: ignore[arg-type]  # not read by the watch
+        process=router,
+        members=[
+            ServerHandle(
+                base_url="http://127.0.0.1:2",
+                launch=LaunchRecord(kind="command", base_url="http://127.0.0.1:2"),
+                server=None,  # type: ignore[arg-type]
+                process=worker,
+                log_path=worker_log,
+            )
+        ],
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerDied) as exc, watch_server(handle, rundir, poll_s=0.05):
+            time.sleep(30)
+    finally:
+        stop_group(router, 5)
+    assert time.monotonic() - started < 10
+    assert (
+        exc.value.message
+        == f"a worker of the fleet died during the evaluation (exit code 3; log: {worker_log})"
+    )
+    assert exc.value.details[-1] == "worker 1: CUDA out of memory"

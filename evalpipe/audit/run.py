@@ -14,6 +14,7 @@ from typing import get_args
 
 from evalpipe import __version__
 from evalpipe.audit import checks
+from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
 from evalpipe.audit.inputs import load_inputs
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit, response_selection
@@ -76,6 +77,9 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     findings += checks.check_config_identity(inputs)
     findings += checks.check_replay_misses(inputs.rundir)
     findings += checks.check_extension(inputs.rundir)
+    fleet = load_fleet(inputs.rundir, findings)
+    if fleet is not None:
+        findings += check_fleet(fleet)
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)
@@ -99,6 +103,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         model=model_summary(inputs),
         generation=generation_summary(inputs),
         server=server,
+        fleet=fleet_summary(fleet) if fleet is not None else None,
         provenance=inputs.provenance,
         sampling=sampling_summary(inputs),
         sampled_ids_csv=rd.sampled_ids.name if rd.sampled_ids.is_file() else None,
@@ -106,7 +111,9 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
         paired_control=paired,
-        limitations=limitations(inputs, results, server, paired) + power_limitations(inputs, comparison),
+        limitations=limitations(inputs, results, server, paired)
+        + power_limitations(inputs, comparison)
+        + (fleet_limitations(fleet) if fleet else []),
         findings=findings,
         finding_counts=counts,
         gates=gates,

@@ -182,6 +182,13 @@ def print_timings(stages: list[StageTime], console: Console) -> None:
         parts = " · ".join(f"{r.stage} {r.seconds:.1f} s" for r in rows)
         label = f"variant {variant}" if variant else "run"
         console.print(f"stage wall time ({label}): {parts}", soft_wrap=True)
+    together = next((s for s in stages if s.stage == "variants"), None)
+    if together is not None:  # variants ran at the same time: their own stages overlap
+        wall = sum(s.seconds for s in stages if s.variant is None)
+        console.print(
+            f"total wall time: {wall:.1f} s (the variants at the same time: {together.seconds:.1f} s)"
+        )
+        return
     console.print(f"total stage wall time: {sum(s.seconds for s in stages):.1f} s ({len(stages)} stages)")
 
 

@@ -36,7 +36,8 @@ def shell_line(argv: list[str]) -> str:
 def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Print the exact server argv as one shell-quoted line (nothing is launched).
 
-    The API key is printed as a reference to its environment variable, never as its value.
+    A router fleet prints each launched worker's argv first, each after a ``# worker N`` line.  The API key
+    is printed as a reference to its environment variable, never as its value.
     """
     from evalpipe.cli.console import err
     from evalpipe.config import load_config
@@ -51,6 +52,12 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     note = kind.launch_note(server, version)
     if note:
         err.print(note, markup=False, soft_wrap=True)
+    for what, argv in kind.member_argvs(cfg, server):  # a fleet's workers, launched before it
+        typer.echo(f"# {what}")
+        if argv:
+            typer.echo(shell_line(argv))
+    if kind.member_argvs(cfg, server):
+        typer.echo(f"# {kind.name}")
     if kind.launches_process:
         typer.echo(shell_line(kind.argv(cfg, server, engine_version=version, resolve_secrets=False)))
 

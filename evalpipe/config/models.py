@@ -109,6 +109,130 @@ class AnswerKeyConfig(Strict):
     )
 
 
+class RouterWorker(Strict):
+    """One worker behind the router: a running server (``url``) or one evalpipe launches (``kind``).
+
+    A launched worker is the top-level server settings with its own ``kind``, ``host``/``port`` and ``env``
+    (e.g. ``CUDA_VISIBLE_DEVICES``), plus ``overrides`` — which change how it is *launched*, never what it
+    is verified against: every worker must resolve the top-level settings.
+    """
+
+    url: str | None = Field(
+        default=None,
+        description="Base URL of a running worker (http://host:port): attached, never started or stopped.",
+    )
+    kind: ServerKind | None = Field(
+        default=None, description="Launch this worker as this server kind (sglang, command, answer_key)."
+    )
+    host: str | None = Field(default=None, description="Launched worker's host (default: server.host).")
+    port: Annotated[int, Field(ge=0, le=65535)] = Field(
+        default=0, description="Launched worker's port (0: a free port)."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Launched worker's extra environment, on top of server.env."
+    )
+    overrides: dict[str, object] = Field(
+        default_factory=dict,
+        description="ServerConfig fields changed for this worker's launch only (verification still expects "
+        "the top-level settings).",
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> RouterWorker:
+        if (self.url is None) == (self.kind is None):
+            raise ValueError(
+                "give exactly one of url (a running worker) and kind (a worker evalpipe launches)"
+            )
+        if self.url is not None and (self.port or self.env or self.overrides or self.host):
+            raise ValueError("host, port, env and overrides apply to launched workers (kind), not to url")
+        return self
+
+
+class RouterConfig(Strict):
+    """SGLang's router (PyPI ``sglang-router``) in front of several workers: ``server.kind: router`` launches
+    it (on ``server.host``/``server.port``); an endpoint that turns out to be a router (``kind: endpoint``,
+    ``--endpoint``) reads ``metrics_url``, ``version``, ``url_rewrites``, ``probe_fields`` and ``workers``
+    (the URLs that must be listed) from here."""
+
+    workers: list[RouterWorker] = Field(
+        default_factory=list, description="The workers: running ones (url) and launched ones (kind)."
+    )
+    policy: Literal["random", "round_robin", "cache_aware", "power_of_two", "manual"] = Field(
+        default="round_robin",
+        description="Routing policy; round_robin gives every worker its share (cache_aware may starve one).",
+    )
+    prometheus_port: Annotated[int, Field(ge=0, le=65535)] = Field(
+        default=0,
+        description="Launched router's Prometheus port on server.host (0: a free port); always passed, "
+        "since the router's default binds 0.0.0.0:29000.",
+    )
+    metrics_url: str | None = Field(
+        default=None,
+        description="Attached router: its Prometheus URL (http://host:port/metrics) for requests per worker.",
+    )
+    dp_aware: bool = Field(
+        default=False, description="--dp-aware (needs dp_size in every worker's /server_info)."
+    )
+    disable_retries: bool = Field(
+        default=True,
+        description="--disable-retries: router retries on another worker are invisible to requests.jsonl.",
+    )
+    health_check_interval_s: Annotated[int, Field(gt=0)] = Field(
+        default=10,
+        description="--health-check-interval-secs; at the router's 60 s default a dead worker stays listed "
+        "healthy for 180 s.",
+    )
+    request_timeout_s: Annotated[int, Field(gt=0)] | None = Field(
+        default=None, description="--request-timeout-secs (default: generation.request_timeout_s)."
+    )
+    extra_args: list[str] = Field(
+        default_factory=list, description="Passed to the launched router verbatim after built flags."
+    )
+    version: str | None = Field(
+        default=None,
+        description="Attached router's version (sglang-router does not report it over HTTP); a launched "
+        "router's comes from the installed package.",
+    )
+    probe_fields: bool = Field(
+        default=True,
+        description="Before any sample: check that seed, max_tokens, temperature, top_p, n and the thinking "
+        "toggle reach the workers with their effect intact.",
+    )
+    url_rewrites: dict[str, str] = Field(
+        default_factory=dict,
+        description="Listed worker origin → origin evalpipe reaches it at (scheme://host:port each), for "
+        "workers the router lists under addresses this host cannot reach.",
+    )
+
+    @field_validator("url_rewrites")
+    @classmethod
+    def _origins(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            for what, url in (("key", key), ("value", value)):
+                if not _is_origin(url):
+                    raise ValueError(f"url rewrite {what} {url!r}: expected scheme://host:port with no path")
+        return v
+
+    @field_validator("workers")
+    @classmethod
+    def _worker_urls(cls, v: list[RouterWorker]) -> list[RouterWorker]:
+        for i, w in enumerate(v):
+            if w.url is not None and not _is_origin(w.url):
+                raise ValueError(f"workers[{i}].url {w.url!r}: expected http(s)://host:port with no path")
+        urls = [w.url.rstrip("/") for w in v if w.url is not None]
+        dup = sorted({u for u in urls if urls.count(u) > 1})
+        if dup:
+            raise ValueError(f"worker listed more than once: {', '.join(dup)}")
+        return v
+
+
+def _is_origin(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.path in ("", "/")
+
+
 class ServerConfig(Strict):
     """How the server is launched, or which running server to attach to.
 
@@ -116,7 +240,8 @@ class ServerConfig(Strict):
     SGLang version; ``kind: answer_key`` launches evalpipe's self-test server through the same code
     path; ``kind: command`` launches any OpenAI-compatible server from the argv in ``command`` (e.g.
     ``python -m evalpipe.server.llamacpp``), through the same lifecycle; ``kind: endpoint`` attaches to
-    ``endpoint`` (a running server or sglang-router).
+    ``endpoint`` (a running server, or a running sglang-router: then every worker is verified);
+    ``kind: router`` launches sglang-router in front of the ``router.workers`` (launched or running).
     """
 
     kind: ServerKind = "sglang"
@@ -165,6 +290,11 @@ class ServerConfig(Strict):
         default=None, description="Self-test server settings (kind: answer_key)."
     )
     replay: ReplayConfig | None = Field(default=None, description="Replay server settings (kind: replay).")
+    router: RouterConfig | None = Field(
+        default=None,
+        description="kind: router — SGLang's router in front of workers; with kind: endpoint, settings used "
+        "when the endpoint is a router.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
@@ -408,6 +538,11 @@ class RunConfig(Strict):
     model: ModelConfig
     server: ServerConfig
     variants: list[ServerVariant] = Field(default_factory=list)
+    parallel_variants: bool = Field(
+        default=False,
+        description="Run the variants at the same time, each on its own server(s); refused unless their "
+        "servers share nothing (worker URLs, ports, GPUs). Default: one after the other.",
+    )
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     sampling_seed: int = 42
     benchmarks: Annotated[list[BenchmarkConfig], Field(min_length=1)]
@@ -429,6 +564,8 @@ class RunConfig(Strict):
         vdup = sorted({n for n in vnames if vnames.count(n) > 1})
         if vdup:
             raise ValueError(f"variant listed more than once: {', '.join(vdup)}")
+        if self.parallel_variants and len(self.variants) < 2:
+            raise ValueError("parallel_variants needs at least two variants")
         for i, v in enumerate(self.variants):
             if v.repeat_of is None:
                 continue

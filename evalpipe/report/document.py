@@ -13,6 +13,7 @@ from evalpipe.report.blocks import Block
 from evalpipe.report.sections.configuration import configuration_section
 from evalpipe.report.sections.failures import failure_section
 from evalpipe.report.sections.findings import findings_section, gates_section
+from evalpipe.report.sections.fleet import fleet_section
 from evalpipe.report.sections.headline import headline_section
 from evalpipe.report.sections.provenance import limitations_section, provenance_section
 from evalpipe.report.sections.request_audit import request_audit_section
@@ -24,6 +25,7 @@ from evalpipe.schema.summary import Summary
 SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (
     headline_section,
     configuration_section,
+    fleet_section,
     results_section,
     sampling_section,
     failure_section,

@@ -44,6 +44,12 @@ def context_fit_schema() -> dict[str, Any]:
     return _schema(ContextFit)
 
 
+def fleet_schema() -> dict[str, Any]:
+    from evalpipe.schema.fleet import FleetRecord
+
+    return _schema(FleetRecord)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
@@ -51,6 +57,7 @@ PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "compare.schema.json": compare_schema,
     "summary.schema.json": summary_schema,
     "context_fit.schema.json": context_fit_schema,
+    "fleet.schema.json": fleet_schema,
 }
 
 

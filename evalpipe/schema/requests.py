@@ -27,7 +27,9 @@ class Usage(Row):
 
 class RequestAttempt(Row):
     schema_version: int = 1
-    attempt_id: str = Field(description="Unique per attempt; sent to SGLang as `rid` where accepted.")
+    attempt_id: str = Field(
+        description="Unique per attempt; sent to SGLang as `rid` where accepted (SGLang's router drops it)."
+    )
     seq: int = Field(description="Order in which the proxy received the attempt (0-based).")
     started_at: str = Field(description="UTC ISO-8601")
     ended_at: str | None = None
@@ -56,6 +58,11 @@ class RequestAttempt(Row):
         default=False,
         description="The server answered but the client had already gone (e.g. its read timeout expired): "
         "the response was never delivered and cannot have been used.",
+    )
+    x_request_id: str | None = Field(
+        default=None,
+        description="X-Request-Id header the proxy sent with this attempt (evalpipe-<attempt_id>); a router "
+        "forwards it to the worker that answers and echoes it. None for requests other than completions.",
     )
     response_sha256: str | None = Field(
         default=None,

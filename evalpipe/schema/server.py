@@ -56,6 +56,9 @@ class ServerVerification(Artifact):
     unverified_keys: list[str] = Field(
         default_factory=list, description="Config keys that could not be checked (no /server_info)."
     )
+    server_info_error: str | None = Field(
+        default=None, description="Why /server_info could not be read (None when it was)."
+    )
     served_models: list[str] | None = Field(
         default=None, description="Model ids listed by /v1/models (None when it did not answer)."
     )

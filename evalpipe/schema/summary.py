@@ -11,6 +11,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalpipe.schema.base import Artifact, Row
+from evalpipe.schema.fleet import FleetSummary
 from evalpipe.schema.manifest import StratumAllocation
 from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.schema.metrics import MetricResult as MetricResult
@@ -57,6 +58,18 @@ FindingCode = Literal[
     "secret_in_artifact",
     "replay_miss",
     "extended_run",
+    # a fleet behind a router (server/fleet.json)
+    "fleet_not_verified",
+    "fleet_not_rechecked",
+    "fleet_worker_changed",
+    "router_request_field",
+    "fleet_worker_health_changed",
+    "fleet_worker_idle",
+    "fleet_worker_failures",
+    "router_retries",
+    "router_request_field_unobservable",
+    "fleet_counters_unavailable",
+    "router_version_unknown",
 ]
 
 FINDING_CODES: tuple[str, ...] = get_args(FindingCode)
@@ -353,6 +366,9 @@ class Summary(Artifact):
     model: ModelSummary
     generation: GenerationSummary
     server: ServerSummary
+    fleet: FleetSummary | None = Field(
+        default=None, description="The workers behind SGLang's router (server/fleet.json); None: one server."
+    )
     provenance: Provenance | None
     sampling: SamplingSummary
     sampled_ids_csv: str | None = Field(description="Path of sampled_ids.csv relative to the run directory.")

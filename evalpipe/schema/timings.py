@@ -13,8 +13,18 @@ from pydantic import Field
 
 from evalpipe.schema.base import Artifact, Row
 
+#: ``variants``: wall time of variants run at the same time (``parallel_variants``), each with its own stages.
 StageName = Literal[
-    "sample", "materialize", "preflight", "launch", "evalscope", "stop", "outcomes", "audit", "compare"
+    "sample",
+    "materialize",
+    "preflight",
+    "launch",
+    "evalscope",
+    "stop",
+    "outcomes",
+    "audit",
+    "compare",
+    "variants",
 ]
 
 

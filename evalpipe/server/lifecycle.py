@@ -11,10 +11,12 @@ its argv, readiness paths, what its ``/server_info`` can verify — and this mod
   group — on normal exit, on any exception, on Ctrl-C and on SIGTERM to evalpipe;
 * **attach** (``kind: endpoint``): nothing is launched and nothing is stopped;
 * **verify**: ``/server_info`` and ``/model_info`` saved redacted, verified against the config
-  (``evalpipe.server.verify``), abort or warn on a mismatch.
+  (``evalpipe.server.verify``), abort or warn on a mismatch;
+* **member**: the same blocks for one worker of a fleet (``kind: router``), its files in
+  ``server/workers/<n>/``.
 
-``watch_server`` ends an evaluation promptly when the launched server dies mid-run.  Health and info calls
-go straight to the server (never through the recording proxy).
+``watch_server`` ends an evaluation promptly when the launched server (or a launched worker of a fleet) dies
+mid-run.  Health and info calls go straight to the server (never through the recording proxy).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.errors import ServerDied, ServerError
@@ -43,7 +46,7 @@ from evalpipe.server.verify import mismatches, verify
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.rundir import RunDir
+    from evalpipe.rundir import RunDir, ServerFiles
 
 __all__ = ["ServerHandle", "Terminated", "managed_server", "relevant_env", "watch_server"]
 
@@ -82,14 +85,20 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
     """While the evaluation runs, end it promptly if the launched server dies (crash, OOM kill, kill -9).
 
     Without this, every remaining request would fail against a dead port, each after its retries.  A
-    thread polls the server process; when it has exited, the main thread (blocked on the EvalScope worker)
-    gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends with
-    ``ServerDied`` naming the server log.  Attached servers (``--endpoint``) have no process to watch.
+    thread polls the server process — and each launched worker of a fleet, whose death a router would hide
+    for several health-check intervals; when one has exited, the main thread (blocked on the EvalScope
+    worker) gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends
+    with ``ServerDied`` naming that process's log.  Attached servers (``--endpoint``) have no process.
     """
-    proc = handle.process
-    if proc is None or threading.current_thread() is not threading.main_thread():
+    watched = [
+        (h.process, h.log_path or rundir.server_log)
+        for h in (handle, *handle.members)
+        if h.process is not None
+    ]
+    if not watched or threading.current_thread() is not threading.main_thread():
         yield
         return
+    dead: list[tuple[subprocess.Popen[bytes], Path]] = []
     lock = threading.Lock()
     done = threading.Event()
     main_ident = threading.main_thread().ident
@@ -100,9 +109,11 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
 
     def poll() -> None:
         while not done.wait(poll_s):
-            if proc.poll() is not None:
+            gone = [(p, log) for p, log in watched if p.poll() is not None]
+            if gone:
                 with lock:
                     if not done.is_set():
+                        dead.extend(gone)
                         signal.pthread_kill(main_ident, signal.SIGUSR1)
                 return
 
@@ -112,6 +123,7 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
     try:
         yield
     except _ServerGone:
+        proc, log = dead[0]
         code = proc.poll()
         if code is not None and code < 0:
             how = f"killed by signal {-code}"
@@ -119,9 +131,10 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
                 how = f"killed by {signal.Signals(-code).name}"
         else:
             how = f"exit code {code}"
-        tail = log_tail(rundir.server_log, 10)
+        tail = log_tail(log, 10)
+        what = "the server" if proc is handle.process else "a worker of the fleet"
         raise ServerDied(
-            f"the server died during the evaluation ({how}; log: {rundir.server_log})",
+            f"{what} died during the evaluation ({how}; log: {log})",
             str(rundir.root),
             details=[f"last {len(tail)} log lines:", *tail] if tail else [],
         ) from None
@@ -182,7 +195,9 @@ def managed_server(
     with _SigtermGuard() as guard:
         if kind.launches_process and server.port == 0:
             server = server.model_copy(update={"port": free_port(server.host)})
-        serving = _Serving(cfg, server, rundir, variant=variant, api_key=key, guard=guard)
+        serving = _Serving(
+            cfg, server, rundir, rundir.server_files, variant=variant, api_key=key, guard=guard
+        )
         with kind.serve(serving) as handle:
             yield handle
 
@@ -195,13 +210,14 @@ class _Serving:
         cfg: RunConfig,
         server: ServerConfig,
         rundir: RunDir,
+        files: ServerFiles,
         *,
         variant: str | None,
         api_key: str | None,
         guard: _SigtermGuard,
     ) -> None:
-        self._cfg, self._server, self.rundir = cfg, server, rundir
-        self.variant, self.api_key, self.guard = variant, api_key, guard
+        self._cfg, self._server, self.rundir, self._files = cfg, server, rundir, files
+        self.variant, self._api_key, self.guard = variant, api_key, guard
         self.secrets = [api_key] if api_key else []
         self._env = server_env(server)
 
@@ -217,11 +233,32 @@ class _Serving:
     def env(self) -> dict[str, str]:
         return dict(self._env)
 
+    @property
+    def files(self) -> ServerFiles:
+        return self._files
+
+    @property
+    def api_key(self) -> str | None:
+        return self._api_key
+
+    def member(self, name: str, server: ServerConfig) -> _Serving:
+        files = self.rundir.worker_files(name)
+        files.dir.mkdir(parents=True, exist_ok=True)
+        return _Serving(
+            self._cfg,
+            server,
+            self.rundir,
+            files,
+            variant=self.variant,
+            api_key=self._api_key,
+            guard=self.guard,
+        )
+
     @contextlib.contextmanager
     def launch(
-        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...]
+        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...], wait: bool = True
     ) -> Iterator[ServerHandle]:
-        server, rundir = self._server, self.rundir
+        server, files = self._server, self._files
         launch = LaunchRecord(
             kind=server.kind,
             variant=self.variant,
@@ -230,33 +267,45 @@ class _Serving:
             base_url=base_url,
             started_at=utc_now(),
         )
-        with open(rundir.server_log, "ab") as logfh:
+        with open(files.log, "ab") as logfh:
             logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
             logfh.flush()
-            proc = spawn(argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env)
+            proc = spawn(
+                argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env, die_with_parent=signal.SIGKILL
+            )
         launch.pid = proc.pid
+        handle = ServerHandle(
+            base_url=base_url,
+            launch=launch,
+            server=server,
+            process=proc,
+            api_key=self._api_key,
+            log_path=files.log,
+        )
         try:
-            write_model(rundir.server_launch, launch)
-            wait_ready(
-                base_url,
-                timeout=server.launch_timeout_s,
-                api_key=self.api_key,
-                proc=proc,
-                log_path=rundir.server_log,
-                secrets=self.secrets,
-                paths=ready_paths,
-            )
-            launch.ready_at = utc_now()
-            write_model(rundir.server_launch, launch)
-            yield ServerHandle(
-                base_url=base_url, launch=launch, server=server, process=proc, api_key=self.api_key
-            )
+            write_model(files.launch, launch)
+            if wait:
+                self.wait_ready(handle, ready_paths)
+            yield handle
         finally:
             self.guard.begin_cleanup()
             launch.stop_method = stop_group(proc, server.stop_timeout_s, hurry=self.guard.hurry)
             launch.stopped_at = utc_now()
             launch.exit_code = proc.returncode
-            write_model(rundir.server_launch, launch)
+            write_model(files.launch, launch)
+
+    def wait_ready(self, handle: ServerHandle, ready_paths: tuple[str, ...]) -> None:
+        wait_ready(
+            handle.base_url,
+            timeout=self._server.launch_timeout_s,
+            api_key=self._api_key,
+            proc=handle.process,
+            log_path=handle.log_path,
+            secrets=self.secrets,
+            paths=ready_paths,
+        )
+        handle.launch.ready_at = utc_now()
+        write_model(self._files.launch, handle.launch)
 
     def attach(self, base_url: str, *, ready_paths: tuple[str, ...]) -> ServerHandle:
         server = self._server
@@ -267,26 +316,30 @@ class _Serving:
             started_at=utc_now(),
             stop_method="attached",
         )
-        write_model(self.rundir.server_launch, launch)
-        wait_ready(base_url, timeout=server.launch_timeout_s, api_key=self.api_key, paths=ready_paths)
+        write_model(self._files.launch, launch)
+        wait_ready(base_url, timeout=server.launch_timeout_s, api_key=self._api_key, paths=ready_paths)
         launch.ready_at = utc_now()
-        write_model(self.rundir.server_launch, launch)
-        return ServerHandle(base_url=base_url, launch=launch, server=server, api_key=self.api_key)
+        write_model(self._files.launch, launch)
+        return ServerHandle(base_url=base_url, launch=launch, server=server, api_key=self._api_key)
 
-    def verify(self, handle: ServerHandle) -> ServerVerification:
+    def verify(
+        self, handle: ServerHandle, *, against: ServerConfig | None = None, enforce: bool = True
+    ) -> ServerVerification:
         """Save redacted /server_info and /model_info, verify, and abort (or warn) on a mismatch.
 
-        A server without ``/server_info`` (llama.cpp, vLLM, a router) is not a mismatch: its resolved
-        config is recorded as unverifiable (a warn finding in the audit) and its served name is checked
-        against ``/v1/models`` — unless its kind always serves ``/server_info`` (SGLang).
+        A server without ``/server_info`` (llama.cpp, vLLM) is not a mismatch: its resolved config is
+        recorded as unverifiable (a warn finding in the audit) and its served name is checked against
+        ``/v1/models`` — unless its kind always serves ``/server_info`` (SGLang).  ``against``: the settings
+        it must have resolved (a fleet's worker: the top-level ones); ``enforce=False``: record only.
         """
-        server, rundir, key, base_url = self._server, self.rundir, self.api_key, handle.base_url
+        server = against if against is not None else self._server
+        files, key, base_url = self._files, self._api_key, handle.base_url
         info, info_err = get_json(base_url, ("/server_info", "/get_server_info"), key)
         if info is not None:
-            atomic_write_json(rundir.server_info, redact(info, self.secrets))
+            atomic_write_json(files.server_info, redact(info, self.secrets))
         model_info, _ = get_json(base_url, ("/model_info", "/get_model_info"), key)
         if model_info is not None:
-            atomic_write_json(rundir.model_info, redact(model_info, self.secrets))
+            atomic_write_json(files.model_info, redact(model_info, self.secrets))
         models, _ = get_json(base_url, ("/v1/models",), key)
         served_models = _model_ids(models) if models is not None else None
         safe_info = redact(info, self.secrets) if info is not None else None
@@ -299,8 +352,8 @@ class _Serving:
             info_error=info_err,
             served_models=served_models,
         )
-        write_model(rundir.server_verification, verification)
-        if not verification.verified:
+        write_model(files.verification, verification)
+        if not verification.verified and enforce:
             problems = mismatches(verification)
             if info is None and server_kind(server.kind).requires_server_info:
                 problems = [f"server_info unavailable: {info_err}", *problems]

@@ -308,7 +308,13 @@ def _dist_version(name: str) -> str | None:
 async def serve(settings: Settings, log: LoadLog) -> int:
     """Front on the public port; llama.cpp behind it.  Returns the exit code."""
     engine = Engine(settings, log)
-    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
+    # llama.cpp closes the connection after a streamed response; a pooled connection reused after that fails
+    # with ServerDisconnectedError (an HTTP 500 to the client): one fresh connection per request instead
+    session = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=None),
+        auto_decompress=False,
+        connector=aiohttp.TCPConnector(force_close=True),
+    )
     front = LlamaCppFront(engine, session)
 
     def listening(port: int) -> None:
@@ -340,7 +346,9 @@ async def serve(settings: Settings, log: LoadLog) -> int:
 
 class LlamaCppFront(ModelServer):
     """The public port: llama.cpp's own API passed through unchanged, plus ``/server_info`` with what it
-    resolved; ``/health`` is 503 until the model is loaded (500 when loading failed)."""
+    resolved; ``/health`` is 503 until the model is loaded (500 when loading failed).  Each POST is logged as
+    one line (method, path, status, ``X-Request-Id``): behind a router, the worker's log says which requests
+    reached it."""
 
     server_info_paths = ("/server_info",)
     model_info_paths = ()
@@ -379,6 +387,14 @@ class LlamaCppFront(ModelServer):
         async with self.session.request(
             request.method, self.upstream + request.rel_url.path_qs, data=body or None, headers=headers
         ) as upstream:
+            if request.method == "POST":  # an access line per request: which worker a request reached
+                rid = request.headers.get("X-Request-Id")
+                print(
+                    f"evalpipe.server.llamacpp: {request.method} {request.path} {upstream.status}"
+                    + (f" x-request-id={rid}" if rid else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
             out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in RESPONSE_DROP}
             if "text/event-stream" not in upstream.headers.get("Content-Type", ""):
                 payload = await upstream.read()

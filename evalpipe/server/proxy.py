@@ -5,7 +5,8 @@ one ``RequestAttempt`` line per attempt in ``requests.jsonl`` and the response b
 ``responses.jsonl.gz`` (replay without a GPU).  Bodies and responses are forwarded unchanged (streaming
 SSE included) except that chat/completions JSON bodies get a unique SGLang ``rid`` per attempt, which
 SGLang returns as the response ``id`` — so a response identifies the attempt that produced it, retries
-included.
+included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.fleet.request_id``): SGLang's
+router drops the body ``rid`` but forwards the header to the worker and echoes it.
 
 Design for low overhead (profiled with perf/bench_proxy.py): the proxy runs on its own event loop
 in a background thread, on aiohttp's low-level server (no router) and a minimal keep-alive HTTP/1.1
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.errors import ServerError
+from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
+from evalpipe.fleet.request_id import x_request_id
 from evalpipe.rundir import RunDir
 from evalpipe.server.recorder import (
     FLUSH,
@@ -380,10 +383,18 @@ class _Proxy:
         body = await request.read()
         path = request.path
         fwd = body
-        if self.set_rid and body and request.method == "POST" and path in RID_PATHS:
-            fwd = inject_rid(body, attempt_id)
+        xrid = None
+        if request.method == "POST" and path in RID_PATHS:
+            xrid = x_request_id(attempt_id)
+            if self.set_rid and body:
+                fwd = inject_rid(body, attempt_id)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        rec = [attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None, False]
+        if xrid is not None:  # ours replaces the client's: a router forwards it and echoes it back
+            headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
+            headers.append((X_REQUEST_ID, xrid))
+        rec = [
+            attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None, False, xrid,
+        ]  # fmt: skip
 
         def record(data: bytes) -> None:
             rec[M_ENDED] = time.time()

@@ -49,7 +49,8 @@ FLUSH = "flush"
     M_STREAM,
     M_ERROR,
     M_CLIENT_GONE,
-) = range(13)
+    M_X_REQUEST_ID,
+) = range(14)
 
 
 def encode_frame(meta: list[Any], request: bytes, response: bytes) -> bytes:
@@ -114,6 +115,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         latency_s=round(meta[M_LATENCY], 6),
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
+        x_request_id=meta[M_X_REQUEST_ID] if len(meta) > M_X_REQUEST_ID else None,
         response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 

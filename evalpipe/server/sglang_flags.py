@@ -198,6 +198,7 @@ SERVER_INFO_KEYS: dict[str, tuple[str, ...]] = {
     "dsa_decode_backend": ("dsa_decode_backend", "nsa_decode_backend"),
     "tp_size": ("tp_size",),
     "ep_size": ("ep_size",),
+    "nnodes": ("nnodes",),
     "speculative_algorithm": ("speculative_algorithm",),
     "served_model_name": ("served_model_name",),
     "reasoning_parser": ("reasoning_parser",),
@@ -225,6 +226,8 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
     exp["tp_size"] = server.tp_size
     if server.ep_size is not None:
         exp["ep_size"] = server.ep_size
+    if server.multi_node.nnodes > 1:  # one instance over several nodes: rank 0 reports how many
+        exp["nnodes"] = server.multi_node.nnodes
     exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
     exp["served_model_name"] = cfg.model.served_name
     # "none" expects no parser: a server that splits reasoning off would change what is scored
@@ -251,6 +254,21 @@ def resolved_value(server_info: dict[str, Any], key: str) -> Any:
                     if state.get(name) is not None:
                         return state[name]
     return None
+
+
+def internal_state_values(server_info: dict[str, Any], key: str) -> list[tuple[int, Any]]:
+    """``(index, value)`` of every ``internal_states`` entry (one per data-parallel scheduler) that reports
+    ``key``: each must have resolved what the config asks, not just the first."""
+    names = SERVER_INFO_KEYS.get(key, (key,))
+    states = server_info.get("internal_states")
+    out: list[tuple[int, Any]] = []
+    if isinstance(states, list):
+        for i, state in enumerate(states):
+            if isinstance(state, dict):
+                value = next((state[n] for n in names if state.get(n) is not None), None)
+                if value is not None:
+                    out.append((i, value))
+    return out
 
 
 def normalize(value: Any) -> Any:

@@ -7,6 +7,7 @@ names them and everything else is inherited, so the two arms cannot drift apart 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -32,9 +33,19 @@ def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
     spec = cfg.variants[index]
     if spec.repeat_of is not None:  # A/A control: the named variant's launch settings, launched again
         return effective_server(cfg, spec.repeat_of)
-    where = f"variants[{index}] ({variant}).overrides"
-    data = cfg.server.model_dump(mode="python")
-    for key, value in spec.overrides.items():
+    return with_overrides(
+        cfg.server, spec.overrides, f"variants[{index}] ({variant}).overrides", f"variant {variant!r}"
+    )
+
+
+def with_overrides(
+    base: ServerConfig, overrides: Mapping[str, object], where: str, what: str
+) -> ServerConfig:
+    """``base`` with ``overrides`` applied (ServerConfig field names, nested as a mapping or dotted), a fresh
+    validated copy; ConfigError naming ``where`` for an unknown field or an invalid result.  Used for a
+    variant's server and for a fleet worker's launch settings."""
+    data = base.model_dump(mode="python")
+    for key, value in overrides.items():
         path = key.split(".")
         _check_path(ServerConfig, path, f"{where}.{key}")
         _assign(data, path, copy.deepcopy(value))
@@ -45,7 +56,7 @@ def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             lines.append(f"{where}: {loc}: {err['msg']}")
-        raise ConfigError(f"variant {variant!r}: invalid server overrides", details=lines) from None
+        raise ConfigError(f"{what}: invalid server overrides", details=lines) from None
 
 
 def _check_path(model: type[BaseModel], path: list[str], where: str) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalpipe.schema.server import ServerVerification, VerifiedValue
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.sglang_flags import normalize, resolved_value
+from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
@@ -28,7 +28,8 @@ def verify(
     info_error: str | None = None,
     served_models: list[str] | None = None,
 ) -> ServerVerification:
-    """Compare resolved values with the config.
+    """Compare resolved values with the config: the top level of ``/server_info`` and every
+    ``internal_states`` entry that reports the value.
 
     ``server_info=None`` (the server has no ``/server_info``) leaves the resolved configuration
     unverifiable — recorded as such, never as a mismatch; the served name is still checked against
@@ -53,9 +54,13 @@ def verify(
             continue
         else:
             got = resolved_value(info, key)
-        checks.append(
-            VerifiedValue(key=key, expected=want, resolved=got, ok=normalize(got) == normalize(want))
-        )
+        ok = normalize(got) == normalize(want)
+        if ok and server_info is not None:
+            # every data-parallel scheduler must have resolved it, not only the first one reporting it
+            odd = [(i, v) for i, v in internal_state_values(info, key) if normalize(v) != normalize(want)]
+            if odd:
+                ok, got = False, "; ".join(f"internal_states[{i}]: {v!r}" for i, v in odd)
+        checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=ok))
     verified = server_info is not None and not unverified and all(c.ok for c in checks)
 
     def res(key: str) -> Any:
@@ -87,6 +92,7 @@ def verify(
         seed_effective=bool(det) if det is not None else None,
         resolved_config_available=server_info is not None,
         unverified_keys=unverified,
+        server_info_error=info_error if server_info is None else None,
         served_models=served_models,
         engine=_str(res("engine")),
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command"]
+ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command", "router"]
 
 #: The registered kind names, in registry order.
 KIND_NAMES: tuple[str, ...] = get_args(ServerKind)

@@ -10,8 +10,10 @@ attributes; behaviour is methods:
   :meth:`Kind.base_url`, :meth:`Kind.ready_paths`, :meth:`Kind.upstream_path`, :meth:`Kind.launch_note`;
 * **serve** — :meth:`Kind.serve`: a context manager that brings the server up through the building blocks the
   lifecycle hands it (:class:`ServeContext`) and yields a verified :class:`ServerHandle`.  The default launches
-  one process group (or attaches); a fleet (a router plus workers) overrides it, launching and verifying each
-  member through the same blocks;
+  one process group (or attaches); a fleet (``fleet = True``: a router plus workers) overrides it, launching
+  and verifying each member through the same blocks (:meth:`ServeContext.member`);
+* **footprint** — :meth:`Kind.footprint`: what the server occupies (URLs, ports, GPUs), so that variants run
+  at the same time only on servers that share nothing;
 * **preflight** — :meth:`Kind.preflight`: its rules (``evalpipe.server.preflight_rules``) and the argv checked;
 * **verification** — :meth:`Kind.expected_values` (what its ``/server_info`` can verify),
   ``requires_server_info`` (whether a missing ``/server_info`` is a mismatch) and :meth:`Kind.describe_head`
@@ -28,6 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalpipe.errors import ConfigError
@@ -36,6 +39,7 @@ from evalpipe.server.sglang_flags import KERNEL_NAMES, resolved_expectations
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.rundir import ServerFiles
     from evalpipe.schema.server import LaunchRecord, PreflightCheck, ServerVerification
 
 
@@ -49,6 +53,9 @@ class ServerHandle:
     verification: ServerVerification | None = None
     process: subprocess.Popen[bytes] | None = None
     api_key: str | None = field(default=None, repr=False)
+    log_path: Path | None = None  # the launched process's log
+    #: A fleet's launched workers: the run ends promptly when any of them dies, as when the router does.
+    members: list[ServerHandle] = field(default_factory=list)
 
     @property
     def pid(self) -> int | None:
@@ -71,20 +78,43 @@ class ServeContext(Protocol):
         """The environment a launched process gets (ours plus ``server.env``)."""
         ...
 
+    @property
+    def files(self) -> ServerFiles:
+        """Where this server's log, launch record, ``/server_info`` and verification are written."""
+        ...
+
+    @property
+    def api_key(self) -> str | None:
+        """The API key requests to this server carry (never written anywhere)."""
+        ...
+
+    def member(self, name: str, server: ServerConfig) -> ServeContext:
+        """A context for one member of a fleet (a worker behind a router): ``server`` its launch settings,
+        its files under ``server/workers/<name>/``; signals and secrets shared with this context."""
+        ...
+
     def launch(
-        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...]
+        self, argv: list[str], *, base_url: str, ready_paths: tuple[str, ...], wait: bool = True
     ) -> AbstractContextManager[ServerHandle]:
         """Start ``argv`` as its own process group (log and launch record in the run directory), wait until
-        ``base_url`` answers on ``ready_paths``, yield its handle; always stop the whole group on exit."""
+        ``base_url`` answers on ``ready_paths``, yield its handle; always stop the whole group on exit.
+        ``wait=False`` yields at once (several members load at the same time); :meth:`wait_ready` waits."""
+        ...
+
+    def wait_ready(self, handle: ServerHandle, ready_paths: tuple[str, ...]) -> None:
+        """Wait until a launched server answers on ``ready_paths`` (fails fast, with its log, if it exits)."""
         ...
 
     def attach(self, base_url: str, *, ready_paths: tuple[str, ...]) -> ServerHandle:
         """Record an attachment to a running server (nothing is launched or stopped) once it is ready."""
         ...
 
-    def verify(self, handle: ServerHandle) -> ServerVerification:
+    def verify(
+        self, handle: ServerHandle, *, against: ServerConfig | None = None, enforce: bool = True
+    ) -> ServerVerification:
         """Save the server's ``/server_info`` and ``/model_info`` (redacted), verify them against the config
-        through this kind, and abort (or warn) on a mismatch."""
+        through this kind, and abort (or warn) on a mismatch.  ``against``: the settings it must resolve
+        (default: this context's); ``enforce=False`` only records (a fleet judges its workers together)."""
         ...
 
 
@@ -110,6 +140,9 @@ class Kind(ABC):
     preflight_before_run: ClassVar[bool] = True
     #: The ``server:`` field holding this kind's own settings, required when the kind is chosen.
     config_section: ClassVar[str | None] = None
+    #: A router in front of member servers: ``serve`` launches and verifies each member, and a fleet cannot
+    #: itself be a member of another.
+    fleet: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ config
     def check_config(self, server: ServerConfig) -> None:
@@ -157,6 +190,23 @@ class Kind(ABC):
     def launch_note(self, server: ServerConfig, engine_version: str | None) -> str | None:
         """A line for ``evalpipe server command`` beside the argv (or instead of it: nothing launched)."""
         return None if self.launches_process else f"kind: {self.name} — nothing is launched"
+
+    def member_argvs(self, cfg: RunConfig, server: ServerConfig) -> list[tuple[str, list[str]]]:
+        """``(what, argv)`` of each member a fleet launches before its own argv (API key unresolved), for
+        ``evalpipe server command``; none for a single server."""
+        return []
+
+    def footprint(self, cfg: RunConfig, server: ServerConfig) -> set[str]:
+        """What the server occupies, as comparable strings: two servers sharing one cannot run at once.
+
+        Default: the URL it answers on (a launched server on port 0 gets a free port: nothing shared) and,
+        when launched, the GPUs ``server.env`` gives it through ``CUDA_VISIBLE_DEVICES`` (a GPU server
+        overrides this: unset means every GPU of the host).
+        """
+        out = set() if self.launches_process and server.port == 0 else {f"url {self.base_url(server)}"}
+        if self.launches_process:
+            out |= gpu_footprint(server.host, server.env, unset_means_all=False)
+        return out
 
     # ------------------------------------------------------------------ serve
     @contextlib.contextmanager
@@ -212,6 +262,16 @@ class Kind(ABC):
         if v.engine:
             return engine_head(v, info)
         return layout_head(v)
+
+
+def gpu_footprint(host: str, env: Mapping[str, str], *, unset_means_all: bool) -> set[str]:
+    """``{"gpu 127.0.0.1:0", …}`` from ``CUDA_VISIBLE_DEVICES`` in a server's own environment; when it is
+    unset, ``{"gpu 127.0.0.1:all"}`` for a GPU server (it may use every GPU of the host), else nothing."""
+    where = "127.0.0.1" if host in ("0.0.0.0", "::", "localhost") else host
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is None or not visible.strip():
+        return {f"gpu {where}:all"} if unset_means_all else set()
+    return {f"gpu {where}:{d.strip()}" for d in visible.split(",") if d.strip()}
 
 
 def engine_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:

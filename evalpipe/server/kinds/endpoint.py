@@ -3,15 +3,22 @@
 Nothing is launched and nothing is stopped.  Its ``/server_info`` is still verified against the config's
 server settings (as SGLang names them, or as another engine reports them); a server without one is
 "unverifiable", and readiness falls back to ``/v1/models`` where ``/health`` is not served.
+
+An endpoint that lists workers on ``/workers`` is SGLang's router: its own ``/server_info`` is 404 and its
+``/get_server_info`` a stub, so it is never read as a server configuration.  Instead every worker behind it
+is verified as ``kind: router`` verifies the workers it launched (``evalpipe.fleet.session``), with the
+attach settings of ``server.router`` when the config has them (its Prometheus URL, version, URL rewrites).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds.base import Kind, nothing_launched
+from evalpipe.server.kinds.base import Kind, ServeContext, ServerHandle, nothing_launched
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
@@ -48,6 +55,40 @@ class EndpointKind(Kind):
     def launch_note(self, server: ServerConfig, engine_version: str | None) -> str | None:
         return f"kind: endpoint — attaches to {server.endpoint}; nothing is launched"
 
+    @contextlib.contextmanager
+    def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
+        """Attach; a router (it answers ``/workers`` with a listing) is verified worker by worker."""
+        from evalpipe.fleet.client import RouterClient
+        from evalpipe.fleet.session import fleet_session, router_settings
+
+        server = ctx.server
+        handle = ctx.attach(self.base_url(server), ready_paths=self.ready_paths(server))
+        settings = router_settings(server)
+        client = RouterClient(
+            handle.base_url,
+            api_key=ctx.api_key,
+            rewrites=settings.url_rewrites,
+            metrics_url=settings.metrics_url,
+        )
+        if not client.is_router():
+            if server.router is not None:  # the config says a router is there: say what answered instead
+                client.listed_workers()  # NotARouter / RouterUnreachable: one line each
+            handle.verification = ctx.verify(handle)
+            yield handle
+            return
+        planned = _expected_workers(ctx, server)
+        with fleet_session(
+            ctx,
+            handle,
+            client,
+            planned=planned,
+            router_version=settings.version,
+            version_source="config" if settings.version else "unknown",
+            policy=None,
+            launched=False,
+        ) as fleet_handle:
+            yield fleet_handle
+
 
 def openai_base_url(endpoint: str) -> str:
     """An OpenAI base URL: ``http://host:port`` → ``http://host:port/v1``; a given path is kept."""
@@ -60,6 +101,25 @@ def openai_base_url(endpoint: str) -> str:
     if not path:
         path = "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _expected_workers(ctx: ServeContext, server: ServerConfig) -> list[Any]:
+    """The workers ``server.router.workers`` says must be behind the router (URLs only: nothing is launched
+    when attaching; a ``kind`` entry is refused)."""
+    from evalpipe.fleet.session import PlannedWorker, attached_view
+
+    router = server.router
+    planned = []
+    for i, worker in enumerate(router.workers if router is not None else []):
+        if worker.url is None:
+            raise ConfigError(
+                f"server.router.workers[{i}]: kind: endpoint launches nothing; name a running worker's url "
+                "(or use kind: router to launch the router and its workers)"
+            )
+        url = worker.url.rstrip("/")
+        view = attached_view(server, url)
+        planned.append(PlannedWorker(url, ctx.member(str(i), view), view))
+    return planned
 
 
 KIND = EndpointKind()

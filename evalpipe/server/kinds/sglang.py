@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.server import preflight_rules as rules
-from evalpipe.server.kinds.base import Kind, KindPreflight
+from evalpipe.server.kinds.base import Kind, KindPreflight, gpu_footprint
 from evalpipe.server.raw_fp8 import check_raw_fp8_rules
 from evalpipe.server.sglang_env import probe_sglang
 from evalpipe.server.sglang_flags import build_argv
@@ -45,6 +45,11 @@ class SglangKind(Kind):
         if engine_version is None:
             return "note: SGLang is not installed here; flags are spelled for the newest known SGLang (>= 0.5.13)"
         return None
+
+    def footprint(self, cfg: RunConfig, server: ServerConfig) -> set[str]:
+        """Its URL and its GPUs: ``CUDA_VISIBLE_DEVICES`` from ``server.env``, else every GPU of the host."""
+        url = set() if server.port == 0 else {f"url {self.base_url(server)}"}
+        return url | gpu_footprint(server.host, server.env, unset_means_all=True)
 
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         probe = probe_sglang(env, packages=("sglang",))

@@ -1,0 +1,25 @@
+"""Fleet errors: each one is a line a user can act on, mapped to an exit code by ``evalpipe.errors``."""
+
+from __future__ import annotations
+
+from evalpipe.errors import ConfigError, ServerError
+
+
+class NotARouter(ServerError):
+    """The URL answers HTTP but is not a router (no ``/workers`` listing)."""
+
+
+class RouterUnreachable(ServerError):
+    """Nothing answered at the router URL."""
+
+
+class NoHealthyWorkers(ServerError):
+    """The router is up but lists no healthy worker."""
+
+
+class RouterLaunchError(ServerError):
+    """A router evalpipe started exited, or did not register every worker in time."""
+
+
+class RouterNotInstalled(ConfigError):
+    """``sglang-router`` (the ``router`` extra) is needed to launch a router and is not installed."""
