@@ -249,12 +249,13 @@ def run(
 ) -> RunResult:
     """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → outcomes
     → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest."""
+    from evalpipe.clock import utc_now
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
     from evalpipe.evalscope_bridge.stage import run_evalscope
     from evalpipe.evalscope_bridge.task import check_generation
     from evalpipe.io import write_model
-    from evalpipe.provenance import collect_provenance, run_component_tests, utc_now
+    from evalpipe.provenance import collect_provenance, run_component_tests
     from evalpipe.server.context_fit import check_context_fit, dropped_entries
     from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.lifecycle import managed_server, watch_server

@@ -16,20 +16,16 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from evalpipe.clock import utc_now
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig
 from evalpipe.errors import PreflightError
 from evalpipe.redact import redact_argv
 from evalpipe.rundir import RunDir
 from evalpipe.schema.provenance import ComponentTestResult, GitInfo, PackageVersion, Provenance
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _git(args: list[str], cwd: Path, *, binary: bool = False) -> bytes | str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sglang.support import write_config
+from fake_sglang.support import server_config as write_config
 
 from evalpipe.config import load_config
 from evalpipe.errors import ConfigError
@@ -49,14 +49,14 @@ def test_launched_and_running_workers(tmp_path: Path) -> None:
         port=31000,
     )
     server = cfg.server
-    first = worker_launch_server(server, server.router.workers[0], 0)
+    first = worker_launch_server(server, server.router.workers[0], 0, server_kind)
     assert (first.kind, first.port, first.env["OMP_NUM_THREADS"], first.router) == (
         "command",
         31001,
         "1",
         None,
     )
-    second = worker_launch_server(server, server.router.workers[1], 1)
+    second = worker_launch_server(server, server.router.workers[1], 1, server_kind)
     assert second.kv_cache_dtype == "q4_0" and server.kv_cache_dtype == "f16"  # launch only: verified as f16
     argv = server_kind("router").argv(cfg, server, python="python3")
     assert argv[:3] == ["python3", "-m", "sglang_router.launch_router"]
@@ -107,17 +107,15 @@ def test_a_command_worker_needs_the_top_level_command(tmp_path: Path) -> None:
 
 def test_parallel_variants_need_two_variants(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="parallel_variants needs at least two variants"):
-        write_config(tmp_path, {"kind": "answer_key"}, extra={"parallel_variants": True})
+        write_config(tmp_path, {"kind": "answer_key"}, parallel_variants=True)
 
 
 def _variants(tmp_path: Path, a: dict[str, Any], b: dict[str, Any], server: dict[str, Any]) -> Any:
     return write_config(
         tmp_path,
         server,
-        extra={
-            "parallel_variants": True,
-            "variants": [{"name": "a", "overrides": a}, {"name": "b", "overrides": b}],
-        },
+        parallel_variants=True,
+        variants=[{"name": "a", "overrides": a}, {"name": "b", "overrides": b}],
     )
 
 

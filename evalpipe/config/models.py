@@ -296,6 +296,10 @@ class ServerConfig(Strict):
         "when the endpoint is a router.",
     )
 
+    def router_settings(self) -> RouterConfig:
+        """``router``, or the defaults when an endpoint turned out to be a router without one."""
+        return self.router if self.router is not None else RouterConfig()
+
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
         # imported here: the kinds read these models (their modules import them only for type checking)

@@ -25,18 +25,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
 from evalpipe.fleet import fetch
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
 from evalpipe.io import write_model
-from evalpipe.provenance import utc_now
 from evalpipe.schema.fleet import FleetRecord, FleetSnapshot, RequestFieldProbe
 from evalpipe.schema.server import LaunchRecord
 
 if TYPE_CHECKING:
-    from evalpipe.config.models import RouterConfig, ServerConfig
+    from evalpipe.config.models import ServerConfig
     from evalpipe.server.kinds.base import ServeContext, ServerHandle
 
 log = logging.getLogger("evalpipe.server")
@@ -54,13 +54,6 @@ class PlannedWorker:
     verify_as: ServerConfig  # the settings it must have resolved (the top-level ones)
     handle: ServerHandle | None = None
     ready_paths: tuple[str, ...] = ()
-
-
-def router_settings(server: ServerConfig) -> RouterConfig:
-    """``server.router``, or the defaults when an endpoint turned out to be a router without one."""
-    from evalpipe.config.models import RouterConfig
-
-    return server.router if server.router is not None else RouterConfig()
 
 
 def attached_view(server: ServerConfig, url: str) -> ServerConfig:
@@ -84,7 +77,7 @@ def fleet_session(
     """Verify the fleet behind ``router`` (steps 1–4 above), yield ``router`` as the run's server with the
     fleet's combined verification, and record the end of the run in ``server/fleet.json``."""
     server = ctx.server
-    settings = router_settings(server)
+    settings = server.router_settings()
     entries = client.listed_workers()
     members = fold_workers(entries, client.rewrites)
     if not any(m.healthy for m in members):
@@ -122,7 +115,7 @@ def fleet_session(
         record.problems = own
         record.verified = None if check.info is None else (check.healthy and not own)
 
-    head = _head(router_version, policy, checks)
+    head = _head(router_version, policy, checks, ctx)
     verification = combined_verification(
         checks,
         problems,
@@ -239,17 +232,15 @@ def _relative(path: Any, root: Any) -> str:
         return str(path)
 
 
-def _head(version: str | None, policy: str | None, checks: Sequence[WorkerCheck]) -> str:
+def _head(version: str | None, policy: str | None, checks: Sequence[WorkerCheck], ctx: ServeContext) -> str:
     """``sglang-router 0.3.2 (round_robin) over 2 workers (http://a, http://b): <first worker's head>``."""
-    from evalpipe.server.kinds.registry import server_kind
-
     n = len(checks)
     urls = ", ".join(c.url for c in checks)
     head = f"sglang-router {version or '(version unknown)'}" + (f" ({policy})" if policy else "")
     head += f" over {n} worker{'s' if n != 1 else ''} ({urls})"
     first = next((c for c in checks if c.verification is not None and c.info is not None), None)
     if first is not None and first.verification is not None:
-        head += ": " + server_kind(first.verification.kind).describe_head(first.verification, first.info)
+        head += ": " + ctx.describe_head(first.verification, first.info)
     return head
 
 

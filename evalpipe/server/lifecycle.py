@@ -30,10 +30,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
 from evalpipe.io import atomic_write_json, write_model
 from evalpipe.process_group import spawn, stop_group
-from evalpipe.provenance import utc_now
 from evalpipe.redact import redact, redact_argv, redact_mapping
 from evalpipe.schema.server import LaunchRecord, ServerVerification
 from evalpipe.server import sglang_flags as flags
@@ -321,6 +321,9 @@ class _Serving:
         launch.ready_at = utc_now()
         write_model(self._files.launch, launch)
         return ServerHandle(base_url=base_url, launch=launch, server=server, api_key=self._api_key)
+
+    def describe_head(self, verification: ServerVerification, info: Mapping[str, Any] | None) -> str:
+        return server_kind(verification.kind).describe_head(verification, info)
 
     def verify(
         self, handle: ServerHandle, *, against: ServerConfig | None = None, enforce: bool = True

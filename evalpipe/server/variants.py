@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError
+
+if TYPE_CHECKING:  # the router kind applies a worker's overrides, and the config validates kinds: no cycle
+    from evalpipe.config.models import RunConfig, ServerConfig
 
 
 def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
@@ -47,10 +49,10 @@ def with_overrides(
     data = base.model_dump(mode="python")
     for key, value in overrides.items():
         path = key.split(".")
-        _check_path(ServerConfig, path, f"{where}.{key}")
+        _check_path(type(base), path, f"{where}.{key}")
         _assign(data, path, copy.deepcopy(value))
     try:
-        return ServerConfig.model_validate(data)
+        return type(base).model_validate(data)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +117,12 @@ class ServeContext(Protocol):
         (default: this context's); ``enforce=False`` only records (a fleet judges its workers together)."""
         ...
 
+    def describe_head(self, verification: ServerVerification, info: Mapping[str, Any] | None) -> str:
+        """The report's server line for a verified server, as its own kind describes it
+        (:meth:`Kind.describe_head` of ``verification.kind``; a fleet describes its workers through this,
+        so fleet code never imports the kind registry that imports it)."""
+        ...
+
 
 @dataclass
 class KindPreflight:
@@ -138,6 +144,12 @@ class Kind(ABC):
     requires_server_info: ClassVar[bool] = False
     #: ``evalpipe run`` evaluates the preflight rules before serving.
     preflight_before_run: ClassVar[bool] = True
+
+    def bind_registry(self, lookup: Callable[[str], Kind]) -> None:  # noqa: B027  (optional hook, no-op)
+        """Called once by the registry after it loaded every kind.  A kind that composes others (the router
+        launching each worker by the worker's own kind) keeps ``lookup`` rather than importing the registry,
+        which imports it: the import graph stays acyclic.  Default: nothing to keep."""
+
     #: The ``server:`` field holding this kind's own settings, required when the kind is chosen.
     config_section: ClassVar[str | None] = None
     #: A router in front of member servers: ``serve`` launches and verifies each member, and a fleet cannot

@@ -59,11 +59,11 @@ class EndpointKind(Kind):
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Attach; a router (it answers ``/workers`` with a listing) is verified worker by worker."""
         from evalpipe.fleet.client import RouterClient
-        from evalpipe.fleet.session import fleet_session, router_settings
+        from evalpipe.fleet.session import fleet_session
 
         server = ctx.server
         handle = ctx.attach(self.base_url(server), ready_paths=self.ready_paths(server))
-        settings = router_settings(server)
+        settings = server.router_settings()
         client = RouterClient(
             handle.base_url,
             api_key=ctx.api_key,

@@ -36,3 +36,7 @@ def server_kind(name: str) -> Kind:
 def kinds() -> tuple[Kind, ...]:
     """Every registered kind, in registry order."""
     return tuple(_REGISTRY.values())
+
+
+for _kind in _REGISTRY.values():  # composite kinds (the router) look their members' kinds up here
+    _kind.bind_registry(server_kind)

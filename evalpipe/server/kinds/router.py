@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
@@ -36,8 +36,19 @@ class RouterKind(Kind):
     requires_server_info: ClassVar[bool] = True  # every worker must report its resolved configuration
     config_section: ClassVar[str | None] = "router"
     fleet: ClassVar[bool] = True
+    _lookup: Callable[[str], Kind] | None = None
+
+    def bind_registry(self, lookup: Callable[[str], Kind]) -> None:
+        self._lookup = lookup
+
+    def kind_of(self, name: str) -> Kind:
+        """A worker's own kind (command, sglang, endpoint, …), through the registry that loaded this one."""
+        if self._lookup is None:
+            raise RuntimeError("the router kind is used before the kind registry bound it")
+        return self._lookup(name)
 
     # ------------------------------------------------------------------ config
+
     def check_config(self, server: ServerConfig) -> None:
         router = server.router
         if router is None:
@@ -59,7 +70,7 @@ class RouterKind(Kind):
         for i, worker in enumerate(router.workers):
             if worker.kind is None:
                 continue
-            launch = worker_launch_server(server, worker, i)  # ValueError naming the worker
+            launch = worker_launch_server(server, worker, i, self.kind_of)  # ValueError naming the worker
             if launch.port and launch.host == server.host:
                 if launch.port in ports:
                     raise ValueError(f"router.workers[{i}].port {launch.port}: also {ports[launch.port]}")
@@ -95,21 +106,21 @@ class RouterKind(Kind):
         )
 
     def member_argvs(self, cfg: RunConfig, server: ServerConfig) -> list[tuple[str, list[str]]]:
-        from evalpipe.server.kinds.registry import server_kind
+        server_kind = self.kind_of
 
         out: list[tuple[str, list[str]]] = []
         for i, worker in enumerate(_router(server).workers):
             if worker.kind is None:
                 out.append((f"worker {i}: {worker.url} (running; not launched)", []))
                 continue
-            launch = worker_launch_server(server, worker, i)
+            launch = worker_launch_server(server, worker, i, self.kind_of)
             kind = server_kind(launch.kind)
             out.append((f"worker {i}", kind.argv(cfg, launch, resolve_secrets=False)))
         return out
 
     def footprint(self, cfg: RunConfig, server: ServerConfig) -> set[str]:
         """The router's URL and its Prometheus port, and every worker's footprint (URL and GPUs)."""
-        from evalpipe.server.kinds.registry import server_kind
+        server_kind = self.kind_of
 
         router = _router(server)
         out = set() if server.port == 0 else {f"url {self.base_url(server)}"}
@@ -119,7 +130,7 @@ class RouterKind(Kind):
             if worker.url is not None:
                 out.add(f"url {worker.url.rstrip('/')}")
             else:
-                launch = worker_launch_server(server, worker, i)
+                launch = worker_launch_server(server, worker, i, self.kind_of)
                 out |= server_kind(launch.kind).footprint(cfg, launch)
         return out
 
@@ -128,7 +139,8 @@ class RouterKind(Kind):
         """sglang-router installed, the router's ports free, and each launched worker's own preflight."""
         from evalpipe.fleet.errors import RouterNotInstalled
         from evalpipe.fleet.launcher import require_router
-        from evalpipe.server.kinds.registry import server_kind
+
+        server_kind = self.kind_of
         from evalpipe.server.sglang_env import server_env
 
         checks: list[PreflightCheck] = []
@@ -148,7 +160,7 @@ class RouterKind(Kind):
         for i, worker in enumerate(router.workers):
             if worker.kind is None:
                 continue
-            launch = worker_launch_server(server, worker, i)
+            launch = worker_launch_server(server, worker, i, self.kind_of)
             own = server_kind(launch.kind).preflight(cfg, launch, server_env(launch))
             checks += [
                 c.model_copy(update={"message": f"router.workers[{i}]: {c.message}"}) for c in own.checks
@@ -164,7 +176,8 @@ class RouterKind(Kind):
         from evalpipe.fleet.launcher import require_router, wait_registered
         from evalpipe.fleet.session import PlannedWorker, attached_view, fleet_session
         from evalpipe.fleet.sglang_router import METRICS_PATH, router_argv
-        from evalpipe.server.kinds.registry import server_kind
+
+        server_kind = self.kind_of
         from evalpipe.server.ports import free_port
 
         server = ctx.server
@@ -179,7 +192,7 @@ class RouterKind(Kind):
                     view = attached_view(server, url)
                     planned.append(PlannedWorker(url, ctx.member(str(i), view), view))
                     continue
-                launch = worker_launch_server(server, worker, i)
+                launch = worker_launch_server(server, worker, i, self.kind_of)
                 if launch.port == 0:
                     launch = launch.model_copy(update={"port": free_port(launch.host)})
                 kind = server_kind(launch.kind)
@@ -225,14 +238,11 @@ class RouterKind(Kind):
             ) as fleet_handle:
                 yield fleet_handle
 
-    @staticmethod
-    def _worker_url(server: ServerConfig, worker: RouterWorker, index: int) -> str:
+    def _worker_url(self, server: ServerConfig, worker: RouterWorker, index: int) -> str:
         if worker.url is not None:
             return worker.url.rstrip("/")
-        launch = worker_launch_server(server, worker, index)
-        from evalpipe.server.kinds.registry import server_kind
-
-        return server_kind(launch.kind).base_url(launch)
+        launch = worker_launch_server(server, worker, index, self.kind_of)
+        return self.kind_of(launch.kind).base_url(launch)
 
 
 def _router(server: ServerConfig) -> RouterConfig:
@@ -245,15 +255,17 @@ def _local(host: str) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "::", "localhost") else host
 
 
-def worker_launch_server(server: ServerConfig, worker: RouterWorker, index: int) -> ServerConfig:
+def worker_launch_server(
+    server: ServerConfig, worker: RouterWorker, index: int, kind_of: Callable[[str], Kind]
+) -> ServerConfig:
     """How a launched worker is started: the top-level settings with its kind, host, port and environment,
-    then its ``overrides``.  ValueError naming ``router.workers[index]`` when that is not a valid server."""
-    from evalpipe.server.kinds.registry import server_kind
+    then its ``overrides``.  ValueError naming ``router.workers[index]`` when that is not a valid server.
+    ``kind_of``: the kind registry's lookup (``server_kind``)."""
     from evalpipe.server.variants import with_overrides
 
     where = f"router.workers[{index}]"
     assert worker.kind is not None
-    kind = server_kind(worker.kind)
+    kind = kind_of(worker.kind)
     if kind.fleet or not kind.launches_process:
         raise ValueError(
             f"{where}.kind: '{worker.kind}' cannot be launched as a worker (it launches no server)"
