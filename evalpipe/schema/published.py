@@ -44,6 +44,18 @@ def context_fit_schema() -> dict[str, Any]:
     return _schema(ContextFit)
 
 
+def speed_schema() -> dict[str, Any]:
+    from evalpipe.speed.model import SpeedArtifact
+
+    return _schema(SpeedArtifact)
+
+
+def speed_compare_schema() -> dict[str, Any]:
+    from evalpipe.speed.compare import SpeedComparison
+
+    return _schema(SpeedComparison)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
@@ -51,6 +63,8 @@ PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "compare.schema.json": compare_schema,
     "summary.schema.json": summary_schema,
     "context_fit.schema.json": context_fit_schema,
+    "speed.schema.json": speed_schema,
+    "speed_compare.schema.json": speed_compare_schema,
 }
 
 

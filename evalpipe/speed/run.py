@@ -201,7 +201,9 @@ def _round_record(
 
 
 @dataclass
-class _Prepared:
+class Prepared:
+    """What :func:`prepare` checked: the client (and its version) and the tokenizer it will use."""
+
     client: SpeedClient
     client_version: str
     tokenizer: ResolvedTokenizer | None
@@ -215,7 +217,7 @@ def prepare(
     context_length: int | None = None,
     base_dir: Path | None = None,
     sglang_python: str | None = None,
-) -> _Prepared:
+) -> Prepared:
     """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context."""
     client = make_client(cfg, sglang_python=sglang_python)
     version = client.version()
@@ -229,11 +231,11 @@ def prepare(
             else server_context(url, api_key)
         )
         check_fit(cfg.workloads, context)
-    return _Prepared(client, version, tokenizer)
+    return Prepared(client, version, tokenizer)
 
 
 def _new_artifact(
-    target: SpeedTarget, cfg: SpeedConfig, prepared: _Prepared, served_model: str, schedule: Schedule
+    target: SpeedTarget, cfg: SpeedConfig, prepared: Prepared, served_model: str, schedule: Schedule
 ) -> SpeedArtifact:
     client = prepared.client
     return SpeedArtifact(
@@ -252,8 +254,8 @@ def _new_artifact(
     )
 
 
-def _run_round(
-    prepared: _Prepared,
+def run_round(
+    prepared: Prepared,
     cfg: SpeedConfig,
     target: SpeedTarget,
     workload: SpeedWorkload,
@@ -261,6 +263,7 @@ def _run_round(
     served_model: str,
     api_key: str | None,
 ) -> tuple[RoundRecord, list[str]]:
+    """One client run (``prepared`` comes from :func:`prepare`): the round's record and its redacted argv."""
     client = prepared.client
     round_dir = target.out_dir / SPEED_DIR / workload.name / f"round-{round_index + 1:02d}"
     _fresh_round_dir(round_dir)
@@ -339,7 +342,7 @@ def run_speed_alternating(
         for round_index in range(cfg.rounds):
             order = list(targets) if round_index % 2 == 0 else list(reversed(targets))
             for target in order:
-                record, argv = _run_round(prepared, cfg, target, workload, round_index, served_model, api_key)
+                record, argv = run_round(prepared, cfg, target, workload, round_index, served_model, api_key)
                 artifact = artifacts[target.variant]
                 _record_round(artifact, record, argv)
                 write_model(target.out_dir / SPEED_JSON, artifact)
