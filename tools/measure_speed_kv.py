@@ -1,6 +1,7 @@
 """Measure llama.cpp KV f16 vs q4_0 on SmolLM2-135M with evalpipe's speed benchmark, twice.
 
-Both servers are up at once (evalpipe's llama.cpp launcher, ``--no-prompt-cache``), rounds alternate
+Both servers are up at once (llama.cpp's native server with the launcher's settings,
+``tools/llamacpp_native_server.py``, ``--no-prompt-cache``), rounds alternate
 between them (ABBA…), the prompts of round r are the same for both; the whole measurement is repeated
 ``--repeats`` times so the closing note can say how much the ratios move between repeats.  Prints the
 paired comparison lines and the load average; writes everything under ``--out``.
@@ -18,8 +19,9 @@ import signal
 import sys
 from pathlib import Path
 
+from llamacpp_native_server import spawn_native  # tools/ is sys.path[0] when this script runs
+
 from evalpipe.io import write_model
-from evalpipe.server.llamacpp import spawn
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.run import SpeedTarget, load_average, run_speed_alternating
@@ -54,7 +56,7 @@ def main(args: list[str]) -> int:
     procs, urls = [], {}
     try:
         for kv in ("f16", "q4_0"):
-            proc, url = spawn(
+            proc, url = spawn_native(
                 ["--model", "smollm2", "--kv-cache-dtype", kv, "--threads", ns.threads, "--parallel", "2",
                  "--ctx-size", "4096", "--served-model-name", "smollm2", "--no-prompt-cache"],
                 ns.out / f"server-{kv}.log",

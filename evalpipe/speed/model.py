@@ -67,6 +67,9 @@ class RoundRecord(_Row):
     workload: str
     round_index: Annotated[int, Field(ge=0)]
     seed: int = Field(description="Prompt seed of this round; the same for every variant.")
+    argv: list[str] = Field(
+        default_factory=list, description="The client's exact argv for this round, secrets redacted."
+    )
     started_at: datetime
     finished_at: datetime
     client_exit_code: int | None = Field(description="None when the client had to be killed (timeout).")

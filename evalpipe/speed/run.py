@@ -88,13 +88,15 @@ def _get_json(url: str, api_key: str | None, timeout: float = 10.0) -> Any:
 
 
 def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str, str] | None:
-    """``(tokens, "total"|"input", source)`` the server says one request may use, when it says so."""
+    """``(tokens, "total"|"input", source)`` the server says one request may use, when it says so:
+    ``/server_info`` (SGLang, evalpipe's llama.cpp launcher), else llama.cpp's own ``/props``
+    (``default_generation_settings.n_ctx``, the per-slot context)."""
     try:
         info = _get_json(base_url.rstrip("/") + "/server_info", api_key)
     except (OSError, ValueError, urllib.error.URLError):
-        return None
+        info = None
     if not isinstance(info, dict):
-        return None
+        return _llama_cpp_props_context(base_url, api_key)
     states = info.get("internal_states")
     candidates = [
         info,
@@ -105,6 +107,18 @@ def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str,
             value = source.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value, scope, f"{key} from /server_info"
+    return _llama_cpp_props_context(base_url, api_key)
+
+
+def _llama_cpp_props_context(base_url: str, api_key: str | None) -> tuple[int, str, str] | None:
+    try:
+        props = _get_json(base_url.rstrip("/") + "/props", api_key)
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+    value = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, "total", "default_generation_settings.n_ctx from /props"
     return None
 
 
@@ -156,13 +170,15 @@ def _round_record(
     timed_out: bool,
     relative_to: Path,
     secrets: Sequence[str],
+    argv: list[str],
 ) -> RoundRecord:
     problems = list(parsed.problems)
     requested = plan.workload.num_prompts
     if timed_out:
         problems.insert(0, f"the client was stopped after {plan.timeout_s:g} s (speed.round_timeout_s)")
     elif exit_code != 0:
-        problems.insert(0, f"the client exited with {exit_code} (log: {SPEED_DIR}/…/client.log)")
+        log = (plan.round_dir / "client.log").relative_to(relative_to).as_posix()
+        problems.insert(0, f"the client exited with {exit_code} (log: {log})")
     if parsed.completed < requested:
         problems.insert(0, f"{parsed.completed} of {requested} requests completed")
     if parsed.cached_prompt_tokens_pct:
@@ -174,6 +190,7 @@ def _round_record(
         workload=plan.workload.name,
         round_index=plan.round_index,
         seed=plan.seed,
+        argv=argv,
         started_at=started,
         finished_at=finished,
         client_exit_code=exit_code,
@@ -285,6 +302,7 @@ def run_round(
     finished = _now()
     parsed = client.parse(plan)
     secrets = [api_key] if api_key else []
+    redacted_argv = redact_argv(argv, secrets)
     record = _round_record(
         plan,
         parsed,
@@ -295,8 +313,9 @@ def run_round(
         timed_out=ended.timed_out,
         relative_to=target.out_dir,
         secrets=secrets,
+        argv=redacted_argv,
     )
-    return record, redact_argv(argv, secrets)
+    return record, redacted_argv
 
 
 def _record_round(artifact: SpeedArtifact, record: RoundRecord, argv: list[str]) -> None:
