@@ -118,6 +118,17 @@ def test_an_incomplete_round_is_never_averaged_away() -> None:
     assert result.metrics[0].test_rounds == [150, 151, 149]  # the round is kept as it was
 
 
+def test_a_round_of_other_lengths_is_inconclusive() -> None:
+    control = [_round(i, v) for i, v in enumerate([100, 101, 99])]
+    test = [_round(i, v) for i, v in enumerate([150, 151, 149])]
+    test[2] = test[2].model_copy(update={"lengths_as_requested": False})  # e.g. EOS honoured: shorter outputs
+    result = compare_workload("w", control, test, paired=True)
+    assert (
+        result.verdict == "inconclusive"
+        and "test round 2: 4/4 completed (lengths other than requested)" in result.reason
+    )
+
+
 def test_different_prompts_are_inconclusive() -> None:
     control = [_round(i, 100.0 + i, prompts="a") for i in range(3)]
     test = [_round(i, 200.0 + i, prompts="b") for i in range(3)]

@@ -162,7 +162,7 @@ def test_speed_json_recomputes_from_the_raw_files(server: str, tmp_path: Path) -
             )
             assert record.input_tokens == 64 and record.output_tokens == 32
             assert record.input_throughput == pytest.approx(64 / summary["Test Duration (s)"])
-            assert record.cached_prompt_tokens_pct == 0.0
+            assert record.cached_prompt_tokens_pct == 0.0 and record.lengths_as_requested is True
             assert record.argv[record.argv.index("--seed") + 1] == str(42 + record.round_index)
     rounds_a, rounds_b = (artifacts[v].rounds_for(WORKLOAD.name) for v in ("a", "b"))
     assert [r.prompt_set_sha256 for r in rounds_a] == [r.prompt_set_sha256 for r in rounds_b]

@@ -94,7 +94,11 @@ def test_no_output_file_is_zero_completed(tmp_path: Path) -> None:
 def test_short_outputs_are_flagged() -> None:
     line = _line(OK)
     line["total_output_tokens_retokenized"] = 20  # synthetic: EOS honoured, outputs shorter than asked
-    assert any("ignore_eos not honoured" in p for p in parse_line(line, 16).problems)
+    parsed = parse_line(line, 16)
+    assert (
+        any("ignore_eos not honoured" in p for p in parsed.problems) and parsed.lengths_as_requested is False
+    )
+    assert parse_jsonl(OK, **WORKLOAD).lengths_as_requested is True
 
 
 def test_workload_mismatch_is_flagged() -> None:

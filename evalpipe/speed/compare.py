@@ -15,7 +15,8 @@ narrow.  A seeded simulation (``tests/test_speed_compare.py``) puts the 95 % int
 
 Verdict (from output throughput): ``faster`` when the interval lies above 1, ``slower`` below 1,
 ``inconclusive`` when it contains 1 or when any round of either variant is incomplete (``completed`` <
-requested, a timeout, a client error) or the two variants did not get the same prompts.  Latency ratios get
+requested, a timeout, a client error, requests of another length than asked) or the two variants did not
+get the same prompts.  Latency ratios get
 ``better``/``worse`` (below/above 1) the same way.  The optional gate ``min_output_throughput_ratio`` compares
 the point estimate, as the accuracy gates compare the score, and fails on an inconclusive-by-incomplete
 workload.
@@ -78,7 +79,9 @@ class WorkloadComparison(Row):
     workload: str
     rounds_control: int
     rounds_test: int
-    complete: bool = Field(description="Every round of both variants completed every request.")
+    complete: bool = Field(
+        description="Every round of both variants completed every request, each of the requested lengths."
+    )
     same_prompts: bool | None = Field(
         description="Round r of both variants had the same prompt set (None: unknown)."
     )
@@ -205,7 +208,7 @@ def compare_workload(
     seed: int = BOOTSTRAP_SEED,
     confidence: float = CONFIDENCE,
 ) -> WorkloadComparison:
-    complete = bool(control) and bool(test) and all(r.complete for r in (*control, *test))
+    complete = bool(control) and bool(test) and all(r.usable for r in (*control, *test))
     same = _same_prompts(control, test)
     usable = complete and same is not False
     metrics = [
@@ -231,9 +234,10 @@ def compare_workload(
             f"{side} round {r.round_index}: {r.completed}/{r.requested} completed"
             + (" (timed out)" if r.timed_out else "")
             + (f" (client exit {r.client_exit_code})" if r.client_exit_code not in (0, None) else "")
+            + (" (lengths other than requested)" if r.lengths_as_requested is False else "")
             for side, rounds in (("control", control), ("test", test))
             for r in rounds
-            if not r.complete
+            if not r.usable
         ]
         reason = "incomplete round(s): " + "; ".join(short)
     elif same is False:

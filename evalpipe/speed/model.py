@@ -98,6 +98,10 @@ class RoundRecord(_Row):
     cached_prompt_tokens_pct: float | None = Field(
         default=None, description="Prompt tokens the server reported as served from its prefix cache, in %."
     )
+    lengths_as_requested: bool | None = Field(
+        default=None,
+        description="Every completed request had the workload's prompt and output length (None: not checkable).",
+    )
     derived: list[str] = Field(
         default_factory=list, description="Figures evalpipe computed from the raw per-request rows, and how."
     )
@@ -108,6 +112,11 @@ class RoundRecord(_Row):
     def complete(self) -> bool:
         """Every requested request completed and the client exited cleanly."""
         return self.client_exit_code == 0 and not self.timed_out and self.completed == self.requested
+
+    @property
+    def usable(self) -> bool:
+        """Complete, and no request of another length than asked: the round measured the workload."""
+        return self.complete and self.lengths_as_requested is not False
 
 
 class WorkloadRounds(_Row):

@@ -211,6 +211,7 @@ def _round_record(
         percentile_method=client.percentile_method,
         prompt_set_sha256=parsed.prompt_set_sha256,
         cached_prompt_tokens_pct=parsed.cached_prompt_tokens_pct,
+        lengths_as_requested=parsed.lengths_as_requested,
         derived=parsed.derived,
         raw_files=keep_raw_files(plan.round_dir, relative_to, secrets),
         problems=problems,
@@ -323,7 +324,7 @@ def _record_round(artifact: SpeedArtifact, record: RoundRecord, argv: list[str])
         artifact.client.argv = argv
     artifact.rounds_for(record.workload).append(record)
     for message in record.problems:
-        severity: Severity = "error" if not record.complete and message == record.problems[0] else "warn"
+        severity: Severity = "error" if not record.usable and message == record.problems[0] else "warn"
         artifact.problems.append(
             Problem(
                 severity=severity, workload=record.workload, round_index=record.round_index, message=message

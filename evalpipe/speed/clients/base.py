@@ -52,6 +52,7 @@ class ParsedRound:
     e2e_ms: LatencyStats = field(default_factory=LatencyStats)
     prompt_set_sha256: str | None = None
     cached_prompt_tokens_pct: float | None = None
+    lengths_as_requested: bool | None = None
     derived: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 

@@ -209,4 +209,5 @@ def parse_run_dir(directory: Path, input_len: int, output_len: int) -> ParsedRou
     wrong_in = sum(1 for r in completed if r["prompt_tokens"] != input_len)
     if wrong_in:
         problems.append(f"{wrong_in} completed request(s) have a prompt length other than {input_len} tokens")
+    out.lengths_as_requested = not short_out and not wrong_in
     return out

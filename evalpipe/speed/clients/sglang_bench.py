@@ -159,7 +159,8 @@ def parse_line(line: dict[str, Any], output_len: int | None = None) -> ParsedRou
     retokenized = line.get("total_output_tokens_retokenized")
     if output_len is not None and isinstance(retokenized, int) and out.completed:
         expected = out.completed * output_len
-        if retokenized < 0.95 * expected:
+        out.lengths_as_requested = retokenized >= 0.95 * expected
+        if not out.lengths_as_requested:
             problems.append(
                 f"generated text re-tokenizes to {retokenized} tokens, expected about {expected} "
                 f"({out.completed} × {output_len}): outputs may be shorter than requested (ignore_eos not honoured?)"
