@@ -141,3 +141,35 @@ def test_evalscope_run_that_wrote_nothing_is_zero_completed(tmp_path: Path) -> N
     parsed = parse_run_dir(tmp_path, 32, 16)
     assert parsed.completed == 0
     assert parsed.problems[:1] == ["evalscope perf wrote no benchmark_summary.json"]
+
+
+def test_server_context_reads_what_each_server_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.error
+
+    from evalpipe.speed import run
+
+    payloads: dict[str, object] = {}
+
+    def fake_get_json(url: str, api_key: str | None, timeout: float = 10.0) -> object:
+        if url not in payloads:
+            raise urllib.error.URLError("404")
+        return payloads[url]
+
+    monkeypatch.setattr(run, "_get_json", fake_get_json)
+    base = "http://h:1"
+    payloads[base + "/server_info"] = {"engine": "llama.cpp", "n_ctx_per_slot": 2048}  # evalpipe's launcher
+    assert run.server_context(base) == (2048, "total", "n_ctx_per_slot from /server_info")
+    payloads[base + "/server_info"] = {
+        "context_length": None,
+        "internal_states": [{"max_req_input_len": 131071}],
+    }
+    assert run.server_context(base) == (
+        131071,
+        "input",
+        "max_req_input_len from /server_info",
+    )  # SGLang, loaded
+    del payloads[base + "/server_info"]
+    payloads[base + "/props"] = {"default_generation_settings": {"n_ctx": 4096}}  # plain llama-server
+    assert run.server_context(base) == (4096, "total", "default_generation_settings.n_ctx from /props")
+    del payloads[base + "/props"]
+    assert run.server_context(base) is None  # nothing said: the check is skipped
