@@ -235,9 +235,11 @@ def prepare(
     context_length: int | None = None,
     base_dir: Path | None = None,
     sglang_python: str | None = None,
+    client: SpeedClient | None = None,
 ) -> Prepared:
-    """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context."""
-    client = make_client(cfg, sglang_python=sglang_python)
+    """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context.
+    ``client`` replaces the one ``cfg.client`` names (tests drive the orchestration with a stand-in)."""
+    client = client or make_client(cfg, sglang_python=sglang_python)
     version = client.version()
     tokenizer = resolve(cfg.tokenizer, base_dir)
     client.check(cfg, tokenizer.directory if tokenizer else None)
@@ -342,6 +344,7 @@ def run_speed_alternating(
     base_dir: Path | None = None,
     sglang_python: str | None = None,
     progress: Progress | None = None,
+    client: SpeedClient | None = None,
 ) -> dict[str, SpeedArtifact]:
     """Run every workload's rounds on every target, alternating the order per round; one ``speed.json`` each."""
     if len({t.variant for t in targets}) != len(targets):
@@ -353,6 +356,7 @@ def run_speed_alternating(
         context_length=context_length,
         base_dir=base_dir,
         sglang_python=sglang_python,
+        client=client,
     )
     schedule: Schedule = "alternating" if len(targets) > 1 else "single"
     artifacts = {t.variant: _new_artifact(t, cfg, prepared, served_model, schedule) for t in targets}
@@ -386,6 +390,7 @@ def run_speed(
     base_dir: Path | None = None,
     sglang_python: str | None = None,
     progress: Progress | None = None,
+    client: SpeedClient | None = None,
 ) -> SpeedArtifact:
     """The speed benchmark of one variant on its ready server (no proxy); writes ``out_dir/speed.json``."""
     return run_speed_alternating(
@@ -397,6 +402,7 @@ def run_speed(
         base_dir=base_dir,
         sglang_python=sglang_python,
         progress=progress,
+        client=client,
     )[variant]
 
 
@@ -426,6 +432,7 @@ def speed_command(
     base_dir: Path | None = None,
     min_output_throughput_ratio: float | None = None,
     progress: Progress | None = None,
+    client: SpeedClient | None = None,
 ) -> tuple[dict[str, SpeedArtifact], SpeedComparison | None]:
     """``evalpipe speed``: benchmark ready endpoints (variant → URL) into ``out_root/<variant>/`` and, for two
     variants, compare them (``out_root/speed_compare.json``; control = ``control`` or the first)."""
@@ -438,6 +445,7 @@ def speed_command(
         context_length=context_length,
         base_dir=base_dir,
         progress=progress,
+        client=client,
     )
     if len(targets) != 2:
         return artifacts, None
