@@ -6,7 +6,7 @@ between them (ABBA…), the prompts of round r are the same for both; the whole 
 ``--repeats`` times so the closing note can say how much the ratios move between repeats.  Prints the
 paired comparison lines and the load average; writes everything under ``--out``.
 
-    .venv/bin/python tools/measure_speed_kv.py --out /tmp/speed-kv [--threads 1] [--rounds 5]
+    .venv/bin/python tools/measure_speed_kv.py --out /tmp/speed-kv [--threads 1] [--rounds 3] [--input-len 128]
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def main(args: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--threads", default="1")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--input-len", type=int, default=512)
+    parser.add_argument("--input-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--prompts", type=int, default=4)
