@@ -308,7 +308,13 @@ def _dist_version(name: str) -> str | None:
 async def serve(settings: Settings, log: LoadLog) -> int:
     """Front on the public port; llama.cpp behind it.  Returns the exit code."""
     engine = Engine(settings, log)
-    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
+    # llama.cpp closes the connection after a streamed response; a pooled connection reused after that fails
+    # with ServerDisconnectedError (an HTTP 500 to the client): one fresh connection per request instead
+    session = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=None),
+        auto_decompress=False,
+        connector=aiohttp.TCPConnector(force_close=True),
+    )
     front = LlamaCppFront(engine, session)
 
     def listening(port: int) -> None:
