@@ -6,6 +6,7 @@
       → launch (or attach to) the server, verify its resolved /server_info
       → recording proxy between EvalScope and the server (requests.jsonl, responses.jsonl.gz)
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
+      → speed benchmark on the same server, no proxy (``speed:``; speed.json)
       → outcomes.jsonl, provenance.json
       → audit: summary.json, report.md, report.html
 
@@ -16,6 +17,7 @@ compared with the others (``compare.json``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +134,15 @@ def server_for(cfg: RunConfig, *, endpoint: str | None, variant: str | None) -> 
     return server
 
 
+def _say(progress: Progress | None) -> Callable[[str], None]:
+    """One line per speed round: through the progress display's console when there is one."""
+    if progress is not None:
+        return lambda line: progress.console.print(line, markup=False, highlight=False)
+    import sys
+
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
 def load_manifest_datasets(
     cfg: RunConfig, manifest: Manifest, run: RunRecord | None, *, dataset_root: Path | None
 ) -> dict[str, BenchmarkData]:
@@ -215,6 +226,10 @@ def run(
                     rundir=rd,
                 )
             component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
+            if cfg.speed is not None:  # client installed, tokenizer found: refused before the launch
+                from evalpipe.speed.stage import check_before_launch
+
+                check_before_launch(cfg.speed, cfg.base_dir())
 
         # 4. launch (or attach), verify /server_info, record every request through the proxy
         mark = time.perf_counter()
@@ -227,6 +242,20 @@ def run(
                         cfg, rd, index_map, api_url=api_url, resume=resume is not None, progress=progress
                     )
                 proxy.flush()
+            if cfg.speed is not None:  # same launch, the server's own URL: no proxy inside the latencies
+                from evalpipe.speed.stage import run_speed_stage
+
+                with clock.stage("speed"), watch_server(handle, rd):
+                    run_speed_stage(
+                        cfg.speed,
+                        handle.base_url,
+                        rd.root,
+                        variant=variant or "default",
+                        served_model=cfg.model.served_name,
+                        api_key=handle.api_key,
+                        base_dir=cfg.base_dir(),
+                        say=_say(progress),
+                    )
             mark = time.perf_counter()
         clock.add("stop", time.perf_counter() - mark)
 
@@ -336,6 +365,7 @@ def run_variants(
         raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
     compare_start = time.perf_counter()
     compares: list[Path] = []
+    speed_comparison = None
     first = names[0]
     for other in names[1:]:
         comparison = compare_runs(
@@ -348,11 +378,22 @@ def run_variants(
         )
         json_path, _ = write_compare(comparison, target)
         compares.append(json_path)
-    if len(names) == 2:  # the variants' reports now cite the paired comparison
+        if cfg.speed is not None:  # the first variant is the test, as in compare.json
+            from evalpipe.speed.stage import compare_variant_dirs
+
+            speed_comparison = compare_variant_dirs(
+                dirs[first].root,
+                dirs[other].root,
+                target,
+                min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
+            )
+    if len(names) == 2:  # the variants' reports now cite the paired comparisons
         from evalpipe.audit.run import audit_run
 
         for name in names:
-            results[name].summary = audit_run(dirs[name].root, comparison=comparison)
+            results[name].summary = audit_run(
+                dirs[name].root, comparison=comparison, speed_comparison=speed_comparison
+            )
     clock.add("compare", time.perf_counter() - compare_start)
     for name in names:
         clock.stages += results[name].timings

@@ -15,6 +15,7 @@ from evalpipe.schema.manifest import StratumAllocation
 from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
+from evalpipe.speed.summary import SpeedSummary
 
 Severity = Literal["error", "warn", "info"]
 
@@ -56,6 +57,10 @@ FindingCode = Literal[
     "server_not_verified",
     "secret_in_artifact",
     "replay_miss",
+    # serving speed (speed.json)
+    "speed_setup",
+    "speed_incomplete",
+    "speed_problem",
 ]
 
 FINDING_CODES: tuple[str, ...] = FindingCode.__args__  # type: ignore[attr-defined]
@@ -288,7 +293,13 @@ class ResponseSelection(Row):
 
 
 class GateResult(Row):
-    gate: Literal["min_score", "min_ci_lower", "max_error_findings", "max_transport_failures"]
+    gate: Literal[
+        "min_score",
+        "min_ci_lower",
+        "max_error_findings",
+        "max_transport_failures",
+        "min_output_throughput_ratio",
+    ]
     benchmark: str | None = None
     threshold: float
     actual: float | None
@@ -333,3 +344,7 @@ class Summary(Artifact):
     gates: list[GateResult]
     verdict: Verdict
     exit_code: int
+    speed: SpeedSummary | None = Field(
+        default=None,
+        description="Serving benchmark of this variant (speed.json) and the paired speed comparison.",
+    )

@@ -14,7 +14,16 @@ from pydantic import Field
 from evalpipe.schema.base import Artifact, Row
 
 StageName = Literal[
-    "sample", "materialize", "preflight", "launch", "evalscope", "stop", "outcomes", "audit", "compare"
+    "sample",
+    "materialize",
+    "preflight",
+    "launch",
+    "evalscope",
+    "speed",
+    "stop",
+    "outcomes",
+    "audit",
+    "compare",
 ]
 
 
