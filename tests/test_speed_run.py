@@ -1,5 +1,5 @@
-"""The orchestration around the clients, driven by a stand-in client (a real subprocess per round that
-writes a small result file): ABBA order, one ``speed.json`` per variant rewritten after every round, the
+"""The orchestration around the clients, driven by a stand-in client (``tests/helpers/speed_client.py``: a
+real subprocess per round that writes a small result file): ABBA order, one ``speed.json`` per variant rewritten after every round, the
 comparison file, a timed-out round killed and recorded, a superseded round directory kept.
 
 The real clients are exercised in ``test_speed_real.py`` (evalscope perf) and ``test_speed_sglang.py``."""
@@ -7,58 +7,18 @@ The real clients are exercised in ``test_speed_real.py`` (evalscope perf) and ``
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.speed_client import StandInClient
 
 from evalpipe.io import read_model
 from evalpipe.speed import run
-from evalpipe.speed.clients.base import ParsedRound, RoundPlan
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedClientName, SpeedConfig, SpeedWorkload
-from evalpipe.speed.model import PercentileMethod, SpeedArtifact
+from evalpipe.speed.config import SpeedConfig, SpeedWorkload
+from evalpipe.speed.model import SpeedArtifact
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
-SCRIPT = """
-import json, sys, time
-from pathlib import Path
-out, url, seed, sleep = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-time.sleep(sleep)
-fast = url.endswith(":2")
-out.write_text(json.dumps({"url": url, "seed": seed, "tput": (120.0 if fast else 100.0) + seed % 3,
-                           "at": time.time()}))
-"""
-
-
-class StandInClient:
-    name: SpeedClientName = "evalscope"
-    program = "stand-in"
-    percentile_method: PercentileMethod = "nearest-rank"
-
-    def __init__(self, sleep_s: float = 0.0) -> None:
-        self.sleep_s = sleep_s
-
-    def version(self) -> str:
-        return "0"
-
-    def check(self, cfg: SpeedConfig, tokenizer_dir: Path | None) -> None:
-        return None
-
-    def argv(self, plan: RoundPlan, cfg: SpeedConfig) -> list[str]:
-        return [sys.executable, "-c", SCRIPT, str(plan.round_dir / "result.json"), plan.base_url, str(plan.seed),
-                str(self.sleep_s)]  # fmt: skip
-
-    def env(self, api_key: str | None) -> dict[str, str]:
-        return {}
-
-    def parse(self, plan: RoundPlan) -> ParsedRound:
-        path = plan.round_dir / "result.json"
-        if not path.is_file():
-            return ParsedRound(problems=["no result.json"])
-        data = json.loads(path.read_text())
-        return ParsedRound(completed=plan.workload.num_prompts, output_throughput=data["tput"],
-                           prompt_set_sha256=f"seed-{data['seed']}")  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
