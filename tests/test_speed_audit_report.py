@@ -170,3 +170,53 @@ def test_resume_keeps_a_complete_benchmark_and_reruns_an_incomplete_one(
                                  base_dir=None)  # fmt: skip
     assert (tmp_path / run.SPEED_JSON).read_bytes() == before and calls == ["client"]
     assert not stage.already_measured(tmp_path, cfg.model_copy(update={"rounds": 4}))
+
+
+def _speed_only_config(tmp_path: Path, *, gate: float | None = None, speed: bool = True) -> Path:
+    import yaml
+    from fixtures_rundir import default_config
+
+    cfg = default_config(gates={"min_output_throughput_ratio": gate} if gate is not None else None)
+    if speed:
+        cfg["speed"] = _speed_cfg().model_dump(mode="json")
+    path = tmp_path / "speed.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("gate", "short", "code"), [(1.1, frozenset(), 0), (1.5, frozenset(), 1), (None, frozenset({42}), 3)]
+)
+def test_speed_command_compares_two_running_servers(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    gate: float | None,
+    short: frozenset[int],
+    code: int,
+) -> None:
+    from fixtures_rundir import run_cli
+
+    monkeypatch.setattr(run, "make_client", lambda c, **_: StandInClient(short_seeds=short))
+    out = tmp_path / "out"
+    args = ["speed", str(_speed_only_config(tmp_path, gate=gate)), "--out", str(out)]
+    assert run_cli([*args, "--variant", "fast=http://h:2", "--variant", "slow=http://h:1"]) == code
+    comparison = stage.read_model(out / run.COMPARE_JSON, stage.SpeedComparison)
+    assert (comparison.test, comparison.control) == ("fast", "slow")  # first = test, as in evalpipe run
+    printed = capsys.readouterr().out
+    assert f"fast in8-out4-c1 round 1: {'1/2' if short else '2/2'} completed" in printed
+    verdict = "inconclusive (incomplete round(s)" if short else "faster (output-throughput interval above 1)"
+    assert "in8-out4-c1: output throughput x1.20 [" in printed and verdict in printed
+
+
+def test_speed_command_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures_rundir import run_cli
+
+    no_speed = _speed_only_config(tmp_path, speed=False)
+    assert run_cli(["speed", str(no_speed), "--endpoint", "http://h:1"]) == 2
+    assert f"{no_speed}: no speed: section" in capsys.readouterr().err
+    with_speed = _speed_only_config(tmp_path)
+    assert run_cli(["speed", str(with_speed), "--variant", "nourl"]) == 2
+    assert "--variant nourl: expected NAME=URL" in capsys.readouterr().err
+    assert run_cli(["speed", str(with_speed)]) == 2
+    assert "give --endpoint URL or --variant NAME=URL" in capsys.readouterr().err
