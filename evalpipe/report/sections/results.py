@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from evalpipe.report.blocks import Block, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import ci_text, pct, rate
+from evalpipe.report.sections.speed import first_left
 from evalpipe.schema.summary import BenchmarkResult, Summary
 
 RESULTS_HEADERS = ["Dataset / metric", "Correct / scored", "Score", "95 % CI", "Input TPS", "Input TPS/GPU"]
@@ -99,7 +100,7 @@ def results_section(summary: Summary) -> list[Block]:
         Table(
             headers=headers,
             rows=[[[T(c)] for c in row] for row in results_rows(summary)],
-            align=["left"] + ["right"] * (len(headers) - 1),
+            align=first_left(headers),
             key="results",
         ),
         Paragraph(

@@ -3,6 +3,8 @@ round spread) and the paired ratios with their intervals, the number of rounds b
 
 from __future__ import annotations
 
+from typing import Literal
+
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import plural, rate
 from evalpipe.schema.summary import Summary
@@ -34,6 +36,11 @@ SCHEDULE_TEXT = {
     "each variant's rounds independently, so load drift between the two launches is inside the ratio",
     "single": "one variant",
 }
+
+
+def first_left(headers: list[str]) -> list[Literal["left", "right"]]:
+    """Alignment of a table whose first column is a label and the others numbers."""
+    return ["left" if i == 0 else "right" for i in range(len(headers))]
 
 
 def _ms(x: float | None) -> str:
@@ -93,7 +100,7 @@ def _row_table(sp: SpeedSummary) -> Table:
     return Table(
         headers=SPEED_HEADERS,
         rows=[[[T(c)] for c in row] for row in speed_rows(sp)],
-        align=["left"] + ["right"] * (len(SPEED_HEADERS) - 1),
+        align=first_left(SPEED_HEADERS),
         key="speed",
     )
 
