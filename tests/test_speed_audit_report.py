@@ -220,3 +220,33 @@ def test_speed_command_refusals_are_one_line(tmp_path: Path, capsys: pytest.Capt
     assert "--variant nourl: expected NAME=URL" in capsys.readouterr().err
     assert run_cli(["speed", str(with_speed)]) == 2
     assert "give --endpoint URL or --variant NAME=URL" in capsys.readouterr().err
+
+
+def test_run_refuses_a_speed_section_it_cannot_honour_before_the_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evalpipe run`` on the demo (answer-key server) with a tokenizer directory that does not exist: exit 2,
+    one line naming the field, and no server was launched (preflight, before the launch stage)."""
+    import yaml
+    from fixtures_rundir import run_cli
+
+    from evalpipe.selftest.controls import demo_config_path
+
+    demo = demo_config_path()
+    cfg = yaml.safe_load(demo.read_text(encoding="utf-8"))
+    cfg["benchmarks"] = [b for b in cfg["benchmarks"] if b["name"] == "ceval"]
+    cfg["speed"] = {
+        "tokenizer": str(tmp_path / "no-such-tokenizer"),
+        "workloads": [WORKLOADS[0].model_dump()],
+    }
+    cfg.pop("variants")
+    for b in cfg["benchmarks"]:  # the demo's relative paths, resolved against its own directory
+        b["sampling"] = str((demo.parent / b["sampling"]).resolve())
+        b["source"] = {"local": str((demo.parent / b["source"]["local"]).resolve())}
+    path = tmp_path / "demo-speed.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "run"
+    assert run_cli(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"speed.tokenizer {tmp_path / 'no-such-tokenizer'}: no such tokenizer directory" in err
+    assert not (out / "server" / "launch.json").exists()
