@@ -4,11 +4,11 @@
 
 Takes exactly ``python -m evalpipe.server.llamacpp``'s flags and builds llama.cpp's parameters with the
 launcher's own ``common_params``, but serves llama.cpp's native server on ``--port`` directly (``/health``,
-``/props``, ``/tokenize``, ``/v1/completions``…; no ``/server_info``).  The speed tests and
-``tools/measure_speed_kv.py`` use it because the launcher's front currently drops an occasional request:
-llama.cpp closes the connection after every streamed response, the front's pooled keep-alive connection to
-it is then reused and fails (``ServerDisconnectedError`` → HTTP 500; see the issue-21 findings), which a
-latency benchmark must not mistake for the engine's behaviour.
+``/props``, ``/tokenize``, ``/v1/completions``…; no ``/server_info``).  ``tools/measure_speed_kv.py`` uses it
+to keep evalpipe's front out of the measured path.  (It was written while the launcher's front dropped an
+occasional request — llama.cpp closes the connection after every streamed response and the front reused its
+pooled keep-alive connection, ``ServerDisconnectedError`` → HTTP 500; the front now opens one connection per
+request, ``force_close``, and the speed tests run through the launcher.)
 Runs until SIGTERM/SIGINT.
 """
 
