@@ -119,7 +119,7 @@ def speed_section(summary: Summary) -> list[Block]:
                     f" {sp.client_version} against the server's own URL right after its accuracy evaluation (same "
                     f"launch, no proxy), {plural(sp.rounds, 'round')} per workload, fixed input and output lengths "
                     "(the server is asked to ignore EOS), the same seeded prompts for every variant. Figures: "
-                    f"median across rounds; percentiles within a round are the client's ({sp.percentile_method})."
+                    f"median across rounds; percentiles within a round are the client's ({sp.percentile_method or 'n/a'})."
                 ),
             ]
         ),
