@@ -20,10 +20,11 @@ from pathlib import Path
 
 from evalpipe.errors import ArtifactError
 from evalpipe.io import atomic_write_text, read_model, write_model
+from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import SpeedComparison, compare_speed
 from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import COMPARE_JSON, SPEED_JSON, make_client, read_speed, run_speed
+from evalpipe.speed.run import COMPARE_JSON, SPEED_JSON, read_speed, run_speed
 from evalpipe.speed.tokenizer import resolve
 
 SPEED_ERROR = "speed_error.txt"
@@ -32,7 +33,7 @@ SPEED_ERROR = "speed_error.txt"
 def check_before_launch(cfg: SpeedConfig, base_dir: Path | None) -> None:
     """The checks that need no server: the client is installed, the tokenizer exists (raises
     :class:`SpeedSetupError`, one line)."""
-    client = make_client(cfg)
+    client = speed_run.make_client(cfg)  # looked up when called: the same client the benchmark will use
     client.version()
     tokenizer = resolve(cfg.tokenizer, base_dir)
     client.check(cfg, tokenizer.directory if tokenizer else None)
