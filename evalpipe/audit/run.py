@@ -29,11 +29,13 @@ from evalpipe.audit.run_context import (
     under_test,
 )
 from evalpipe.audit.scores import benchmark_results
+from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.config.models import GateConfig
 from evalpipe.gates import decide, evaluate_gates, paired_gates
 from evalpipe.io import atomic_write_text, write_model
 from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.summary import FINDING_CODES, Finding, Severity, Summary
+from evalpipe.speed.compare import SpeedComparison
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
 
@@ -52,11 +54,16 @@ def _sort_findings(findings: list[Finding]) -> list[Finding]:
     )
 
 
-def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Summary:
+def build_summary(
+    run_dir: Path,
+    comparison: CompareResult | None = None,
+    speed_comparison: SpeedComparison | None = None,
+) -> Summary:
     """Everything the audit computes, without writing anything.
 
     ``comparison``: the paired comparison this run directory is a variant of (``compare.json`` beside it),
-    cited in the report's paired-control line.
+    cited in the report's paired-control line; ``speed_comparison``: its serving-speed counterpart
+    (``speed_compare.json``), shown in the "Serving speed" section and read by ``min_output_throughput_ratio``.
     """
     inputs = load_inputs(run_dir)
     findings = list(inputs.findings)
@@ -80,6 +87,8 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     fleet = load_fleet(inputs.rundir, findings)
     if fleet is not None:
         findings += check_fleet(fleet)
+    speed_artifact, more = speed_findings(inputs.rundir.root, inputs.config)
+    findings += more
     findings = _sort_findings(findings)
 
     results = benchmark_results(inputs, rows, linkage)
@@ -89,6 +98,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
+    gates += speed_gates(gate_cfg, inputs.config, speed_comparison)
     verdict, code = decide(gates)
     counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
     rd = inputs.rundir
@@ -119,6 +129,7 @@ def build_summary(run_dir: Path, comparison: CompareResult | None = None) -> Sum
         gates=gates,
         verdict=verdict,
         exit_code=int(code),
+        speed=speed_summary(speed_artifact, speed_comparison),
     )
 
 
@@ -134,12 +145,18 @@ def write_outputs(run_dir: Path, summary: Summary) -> None:
     atomic_write_text(rd.report_html, render_html(summary))
 
 
-def audit_run(run_dir: Path, *, write: bool = True, comparison: CompareResult | None = None) -> Summary:
+def audit_run(
+    run_dir: Path,
+    *,
+    write: bool = True,
+    comparison: CompareResult | None = None,
+    speed_comparison: SpeedComparison | None = None,
+) -> Summary:
     """Recompute the summary from ``run_dir``; write it and the reports unless ``write`` is False.
 
-    ``comparison``: see ``build_summary``.
+    ``comparison``, ``speed_comparison``: see ``build_summary``.
     """
-    summary = build_summary(run_dir, comparison)
+    summary = build_summary(run_dir, comparison, speed_comparison)
     if write:
         write_outputs(run_dir, summary)
     return summary

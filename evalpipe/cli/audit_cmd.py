@@ -25,10 +25,10 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     from evalpipe.cli.console import out
     from evalpipe.report.sections.failures import reasoning_line
     from evalpipe.report.sections.headline import VERDICT_TEXT
-    from evalpipe.report.sections.results import RESULTS_HEADERS, results_rows
+    from evalpipe.report.sections.results import results_headers, results_rows
 
     table = Table(title=f"run {escape(summary.run_id)}", title_justify="left")
-    for i, h in enumerate(RESULTS_HEADERS):
+    for i, h in enumerate(results_headers(summary)):
         table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
     for row in results_rows(summary):
         table.add_row(*(escape(c) for c in row))
@@ -36,6 +36,8 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     for b in summary.benchmarks:
         if b.reasoning is not None:
             out.print(f"  [dim]{escape(reasoning_line(b))}[/]")
+    if summary.speed is not None:
+        _show_speed(summary)
     if summary.findings:
         out.print(f"[bold]Findings[/] ({len(summary.findings)}):")
         for f in summary.findings:
@@ -70,10 +72,39 @@ def audit(
     from evalpipe.audit.run import audit_run
     from evalpipe.compare import comparison_beside
     from evalpipe.gates import raise_for_verdict
+    from evalpipe.speed.stage import speed_comparison_beside
 
-    summary = audit_run(run_dir, write=not no_write, comparison=comparison_beside(run_dir))
+    summary = audit_run(
+        run_dir,
+        write=not no_write,
+        comparison=comparison_beside(run_dir),
+        speed_comparison=speed_comparison_beside(run_dir),
+    )
     show(summary, written=None if no_write else run_dir)
     raise_for_verdict(summary)
+
+
+def _show_speed(summary: Summary) -> None:
+    """The "Serving speed" table of this variant and the paired ratios with their intervals."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from evalpipe.cli.console import out
+    from evalpipe.report.sections.speed import SPEED_HEADERS, comparison_lines, speed_rows
+
+    sp = summary.speed
+    assert sp is not None
+    table = Table(
+        title=escape(f"serving speed: {sp.variant} ({sp.client} {sp.client_version}, median of rounds)"),
+        title_justify="left",
+    )
+    for i, h in enumerate(SPEED_HEADERS):
+        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    for row in speed_rows(sp):
+        table.add_row(*(escape(c) for c in row))
+    out.print(table)
+    for line in comparison_lines(sp):
+        out.print(f"  {escape(line)}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -36,6 +36,9 @@ def _register() -> None:
 
     register_run(app)
     compare_cmd.register(app)
+    from evalpipe.cli import speed_cmd
+
+    speed_cmd.register(app)
     from evalpipe.cli import selftest_cmd
 
     selftest_cmd.register(app)

@@ -234,6 +234,9 @@ def execute_variants(
         for b in [*cmp.benchmarks, *([cmp.overall] if cmp.overall else [])]:
             console.print(b.line, soft_wrap=True)
         console.print(f"compare.json → {path}")
+        speed_path = path.parent / "speed_compare.json"
+        if speed_path.is_file():
+            console.print(f"speed_compare.json → {speed_path}")
     from evalpipe.schema.timings import StageTimings
 
     if root.timings.is_file():

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
 from evalpipe.server.kinds import ServerKind
+from evalpipe.speed.config import SpeedConfig
 
 # The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
 # Literal built at import time, so pydantic validates against (and the JSON schema lists) what is
@@ -501,6 +502,11 @@ class GateConfig(Strict):
     min_ci_lower: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     max_error_findings: Annotated[int, Field(ge=0)] = 0
     max_transport_failures: Annotated[int, Field(ge=0)] | None = None
+    min_output_throughput_ratio: Annotated[float, Field(gt=0)] | None = Field(
+        default=None,
+        description="Serving speed (speed: section, variants): the output-throughput ratio test/control of "
+        "every workload (median across rounds) must be at least this; an incomplete round fails it.",
+    )
     non_inferiority_margin_pts: PointsPerBlock | None = Field(
         default=None,
         description="Paired runs: the variant under test passes only when the 95 % lower bound of test − "
@@ -554,6 +560,11 @@ class RunConfig(Strict):
     dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
     gates: GateConfig = Field(default_factory=GateConfig)
     component_tests: list[ComponentTest] = Field(default_factory=list)
+    speed: SpeedConfig | None = Field(
+        default=None,
+        description="Serving benchmark on each variant's server right after its accuracy evaluation "
+        "(speed.json; variants: speed_compare.json).",
+    )
 
     # Set by the loader: where the YAML lives, for resolving relative paths. Not part of the schema.
     _config_path: Path | None = None

@@ -56,7 +56,8 @@ def load_source_config(src: RunDir) -> tuple[RunConfig, RunRecord]:
 
 
 def replay_config(cfg: RunConfig, run: RunRecord, src: RunDir, dest: RunDir) -> RunConfig:
-    """The original config with the server replaced by the replay server (same verification targets)."""
+    """The original config with the server replaced by the replay server (same verification targets), without
+    its speed section."""
     from evalpipe.server.variants import effective_server
 
     original = effective_server(cfg, run.variant)
@@ -76,7 +77,8 @@ def replay_config(cfg: RunConfig, run: RunRecord, src: RunDir, dest: RunDir) -> 
             "on_mismatch": "warn",
         }
     )
-    out = cfg.model_copy(update={"server": server, "variants": [], "component_tests": []})
+    # no speed benchmark: the replay server answers from recorded responses, its speed says nothing
+    out = cfg.model_copy(update={"server": server, "variants": [], "component_tests": [], "speed": None})
     out._config_path = cfg.config_path
     return out
 

@@ -19,6 +19,7 @@ from evalpipe.report.sections.provenance import limitations_section, provenance_
 from evalpipe.report.sections.request_audit import request_audit_section
 from evalpipe.report.sections.results import results_section
 from evalpipe.report.sections.sampling import sampling_section
+from evalpipe.report.sections.speed import speed_section
 from evalpipe.schema.summary import Summary
 
 # Reading order of the report.
@@ -27,6 +28,7 @@ SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (
     configuration_section,
     fleet_section,
     results_section,
+    speed_section,
     sampling_section,
     failure_section,
     request_audit_section,

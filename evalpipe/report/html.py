@@ -6,7 +6,7 @@ from html import escape
 
 from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
 from evalpipe.report.document import build_document
-from evalpipe.report.plot import score_plot
+from evalpipe.report.plot import score_plot, speed_plot
 from evalpipe.schema.summary import Summary
 
 _CSS = """
@@ -41,7 +41,7 @@ def _table(t: Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def render_blocks(blocks: list[Block], plot: str = "") -> str:
+def render_blocks(blocks: list[Block], plot: str = "", speed: str = "") -> str:
     parts: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
@@ -55,6 +55,11 @@ def render_blocks(blocks: list[Block], plot: str = "") -> str:
                     f"<figure>{plot}<figcaption>Score (dot) with its 95 % Wilson interval; hollow diamond: "
                     "population-weighted estimate where the sample is not proportional.</figcaption></figure>"
                 )
+            if block.key == "speed" and speed:
+                parts.append(
+                    f"<figure>{speed}<figcaption>Output throughput (tok/s) per concurrency level: small dots are "
+                    "rounds, the ringed dot their median, one line per variant and input length.</figcaption></figure>"
+                )
         elif isinstance(block, Bullets):
             parts.append("<ul>" + "".join(f"<li>{render_inline(i)}</li>" for i in block.items) + "</ul>")
     return "\n".join(parts)
@@ -62,7 +67,7 @@ def render_blocks(blocks: list[Block], plot: str = "") -> str:
 
 def render_html(summary: Summary) -> str:
     title = escape(f"Accuracy sign-off: {summary.config_name or summary.run_id}")
-    body = render_blocks(build_document(summary), score_plot(summary))
+    body = render_blocks(build_document(summary), score_plot(summary), speed_plot(summary))
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"

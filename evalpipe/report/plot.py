@@ -84,3 +84,111 @@ def score_plot(summary: Summary) -> str:
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+SPEED_HEIGHT = 300
+SPEED_LEFT = 70
+SPEED_TOP = 24
+SPEED_BOTTOM = 64
+PALETTE = ("#1f5fa8", "#c05a00", "#2a8a3e", "#8a2a8a", "#6b6b00", "#00707a")
+
+
+def speed_series(summary: Summary) -> list[tuple[str, list[tuple[int, list[float]]]]]:
+    """(label, [(concurrency, per-round output tok/s)]) per variant and input length: both variants of the
+    paired comparison when there is one, else this variant's own rounds."""
+    sp = summary.speed
+    if sp is None:
+        return []
+    shape = {r.workload: (r.input_len, r.concurrency) for r in sp.rows}
+    sides: list[tuple[str, dict[str, list[float]]]] = []
+    if sp.comparison is not None:
+        cmp = sp.comparison
+        for variant, pick in ((cmp.control, "control"), (cmp.test, "test")):
+            per: dict[str, list[float]] = {}
+            for w in cmp.workloads:
+                m = next((x for x in w.metrics if x.metric == "output_throughput"), None)
+                if m is not None and w.workload in shape:
+                    values = m.control_rounds if pick == "control" else m.test_rounds
+                    per[w.workload] = [v for v in values if v is not None]
+            sides.append((variant, per))
+    else:
+        sides.append(
+            (
+                sp.variant,
+                {r.workload: [v for v in r.output_throughput_rounds if v is not None] for r in sp.rows},
+            )
+        )
+    series: list[tuple[str, list[tuple[int, list[float]]]]] = []
+    for variant, per in sides:
+        for input_len in sorted({shape[w][0] for w in per}):
+            points = sorted(
+                (shape[w][1], vals) for w, vals in per.items() if shape[w][0] == input_len and vals
+            )
+            if points:
+                series.append((f"{variant}, input {input_len}", points))
+    return series
+
+
+def speed_plot(summary: Summary) -> str:
+    """Output throughput vs concurrency: a line through the medians per variant and input length, a small
+    dot per round (the spread), a larger dot at the median.  Empty string without speed figures."""
+    import statistics
+
+    series = speed_series(summary)
+    if not series:
+        return ""
+    levels = sorted({c for _, pts in series for c, _ in pts})
+    top = max(v for _, pts in series for _, vals in pts for v in vals) * 1.1 or 1.0
+    plot_w = WIDTH - SPEED_LEFT - RIGHT
+    plot_h = SPEED_HEIGHT - SPEED_TOP - SPEED_BOTTOM
+
+    def x(c: int) -> float:
+        i = levels.index(c)
+        return SPEED_LEFT + plot_w * ((i + 0.5) / len(levels))
+
+    def y(v: float) -> float:
+        return SPEED_TOP + plot_h * (1 - v / top)
+
+    axis_y = SPEED_TOP + plot_h
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{SPEED_HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {SPEED_HEIGHT}" font-family="sans-serif" font-size="12">',
+        "<title>Output throughput vs concurrency, per variant and input length</title>",
+        f'<line x1="{SPEED_LEFT}" y1="{axis_y}" x2="{WIDTH - RIGHT}" y2="{axis_y}" stroke="#888"/>',
+        f'<line x1="{SPEED_LEFT}" y1="{SPEED_TOP}" x2="{SPEED_LEFT}" y2="{axis_y}" stroke="#888"/>',
+    ]
+    for k in range(5):
+        v = top * k / 4
+        parts.append(
+            f'<line x1="{SPEED_LEFT}" y1="{y(v):.1f}" x2="{WIDTH - RIGHT}" y2="{y(v):.1f}" stroke="#eee"/>'
+            f'<text x="{SPEED_LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" fill="#555">{v:,.1f}</text>'
+        )
+    for c in levels:
+        parts.append(
+            f'<text x="{x(c):.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#555">concurrency {c}</text>'
+        )
+    parts.append(
+        f'<text x="14" y="{SPEED_TOP + plot_h / 2:.1f}" text-anchor="middle" fill="#555" '
+        f'transform="rotate(-90 14 {SPEED_TOP + plot_h / 2:.1f})">output tok/s</text>'
+    )
+    for i, (label, points) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        offset = (i - (len(series) - 1) / 2) * 6  # side by side at one concurrency, so dots do not hide
+        medians = [(x(c) + offset, y(statistics.median(vals))) for c, vals in points]
+        if len(medians) > 1:
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in medians)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for (_level, vals), (mx, my) in zip(points, medians, strict=True):
+            for v in vals:
+                parts.append(f'<circle cx="{mx:.1f}" cy="{y(v):.1f}" r="2.5" fill="{color}" opacity="0.6"/>')
+            parts.append(
+                f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="5" fill="white" stroke="{color}" stroke-width="2"/>'
+            )
+        ly = axis_y + 34 + 14 * (i // 2)
+        lx = SPEED_LEFT + (i % 2) * 300
+        parts.append(
+            f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{color}"/>'
+            f'<text x="{lx + 16}" y="{ly}" fill="#222">{escape(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)

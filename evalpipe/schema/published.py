@@ -50,6 +50,18 @@ def fleet_schema() -> dict[str, Any]:
     return _schema(FleetRecord)
 
 
+def speed_schema() -> dict[str, Any]:
+    from evalpipe.speed.model import SpeedArtifact
+
+    return _schema(SpeedArtifact)
+
+
+def speed_compare_schema() -> dict[str, Any]:
+    from evalpipe.speed.compare import SpeedComparison
+
+    return _schema(SpeedComparison)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
@@ -58,6 +70,8 @@ PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "summary.schema.json": summary_schema,
     "context_fit.schema.json": context_fit_schema,
     "fleet.schema.json": fleet_schema,
+    "speed.schema.json": speed_schema,
+    "speed_compare.schema.json": speed_compare_schema,
 }
 
 

@@ -16,6 +16,7 @@ from evalpipe.schema.manifest import StratumAllocation
 from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
+from evalpipe.speed.summary import SpeedSummary
 
 Severity = Literal["error", "warn", "info"]
 
@@ -70,6 +71,10 @@ FindingCode = Literal[
     "router_request_field_unobservable",
     "fleet_counters_unavailable",
     "router_version_unknown",
+    # serving speed (speed.json)
+    "speed_setup",
+    "speed_incomplete",
+    "speed_problem",
 ]
 
 FINDING_CODES: tuple[str, ...] = get_args(FindingCode)
@@ -330,6 +335,7 @@ GateName = Literal[
     "max_transport_failures",
     "non_inferiority_margin_pts",
     "max_mde_pts",
+    "min_output_throughput_ratio",
 ]
 
 
@@ -382,3 +388,7 @@ class Summary(Artifact):
     gates: list[GateResult]
     verdict: Verdict
     exit_code: int
+    speed: SpeedSummary | None = Field(
+        default=None,
+        description="Serving benchmark of this variant (speed.json) and the paired speed comparison.",
+    )

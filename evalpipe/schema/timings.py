@@ -20,6 +20,7 @@ StageName = Literal[
     "preflight",
     "launch",
     "evalscope",
+    "speed",
     "stop",
     "outcomes",
     "audit",

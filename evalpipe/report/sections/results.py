@@ -5,16 +5,44 @@ from __future__ import annotations
 
 from evalpipe.report.blocks import Block, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import ci_text, pct, rate
+from evalpipe.report.sections.speed import first_left
 from evalpipe.schema.summary import BenchmarkResult, Summary
 
 RESULTS_HEADERS = ["Dataset / metric", "Correct / scored", "Score", "95 % CI", "Input TPS", "Input TPS/GPU"]
+#: With a speed benchmark the seed's two throughput columns come from it; the evaluation-traffic figures stay,
+#: labelled as those.
+SPEED_HEADERS = [
+    *RESULTS_HEADERS[:4],
+    "Input TPS (speed benchmark)",
+    "Input TPS/GPU (speed benchmark)",
+    "Input TPS (eval traffic)",
+    "Input TPS/GPU (eval traffic)",
+]
+
+
+def results_headers(summary: Summary) -> list[str]:
+    return SPEED_HEADERS if _speed_input(summary) is not None else RESULTS_HEADERS
+
+
+def _speed_input(summary: Summary) -> tuple[str, float | None, float | None] | None:
+    """(workload, input tok/s, per GPU) of the seed's workload, when the run has a speed benchmark."""
+    sp = summary.speed
+    if sp is None or sp.seed_workload is None:
+        return None
+    row = next(r for r in sp.rows if r.workload == sp.seed_workload)
+    tp = summary.server.tp_size  # per GPU as for the evaluation traffic: divided by the verified TP size
+    per_gpu = row.input_throughput / tp if row.input_throughput is not None and tp else None
+    return row.workload, row.input_throughput, per_gpu
 
 
 def results_rows(summary: Summary) -> list[list[str]]:
     """Rows of the main table (also used by the terminal view)."""
+    speed = _speed_input(summary)
     rows = []
     for b in summary.benchmarks:
         tp = b.throughput
+        traffic = [rate(tp.input_tps if tp else None), rate(tp.input_tps_per_gpu if tp else None)]
+        bench = [] if speed is None else [rate(speed[1]), rate(speed[2])]
         rows.append(
             [
                 f"{b.display_name} / {b.metric}",
@@ -23,8 +51,8 @@ def results_rows(summary: Summary) -> list[list[str]]:
                 else f"{b.correct}/{b.scored}",
                 pct(b.score),
                 ci_text(b.interval),
-                rate(tp.input_tps if tp else None),
-                rate(tp.input_tps_per_gpu if tp else None),
+                *bench,
+                *traffic,
             ]
         )
     return rows
@@ -57,21 +85,31 @@ def _length_table(b: BenchmarkResult) -> Table:
 
 
 def results_section(summary: Summary) -> list[Block]:
+    headers = results_headers(summary)
+    speed = _speed_input(summary)
+    traffic = (
+        "Input TPS: prompt tokens of the benchmark's logged requests over its wall time (first request start → "
+        "last request end); per GPU: divided by the verified TP size."
+    )
+    if speed is not None:
+        traffic = (
+            f"Input TPS (speed benchmark): the serving benchmark's workload {speed[0]} (median across rounds of "
+            "prompt tokens per second; the same server for every row — see Serving speed). Input TPS (eval "
+            "traffic): " + traffic[len("Input TPS: ") :]
+        )
     blocks: list[Block] = [
         Heading(2, "Results"),
         Table(
-            headers=RESULTS_HEADERS,
+            headers=headers,
             rows=[[[T(c)] for c in row] for row in results_rows(summary)],
-            align=["left", "right", "right", "right", "right", "right"],
+            align=first_left(headers),
             key="results",
         ),
         Paragraph(
             [
                 T(
                     "Score = correct / scored; every sampled record is in the denominator and a record without a "
-                    "score counts as incorrect. 95 % CI: Wilson score interval. Input TPS: prompt tokens of the "
-                    "benchmark's logged requests over its wall time (first request start → last request end); "
-                    "per GPU: divided by the verified TP size."
+                    "score counts as incorrect. 95 % CI: Wilson score interval. " + traffic
                 )
             ]
         ),

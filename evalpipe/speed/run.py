@@ -1,0 +1,466 @@
+"""Run the speed benchmark against ready servers and write ``speed.json`` per variant.
+
+:func:`run_speed` is what a pipeline calls with a variant's server right after its accuracy evaluation
+(the same launch, the server's own URL — never the recording proxy, which would sit inside every latency).
+:func:`run_speed_alternating` drives several servers that are up at once and alternates which goes first
+in each round (ABBA…), so slow drift of the machine's load falls on both variants alike and the comparison
+can resample round pairs.  :func:`speed_command` is the library side of ``evalpipe speed``.
+
+Before the first request every impossibility is refused in one line (:class:`SpeedSetupError`, exit 2): the
+client is not installed (naming the extra), no tokenizer, a workload longer than the server's context.  A
+server that fails requests mid-benchmark is not an exception: the round is recorded with ``completed`` below
+``requested`` and a problem line, and every comparison that uses it is inconclusive.  ``speed.json`` is
+rewritten atomically after every round, so an interruption loses at most the round in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalpipe.io import read_model, write_model
+from evalpipe.redact import redact_argv
+from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
+from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
+from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
+from evalpipe.speed.compare import SpeedComparison, compare_speed
+from evalpipe.speed.config import SpeedConfig, SpeedWorkload
+from evalpipe.speed.errors import SpeedSetupError
+from evalpipe.speed.model import (
+    ClientInfo,
+    LoadAverage,
+    Problem,
+    RoundRecord,
+    Schedule,
+    Severity,
+    SpeedArtifact,
+    WorkloadRounds,
+)
+from evalpipe.speed.process import run_bounded
+from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
+
+SPEED_JSON = "speed.json"
+SPEED_DIR = "speed"
+COMPARE_JSON = "speed_compare.json"
+#: ``/server_info`` keys that bound one request's tokens, in the order they are trusted, and what they bound:
+#: evalpipe's llama.cpp front reports the per-slot context; SGLang its context length or, once a model is
+#: loaded, the longest prompt it accepts.
+CONTEXT_KEYS = (("n_ctx_per_slot", "total"), ("context_length", "total"), ("max_req_input_len", "input"))
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SpeedTarget:
+    """One variant's ready server and the directory its ``speed.json`` goes to."""
+
+    variant: str
+    base_url: str
+    out_dir: Path
+
+
+def make_client(cfg: SpeedConfig, *, sglang_python: str | None = None) -> SpeedClient:
+    if cfg.client == "evalscope":
+        return EvalscopePerfClient()
+    return SglangBenchServingClient(sglang_python)
+
+
+def load_average() -> LoadAverage | None:
+    try:
+        one, five, fifteen = (float(x) for x in Path("/proc/loadavg").read_text().split()[:3])
+    except (OSError, ValueError):
+        return None
+    return LoadAverage(one=one, five=five, fifteen=fifteen, cpus=os.cpu_count() or 0)
+
+
+def _get_json(url: str, api_key: str | None, timeout: float = 10.0) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str, str] | None:
+    """``(tokens, "total"|"input", source)`` the server says one request may use, when it says so:
+    ``/server_info`` (SGLang, evalpipe's llama.cpp launcher), else llama.cpp's own ``/props``
+    (``default_generation_settings.n_ctx``, the per-slot context)."""
+    try:
+        info = _get_json(base_url.rstrip("/") + "/server_info", api_key)
+    except (OSError, ValueError, urllib.error.URLError):
+        info = None
+    if not isinstance(info, dict):
+        return _llama_cpp_props_context(base_url, api_key)
+    states = info.get("internal_states")
+    candidates = [
+        info,
+        *(states[:1] if isinstance(states, list) and states and isinstance(states[0], dict) else []),
+    ]
+    for key, scope in CONTEXT_KEYS:
+        for source in candidates:
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value, scope, f"{key} from /server_info"
+    return _llama_cpp_props_context(base_url, api_key)
+
+
+def _llama_cpp_props_context(base_url: str, api_key: str | None) -> tuple[int, str, str] | None:
+    try:
+        props = _get_json(base_url.rstrip("/") + "/props", api_key)
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+    value = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, "total", "default_generation_settings.n_ctx from /props"
+    return None
+
+
+def check_fit(workloads: Sequence[SpeedWorkload], context: tuple[int, str, str] | None) -> None:
+    """One line for the first workload whose requests cannot fit the server's context."""
+    if context is None:
+        return
+    tokens, scope, source = context
+    for i, w in enumerate(workloads):
+        need = w.input_len + w.output_len if scope == "total" else w.input_len
+        if need > tokens:
+            what = "prompt + output" if scope == "total" else "prompt"
+            raise SpeedSetupError(
+                f"speed.workloads[{i}] {w.name}: {need} tokens of {what} per request do not fit the server's "
+                f"context of {tokens} tokens ({source})"
+            )
+
+
+def check_reachable(base_url: str, api_key: str | None) -> None:
+    try:
+        _get_json(base_url.rstrip("/") + "/v1/models", api_key)
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        raise SpeedSetupError(
+            f"speed: no OpenAI-compatible server answers at {base_url}/v1/models ({exc})"
+        ) from None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _fresh_round_dir(path: Path) -> None:
+    """A round writes into an empty directory (EvalScope refuses an existing request log); an old one from an
+    earlier ``evalpipe speed`` on the same run directory is kept, renamed, never overwritten."""
+    if path.exists():
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        path.rename(path.with_name(f"{path.name}.superseded-{stamp}"))
+    path.mkdir(parents=True)
+
+
+def _round_record(
+    plan: RoundPlan,
+    parsed: ParsedRound,
+    client: SpeedClient,
+    *,
+    started: datetime,
+    finished: datetime,
+    exit_code: int | None,
+    timed_out: bool,
+    relative_to: Path,
+    secrets: Sequence[str],
+    argv: list[str],
+) -> RoundRecord:
+    problems = list(parsed.problems)
+    requested = plan.workload.num_prompts
+    if timed_out:
+        problems.insert(0, f"the client was stopped after {plan.timeout_s:g} s (speed.round_timeout_s)")
+    elif exit_code != 0:
+        log = (plan.round_dir / "client.log").relative_to(relative_to).as_posix()
+        problems.insert(0, f"the client exited with {exit_code} (log: {log})")
+    if parsed.completed < requested:
+        problems.insert(0, f"{parsed.completed} of {requested} requests completed")
+    if parsed.cached_prompt_tokens_pct:
+        problems.append(
+            f"{parsed.cached_prompt_tokens_pct:.1f} % of prompt tokens came from the server's prefix cache: "
+            "the timings include reuse (switch the server's prompt cache off or flush it)"
+        )
+    return RoundRecord(
+        workload=plan.workload.name,
+        round_index=plan.round_index,
+        seed=plan.seed,
+        argv=argv,
+        started_at=started,
+        finished_at=finished,
+        client_exit_code=exit_code,
+        timed_out=timed_out,
+        requested=requested,
+        completed=parsed.completed,
+        duration_s=parsed.duration_s,
+        request_throughput=parsed.request_throughput,
+        input_throughput=parsed.input_throughput,
+        output_throughput=parsed.output_throughput,
+        total_throughput=parsed.total_throughput,
+        input_tokens=parsed.input_tokens,
+        output_tokens=parsed.output_tokens,
+        ttft_ms=parsed.ttft_ms,
+        itl_ms=parsed.itl_ms,
+        tpot_ms=parsed.tpot_ms,
+        e2e_ms=parsed.e2e_ms,
+        percentile_method=client.percentile_method,
+        prompt_set_sha256=parsed.prompt_set_sha256,
+        cached_prompt_tokens_pct=parsed.cached_prompt_tokens_pct,
+        lengths_as_requested=parsed.lengths_as_requested,
+        derived=parsed.derived,
+        raw_files=keep_raw_files(plan.round_dir, relative_to, secrets),
+        problems=problems,
+    )
+
+
+@dataclass
+class Prepared:
+    """What :func:`prepare` checked: the client (and its version) and the tokenizer it will use."""
+
+    client: SpeedClient
+    client_version: str
+    tokenizer: ResolvedTokenizer | None
+
+
+def prepare(
+    cfg: SpeedConfig,
+    base_urls: Sequence[str],
+    *,
+    api_key: str | None = None,
+    context_length: int | None = None,
+    base_dir: Path | None = None,
+    sglang_python: str | None = None,
+    client: SpeedClient | None = None,
+) -> Prepared:
+    """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context.
+    ``client`` replaces the one ``cfg.client`` names (tests drive the orchestration with a stand-in)."""
+    client = client or make_client(cfg, sglang_python=sglang_python)
+    version = client.version()
+    tokenizer = resolve(cfg.tokenizer, base_dir)
+    client.check(cfg, tokenizer.directory if tokenizer else None)
+    for url in base_urls:
+        check_reachable(url, api_key)
+        context = (
+            (context_length, "total", "model.context_length")
+            if context_length
+            else server_context(url, api_key)
+        )
+        check_fit(cfg.workloads, context)
+    return Prepared(client, version, tokenizer)
+
+
+def _new_artifact(
+    target: SpeedTarget, cfg: SpeedConfig, prepared: Prepared, served_model: str, schedule: Schedule
+) -> SpeedArtifact:
+    client = prepared.client
+    return SpeedArtifact(
+        variant=target.variant,
+        server_url=target.base_url,
+        served_model=served_model,
+        client=ClientInfo(name=client.name, program=client.program, version=prepared.client_version, argv=[]),
+        tokenizer=(
+            f"{prepared.tokenizer.directory} ({prepared.tokenizer.source})" if prepared.tokenizer else None
+        ),
+        tokenizer_json_sha256=prepared.tokenizer.tokenizer_json_sha256 if prepared.tokenizer else None,
+        config=cfg,
+        schedule=schedule,
+        load_before=load_average(),
+        workloads=[WorkloadRounds(workload=w, name=w.name) for w in cfg.workloads],
+    )
+
+
+def run_round(
+    prepared: Prepared,
+    cfg: SpeedConfig,
+    target: SpeedTarget,
+    workload: SpeedWorkload,
+    round_index: int,
+    served_model: str,
+    api_key: str | None,
+) -> tuple[RoundRecord, list[str]]:
+    """One client run (``prepared`` comes from :func:`prepare`): the round's record and its redacted argv."""
+    client = prepared.client
+    round_dir = target.out_dir / SPEED_DIR / workload.name / f"round-{round_index + 1:02d}"
+    _fresh_round_dir(round_dir)
+    plan = RoundPlan(
+        workload=workload,
+        round_index=round_index,
+        seed=cfg.seed + round_index,
+        round_dir=round_dir,
+        base_url=target.base_url,
+        served_model=served_model,
+        tokenizer_dir=prepared.tokenizer.directory if prepared.tokenizer else None,
+        extra_request_body=cfg.extra_request_body,
+        timeout_s=cfg.round_timeout_s,
+    )
+    argv = client.argv(plan, cfg)
+    env = {**os.environ, **client.env(api_key)}
+    started = _now()
+    ended = run_bounded(argv, log_path=round_dir / "client.log", timeout_s=cfg.round_timeout_s, env=env)
+    finished = _now()
+    parsed = client.parse(plan)
+    secrets = [api_key] if api_key else []
+    redacted_argv = redact_argv(argv, secrets)
+    record = _round_record(
+        plan,
+        parsed,
+        client,
+        started=started,
+        finished=finished,
+        exit_code=ended.returncode,
+        timed_out=ended.timed_out,
+        relative_to=target.out_dir,
+        secrets=secrets,
+        argv=redacted_argv,
+    )
+    return record, redacted_argv
+
+
+def _record_round(artifact: SpeedArtifact, record: RoundRecord, argv: list[str]) -> None:
+    if not artifact.client.argv:
+        artifact.client.argv = argv
+    artifact.rounds_for(record.workload).append(record)
+    for message in record.problems:
+        severity: Severity = "error" if not record.usable and message == record.problems[0] else "warn"
+        artifact.problems.append(
+            Problem(
+                severity=severity, workload=record.workload, round_index=record.round_index, message=message
+            )
+        )
+
+
+def run_speed_alternating(
+    targets: Sequence[SpeedTarget],
+    cfg: SpeedConfig,
+    *,
+    served_model: str,
+    api_key: str | None = None,
+    context_length: int | None = None,
+    base_dir: Path | None = None,
+    sglang_python: str | None = None,
+    progress: Progress | None = None,
+    client: SpeedClient | None = None,
+) -> dict[str, SpeedArtifact]:
+    """Run every workload's rounds on every target, alternating the order per round; one ``speed.json`` each."""
+    if len({t.variant for t in targets}) != len(targets):
+        raise SpeedSetupError("speed: two targets share a variant name")
+    prepared = prepare(
+        cfg,
+        [t.base_url for t in targets],
+        api_key=api_key,
+        context_length=context_length,
+        base_dir=base_dir,
+        sglang_python=sglang_python,
+        client=client,
+    )
+    schedule: Schedule = "alternating" if len(targets) > 1 else "single"
+    artifacts = {t.variant: _new_artifact(t, cfg, prepared, served_model, schedule) for t in targets}
+    for t in targets:
+        write_model(t.out_dir / SPEED_JSON, artifacts[t.variant])
+    for workload in cfg.workloads:
+        for round_index in range(cfg.rounds):
+            order = list(targets) if round_index % 2 == 0 else list(reversed(targets))
+            for target in order:
+                record, argv = run_round(prepared, cfg, target, workload, round_index, served_model, api_key)
+                artifact = artifacts[target.variant]
+                _record_round(artifact, record, argv)
+                write_model(target.out_dir / SPEED_JSON, artifact)
+                if progress is not None:
+                    progress(round_line(target.variant, record))
+    for t in targets:
+        artifacts[t.variant].load_after = load_average()
+        write_model(t.out_dir / SPEED_JSON, artifacts[t.variant])
+    return artifacts
+
+
+def run_speed(
+    server_base_url: str,
+    speed_config: SpeedConfig,
+    out_dir: Path,
+    *,
+    served_model: str,
+    variant: str = "default",
+    api_key: str | None = None,
+    context_length: int | None = None,
+    base_dir: Path | None = None,
+    sglang_python: str | None = None,
+    progress: Progress | None = None,
+    client: SpeedClient | None = None,
+) -> SpeedArtifact:
+    """The speed benchmark of one variant on its ready server (no proxy); writes ``out_dir/speed.json``."""
+    return run_speed_alternating(
+        [SpeedTarget(variant, server_base_url, Path(out_dir))],
+        speed_config,
+        served_model=served_model,
+        api_key=api_key,
+        context_length=context_length,
+        base_dir=base_dir,
+        sglang_python=sglang_python,
+        progress=progress,
+        client=client,
+    )[variant]
+
+
+def round_line(variant: str, r: RoundRecord) -> str:
+    tput = "n/a" if r.output_throughput is None else f"{r.output_throughput:,.1f} tok/s"
+    ttft = "n/a" if r.ttft_ms.median is None else f"{r.ttft_ms.median:,.0f} ms"
+    status = "" if r.complete else f" — INCOMPLETE: {r.problems[0] if r.problems else 'see speed.json'}"
+    return (
+        f"{variant} {r.workload} round {r.round_index + 1}: {r.completed}/{r.requested} completed, "
+        f"output {tput}, TTFT p50 {ttft}{status}"
+    )
+
+
+def read_speed(path: Path) -> SpeedArtifact:
+    return read_model(path, SpeedArtifact)
+
+
+def speed_command(
+    cfg: SpeedConfig,
+    endpoints: dict[str, str],
+    out_root: Path,
+    *,
+    served_model: str,
+    control: str | None = None,
+    api_key: str | None = None,
+    context_length: int | None = None,
+    base_dir: Path | None = None,
+    min_output_throughput_ratio: float | None = None,
+    progress: Progress | None = None,
+    client: SpeedClient | None = None,
+) -> tuple[dict[str, SpeedArtifact], SpeedComparison | None]:
+    """``evalpipe speed``: benchmark ready endpoints (variant → URL) into ``out_root/<variant>/`` and, for two
+    variants, compare them (``out_root/speed_compare.json``; control = ``control`` or the first)."""
+    targets = [SpeedTarget(name, url, out_root / name) for name, url in endpoints.items()]
+    artifacts = run_speed_alternating(
+        targets,
+        cfg,
+        served_model=served_model,
+        api_key=api_key,
+        context_length=context_length,
+        base_dir=base_dir,
+        progress=progress,
+        client=client,
+    )
+    if len(targets) != 2:
+        return artifacts, None
+    names = [t.variant for t in targets]
+    control_name = control or names[0]
+    if control_name not in artifacts:
+        raise SpeedSetupError(f"speed: control variant {control_name!r} is not one of {', '.join(names)}")
+    test_name = next(n for n in names if n != control_name)
+    comparison = compare_speed(
+        artifacts[control_name], artifacts[test_name], min_output_throughput_ratio=min_output_throughput_ratio
+    )
+    write_model(out_root / COMPARE_JSON, comparison)
+    return artifacts, comparison
+
+
+def remove_round_dirs(out_dir: Path) -> None:
+    """Delete a variant's raw speed files (tests and re-runs into a scratch directory)."""
+    shutil.rmtree(out_dir / SPEED_DIR, ignore_errors=True)

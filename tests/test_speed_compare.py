@@ -1,0 +1,172 @@
+"""The paired speed comparison: the round-bootstrap interval's coverage by simulation, verdicts and the gate.
+
+Coverage is measured against a generative model with a known answer, not against the interval's own
+formula: per round, log throughput = variant effect + a round effect shared by both variants (the machine's
+load that round, weight ``rho`` of the variance) + independent noise.  The true ratio of the variants'
+median throughputs is then exp(test effect − control effect) exactly.  The counts below are seeded, so the
+test is deterministic; the bounds are ±3 binomial standard deviations around what the method is known to
+achieve (nominal from ~8 rounds; the documented under-coverage at 3 rounds).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from evalpipe.speed.compare import compare_speed, compare_workload, ratio_interval
+from evalpipe.speed.config import SpeedConfig, SpeedWorkload
+from evalpipe.speed.model import ClientInfo, LatencyStats, RoundRecord, SpeedArtifact, WorkloadRounds
+
+TRUE_RATIO = 1.10
+
+
+def _coverage(rounds: int, *, paired: bool, rho: float, trials: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    sigma = 0.05
+    hits = 0
+    for trial in range(trials):
+        shared = rng.normal(0, sigma * np.sqrt(rho), rounds)
+        if not paired:  # rounds of the two variants ran at different times: no shared effect
+            shared_c = rng.normal(0, sigma * np.sqrt(rho), rounds)
+        else:
+            shared_c = shared
+        test = np.exp(np.log(TRUE_RATIO) + shared + rng.normal(0, sigma * np.sqrt(1 - rho), rounds))
+        control = np.exp(shared_c + rng.normal(0, sigma * np.sqrt(1 - rho), rounds))
+        lo, hi = ratio_interval(test, control, paired=paired, resamples=1000, seed=seed + trial)
+        hits += lo <= TRUE_RATIO <= hi
+    return hits / trials
+
+
+@pytest.mark.parametrize(("paired", "rho"), [(True, 0.8), (True, 0.0), (False, 0.5)])
+def test_interval_reaches_nominal_coverage_at_eight_rounds(paired: bool, rho: float) -> None:
+    coverage = _coverage(8, paired=paired, rho=rho, trials=1000, seed=11)
+    assert 0.92 <= coverage <= 0.985, coverage
+
+
+def test_interval_undercovers_at_three_rounds_as_documented() -> None:
+    """Why ``rounds`` defaults to 5: at the issue's floor of 3 rounds a 95 % interval covers ~76 %."""
+    three = _coverage(3, paired=True, rho=0.5, trials=1000, seed=12)
+    five = _coverage(5, paired=True, rho=0.5, trials=1000, seed=13)
+    assert 0.70 <= three <= 0.83, three
+    assert 0.89 <= five <= 0.97, five
+    assert three < five
+
+
+def test_interval_is_reproducible_and_brackets_the_point_estimate() -> None:
+    t, c = [11.0, 12.0, 10.5, 11.4, 11.9], [10.0, 10.2, 9.9, 10.4, 10.1]
+    first = ratio_interval(t, c, paired=True, seed=5)
+    assert first == ratio_interval(t, c, paired=True, seed=5)
+    point = float(np.median(t) / np.median(c))
+    assert first[0] <= point <= first[1]
+
+
+def _round(
+    i: int, tput: float, *, ttft: float = 100.0, completed: int = 4, prompts: str | None = "p"
+) -> RoundRecord:
+    now = datetime.now(UTC)
+    return RoundRecord(
+        workload="w",
+        round_index=i,
+        seed=42 + i,
+        started_at=now,
+        finished_at=now,
+        client_exit_code=0,
+        requested=4,
+        completed=completed,
+        output_throughput=tput,
+        ttft_ms=LatencyStats(median=ttft, p99=2 * ttft),
+        itl_ms=LatencyStats(median=10.0, p99=20.0),
+        e2e_ms=LatencyStats(median=1000.0),
+        percentile_method="nearest-rank",
+        prompt_set_sha256=None if prompts is None else f"{prompts}{i}",
+    )
+
+
+def test_clear_speedup_is_faster_and_latency_ratios_point_the_right_way() -> None:
+    control = [_round(i, v, ttft=100.0 + i) for i, v in enumerate([100, 101, 99, 100, 102])]
+    test = [_round(i, v, ttft=80.0 + i) for i, v in enumerate([130, 129, 131, 130, 128])]
+    result = compare_workload("w", control, test, paired=True)
+    assert result.verdict == "faster" and result.complete and result.same_prompts is True
+    by = {m.metric: m for m in result.metrics}
+    assert by["output_throughput"].ratio == pytest.approx(130 / 100)
+    assert by["output_throughput"].direction == "better"
+    assert by["ttft_p50"].ratio == pytest.approx(82 / 102) and by["ttft_p50"].direction == "better"
+    assert "faster" in result.line and "x1.30" in result.line
+    slower = compare_workload("w", test, control, paired=True)
+    assert (
+        slower.verdict == "slower" and {m.metric: m for m in slower.metrics}["ttft_p50"].direction == "worse"
+    )
+
+
+def test_overlapping_rounds_are_inconclusive() -> None:
+    control = [_round(i, v) for i, v in enumerate([100, 110, 95, 105, 98])]
+    test = [_round(i, v) for i, v in enumerate([104, 96, 108, 99, 101])]
+    result = compare_workload("w", control, test, paired=True)
+    assert result.verdict == "inconclusive" and result.reason == "output-throughput interval contains 1"
+
+
+def test_an_incomplete_round_is_never_averaged_away() -> None:
+    control = [_round(i, v) for i, v in enumerate([100, 101, 99])]
+    test = [_round(0, 150), _round(1, 151, completed=2), _round(2, 149)]
+    result = compare_workload("w", control, test, paired=True, min_output_throughput_ratio=0.9)
+    assert result.verdict == "inconclusive" and not result.complete
+    assert "test round 1: 2/4 completed" in result.reason
+    assert result.gate is not None and not result.gate.passed and "incomplete" in result.gate.message
+    assert all(m.direction == "inconclusive" for m in result.metrics)
+    assert result.metrics[0].test_rounds == [150, 151, 149]  # the round is kept as it was
+
+
+def test_a_round_of_other_lengths_is_inconclusive() -> None:
+    control = [_round(i, v) for i, v in enumerate([100, 101, 99])]
+    test = [_round(i, v) for i, v in enumerate([150, 151, 149])]
+    test[2] = test[2].model_copy(update={"lengths_as_requested": False})  # e.g. EOS honoured: shorter outputs
+    result = compare_workload("w", control, test, paired=True)
+    assert (
+        result.verdict == "inconclusive"
+        and "test round 2: 4/4 completed (lengths other than requested)" in result.reason
+    )
+
+
+def test_different_prompts_are_inconclusive() -> None:
+    control = [_round(i, 100.0 + i, prompts="a") for i in range(3)]
+    test = [_round(i, 200.0 + i, prompts="b") for i in range(3)]
+    result = compare_workload("w", control, test, paired=True)
+    assert result.same_prompts is False and result.verdict == "inconclusive"
+
+
+def test_gate_compares_the_point_estimate() -> None:
+    control = [_round(i, v) for i, v in enumerate([100, 100, 100])]
+    test = [_round(i, v) for i, v in enumerate([96, 97, 95])]
+    ok = compare_workload("w", control, test, paired=True, min_output_throughput_ratio=0.95)
+    bad = compare_workload("w", control, test, paired=True, min_output_throughput_ratio=0.97)
+    assert ok.gate is not None and ok.gate.passed and ok.gate.actual == pytest.approx(0.96)
+    assert bad.gate is not None and not bad.gate.passed
+
+
+def _artifact(variant: str, rounds: list[RoundRecord], schedule: str) -> SpeedArtifact:
+    workload = SpeedWorkload(input_len=32, output_len=16, concurrency=1)
+    return SpeedArtifact(
+        variant=variant,
+        server_url="http://127.0.0.1:1",
+        served_model="m",
+        client=ClientInfo(name="evalscope", program="evalscope perf", version="1.14.1", argv=[]),
+        tokenizer=None,
+        config=SpeedConfig(workloads=[workload], rounds=3),
+        schedule=schedule,  # type: ignore[arg-type]  # a Literal value passed as str in a test
+        workloads=[WorkloadRounds(workload=workload, name="w", rounds=rounds)],
+    )
+
+
+def test_sequential_variants_are_resampled_independently() -> None:
+    control = _artifact("a", [_round(i, v) for i, v in enumerate([100, 101, 99])], "single")
+    test = _artifact("b", [_round(i, v) for i, v in enumerate([120, 121, 119])], "single")
+    result = compare_speed(control, test, min_output_throughput_ratio=1.1)
+    assert result.schedule == "sequential" and result.gate_passed is True
+    paired = compare_speed(
+        control.model_copy(update={"schedule": "alternating"}),
+        test.model_copy(update={"schedule": "alternating"}),
+    )
+    assert paired.schedule == "alternating" and paired.gate_passed is None
+    assert "percentile bootstrap over whole rounds" in result.method
