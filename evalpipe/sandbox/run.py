@@ -1,0 +1,390 @@
+"""Run one model-written program (any argv) sandboxed, and say what the sandbox denied it.
+
+Three kinds, the same policy:
+
+* ``bwrap`` — bubblewrap creates user, network (loopback only), pid, ipc, uts and mount namespaces,
+  shows the interpreter's paths read-only (``view``), a private tmpfs as ``/tmp`` = cwd = ``$HOME``, a
+  minimal ``/dev``, its own ``/proc``; ``--cap-drop ALL`` (measured: without it a program started by
+  root keeps every capability inside its namespace and can remount a read-only bind writable);
+  ``--die-with-parent``; ``--new-session``.  The rlimits are set inside by util-linux ``prlimit``, after
+  the user namespace exists, so that RLIMIT_NPROC counts this sandbox's processes only.
+* ``unshare`` — util-linux ``unshare`` creates the same namespaces and runs ``stage.py``, which builds
+  the same view with ``mount``/``pivot_root`` and drops every capability before ``execve``.
+* ``none`` — the program runs on the host, with the same environment allow-list, a fresh temporary
+  directory as cwd and ``$HOME``, and the rlimits; nothing else is hidden.
+
+In every kind the process tree is one unit: its own session (the whole group is killed at the wall
+limit), a pid namespace whose init takes every process with it, and — when evalpipe runs as root, which
+RLIMIT_NPROC does not bind — a ``pids`` cgroup (``cgroup``).  Output is captured in files bounded by
+RLIMIT_FSIZE and read back up to ``OUTPUT_CAP`` bytes, so a program that prints without end costs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalpipe.sandbox.cgroup import PidsCgroup, pids_parent
+from evalpipe.sandbox.config import MIB, SandboxKind, SandboxLimits
+from evalpipe.sandbox.view import SANDBOX_TMP, FilesystemView, interpreter_view, sandbox_environment
+
+STAGE = Path(__file__).with_name("stage.py")
+#: Exit status of ``stage.py`` when the sandbox could not be built (the program never started).
+STAGE_SETUP_FAILED = 125
+#: Bytes of stdout/stderr kept in a result (the rest is counted as truncated).
+OUTPUT_CAP = 1 * MIB
+
+DenialKind = Literal[
+    "network",
+    "filesystem",
+    "environment",
+    "processes",
+    "address_space",
+    "file_size",
+    "cpu_time",
+    "wall_time",
+    "sandbox_setup",
+]
+ProcessLimit = Literal["rlimit", "cgroup", "not_enforced"]
+
+
+class Denial(BaseModel):
+    """One thing the sandbox refused the program, with the evidence (an exception line, a signal)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: DenialKind
+    detail: str
+
+
+class SandboxResult(BaseModel):
+    """How one sandboxed program ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: SandboxKind
+    process_limit: ProcessLimit
+    #: The program's exit status; None when it was ended by a signal (``signal``) or by the wall limit.
+    returncode: int | None
+    signal: str | None
+    timed_out: bool
+    wall_s: float
+    cpu_s: float
+    stdout: str
+    stderr: str
+    output_truncated: bool
+    denied: list[Denial]
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What a program may use: the sandbox kind, limits, extra read-only dirs and extra environment."""
+
+    kind: SandboxKind
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    extra_dirs: tuple[str, ...] = ()
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def process_limit_mechanism() -> ProcessLimit:
+    if os.geteuid() != 0:
+        return "rlimit"
+    return "cgroup" if pids_parent() is not None else "not_enforced"
+
+
+# ---------------------------------------------------------------- building the command
+
+
+def _rlimits(limits: SandboxLimits) -> dict[str, tuple[int, int]]:
+    return {
+        "RLIMIT_AS": (limits.address_space_mb * MIB,) * 2,
+        "RLIMIT_NPROC": (limits.processes,) * 2,
+        "RLIMIT_NOFILE": (limits.open_files,) * 2,
+        "RLIMIT_FSIZE": (limits.file_size_mb * MIB,) * 2,
+        # SIGXCPU at the soft limit, SIGKILL a second later
+        "RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 1),
+    }
+
+
+_PRLIMIT_FLAG = {
+    "RLIMIT_AS": "--as",
+    "RLIMIT_NPROC": "--nproc",
+    "RLIMIT_NOFILE": "--nofile",
+    "RLIMIT_FSIZE": "--fsize",
+    "RLIMIT_CPU": "--cpu",
+}
+
+
+def _bwrap_argv(argv: Sequence[str], view: FilesystemView, limits: SandboxLimits, prlimit: str) -> list[str]:
+    tmp_bytes = str(limits.tmp_size_mb * MIB)
+    cmd = ["bwrap", "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+           "--size", tmp_bytes, "--tmpfs", SANDBOX_TMP]  # fmt: skip
+    for bind in view.binds:
+        cmd += ["--ro-bind", bind.path, bind.path]
+    for link, target in view.links:
+        cmd += ["--symlink", target, link]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
+    cmd += ["--remount-ro", "/", "--chdir", SANDBOX_TMP, prlimit]
+    cmd += [f"{_PRLIMIT_FLAG[name]}={soft}:{hard}" for name, (soft, hard) in _rlimits(limits).items()]
+    return [*cmd, "--", *argv]
+
+
+def _unshare_argv(
+    argv: Sequence[str], view: FilesystemView, limits: SandboxLimits, env: dict[str, str]
+) -> list[str]:
+    spec = {
+        "binds": [{"path": b.path, "is_dir": b.is_dir} for b in view.binds],
+        "links": list(view.links),
+        "staging_dir": "/tmp",  # a tmpfs is mounted over it inside the private mount namespace
+        "tmp": SANDBOX_TMP,
+        "tmp_bytes": limits.tmp_size_mb * MIB,
+        "cwd": SANDBOX_TMP,
+        "rlimits": _rlimits(limits),
+        "argv": list(argv),
+        "env": env,
+    }
+    return ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount",
+            "--ipc", "--uts", "--propagation", "private", "--",
+            os.path.realpath(sys.executable), "-I", "-S", str(STAGE), json.dumps(spec)]  # fmt: skip
+
+
+@dataclass
+class SandboxedCommand:
+    """A wrapped argv plus everything ``subprocess.Popen`` needs to start it sandboxed.
+
+    Use as a context manager around the process's life: leaving it removes the host-side temporary
+    directory (``none``) and the pids cgroup, killing whatever is still in it.
+    """
+
+    kind: SandboxKind
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    process_limit: ProcessLimit
+    limits: SandboxLimits
+    _cgroup: PidsCgroup | None = None
+    _host_tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def preexec(self) -> None:
+        """Runs in the child between fork and exec (``Popen(preexec_fn=...)``)."""
+        if self._cgroup is not None:
+            self._cgroup.join_self()
+        if self.kind == "none":
+            for name, limit in _rlimits(self.limits).items():
+                resource.setrlimit(getattr(resource, name), limit)
+
+    def popen(self, **kwargs: object) -> subprocess.Popen[bytes]:
+        """``subprocess.Popen`` of the wrapped command in its own session (kwargs: stdin, stdout, pass_fds…)."""
+        return subprocess.Popen(  # type: ignore[call-overload, no-any-return]  # kwargs are Popen's own
+            self.argv, env=self.env, cwd=self.cwd, start_new_session=True, preexec_fn=self.preexec, **kwargs
+        )
+
+    def hit_process_limit(self) -> bool:
+        return self._cgroup is not None and self._cgroup.hit_limit()
+
+    def __enter__(self) -> SandboxedCommand:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._host_tmp is not None:
+            self._host_tmp.cleanup()
+            self._host_tmp = None
+
+
+def wrap(argv: Sequence[str], policy: SandboxPolicy) -> SandboxedCommand:
+    """The sandboxed form of ``argv`` under ``policy`` (the kind must be available: see ``probe``)."""
+    limits = policy.limits
+    mechanism = process_limit_mechanism()
+    cgroup = None
+    if mechanism == "cgroup":
+        parent = pids_parent()
+        assert parent is not None
+        # bwrap's two processes (outside and pid 1) / unshare + stage run in the cgroup too
+        cgroup = PidsCgroup.create(parent, limits.processes + 2)
+    try:
+        if policy.kind == "none":
+            host_tmp = tempfile.TemporaryDirectory(prefix="evalpipe-code-")
+            env = sandbox_environment(host_tmp.name, policy.extra_env)
+            return SandboxedCommand(
+                "none", list(argv), env, host_tmp.name, mechanism, limits, cgroup, host_tmp
+            )
+        view = interpreter_view(policy.extra_dirs)
+        env = sandbox_environment(SANDBOX_TMP, policy.extra_env)
+        if policy.kind == "bwrap":
+            prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
+            wrapped = _bwrap_argv(argv, view, limits, prlimit)
+        else:
+            wrapped = _unshare_argv(argv, view, limits, env)
+        return SandboxedCommand(policy.kind, wrapped, env, None, mechanism, limits, cgroup)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+
+
+# ---------------------------------------------------------------- running and classifying
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _read_capped(fh: IO[bytes]) -> tuple[str, bool]:
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    fh.seek(0)
+    return fh.read(OUTPUT_CAP).decode("utf-8", errors="replace"), size > OUTPUT_CAP
+
+
+#: Last-line patterns of a Python traceback → what the sandbox denied.
+_STDERR_DENIALS: tuple[tuple[re.Pattern[str], DenialKind], ...] = (
+    (re.compile(r"MemoryError"), "address_space"),
+    (re.compile(r"\[Errno 27\]|File too large"), "file_size"),
+    (re.compile(r"\[Errno 11\].*|fork|can't start new thread"), "processes"),
+    (re.compile(r"\[Errno (101|111|113|99|97)\]|gaierror|Name or service not known|resolution"), "network"),
+    (re.compile(r"\[Errno (2|13|30)\]|Read-only file system|Permission denied"), "filesystem"),
+    (re.compile(r"^KeyError: '[A-Z][A-Z0-9_]*'$"), "environment"),
+)
+
+
+def _exception_line(stderr: str) -> str | None:
+    for line in reversed(stderr.strip().splitlines()):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line.strip()):
+            return line.strip()
+    return None
+
+
+def classify(
+    kind: SandboxKind,
+    returncode: int | None,
+    signum: int | None,
+    timed_out: bool,
+    stderr: str,
+    limits: SandboxLimits,
+    cpu_s: float,
+    hit_process_limit: bool,
+) -> list[Denial]:
+    """What the sandbox denied, from the way the program ended (signal, limits) and its last exception."""
+    denied: list[Denial] = []
+    if timed_out:
+        denied.append(Denial(kind="wall_time", detail=f"killed at the wall limit of {limits.wall_s:g} s"))
+    if signum in (signal.SIGXCPU, signal.SIGKILL) and cpu_s >= limits.cpu_s:
+        denied.append(Denial(kind="cpu_time", detail=f"{_signal_name(signum)} at {cpu_s:.1f} s of CPU"))
+    if signum == signal.SIGXFSZ:
+        denied.append(Denial(kind="file_size", detail=f"SIGXFSZ: file size limit {limits.file_size_mb} MiB"))
+    if hit_process_limit:
+        denied.append(Denial(kind="processes", detail=f"pids cgroup limit {limits.processes} reached"))
+    if kind != "none" and returncode == STAGE_SETUP_FAILED and "evalpipe-sandbox:" in stderr:
+        denied.append(Denial(kind="sandbox_setup", detail=stderr.strip().splitlines()[-1][:300]))
+    line = _exception_line(stderr)
+    if line is not None:
+        for pattern, denial in _STDERR_DENIALS:
+            if pattern.search(line) and all(d.kind != denial for d in denied):
+                denied.append(Denial(kind=denial, detail=line[:300]))
+                break
+    return denied
+
+
+def _wait(pid: int, timeout_s: float) -> tuple[int, float] | None:
+    """``(wait status, CPU seconds of the tree it waited for)``, or None at the timeout (not reaped)."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        ready, _, _ = select.select([pidfd], [], [], max(timeout_s, 0.0))
+    finally:
+        os.close(pidfd)
+    if not ready:
+        return None
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the sandbox's session (the namespace's init takes every process inside with it)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    stdin: bytes = b"",
+    *,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> SandboxResult:
+    """Run ``argv`` under ``policy`` to its end or to the wall limit; stdin given, output captured."""
+    limits = policy.limits
+    with contextlib.ExitStack() as stack:
+        cmd = stack.enter_context(wrap(argv, policy))
+        fin, fout, ferr = (stack.enter_context(tempfile.TemporaryFile()) for _ in range(3))
+        fin.write(stdin)
+        fin.seek(0)
+        t0 = time.monotonic()
+        proc = cmd.popen(stdin=fin, stdout=fout, stderr=ferr)
+        if on_start is not None:
+            on_start(proc)
+        waited = _wait(proc.pid, limits.wall_s)
+        timed_out = waited is None
+        if waited is None:
+            kill_tree(proc)
+            waited = _wait(proc.pid, 30.0)
+            if waited is None:  # cannot happen for SIGKILL; do not leave a zombie behind in any case
+                proc.wait()
+                waited = (0, 0.0)
+        status, cpu_s = waited
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        kill_tree(proc)  # anything that left the namespace's session is still in the group
+        wall_s = time.monotonic() - t0
+        hit_pids = cmd.hit_process_limit()
+        stdout, trunc_out = _read_capped(fout)
+        stderr, trunc_err = _read_capped(ferr)
+    code: int | None = proc.returncode
+    signum: int | None = None
+    if code is not None and code < 0:  # none: the program itself was signalled
+        signum, code = -code, None
+    elif policy.kind != "none" and code is not None and code > 128 and not timed_out:
+        signum, code = code - 128, None  # bwrap and stage.py report a signal as 128 + its number
+    if timed_out:
+        code, signum = None, signum or signal.SIGKILL
+    return SandboxResult(
+        sandbox=policy.kind,
+        process_limit=cmd.process_limit,
+        returncode=code,
+        signal=_signal_name(signum) if signum else None,
+        timed_out=timed_out,
+        wall_s=round(wall_s, 4),
+        cpu_s=round(cpu_s, 4),
+        stdout=stdout,
+        stderr=stderr,
+        output_truncated=trunc_out or trunc_err,
+        denied=classify(policy.kind, code, signum, timed_out, stderr, limits, cpu_s, hit_pids),
+    )
