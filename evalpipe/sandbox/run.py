@@ -298,8 +298,10 @@ def classify(
     denied: list[Denial] = []
     if timed_out:
         denied.append(Denial(kind="wall_time", detail=f"killed at the wall limit of {limits.wall_s:g} s"))
-    if signum in (signal.SIGXCPU, signal.SIGKILL) and cpu_s >= limits.cpu_s:
-        denied.append(Denial(kind="cpu_time", detail=f"{_signal_name(signum)} at {cpu_s:.1f} s of CPU"))
+    # SIGXCPU is the soft CPU limit's own signal (the CPU time of a sandbox's inner processes does not
+    # always reach the parent's rusage: bwrap does not wait for its pid 1); SIGKILL is the hard limit's
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and not timed_out and cpu_s >= limits.cpu_s):
+        denied.append(Denial(kind="cpu_time", detail=f"{_signal_name(signum)}: CPU limit {limits.cpu_s} s"))
     if signum == signal.SIGXFSZ:
         denied.append(Denial(kind="file_size", detail=f"SIGXFSZ: file size limit {limits.file_size_mb} MiB"))
     if hit_process_limit:

@@ -18,10 +18,13 @@ Any failure before the program starts exits with status 125 and one ``evalpipe-s
 """
 
 import ctypes
+import fcntl
 import json
 import os
 import platform
 import resource
+import socket
+import struct
 import sys
 
 MS_RDONLY = 1
@@ -42,6 +45,9 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 #: ``pivot_root`` has no libc wrapper: its syscall number per architecture.
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
 SETUP_FAILED = 125
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 #: statvfs flag → mount flag that a bind's remount must keep (the kernel locks them in a user namespace).
@@ -136,6 +142,14 @@ def build_root(spec: dict) -> None:  # type: ignore[type-arg]  # the JSON spec f
     _mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
 
 
+def loopback_up() -> None:
+    """Bring up ``lo`` of the new network namespace (as bwrap does): a private loopback, nothing else."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
+
+
 def drop_privileges() -> None:
     for cap in range(64):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
@@ -170,6 +184,7 @@ def run_program(spec: dict) -> int:  # type: ignore[type-arg]
 def main() -> int:
     spec = json.loads(sys.argv[1])
     try:
+        loopback_up()
         build_root(spec)
     except (SetupError, OSError) as exc:
         os.write(2, f"evalpipe-sandbox: {exc}\n".encode())
