@@ -321,3 +321,26 @@ def test_evalscope_test_code_gives_the_same_results_sandboxed_and_unsandboxed() 
     assert passed == {f"{row['question_id']}/correct" for row in rows}  # every bundled solution passes
     assert by_kind["bwrap"] == by_kind["none"]
     assert by_kind["unshare"] == by_kind["none"]
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "none"])
+def test_program_pid_is_the_program_below_the_launcher(kind: str) -> None:
+    """The re-check's parent reads the program's run delay from /proc/PID: it needs the program's pid."""
+    from evalpipe.sandbox.run import program_pid
+
+    seen: dict[str, object] = {}
+
+    def on_start(proc: object) -> None:
+        pid = program_pid(kind, proc.pid)  # type: ignore[attr-defined]
+        assert pid is not None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the pid is found before its exec of the program completes
+            seen["cmdline"] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if seen["cmdline"][:2] == [sys.executable.encode(), b"-c"]:
+                break
+            time.sleep(0.005)
+
+    code = "import sys\nsys.stdin.read()\nprint('done')"
+    result = run_sandboxed([sys.executable, "-c", code], SandboxPolicy(kind, LIMITS), b"", on_start=on_start)  # type: ignore[arg-type]
+    assert result.ok
+    assert seen["cmdline"][:3] == [sys.executable.encode(), b"-c", code.encode()]

@@ -330,6 +330,33 @@ def _wait(pid: int, timeout_s: float) -> tuple[int, float] | None:
     return status, usage.ru_utime + usage.ru_stime
 
 
+#: Processes between the launched one and the program: bwrap → its pid 1 → program; unshare → stage → program.
+_LAUNCHER_DEPTH: dict[str, int] = {"bwrap": 2, "unshare": 2, "none": 0}
+
+
+def program_pid(kind: SandboxKind, launcher_pid: int, timeout_s: float = 10.0) -> int | None:
+    """The host pid of the sandboxed program itself, below its launcher (``bwrap``/``unshare`` + pid 1).
+
+    A parent that watches the program's own counters (``/proc/PID/schedstat``: the re-check's run
+    delay) needs this pid, not the launcher's.  None if the program is gone before it is found.
+    """
+    deadline = time.monotonic() + timeout_s
+    pid = launcher_pid
+    for _ in range(_LAUNCHER_DEPTH[kind]):
+        while True:
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                return None
+            if children:
+                pid = int(children[0])  # the launcher and the namespace's init have one child each
+                break
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.002)
+    return pid
+
+
 def kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the sandbox's session (the namespace's init takes every process inside with it)."""
     with contextlib.suppress(ProcessLookupError):
