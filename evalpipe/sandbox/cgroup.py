@@ -40,7 +40,7 @@ def pids_parent() -> Path | None:
 
 @dataclass
 class PidsCgroup:
-    """One program's cgroup: created before the launch, joined by the child, removed after."""
+    """One program's cgroup: created before the launch, joined by the launcher (``run.wrap``'s shim), removed after."""
 
     path: Path
 
@@ -54,14 +54,6 @@ class PidsCgroup:
             path.rmdir()
             raise
         return cls(path)
-
-    def join_self(self) -> None:
-        """Move the calling process into the cgroup (called in the child between fork and exec)."""
-        fd = os.open(self.path / "cgroup.procs", os.O_WRONLY)
-        try:
-            os.write(fd, b"0")
-        finally:
-            os.close(fd)
 
     def hit_limit(self) -> bool:
         """Whether a fork failed in this cgroup because of ``pids.max``."""
