@@ -344,3 +344,16 @@ def test_program_pid_is_the_program_below_the_launcher(kind: str) -> None:
     result = run_sandboxed([sys.executable, "-c", code], SandboxPolicy(kind, LIMITS), b"", on_start=on_start)  # type: ignore[arg-type]
     assert result.ok
     assert seen["cmdline"][:3] == [sys.executable.encode(), b"-c", code.encode()]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_program_cannot_create_nested_user_namespaces(kind: str) -> None:
+    """Less kernel surface: inside the sandbox ``unshare(CLONE_NEWUSER)`` fails (ENOSPC: limit 0)."""
+    code = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "if libc.unshare(0x10000000) != 0:\n    raise SystemExit(f'errno {ctypes.get_errno()}')\nprint('nested')"
+    )
+    result, _ = _run(kind, code, LIMITS)
+    assert result.returncode == 1 and result.stderr.strip() == "errno 28", result
+    control, _ = _run("none", code, LIMITS)
+    assert control.ok and control.stdout == "nested\n"  # the host itself allows them: the test can fail

@@ -8,8 +8,9 @@ standard library (it runs before any view exists) and does what ``bwrap`` does f
 2. mounts an empty tmpfs as the new root, binds each path read-only at its own place (keeping the
    flags the host mount locks, as a user namespace requires), adds ``/proc`` of the new pid namespace,
    a minimal ``/dev`` (null, zero, full, random, urandom, shm) and the private ``/tmp``;
-3. ``pivot_root`` into it and detaches the old root, so no host path is reachable any more;
-4. forks the program: the child sets the rlimits, empties the capability bounding set, sets
+3. forbids nested user namespaces (``user.max_user_namespaces = 0`` of this namespace);
+4. ``pivot_root`` into it and detaches the old root, so no host path is reachable any more;
+5. forks the program: the child sets the rlimits, empties the capability bounding set, sets
    ``no_new_privs`` and ``execve``s with the given environment; this process stays pid 1 and reaps —
    when the program exits it exits with the program's status (128 + signal for a signal, like ``bwrap``),
    and the kernel kills whatever else is left in the namespace.
@@ -131,6 +132,10 @@ def build_root(spec: dict) -> None:  # type: ignore[type-arg]  # the JSON spec f
     os.makedirs(root + "/dev/shm")
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec['tmp_bytes']}")
     # pivot_root(".", "."): the old root ends up on top of the new one and is detached at once
+    # no nested user namespaces (as bwrap --disable-userns): this namespace's own limit, which the
+    # program cannot raise again once its capabilities are gone
+    with open(root + "/proc/sys/user/max_user_namespaces", "w") as limit:
+        limit.write("0")
     os.chdir(root)
     syscall = SYS_PIVOT_ROOT.get(platform.machine())
     if syscall is None:
