@@ -384,9 +384,14 @@ def run_sandboxed(
         fin.seek(0)
         t0 = time.monotonic()
         proc = cmd.popen(stdin=fin, stdout=fout, stderr=ferr)
-        if on_start is not None:
-            on_start(proc)
-        waited = _wait(proc.pid, limits.wall_s)
+        try:
+            if on_start is not None:
+                on_start(proc)
+            waited = _wait(proc.pid, limits.wall_s)
+        except BaseException:  # an interrupt or a failing callback: the program does not outlive us
+            kill_tree(proc)
+            proc.wait()
+            raise
         timed_out = waited is None
         if waited is None:
             kill_tree(proc)
