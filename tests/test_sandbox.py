@@ -129,6 +129,11 @@ def hostile(host: Host) -> dict[str, tuple[str, str]]:
             f"open({str(host.rundir / 'summary.json')!r}, 'w').write('{{\"verdict\": \"forged\"}}')",
             "filesystem",
         ),
+        # the same value written back: a sandbox that let it through would still leave the host as it was
+        "write_host_kernel_setting": (
+            "p = '/proc/sys/kernel/printk_ratelimit'\nv = open(p).read()\nopen(p, 'w').write(v)",
+            "filesystem",
+        ),
         "fork_bomb": ("import os\nwhile True:\n    os.fork()", "processes"),
         "allocate_64_gb": ("b = bytearray(64 * 1024**3)\nprint(len(b))", "address_space"),
         "write_10_gb_file": (
@@ -215,6 +220,9 @@ def test_controls_unsandboxed_the_same_programs_reach_the_host(host: Host) -> No
     while not host.connections and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(host.connections) == 1
+    if os.geteuid() == 0:  # root on the host may write kernel settings (the same value, here)
+        sysctl, _ = _run("none", programs["write_host_kernel_setting"][0], LIMITS)
+        assert sysctl.ok, sysctl
     # the environment is an allow-list even unsandboxed: the planted key is not passed
     env, _ = _run("none", programs["read_api_key_from_environment"][0], LIMITS)
     assert "environment" in [d.kind for d in env.denied] and ENV_SECRET not in env.stdout

@@ -45,6 +45,12 @@ from evalpipe.sandbox.config import MIB, SandboxKind, SandboxLimits
 from evalpipe.sandbox.view import SANDBOX_TMP, FilesystemView, interpreter_view, sandbox_environment
 
 STAGE = Path(__file__).with_name("stage.py")
+#: ``/proc`` entries made read-only inside the sandbox.  Measured: a program started by root (uid 0 in its
+#: user namespace maps to host uid 0) can *write host kernel settings* through its own ``/proc/sys``
+#: (``kernel.printk_ratelimit`` changed on the host from inside bwrap 0.8 and the unshare sandbox):
+#: sysctl files check the owner bits for host uid 0, not a capability.  bwrap means to cover these
+#: entries but skips ``/proc/sys`` because the directory itself reports "not writable".
+PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "pressure")
 #: Exit status of ``stage.py`` when the sandbox could not be built (the program never started).
 STAGE_SETUP_FAILED = 125
 #: Bytes of stdout/stderr kept in a result (the rest is counted as truncated).
@@ -144,7 +150,10 @@ def _bwrap_argv(argv: Sequence[str], view: FilesystemView, limits: SandboxLimits
         cmd += ["--ro-bind", bind.path, bind.path]
     for link, target in view.links:
         cmd += ["--symlink", target, link]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
+    cmd += ["--proc", "/proc"]
+    for entry in PROC_READONLY:  # bwrap's own cover skips /proc/sys when root runs it: see PROC_READONLY
+        cmd += ["--ro-bind-try", f"/proc/{entry}", f"/proc/{entry}"]
+    cmd += ["--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
     cmd += ["--remount-ro", "/", "--chdir", SANDBOX_TMP, prlimit]
     return [*cmd, *_prlimit_flags(limits), "--", *argv]
 
@@ -158,6 +167,7 @@ def _unshare_argv(
 ) -> list[str]:
     spec = {
         "binds": [{"path": b.path, "is_dir": b.is_dir} for b in view.binds],
+        "proc_readonly": list(PROC_READONLY),
         "links": list(view.links),
         "staging_dir": "/tmp",  # a tmpfs is mounted over it inside the private mount namespace
         "tmp": SANDBOX_TMP,

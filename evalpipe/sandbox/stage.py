@@ -8,7 +8,8 @@ standard library (it runs before any view exists) and does what ``bwrap`` does f
 2. mounts an empty tmpfs as the new root, binds each path read-only at its own place (keeping the
    flags the host mount locks, as a user namespace requires), adds ``/proc`` of the new pid namespace,
    a minimal ``/dev`` (null, zero, full, random, urandom, shm) and the private ``/tmp``;
-3. forbids nested user namespaces (``user.max_user_namespaces = 0`` of this namespace);
+3. forbids nested user namespaces (``user.max_user_namespaces = 0`` of this namespace), then makes
+   ``/proc/sys``, ``/proc/sysrq-trigger``, ``/proc/irq``, ``/proc/bus``, ``/proc/pressure`` read-only;
 4. ``pivot_root`` into it and detaches the old root, so no host path is reachable any more;
 5. forks the program: the child sets the rlimits, empties the capability bounding set, sets
    ``no_new_privs`` and ``execve``s with the given environment; this process stays pid 1 and reaps —
@@ -136,6 +137,11 @@ def build_root(spec: dict) -> None:  # type: ignore[type-arg]  # the JSON spec f
     # program cannot raise again once its capabilities are gone
     with open(root + "/proc/sys/user/max_user_namespaces", "w") as limit:
         limit.write("0")
+    for entry in spec["proc_readonly"]:  # host kernel settings: see run.PROC_READONLY
+        path = f"{root}/proc/{entry}"
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(root)
     syscall = SYS_PIVOT_ROOT.get(platform.machine())
     if syscall is None:
