@@ -22,7 +22,9 @@ class SandboxLimits(BaseModel):
 
     The defaults leave room for EvalScope's LiveCodeBench harness (an interpreter importing numpy plus a
     multiprocessing manager: 3 processes, ~1 GiB of address space) and stop a fork bomb, a 64 GB
-    allocation or a 10 GB file long before the host notices.
+    allocation or a 10 GB file long before the host notices.  RLIMIT_AS is per process, so the memory a
+    sandbox can hold is bounded by ``processes × address_space_mb`` (64 GiB at the defaults) — a memory
+    cgroup would bound the total; not used yet.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -31,7 +33,7 @@ class SandboxLimits(BaseModel):
         default=4096, description="RLIMIT_AS of every process in the sandbox, MiB."
     )
     processes: Annotated[int, Field(gt=0)] = Field(
-        default=64,
+        default=16,
         description="Processes (and threads) the program may run at once: RLIMIT_NPROC inside the sandbox's "
         "user namespace, or a pids cgroup when evalpipe runs as root (root is exempt from RLIMIT_NPROC).",
     )
