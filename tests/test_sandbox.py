@@ -11,6 +11,7 @@ the same programs do reach the host when nothing stops them, so the hostile set 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -367,3 +368,49 @@ def test_a_program_cannot_create_nested_user_namespaces(kind: str) -> None:
     assert result.returncode == 1 and result.stderr.strip() == "errno 28", result
     control, _ = _run("none", code, LIMITS)
     assert control.ok and control.stdout == "nested\n"  # the host itself allows them: the test can fail
+
+
+_PARENT = """
+import subprocess, sys, time
+from evalpipe.sandbox.launcher import ProgramLauncher
+launcher = ProgramLauncher.for_sandbox(sys.argv[1])
+with launcher.start([sys.executable, "-c", sys.argv[2]], stdin=subprocess.DEVNULL) as program:
+    print("started", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "none"])
+def test_a_parent_killed_by_sigkill_leaves_no_test_process_behind(kind: str) -> None:
+    """The parent of a sandboxed program (the EvalScope worker, the re-check) dies without cleaning up:
+    the program dies with it (bwrap --die-with-parent; setpriv --pdeathsig KILL for unshare and none)."""
+    import signal
+    import subprocess
+
+    marker = f"# evalpipe-orphan-test-{os.getpid()}-{kind}"
+    code = f"import time\ntime.sleep(120)\n{marker}"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, kind, code], stdout=subprocess.PIPE, cwd=REPO, start_new_session=True
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == b"started\n"
+        # wait for the program itself (the parent's own command line holds the marker too)
+        program = f"{sys.executable}\0-c\0{code}\0".encode()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+            Path(f"/proc/{pid}/cmdline").read_bytes() == program for pid in _leftover_processes(marker)
+        ):
+            time.sleep(0.02)
+        assert [pid for pid in _leftover_processes(marker) if pid != parent.pid], "the program never started"
+        parent.kill()  # SIGKILL: no finally block, no atexit in the parent
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _leftover_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _leftover_processes(marker) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
+        for pid in _leftover_processes(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

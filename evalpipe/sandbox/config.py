@@ -3,6 +3,8 @@
 ``sandbox: auto`` (the default) picks the strongest sandbox this host offers (``bwrap``, then
 ``unshare``); ``none`` runs model code directly on the host and is accepted only together with
 ``allow_unsandboxed: true``, so that running untrusted code unsandboxed is always a written decision.
+Likewise a host where the process count cannot be limited (root without a writable pids cgroup) is
+refused unless ``allow_unlimited_processes: true`` says so.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ class CodeExecutionConfig(BaseModel):
         validate_default=True,
         description="Must be true for sandbox: none; the report then says in its first lines that model "
         "code ran unsandboxed.",
+    )
+    allow_unlimited_processes: bool = Field(
+        default=False,
+        description="Accept a sandbox that cannot limit the number of processes: evalpipe running as root "
+        "without a writable pids cgroup (root is exempt from RLIMIT_NPROC, so a fork bomb is not stopped). "
+        "Without it such a host is refused at preflight.",
     )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
 

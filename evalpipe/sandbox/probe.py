@@ -70,10 +70,25 @@ def probe(kind: SandboxKind) -> Availability:
     return Availability(kind, True, _version(binary) if kind != "none" else "no sandbox")
 
 
+UNLIMITED_PROCESSES = (
+    "code_execution: evalpipe runs as root and no pids cgroup is writable, so the sandbox cannot limit "
+    "the number of processes (root is exempt from RLIMIT_NPROC: a fork bomb would reach the host); run "
+    "evalpipe as a non-root user or with a writable pids cgroup, or set "
+    "code_execution.allow_unlimited_processes: true to accept it"
+)
+
+
 def resolve(config: CodeExecutionConfig) -> SandboxKind:
-    """The sandbox a run with ``config`` uses; ``SandboxUnavailable`` (one line) when it cannot be had."""
+    """The sandbox a run with ``config`` uses; ``SandboxUnavailable`` (one line) when it cannot be had.
+
+    Policy for root without a writable pids cgroup: refused (every kind but ``none``, whose consent
+    already covers it) unless ``allow_unlimited_processes`` — a sandbox that a fork bomb gets through is
+    not the sandbox the config asked for.
+    """
     if config.sandbox == "none":
         return "none"  # the config's validator has already required allow_unsandboxed
+    if process_limit_mechanism() == "not_enforced" and not config.allow_unlimited_processes:
+        raise SandboxUnavailable(UNLIMITED_PROCESSES)
     if config.sandbox != "auto":
         found = probe(config.sandbox)
         if not found.available:

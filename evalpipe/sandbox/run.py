@@ -14,6 +14,10 @@ Three kinds, the same policy:
 * ``none`` — the program runs on the host, with the same environment allow-list, a fresh temporary
   directory as cwd and ``$HOME``, and the rlimits; nothing else is hidden.
 
+Every launcher dies with the thread that started it (bwrap ``--die-with-parent``; unshare and none
+through util-linux ``setpriv --pdeathsig KILL``, i.e. ``PR_SET_PDEATHSIG``), so a parent killed by
+SIGKILL leaves no sandboxed tree behind.
+
 In every kind the process tree is one unit: its own session (the whole group is killed at the wall
 limit), a pid namespace whose init takes every process with it, and — when evalpipe runs as root, which
 RLIMIT_NPROC does not bind — a ``pids`` cgroup (``cgroup``).  Output is captured in files bounded by
@@ -252,6 +256,11 @@ def wrap(argv: Sequence[str], policy: SandboxPolicy) -> SandboxedCommand:
                 wrapped = _bwrap_argv(argv, view, limits, prlimit)
             else:
                 wrapped = _unshare_argv(argv, view, limits, env)
+        if policy.kind != "bwrap":
+            # the launcher dies with the process that started it (bwrap: ``--die-with-parent``): a parent
+            # killed by SIGKILL leaves no test process behind; for unshare its ``--kill-child`` then takes
+            # the whole pid namespace, for none only the program itself (its own children are the host's)
+            wrapped = [shutil.which("setpriv") or "/usr/bin/setpriv", "--pdeathsig", "KILL", "--", *wrapped]
         if cgroup is not None:
             # the launcher joins the cgroup before it starts anything ("0" = the writing process itself)
             shim = 'echo 0 > "$0" && exec "$@"'
@@ -267,7 +276,7 @@ def wrap(argv: Sequence[str], policy: SandboxPolicy) -> SandboxedCommand:
 # ---------------------------------------------------------------- running and classifying
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -281,21 +290,56 @@ def _read_capped(fh: IO[bytes]) -> tuple[str, bool]:
     return fh.read(OUTPUT_CAP).decode("utf-8", errors="replace"), size > OUTPUT_CAP
 
 
-#: Last-line patterns of a Python traceback → what the sandbox denied.
-_STDERR_DENIALS: tuple[tuple[re.Pattern[str], DenialKind], ...] = (
+#: Exceptions → what the sandbox denied.  Matched against the last line of a traceback
+#: (``FileNotFoundError: [Errno 2] No such file or directory: '/x'``) or an exception's ``repr``
+#: (``FileNotFoundError(2, 'No such file or directory')``, how EvalScope's test harness reports it).
+_EXCEPTION_DENIALS: tuple[tuple[re.Pattern[str], DenialKind], ...] = (
     (re.compile(r"MemoryError"), "address_space"),
-    (re.compile(r"\[Errno 27\]|File too large"), "file_size"),
-    (re.compile(r"\[Errno 11\].*|fork|can't start new thread"), "processes"),
-    (re.compile(r"\[Errno (101|111|113|99|97)\]|gaierror|Name or service not known|resolution"), "network"),
-    (re.compile(r"\[Errno (2|13|30)\]|Read-only file system|Permission denied"), "filesystem"),
-    (re.compile(r"^KeyError: '[A-Z][A-Z0-9_]*'$"), "environment"),
+    (re.compile(r"\[Errno 27\]|\b27, '|File too large"), "file_size"),
+    (
+        re.compile(r"BlockingIOError|\[Errno 11\]|Resource temporarily unavailable|can't start new thread"),
+        "processes",
+    ),
+    (
+        re.compile(
+            r"\[Errno (101|111|113|99|97)\]|\b(101|111|113|99|97), '|gaierror|Name or service not known|"
+            r"name resolution|Network is unreachable|Connection refused|No route to host"
+        ),
+        "network",
+    ),
+    (
+        re.compile(
+            r"FileNotFoundError|PermissionError|\[Errno (2|13|30)\]|\b(2|13|30), '|Read-only file system|"
+            r"Permission denied|No such file or directory"
+        ),
+        "filesystem",
+    ),
+    (re.compile(r"^KeyError(: '|\(')[A-Z][A-Z0-9_]*'\)?$"), "environment"),
 )
+#: What a sandbox without isolation (``none``) still denies: its environment allow-list and rlimits.
+_DENIED_WITHOUT_ISOLATION = frozenset({"environment", "processes", "address_space", "file_size", "cpu_time",
+                                       "wall_time"})  # fmt: skip
 
 
 def _exception_line(stderr: str) -> str | None:
     for line in reversed(stderr.strip().splitlines()):
         if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line.strip()):
             return line.strip()
+    return None
+
+
+def exception_denial(kind: SandboxKind, text: str) -> Denial | None:
+    """The denial an exception (a traceback's last line or its ``repr``) shows, or None.
+
+    Under ``none`` a missing file or a refused connection is the program's own failure, not a denial:
+    only the environment allow-list and the rlimits apply there.
+    """
+    line = text.strip()
+    for pattern, denial in _EXCEPTION_DENIALS:
+        if pattern.search(line):
+            if kind == "none" and denial not in _DENIED_WITHOUT_ISOLATION:
+                return None
+            return Denial(kind=denial, detail=line[:300])
     return None
 
 
@@ -316,7 +360,7 @@ def classify(
     # SIGXCPU is the soft CPU limit's own signal (the CPU time of a sandbox's inner processes does not
     # always reach the parent's rusage: bwrap does not wait for its pid 1); SIGKILL is the hard limit's
     if signum == signal.SIGXCPU or (signum == signal.SIGKILL and not timed_out and cpu_s >= limits.cpu_s):
-        denied.append(Denial(kind="cpu_time", detail=f"{_signal_name(signum)}: CPU limit {limits.cpu_s} s"))
+        denied.append(Denial(kind="cpu_time", detail=f"{signal_name(signum)}: CPU limit {limits.cpu_s} s"))
     if signum == signal.SIGXFSZ:
         denied.append(Denial(kind="file_size", detail=f"SIGXFSZ: file size limit {limits.file_size_mb} MiB"))
     if hit_process_limit:
@@ -324,12 +368,26 @@ def classify(
     if kind != "none" and returncode == STAGE_SETUP_FAILED and "evalpipe-sandbox:" in stderr:
         denied.append(Denial(kind="sandbox_setup", detail=stderr.strip().splitlines()[-1][:300]))
     line = _exception_line(stderr)
-    if line is not None:
-        for pattern, denial in _STDERR_DENIALS:
-            if pattern.search(line) and all(d.kind != denial for d in denied):
-                denied.append(Denial(kind=denial, detail=line[:300]))
-                break
+    found = exception_denial(kind, line) if line is not None else None
+    if found is not None and all(d.kind != found.kind for d in denied):
+        denied.append(found)
     return denied
+
+
+def exit_of(kind: SandboxKind, returncode: int | None, timed_out: bool) -> tuple[int | None, int | None]:
+    """``(exit status, signal number)`` of the program from its launcher's return code (one is None).
+
+    Under ``none`` a signal shows as a negative return code; ``bwrap`` and ``stage.py`` report a
+    program's signal as 128 + its number.  A tree killed at the wall limit ended by SIGKILL.
+    """
+    code, signum = returncode, None
+    if code is not None and code < 0:
+        signum, code = -code, None
+    elif kind != "none" and code is not None and code > 128 and not timed_out:
+        signum, code = code - 128, None
+    if timed_out:
+        code, signum = None, signum or signal.SIGKILL
+    return code, signum
 
 
 def _wait(pid: int, timeout_s: float) -> tuple[int, float] | None:
@@ -416,19 +474,12 @@ def run_sandboxed(
         hit_pids = cmd.hit_process_limit()
         stdout, trunc_out = _read_capped(fout)
         stderr, trunc_err = _read_capped(ferr)
-    code: int | None = proc.returncode
-    signum: int | None = None
-    if code is not None and code < 0:  # none: the program itself was signalled
-        signum, code = -code, None
-    elif policy.kind != "none" and code is not None and code > 128 and not timed_out:
-        signum, code = code - 128, None  # bwrap and stage.py report a signal as 128 + its number
-    if timed_out:
-        code, signum = None, signum or signal.SIGKILL
+    code, signum = exit_of(policy.kind, proc.returncode, timed_out)
     return SandboxResult(
         sandbox=policy.kind,
         process_limit=cmd.process_limit,
         returncode=code,
-        signal=_signal_name(signum) if signum else None,
+        signal=signal_name(signum) if signum else None,
         timed_out=timed_out,
         wall_s=round(wall_s, 4),
         cpu_s=round(cpu_s, 4),
