@@ -139,17 +139,26 @@ def test_post_review_records_how_the_review_ran(tmp_path: Path) -> None:
     assert benchmark("live_code_bench").post_review(row, harness, context) is row
 
 
-def test_test_processes_start_through_the_runs_launcher(tmp_path: Path) -> None:
-    """The re-check's test process is started through ``ProgramLauncher`` (the seam a sandbox wraps): a
-    wrapper command that leaves a mark and then runs the process unchanged gives the same verdict."""
-    from evalpipe.benchmarks.base import ProgramLauncher
+def test_test_processes_start_in_the_runs_sandbox(tmp_path: Path) -> None:
+    """The re-check's test process starts through the run's ``ProgramLauncher``: in bwrap a program cannot
+    see a file outside its view (a runtime error naming the denial), unsandboxed it reads it — the same
+    program, the same launcher seam; a correct program passes in both."""
     from evalpipe.benchmarks.live_code_bench.recheck import recheck
+    from evalpipe.sandbox.launcher import ProgramLauncher
 
-    mark = tmp_path / "wrapped"
-    wrapper = ProgramLauncher(("sh", "-c", f'echo "$@" > {mark}; exec "$@"', "wrapper"))
+    planted = tmp_path / "planted.txt"
+    planted.write_text("6\n")
     tests = json.dumps({"inputs": ["3\n1 2 3"], "outputs": ["6"], "fn_name": None})
-    r = recheck(
-        "n = int(input())\nprint(sum(map(int, input().split())))", tests, 2.0, "code_timeout", None, wrapper
-    )
-    assert (r.failure_class, r.passed, r.execution.tests) == ("ok", True, 1)
-    assert "-m evalpipe.benchmarks.live_code_bench.recheck" in mark.read_text()
+    reads = f"print(open({str(planted)!r}).read())"
+    correct = "n = int(input())\nprint(sum(map(int, input().split())))"
+    for kind in ("bwrap", "none"):
+        launcher = ProgramLauncher.for_sandbox(kind)
+        r = recheck(correct, tests, 2.0, "code_timeout", None, launcher)
+        assert (r.failure_class, r.passed, r.execution.tests, r.execution.sandbox) == ("ok", True, 1, kind)
+    boxed = recheck(reads, tests, 2.0, "code_timeout", None, ProgramLauncher.for_sandbox("bwrap"))
+    assert (boxed.failure_class, boxed.failure_detail) == (
+        "code_runtime_error", "FileNotFoundError; denied by the sandbox: filesystem",
+    )  # fmt: skip
+    assert [d.kind for d in boxed.execution.denied] == ["filesystem"]
+    host = recheck(reads, tests, 2.0, "code_timeout", None, ProgramLauncher.for_sandbox("none"))
+    assert (host.failure_class, host.passed, host.execution.denied) == ("ok", True, [])

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
+from evalpipe.sandbox.config import CodeExecutionConfig
 from evalpipe.server.kinds import ServerKind
 
 # The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
@@ -554,6 +555,11 @@ class RunConfig(Strict):
     dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
     gates: GateConfig = Field(default_factory=GateConfig)
     component_tests: list[ComponentTest] = Field(default_factory=list)
+    code_execution: CodeExecutionConfig = Field(
+        default_factory=CodeExecutionConfig,
+        description="The sandbox that runs model-written code (LiveCodeBench's programs): auto = the "
+        "strongest available (bwrap, then unshare); none needs allow_unsandboxed: true.",
+    )
 
     # Set by the loader: where the YAML lives, for resolving relative paths. Not part of the schema.
     _config_path: Path | None = None
