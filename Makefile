@@ -59,6 +59,7 @@ bench: $(STAMP)
 
 bench-sandbox: $(STAMP) sandbox-deps
 	$(PY) perf/bench_sandbox.py
+	$(PY) perf/bench_lcb_review.py
 
 bench-overhead: $(MODEL_STAMP)
 	$(PY) perf/bench_overhead.py

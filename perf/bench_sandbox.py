@@ -6,7 +6,7 @@ with its site-packages) once bare (``subprocess.run``, no evalpipe), and once th
 quartiles of each, and each kind's median minus the bare median (the cost the sandbox adds per program).
 The machine's load average is printed with the numbers: on a shared host, compare within one run only.
 
-    python benchmarks/bench_sandbox.py [--rounds 25]
+    python perf/bench_sandbox.py [--rounds 25]
 """
 
 from __future__ import annotations
