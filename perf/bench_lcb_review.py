@@ -12,7 +12,7 @@ Reported: the median wall time per program and per whole review (all jobs, one a
 way, and each sandbox's median minus ``none`` (the sandbox's own cost) and minus ``evalscope``.  The
 load average is printed before and after: on a shared host, compare within one run only.
 
-    python perf/bench_lcb_review.py [--rounds 3]
+    python perf/bench_lcb_review.py [--rounds 3] [--items N]
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ TIMEOUT_S = 6  # EvalScope's review_timeout for LiveCodeBench
 Check = Callable[[dict[str, Any], str, float, bool], Any]
 
 
-def jobs() -> list[tuple[dict[str, Any], str]]:
+def jobs(items: int | None) -> list[tuple[dict[str, Any], str]]:
     rows = [json.loads(x) for x in (DATA / "livecodebench" / "code_generation_lite_selftest.jsonl").open()]
+    rows = rows[:items] if items else rows
     solutions = json.loads((DATA / "solutions.json").read_text(encoding="utf-8"))["live_code_bench"]
     out = []
     for row in rows:
@@ -68,13 +69,20 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--items", type=int, default=None, help="only the first N bundled items")
     args = parser.parse_args()
-    ways: dict[str, Check] = {
-        "evalscope": evaluate_utils.codegen_check_correctness,
-        "none": sandboxed("none"),
-    }
+    lost: dict[str, int] = {}
+
+    def evalscope(sample: dict[str, Any], code: str, timeout: float, debug: bool) -> Any:
+        try:
+            return evaluate_utils.codegen_check_correctness(sample, code, timeout, debug)
+        except IndexError:  # no result within EvalScope's global limit: its review records [-2] (issue 13)
+            lost["evalscope"] = lost.get("evalscope", 0) + 1
+            return [-2], {}
+
+    ways: dict[str, Check] = {"evalscope": evalscope, "none": sandboxed("none")}
     ways |= {k: sandboxed(k) for k in ("bwrap", "unshare") if probe(k).available}  # type: ignore[arg-type]
-    work = jobs()
+    work = jobs(args.items)
     per_program: dict[str, list[float]] = {w: [] for w in ways}
     per_review: dict[str, list[float]] = {w: [] for w in ways}
     load_before = os.getloadavg()
@@ -104,6 +112,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "median_ms_per_program": {w: ms(v) for w, v in per_program.items()},
         "median_ms_per_review": {w: ms(v) for w, v in per_review.items()},
+        "programs_without_result": lost,
         "added_ms_per_program_vs_none": {
             w: round(ms(v) - ms(per_program["none"]), 1) for w, v in per_program.items()
         },
