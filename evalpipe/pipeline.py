@@ -365,7 +365,7 @@ def run(
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
 
 
-def _say(progress: Progress | None) -> Callable[[str], None]:
+def _say(progress: ProgressDisplay | None) -> Callable[[str], None]:
     """Where a stage's one-line notice goes: the progress display's console, else the log."""
     if progress is None:
         return logger.info
