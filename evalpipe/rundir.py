@@ -80,6 +80,11 @@ class RunDir:
         return self.root / "index_map.json"
 
     @property
+    def code_sandbox(self) -> Path:
+        """The sandbox that runs model-written code in this run (resolved at preflight)."""
+        return self.root / "code_sandbox.json"
+
+    @property
     def context_fit(self) -> Path:
         return self.root / "context_fit.json"
 

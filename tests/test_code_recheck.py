@@ -30,12 +30,17 @@ from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.io import write_model
 from evalpipe.rundir import RunDir
 from evalpipe.samplers import build_manifest
+from evalpipe.sandbox.config import CodeExecutionConfig
+from evalpipe.sandbox.launcher import ProgramLauncher
+from evalpipe.sandbox.probe import resolve
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.sources.load import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"
 STDIO = json.dumps({"inputs": ["3\n1 2 3", "2\n5 5"], "outputs": ["6", "10"], "fn_name": None})
+#: The run's default sandbox (``code_execution.sandbox: auto``): every program here runs in it.
+LAUNCHER = ProgramLauncher.for_sandbox(resolve(CodeExecutionConfig()))
 SUM = "n = int(input())\nprint(sum(map(int, input().split())))"
 
 
@@ -55,7 +60,14 @@ def _burn(seconds: float) -> str:
     ],
 )
 def test_recheck_classes_with_evalscope_test_code(code: str, expected: tuple) -> None:
-    r = recheck(code, STDIO, 1.0, "code_timeout", "no result from the test process (global timeout or crash)")
+    r = recheck(
+        code,
+        STDIO,
+        1.0,
+        "code_timeout",
+        "no result from the test process (global timeout or crash)",
+        LAUNCHER,
+    )
     assert (r.failure_class, r.failure_detail) == expected
     assert r.passed is (expected[0] == "ok")
     e = r.execution
@@ -69,19 +81,19 @@ def test_recheck_classes_with_evalscope_test_code(code: str, expected: tuple) ->
 
 def test_limit_is_per_test_cpu_time_and_a_blocked_program_hits_the_wall_backstop() -> None:
     # 60 % of the limit on *each* test passes (the limit is per test, from the test's own start)
-    r = recheck(_burn(0.6) + SUM, STDIO, 1.0, "code_timeout", None)
+    r = recheck(_burn(0.6) + SUM, STDIO, 1.0, "code_timeout", None, LAUNCHER)
     assert r.failure_class == "ok" and r.execution.results == [True, True]
     assert r.execution.cpu_s >= 1.15
     # a program that sleeps uses no CPU: the wall-clock backstop ends it, still a timeout
     t0 = time.monotonic()
-    r = recheck("import time\ntime.sleep(60)", STDIO, 0.5, "code_timeout", None)
+    r = recheck("import time\ntime.sleep(60)", STDIO, 0.5, "code_timeout", None, LAUNCHER)
     assert (r.failure_class, r.execution.results) == ("code_timeout", [-3])
     assert 0.5 * WALL_FACTOR <= r.execution.wall_s < 0.5 * WALL_FACTOR + 2 and time.monotonic() - t0 < 30
 
 
 def test_a_program_that_swallows_every_timeout_hits_the_global_limit() -> None:
     swallow = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
-    r = recheck(swallow, STDIO, 0.5, "code_timeout", None)
+    r = recheck(swallow, STDIO, 0.5, "code_timeout", None, LAUNCHER)
     limit = 2 * (0.5 * WALL_FACTOR + 1) + 5
     assert (r.failure_class, r.failure_detail) == (
         "code_timeout", f"no result within the re-check's global limit of {limit:g} s"
@@ -90,16 +102,19 @@ def test_a_program_that_swallows_every_timeout_hits_the_global_limit() -> None:
 
 
 def test_a_test_process_that_dies_is_a_runtime_error_naming_the_signal() -> None:
-    r = recheck("import os\nos.abort()", STDIO, 1.0, "code_timeout", None)
+    r = recheck("import os\nos.abort()", STDIO, 1.0, "code_timeout", None, LAUNCHER)
     assert r.failure_class == "code_runtime_error"
     assert r.failure_detail.startswith("test process died (SIGABRT)")
     assert r.execution.results is None
 
 
-def test_policy_text_names_both_clocks() -> None:
-    text = policy_text(6)
+@pytest.mark.parametrize("sandbox", ["bwrap", None])
+def test_policy_text_names_both_clocks_and_the_sandbox(sandbox: str | None) -> None:
+    text = policy_text(6, sandbox)
     assert "6 s of wall-clock time" in text and "6 s of the program's CPU time" in text
     assert f"after {6 * WALL_FACTOR} s of wall time not spent waiting for a CPU" in text
+    assert ("run in the run's sandbox (bwrap)" in text) is (sandbox == "bwrap")
+    assert ("on the host without a sandbox" in text) is (sandbox is None)
 
 
 # ---------------------------------------------------------------- the load test
@@ -220,6 +235,8 @@ def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None
         # ITIMER_PROF is charged per scheduler tick, process_time() exactly: under load they differ by a few %
         assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= 0.9 * 6
         assert all(o.code_execution is not None for o in runs.values())
+        # ... and every program ran in the default sandbox, in the review and in the re-check
+        assert {o.code_execution.sandbox for o in runs.values()} == {LAUNCHER.kind}, report
 
 
 def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does(
@@ -239,11 +256,11 @@ def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does
     ds, entry = index_map.dataset("live_code_bench"), index_map.entries[0]
     record = ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc387_b")
     correct = "x = int(input())\nprint(sum(i * j for i in range(1, 10) for j in range(1, 10) if i * j != x))"
-    r = recheck(correct, record, 6.0, "code_timeout", None)
+    r = recheck(correct, record, 6.0, "code_timeout", None, LAUNCHER)
     assert r.failure_class == "ok", r
     n = len(json.loads(record["public_test_cases"])) + len(json.loads(record["private_test_cases"]))
     assert r.execution.tests == len(r.execution.results) == n
-    r = recheck("print(0)", record, 6.0, "code_timeout", None)
+    r = recheck("print(0)", record, 6.0, "code_timeout", None, LAUNCHER)
     assert r.failure_class == "code_wrong_answer"
     with pytest.raises(Exception, match="is not question_id"):
         ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc999_z")

@@ -139,17 +139,148 @@ def test_post_review_records_how_the_review_ran(tmp_path: Path) -> None:
     assert benchmark("live_code_bench").post_review(row, harness, context) is row
 
 
-def test_test_processes_start_through_the_runs_launcher(tmp_path: Path) -> None:
-    """The re-check's test process is started through ``ProgramLauncher`` (the seam a sandbox wraps): a
-    wrapper command that leaves a mark and then runs the process unchanged gives the same verdict."""
-    from evalpipe.benchmarks.base import ProgramLauncher
+def test_test_processes_start_in_the_runs_sandbox(tmp_path: Path) -> None:
+    """The re-check's test process starts through the run's ``ProgramLauncher``: in bwrap a program cannot
+    see a file outside its view (a runtime error naming the denial), unsandboxed it reads it — the same
+    program, the same launcher seam; a correct program passes in both."""
     from evalpipe.benchmarks.live_code_bench.recheck import recheck
+    from evalpipe.sandbox.launcher import ProgramLauncher
 
-    mark = tmp_path / "wrapped"
-    wrapper = ProgramLauncher(("sh", "-c", f'echo "$@" > {mark}; exec "$@"', "wrapper"))
+    planted = tmp_path / "planted.txt"
+    planted.write_text("6\n")
     tests = json.dumps({"inputs": ["3\n1 2 3"], "outputs": ["6"], "fn_name": None})
-    r = recheck(
-        "n = int(input())\nprint(sum(map(int, input().split())))", tests, 2.0, "code_timeout", None, wrapper
-    )
-    assert (r.failure_class, r.passed, r.execution.tests) == ("ok", True, 1)
-    assert "-m evalpipe.benchmarks.live_code_bench.recheck" in mark.read_text()
+    reads = f"print(open({str(planted)!r}).read())"
+    correct = "n = int(input())\nprint(sum(map(int, input().split())))"
+    for kind in ("bwrap", "none"):
+        launcher = ProgramLauncher.for_sandbox(kind)
+        r = recheck(correct, tests, 2.0, "code_timeout", None, launcher)
+        assert (r.failure_class, r.passed, r.execution.tests, r.execution.sandbox) == ("ok", True, 1, kind)
+    boxed = recheck(reads, tests, 2.0, "code_timeout", None, ProgramLauncher.for_sandbox("bwrap"))
+    assert (boxed.failure_class, boxed.failure_detail) == (
+        "code_runtime_error", "FileNotFoundError; denied by the sandbox: filesystem",
+    )  # fmt: skip
+    assert [d.kind for d in boxed.execution.denied] == ["filesystem"]
+    host = recheck(reads, tests, 2.0, "code_timeout", None, ProgramLauncher.for_sandbox("none"))
+    assert (host.failure_class, host.passed, host.execution.denied) == ("ok", True, [])
+
+
+# ---------------------------------------------------------------- the review's programs, in the sandbox
+
+BUNDLED = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
+PROGRAMS = {"correct": None, "wrong": "print(0)", "runtime_error": "a = []\nprint(a[3])"}
+
+
+def bundled_review_jobs() -> list[tuple[str, dict, str]]:
+    """(id, EvalScope's review sample, program) for every bundled item × a correct, a wrong and a crashing
+    program — the review's input exactly as the adapter builds it (``load_utils.transform``)."""
+    from evalscope.benchmarks.live_code_bench.load_utils import transform
+
+    rows = [json.loads(x) for x in (BUNDLED / "livecodebench" / "code_generation_lite_selftest.jsonl").open()]
+    solutions = json.loads((BUNDLED / "solutions.json").read_text(encoding="utf-8"))["live_code_bench"]
+    jobs = []
+    for row in rows:
+        row.setdefault("private_test_cases", "[]")  # as evalpipe materializes a row without private tests
+        sample = {"input_output": transform(dict(row))["evaluation_sample"]}
+        for name, code in PROGRAMS.items():
+            jobs.append((f"{row['question_id']}/{name}", sample, code or solutions[row["question_id"]]))
+    return jobs
+
+
+def _comparable(results: list, metadata: dict) -> tuple[list, dict]:
+    plain = [r.item() if hasattr(r, "item") else r for r in results]
+    # wall-clock seconds (differ run to run) and evalpipe's own report of the sandbox
+    return plain, {k: v for k, v in metadata.items() if k not in ("execution time", "sandbox")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # 2 × 36 interpreter starts: ~1 min idle, several on a loaded 2-core host
+def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Same results on the real path: what the review now calls for each program (``review.check_correctness``
+    in the default sandbox) returns exactly what EvalScope's own ``codegen_check_correctness`` returns
+    unsandboxed — results and metadata, apart from the wall-clock ``execution time`` — for every bundled
+    LiveCodeBench item with its solution, a wrong answer and a runtime error; and it records its sandbox.
+    (``test_sandbox``'s same-results test covers EvalScope's test code in bwrap, unshare and none.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evalscope.benchmarks.live_code_bench import evaluate_utils
+
+    from evalpipe.benchmarks.live_code_bench import review
+    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.sandbox.launcher import ProgramLauncher
+    from evalpipe.sandbox.probe import resolve
+
+    original = evaluate_utils.codegen_check_correctness
+    assert original is not review.check_correctness  # nothing installed the replacement in this process
+    kind = resolve(CodeExecutionConfig())
+    monkeypatch.setattr(review, "_launcher", ProgramLauncher.for_sandbox(kind))
+    jobs = bundled_review_jobs()
+    with ThreadPoolExecutor(2) as pool:  # two at a time, as a review runs them concurrently
+        # EvalScope's own path with a 30 s limit: its global limit starts at the spawn of two interpreters,
+        # which a loaded host can use up (issue 13); none of these programs comes near any limit
+        expected = list(pool.map(lambda j: original(j[1], j[2], 30, debug=False), jobs))
+        boxed = list(pool.map(lambda j: review.check_correctness(j[1], j[2], 6, debug=False), jobs))
+    passed = {j[0] for j, (results, _) in zip(jobs, expected, strict=True) if all(r is True for r in results)}
+    assert passed == {j[0] for j in jobs if j[0].endswith("/correct")}
+    for job, want, got in zip(jobs, expected, boxed, strict=True):
+        assert _comparable(*got) == _comparable(*want), job[0]
+        assert got[1]["sandbox"]["kind"] == kind and got[1]["sandbox"]["outcome"] == "done"
+
+
+def test_hostile_programs_in_the_review_are_denied_and_classified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review's path (``review.check_correctness``, default sandbox) with programs that go for the host:
+    a planted secret file, an API key in the worker's environment, the recording proxy's port, the run
+    directory.  Each fails inside, its class names what the sandbox denied, and the host is untouched."""
+    import hashlib
+    import socket
+
+    from evalpipe.benchmarks.live_code_bench import review
+    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.sandbox.launcher import ProgramLauncher
+    from evalpipe.sandbox.probe import resolve
+
+    secret_text = "evalpipe-review-planted-secret-41c2"
+    secret = tmp_path / "secret.txt"
+    secret.write_text(secret_text)
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    monkeypatch.setenv("EVALPIPE_PLANTED_API_KEY", secret_text)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    kind = resolve(CodeExecutionConfig())
+    monkeypatch.setattr(review, "_launcher", ProgramLauncher.for_sandbox(kind))
+    # a stdin item: the program runs at the top level, as the hostile ones are written
+    sample = next(s for _, s, _ in bundled_review_jobs() if not json.loads(s["input_output"]).get("fn_name"))
+    hostile = {
+        "filesystem": f"print(open({str(secret)!r}).read())",
+        "environment": "import os\nprint(os.environ['EVALPIPE_PLANTED_API_KEY'])",
+        "network": f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3)",
+        "run directory": f"open({str(rundir / 'forged.jsonl')!r}, 'w').write('x')",
+    }
+    before = hashlib.sha256(secret.read_bytes()).hexdigest()
+    try:
+        for target, code in hostile.items():
+            results, metadata = review.check_correctness(sample, code, 6, debug=False)
+            score = {"extracted_prediction": code,
+                     "metadata": {"eval_results": {"0": [results]}, "final_metadata": [[json.dumps(metadata)]]}}  # fmt: skip
+            fclass, detail = classify_code(score)
+            denial = "filesystem" if target == "run directory" else target
+            assert fclass == "code_runtime_error", (target, detail)
+            assert detail is not None and detail.endswith(f"denied by the sandbox: {denial}"), (
+                target,
+                detail,
+            )
+            assert [d["kind"] for d in metadata["sandbox"]["denied"]] == [denial]
+            assert secret_text not in json.dumps(metadata)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # no connection reached the 'proxy'
+    finally:
+        listener.close()
+    assert hashlib.sha256(secret.read_bytes()).hexdigest() == before
+    assert list(rundir.iterdir()) == []

@@ -9,11 +9,13 @@ import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run
 
 from evalpipe.audit.run import audit_run
+from evalpipe.io import write_model
 from evalpipe.report.html import render_html
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.plot import score_plot
 from evalpipe.report.sections.failures import failure_paragraph
 from evalpipe.report.sections.request_audit import request_paragraph
+from evalpipe.schema.sandbox import SandboxRecord, SandboxStartup
 from evalpipe.schema.summary import Summary
 
 
@@ -228,3 +230,61 @@ def test_code_execution_policy_and_rechecks_in_summary_and_report(tmp_path: Path
     assert "LiveCodeBench execution: LiveCodeBench programs are run by EvalScope's review" in md
     assert "6 s of the program's CPU time from its own start" in md
     assert "In this run: 2 of 3 programs re-checked (2 classes changed, 1 passed)." in md
+
+
+def _sandbox_record(kind: str) -> SandboxRecord:
+    from evalpipe.sandbox.config import SandboxLimits
+
+    return SandboxRecord(
+        requested="auto" if kind != "none" else "none",
+        sandbox=kind,  # type: ignore[arg-type]
+        version="bubblewrap 0.8.0" if kind == "bwrap" else "no sandbox",
+        process_limit="cgroup",
+        allow_unsandboxed=kind == "none",
+        allow_unlimited_processes=False,
+        limits=SandboxLimits(),
+        startup=SandboxStartup(rounds=5, bare_ms=60.0, sandboxed_ms=125.0, added_ms=65.0, load_1min=1.0),
+        benchmarks=["live_code_bench"],
+        resolved_at="2026-12-03T00:00:00+00:00",
+    )
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "none"])
+def test_report_says_which_sandbox_ran_the_code_and_what_it_denied(tmp_path: Path, kind: str) -> None:
+    """The summary carries code_sandbox.json and, per benchmark, programs by sandbox and by denial; the
+    report names the sandbox under the verdict — or, unsandboxed, says so before the verdict."""
+    denied = [{"kind": "filesystem", "detail": "FileNotFoundError(2, 'No such file or directory')"}]
+    review = {"mode": "evalscope_review", "per_test_limit_s": 6.0, "limit_clock": "wall_from_program_start",
+              "sandbox": kind}  # fmt: skip
+    b = RunDirBuilder(tmp_path / "run")
+    b.add(
+        Sample("live_code_bench", "p1", code_execution=review),
+        Sample(
+            "live_code_bench",
+            "p2",
+            score=0.0,
+            failure_class="code_runtime_error",
+            failure_detail="FileNotFoundError; denied by the sandbox: filesystem",
+            code_execution={**review, "denied": denied if kind != "none" else []},
+        ),
+    )
+    rd = b.write()
+    write_model(rd.code_sandbox, _sandbox_record(kind))
+    s = audit_run(rd.root, write=False)
+    assert s.code_sandbox is not None and s.code_sandbox.sandbox == kind
+    c = next(x for x in s.benchmarks if x.benchmark == "live_code_bench").code_execution
+    assert c.sandboxes == {kind: 2}
+    assert c.denied == ({"filesystem": 1} if kind != "none" else {})
+    md = render_markdown(s)
+    verdict_at = md.index("**Verdict:")
+    assert f"LiveCodeBench programs run in the run's sandbox ({kind})" in md
+    if kind == "bwrap":
+        assert "Programs ran 2 in bwrap; the sandbox denied (programs): filesystem 1." in md
+        assert md.index("Model-written code ran in bwrap (bubblewrap 0.8.0): no network") > verdict_at
+        assert "UNSANDBOXED" not in md
+    else:
+        assert (
+            md.index("**Model-written code ran UNSANDBOXED on this host (code_execution.sandbox: none")
+            < verdict_at
+        )
+        assert "Programs ran 2 in none." in md

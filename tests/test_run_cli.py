@@ -158,6 +158,24 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, shared_datasets: P
     assert proc.returncode == 2 and "expected http(s)://host:port, optionally with a path" in proc.stderr
 
 
+def test_sandbox_none_without_allow_unsandboxed_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Running model-written code on the host is a written decision: ``code_execution.sandbox: none`` alone
+    stops the run at the config, exit 2, one line naming the field; nothing is created."""
+    config = write_config(tmp_path / "run.yaml")
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
+    cfg["code_execution"] = {"sandbox": "none"}
+    config.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    proc = run_cli("run", str(config), "--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path / "r"))
+    assert proc.returncode == ExitCode.USAGE == 2, proc.stderr
+    # the config loader's format: the file and its error count, then one line per error (file:line: field)
+    head, *errors = proc.stderr.strip().splitlines()
+    assert head.endswith("run.yaml: 1 error(s)") and len(errors) == 1, proc.stderr
+    assert re.search(
+        r"run\.yaml:\d+: code_execution\.allow_unsandboxed: sandbox: none runs model-written", errors[0]
+    )
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_ends_the_evalscope_worker_and_its_process_group(

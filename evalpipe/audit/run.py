@@ -32,8 +32,9 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.config.models import GateConfig
 from evalpipe.gates import decide, evaluate_gates, paired_gates
-from evalpipe.io import atomic_write_text, write_model
+from evalpipe.io import atomic_write_text, read_model, write_model
 from evalpipe.schema.compare import CompareResult
+from evalpipe.schema.sandbox import SandboxRecord
 from evalpipe.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.speed.compare import SpeedComparison
 
@@ -118,6 +119,7 @@ def build_summary(
         sampling=sampling_summary(inputs),
         sampled_ids_csv=rd.sampled_ids.name if rd.sampled_ids.is_file() else None,
         benchmarks=results,
+        code_sandbox=read_model(rd.code_sandbox, SandboxRecord) if rd.code_sandbox.is_file() else None,
         requests=overall,
         response_selection=response_selection(linkage, violations, unverifiable),
         paired_control=paired,

@@ -176,8 +176,11 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
         r for r in rows if r.code_execution is not None and r.code_execution.mode == "isolated_recheck"
     ]
     limit = max(e.per_test_limit_s for e in runs)
+    sandboxes = Counter(e.sandbox or "unrecorded" for e in runs)
+    # one kind in the whole run (the preflight resolves it once); a mixture is stated as it is
+    kind = next(iter(sandboxes)) if len(sandboxes) == 1 else ", ".join(sorted(sandboxes))
     return CodeExecutionSummary(
-        policy=policy_text(limit),
+        policy=policy_text(limit, None if kind == "unrecorded" else kind),
         per_test_limit_s=limit,
         executed=len(runs),
         rechecked=len(rechecked),
@@ -187,6 +190,8 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
             if r.code_execution is not None and r.code_execution.review_class != r.failure_class
         ),
         passed_on_recheck=sum(1 for r in rechecked if r.failure_class == "ok"),
+        sandboxes=dict(sorted(sandboxes.items())),
+        denied=dict(sorted(Counter(k for e in runs for k in {d.kind for d in e.denied}).items())),
     )
 
 

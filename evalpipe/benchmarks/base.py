@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from evalpipe.errors import ConfigError, DataError
+from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
 from evalpipe.schema.metrics import MetricResult
 from evalpipe.schema.outcomes import FailureClass, OutcomeRow
@@ -126,24 +127,12 @@ class BenchmarkMeta:
     nltk_module: str | None = None
     # -- KV-cache view: the order of the length buckets ``Benchmark.length_bucket`` returns
     length_order: tuple[str, ...] = ()
+    # -- execution: its review runs model-written code (programs), which evalpipe then runs only in the
+    #    run's sandbox: the preflight resolves one and the EvalScope worker calls ``prepare_review``
+    executes_code: bool = False
     # -- self-test: faults whose default target is this benchmark's first item; where its miniature lives
     default_faults: tuple[Fault, ...] = ()
     bundled_data: Path | None = None  # None: evalpipe/selftest/data/<mirror_dir>
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramLauncher:
-    """How evalpipe starts a process that runs model-written code (a benchmark's own test harness).
-
-    ``wrapper`` goes in front of the process's argv.  It is empty today: the process is an ordinary
-    child of evalpipe.  A sandbox supplies its command here, and every benchmark that executes code
-    starts its processes through ``argv`` — one place to change, whatever the benchmark.
-    """
-
-    wrapper: tuple[str, ...] = ()
-
-    def argv(self, argv: Sequence[str]) -> list[str]:
-        return [*self.wrapper, *argv]
 
 
 @dataclass
@@ -153,7 +142,8 @@ class ReviewContext:
     benchmark: str
     run_root: Path
     index_map: IndexMap
-    launcher: ProgramLauncher = field(default_factory=ProgramLauncher)
+    #: The run's sandbox (``code_sandbox.json``); None in a run where no benchmark executes code.
+    launcher: ProgramLauncher | None = None
     _loaded: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -239,6 +229,17 @@ class Benchmark(ABC):
         """The benchmark's miniature for the self-test, in its mirror layout."""
         return self.meta.bundled_data or bundled_data_dir() / self.meta.mirror_dir
 
+    def prepare_review(self, launcher: ProgramLauncher) -> None:
+        """Called in the EvalScope worker before the evaluation starts, for a benchmark whose review
+        executes model-written code (``meta.executes_code``): route every such execution of the
+        adapter through ``launcher`` (the run's sandbox).  A benchmark that declares ``executes_code``
+        must override it; the others have nothing to do."""
+        if self.meta.executes_code:
+            raise NotImplementedError(
+                f"{self.meta.name} executes model-written code but does not route it through the sandbox "
+                "(override Benchmark.prepare_review)"
+            )
+
     # -- sampling
 
     def strata_choices(self) -> frozenset[str]:
@@ -288,7 +289,8 @@ class Benchmark(ABC):
         """The outcome row of a reviewed sample after the benchmark's own checks (default: unchanged).
 
         A benchmark whose answers are programs records here how each ran and may re-run one (through
-        ``context.launcher``) when the review's verdict depends on the host rather than the program.
+        ``context.launcher``, the run's sandbox) when the review's verdict depends on the host rather
+        than the program.
         """
         return row
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
+from evalpipe.sandbox.config import CodeExecutionConfig
 from evalpipe.server.kinds import ServerKind
 from evalpipe.speed.config import SpeedConfig
 
@@ -564,6 +565,11 @@ class RunConfig(Strict):
         default=None,
         description="Serving benchmark on each variant's server right after its accuracy evaluation "
         "(speed.json; variants: speed_compare.json).",
+    )
+    code_execution: CodeExecutionConfig = Field(
+        default_factory=CodeExecutionConfig,
+        description="The sandbox that runs model-written code (LiveCodeBench's programs): auto = the "
+        "strongest available (bwrap, then unshare); none needs allow_unsandboxed: true.",
     )
 
     # Set by the loader: where the YAML lives, for resolving relative paths. Not part of the schema.

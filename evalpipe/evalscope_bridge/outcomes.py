@@ -17,8 +17,8 @@ never a gap in the denominator.  The failure class says what happened to the sam
 
 Every reviewed row then passes through its benchmark's ``post_review`` hook, which may record how the
 sample was checked and re-judge it (e.g. re-run a program whose review verdict depends on the host's
-load); the hook gets a ``ReviewContext`` per benchmark (run directory, index map, how to launch a
-process that runs model code).  This module names no benchmark.
+load); the hook gets a ``ReviewContext`` per benchmark (run directory, index map, and the launcher of
+the run's code sandbox, ``code_sandbox.json``, for a process that runs model code).  This module names no benchmark.
 """
 
 from __future__ import annotations
@@ -50,10 +50,12 @@ from evalpipe.hashing import message_text, sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
 from evalpipe.reasoning import answer_text, split_message
 from evalpipe.rundir import RunDir
+from evalpipe.sandbox.preflight import launcher_for
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.schema.outcomes import AttemptOutcome, FailureClass, OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.requests import RequestAttempt
+from evalpipe.schema.sandbox import SandboxRecord
 
 Rows = dict[int, dict[str, Any]]  # the last cache line per sample index
 Counts = dict[int, int]  # cache lines per sample index
@@ -233,8 +235,11 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
     dropped = _dropped(rundir)
-    # one per benchmark: what its post_review hook loads, it loads once per run
+    # one per benchmark: what its post_review hook loads, it loads once per run; programs it runs again
+    # start in the run's code sandbox (recorded at preflight)
     contexts: dict[str, ReviewContext] = {}
+    sandbox = read_model(rundir.code_sandbox, SandboxRecord) if rundir.code_sandbox.is_file() else None
+    launcher = launcher_for(sandbox) if sandbox is not None else None
     rows: list[OutcomeRow] = []
     for m in manifest.entries:
         entry = by_source.get((m.benchmark, m.source_id))
@@ -260,9 +265,8 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             if spec is not None and review is not None:
                 context = contexts.get(entry.benchmark)
                 if context is None:
-                    context = contexts[entry.benchmark] = ReviewContext(
-                        entry.benchmark, rundir.root, index_map
-                    )
+                    context = ReviewContext(entry.benchmark, rundir.root, index_map, launcher)
+                    contexts[entry.benchmark] = context
                 row = spec.post_review(row, sample_score(review) or {}, context)
             tried.append(row)
         rows.append(_with_attempts(tried, entry.index, repeats))

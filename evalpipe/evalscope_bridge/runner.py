@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, TextIO
 from evalpipe.errors import EvalpipeError
 from evalpipe.process_group import spawn, stop_group
 from evalpipe.rundir import RunDir
+from evalpipe.schema.sandbox import SandboxRecord
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.
 WORKER_GRACE_S = 10.0
@@ -49,10 +50,18 @@ def _package_root() -> str:
 class WorkerProcess:
     """One EvalScope worker for one benchmark; use as a context manager."""
 
-    def __init__(self, rundir: RunDir, benchmark: str, *, api_key_env: str | None = None) -> None:
+    def __init__(
+        self,
+        rundir: RunDir,
+        benchmark: str,
+        *,
+        api_key_env: str | None = None,
+        code_sandbox: SandboxRecord | None = None,
+    ) -> None:
         self.rundir = rundir
         self.benchmark = benchmark
         self.api_key_env = api_key_env
+        self.code_sandbox = code_sandbox
         self.proc: subprocess.Popen[bytes] | None = None
         self._channel: TextIO | None = None
         self._cache_dir: str | None = None
@@ -90,6 +99,7 @@ class WorkerProcess:
             api_key_env=self.api_key_env,
             errors_log=str(self.rundir.evalscope_errors.resolve()),
             channel_fd=write_fd,
+            code_sandbox=self.code_sandbox,
         )
         try:
             self.proc = spawn(

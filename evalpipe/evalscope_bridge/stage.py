@@ -35,6 +35,7 @@ from evalpipe.evalscope_bridge.task import (
 )
 from evalpipe.io import JsonlAppender, read_jsonl, read_model, write_model
 from evalpipe.rundir import RunDir
+from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 from evalpipe.schema.evalscope import (
     EvalscopeTask,
     EvalscopeTasks,
@@ -220,6 +221,8 @@ def run_evalscope(
             progress.console.print(f"[yellow]warning:[/] {message}")
         else:
             logger.warning(message)
+    # the run's code sandbox (resolved by the preflight; resolved here when the stage runs on its own)
+    code_sandbox = sandbox_for_run(cfg.code_execution, rundir, [d.benchmark for d in index_map.datasets])
     previous = _load_tasks(rundir) if resume else None
     if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
@@ -263,7 +266,9 @@ def run_evalscope(
 
         def spawn(i: int) -> None:
             worker = stack.enter_context(
-                WorkerProcess(rundir, planned[i][0], api_key_env=cfg.server.api_key_env)
+                WorkerProcess(
+                    rundir, planned[i][0], api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox
+                )
             )
             worker.start(planned[i][3])
             workers[i] = worker

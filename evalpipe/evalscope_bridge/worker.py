@@ -32,6 +32,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from evalpipe.schema.sandbox import SandboxRecord
+
 
 class WorkerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -41,6 +43,8 @@ class WorkerSpec(BaseModel):
     api_key_env: str | None = None
     errors_log: str
     channel_fd: int
+    #: The run's code sandbox (``code_sandbox.json``): required when the benchmark executes model code.
+    code_sandbox: SandboxRecord | None = None
 
 
 class Channel:
@@ -113,6 +117,21 @@ def register_adapter(benchmark: str) -> None:
     spec = find(benchmark)
     if spec is not None:
         spec.register_evalscope_adapter()
+
+
+def prepare_code_execution(benchmark: str, sandbox: SandboxRecord | None) -> None:
+    """A benchmark whose review executes model-written code gets the run's sandbox before EvalScope runs
+    (``Benchmark.prepare_review``); without one the worker refuses to run it — never unsandboxed by
+    accident."""
+    from evalpipe.benchmarks import find
+    from evalpipe.sandbox.preflight import launcher_for
+
+    spec = find(benchmark)
+    if spec is None or not spec.meta.executes_code:
+        return
+    if sandbox is None:
+        raise RuntimeError(f"{benchmark} executes model-written code and no code sandbox was resolved")
+    spec.prepare_review(launcher_for(sandbox))
 
 
 def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
@@ -252,6 +271,7 @@ def main() -> int:
                 task_kwargs = {**task_kwargs, "rerun_review": True}
             channel.emit("cache_identity", rerun_review=problem is not None, reason=problem)
         install_evaluator(spec.benchmark, channel, spec.errors_log)
+        prepare_code_execution(spec.benchmark, spec.code_sandbox)
 
         from evalscope import TaskConfig, run_task
 

@@ -10,6 +10,8 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
+from evalpipe.sandbox.config import SandboxKind
+from evalpipe.sandbox.run import Denial
 from evalpipe.schema.base import Row
 
 FailureClass = Literal[
@@ -38,9 +40,12 @@ BUDGET_CLASSES: frozenset[str] = frozenset({"budget_exhausted", "budget_exhauste
 class CodeExecution(Row):
     """How a LiveCodeBench sample's program was executed against its tests (``OutcomeRow.code_execution``).
 
+    Both modes run the program in a test process started in the run's sandbox (``sandbox``), and record
+    what the sandbox denied it (``denied``).
     ``evalscope_review``: EvalScope's own review, concurrent with the other reviews; its per-test limit is
-    wall-clock time and its global limit, ``(limit + 1) × tests`` seconds, starts at the spawn of a fresh
-    Python interpreter, so on a loaded host a program can time out before it starts.
+    wall-clock time and its global limit, ``(limit + 1) × tests`` seconds, starts once the test process is
+    up (``wall_from_program_start``; in runs made before evalpipe ran the review's programs itself: at
+    the spawn of a fresh Python interpreter, ``wall_from_interpreter_spawn``).
     ``isolated_recheck``: a sample the review left as a timeout or without a result, re-run alone with
     EvalScope's own LiveCodeBench test code (``testing_util.run_test``) in a process whose clock starts
     once its interpreter is up; the per-test limit is the program's CPU time from its own start, with a
@@ -50,7 +55,7 @@ class CodeExecution(Row):
 
     mode: Literal["evalscope_review", "isolated_recheck"]
     per_test_limit_s: float = Field(description="EvalScope's review_timeout for the benchmark.")
-    limit_clock: Literal["wall_from_interpreter_spawn", "cpu_from_program_start"]
+    limit_clock: Literal["wall_from_interpreter_spawn", "wall_from_program_start", "cpu_from_program_start"]
     wall_backstop_s: float | None = Field(
         default=None,
         description="isolated_recheck: limit per test for a program that blocks, in wall time not spent "
@@ -75,6 +80,19 @@ class CodeExecution(Row):
     )
     wall_s: float | None = Field(default=None, description="isolated_recheck: wall time of the tests.")
     cpu_s: float | None = Field(default=None, description="isolated_recheck: CPU time of the test process.")
+    sandbox: SandboxKind | None = Field(
+        default=None, description="The sandbox the program ran in (None: a review made without one)."
+    )
+    denied: list[Denial] = Field(
+        default_factory=list,
+        description="What the sandbox refused the program (filesystem, network, environment, processes, "
+        "address_space, file_size, cpu_time, …), with the evidence.",
+    )
+    ready_s: float | None = Field(
+        default=None,
+        description="Launch of the test process to 'ready': the sandbox, the interpreter and EvalScope's test "
+        "code started (not counted in any limit).",
+    )
 
 
 class AttemptOutcome(Row):

@@ -16,6 +16,7 @@ from evalpipe.schema.manifest import StratumAllocation
 from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
+from evalpipe.schema.sandbox import SandboxRecord
 from evalpipe.speed.summary import SpeedSummary
 
 Severity = Literal["error", "warn", "info"]
@@ -204,6 +205,15 @@ class CodeExecutionSummary(Row):
     rechecked: int = Field(description="Samples the review left as a timeout, re-run alone.")
     changed_class: int = Field(description="Re-checked samples whose class differs from the review's.")
     passed_on_recheck: int = Field(description="Re-checked samples that passed every test.")
+    sandboxes: dict[str, int] = Field(
+        default_factory=dict,
+        description="Programs by the sandbox they ran in (bwrap, unshare, none; 'unrecorded' for a review "
+        "made before evalpipe ran the programs in a sandbox).",
+    )
+    denied: dict[str, int] = Field(
+        default_factory=dict,
+        description="Programs by what the sandbox denied them (filesystem, network, processes, …).",
+    )
 
 
 class RepeatsResult(Row):
@@ -379,6 +389,11 @@ class Summary(Artifact):
     sampling: SamplingSummary
     sampled_ids_csv: str | None = Field(description="Path of sampled_ids.csv relative to the run directory.")
     benchmarks: list[BenchmarkResult]
+    code_sandbox: SandboxRecord | None = Field(
+        default=None,
+        description="The sandbox model-written code ran in (code_sandbox.json); None when no benchmark of "
+        "the run executes code.",
+    )
     requests: RequestAudit
     response_selection: ResponseSelection
     paired_control: str | None = Field(description="What paired control ran, or None.")

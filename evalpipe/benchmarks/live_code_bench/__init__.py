@@ -4,10 +4,11 @@ Canonical record: every field, dates as ``YYYY-MM-DDTHH:MM:SS`` strings; id = ``
 Mirror layout: ``livecodebench/*`` (every .jsonl/.parquet file; ids unique across files).  Materialised
 with every column a string: the adapter parses dates and test cases from text.
 
-The benchmark owns how its answers are executed and judged: ``result_codes`` turns EvalScope's test
-results into failure classes, ``recheck`` re-runs a program the review timed out, alone and on its own
-CPU clock (``post_review``), and is the test process itself (``python -m
-evalpipe.benchmarks.live_code_bench.recheck FD``).
+The benchmark owns how its answers are executed and judged.  Every program runs in the run's sandbox,
+in ``test_process`` (``python -m evalpipe.benchmarks.live_code_bench.test_process FD``: EvalScope's own
+test code): ``review`` makes EvalScope's review start it there (``prepare_review``), ``recheck`` re-runs
+a program the review timed out, alone and on its own CPU clock (``post_review``), and ``result_codes``
+turns the test results — and what the sandbox denied — into failure classes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from evalpipe.benchmarks.base import (
 )
 from evalpipe.benchmarks.live_code_bench.result_codes import classify_code
 from evalpipe.errors import DataError
+from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_value, require
 
@@ -179,8 +181,13 @@ class LiveCodeBench(Benchmark):
     def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
         return classify_code(score)
 
+    def prepare_review(self, launcher: ProgramLauncher) -> None:
+        # imported here: only the EvalScope worker needs it (it imports EvalScope's evaluate_utils)
+        from evalpipe.benchmarks.live_code_bench import review
+
+        review.install(launcher)
+
     def post_review(self, row: OutcomeRow, score: ReviewScore, context: ReviewContext) -> OutcomeRow:
-        # imported here, not at module level: ``recheck`` is also the test process's ``__main__``
         from evalpipe.benchmarks.live_code_bench import recheck
 
         return recheck.reviewed_row(row, score, context)
@@ -223,6 +230,7 @@ BENCHMARK = LiveCodeBench(
         record_filter=True,
         all_strings=True,
         forbidden_extra_params=FILTER_PARAMS,
+        executes_code=True,
         default_faults=("index_error",),
     )
 )

@@ -154,7 +154,10 @@ def code_execution_line(b: BenchmarkResult) -> str:
         )
     else:
         what = f"none of {c.executed} programs needed a re-check"
-    return f"{b.display_name} execution: {c.policy} In this run: {what}."
+    where = ", ".join(f"{n} in {kind}" for kind, n in c.sandboxes.items())
+    denied = ", ".join(f"{kind} {n}" for kind, n in c.denied.items())
+    boxed = f" Programs ran {where}" + (f"; the sandbox denied (programs): {denied}." if denied else ".")
+    return f"{b.display_name} execution: {c.policy} In this run: {what}.{boxed if c.sandboxes else ''}"
 
 
 def _failure_rows(summary: Summary) -> list[list[Inline]]:

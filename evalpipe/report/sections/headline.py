@@ -9,11 +9,26 @@ from evalpipe.schema.summary import Summary
 VERDICT_TEXT = {"pass": "PASS", "gate_failed": "GATE FAILED", "audit_error": "AUDIT ERROR"}
 
 
+def code_sandbox_line(summary: Summary) -> str | None:
+    """Where the run's model-written code ran (``code_sandbox.json``), for the report's first lines."""
+    from evalpipe.sandbox.preflight import sandbox_line
+
+    record = summary.code_sandbox
+    if record is None:
+        return None
+    return sandbox_line(record).replace("model-written code runs", "Model-written code ran", 1) + "."
+
+
 def headline_section(summary: Summary) -> list[Block]:
+    """Title, then — when model code ran unsandboxed (consented with allow_unsandboxed) — that, before
+    anything else; the verdict; the sandbox that ran the code."""
     title = summary.config_name or summary.run_id
     fc = summary.finding_counts
+    sandbox = code_sandbox_line(summary)
+    unsandboxed = summary.code_sandbox is not None and summary.code_sandbox.sandbox == "none"
     return [
         Heading(1, f"Accuracy sign-off: {title}"),
+        *([Paragraph([B(sandbox)])] if sandbox and unsandboxed else []),
         Paragraph(
             [
                 B(f"Verdict: {VERDICT_TEXT[summary.verdict]}"),
@@ -23,4 +38,5 @@ def headline_section(summary: Summary) -> list[Block]:
                 ),
             ]
         ),
+        *([Paragraph([T(sandbox)])] if sandbox and not unsandboxed else []),
     ]

@@ -1,0 +1,23 @@
+"""Sandboxed execution of model-written code (bubblewrap, util-linux unshare, or explicitly none).
+
+``config`` — the ``code_execution`` config section; ``probe`` — what works here and what ``auto``
+means; ``run`` — wrap or run one program and classify what was denied; ``view`` — the read-only paths
+and the environment allow-list; ``cgroup`` — the process limit for root; ``stage`` — the inside of the
+``unshare`` sandbox.
+"""
+
+from evalpipe.sandbox.config import CodeExecutionConfig, SandboxKind, SandboxLimits, SandboxRequest
+from evalpipe.sandbox.run import Denial, SandboxedCommand, SandboxPolicy, SandboxResult, run_sandboxed, wrap
+
+__all__ = [
+    "CodeExecutionConfig",
+    "Denial",
+    "SandboxKind",
+    "SandboxLimits",
+    "SandboxPolicy",
+    "SandboxRequest",
+    "SandboxResult",
+    "SandboxedCommand",
+    "run_sandboxed",
+    "wrap",
+]
