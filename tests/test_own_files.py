@@ -192,3 +192,20 @@ def test_config_refuses_columns_for_a_fixed_schema_and_a_column_plan_without_col
         load_config(_config(tmp_path, {"local": str(good)}, {"stratify_by": "column", "per_stratum": 1}))
     with pytest.raises(ConfigError, match="there is no hub copy"):
         load_config(_config(tmp_path, {"local": str(good), "hub": "someone/somewhere"}))
+
+
+def test_verify_sample_rederives_your_file_and_sees_an_edit(tmp_path: Path) -> None:
+    good = _csv(tmp_path / "mine.csv", MCQ)
+    source = {"local": str(good), "id_column": "qid", "stratify_column": "topic"}
+    out = tmp_path / "run"
+    config = _config(tmp_path, source, {"stratify_by": "column", "per_stratum": 1})
+    assert _evalpipe("sample", str(config), "--out", str(out)).returncode == 0
+    same = _evalpipe("verify-sample", str(out))
+    assert same.returncode == 0, same.stdout + same.stderr
+    edited = [dict(r) for r in MCQ]
+    for row in edited:
+        row["question"] += " (edited)"
+    _csv(good, edited)
+    changed = _evalpipe("verify-sample", str(out))
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "general_mcq: dataset fingerprint" in changed.stdout and "record_sha256" in changed.stdout
