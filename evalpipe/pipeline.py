@@ -238,7 +238,8 @@ def load_manifest_datasets(
         name = block.benchmark
         recorded_dir = run.dataset_locations.get(name) if run else None
         if dataset_root is None and block.dataset.is_local and recorded_dir and Path(recorded_dir).is_dir():
-            data = load_local(name, Path(recorded_dir), subset=cfg.benchmark(name).subset)
+            bench = cfg.benchmark(name)
+            data = load_local(name, Path(recorded_dir), subset=bench.subset, source=bench.source)
             data.check_unique_ids()
         else:
             data = load_benchmark(cfg, name, dataset_root)

@@ -34,6 +34,14 @@ _MODULES = (
     "live_code_bench",
     "math_500",
     "longbench_v2",
+    "aime24",
+    "aime25",
+    "aime26",
+    "hmmt25",
+    "hmmt26",
+    "gpqa_diamond",
+    "general_mcq",
+    "general_qa",
 )
 
 

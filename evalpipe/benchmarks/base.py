@@ -133,6 +133,35 @@ class BenchmarkMeta:
     # -- self-test: faults whose default target is this benchmark's first item; where its miniature lives
     default_faults: tuple[Fault, ...] = ()
     bundled_data: Path | None = None  # None: evalpipe/selftest/data/<mirror_dir>
+    # -- how EvalScope reads the materialised dataset: ``configs`` = an HF ``datasets`` folder (README
+    #    ``configs:`` block, ``<subset>/<split>.<format>``); ``local_files`` = the flat files of EvalScope's
+    #    ``LocalDataLoader`` (``<subset>_<split>.<format>``: adapters whose ``load_from_disk`` passes
+    #    ``use_local_loader=True``, e.g. ``general_mcq``/``general_qa``)
+    layout: Literal["configs", "local_files"] = "configs"
+    # -- the data is the user's own (``general_mcq``/``general_qa``): ``source.local`` names it (a folder in
+    #    EvalScope's layout or one file), there is no hub copy, and the config may name the id column and a
+    #    stratification column (``source.id_column``/``source.stratify_column``, see ``UserColumns``)
+    user_files: bool = False
+    # -- what ``evalpipe benchmarks`` prints: how a record's id is made, what a local copy must look like
+    id_rule: str = ""
+    local_layout: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UserColumns:
+    """The columns of a user's own dataset the config names (``source.id_column``/``stratify_column``).
+
+    Only benchmarks with ``BenchmarkMeta.user_files`` read them; without an id column a record's id is
+    the first 16 hex characters of its canonical sha256, without a stratification column there is no
+    ``column`` stratum to sample by.
+    """
+
+    id_column: str | None = None
+    stratify_column: str | None = None
+
+    @property
+    def named(self) -> bool:
+        return self.id_column is not None or self.stratify_column is not None
 
 
 @dataclass
@@ -219,6 +248,16 @@ class Benchmark(ABC):
     def load_hub(self, rows: HubRows, where: str, subset: str | None, subsets: list[str]) -> HubSplits:
         """The same from hub rows (``rows(subset, split)``); ``subsets`` = the adapter's subset list."""
 
+    def with_columns(self, columns: UserColumns) -> Benchmark:
+        """This benchmark reading a user's files with the columns the config names (``meta.user_files``);
+        a benchmark with a fixed schema has no columns to choose."""
+        if not columns.named:
+            return self
+        raise ConfigError(
+            f"benchmark {self.meta.name}: source.id_column/stratify_column apply only to a benchmark that "
+            "reads your own files (general_mcq, general_qa)"
+        )
+
     def register_evalscope_adapter(self) -> None:
         """Import ``meta.evalscope_module`` (it registers the adapter with EvalScope); called in a process
         about to look the adapter up.  Nothing to do for an adapter EvalScope ships."""
@@ -262,6 +301,16 @@ class Benchmark(ABC):
     def instruction_ids(self, row: Mapping[str, Any]) -> list[str] | None:
         """Per-row instruction ids recorded in the index map (IFEval); None: not applicable."""
         return None
+
+    def choice_order(self, row: Mapping[str, Any]) -> list[str] | None:
+        """The record fields the adapter renders as options A, B, C, … in that order, recorded per entry in
+        the index map when the adapter reorders them (GPQA-Diamond); None: the fields' own order."""
+        return None
+
+    def question_text(self, row: Mapping[str, Any]) -> object:
+        """The question text the adapter puts into the final user message (the identity check's needle):
+        the question field as materialised, unless the adapter transforms it (e.g. strips it)."""
+        return row.get(self.meta.question_field)
 
     def prompt_text(self, row: Mapping[str, Any]) -> str:
         """The record text a prompt is built from, for the context-fit token estimate."""

@@ -48,6 +48,9 @@ def _register() -> None:
     from evalpipe.cli.audit_cmd import register as register_audit
 
     register_audit(app)
+    from evalpipe.cli import benchmarks_cmd
+
+    benchmarks_cmd.register(app)
 
 
 _register()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from evalpipe.benchmarks import benchmark as _benchmark
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
 from evalpipe.sandbox.config import CodeExecutionConfig
@@ -389,17 +390,29 @@ class GenerationConfig(Strict):
 
 
 class DatasetSource(Strict):
-    """Where a benchmark's full splits come from: a local mirror or the hub."""
+    """Where a benchmark's full splits come from: a local mirror or the hub (or, for general_mcq and
+    general_qa, your own files and the columns that identify and group their rows)."""
 
     local: str | None = Field(
         default=None,
-        description="Local mirror directory for this benchmark (layout of ../shared/datasets/<benchmark>).",
+        description="Local mirror directory for this benchmark (layout of ../shared/datasets/<benchmark>); "
+        "general_mcq/general_qa: your folder in EvalScope's layout (<subset>_val.csv, …) or one file.",
     )
     hub: str | None = Field(
         default=None, description="Hub dataset id; default: the id EvalScope's adapter declares."
     )
     hub_backend: Literal["modelscope", "huggingface"] = "modelscope"
     revision: str | None = None
+    id_column: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="general_mcq/general_qa: the column holding each row's id (unique, non-empty); unset: "
+        "the id is the first 16 hex characters of the row's canonical sha256.",
+    )
+    stratify_column: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="general_mcq/general_qa: the column whose value is a row's stratum "
+        "(sampling plan `stratify_by: column`).",
+    )
 
 
 class PlanFilter(Strict):
@@ -485,6 +498,26 @@ class BenchmarkConfig(Strict):
     def _plan_matches(self) -> BenchmarkConfig:
         if isinstance(self.sampling, SamplingPlan) and self.sampling.benchmark not in (None, self.name):
             raise ValueError(f"sampling.benchmark is {self.sampling.benchmark!r}, expected {self.name!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _own_files(self) -> BenchmarkConfig:
+        """Columns are named only for a benchmark that reads your own files, which has no hub copy."""
+        meta = _benchmark(self.name).meta
+        src = self.source
+        if not meta.user_files:
+            for key in ("id_column", "stratify_column"):
+                if getattr(src, key) is not None:
+                    raise ValueError(
+                        f"source.{key}: {self.name} has a fixed schema; columns are named only for a "
+                        "benchmark that reads your own files (general_mcq, general_qa)"
+                    )
+            return self
+        if src.hub is not None:
+            raise ValueError(f"source.hub: {self.name} reads your own files; there is no hub copy")
+        plan = self.sampling
+        if isinstance(plan, SamplingPlan) and plan.stratify_by == "column" and src.stratify_column is None:
+            raise ValueError("sampling.stratify_by is 'column' but source.stratify_column names no column")
         return self
 
     @field_validator("subset")

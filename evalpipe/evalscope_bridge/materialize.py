@@ -13,6 +13,10 @@ text byte-for-byte (CRLF included).  IFEval is the exception (``.jsonl``, see ``
 
 Row order is manifest order, so EvalScope's positional ``index`` *i* is the *i*-th manifest entry of
 that subset; the mapping is written to ``index_map.json``.
+
+An adapter that reads a user's own files (``general_mcq``, ``general_qa``: ``load_from_disk`` with
+EvalScope's ``LocalDataLoader``) gets that loader's flat layout instead (``BenchmarkMeta.layout``
+``local_files``): ``<subset>_<split>.jsonl`` in the dataset folder, no README.
 """
 
 from __future__ import annotations
@@ -163,6 +167,11 @@ REGROUPED_CONFIG = "default"  # the config an EvalScope ``reformat_subset`` adap
 def _write(
     out_dir: Path, config: str, splits: list[tuple[str, list[dict[str, Any]]]], f: BenchmarkMeta
 ) -> dict[str, str]:
+    if f.layout == "local_files":  # EvalScope's LocalDataLoader reads <dataset>/<subset>_<split>.jsonl
+        return {
+            f"{config}_{split}.jsonl": _write_jsonl(out_dir / f"{config}_{split}.jsonl", rows)
+            for split, rows in splits
+        }
     return write_config(
         out_dir / config, splits, all_strings=f.all_strings, what=f"{f.name}/{config}", fmt=f.file_format
     )
@@ -219,7 +228,7 @@ def materialize(
             for i, (e, rec) in enumerate(chosen):
                 where = f"{rec.file}:{rec.row + 1}"
                 row = spec.materialize_row(rec, pinned, where)
-                question = row.get(f.question_field)
+                question = spec.question_text(row)
                 if not isinstance(question, str):
                     raise DataError(f"{where}: field {f.question_field!r} must be text")
                 rows.append(row)
@@ -234,6 +243,7 @@ def materialize(
                         stratum=e.stratum,
                         question=question,
                         instruction_ids=ids,
+                        choice_order=spec.choice_order(row),
                     )
                 )
             if f.regrouped:
@@ -263,9 +273,10 @@ def materialize(
                 )
                 for subset in subsets
             ]
-        readme = _readme(configs)
-        atomic_write_text(out_dir / "README.md", readme)
-        files["README.md"] = sha256_hex(readme)
+        if f.layout == "configs":
+            readme = _readme(configs)
+            atomic_write_text(out_dir / "README.md", readme)
+            files["README.md"] = sha256_hex(readme)
         materialized.append(
             MaterializedDataset(
                 benchmark=name,

@@ -61,6 +61,14 @@ Rows = dict[int, dict[str, Any]]  # the last cache line per sample index
 Counts = dict[int, int]  # cache lines per sample index
 
 
+def main_value(values: dict[str, float], main: str | None) -> float | None:
+    """A review's main score as EvalScope's ``Score.main_value`` reads it: the value named
+    ``main_score_name``, or without a name the first value (AIME's reviews name none)."""
+    if main:
+        return values.get(main)
+    return next(iter(values.values()), None)
+
+
 def _float_scores(value: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     if isinstance(value, dict):
@@ -120,7 +128,7 @@ def classify(
     main = score.get("main_score_name")
     if not values or (main and main not in values) or score.get("status") == "excluded":
         return "scoring_error", _scoring_error_detail(benchmark, entry, score, punkt_tab)
-    primary = values.get(main) if main else next(iter(values.values()))
+    primary = main_value(values, main)
     if stop in BUDGET_STOP_REASONS:
         split = split_message((choice.get("message") or {}).get("content"))
         if split.reasoning and not split.final_answer_present:
@@ -360,7 +368,7 @@ def _row(
         if pred and review
         else None,
         response_sha256=sha256_hex(answer_text(text)) if text is not None else None,
-        score=values.get(main) if main else None,
+        score=main_value(values, main),
         scores=values,
         instructions_total=n_inst,
         instructions_followed_strict=strict,

@@ -213,9 +213,10 @@ def without_missing_mirrors(cfg: RunConfig, dataset_root: Path) -> tuple[RunConf
 
     kept, notes = [], []
     for bench in cfg.benchmarks:
-        folder = benchmark(bench.name).meta.mirror_dir
-        if (Path(dataset_root) / folder).is_dir():
-            kept.append(bench)
+        meta = benchmark(bench.name).meta
+        folder = meta.mirror_dir
+        if meta.user_files or (Path(dataset_root) / folder).is_dir():
+            kept.append(bench)  # in the mirror, or your own files (never on the hub)
             continue
         hub = bench.source.hub or f"the dataset id EvalScope's {bench.name} adapter declares"
         notes.append(
@@ -330,7 +331,7 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
             from evalpipe.sources.load import load_local
 
             datasets[bench.name] = load_local(
-                bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset
+                bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset, source=bench.source
             )
             datasets[bench.name].check_unique_ids()
         else:

@@ -34,6 +34,11 @@ class IndexMapEntry(Row):
     instruction_ids: list[str] | None = Field(
         default=None, description="IFEval: the entry's instruction_id_list."
     )
+    choice_order: list[str] | None = Field(
+        default=None,
+        description="The record fields the adapter rendered as options A, B, C, … in that order, where the "
+        "adapter reorders them (GPQA-Diamond: see evalpipe/benchmarks/gpqa_diamond.py for the rule).",
+    )
 
 
 class MaterializedDataset(Row):
