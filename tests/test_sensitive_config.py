@@ -55,7 +55,10 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
     assert [(v.name, v.overrides) for v in cfg.variants] == [
         ("fp8_raw", {}),
         ("bf16_control", {"kv_cache_dtype": "bfloat16"}),
+        ("bf16_control_again", {}),
     ]
+    assert [v.repeat_of for v in cfg.variants] == [None, None, "bf16_control"]
+    assert cfg.generation.repeats == 4
     assert cfg.server.kv_cache_dtype == "fp8_e4m3"
     assert cfg.max_tokens_for("aime26") == 65536
     for name in ("ifeval", "ceval", "gsm8k", "live_code_bench"):
