@@ -15,6 +15,7 @@ from evalpipe.schema.manifest import StratumAllocation
 from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
+from evalpipe.schema.timings import ServerUtilisation
 
 Severity = Literal["error", "warn", "info"]
 
@@ -132,6 +133,10 @@ class RequestAudit(Row):
         default=None, description="Attempts without chat messages (health etc.)."
     )
     log_torn_tail: bool = False
+    utilisation: ServerUtilisation | None = Field(
+        default=None,
+        description="Run-wide only: how full the server's concurrency slots were during the evaluation.",
+    )
 
 
 class Throughput(Row):

@@ -49,7 +49,9 @@ FLUSH = "flush"
     M_STREAM,
     M_ERROR,
     M_CLIENT_GONE,
-) = range(13)
+    M_QUEUE_WAIT,
+    M_ADMITTED,
+) = range(15)
 
 
 def encode_frame(meta: list[Any], request: bytes, response: bytes) -> bytes:
@@ -114,6 +116,8 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         latency_s=round(meta[M_LATENCY], 6),
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
+        queue_wait_s=round(meta[M_QUEUE_WAIT], 6),
+        admitted_at=_iso(meta[M_ADMITTED]),
         response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 
