@@ -177,3 +177,37 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     assert 0 < used.utilisation <= 1 and used.idle_slot_s >= 0
     assert result.summary is not None and result.summary.requests.utilisation == used
     assert "Server utilisation" in rundir.report_md.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, shared_datasets: Path) -> None:
+    """``schedule: sequential`` keeps the old behaviour: IFEval's first request only after GSM8K's last answer,
+    never more than ``concurrency`` at the server."""
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
+    from evalpipe.sources import load_benchmark
+
+    lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines[:2]]
+    cfg = run_config(
+        {"gsm8k": 2, "ifeval": 2},
+        generation={"concurrency": 2, "schedule": "sequential", "max_tokens": {"gsm8k": 16, "ifeval": 64}},
+    )
+    ifeval_ids = [r.source_id for r in load_benchmark(cfg, "ifeval", shared_datasets).eval.records[:2]]
+    picks = {"gsm8k": [gsm8k_id(r["question"]) for r in rows], "ifeval": ifeval_ids}
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, picks, datasets_root=shared_datasets)
+    rules = [Rule(r["question"], f"\\boxed{{{gsm8k_answer(r)}}}", delay_s=1.0) for r in rows]
+    with ScriptedServer(
+        rules, default=Rule("", "Short.", delay_s=0.2), served_name=cfg.model.served_name
+    ) as srv:
+        spine = pipeline.Spine(rundir, manifest, datasets)
+        pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine, audit=False)
+        app = srv.app
+    bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}
+    gsm = [r for r in app.requests if bench_of[r.prompt_sha256] == "gsm8k"]
+    ife = [r for r in app.requests if bench_of[r.prompt_sha256] == "ifeval"]
+    assert len(gsm) == 2 and len(ife) == 2 and app.max_in_flight <= 2
+    assert min(r.arrived for r in ife) >= max(r.answered or 0 for r in gsm)  # one after the other
+    used = read_model(rundir.timings, StageTimings).utilisation
+    assert (
+        used is not None and used.idle_between_benchmarks_slot_s > 0
+    )  # the gap the pipelined schedule removes
