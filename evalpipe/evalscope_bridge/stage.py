@@ -9,6 +9,10 @@
 3. On resume, every cached prediction/review is checked against its entry (``identity``); failures
    are dropped from the cache and recorded in ``cache_repairs.jsonl``; EvalScope re-requests them.
 4. EvalScope runs with ``ignore_errors``; its progress drives the terminal display.
+
+``generation.schedule`` decides how benchmarks share the server: ``pipelined`` starts every benchmark's
+worker together and lets them run side by side (the recording proxy keeps the server at
+``generation.concurrency`` requests in total), ``sequential`` runs them one after another.
 """
 
 from __future__ import annotations
