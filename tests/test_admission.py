@@ -113,7 +113,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     from evalpipe.benchmarks.gsm8k import gsm8k_id
     from evalpipe.io import atomic_write_bytes
     from evalpipe.samplers.run import effective_config_bytes
-    from evalpipe.sources import load_benchmark
+    from evalpipe.sources.load import load_benchmark
 
     lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[:3]]
@@ -184,7 +184,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     """``schedule: sequential`` keeps the old behaviour: IFEval's first request only after GSM8K's last answer,
     never more than ``concurrency`` at the server."""
     from evalpipe.benchmarks.gsm8k import gsm8k_id
-    from evalpipe.sources import load_benchmark
+    from evalpipe.sources.load import load_benchmark
 
     lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[:2]]
