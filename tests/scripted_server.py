@@ -98,6 +98,8 @@ class RecordedRequest:
     response_id: str | None
     body: dict[str, Any] = field(repr=False)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
+    arrived: float = 0.0  # time.time() when the request reached the server
+    answered: float | None = None  # time.time() when its answer (or error) was ready to send
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
@@ -175,6 +177,8 @@ class ScriptedApp(ModelServer):
         self._lock = threading.Lock()
         self.request_log: Path | None = None
         self.ready = ready
+        self.in_flight = 0  # chat requests being answered right now ...
+        self.max_in_flight = 0  # ... and the most there ever were at once
         if not info_routes:
             self.server_info_paths = self.model_info_paths = ()
         if not health:
@@ -230,6 +234,17 @@ class ScriptedApp(ModelServer):
         }
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.time()
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._chat(request, arrived)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _chat(self, request: web.Request, arrived: float) -> web.StreamResponse:
         body = await request.json()
         messages = body.get("messages") or []
         last_user = _last_user_text(messages)
@@ -251,6 +266,7 @@ class ScriptedApp(ModelServer):
             response_id=None,
             body=body,
             headers=dict(request.headers),
+            arrived=arrived,
         )
         if rule is None:
             rec.status = 404
@@ -271,6 +287,7 @@ class ScriptedApp(ModelServer):
                 self._record(rec)
                 if rule.delay_s:
                     await asyncio.sleep(rule.delay_s)
+                rec.answered = time.time()
                 return web.json_response(
                     {"error": {"message": f"scripted HTTP {rule.status}", "type": "server_error"}},
                     status=rule.status,
@@ -294,6 +311,7 @@ class ScriptedApp(ModelServer):
         }
         model = body.get("model") or self.served_name
         created = int(time.time())
+        rec.answered = time.time()
         if body.get("stream"):
             return await self._stream(request, response_id, model, created, rule, usage)
         choices: list[dict[str, Any]] = [

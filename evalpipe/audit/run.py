@@ -30,6 +30,7 @@ from evalpipe.audit.run_context import (
 )
 from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
+from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
 from evalpipe.gates import decide, evaluate_gates, paired_gates
 from evalpipe.io import atomic_write_text, read_model, write_model
@@ -94,6 +95,10 @@ def build_summary(
 
     results = benchmark_results(inputs, rows, linkage)
     overall = request_audit(inputs.manifest.entries, linkage, None, inputs.attempts_torn)
+    if linkage is not None and inputs.config is not None and inputs.attempts is not None:
+        benchmark_of = {h: g.samples[0].benchmark for h, g in linkage.groups.items() if g.samples}
+        used = server_utilisation(inputs.attempts, benchmark_of, inputs.config.generation.concurrency)
+        overall = overall.model_copy(update={"utilisation": used})
     server = server_summary(inputs)
     paired = paired_control(inputs, comparison)
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()

@@ -369,8 +369,23 @@ class GenerationConfig(Strict):
         "times; the summary scores the mean over samples of per-sample means, the sample being the cluster, "
         "and reports how often the attempts at one prompt differed (the server's nondeterminism).",
     )
-    concurrency: Annotated[int, Field(gt=0)] = 8
-    request_timeout_s: Annotated[float, Field(gt=0)] = 3600.0
+    concurrency: Annotated[int, Field(gt=0)] = Field(
+        default=8,
+        description="Requests in flight at the server, for the whole run (all benchmarks share it: the "
+        "recording proxy admits at most this many and queues the rest).",
+    )
+    schedule: Literal["pipelined", "sequential"] = Field(
+        default="pipelined",
+        description="pipelined: every benchmark's EvalScope work starts together, largest expected cost "
+        "(max_tokens × samples) first, so one benchmark's tail overlaps the others' work; sequential: "
+        "one benchmark after another (the schedule before issue 23). Either way the server sees at most "
+        "`concurrency` requests, so its batch — and its answers — do not depend on the schedule.",
+    )
+    request_timeout_s: Annotated[float, Field(gt=0)] = Field(
+        default=3600.0,
+        description="Server time allowed per attempt (time queued in the proxy for a slot is not counted); "
+        "the proxy answers 504 when it expires, which counts as a failed attempt and is retried.",
+    )
     max_tokens: dict[str, Annotated[int, Field(gt=0)]] = Field(
         default_factory=dict, description="Per-benchmark max output tokens, keyed by benchmark name."
     )

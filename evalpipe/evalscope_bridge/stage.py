@@ -9,6 +9,10 @@
 3. On resume, every cached prediction/review is checked against its entry (``identity``); failures
    are dropped from the cache and recorded in ``cache_repairs.jsonl``; EvalScope re-requests them.
 4. EvalScope runs with ``ignore_errors``; its progress drives the terminal display.
+
+``generation.schedule`` decides how benchmarks share the server: ``pipelined`` starts every benchmark's
+worker together and lets them run side by side (the recording proxy keeps the server at
+``generation.concurrency`` requests in total), ``sequential`` runs them one after another.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from evalpipe.schema.outcomes import CacheRepair
 
 if TYPE_CHECKING:
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.schema.sandbox import SandboxRecord
 
 logger = logging.getLogger(__name__)
 
@@ -259,8 +264,113 @@ def run_evalscope(
                 )
         planned.append((name, entries, work_dir, task))
 
-    # 2. benchmark by benchmark; the next worker is started while the current one runs, so its import and
-    #    rendering (seconds, no server traffic) overlap with the evaluation instead of following it
+    if cfg.generation.schedule == "sequential":
+        _run_sequential(
+            cfg,
+            rundir,
+            planned,
+            tasks,
+            recorded,
+            result,
+            resume=resume,
+            extending=extending,
+            progress=progress,
+            code_sandbox=code_sandbox,
+        )
+    else:
+        _run_pipelined(
+            cfg,
+            rundir,
+            planned,
+            tasks,
+            recorded,
+            result,
+            resume=resume,
+            extending=extending,
+            progress=progress,
+            code_sandbox=code_sandbox,
+        )
+    return result
+
+
+Planned = tuple[str, list[IndexMapEntry], Any, dict[str, Any]]
+
+
+def expected_cost(cfg: RunConfig, benchmark: str, samples: int) -> int:
+    """Generation budget of a benchmark: max_tokens × samples (what its tail can cost at worst)."""
+    return cfg.max_tokens_for(benchmark) * samples
+
+
+def _prepare(
+    rundir: RunDir,
+    plan: Planned,
+    worker: WorkerProcess,
+    tasks: dict[str, EvalscopeTask],
+    recorded: dict[tuple[str, str], PromptHashRecord],
+    result: StageResult,
+    *,
+    resume: bool,
+    extending: bool,
+) -> tuple[BenchmarkStage, str]:
+    """Everything between a worker's rendering and its first request: check the rendering against the
+    index map, record prompt hashes, verify the cache (resume), record the task."""
+    name, entries, work_dir, task = plan
+    stage = BenchmarkStage(benchmark=name, samples=len(entries))
+    rendered = worker.rendered()
+    version = rendered.get("evalscope_version", "")
+    check_rendering(name, entries, rendered["samples"])
+    _record_hashes(rundir, name, entries, rendered["samples"], recorded, version)
+    if resume or extending:
+        repairs = _verify_cache(
+            rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
+        )
+        stage.repairs = len(repairs)
+        result.repairs.extend(repairs)
+    tasks[name] = EvalscopeTask(
+        benchmark=name,
+        work_dir=str(work_dir.relative_to(rundir.root)),
+        model_id=task["model_id"],
+        task=task,
+        started_at=_now(),
+        resumed=resume,
+    )
+    _write_tasks(rundir, tasks, version, result.punkt_tab)
+    return stage, version
+
+
+def _finish(
+    rundir: RunDir,
+    stage: BenchmarkStage,
+    finished: dict[str, Any],
+    failed: int,
+    tasks: dict[str, EvalscopeTask],
+    version: str,
+    result: StageResult,
+) -> None:
+    stage.errors = failed
+    stage.rerun_review = bool(finished.get("rerun_review"))
+    ident = finished.get("cache_identity") or {}
+    stage.cache_identity_reason = ident.get("reason")
+    if stage.rerun_review:
+        tasks[stage.benchmark] = tasks[stage.benchmark].model_copy(update={"rerun_review": True})
+        _write_tasks(rundir, tasks, version, result.punkt_tab)
+
+
+def _run_sequential(
+    cfg: RunConfig,
+    rundir: RunDir,
+    planned: list[Planned],
+    tasks: dict[str, EvalscopeTask],
+    recorded: dict[tuple[str, str], PromptHashRecord],
+    result: StageResult,
+    *,
+    resume: bool,
+    extending: bool,
+    progress: ProgressDisplay | None,
+    code_sandbox: SandboxRecord | None,
+) -> None:
+    """Benchmark by benchmark; the next worker is started while the current one runs, so its import and
+    rendering (seconds, no server traffic) overlap with the evaluation instead of following it."""
     with contextlib.ExitStack() as stack:
         workers: dict[int, WorkerProcess] = {}
 
@@ -275,43 +385,85 @@ def run_evalscope(
 
         if planned:
             spawn(0)
-        for i, (name, entries, work_dir, task) in enumerate(planned):
+        for i, plan in enumerate(planned):
             worker = workers.pop(i)
-            stage = BenchmarkStage(benchmark=name, samples=len(entries))
-            sink = _ProgressSink(progress, name, len(entries))
-            rendered = worker.rendered()
-            check_rendering(name, entries, rendered["samples"])
-            _record_hashes(
-                rundir, name, entries, rendered["samples"], recorded, rendered.get("evalscope_version", "")
+            sink = _ProgressSink(progress, plan[0], len(plan[1]))
+            stage, version = _prepare(
+                rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
             )
-            if resume or extending:
-                repairs = _verify_cache(
-                    rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
-                )
-                stage.repairs = len(repairs)
-                result.repairs.extend(repairs)
-            tasks[name] = EvalscopeTask(
-                benchmark=name,
-                work_dir=str(work_dir.relative_to(rundir.root)),
-                model_id=task["model_id"],
-                task=task,
-                started_at=_now(),
-                resumed=resume,
-            )
-            _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
             if i + 1 < len(planned):
                 spawn(i + 1)
-            finished = worker.run(task, on_event=sink)
+            finished = worker.run(plan[3], on_event=sink)
             worker.close()
-            stage.errors = sink.failed
-            stage.rerun_review = bool(finished.get("rerun_review"))
-            ident = finished.get("cache_identity") or {}
-            stage.cache_identity_reason = ident.get("reason")
-            if stage.rerun_review:
-                tasks[name] = tasks[name].model_copy(update={"rerun_review": True})
-                _write_tasks(rundir, tasks, rendered.get("evalscope_version", ""), result.punkt_tab)
+            _finish(rundir, stage, finished, sink.failed, tasks, version, result)
             result.benchmarks.append(stage)
-    return result
+
+
+#: Seconds between checks of the running benchmarks while waiting (keeps Ctrl-C responsive).
+_POLL_S = 0.5
+
+
+def _run_pipelined(
+    cfg: RunConfig,
+    rundir: RunDir,
+    planned: list[Planned],
+    tasks: dict[str, EvalscopeTask],
+    recorded: dict[tuple[str, str], PromptHashRecord],
+    result: StageResult,
+    *,
+    resume: bool,
+    extending: bool,
+    progress: ProgressDisplay | None,
+    code_sandbox: SandboxRecord | None,
+) -> None:
+    """All benchmarks at once, largest expected cost first, sharing the proxy's concurrency slots.
+
+    Every worker is started together; each is checked (rendering, hashes, cache) before it is told to
+    run, in cost order, so the costliest benchmark's requests queue first and its tail overlaps the
+    others' work.  Each worker's events are read by its own thread; the first failure ends every worker
+    (their process groups), and the error is raised here.
+    """
+    from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+
+    order = sorted(range(len(planned)), key=lambda i: -expected_cost(cfg, planned[i][0], len(planned[i][1])))
+    stages: dict[str, BenchmarkStage] = {}
+    with contextlib.ExitStack() as stack:
+        # entered first, so it is shut down last: after the workers are gone and their readers have ended
+        pool = stack.enter_context(
+            ThreadPoolExecutor(max_workers=max(len(planned), 1), thread_name_prefix="evalscope")
+        )
+        workers: dict[str, WorkerProcess] = {}
+        for i in order:
+            name = planned[i][0]
+            workers[name] = stack.enter_context(
+                WorkerProcess(rundir, name, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox)
+            )
+            workers[name].start(planned[i][3])
+        running: dict[Future[tuple[dict[str, Any], int]], tuple[BenchmarkStage, str]] = {}
+        for i in order:
+            plan = planned[i]
+            sink = _ProgressSink(progress, plan[0], len(plan[1]))
+            stage, version = _prepare(
+                rundir, plan, workers[plan[0]], tasks, recorded, result, resume=resume, extending=extending
+            )
+            stages[plan[0]] = stage
+            running[pool.submit(_run_worker, workers[plan[0]], plan[3], sink)] = (stage, version)
+        pending = set(running)
+        while pending:
+            done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
+            for fut in done:
+                finished, failed = fut.result()  # raises the worker's error: the stack ends the others
+                stage, version = running[fut]
+                _finish(rundir, stage, finished, failed, tasks, version, result)
+    result.benchmarks.extend(stages[p[0]] for p in planned)
+
+
+def _run_worker(
+    worker: WorkerProcess, task: dict[str, Any], sink: _ProgressSink
+) -> tuple[dict[str, Any], int]:
+    finished = worker.run(task, on_event=sink)
+    worker.close()
+    return finished, sink.failed
 
 
 def _write_tasks(rundir: RunDir, tasks: dict[str, EvalscopeTask], version: str, punkt: bool) -> None:

@@ -49,13 +49,31 @@ def check_generation(cfg: RunConfig) -> None:
         raise ConfigError(f"server.api_key_env: environment variable {env} is not set")
 
 
+#: Seconds added to the client-side bound for connecting and transferring the answer after the server ends.
+CLIENT_TIMEOUT_MARGIN_S = 60.0
+
+
+def client_timeout_s(cfg: RunConfig) -> float:
+    """EvalScope's own request timeout: long enough that time queued in the proxy never trips it.
+
+    The proxy enforces ``request_timeout_s`` on server time and admits attempts first come first served.
+    Each benchmark's EvalScope keeps at most ``concurrency`` (its ``eval_batch_size``) requests open, so an
+    attempt has at most ``benchmarks running together × concurrency`` attempts ahead of it, which leave the
+    ``concurrency`` slots in at most that many rounds of ``request_timeout_s`` each; then its own round.
+    """
+    g = cfg.generation
+    together = len(cfg.benchmarks) if g.schedule == "pipelined" else 1
+    return g.request_timeout_s * (max(together, 1) + 1) + CLIENT_TIMEOUT_MARGIN_S
+
+
 def generation_config(cfg: RunConfig, benchmark: str) -> dict[str, Any]:
     g = cfg.generation
     out: dict[str, Any] = {
         "temperature": g.temperature,
         "top_p": g.top_p,
         "max_tokens": cfg.max_tokens_for(benchmark),
-        "timeout": g.request_timeout_s,
+        # request_timeout_s itself is enforced by the proxy on server time (queue wait excluded)
+        "timeout": client_timeout_s(cfg),
         # EvalScope's `retries` is the total number of attempts; ours counts re-sends after a failure
         "retries": g.retries + 1,
         "retry_interval": g.retry_interval_s,
@@ -128,6 +146,9 @@ def task_repeats(task: dict[str, Any]) -> int:
 
 def _comparable(task: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in task.items() if k not in RESUME_VOLATILE_KEYS}
+    gen = out.get("generation_config")
+    if isinstance(gen, dict):  # the client timeout is transport (it depends on the schedule, not the answers)
+        out["generation_config"] = {k: v for k, v in gen.items() if k != "timeout"}
     args = out.get("dataset_args")
     if isinstance(args, dict):
         out["dataset_args"] = {

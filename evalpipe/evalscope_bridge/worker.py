@@ -7,10 +7,14 @@ end it (and the LiveCodeBench test processes it spawns) as one process group.
 
 Protocol (one JSON object per line):
 
-* stdin, line 1: ``WorkerSpec``.
+* stdin, line 1: ``WorkerSpec`` (its task is the one that runs).
 * channel → parent: ``{"event": "rendered", "samples": [...]}`` — every sample as the adapter built it
-  (subset, index, prompt hash, final user message), before any request is sent.
-* stdin, line 2: ``{"action": "run", "task": {...}}`` (the final task) or ``{"action": "exit"}``.
+  (subset, index, prompt hash, final user message), before any request is sent.  On a fresh run the
+  samples come from the dataset load of the run itself (EvalScope's ``load_dataset``), which then waits
+  for the parent's answer: no separate rendering pass, and what was checked is what is sent.  On a resume
+  (``use_cache``) the dataset is loaded once before ``run_task``, because EvalScope validates and reads its
+  cache before its own load, and the parent checks prompts and repairs the cache before that.
+* stdin, line 2: ``{"action": "run", "task": {...}}`` (the same task) or ``{"action": "exit"}``.
 * channel → parent: ``cache_identity`` (resume only), ``start``, one ``sample`` per finished sample,
   ``finished``; ``failed`` before a non-zero exit.
 
@@ -134,17 +138,11 @@ def prepare_code_execution(benchmark: str, sandbox: SandboxRecord | None) -> Non
     spec.prepare_review(launcher_for(sandbox))
 
 
-def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
-    """Load the dataset through the adapter and return every sample's rendered prompt."""
-    from evalscope.api.registry import get_benchmark
-    from evalscope.config import TaskConfig
-
+def rendered_samples(loaded: dict[str, Any], repeats: int) -> list[dict[str, Any]]:
+    """Every sample of a loaded dataset (subset → samples) as the parent checks it: position, prompt hash,
+    final user message (one per row: with ``repeats`` > 1 EvalScope loads each row that many times)."""
     from evalpipe.hashing import message_text, prompt_sha256
 
-    task = TaskConfig(**task_kwargs)
-    adapter = get_benchmark(benchmark, task)
-    loaded = adapter.load_dataset()
-    repeats = task.repeats
     samples = []
     for subset, dataset in loaded.items():
         for sample in dataset:
@@ -169,6 +167,66 @@ def render(task_kwargs: dict[str, Any], benchmark: str) -> list[dict[str, Any]]:
                 }
             )
     return samples
+
+
+def load_separately(task_kwargs: dict[str, Any], benchmark: str) -> dict[str, Any]:
+    """The dataset as the adapter loads it, outside ``run_task`` (resume only: see ``main``)."""
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig
+    from evalscope.utils.model_utils import seed_everything
+
+    task = TaskConfig(**task_kwargs)
+    if task.seed is not None:  # as run_task does before its own load
+        seed_everything(task.seed)
+    loaded: dict[str, Any] = get_benchmark(benchmark, task).load_dataset()
+    return loaded
+
+
+class NotRun(BaseException):
+    """The parent answered the rendering with ``exit``: leave ``run_task`` before any request.
+
+    A ``BaseException`` so that EvalScope's ``except Exception`` handlers do not turn it into an error.
+    """
+
+
+class RenderGate:
+    """Wraps the adapter's ``load_dataset``: report the loaded samples, then wait for the parent's verdict."""
+
+    def __init__(
+        self, channel: Channel, version: str, task: dict[str, Any], cache_identity: dict[str, Any] | None
+    ):
+        self.channel = channel
+        self.version = version
+        self.task = task
+        self.cache_identity = cache_identity
+        self.passed = False
+
+    def install(self, adapter: Any) -> None:
+        load = adapter.load_dataset
+
+        def gated_load(*args: Any, **kwargs: Any) -> Any:
+            loaded = load(*args, **kwargs)
+            if not self.passed:
+                self.wait(loaded)
+            return loaded
+
+        adapter.load_dataset = gated_load
+
+    def wait(self, loaded: dict[str, Any]) -> None:
+        repeats = int(self.task.get("repeats") or 1)
+        self.channel.emit(
+            "rendered", evalscope_version=self.version, samples=rendered_samples(loaded, repeats)
+        )
+        command = json.loads(sys.stdin.readline() or '{"action": "exit"}')
+        if command.get("action") != "run":
+            raise NotRun
+        if command.get("task") != self.task:
+            raise RuntimeError(
+                "the parent asked to run a different task than the one this worker was started with"
+            )
+        self.passed = True
+        if self.cache_identity is not None:
+            self.channel.emit("cache_identity", **self.cache_identity)
 
 
 def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
@@ -203,8 +261,9 @@ def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def install_evaluator(benchmark: str, channel: Channel, errors_log: str) -> None:
-    """Register an Evaluator for ``benchmark`` that reports progress and records per-sample errors."""
+def install_evaluator(benchmark: str, channel: Channel, errors_log: str, gate: RenderGate) -> None:
+    """Register an Evaluator for ``benchmark`` that reports its loaded samples through ``gate`` before any
+    request, progress, and per-sample errors."""
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
@@ -216,6 +275,10 @@ def install_evaluator(benchmark: str, channel: Channel, errors_log: str) -> None
 
     # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
     class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)
+        def __init__(self, benchmark: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(benchmark, *args, **kwargs)
+            gate.install(benchmark)
+
         def _collect_work_items(self, dataset_dict: Any) -> Any:
             ctx = super()._collect_work_items(dataset_dict)
             channel.emit("start", total=ctx.grand_total, cached=ctx.total_cached)
@@ -257,20 +320,19 @@ def main() -> int:
 
         register_adapter(spec.benchmark)
         install_nltk_guard(spec.benchmark)
-        channel.emit(
-            "rendered", evalscope_version=evalscope.__version__, samples=render(spec.task, spec.benchmark)
-        )
-        command = json.loads(sys.stdin.readline() or '{"action": "exit"}')
-        if command.get("action") != "run":
-            channel.emit("finished", ran=False)
-            return 0
-        task_kwargs: dict[str, Any] = command["task"]
+        task_kwargs: dict[str, Any] = spec.task
+        cache_identity = None
         if task_kwargs.get("use_cache") and not task_kwargs.get("rerun_review"):
             problem = cache_identity_problem(task_kwargs)
             if problem is not None:
                 task_kwargs = {**task_kwargs, "rerun_review": True}
-            channel.emit("cache_identity", rerun_review=problem is not None, reason=problem)
-        install_evaluator(spec.benchmark, channel, spec.errors_log)
+            cache_identity = {"rerun_review": problem is not None, "reason": problem}
+        gate = RenderGate(channel, evalscope.__version__, spec.task, cache_identity)
+        if spec.task.get("use_cache"):
+            # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
+            # parent must see the prompts (recorded hashes) and repair the cache before either happens
+            gate.wait(load_separately(spec.task, spec.benchmark))
+        install_evaluator(spec.benchmark, channel, spec.errors_log, gate)
         prepare_code_execution(spec.benchmark, spec.code_sandbox)
 
         from evalscope import TaskConfig, run_task
@@ -278,7 +340,12 @@ def main() -> int:
         api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
         task = TaskConfig(**task_kwargs, api_key=api_key or "EMPTY")
         run_task(task)
+        if not gate.passed:
+            raise RuntimeError(f"EvalScope finished without loading the {spec.benchmark} dataset")
         channel.emit("finished", ran=True, rerun_review=bool(task_kwargs.get("rerun_review")))
+        return 0
+    except NotRun:
+        channel.emit("finished", ran=False)
         return 0
     except BaseException as exc:
         traceback.print_exc()

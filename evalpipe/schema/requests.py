@@ -50,7 +50,19 @@ class RequestAttempt(Row):
     response_id: str | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
-    latency_s: float | None = None
+    latency_s: float | None = Field(
+        default=None,
+        description="Seconds from admission to the server (after any queue wait) to the last response byte.",
+    )
+    queue_wait_s: float | None = Field(
+        default=None,
+        description="Seconds the attempt waited in the proxy for one of the run's generation.concurrency "
+        "slots before it was sent to the server (None in files written before admission control).",
+    )
+    admitted_at: str | None = Field(
+        default=None,
+        description="UTC ISO-8601 time the attempt was sent to the server (started_at + queue wait).",
+    )
     transport_error: str | None = Field(
         default=None, description="Exception class name when no response came."
     )

@@ -17,6 +17,7 @@ from evalpipe.schema.metrics import Interval as Interval  # re-exported: summary
 from evalpipe.schema.metrics import MetricResult as MetricResult
 from evalpipe.schema.provenance import Provenance
 from evalpipe.schema.sandbox import SandboxRecord
+from evalpipe.schema.timings import ServerUtilisation
 from evalpipe.speed.summary import SpeedSummary
 
 Severity = Literal["error", "warn", "info"]
@@ -151,6 +152,10 @@ class RequestAudit(Row):
         default=None, description="Attempts without chat messages (health etc.)."
     )
     log_torn_tail: bool = False
+    utilisation: ServerUtilisation | None = Field(
+        default=None,
+        description="Run-wide only: how full the server's concurrency slots were during the evaluation.",
+    )
 
 
 class Throughput(Row):

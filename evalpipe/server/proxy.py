@@ -76,6 +76,8 @@ HOP_BY_HOP = frozenset(
 )
 # aiohttp's web server sets its own; forwarding the upstream's too would duplicate them.
 RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
+#: ``transport_error`` of an attempt the proxy ended because the server exceeded the request timeout.
+UPSTREAM_TIMEOUT = "UpstreamTimeout"
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _UPSTREAM_ERRORS = (
     OSError,
@@ -274,8 +276,21 @@ class ProxyHandle:
 
 
 class _Proxy:
-    def __init__(self, upstream: str, rundir: RunDir, *, set_rid: bool, host: str) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        rundir: RunDir,
+        *,
+        set_rid: bool,
+        host: str,
+        concurrency: int | None = None,
+        upstream_timeout_s: float | None = None,
+    ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.concurrency = concurrency
+        self.upstream_timeout_s = upstream_timeout_s
+        self.in_flight = 0
+        self._slots: asyncio.Semaphore | None = None
         self.set_rid = set_rid
         self.host = host
         self.prefix = secrets.token_hex(4)
@@ -350,6 +365,8 @@ class _Proxy:
 
         self._web = web
         self._client = UpstreamClient(self.upstream)
+        if self.concurrency is not None:
+            self._slots = asyncio.Semaphore(self.concurrency)
         from aiohttp.web_request import BaseRequest
 
         loop = asyncio.get_running_loop()
@@ -374,12 +391,11 @@ class _Proxy:
         self.recorder.finish()
 
     async def _handle(self, request: Any) -> Any:
-        web = self._web
         seq = next(self._seq)
         self.received += 1
         attempt_id = f"{self.prefix}-{seq:06d}"
         started = time.time()
-        t0 = time.perf_counter()
+        arrived = time.perf_counter()
         body = await request.read()
         path = request.path
         fwd = body
@@ -395,13 +411,54 @@ class _Proxy:
         rec = [
             attempt_id, seq, started, 0.0, 0.0, request.method, path, None, None, None, False, None, False, xrid,
         ]  # fmt: skip
+        # admission: at most `concurrency` attempts at the server; the rest wait here, first come first
+        # served (asyncio.Semaphore wakes its waiters in FIFO order), and the wait is recorded on its own
+        if self._slots is not None:
+            await self._slots.acquire()
+        rec += [time.perf_counter() - arrived, time.time()]  # M_QUEUE_WAIT, M_ADMITTED
+        exchange = _Exchange(rec, body, time.perf_counter())
+        self.in_flight += 1
+        try:
+            if self.upstream_timeout_s is None:
+                return await self._exchange(request, headers, fwd, exchange)
+            try:
+                async with asyncio.timeout(self.upstream_timeout_s):
+                    return await self._exchange(request, headers, fwd, exchange)
+            except TimeoutError:
+                # generation.request_timeout_s counts server time only (never the queue): the proxy ends
+                # the attempt itself and answers 504, which EvalScope retries like any server error
+                rec[M_ERROR] = UPSTREAM_TIMEOUT
+                if exchange.response is not None:  # timed out mid-stream: the client has a truncated stream
+                    if not exchange.recorded:
+                        self._record(exchange, b"")
+                    return exchange.response
+                rec[M_STATUS] = None
+                self._record(exchange, b"")
+                return self._web.json_response(
+                    {
+                        "error": {
+                            "message": f"evalpipe proxy: no complete answer from the server within "
+                            f"{self.upstream_timeout_s:g} s (generation.request_timeout_s)",
+                            "type": "proxy_timeout",
+                        }
+                    },
+                    status=504,
+                )
+        finally:
+            self.in_flight -= 1
+            if self._slots is not None:
+                self._slots.release()
 
-        def record(data: bytes) -> None:
-            rec[M_ENDED] = time.time()
-            rec[M_LATENCY] = time.perf_counter() - t0
-            self.recorder.submit(encode_frame(rec, body, data))
+    def _record(self, exchange: _Exchange, data: bytes) -> None:
+        rec = exchange.rec
+        rec[M_ENDED] = time.time()
+        rec[M_LATENCY] = time.perf_counter() - exchange.t0
+        exchange.recorded = True
+        self.recorder.submit(encode_frame(rec, exchange.body, data))
 
-        resp = None
+    async def _exchange(self, request: Any, headers: list[tuple[str, str]], fwd: bytes, ex: _Exchange) -> Any:
+        web = self._web
+        rec = ex.rec
         try:
             up, chunks_in = await self._client.request(request.method, request.raw_path, headers, fwd)
             rec[M_STATUS] = up.status
@@ -414,9 +471,9 @@ class _Proxy:
                 transport = request.transport
                 # the client gave up (timeout) while the server worked: the answer will not reach it
                 rec[M_CLIENT_GONE] = transport is None or transport.is_closing()
-                record(data)
+                self._record(ex, data)
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
-            resp = web.StreamResponse(status=up.status, reason=up.reason, headers=out_headers)
+            resp = ex.response = web.StreamResponse(status=up.status, reason=up.reason, headers=out_headers)
             await resp.prepare(request)
             chunks = []
             try:
@@ -427,17 +484,17 @@ class _Proxy:
                 rec[M_CLIENT_GONE] = True  # the stream did not reach the client whole
             finally:
                 await chunks_in.aclose()
-            record(b"".join(chunks))
+            self._record(ex, b"".join(chunks))
             if not rec[M_CLIENT_GONE]:
                 await resp.write_eof()
             return resp
         except _UPSTREAM_ERRORS as exc:
             rec[M_ERROR] = type(exc).__name__
-            if resp is not None:  # failed mid-stream: the client has a truncated stream
-                record(b"")
-                return resp
+            if ex.response is not None:  # failed mid-stream: the client has a truncated stream
+                self._record(ex, b"")
+                return ex.response
             rec[M_STATUS] = None
-            record(b"")
+            self._record(ex, b"")
             return web.json_response(
                 {
                     "error": {
@@ -449,9 +506,26 @@ class _Proxy:
             )
 
 
+@dataclass
+class _Exchange:
+    """One attempt's record-in-progress, shared between the handler and its (cancellable) exchange."""
+
+    rec: list[Any]
+    body: bytes
+    t0: float  # perf_counter at admission: latency_s is server time, not queue time
+    response: Any = None  # the StreamResponse once streaming to the client has begun
+    recorded: bool = False
+
+
 @contextlib.contextmanager
 def recording_proxy(
-    upstream: str, rundir: RunDir, *, set_rid: bool = True, host: str = "127.0.0.1"
+    upstream: str,
+    rundir: RunDir,
+    *,
+    set_rid: bool = True,
+    host: str = "127.0.0.1",
+    concurrency: int | None = None,
+    upstream_timeout_s: float | None = None,
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -459,8 +533,19 @@ def recording_proxy(
     it for evaluation traffic.  ``set_rid=False`` for servers that reject unknown body fields.  On exit
     the listener stops, in-flight requests get a few seconds, and the recorder writes and fsyncs every
     record; a recorder failure then raises ServerError (unless another exception is already propagating).
+
+    ``concurrency`` makes the proxy the run's admission point: never more than that many attempts at the
+    server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
+    attempt's server time (``generation.request_timeout_s``), queue wait excluded.
     """
-    proxy = _Proxy(upstream, rundir, set_rid=set_rid, host=host)
+    proxy = _Proxy(
+        upstream,
+        rundir,
+        set_rid=set_rid,
+        host=host,
+        concurrency=concurrency,
+        upstream_timeout_s=upstream_timeout_s,
+    )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host
     handle = ProxyHandle(base_url=f"http://{shown}:{proxy.port}", upstream=proxy.upstream, _proxy=proxy)

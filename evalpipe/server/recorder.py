@@ -50,7 +50,9 @@ FLUSH = "flush"
     M_ERROR,
     M_CLIENT_GONE,
     M_X_REQUEST_ID,
-) = range(14)
+    M_QUEUE_WAIT,
+    M_ADMITTED,
+) = range(16)
 
 
 def encode_frame(meta: list[Any], request: bytes, response: bytes) -> bytes:
@@ -116,6 +118,8 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
         x_request_id=meta[M_X_REQUEST_ID] if len(meta) > M_X_REQUEST_ID else None,
+        queue_wait_s=round(meta[M_QUEUE_WAIT], 6),
+        admitted_at=_iso(meta[M_ADMITTED]),
         response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 

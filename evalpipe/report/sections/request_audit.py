@@ -40,10 +40,29 @@ def request_paragraph(summary: Summary) -> str:
     return text
 
 
+def utilisation_paragraph(summary: Summary) -> str | None:
+    """One line on how full the server was (None when the log could not say)."""
+    u = summary.requests.utilisation
+    if u is None:
+        return None
+    text = (
+        f"Server utilisation {u.utilisation:.0%}: on average {u.mean_in_flight:.2f} of {u.concurrency} "
+        f"concurrent requests in flight over {u.window_s:.1f} s of evaluation (at most {u.max_in_flight}); "
+        f"{u.idle_slot_s:.1f} idle slot-seconds — {u.idle_in_tails_slot_s:.1f} in benchmark tails, "
+        f"{u.idle_between_benchmarks_slot_s:.1f} between benchmarks, {u.idle_other_slot_s:.1f} while "
+        "requests were still being sent"
+    )
+    if u.mean_queue_wait_s is not None:
+        text += f"; requests waited {u.mean_queue_wait_s:.2f} s on average for a slot"
+    return text + "."
+
+
 def request_audit_section(summary: Summary) -> list[Block]:
+    used = utilisation_paragraph(summary)
     return [
         Heading(2, "Request audit"),
         Paragraph([T(request_paragraph(summary))]),
+        *([Paragraph([T(used)])] if used is not None else []),
         Paragraph(
             [
                 T("Declared response-selection rule: " + summary.response_selection.rule + ". "),

@@ -1,0 +1,213 @@
+"""One concurrency budget for the whole run: the recording proxy admits at most ``generation.concurrency``
+attempts at the server, queues the rest first come first served, records the queue wait apart from the
+server time, and ends an attempt whose server time exceeds ``request_timeout_s`` itself (504, retried).
+
+The scripted server records when each request arrived and when its answer was ready, and counts the
+requests it is answering at once, so the server's own view is what is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from evalscope_helpers import gsm8k_answer, picked_run, run_config
+from scripted_server import Rule, ScriptedServer
+
+from evalpipe import pipeline
+from evalpipe.io import read_jsonl, read_model
+from evalpipe.rundir import RunDir
+from evalpipe.schema.evalscope import PromptHashRecord
+from evalpipe.schema.requests import RequestAttempt
+from evalpipe.schema.timings import StageTimings
+from evalpipe.server.proxy import UPSTREAM_TIMEOUT, recording_proxy
+
+#: A slot freed at the server must be taken by a queued request within this many seconds (the proxy hands
+#: it over on the same event-loop turn; the margin is for a loaded 2-core CI machine).
+HANDOVER_BOUND_S = 1.0
+
+
+def _chat(base: str, question: str, timeout: float = 60) -> int:
+    body = {"model": "scripted-model", "messages": [{"role": "user", "content": question}], "max_tokens": 8}
+    req = urllib.request.Request(
+        base + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            r.read()
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_proxy_never_exceeds_concurrency_and_records_queue_wait(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path / "run")
+    rules = [Rule("slow", "ok", delay_s=0.4), Rule("", "ok", delay_s=0.1)]
+    with (
+        ScriptedServer(rules) as srv,
+        recording_proxy(f"http://127.0.0.1:{srv.port}", rundir, concurrency=2) as proxy,
+    ):
+        questions = ["slow 1", "slow 2", "fast 1", "fast 2", "fast 3", "fast 4", "fast 5", "fast 6"]
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(lambda q: _chat(proxy.base_url, q), questions))
+        proxy.flush()
+        app = srv.app
+    assert statuses == [200] * 8
+    assert app.max_in_flight == 2  # eight clients at once, never more than two at the server
+    attempts = list(read_jsonl(rundir.requests_log, RequestAttempt))
+    assert len(attempts) == 8
+    waits = [a.queue_wait_s for a in attempts]
+    assert all(w is not None and w >= 0 for w in waits)
+    assert sum(1 for w in waits if w and w > 0.05) >= 5  # six had to wait for a slot
+    for a in attempts:  # latency is server time only: the 0.1 s / 0.4 s answers, not the queue
+        assert a.latency_s is not None and a.latency_s < 0.4 + 1.0
+        assert a.admitted_at is not None and a.admitted_at >= a.started_at
+
+
+def test_proxy_timeout_counts_server_time_only_and_frees_the_slot(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path / "run")
+    rules = [Rule("hang", "late", delay_s=5.0), Rule("", "ok", delay_s=0.5)]
+    with (
+        ScriptedServer(rules) as srv,
+        recording_proxy(
+            f"http://127.0.0.1:{srv.port}", rundir, concurrency=1, upstream_timeout_s=1.5
+        ) as proxy,
+    ):
+        with ThreadPoolExecutor(3) as pool:
+            # one slot: "a" and "b" queue behind each other for 0.5 s each, well inside 1.5 s of server time,
+            # although "b" spends more than 0.5 s queued; "hang" is ended by the proxy after 1.5 s
+            hang = pool.submit(_chat, proxy.base_url, "hang")
+            time.sleep(0.2)
+            a = pool.submit(_chat, proxy.base_url, "a")
+            b = pool.submit(_chat, proxy.base_url, "b")
+            assert hang.result() == 504
+            assert a.result() == 200 and b.result() == 200
+        proxy.flush()
+    by_q = {}
+    for att in read_jsonl(rundir.requests_log, RequestAttempt):
+        by_q[att.attempt_id] = att
+    timed_out = [a for a in by_q.values() if a.transport_error == UPSTREAM_TIMEOUT]
+    assert len(timed_out) == 1 and timed_out[0].status is None
+    assert 1.4 < (timed_out[0].latency_s or 0) < 3.0
+    ok = [a for a in by_q.values() if a.status == 200]
+    assert len(ok) == 2 and max(a.queue_wait_s or 0 for a in ok) > 1.0  # queued past a 1.5 s slot, not failed
+
+
+#: Server time of each GSM8K answer in the pipelined test: long enough for IFEval's worker to start (import,
+#: render, load: seconds on a loaded machine) and queue behind GSM8K while GSM8K holds both slots.
+GSM8K_DELAY_S = 10.0
+
+
+@pytest.mark.slow
+def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_datasets: Path) -> None:
+    """Two benchmarks on one server at concurrency 2: the server never sees more than 2 requests; the slots
+    GSM8K frees go to IFEval's waiting requests within a bounded time, and IFEval runs beside GSM8K's last
+    (tail) request instead of after it."""
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
+    from evalpipe.io import atomic_write_bytes
+    from evalpipe.samplers.run import effective_config_bytes
+    from evalpipe.sources.load import load_benchmark
+
+    lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines[:3]]
+    cfg = run_config(
+        {"gsm8k": 3, "ifeval": 4},
+        generation={"concurrency": 2, "max_tokens": {"gsm8k": 256, "ifeval": 64}, "request_timeout_s": 60},
+    )
+    ifeval_ids = [r.source_id for r in load_benchmark(cfg, "ifeval", shared_datasets).eval.records[:4]]
+    picks = {"gsm8k": [gsm8k_id(r["question"]) for r in rows], "ifeval": ifeval_ids}
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, picks, datasets_root=shared_datasets)
+    atomic_write_bytes(
+        rundir.config_copy, effective_config_bytes(cfg)
+    )  # the audit reads the concurrency there
+    # GSM8K (256 tokens × 3) is the larger budget, so it starts first and fills both slots
+    rules = [
+        Rule(r["question"], f"Step by step... \\boxed{{{gsm8k_answer(r)}}}", delay_s=GSM8K_DELAY_S)
+        for r in rows
+    ]
+    default = Rule("", "A short answer.", delay_s=0.5)
+    with ScriptedServer(rules, default=default, served_name=cfg.model.served_name) as srv:
+        spine = pipeline.Spine(rundir, manifest, datasets)
+        result = pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine)
+        app = srv.app
+    assert len(result.outcomes) == 7
+    assert app.max_in_flight == 2  # both slots used, never a third
+
+    bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}
+    served = sorted(app.requests, key=lambda r: r.arrived)
+    assert len(served) == 7 and all(r.answered is not None for r in served)
+    gsm = [r for r in served if bench_of[r.prompt_sha256] == "gsm8k"]
+    ife = [r for r in served if bench_of[r.prompt_sha256] == "ifeval"]
+    tail = max(gsm, key=lambda r: r.arrived)  # GSM8K's last request
+    t0 = served[0].arrived
+    timeline = [
+        (bench_of[r.prompt_sha256], round(r.arrived - t0, 2), round((r.answered or 0) - t0, 2))
+        for r in served
+    ]
+    # IFEval was done before GSM8K's tail was (one after the other, it would only start when the tail ended)
+    assert max(r.answered or 0 for r in ife) < (tail.answered or 0), timeline
+    # ... and every request that had to queue at the proxy reached the server within a bounded time of
+    # the release of the slot it took (whichever benchmark released it)
+    attempts = {a.attempt_id: a for a in read_jsonl(rundir.requests_log, RequestAttempt)}
+    queued = [r for r in served if (attempts[str(r.response_id)].queue_wait_s or 0) > 0.05]
+    assert queued, "no request ever waited for a slot: the test did not exercise the shared budget"
+    freed_by = []
+    for r in queued:
+        releases = [
+            p for p in served if p is not r and p.answered is not None and p.answered <= r.arrived + 1e-3
+        ]
+        last = max(releases, key=lambda p: p.answered or 0)
+        assert r.arrived - (last.answered or 0) < HANDOVER_BOUND_S, (
+            r.arrived - (last.answered or 0),
+            r.last_user,
+        )
+        freed_by.append((bench_of[last.prompt_sha256], bench_of[r.prompt_sha256]))
+    assert ("gsm8k", "ifeval") in freed_by, freed_by  # a slot freed by one benchmark taken by the other
+
+    timings = read_model(rundir.timings, StageTimings)
+    used = timings.utilisation
+    assert used is not None and used.concurrency == 2 and used.max_in_flight == 2
+    assert 0 < used.utilisation <= 1 and used.idle_slot_s >= 0
+    assert result.summary is not None and result.summary.requests.utilisation == used
+    assert "Server utilisation" in rundir.report_md.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, shared_datasets: Path) -> None:
+    """``schedule: sequential`` keeps the old behaviour: IFEval's first request only after GSM8K's last answer,
+    never more than ``concurrency`` at the server."""
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
+    from evalpipe.sources.load import load_benchmark
+
+    lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines[:2]]
+    cfg = run_config(
+        {"gsm8k": 2, "ifeval": 2},
+        generation={"concurrency": 2, "schedule": "sequential", "max_tokens": {"gsm8k": 16, "ifeval": 64}},
+    )
+    ifeval_ids = [r.source_id for r in load_benchmark(cfg, "ifeval", shared_datasets).eval.records[:2]]
+    picks = {"gsm8k": [gsm8k_id(r["question"]) for r in rows], "ifeval": ifeval_ids}
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, picks, datasets_root=shared_datasets)
+    rules = [Rule(r["question"], f"\\boxed{{{gsm8k_answer(r)}}}", delay_s=1.0) for r in rows]
+    with ScriptedServer(
+        rules, default=Rule("", "Short.", delay_s=0.2), served_name=cfg.model.served_name
+    ) as srv:
+        spine = pipeline.Spine(rundir, manifest, datasets)
+        pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine, audit=False)
+        app = srv.app
+    bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}
+    gsm = [r for r in app.requests if bench_of[r.prompt_sha256] == "gsm8k"]
+    ife = [r for r in app.requests if bench_of[r.prompt_sha256] == "ifeval"]
+    assert len(gsm) == 2 and len(ife) == 2 and app.max_in_flight <= 2
+    assert min(r.arrived for r in ife) >= max(r.answered or 0 for r in gsm)  # one after the other
+    used = read_model(rundir.timings, StageTimings).utilisation
+    assert (
+        used is not None and used.idle_between_benchmarks_slot_s > 0
+    )  # the gap the pipelined schedule removes
