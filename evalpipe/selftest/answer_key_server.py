@@ -25,7 +25,8 @@ how often each fired, and every announcement and firing is logged to stderr):
 * ``index_error``: the LiveCodeBench item's solution raises IndexError on every test.
 * ``http_500_once``: the first request for the item gets HTTP 500; later requests succeed.  The OpenAI
   SDK under EvalScope retries 5xx responses itself (``max_retries`` 2 by default).
-* ``duplicate_request``: the first request for the item is held past the client's read timeout, then
+* ``duplicate_request``: the first request for the item is held past the client's read timeout — or past
+  the server-time deadline of evalpipe's proxy (``--request-timeout-s``) when that comes first — then
   answered normally (late).  The OpenAI SDK announces its read timeout in the ``x-stainless-read-timeout``
   header and, on a timeout, re-sends the identical request (``x-stainless-retry-count: 1``), so the
   server receives the item twice and the first response arrives after the client gave up on it.  When
@@ -90,6 +91,7 @@ class ServerState:
     startup_delay: float = 0.0
     thinking: str = "off"
     reasoning_parser: str | None = None
+    request_timeout_s: float | None = None  # the deadline evalpipe's proxy puts on server time, if told
     key: AnswerKey | None = None
     ready: bool = False
     fired: dict[str, int] = field(default_factory=dict)  # fault → times it fired
@@ -214,9 +216,12 @@ async def _hold_or_drop(request: web.Request, state: ServerState, item: KeyItem)
         timeout = float(raw) if raw is not None else None
     except ValueError:
         timeout = None
-    if timeout is not None and 0 < timeout <= MAX_HOLD_S:
-        hold = timeout + HOLD_MARGIN_S
-        state.fire("duplicate_request", item, f"response held {hold:.1f}s (client read timeout {timeout:g}s)")
+    deadlines = {"client read timeout": timeout, "proxy request timeout": state.request_timeout_s}
+    usable = {what: t for what, t in deadlines.items() if t is not None and 0 < t <= MAX_HOLD_S}
+    if usable:
+        what, first = min(usable.items(), key=lambda kv: kv[1])
+        hold = first + HOLD_MARGIN_S
+        state.fire("duplicate_request", item, f"response held {hold:.1f}s ({what} {first:g}s)")
         await asyncio.sleep(hold)
         return True
     state.fire(
@@ -514,6 +519,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reasoning-parser", default=None, help="reported in /server_info (as SGLang reports it)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: the bundled datasets")
     p.add_argument("--startup-delay", type=float, default=0.0, help="seconds /health stays 503 after loading")
+    p.add_argument(
+        "--request-timeout-s",
+        type=float,
+        default=None,
+        help="the server-time deadline of the proxy in front (duplicate_request holds past the earlier one)",
+    )
     return p.parse_args(argv)
 
 
@@ -530,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         startup_delay=max(0.0, args.startup_delay),
         thinking=args.thinking,
         reasoning_parser=args.reasoning_parser,
+        request_timeout_s=args.request_timeout_s,
     )
     return asyncio.run(serve(state))
 

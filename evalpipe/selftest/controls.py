@@ -33,7 +33,10 @@ NEGATIVE_MAX_SCORE = 0.10
 
 # planted fault → (finding code it must produce, failure class of its sample or None if the score stays 1)
 FAULT_EXPECTATIONS: dict[str, tuple[str, str | None]] = {
-    "duplicate_request": ("duplicate_requests", None),
+    # the server holds the item's first request past the client's timeout; evalpipe's proxy bounds server
+    # time itself (request_timeout_s) and EvalScope's own timeout outlasts it, so the held request ends as a
+    # failed attempt that is retried — never as a late duplicate success (test_audit plants those directly)
+    "duplicate_request": ("failed_request", None),
     "http_500_once": ("failed_request", None),
     "truncate": ("budget_exhausted", "budget_exhausted"),
     "index_error": ("code_runtime_error", "code_runtime_error"),

@@ -118,8 +118,8 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         transport_error=meta[M_ERROR],
         client_disconnected=bool(meta[M_CLIENT_GONE]),
         x_request_id=meta[M_X_REQUEST_ID] if len(meta) > M_X_REQUEST_ID else None,
-        queue_wait_s=round(meta[M_QUEUE_WAIT], 6),
-        admitted_at=_iso(meta[M_ADMITTED]),
+        queue_wait_s=round(meta[M_QUEUE_WAIT], 6) if len(meta) > M_QUEUE_WAIT else None,
+        admitted_at=_iso(meta[M_ADMITTED]) if len(meta) > M_ADMITTED else None,
         response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 

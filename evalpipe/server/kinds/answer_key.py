@@ -40,6 +40,8 @@ class AnswerKeyKind(Kind):
         argv += ["--served-model-name", cfg.model.served_name, "--mode", mode]
         if faults:
             argv += ["--faults", ",".join(faults)]
+        if "duplicate_request" in faults:  # the fault holds a request past the proxy's deadline
+            argv += ["--request-timeout-s", f"{cfg.generation.request_timeout_s:g}"]
         if ak is not None and ak.thinking != "off":
             argv += ["--thinking", ak.thinking]
         if cfg.model.reasoning_parser != NO_REASONING_PARSER:
