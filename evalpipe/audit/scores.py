@@ -178,9 +178,9 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
     limit = max(e.per_test_limit_s for e in runs)
     sandboxes = Counter(e.sandbox or "unrecorded" for e in runs)
     # one kind in the whole run (the preflight resolves it once); a mixture is stated as it is
-    kind = next(iter(sandboxes)) if len(sandboxes) == 1 else ", ".join(sorted(sandboxes))
+    sandbox = next(iter(sandboxes)) if len(sandboxes) == 1 else ", ".join(sorted(sandboxes))
     return CodeExecutionSummary(
-        policy=policy_text(limit, None if kind == "unrecorded" else kind),
+        policy=policy_text(limit, None if sandbox == "unrecorded" else sandbox),
         per_test_limit_s=limit,
         executed=len(runs),
         rechecked=len(rechecked),

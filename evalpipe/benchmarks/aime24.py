@@ -6,24 +6,8 @@ contest-part stratum and scoring: ``evalpipe/benchmarks/competition_math.py``.
 
 from __future__ import annotations
 
-from evalpipe.benchmarks.base import BenchmarkMeta
-from evalpipe.benchmarks.competition_math import AIME_ID_RULE, Aime, aime_layout
+from evalpipe.benchmarks.competition_math import aime_benchmark
 
 NAME = "aime24"
 
-BENCHMARK = Aime(
-    BenchmarkMeta(
-        name=NAME,
-        display_name="AIME 2024",
-        primary_metric="acc",
-        mirror_dir=NAME,
-        eval_split="test",
-        fewshot_split=None,
-        question_field="problem",
-        default_subset="default",
-        max_few_shot=0,
-        stratifications=("part",),
-        id_rule=AIME_ID_RULE,
-        local_layout=aime_layout(NAME),
-    )
-)
+BENCHMARK = aime_benchmark(NAME, 2024)

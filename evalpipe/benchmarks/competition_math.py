@@ -34,6 +34,7 @@ from typing import Any
 
 from evalpipe.benchmarks.base import (
     Benchmark,
+    BenchmarkMeta,
     HubRows,
     HubSplits,
     KeyItem,
@@ -248,3 +249,43 @@ HMMT_ID_RULE = "problem_idx"
 
 def hmmt_layout(name: str) -> str:
     return f"{name}/train.{{jsonl,parquet}}: problem_idx, problem, answer, problem_type (list or null)"
+
+
+def aime_benchmark(name: str, year: int) -> Aime:
+    """The module of one AIME year (``aime24``…): every year shares the record, id rule and scoring."""
+    return Aime(
+        BenchmarkMeta(
+            name=name,
+            display_name=f"AIME {year}",
+            primary_metric="acc",
+            mirror_dir=name,
+            eval_split="test",
+            fewshot_split=None,
+            question_field="problem",
+            default_subset="default",
+            max_few_shot=0,
+            stratifications=("part",),
+            id_rule=AIME_ID_RULE,
+            local_layout=aime_layout(name),
+        )
+    )
+
+
+def hmmt_benchmark(name: str, year: int) -> Hmmt:
+    """The module of one HMMT February year (``hmmt25``…): every year shares the record and scoring."""
+    return Hmmt(
+        BenchmarkMeta(
+            name=name,
+            display_name=f"HMMT Feb {year}",
+            primary_metric="acc",
+            mirror_dir=name,
+            eval_split="train",
+            fewshot_split=None,
+            question_field="problem",
+            default_subset="default",
+            max_few_shot=0,
+            stratifications=("problem_type",),
+            id_rule=HMMT_ID_RULE,
+            local_layout=hmmt_layout(name),
+        )
+    )

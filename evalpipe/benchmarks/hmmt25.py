@@ -6,24 +6,8 @@ id rule, problem-type stratum and scoring: ``evalpipe/benchmarks/competition_mat
 
 from __future__ import annotations
 
-from evalpipe.benchmarks.base import BenchmarkMeta
-from evalpipe.benchmarks.competition_math import HMMT_ID_RULE, Hmmt, hmmt_layout
+from evalpipe.benchmarks.competition_math import hmmt_benchmark
 
 NAME = "hmmt25"
 
-BENCHMARK = Hmmt(
-    BenchmarkMeta(
-        name=NAME,
-        display_name="HMMT Feb 2025",
-        primary_metric="acc",
-        mirror_dir=NAME,
-        eval_split="train",
-        fewshot_split=None,
-        question_field="problem",
-        default_subset="default",
-        max_few_shot=0,
-        stratifications=("problem_type",),
-        id_rule=HMMT_ID_RULE,
-        local_layout=hmmt_layout(NAME),
-    )
-)
+BENCHMARK = hmmt_benchmark(NAME, 2025)

@@ -111,21 +111,21 @@ def resolve(config: CodeExecutionConfig) -> SandboxKind:
 
 def preflight_line(config: CodeExecutionConfig) -> str:
     """What the preflight prints: the sandbox model code will run in, and how processes are limited."""
-    kind = resolve(config)
+    sandbox = resolve(config)
     limits = config.limits
     processes = {
         "rlimit": f"RLIMIT_NPROC {limits.processes}",
         "cgroup": f"pids cgroup {limits.processes}",
         "not_enforced": "process count NOT limited (root without a writable pids cgroup)",
     }[process_limit_mechanism()]
-    if kind == "none":
+    if sandbox == "none":
         return (
             "model-written code runs UNSANDBOXED on this host (code_execution.sandbox: none, "
             f"allow_unsandboxed: true); {processes}"
         )
-    detail = probe(kind).detail
+    detail = probe(sandbox).detail
     return (
-        f"model-written code runs in {kind} ({detail}): no network, read-only interpreter view, private "
+        f"model-written code runs in {sandbox} ({detail}): no network, read-only interpreter view, private "
         f"tmp; {limits.address_space_mb} MiB address space, {processes}, {limits.cpu_s} s CPU, "
         f"{limits.wall_s:g} s wall"
     )

@@ -245,18 +245,19 @@ def wrap(argv: Sequence[str], policy: SandboxPolicy) -> SandboxedCommand:
     try:
         prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
         host_tmp = None
-        if policy.kind == "none":
+        sandbox = policy.kind
+        if sandbox == "none":
             host_tmp = tempfile.TemporaryDirectory(prefix="evalpipe-code-")
             env = sandbox_environment(host_tmp.name, policy.extra_env)
             wrapped = [prlimit, *_prlimit_flags(limits), "--", *argv]
         else:
             view = interpreter_view(policy.extra_dirs)
             env = sandbox_environment(SANDBOX_TMP, policy.extra_env)
-            if policy.kind == "bwrap":
+            if sandbox == "bwrap":
                 wrapped = _bwrap_argv(argv, view, limits, prlimit)
             else:
                 wrapped = _unshare_argv(argv, view, limits, env)
-        if policy.kind != "bwrap":
+        if sandbox != "bwrap":
             # the launcher dies with the process that started it (bwrap: ``--die-with-parent``): a parent
             # killed by SIGKILL leaves no test process behind; for unshare its ``--kill-child`` then takes
             # the whole pid namespace, for none only the program itself (its own children are the host's)
@@ -328,7 +329,7 @@ def _exception_line(stderr: str) -> str | None:
     return None
 
 
-def exception_denial(kind: SandboxKind, text: str) -> Denial | None:
+def exception_denial(sandbox: SandboxKind, text: str) -> Denial | None:
     """The denial an exception (a traceback's last line or its ``repr``) shows, or None.
 
     Under ``none`` a missing file or a refused connection is the program's own failure, not a denial:
@@ -337,7 +338,7 @@ def exception_denial(kind: SandboxKind, text: str) -> Denial | None:
     line = text.strip()
     for pattern, denial in _EXCEPTION_DENIALS:
         if pattern.search(line):
-            if kind == "none" and denial not in _DENIED_WITHOUT_ISOLATION:
+            if sandbox == "none" and denial not in _DENIED_WITHOUT_ISOLATION:
                 return None
             return Denial(kind=denial, detail=line[:300])
     return None

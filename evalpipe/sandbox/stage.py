@@ -28,6 +28,7 @@ import resource
 import socket
 import struct
 import sys
+from typing import Any
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -101,7 +102,7 @@ def _prepare(path: str, is_dir: bool) -> None:
             pass
 
 
-def build_root(spec: dict) -> None:  # type: ignore[type-arg]  # the JSON spec from the parent
+def build_root(spec: dict[str, Any]) -> None:  # the JSON spec from the parent
     sources = [(b["path"], b["is_dir"], os.open(b["path"], os.O_PATH)) for b in spec["binds"]]
     devs = [
         (name, os.open(f"/dev/{name}", os.O_PATH)) for name in DEV_NODES if os.path.exists(f"/dev/{name}")
@@ -169,7 +170,7 @@ def drop_privileges() -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
-def run_program(spec: dict) -> int:  # type: ignore[type-arg]
+def run_program(spec: dict[str, Any]) -> int:
     pid = os.fork()
     if pid == 0:
         try:
