@@ -210,8 +210,8 @@ def main() -> None:
         ep_util: list[float] = []
         ep_walls, bare_walls, stage_rows = [], [], []
         for r in range(args.rounds):
-            order = ("evalpipe", "bare") if r % 2 == 0 else ("bare", "evalpipe")
-            for side in order:
+            sides = ("evalpipe", "bare") if r % 2 == 0 else ("bare", "evalpipe")
+            for side in sides:  # alternate which side goes first (``order`` is the benchmarks' cost order)
                 if side == "evalpipe":
                     wall, stages = run_evalpipe(config, base, tmp / f"ep-{r}")
                     ep_walls.append(wall)
