@@ -15,6 +15,8 @@ Score gates compare the sample score and its Wilson lower bound (the numbers in 
 Paired gates (``non_inferiority_margin_pts``, ``max_mde_pts``) judge the variant under test (the first
 variant) from the ``compare.json`` handed to the audit; they never recompute a statistic.  Inconclusive
 fails like inferior (an underpowered sign-off is not a pass); a gate without a paired comparison fails.
+
+A gate named in ``gates.advisory`` is evaluated and reported the same way but never decides the verdict.
 """
 
 from __future__ import annotations
@@ -201,18 +203,24 @@ def paired_gates(
     return results
 
 
+def mark_advisory(gates: GateConfig, results: list[GateResult]) -> list[GateResult]:
+    """The results of the gates ``gates.advisory`` names, flagged so that ``decide`` leaves them out."""
+    names = set(gates.advisory)
+    return [r.model_copy(update={"advisory": True}) if r.gate in names else r for r in results]
+
+
 def decide(gates: list[GateResult]) -> tuple[Verdict, ExitCode]:
     """The verdict and exit code from evaluated gates (see the module docstring for precedence)."""
     if any(g.gate == "max_error_findings" and not g.passed for g in gates):
         return "audit_error", ExitCode.AUDIT_ERROR
-    if any(not g.passed for g in gates):
+    if any(not g.passed and not g.advisory for g in gates):
         return "gate_failed", ExitCode.GATE_FAILED
     return "pass", ExitCode.OK
 
 
 def raise_for_verdict(summary: Summary) -> None:
     """Raise the error that maps to the summary's exit code (nothing on pass)."""
-    failed = [g.message for g in summary.gates if not g.passed]
+    failed = [g.message for g in summary.gates if not g.passed and not g.advisory]
     if summary.verdict == "audit_error":
         n = summary.finding_counts.get("error", 0)
         raise AuditErrorFound(f"audit found {n} error-severity finding(s)", details=failed)

@@ -540,7 +540,28 @@ def run_variants(
                 target,
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
-    if len(controls) == 1:  # the variants' reports now cite the paired comparisons (and their gates)
+    if not controls and first in repeat_of:  # A/A only: the server's own noise is the record
+        again = repeat_of[first]
+        comparison = compare_runs(
+            dirs[first].root,
+            dirs[again].root,
+            label_a=labels[first],
+            label_b=labels[again],
+            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            aa_only=True,
+        )
+        json_path, _ = write_compare(comparison, root_spine.rundir.root)
+        compares.append(json_path)
+        if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
+            from evalpipe.speed.stage import compare_variant_dirs
+
+            speed_comparison = compare_variant_dirs(
+                dirs[first].root,
+                dirs[again].root,
+                root_spine.rundir.root,
+                min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
+            )
+    if len(compares) == 1:  # the variants' reports now cite the paired comparison (and their gates)
         from evalpipe.audit.run import audit_run
 
         for name in names:

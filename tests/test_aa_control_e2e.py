@@ -94,7 +94,8 @@ def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
     assert mde["gsm8k"].actual == by["gsm8k"]["mde_pts"]
     assert test.verdict == "gate_failed" and test.exit_code == 1
     # the report states what the comparison could see, in compare.json's own words
-    assert f"Power (gsm8k): {by['gsm8k']['mde_sentence']}" in " ".join(test.limitations)
+    said = " ".join(test.limitations)
+    assert f"Power (gsm8k): {by['gsm8k']['aa_sentence']}; {by['gsm8k']['mde_sentence']}" in said
     for control in ("clean", "clean_again"):  # a control's own audit carries no paired gate
         s = results[control].summary
         assert s is not None
@@ -134,3 +135,102 @@ def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
         if gsm.mde_pts is not None
         else plan.mde_now.mde is None
     )
+
+
+@pytest.fixture(scope="module")
+def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
+    """No A/B control: the variant and its repeat. The record of the server's noise must still be written."""
+    cfg = load_config(demo_config_path())
+    variants = [
+        ServerVariant(name="clean", label="clean"),
+        ServerVariant(name="clean_again", label="clean again", repeat_of="clean"),
+    ]
+    gates = GateConfig(
+        max_error_findings=100,
+        non_inferiority_margin_pts={"ceval": 0.5},
+        max_mde_pts=1.0,
+        advisory=["non_inferiority_margin_pts"],
+    )
+    out = cfg.model_copy(
+        update={
+            "variants": variants,
+            "gates": gates,
+            "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")],
+        }
+    )
+    out._config_path = cfg.config_path
+    return pipeline.run_variants(out, out=tmp_path_factory.mktemp("aa-only") / "run")
+
+
+def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
+    from evalpipe.cli.run_cmd import power_lines
+    from evalpipe.io import read_model
+    from evalpipe.schema.compare import CompareResult
+
+    root, results, compares = aa_only_run
+    assert compares == [root.root / "compare.json"]
+    cmp = read_model(compares[0], CompareResult)
+    assert cmp.aa_only and cmp.run_aa == cmp.run_b and cmp.run_b.endswith("clean_again")
+    for block in [*cmp.benchmarks, cmp.overall]:
+        assert block is not None
+        aa = block.aa_discordant
+        assert aa is not None and aa.n_pairs == block.n_pairs
+        # the answer-key server answers identically: nothing differed, and the words say so
+        assert (aa.discordant, aa.responses_differed, aa.responses_compared) == (0, 0, block.n_pairs)
+        assert block.aa_sentence == (
+            f"A/A: 0 of {block.n_pairs} responses differed byte for byte; the score changed on 0 of "
+            f"{block.n_pairs} samples (0 better the first time, 0 the second)"
+        )
+        # no A/B ran: nothing restates the A/A pair as an A/B one
+        assert block.ab_discordant is None and block.noise_vs_ab is None
+        assert block.mde_basis is not None and block.mde_basis.startswith("A/A")
+        assert block.mde_sentence is not None and block.mde_sentence in power_lines(block)[1]
+    md = (root.root / "compare.md").read_text()
+    assert "## A/A control: clean vs its repeat clean again" in md and "No A/B control ran" in md
+    # the advisory non-inferiority gate is reported but does not decide; max_mde_pts does
+    test = results["clean"].summary
+    assert test is not None
+    ni = [g for g in test.gates if g.gate == "non_inferiority_margin_pts"]
+    assert [(g.benchmark, g.passed, g.advisory) for g in ni] == [("ceval", False, True)]
+    mde = [g for g in test.gates if g.gate == "max_mde_pts"]
+    assert mde and all(not g.passed and not g.advisory for g in mde)
+    assert test.verdict == "gate_failed"
+
+
+def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
+    from evalpipe.gates import decide, mark_advisory, paired_gates
+    from evalpipe.io import read_model
+    from evalpipe.schema.compare import CompareResult
+
+    _, _, compares = aa_only_run
+    cmp = read_model(compares[0], CompareResult)
+    strict = GateConfig(non_inferiority_margin_pts={"ceval": 0.5})
+    assert decide(mark_advisory(strict, paired_gates(strict, cmp, under_test=True)))[0] == "gate_failed"
+    advisory = strict.model_copy(update={"advisory": ["non_inferiority_margin_pts"]})
+    results = mark_advisory(advisory, paired_gates(advisory, cmp, under_test=True))
+    assert [g.passed for g in results] == [False] and decide(results)[0] == "pass"
+
+
+def test_plan_from_an_aa_only_run_takes_its_noise(aa_only_run) -> None:
+    from evalpipe.io import read_model
+    from evalpipe.samplers.mde_plan import measured
+    from evalpipe.schema.manifest import Manifest
+
+    root, _, _ = aa_only_run
+    manifest = read_model(root.manifest, Manifest)
+    noise, p, _ = measured(root.root, manifest, "gsm8k")
+    assert noise is not None and noise.source == "aa" and p is not None
+
+
+@pytest.mark.parametrize(
+    ("advisory", "message"),
+    [
+        (["max_mde_pts"], "advisory: max_mde_pts is not set"),
+        (["max_error_findings"], "advisory.0"),
+    ],
+)
+def test_advisory_gate_config_errors(advisory: list[str], message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        GateConfig.model_validate({"advisory": advisory})

@@ -32,7 +32,7 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
-from evalpipe.gates import decide, evaluate_gates, paired_gates
+from evalpipe.gates import decide, evaluate_gates, mark_advisory, paired_gates
 from evalpipe.io import atomic_write_text, read_model, write_model
 from evalpipe.schema.compare import CompareResult
 from evalpipe.schema.sandbox import SandboxRecord
@@ -105,6 +105,7 @@ def build_summary(
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
     gates += speed_gates(gate_cfg, inputs.config, speed_comparison)
+    gates = mark_advisory(gate_cfg, gates)
     verdict, code = decide(gates)
     counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
     rd = inputs.rundir

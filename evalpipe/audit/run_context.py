@@ -168,7 +168,9 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
         return []
     out: list[str] = []
     for b in [*comparison.benchmarks, *([comparison.overall] if comparison.overall else [])]:
-        said = [x for x in (b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x]
+        said = [
+            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
+        ]
         if b.non_inferiority is not None:
             said.append(b.non_inferiority.sentence)
         if said:

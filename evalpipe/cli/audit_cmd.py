@@ -52,7 +52,10 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
     else:
         out.print("No findings.")
     for g in summary.gates:
-        if not g.passed:
+        if g.advisory:
+            state = "[green]advisory gate passed[/]" if g.passed else "[yellow]advisory gate failed[/]"
+            out.print(f"  {state} {g.gate}: {escape(g.message)} (not deciding the verdict)")
+        elif not g.passed:
             out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
     if written is not None:
         out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html"))

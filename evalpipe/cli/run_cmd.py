@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
     from evalpipe.config.models import RunConfig
     from evalpipe.pipeline import RunResult
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.schema.compare import PairedBenchmark
     from evalpipe.schema.outcomes import OutcomeRow
     from evalpipe.schema.summary import Summary
     from evalpipe.schema.timings import StageTime
@@ -230,9 +231,12 @@ def execute_variants(
                 worst = result.summary
     for path in compares:
         cmp = read_model(path, CompareResult)
-        console.rule(f"paired control: {cmp.label_a} vs {cmp.label_b}")
+        what = "A/A control (no A/B)" if cmp.aa_only else "paired control"
+        console.rule(f"{what}: {cmp.label_a} vs {cmp.label_b}")
         for b in [*cmp.benchmarks, *([cmp.overall] if cmp.overall else [])]:
             console.print(b.line, soft_wrap=True)
+            for said in power_lines(b):
+                console.print(f"  {said}", soft_wrap=True, markup=False)
         console.print(f"compare.json → {path}")
         speed_path = path.parent / "speed_compare.json"
         if speed_path.is_file():
@@ -243,6 +247,16 @@ def execute_variants(
         print_timings(read_model(root.timings, StageTimings).stages, console)
     if worst is not None:
         raise_for_verdict(worst)
+
+
+def power_lines(block: PairedBenchmark) -> list[str]:
+    """What a compare.json block says about noise, power and non-inferiority, one sentence a line."""
+    said = [x for x in (block.aa_sentence, block.noise_vs_ab.sentence if block.noise_vs_ab else None) if x]
+    if block.mde_sentence:
+        said.append(f"MDE: {block.mde_sentence}")
+    if block.non_inferiority is not None:
+        said.append(f"non-inferiority: {block.non_inferiority.sentence}")
+    return said
 
 
 def summarize(result: RunResult, console: Console) -> None:

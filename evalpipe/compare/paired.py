@@ -118,6 +118,18 @@ def _responses_differed(rows: list[tuple[OutcomeRow | None, OutcomeRow | None]])
     return len(pairs), sum(1 for hx, hy in pairs if hx != hy)
 
 
+def aa_sentence(aa: Discordance) -> str:
+    """The server's own noise in words: responses that differed and samples whose score changed."""
+    said = []
+    if aa.responses_compared:
+        said.append(f"{aa.responses_differed} of {aa.responses_compared} responses differed byte for byte")
+    said.append(
+        f"the score changed on {aa.discordant} of {aa.n_pairs} samples "
+        f"({aa.first_better} better the first time, {aa.second_better} the second)"
+    )
+    return "A/A: " + "; ".join(said)
+
+
 def power_fields(
     keys: list[tuple[str, str, str]],
     oa: Outcomes,
@@ -166,9 +178,11 @@ def power_fields(
         compared, differed = _responses_differed(
             [(base_rows.get((b, sid)), oc.get((b, sid))) for b, sid, _ in keys]
         )
-        out["aa_discordant"] = _discordance(base, again).model_copy(
+        aa = _discordance(base, again).model_copy(
             update={"responses_compared": compared, "responses_differed": differed}
         )
+        out["aa_discordant"] = aa
+        out["aa_sentence"] = aa_sentence(aa)
         from evalpipe.power.repeats import per_sample_means
 
         t, c = per_sample_means(test), per_sample_means(control)
@@ -282,6 +296,17 @@ def _paired_block(
     return block.model_copy(update=power_fields(keys, oa, ob, oc, margin_pts, confidence, od))
 
 
+def _aa_only_block(block: PairedBenchmark) -> PairedBenchmark:
+    """An A/A-only block: the A/B fields that would only restate the A/A pair are dropped."""
+    return block.model_copy(
+        update={
+            "ab_discordant": None,
+            "noise_vs_ab": None,
+            "by_length": [_aa_only_block(x) for x in block.by_length],
+        }
+    )
+
+
 def _outcomes(rundir: RunDir) -> dict[tuple[str, str], OutcomeRow]:
     if not rundir.outcomes.is_file():
         raise CompareRefused(f"{rundir.outcomes}: missing (run the evaluation first)")
@@ -302,16 +327,25 @@ def compare_runs(
     label_aa: str | None = None,
     aa_control: Path | None = None,
     margins: Callable[[str], float | None] | None = None,
+    aa_only: bool = False,
 ) -> CompareResult:
     """Paired comparison of A (under test) with B (control); ``run_aa`` is a repeat (``repeat_of``) of
-    ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block (``all`` for the overall one)."""
+    ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block
+    (``all`` for the overall one).
+
+    ``aa_only``: B is A's repeat and there is no A/B control — the record of the server's own noise (A/A
+    discordance, responses that differed, the MDE an A/B of this size would have); no A/B fields."""
+    if aa_only and run_aa is not None:
+        raise ValueError("aa_only compares A with its repeat B: no separate run_aa")
     ra, rb = RunDir(run_a), RunDir(run_b)
     ma, mb = read_model(ra.manifest, Manifest), read_model(rb.manifest, Manifest)
     _check_paired(ra, rb, ma, mb)
     oa, ob = _outcomes(ra), _outcomes(rb)
     oc: Outcomes | None = None
     od: Outcomes | None = None
-    if run_aa is not None:
+    if aa_only:
+        oc, od = ob, oa
+    elif run_aa is not None:
         rc, rd = RunDir(run_aa), RunDir(aa_control) if aa_control is not None else rb
         _check_paired(rd, rc, read_model(rd.manifest, Manifest), read_model(rc.manifest, Manifest))
         oc, od = _outcomes(rc), _outcomes(rd)
@@ -351,13 +385,19 @@ def compare_runs(
         blocks.append(paired)
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
+    if aa_only:  # the pair IS the noise: no A/B discordance, nothing to hold against it
+        blocks = [_aa_only_block(b) for b in blocks]
+        overall = _aa_only_block(overall) if overall is not None else None
     return CompareResult(
         run_a=str(ra.root),
         run_b=str(rb.root),
         label_a=la,
         label_b=lb,
-        run_aa=str(RunDir(run_aa).root) if run_aa is not None else None,
-        label_aa=(label_aa or _label(RunDir(run_aa), "B'")) if run_aa is not None else None,
+        run_aa=str(RunDir(run_aa).root) if run_aa is not None else (str(rb.root) if aa_only else None),
+        label_aa=(label_aa or _label(RunDir(run_aa), "B'"))
+        if run_aa is not None
+        else (lb if aa_only else None),
+        aa_only=aa_only,
         manifest_sha256=sha256_hex(ra.manifest.read_bytes()),
         bootstrap_resamples=resamples,
         bootstrap_seed=seed,
@@ -403,14 +443,24 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
 
 def compare_markdown(result: CompareResult) -> str:
     """Report section: one line per benchmark plus the flipped samples."""
-    lines = [f"## Paired control: {result.label_a} vs {result.label_b}", ""]
+    if result.aa_only:
+        lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
+    else:
+        lines = [f"## Paired control: {result.label_a} vs {result.label_b}", ""]
     lines.append(
         f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
         "same rendered prompts. Difference = A − B in percentage points; "
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
     )
     lines.append("")
-    if result.run_aa is not None:
+    if result.aa_only:
+        lines.append("")
+        lines.append(
+            f"No A/B control ran: {result.label_b} is {result.label_a} launched again with the same settings on "
+            "the same samples. Every difference below is the server's own noise; the MDE is what an A/B "
+            "comparison of this size, against this noise, could detect."
+        )
+    elif result.run_aa is not None:
         lines.append("")
         lines.append(
             f"A/A control: {result.label_b} ran again as {result.label_aa} on the same samples; its discordance "
@@ -434,7 +484,9 @@ def compare_markdown(result: CompareResult) -> str:
         )
     lines.append("")
     for b in blocks:
-        said = [x for x in (b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x]
+        said = [
+            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
+        ]
         if b.non_inferiority:
             said.append(b.non_inferiority.sentence)
         if b.paired_ci_low is not None and b.paired_ci_high is not None:

@@ -545,6 +545,17 @@ class BenchmarkConfig(Strict):
 
 PointsPerBlock = Annotated[float, Field(ge=0)] | dict[str, Annotated[float, Field(ge=0)]]
 
+#: Gates a config may declare advisory (reported, never deciding the exit code).  ``max_error_findings`` is
+#: not one of them: an error finding means a number cannot be trusted, which no config can waive.
+AdvisoryGate = Literal[
+    "min_score",
+    "min_ci_lower",
+    "max_transport_failures",
+    "non_inferiority_margin_pts",
+    "max_mde_pts",
+    "min_output_throughput_ratio",
+]
+
 
 class GateConfig(Strict):
     min_score: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
@@ -567,6 +578,21 @@ class GateConfig(Strict):
         description="Paired runs: fail when the minimum detectable drop (80 % power) exceeds Y points, or no "
         "drop is detectable. One number for every block, or {benchmark|overall: Y}.",
     )
+
+    advisory: list[AdvisoryGate] = Field(
+        default_factory=list,
+        description="Gates evaluated and reported (summary, report, console) but not deciding the verdict "
+        "or the exit code — e.g. a non-inferiority margin on a demo model too small to pass it. Each must "
+        "be set above.",
+    )
+
+    @model_validator(mode="after")
+    def _advisory_gates_set(self) -> GateConfig:
+        for name in self.advisory:
+            value = getattr(self, name)
+            if value is None or value == {}:
+                raise ValueError(f"advisory: {name} is not set (an advisory gate needs its threshold)")
+        return self
 
     def points_for(
         self, gate: Literal["non_inferiority_margin_pts", "max_mde_pts"], block: str

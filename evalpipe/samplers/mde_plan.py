@@ -115,7 +115,10 @@ def measured(
         control = _rows(Path(cmp.run_b))
         b_scores = [attempt_scores(control.get(k)) for k in keys]
         p = block.b.score if block.b.score is not None else 0.5
-        if cmp.run_aa is not None:
+        if cmp.aa_only:  # A is the control's first run, B its repeat: the pair is the noise
+            first = _rows(Path(cmp.run_a))
+            noise = noise_from_runs([attempt_scores(first.get(k)) for k in keys], b_scores, "aa")
+        elif cmp.run_aa is not None:
             again = _rows(Path(cmp.run_aa))
             noise = noise_from_runs(b_scores, [attempt_scores(again.get(k)) for k in keys], "aa")
         else:

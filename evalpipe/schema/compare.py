@@ -98,6 +98,11 @@ class PairedBenchmark(Row):
     aa_discordant: Discordance | None = Field(
         default=None, description="The control against its repeat_of run (the noise); None without one."
     )
+    aa_sentence: str | None = Field(
+        default=None,
+        description='The A/A noise in words, e.g. "A/A: 13 of 52 responses differed byte for byte; the score '
+        'changed on 0 of 52 samples".',
+    )
     noise_vs_ab: NoiseComparison | None = None
     mde_pts: float | None = Field(
         default=None,
@@ -131,6 +136,11 @@ class CompareResult(Artifact):
         default=None, description="The repeat of the control (variant with repeat_of): the A/A noise."
     )
     label_aa: str | None = None
+    aa_only: bool = Field(
+        default=False,
+        description="A/A-only run (no A/B control): A is the variant, B its repeat_of run; every block's "
+        "aa_discordant is A vs B, the server's own noise, and the MDE is what an A/B of this size could see.",
+    )
     manifest_sha256: str = Field(description="sha256 of the (identical) manifest.json of both runs.")
     bootstrap_resamples: int
     bootstrap_seed: int

@@ -361,6 +361,9 @@ class GateResult(Row):
     actual: float | None
     passed: bool
     message: str
+    advisory: bool = Field(
+        default=False, description="gates.advisory names this gate: reported, not deciding the verdict."
+    )
 
 
 class ModelSummary(Row):

@@ -38,7 +38,7 @@ def gates_section(summary: Summary) -> list[Block]:
                 [
                     [C(gr.gate)],
                     [T(gr.benchmark or "—")],
-                    [B("pass") if gr.passed else B("FAIL")],
+                    [B("pass" if gr.passed else "FAIL"), *([T(" (advisory)")] if gr.advisory else [])],
                     [T(gr.message)],
                 ]
                 for gr in summary.gates
