@@ -276,6 +276,12 @@ def _paired_block(
             f"{label_a} vs {label_b} ({name}): {_pts(diff)} pts [{_pts(lo)}, {_pts(hi)}], "
             f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
         )
+        repeats = max(
+            (len(r.attempts) for key in keys for r in (oa.get(key[:2]), ob.get(key[:2])) if r is not None),
+            default=0,
+        )
+        if repeats > 1:  # these columns are the first attempt's; the paired_* fields use every attempt
+            line += f" (first of {repeats} attempts)"
     block = PairedBenchmark(
         benchmark=name,
         n_pairs=n,

@@ -68,7 +68,10 @@ class NonInferiorityResult(Row):
 class PairedBenchmark(Row):
     benchmark: str
     n_pairs: int
-    a: ScoreWithInterval
+    a: ScoreWithInterval = Field(
+        description="A's correct samples (with generation.repeats: the first attempt; paired_* and the "
+        "discordance fields use every attempt, and the line says so)."
+    )
     b: ScoreWithInterval
     difference: float | None = Field(description="score_a - score_b (fraction; x100 for points).")
     diff_ci_low: float | None
