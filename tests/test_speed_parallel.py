@@ -6,8 +6,8 @@ rounds — by a stand-in whose every round also asks *every* variant's server fo
 are up during every round, no evaluation request is in flight during any round (the recording proxies'
 ``requests.jsonl``), the rounds alternate ABBA, and the comparison and both reports say so.  A resumed run
 with complete ``speed.json`` files measures nothing again.  A variant whose server dies during its evaluation
-releases the other (which finishes its own audit) and the run stops with the usual exit code 4 and a resume
-line.  Variants run one after the other keep their own benchmark and "one after the other" wording
+— or whose server dies while it waits at the barrier — releases the other (which finishes its own audit) and
+the run stops with the usual exit code 4 and a resume line.  Variants run one after the other keep their own benchmark and "one after the other" wording
 (``test_speed_pipeline.py``).
 """
 
@@ -212,9 +212,17 @@ def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: P
         assert "speed_wait" not in stages  # no barrier: the server did not wait for anything
 
 
-def test_a_variant_that_fails_its_evaluation_releases_the_other(tmp_path: Path) -> None:
-    """b's server holds one IFEval answer (the duplicate_request fault) and is killed then, mid-evaluation,
-    while a waits at the barrier: a is released, finishes its audit, and the run stops with exit 4."""
+@pytest.mark.parametrize(
+    ("victim", "other", "during"),
+    [("b", "a", "during the evaluation"), ("a", "b", "during the wait for the speed rounds")],
+    ids=["evaluating-variant-dies", "waiting-variant-dies"],
+)
+def test_a_variant_whose_server_dies_releases_the_other(
+    tmp_path: Path, victim: str, other: str, during: str
+) -> None:
+    """b's server holds one IFEval answer (the duplicate_request fault) while a waits at the barrier; then one
+    server is killed — b's (mid-evaluation) or a's (waiting): the other variant is released at once, finishes
+    its audit with a speed_setup finding, and the run stops with the usual exit 4 and a resume line."""
     config = _config(
         tmp_path,
         benchmarks=[
@@ -226,6 +234,7 @@ def test_a_variant_that_fails_its_evaluation_releases_the_other(tmp_path: Path) 
             }
         ],
         sampling_seed=42,  # the fault's item ranks first in its stratum under seed 42 (data/faults.json)
+        generation={"temperature": 0.0, "concurrency": 2, "request_timeout_s": 15, "default_max_tokens": 256},
         variants=[
             {"name": "a"},
             {"name": "b", "overrides": {"answer_key": {"faults": ["duplicate_request"]}}},
@@ -242,12 +251,11 @@ def test_a_variant_that_fails_its_evaluation_releases_the_other(tmp_path: Path) 
     try:
         deadline = time.monotonic() + 120
         arrived_a = out / BARRIER_DIR / "a.arrived.json"
-        b_launch = out / "b" / "server" / "launch.json"
-        while not (arrived_a.is_file() and b_launch.is_file() and (out / "b" / "requests.jsonl").is_file()):
+        while not (arrived_a.is_file() and (out / "b" / "requests.jsonl").is_file()):
             assert proc.poll() is None and time.monotonic() < deadline, "a never reached the barrier"
             time.sleep(0.05)
         assert not (out / BARRIER_DIR / "b.arrived.json").exists()  # b is still evaluating (its held answer)
-        pid = read_model(b_launch, LaunchRecord).pid
+        pid = read_model(out / victim / "server" / "launch.json", LaunchRecord).pid
         assert pid is not None
         os.killpg(pid, signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=120)  # bounded: no variant waits for a release forever
@@ -257,11 +265,11 @@ def test_a_variant_that_fails_its_evaluation_releases_the_other(tmp_path: Path) 
     assert proc.returncode == 4, stdout[-2000:] + stderr[-2000:]
     assert f"resume with: evalpipe run {config} --resume {out}" in stderr.splitlines()[-1]
     release = read_model(out / BARRIER_DIR / RELEASE_JSON, Release)
-    assert release.outcome == "abandoned" and release.message.startswith("variant b ended (exit 4)")
-    assert (out / "a" / SPEED_ERROR).read_text().startswith("variant b ended (exit 4)")
-    assert not (out / "a" / run.SPEED_JSON).exists()
-    summary = json.loads((out / "a" / "summary.json").read_text())  # a finished: outcomes, audit
+    assert release.outcome == "abandoned" and release.message.startswith(f"variant {victim} ended (exit 4)")
+    assert (out / other / SPEED_ERROR).read_text().startswith(f"variant {victim} ended (exit 4)")
+    assert not list(out.glob(f"*/{run.SPEED_JSON}"))
+    summary = json.loads((out / other / "summary.json").read_text())  # the other finished: outcomes, audit
     assert "speed_setup" in {f["code"] for f in summary["findings"]}
-    assert "died during the evaluation" in (out / "b" / "logs" / "run.log").read_text()
+    assert f"the server died {during}" in (out / victim / "logs" / "run.log").read_text()
     for launch in (read_model(p, LaunchRecord) for p in sorted(out.glob("*/server/**/launch.json"))):
         assert launch.pid is not None and not group_alive(launch.pid)
