@@ -11,6 +11,11 @@ group, its output in ``RUN/<variant>/logs/run.log``): exactly the run ``evalpipe
 its own server(s), recording proxy, EvalScope, audit — with its own signal handling, so a Ctrl-C or SIGTERM
 to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The paired
 comparison is made once both have finished, as for variants run in turn.
+
+With a ``speed:`` section the serving benchmark is not each variant's own (it would overlap the other's
+evaluation on the same host): each variant's server waits, up, at a barrier once its evaluation is done, and
+this process runs the speed rounds alternating across every variant's server (``evalpipe.speed.barrier``),
+then releases them.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig
     from evalpipe.progress import ProgressDisplay
     from evalpipe.rundir import RunDir
+    from evalpipe.speed.barrier import SpeedCoordinator
 
 RUN_LOG = "run.log"
 #: The module each variant runs as (``python -m``); named, not imported: it imports the pipeline.
@@ -80,6 +86,7 @@ def run_at_once(
     started: dict[str, float] = {}
     ended: dict[str, float] = {}
     console = progress.console if progress is not None else None
+    speed = _speed_coordinator(cfg, root, dirs, progress)
     # a variant's own stop (its servers' SIGTERM grace) must fit inside ours
     grace = cfg.server.stop_timeout_s * 4 + 60
     try:
@@ -95,6 +102,10 @@ def run_at_once(
             ]
             if dataset_root is not None:
                 argv += ["--dataset-root", str(dataset_root)]
+            if cfg.speed is not None:  # the parent runs the speed rounds (or they are all in the run already)
+                argv.append("--speed-by-parent")
+            if speed is not None:
+                argv += ["--speed-barrier", str(speed.directory)]
             with open(sub.logs_dir / RUN_LOG, "ab") as out:
                 # SIGTERM if we are killed: the variant then stops its own servers
                 procs[name] = spawn(
@@ -112,6 +123,8 @@ def run_at_once(
                             f"variant {name}: finished (exit {proc.returncode}) after "
                             f"{ended[name] - started[name]:.1f} s"
                         )
+            if speed is not None:  # every variant at the barrier: the alternating rounds (blocks)
+                speed.step({name: procs[name].returncode for name in ended})
             time.sleep(_POLL_S)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): each variant stops its own servers
         from evalpipe.server.lifecycle import Terminated
@@ -132,6 +145,43 @@ def run_at_once(
         error = EvalpipeError(message)
         error.exit_code = ExitCode(code) if code in {int(c) for c in ExitCode} else ExitCode.USAGE
         raise error
+
+
+def _speed_coordinator(
+    cfg: RunConfig, root: Path, dirs: dict[str, RunDir], progress: ProgressDisplay | None
+) -> SpeedCoordinator | None:
+    """The barrier for the speed rounds (``evalpipe.speed.barrier``), reset, when the run has a speed section
+    whose alternating rounds are not all in the run yet; the client and tokenizer are checked here, once,
+    before any variant launches a server (one line, exit 2)."""
+    from evalpipe.server.sglang_flags import api_key
+    from evalpipe.server.variants import effective_server
+    from evalpipe.speed.barrier import BARRIER_DIR, SpeedCoordinator, needs_barrier
+    from evalpipe.speed.stage import check_before_launch
+
+    if cfg.speed is None or not needs_barrier(cfg.speed, [d.root for d in dirs.values()]):
+        return None
+    check_before_launch(cfg.speed, cfg.base_dir())
+    if progress is not None:
+        console = progress.console
+
+        def say(line: str) -> None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    else:
+
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+    coordinator = SpeedCoordinator(
+        directory=root / BARRIER_DIR,
+        cfg=cfg.speed,
+        out_dirs={name: d.root for name, d in dirs.items()},
+        api_keys={name: api_key(effective_server(cfg, name)) for name in dirs},
+        served_model=cfg.model.served_name,
+        base_dir=cfg.base_dir(),
+        say=say,
+    )
+    coordinator.reset()
+    return coordinator
 
 
 def _last_line(path: Path) -> str:

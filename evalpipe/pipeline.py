@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from evalpipe.schema.evalscope import IndexMap
     from evalpipe.schema.run import ExtensionRecord, RunRecord
     from evalpipe.schema.summary import Summary
+    from evalpipe.speed.barrier import VariantBarrier
     from evalpipe.speed.compare import SpeedComparison
 
 logger = logging.getLogger(__name__)
@@ -262,9 +263,16 @@ def run(
     audit: bool = True,
     extend: Path | None = None,
     extension: ExtensionPlan | None = None,
+    speed_by_parent: bool = False,
+    speed_barrier: VariantBarrier | None = None,
 ) -> RunResult:
-    """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → outcomes
-    → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest."""
+    """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → speed → outcomes
+    → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest.
+
+    ``speed_by_parent`` (a variant of ``parallel_variants``): the speed benchmark is the parent's — with
+    ``speed_barrier`` this variant's server waits, up, at the barrier for the alternating rounds
+    (``evalpipe.speed.barrier``); without, the rounds are already in the run (resumed) and nothing is measured.
+    """
     from evalpipe.clock import utc_now
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
@@ -333,7 +341,7 @@ def run(
                     rundir=rd,
                 )
             component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
-            if cfg.speed is not None:  # client installed, tokenizer found: refused before the launch
+            if cfg.speed is not None and not speed_by_parent:  # client, tokenizer: refused before the launch
                 from evalpipe.speed.stage import check_before_launch
 
                 check_before_launch(cfg.speed, cfg.base_dir())
@@ -365,7 +373,14 @@ def run(
                         extending=extension is not None,
                     )
                 proxy.flush()
-            if cfg.speed is not None:  # same launch, the server's own URL: no proxy inside the latencies
+            if cfg.speed is not None and speed_barrier is not None:  # the parent alternates the rounds
+                with watch_server(handle, rd, during="the wait for the speed rounds"):
+                    speed_barrier.arrive(handle.base_url)
+                    waited, measured = speed_barrier.wait(rd.root, _say(progress))
+                clock.add("speed_wait", waited)
+                clock.add("speed", measured)
+            elif cfg.speed is not None and not speed_by_parent:
+                # same launch, the server's own URL: no proxy inside the latencies
                 from evalpipe.speed.stage import run_speed_stage
 
                 with clock.stage("speed"), watch_server(handle, rd):

@@ -93,7 +93,7 @@ def _show_speed(summary: Summary) -> None:
     from rich.table import Table
 
     from evalpipe.cli.console import out
-    from evalpipe.report.sections.speed import SPEED_HEADERS, comparison_lines, speed_rows
+    from evalpipe.report.sections.speed import SCHEDULE_TEXT, SPEED_HEADERS, comparison_lines, speed_rows
 
     sp = summary.speed
     assert sp is not None
@@ -108,6 +108,8 @@ def _show_speed(summary: Summary) -> None:
     out.print(table)
     for line in comparison_lines(sp):
         out.print(f"  {escape(line)}", soft_wrap=True)
+    if sp.comparison is not None:
+        out.print(f"  schedule: {escape(SCHEDULE_TEXT[sp.comparison.schedule])}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

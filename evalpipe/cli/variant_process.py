@@ -8,6 +8,7 @@ Kept apart from ``evalpipe.parallel_variants`` (which the pipeline imports) beca
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,14 +31,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("variant")
     parser.add_argument("dir")
     parser.add_argument("--dataset-root", default=None)
+    parser.add_argument(
+        "--speed-by-parent",
+        action="store_true",
+        help="the speed benchmark is the parent's: wait at --speed-barrier, or (without) it is already measured",
+    )
+    parser.add_argument(
+        "--speed-barrier", default=None, help="the barrier directory (evalpipe.speed.barrier)"
+    )
     args = parser.parse_args(argv)
+    parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
 
     from evalpipe.cli.console import LineProgress, err
     from evalpipe.cli.run_cmd import sigterm_interrupts
 
     try:
         with sigterm_interrupts():
-            _run_variant(args, LineProgress(err))
+            _run_variant(args, LineProgress(err), parent_pid)
     except RunStopped as exc:
         err.print(exc.resume_line(), markup=False, highlight=False, soft_wrap=True)
         return int(exc.exit_code)
@@ -49,13 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run_variant(args: argparse.Namespace, progress: ProgressDisplay) -> None:
+def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
     from evalpipe import pipeline
     from evalpipe.config.loader import load_config
     from evalpipe.io import read_model
     from evalpipe.rundir import RunDir
     from evalpipe.schema.manifest import Manifest
     from evalpipe.schema.run import RunRecord
+    from evalpipe.speed.barrier import VariantBarrier
 
     cfg = load_config(Path(args.config))
     rd = RunDir(Path(args.dir))
@@ -71,6 +82,10 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay) -> None:
         progress=progress,
         variant=args.variant,
         spine=pipeline.Spine(rd, manifest, datasets),
+        speed_by_parent=args.speed_by_parent,
+        speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
+        if args.speed_barrier
+        else None,
     )
 
 

@@ -626,7 +626,8 @@ class RunConfig(Strict):
     parallel_variants: bool = Field(
         default=False,
         description="Run the variants at the same time, each on its own server(s); refused unless their "
-        "servers share nothing (worker URLs, ports, GPUs). Default: one after the other.",
+        "servers share nothing (worker URLs, ports, GPUs). Default: one after the other. With speed:, the "
+        "servers stay up until every variant's evaluation is done and the speed rounds alternate across them.",
     )
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     sampling_seed: int = 42
@@ -637,8 +638,9 @@ class RunConfig(Strict):
     component_tests: list[ComponentTest] = Field(default_factory=list)
     speed: SpeedConfig | None = Field(
         default=None,
-        description="Serving benchmark on each variant's server right after its accuracy evaluation "
-        "(speed.json; variants: speed_compare.json).",
+        description="Serving benchmark on each variant's server after its accuracy evaluation: right after it, "
+        "or with parallel_variants once every variant's evaluation is done, rounds alternating across the live "
+        "servers (speed.json; variants: speed_compare.json).",
     )
     code_execution: CodeExecutionConfig = Field(
         default_factory=CodeExecutionConfig,

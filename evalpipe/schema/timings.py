@@ -13,13 +13,15 @@ from pydantic import Field
 
 from evalpipe.schema.base import Artifact, Row
 
-#: ``variants``: wall time of variants run at the same time (``parallel_variants``), each with its own stages.
+#: ``variants``: wall time of variants run at the same time (``parallel_variants``), each with its own stages;
+#: ``speed_wait``: there, a variant's server waiting for the others' evaluations before the speed rounds.
 StageName = Literal[
     "sample",
     "materialize",
     "preflight",
     "launch",
     "evalscope",
+    "speed_wait",
     "speed",
     "stop",
     "outcomes",

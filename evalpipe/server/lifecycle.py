@@ -81,7 +81,9 @@ class _ServerGone(BaseException):  # like KeyboardInterrupt: no `except Exceptio
 
 
 @contextlib.contextmanager
-def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> Iterator[None]:
+def watch_server(
+    handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5, *, during: str = "the evaluation"
+) -> Iterator[None]:
     """While the evaluation runs, end it promptly if the launched server dies (crash, OOM kill, kill -9).
 
     Without this, every remaining request would fail against a dead port, each after its retries.  A
@@ -134,7 +136,7 @@ def watch_server(handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5) -> I
         tail = log_tail(log, 10)
         what = "the server" if proc is handle.process else "a worker of the fleet"
         raise ServerDied(
-            f"{what} died during the evaluation ({how}; log: {log})",
+            f"{what} died during {during} ({how}; log: {log})",
             str(rundir.root),
             details=[f"last {len(tail)} log lines:", *tail] if tail else [],
         ) from None

@@ -74,7 +74,7 @@ def gpu_workloads() -> list[SpeedWorkload]:
 
 
 class SpeedConfig(_Strict):
-    """How each variant's serving speed is measured, right after its accuracy evaluation."""
+    """How each variant's serving speed is measured after its evaluation (parallel variants: rounds alternate)."""
 
     client: SpeedClientName = Field(
         default="evalscope",

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from evalpipe.process_group import kill_group, spawn, stop_group
 
-_GRACE_S = 10.0
+#: Seconds a client stopped for overrunning (or an interrupt) gets between SIGTERM and SIGKILL.
+GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,10 @@ def run_bounded(
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            stop_group(proc, _GRACE_S)
+            stop_group(proc, GRACE_S)
             return ClientExit(None, True, time.monotonic() - start)
         except BaseException:  # Ctrl-C / SIGTERM of evalpipe: the client must not outlive it
-            stop_group(proc, _GRACE_S)
+            stop_group(proc, GRACE_S)
             raise
         kill_group(proc)  # stray children of a finished client; the leader is already reaped
     return ClientExit(proc.returncode, False, time.monotonic() - start)

@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,11 +60,13 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class SpeedTarget:
-    """One variant's ready server and the directory its ``speed.json`` goes to."""
+    """One variant's ready server and the directory its ``speed.json`` goes to (``api_key``: this server's
+    own key, when the variants' servers have different ones; else the one the caller passes for all)."""
 
     variant: str
     base_url: str
     out_dir: Path
+    api_key: str | None = field(default=None, repr=False)
 
 
 def make_client(cfg: SpeedConfig, *, sglang_python: str | None = None) -> SpeedClient:
@@ -232,23 +234,24 @@ def prepare(
     base_urls: Sequence[str],
     *,
     api_key: str | None = None,
+    api_keys: Sequence[str | None] | None = None,
     context_length: int | None = None,
     base_dir: Path | None = None,
     sglang_python: str | None = None,
     client: SpeedClient | None = None,
 ) -> Prepared:
     """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context.
-    ``client`` replaces the one ``cfg.client`` names (tests drive the orchestration with a stand-in)."""
+    ``api_keys``: one per URL (else ``api_key`` for every one).  ``client`` replaces the one ``cfg.client``
+    names (tests drive the orchestration with a stand-in)."""
     client = client or make_client(cfg, sglang_python=sglang_python)
     version = client.version()
     tokenizer = resolve(cfg.tokenizer, base_dir)
     client.check(cfg, tokenizer.directory if tokenizer else None)
-    for url in base_urls:
-        check_reachable(url, api_key)
+    keys = list(api_keys) if api_keys is not None else [api_key] * len(base_urls)
+    for url, key in zip(base_urls, keys, strict=True):
+        check_reachable(url, key)
         context = (
-            (context_length, "total", "model.context_length")
-            if context_length
-            else server_context(url, api_key)
+            (context_length, "total", "model.context_length") if context_length else server_context(url, key)
         )
         check_fit(cfg.workloads, context)
     return Prepared(client, version, tokenizer)
@@ -349,10 +352,11 @@ def run_speed_alternating(
     """Run every workload's rounds on every target, alternating the order per round; one ``speed.json`` each."""
     if len({t.variant for t in targets}) != len(targets):
         raise SpeedSetupError("speed: two targets share a variant name")
+    keys = {t.variant: t.api_key if t.api_key is not None else api_key for t in targets}
     prepared = prepare(
         cfg,
         [t.base_url for t in targets],
-        api_key=api_key,
+        api_keys=[keys[t.variant] for t in targets],
         context_length=context_length,
         base_dir=base_dir,
         sglang_python=sglang_python,
@@ -366,7 +370,8 @@ def run_speed_alternating(
         for round_index in range(cfg.rounds):
             order = list(targets) if round_index % 2 == 0 else list(reversed(targets))
             for target in order:
-                record, argv = run_round(prepared, cfg, target, workload, round_index, served_model, api_key)
+                key = keys[target.variant]
+                record, argv = run_round(prepared, cfg, target, workload, round_index, served_model, key)
                 artifact = artifacts[target.variant]
                 _record_round(artifact, record, argv)
                 write_model(target.out_dir / SPEED_JSON, artifact)

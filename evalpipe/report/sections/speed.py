@@ -31,10 +31,20 @@ METRIC_LABELS = {
     "e2e_p50": "E2E p50",
 }
 SCHEDULE_TEXT = {
-    "alternating": "the variants' rounds alternated in time (ABBA…); the interval resamples round pairs",
+    "alternating": "the variants' rounds alternated in time (ABBA…) with every variant's server up; the "
+    "interval resamples round pairs",
     "sequential": "rounds ran one variant after the other (each on its own launch); the interval resamples "
     "each variant's rounds independently, so load drift between the two launches is inside the ratio",
     "single": "one variant",
+}
+#: When the rounds ran, as the section's first paragraph says it (by the schedule they ran on).
+WHEN_TEXT = {
+    "alternating": "against the server's own URL once every variant's accuracy evaluation had finished (same "
+    "launch, no proxy, no evaluation traffic during the rounds; the variants' servers up at once, their rounds "
+    "alternating ABBA…)",
+    "sequential": "against the server's own URL right after its accuracy evaluation (same launch, no proxy; "
+    "the variants one after the other)",
+    "single": "against the server's own URL right after its accuracy evaluation (same launch, no proxy)",
 }
 
 
@@ -116,8 +126,8 @@ def speed_section(summary: Summary) -> list[Block]:
                 T(f"Variant {sp.variant}: "),
                 C(sp.client),
                 T(
-                    f" {sp.client_version} against the server's own URL right after its accuracy evaluation (same "
-                    f"launch, no proxy), {plural(sp.rounds, 'round')} per workload, fixed input and output lengths "
+                    f" {sp.client_version} {WHEN_TEXT[sp.schedule]}, {plural(sp.rounds, 'round')} per workload, "
+                    "fixed input and output lengths "
                     "(the server is asked to ignore EOS), the same seeded prompts for every variant. Figures: "
                     f"median across rounds; percentiles within a round are the client's ({sp.percentile_method or 'n/a'})."
                 ),
