@@ -37,16 +37,22 @@ def aa_run(tmp_path_factory: pytest.TempPathFactory):
         non_inferiority_margin_pts={"gsm8k": 99.0, "ceval": 0.5},
         max_mde_pts=1.0,
     )
+    return _run_gsm8k_ceval(
+        cfg.model_copy(update={"server": server}), variants, gates, tmp_path_factory, "aa"
+    )
+
+
+def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFactory, name: str):
+    """The demo config's GSM8K and C-Eval samples through these variants and gates."""
     out = cfg.model_copy(
         update={
-            "server": server,
             "variants": variants,
             "gates": gates,
             "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")],
         }
     )
     out._config_path = cfg.config_path
-    return pipeline.run_variants(out, out=tmp_path_factory.mktemp("aa") / "run")
+    return pipeline.run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
@@ -151,15 +157,7 @@ def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
         max_mde_pts=1.0,
         advisory=["non_inferiority_margin_pts"],
     )
-    out = cfg.model_copy(
-        update={
-            "variants": variants,
-            "gates": gates,
-            "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")],
-        }
-    )
-    out._config_path = cfg.config_path
-    return pipeline.run_variants(out, out=tmp_path_factory.mktemp("aa-only") / "run")
+    return _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory, "aa-only")
 
 
 def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from helpers.config import entry, write_config
 from helpers.speed_client import StandInClient
 
 from evalpipe import pipeline
@@ -75,12 +75,9 @@ class ProbingStandIn(StandInClient):
         return [sys.executable, "-c", PROBE, probe, json.dumps(urls), *super().argv(plan, cfg)]
 
 
-def _config(tmp: Path, **extra: Any) -> Path:
-    cfg: dict[str, Any] = {
-        "schema_version": 1,
+def _config(tmp: Path, *, benchmarks: list[dict[str, Any]] | None = None, **extra: Any) -> Path:
+    sections: dict[str, Any] = {
         "name": "parallel-speed",
-        "model": {"path": "answer-key", "served_name": "answer-key"},
-        "server": {"kind": "answer_key", "port": 0, "launch_timeout_s": 60, "stop_timeout_s": 10},
         "parallel_variants": True,
         "variants": [{"name": "a"}, {"name": "b"}],
         "generation": {
@@ -89,14 +86,6 @@ def _config(tmp: Path, **extra: Any) -> Path:
             "request_timeout_s": 30,
             "default_max_tokens": 256,
         },
-        "benchmarks": [
-            {
-                "name": "gsm8k",
-                "subset": "main",
-                "source": {"local": str(DATA / "gsm8k")},
-                "sampling": {"stratify_by": "none", "total": 3, "allocation": "uniform"},
-            }
-        ],
         "speed": {
             "rounds": ROUNDS,
             "workloads": [{"input_len": 8, "output_len": 4, "concurrency": 1, "prompts_per_round": 2}],
@@ -104,9 +93,14 @@ def _config(tmp: Path, **extra: Any) -> Path:
         },
         **extra,
     }
-    path = tmp / "parallel-speed.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    return path
+    return write_config(
+        tmp / "parallel-speed.yaml",
+        model={"path": "answer-key", "served_name": "answer-key"},
+        server={"kind": "answer_key", "port": 0, "launch_timeout_s": 60, "stop_timeout_s": 10},
+        benchmarks=benchmarks
+        or [entry("gsm8k", total=3, subset="main", source={"local": str(DATA / "gsm8k")})],
+        **sections,
+    )
 
 
 def _when(ts: str | None) -> datetime:

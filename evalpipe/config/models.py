@@ -578,7 +578,6 @@ class GateConfig(Strict):
         description="Paired runs: fail when the minimum detectable drop (80 % power) exceeds Y points, or no "
         "drop is detectable. One number for every block, or {benchmark|overall: Y}.",
     )
-
     advisory: list[AdvisoryGate] = Field(
         default_factory=list,
         description="Gates evaluated and reported (summary, report, console) but not deciding the verdict "
