@@ -68,9 +68,10 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
         data = {"gsm8k": load_benchmark(cfg, "gsm8k", shared_datasets)}
         index_map = materialize(rundir, reordered, data, cfg)
         task = {**tasks.tasks[0].task, "use_cache": tasks.tasks[0].task["work_dir"]}
-        with WorkerProcess(rundir, "gsm8k") as worker:
-            worker.render(task)
-            finished = worker.run(task)
+        with WorkerProcess(rundir) as worker:
+            worker.start([("gsm8k", task)])
+            worker.rendered("gsm8k")
+            finished = worker.run("gsm8k", task)
         assert finished["rerun_review"] is False  # EvalScope accepted its cache as is
         assert len(first.requests) == N  # ...and re-asked nothing: it trusted the index
         after = {e.index: e for e in index_map.for_benchmark("gsm8k")}

@@ -10,9 +10,10 @@
    are dropped from the cache and recorded in ``cache_repairs.jsonl``; EvalScope re-requests them.
 4. EvalScope runs with ``ignore_errors``; its progress drives the terminal display.
 
-``generation.schedule`` decides how benchmarks share the server: ``pipelined`` starts every benchmark's
-worker together and lets them run side by side (the recording proxy keeps the server at
-``generation.concurrency`` requests in total), ``sequential`` runs them one after another.
+One EvalScope worker process serves every benchmark (EvalScope is imported once).
+``generation.schedule`` decides how benchmarks share the server: ``pipelined`` runs them side by side in
+that process, one thread each (the recording proxy keeps the server at ``generation.concurrency``
+requests in total), ``sequential`` runs them one after another.
 """
 
 from __future__ import annotations
@@ -316,7 +317,7 @@ def _prepare(
     index map, record prompt hashes, verify the cache (resume), record the task."""
     name, entries, work_dir, task = plan
     stage = BenchmarkStage(benchmark=name, samples=len(entries))
-    rendered = worker.rendered()
+    rendered = worker.rendered(name)
     version = rendered.get("evalscope_version", "")
     check_rendering(name, entries, rendered["samples"])
     _record_hashes(rundir, name, entries, rendered["samples"], recorded, version)
@@ -333,6 +334,7 @@ def _prepare(
         task=task,
         started_at=_now(),
         resumed=resume,
+        worker_pid=rendered.get("pid"),
     )
     _write_tasks(rundir, tasks, version, result.punkt_tab)
     return stage, version
@@ -369,34 +371,21 @@ def _run_sequential(
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
 ) -> None:
-    """Benchmark by benchmark; the next worker is started while the current one runs, so its import and
-    rendering (seconds, no server traffic) overlap with the evaluation instead of following it."""
-    with contextlib.ExitStack() as stack:
-        workers: dict[int, WorkerProcess] = {}
-
-        def spawn(i: int) -> None:
-            worker = stack.enter_context(
-                WorkerProcess(
-                    rundir, planned[i][0], api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox
-                )
-            )
-            worker.start(planned[i][3])
-            workers[i] = worker
-
-        if planned:
-            spawn(0)
-        for i, plan in enumerate(planned):
-            worker = workers.pop(i)
+    """Benchmark by benchmark in one worker: each benchmark's ``run_task`` starts when the previous one
+    has returned."""
+    if not planned:
+        return
+    with WorkerProcess(rundir, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox) as worker:
+        worker.start([(plan[0], plan[3]) for plan in planned], together=False)
+        for plan in planned:
             sink = _ProgressSink(progress, plan[0], len(plan[1]))
             stage, version = _prepare(
                 rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
             )
-            if i + 1 < len(planned):
-                spawn(i + 1)
-            finished = worker.run(plan[3], on_event=sink)
-            worker.close()
+            finished = worker.run(plan[0], plan[3], on_event=sink)
             _finish(rundir, stage, finished, sink.failed, tasks, version, result)
             result.benchmarks.append(stage)
+        worker.wait_exit()
 
 
 #: Seconds between checks of the running benchmarks while waiting (keeps Ctrl-C responsive).
@@ -416,53 +405,52 @@ def _run_pipelined(
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
 ) -> None:
-    """All benchmarks at once, largest expected cost first, sharing the proxy's concurrency slots.
+    """All benchmarks at once in one worker, largest expected cost first, sharing the proxy's slots.
 
-    Every worker is started together; each is checked (rendering, hashes, cache) before it is told to
-    run, in cost order, so the costliest benchmark's requests queue first and its tail overlaps the
-    others' work.  Each worker's events are read by its own thread; the first failure ends every worker
-    (their process groups), and the error is raised here.
+    The worker starts every benchmark's thread in cost order; each benchmark is checked (rendering,
+    hashes, cache) before it is told to run, in cost order, so the costliest benchmark's requests queue
+    first and its tail overlaps the others' work.  Each benchmark's events are read by its own thread
+    here; the first failure ends the worker (its process group) and the error is raised here.
     """
     from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
+    if not planned:
+        return
     order = sorted(range(len(planned)), key=lambda i: -expected_cost(cfg, planned[i][0], len(planned[i][1])))
     stages: dict[str, BenchmarkStage] = {}
     with contextlib.ExitStack() as stack:
-        # entered first, so it is shut down last: after the workers are gone and their readers have ended
+        # entered first, so it is shut down last: after the worker is gone and its readers have ended
         pool = stack.enter_context(
-            ThreadPoolExecutor(max_workers=max(len(planned), 1), thread_name_prefix="evalscope")
+            ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="evalscope")
         )
-        workers: dict[str, WorkerProcess] = {}
-        for i in order:
-            name = planned[i][0]
-            workers[name] = stack.enter_context(
-                WorkerProcess(rundir, name, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox)
-            )
-            workers[name].start(planned[i][3])
+        worker = stack.enter_context(
+            WorkerProcess(rundir, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox)
+        )
+        worker.start([(planned[i][0], planned[i][3]) for i in order], together=True)
         running: dict[Future[tuple[dict[str, Any], int]], tuple[BenchmarkStage, str]] = {}
         for i in order:
             plan = planned[i]
             sink = _ProgressSink(progress, plan[0], len(plan[1]))
             stage, version = _prepare(
-                rundir, plan, workers[plan[0]], tasks, recorded, result, resume=resume, extending=extending
+                rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
             )
             stages[plan[0]] = stage
-            running[pool.submit(_run_worker, workers[plan[0]], plan[3], sink)] = (stage, version)
+            running[pool.submit(_run_benchmark, worker, plan[0], plan[3], sink)] = (stage, version)
         pending = set(running)
         while pending:
             done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
             for fut in done:
-                finished, failed = fut.result()  # raises the worker's error: the stack ends the others
+                finished, failed = fut.result()  # raises the worker's error: the stack ends the worker
                 stage, version = running[fut]
                 _finish(rundir, stage, finished, failed, tasks, version, result)
+        worker.wait_exit()
     result.benchmarks.extend(stages[p[0]] for p in planned)
 
 
-def _run_worker(
-    worker: WorkerProcess, task: dict[str, Any], sink: _ProgressSink
+def _run_benchmark(
+    worker: WorkerProcess, benchmark: str, task: dict[str, Any], sink: _ProgressSink
 ) -> tuple[dict[str, Any], int]:
-    finished = worker.run(task, on_event=sink)
-    worker.close()
+    finished = worker.run(benchmark, task, on_event=sink)
     return finished, sink.failed
 
 

@@ -1,35 +1,48 @@
 """The EvalScope worker process: ``python -m evalpipe.evalscope_bridge.worker``.
 
-EvalScope runs in a child process per benchmark (see ``runner``) so that its process-wide side effects
-— ``logging.basicConfig(force=True)`` at import, tqdm bars, the HF ``datasets`` cache location read at
+One worker process serves every benchmark of the stage (see ``runner``): EvalScope is imported once, not
+once per benchmark.  It runs in its own process so that EvalScope's process-wide side effects —
+``logging.basicConfig(force=True)`` at import, tqdm bars, the HF ``datasets`` cache location read at
 import, the patches below — never leak into evalpipe or a test session, and so that an interrupt can
 end it (and the LiveCodeBench test processes it spawns) as one process group.
 
+Benchmarks run one after another (``together`` false: ``generation.schedule: sequential``), each
+``run_task`` after the previous one returned, or side by side, one thread each (``together``: the
+``pipelined`` schedule), started in the order the spec lists them (the parent lists the largest cost
+first).  Side by side, what one benchmark's ``run_task`` does to process-wide state before its first
+request is serialised by ``LoadLock`` (its docstring says what and why).
+
 Protocol (one JSON object per line):
 
-* stdin, line 1: ``WorkerSpec`` (its task is the one that runs).
-* channel → parent: ``{"event": "rendered", "samples": [...]}`` — every sample as the adapter built it
-  (subset, index, prompt hash, final user message), before any request is sent.  On a fresh run the
-  samples come from the dataset load of the run itself (EvalScope's ``load_dataset``), which then waits
-  for the parent's answer: no separate rendering pass, and what was checked is what is sent.  On a resume
-  (``use_cache``) the dataset is loaded once before ``run_task``, because EvalScope validates and reads its
-  cache before its own load, and the parent checks prompts and repairs the cache before that.
-* stdin, line 2: ``{"action": "run", "task": {...}}`` (the same task) or ``{"action": "exit"}``.
+* stdin, line 1: ``WorkerSpec`` (its tasks are the ones that run).
+* channel → parent, every event naming its ``benchmark``: ``rendered`` — every sample as the adapter
+  built it (subset, index, prompt hash, final user message) and the worker's ``pid``, before any request
+  is sent.  On a fresh run the samples come from the dataset load of the run itself (EvalScope's
+  ``load_dataset``), which then waits for the parent's answer: no separate rendering pass, and what was
+  checked is what is sent.  On a resume (``use_cache``) the dataset is loaded once before ``run_task``,
+  because EvalScope validates and reads its cache before its own load, and the parent checks prompts and
+  repairs the cache before that.
+* stdin, then: ``{"benchmark": ..., "action": "run", "task": {...}}`` (the same task) or
+  ``{"benchmark": ..., "action": "exit"}`` (do not run it), in any order across benchmarks.
 * channel → parent: ``cache_identity`` (resume only), ``start``, one ``sample`` per finished sample,
-  ``finished``; ``failed`` before a non-zero exit.
+  ``finished``; ``failed`` (naming the benchmark whose ``run_task`` raised) before a non-zero exit —
+  one benchmark's failure ends the process, as it ends the stage.
 
-Inside the child: NLTK data is never downloaded (EvalScope would try at scoring time), and an
-``Evaluator`` subclass reports progress and records each sample whose request or review raised —
-EvalScope's ``ignore_errors`` only counts them.
+Inside the worker: NLTK data is never downloaded (EvalScope would try at scoring time), and an
+``Evaluator`` subclass per benchmark reports progress and records each sample whose request or review
+raised — EvalScope's ``ignore_errors`` only counts them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,15 +52,26 @@ from pydantic import BaseModel, ConfigDict
 from evalpipe.schema.sandbox import SandboxRecord
 
 
-class WorkerSpec(BaseModel):
+class BenchmarkTask(BaseModel):
+    """One benchmark the worker runs, with its EvalScope ``TaskConfig`` arguments."""
+
     model_config = ConfigDict(extra="forbid")
 
     benchmark: str
     task: dict[str, Any]
+
+
+class WorkerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: In the order they start (the parent lists the largest expected cost first).
+    benchmarks: list[BenchmarkTask]
+    #: One thread per benchmark, side by side (the ``pipelined`` schedule); else one after another.
+    together: bool = False
     api_key_env: str | None = None
     errors_log: str
     channel_fd: int
-    #: The run's code sandbox (``code_sandbox.json``): required when the benchmark executes model code.
+    #: The run's code sandbox (``code_sandbox.json``): required when a benchmark executes model code.
     code_sandbox: SandboxRecord | None = None
 
 
@@ -65,7 +89,131 @@ class Channel:
             self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        with self._lock:
+            self._fh.close()
+
+
+class BenchmarkChannel:
+    """The channel as one benchmark uses it: every event names the benchmark (the parent routes by it)."""
+
+    def __init__(self, channel: Channel, benchmark: str) -> None:
+        self.channel = channel
+        self.benchmark = benchmark
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.channel.emit(event, benchmark=self.benchmark, **fields)
+
+
+class Lines:
+    """Lines from the parent (the worker's stdin), read with ``os.read``: no Python-level lock is held while
+    waiting.
+
+    The command reader waits on stdin for the whole run, and EvalScope's math scoring forks the worker
+    (``metrics.math.isolation``): a child forked while a thread sat in ``sys.stdin.readline`` would
+    inherit ``sys.stdin``'s buffer lock held, and multiprocessing's child start-up closes ``sys.stdin``
+    — it would hang until the scoring deadline.  ``sys.stdin`` is replaced by ``os.devnull`` once this
+    reader owns file descriptor 0.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._pending = b""
+        sys.stdin = open(os.devnull, encoding="utf-8")  # nothing else reads the parent's pipe
+
+    def readline(self) -> str:
+        """The next line without its newline; ``""`` at end of input."""
+        while b"\n" not in self._pending:
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                line, self._pending = self._pending, b""
+                return line.decode("utf-8")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode("utf-8")
+
+
+class Commands:
+    """The parent's commands (stdin after the spec), routed to the benchmark each names.
+
+    One reader thread, so that benchmarks waiting side by side never read each other's lines.  End of
+    input (the parent is gone) answers every benchmark still waiting with ``exit``.
+    """
+
+    def __init__(self, lines: Lines, benchmarks: list[str]) -> None:
+        self._lines = lines
+        self._queues: dict[str, queue.SimpleQueue[dict[str, Any]]] = {
+            b: queue.SimpleQueue() for b in benchmarks
+        }
+        threading.Thread(target=self._read, name="evalpipe-commands", daemon=True).start()
+
+    def _read(self) -> None:
+        while line := self._lines.readline():
+            if not line.strip():
+                continue
+            command = json.loads(line)
+            target = self._queues.get(command.get("benchmark"))
+            if target is None:  # a parent speaking another protocol: every waiting benchmark refuses
+                command = {"action": "invalid", "why": f"command for unknown benchmark: {line.strip()[:200]}"}
+                for q in self._queues.values():
+                    q.put(command)
+                return
+            target.put(command)
+        for q in self._queues.values():
+            q.put({"action": "exit"})
+
+    def next(self, benchmark: str) -> dict[str, Any]:
+        command = self._queues[benchmark].get()
+        if command.get("action") == "invalid":
+            raise RuntimeError(str(command.get("why")))
+        return command
+
+
+class LoadLock:
+    """Serialises, across benchmarks run side by side in this process, everything one benchmark's start
+    does to process-wide state — from its set-up through the end of its dataset load.
+
+    Read in EvalScope 1.14 (``run.run_single_task``, ``utils.model_utils.seed_everything``,
+    ``utils.logger.configure_logging``, ``api.dataset.loader``): ``run_task`` first seeds the global
+    generators (``random.seed``, ``numpy.random.seed``, ``torch.manual_seed`` when torch is installed),
+    then points the ``evalscope`` logger's file handler at the task's ``logs/eval_log.log``, builds the
+    adapter (``get_benchmark``: a deep copy of the registry entry), and the evaluator's first act is the
+    adapter's ``load_dataset``: local files through HF ``datasets`` and its on-disk cache, rows shuffled
+    or few-shot examples drawn from the global ``random`` when no seed is given, ``random.Random(seed)``
+    when one is (evalpipe always gives ``sampling_seed``).  The worker's own set-up before that patches
+    module globals (adapter registration, the NLTK guard, the code sandbox hook) and, on a resume, seeds
+    and loads once more.  A benchmark separated from the seed of its own ``run_task`` by another
+    benchmark's seeding or load could see a different generator state, so its prompts could differ
+    from what it renders on its own; under this lock each benchmark's seeding and load follow each other
+    exactly as in a process of its own, and its prompts are byte-identical to that (prompt hashes are
+    recorded and compared on resume; the tests compare them with one process per benchmark).
+
+    What is not serialised, and why that is safe: the requests and reviews of benchmarks already past
+    their load.  They do not draw on the global generators for anything a prompt is made of (prompts
+    are fixed once the load returns); EvalScope's reviews run in its own thread pool, in completion
+    order, so any draw there was never ordered in one process either.  ``logs/eval_log.log`` in a work
+    directory is EvalScope's own copy of its log, pointed at the benchmark that started last (one
+    logger); evalpipe never reads it, and ``logs/evalscope.log`` (the worker's stderr) has every line.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[Callable[[], None]]:
+        """Hold the lock; the yielded callable ends the turn early (idempotent), leaving ends it anyway."""
+        self._lock.acquire()
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self._lock.release()
+
+        try:
+            yield end
+        finally:
+            end()
 
 
 def _now() -> str:
@@ -190,22 +338,34 @@ class NotRun(BaseException):
 
 
 class RenderGate:
-    """Wraps the adapter's ``load_dataset``: report the loaded samples, then wait for the parent's verdict."""
+    """Wraps the adapter's ``load_dataset``: report the loaded samples, then wait for the parent's verdict.
+
+    ``loaded`` is called whenever a load returns (before the verdict is awaited): it ends the benchmark's
+    ``LoadLock`` turn, so the next benchmark loads while this one waits for the parent.
+    """
 
     def __init__(
-        self, channel: Channel, version: str, task: dict[str, Any], cache_identity: dict[str, Any] | None
+        self,
+        channel: BenchmarkChannel,
+        commands: Commands,
+        version: str,
+        task: dict[str, Any],
+        cache_identity: dict[str, Any] | None,
     ):
         self.channel = channel
+        self.commands = commands
         self.version = version
         self.task = task
         self.cache_identity = cache_identity
         self.passed = False
+        self.loaded: Callable[[], None] = lambda: None
 
     def install(self, adapter: Any) -> None:
         load = adapter.load_dataset
 
         def gated_load(*args: Any, **kwargs: Any) -> Any:
             loaded = load(*args, **kwargs)
+            self.loaded()
             if not self.passed:
                 self.wait(loaded)
             return loaded
@@ -215,9 +375,12 @@ class RenderGate:
     def wait(self, loaded: dict[str, Any]) -> None:
         repeats = int(self.task.get("repeats") or 1)
         self.channel.emit(
-            "rendered", evalscope_version=self.version, samples=rendered_samples(loaded, repeats)
+            "rendered",
+            evalscope_version=self.version,
+            pid=os.getpid(),
+            samples=rendered_samples(loaded, repeats),
         )
-        command = json.loads(sys.stdin.readline() or '{"action": "exit"}')
+        command = self.commands.next(self.channel.benchmark)
         if command.get("action") != "run":
             raise NotRun
         if command.get("task") != self.task:
@@ -261,17 +424,28 @@ def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def install_evaluator(benchmark: str, channel: Channel, errors_log: str, gate: RenderGate) -> None:
+class ErrorsLog:
+    """``evalscope_errors.jsonl``, shared by every benchmark of the worker: one line per failed sample."""
+
+    def __init__(self, path: str) -> None:
+        from evalpipe.io import JsonlAppender
+
+        self._log = JsonlAppender(Path(path))
+        self._lock = threading.Lock()
+
+    def append(self, record: BaseModel) -> None:
+        with self._lock:
+            self._log.append(record)
+            self._log.fsync()
+
+
+def install_evaluator(benchmark: str, channel: BenchmarkChannel, errors: ErrorsLog, gate: RenderGate) -> None:
     """Register an Evaluator for ``benchmark`` that reports its loaded samples through ``gate`` before any
     request, progress, and per-sample errors."""
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
-    from evalpipe.io import JsonlAppender
     from evalpipe.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
-
-    errors = JsonlAppender(Path(errors_log))
-    lock = threading.Lock()
 
     # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
     class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)
@@ -292,18 +466,17 @@ def install_evaluator(benchmark: str, channel: Channel, errors_log: str, gate: R
                 phase: ErrorPhase = (
                     "predict" if item.needs_predict and not item.prediction_persisted else "review"
                 )
-                record = EvalscopeErrorRecord(
-                    benchmark=benchmark,
-                    subset=item.subset,
-                    index=int(index),
-                    phase=phase,
-                    error_type=type(exc).__name__,
-                    message=str(exc)[:2000],
-                    at=_now(),
+                errors.append(
+                    EvalscopeErrorRecord(
+                        benchmark=benchmark,
+                        subset=item.subset,
+                        index=int(index),
+                        phase=phase,
+                        error_type=type(exc).__name__,
+                        message=str(exc)[:2000],
+                        at=_now(),
+                    )
                 )
-                with lock:
-                    errors.append(record)
-                    errors.fsync()
                 channel.emit("sample", subset=item.subset, index=int(index), ok=False, phase=phase)
                 raise
             channel.emit("sample", subset=item.subset, index=int(index), ok=True)
@@ -312,47 +485,126 @@ def install_evaluator(benchmark: str, channel: Channel, errors_log: str, gate: R
     EVALUATOR_REGISTRY[benchmark] = EvalpipeEvaluator
 
 
-def main() -> int:
-    spec = WorkerSpec.model_validate_json(sys.stdin.readline())
-    channel = Channel(spec.channel_fd)
-    try:
+class BenchmarkFailed(Exception):
+    """A benchmark's ``run_task`` (or its set-up) raised: the worker reports it and exits non-zero."""
+
+    def __init__(self, benchmark: str, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.benchmark = benchmark
+
+
+class Worker:
+    """What every benchmark of the process shares: the channel, the commands, the lock, the errors log."""
+
+    def __init__(self, spec: WorkerSpec, channel: Channel, lines: Lines) -> None:
         import evalscope
 
-        register_adapter(spec.benchmark)
-        install_nltk_guard(spec.benchmark)
-        task_kwargs: dict[str, Any] = spec.task
-        cache_identity = None
-        if task_kwargs.get("use_cache") and not task_kwargs.get("rerun_review"):
-            problem = cache_identity_problem(task_kwargs)
-            if problem is not None:
-                task_kwargs = {**task_kwargs, "rerun_review": True}
-            cache_identity = {"rerun_review": problem is not None, "reason": problem}
-        gate = RenderGate(channel, evalscope.__version__, spec.task, cache_identity)
-        if spec.task.get("use_cache"):
-            # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
-            # parent must see the prompts (recorded hashes) and repair the cache before either happens
-            gate.wait(load_separately(spec.task, spec.benchmark))
-        install_evaluator(spec.benchmark, channel, spec.errors_log, gate)
-        prepare_code_execution(spec.benchmark, spec.code_sandbox)
+        self.spec = spec
+        self.channel = channel
+        self.commands = Commands(lines, [b.benchmark for b in spec.benchmarks])
+        self.load_lock = LoadLock()
+        self.errors = ErrorsLog(spec.errors_log)
+        self.version: str = evalscope.__version__
 
-        from evalscope import TaskConfig, run_task
+    def run_benchmark(self, item: BenchmarkTask) -> None:
+        """One benchmark, start to ``finished``: set-up, render gate, ``run_task``.  Raises
+        ``BenchmarkFailed`` naming it."""
+        name = item.benchmark
+        channel = BenchmarkChannel(self.channel, name)
+        try:
+            print(
+                f"===== evalpipe: {name}: EvalScope task starts {_now()} =====", file=sys.stderr, flush=True
+            )
+            with self.load_lock.turn():
+                register_adapter(name)
+                install_nltk_guard(name)
+                task_kwargs: dict[str, Any] = item.task
+                cache_identity = None
+                if task_kwargs.get("use_cache") and not task_kwargs.get("rerun_review"):
+                    problem = cache_identity_problem(task_kwargs)
+                    if problem is not None:
+                        task_kwargs = {**task_kwargs, "rerun_review": True}
+                    cache_identity = {"rerun_review": problem is not None, "reason": problem}
+                gate = RenderGate(channel, self.commands, self.version, item.task, cache_identity)
+                # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
+                # parent must see the prompts (recorded hashes) and repair the cache before either happens
+                loaded = load_separately(item.task, name) if item.task.get("use_cache") else None
+            if loaded is not None:
+                gate.wait(loaded)
+            with self.load_lock.turn() as end_turn:
+                gate.loaded = end_turn  # the turn ends when run_task's own load returns (or run_task does)
+                install_evaluator(name, channel, self.errors, gate)
+                prepare_code_execution(name, self.spec.code_sandbox)
 
-        api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-        task = TaskConfig(**task_kwargs, api_key=api_key or "EMPTY")
-        run_task(task)
-        if not gate.passed:
-            raise RuntimeError(f"EvalScope finished without loading the {spec.benchmark} dataset")
-        channel.emit("finished", ran=True, rerun_review=bool(task_kwargs.get("rerun_review")))
+                from evalscope import TaskConfig, run_task
+
+                env = self.spec.api_key_env
+                api_key = os.environ.get(env) if env else None
+                run_task(TaskConfig(**task_kwargs, api_key=api_key or "EMPTY"))
+            if not gate.passed:
+                raise RuntimeError(f"EvalScope finished without loading the {name} dataset")
+            channel.emit("finished", ran=True, rerun_review=bool(task_kwargs.get("rerun_review")))
+        except NotRun:
+            channel.emit("finished", ran=False)
+        except BaseException as exc:
+            raise BenchmarkFailed(name, exc) from exc
+
+    def run_one_after_another(self) -> None:
+        for item in self.spec.benchmarks:
+            self.run_benchmark(item)
+
+    def run_together(self) -> None:
+        """One thread per benchmark, started in the spec's order; the first failure is raised at once
+        (the others are left running: the caller ends the process)."""
+        failures: queue.SimpleQueue[BenchmarkFailed | None] = queue.SimpleQueue()
+
+        def run(item: BenchmarkTask) -> None:
+            try:
+                self.run_benchmark(item)
+            except BenchmarkFailed as exc:
+                failures.put(exc)
+                return
+            failures.put(None)
+
+        for item in self.spec.benchmarks:
+            threading.Thread(target=run, args=(item,), name=f"evalpipe-{item.benchmark}", daemon=True).start()
+        for _ in self.spec.benchmarks:
+            failure = failures.get()
+            if failure is not None:
+                raise failure
+
+
+def main() -> int:
+    lines = Lines()
+    spec = WorkerSpec.model_validate_json(lines.readline())
+    channel = Channel(spec.channel_fd)
+    failed = False
+    try:
+        worker = Worker(spec, channel, lines)
+        if spec.together:
+            worker.run_together()
+        else:
+            worker.run_one_after_another()
         return 0
-    except NotRun:
-        channel.emit("finished", ran=False)
-        return 0
-    except BaseException as exc:
+    except BenchmarkFailed as exc:
+        failed = True
+        cause = exc.__cause__ or exc
+        traceback.print_exception(cause)
+        channel.emit("failed", benchmark=exc.benchmark, error=str(exc)[:2000])
+        return 1
+    except BaseException as exc:  # before any benchmark started (EvalScope import): the first one failed
+        failed = True
         traceback.print_exc()
-        channel.emit("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        first = spec.benchmarks[0].benchmark if spec.benchmarks else ""
+        channel.emit("failed", benchmark=first, error=f"{type(exc).__name__}: {exc}"[:2000])
         return 1
     finally:
         channel.close()
+        if failed and spec.together:
+            # the other benchmarks' threads are still in EvalScope's thread pools, which interpreter exit
+            # would wait for: leave now (the parent ends the process group and what it started anyway)
+            sys.stderr.flush()
+            os._exit(1)
 
 
 if __name__ == "__main__":  # the guard LiveCodeBench's spawned test processes rely on

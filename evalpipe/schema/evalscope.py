@@ -111,6 +111,11 @@ class EvalscopeTask(Row):
     started_at: str
     resumed: bool = False
     rerun_review: bool = False
+    worker_pid: int | None = Field(
+        None,
+        description="Process id of the EvalScope worker that rendered and ran the benchmark (one worker "
+        "serves every benchmark of a stage); absent in runs recorded before it was kept.",
+    )
 
 
 class EvalscopeTasks(Artifact):
