@@ -9,6 +9,7 @@ requests it is answering at once, so the server's own view is what is asserted.
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +23,7 @@ from scripted_server import Rule, ScriptedServer
 from evalpipe import pipeline
 from evalpipe.io import read_jsonl, read_model
 from evalpipe.rundir import RunDir
-from evalpipe.schema.evalscope import PromptHashRecord
+from evalpipe.schema.evalscope import EvalscopeTasks, PromptHashRecord
 from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.timings import StageTimings
 from evalpipe.server.proxy import UPSTREAM_TIMEOUT, recording_proxy
@@ -100,6 +101,15 @@ def test_proxy_timeout_counts_server_time_only_and_frees_the_slot(tmp_path: Path
     assert len(ok) == 2 and max(a.queue_wait_s or 0 for a in ok) > 1.0  # queued past a 1.5 s slot, not failed
 
 
+def _assert_one_worker(rundir: RunDir) -> None:
+    """Both benchmarks were rendered and run by one EvalScope worker process (one EvalScope import)."""
+    tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks).tasks
+    assert sorted(t.benchmark for t in tasks) == ["gsm8k", "ifeval"]
+    (pid,) = {t.worker_pid for t in tasks}
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert pid is not None and re.findall(r"worker pid (\d+)", log) == [str(pid)]
+
+
 #: Server time of each GSM8K answer in the pipelined test: long enough for IFEval's worker to start (import,
 #: render, load: seconds on a loaded machine) and queue behind GSM8K while GSM8K holds both slots.
 GSM8K_DELAY_S = 10.0
@@ -139,6 +149,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
         app = srv.app
     assert len(result.outcomes) == 7
     assert app.max_in_flight == 2  # both slots used, never a third
+    _assert_one_worker(rundir)
 
     bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}
     served = sorted(app.requests, key=lambda r: r.arrived)
@@ -206,6 +217,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     gsm = [r for r in app.requests if bench_of[r.prompt_sha256] == "gsm8k"]
     ife = [r for r in app.requests if bench_of[r.prompt_sha256] == "ifeval"]
     assert len(gsm) == 2 and len(ife) == 2 and app.max_in_flight <= 2
+    _assert_one_worker(rundir)
     assert min(r.arrived for r in ife) >= max(r.answered or 0 for r in gsm)  # one after the other
     used = read_model(rundir.timings, StageTimings).utilisation
     assert (

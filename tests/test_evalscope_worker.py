@@ -1,0 +1,132 @@
+"""One EvalScope worker process serves every benchmark of the stage (one EvalScope import, not one per
+benchmark), one after another or side by side, and renders every prompt byte for byte as a worker of its
+own per benchmark does; one benchmark's failure ends the worker, naming that benchmark.
+
+Each test starts real EvalScope workers (seconds each); no request reaches a server unless a test says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evalscope_helpers import picked_run, run_config
+from scripted_server import Rule, ScriptedServer
+
+from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
+from evalpipe.evalscope_bridge.stage import run_evalscope
+from evalpipe.evalscope_bridge.task import build_task
+from evalpipe.rundir import RunDir
+
+pytestmark = pytest.mark.slow
+
+#: Few-shot GSM8K (4 examples) and C-Eval (5, per subject), and IFEval: every kind of prompt assembly.
+PICKS = {"ceval": ["accountant/0", "art_studies/3"], "ifeval": ["1162", "1051"]}
+
+Task = tuple[str, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def materialized(
+    tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path
+) -> tuple[RunDir, list[Task]]:
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
+
+    lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    picks = {"gsm8k": [gsm8k_id(json.loads(line)["question"]) for line in lines], **PICKS}
+    cfg = run_config({name: len(ids) for name, ids in picks.items()})
+    rundir, manifest, datasets = picked_run(
+        tmp_path_factory.mktemp("worker") / "run", cfg, picks, datasets_root=shared_datasets
+    )
+    index_map = materialize(rundir, manifest, datasets, cfg)
+    tasks = [
+        (
+            ds.benchmark,
+            build_task(
+                cfg,
+                ds.benchmark,
+                api_url="http://127.0.0.1:9/v1",  # nothing is sent: every benchmark is stopped once rendered
+                dataset_dir=rundir.root / ds.path,
+                subsets=ds.subsets,
+                work_dir=rundir.evalscope_work_dir(ds.benchmark),
+            ),
+        )
+        for ds in index_map.datasets
+    ]
+    return rundir, tasks
+
+
+def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, dict[str, Any]]:
+    """Each benchmark's ``rendered`` event from one worker started for ``tasks``; none is run."""
+    out: dict[str, dict[str, Any]] = {}
+    with WorkerProcess(rundir) as worker:
+        worker.start(tasks, together=together)
+        for name, _ in tasks:
+            out[name] = worker.rendered(name)
+            worker.stop(name)
+        worker.wait_exit()
+    return out
+
+
+def _prompts(event: dict[str, Any]) -> dict[tuple[str, int], str]:
+    return {(s["subset"], s["index"]): s["prompt_sha256"] for s in event["samples"]}
+
+
+def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(materialized) -> None:
+    rundir, tasks = materialized
+    alone = {name: _render(rundir, [(name, task)], together=False)[name] for name, task in tasks}
+    side_by_side = _render(rundir, list(reversed(tasks)), together=True)
+    in_turn = _render(rundir, tasks, together=False)
+
+    assert sorted(alone) == sorted(side_by_side) == sorted(in_turn) == ["ceval", "gsm8k", "ifeval"]
+    for name in alone:
+        expected = _prompts(alone[name])
+        assert len(expected) == 2, name
+        assert _prompts(side_by_side[name]) == expected, name
+        assert _prompts(in_turn[name]) == expected, name
+    # one process served all three benchmarks, in each schedule; a worker per benchmark is three processes
+    assert len({e["pid"] for e in side_by_side.values()}) == 1
+    assert len({e["pid"] for e in in_turn.values()}) == 1
+    assert len({e["pid"] for e in alone.values()}) == 3
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert len(re.findall(r"worker pid \d+", log)) == 3 + 1 + 1
+    assert not list(rundir.hf_cache_dir.iterdir())  # each worker's private HF cache is gone with it
+
+
+@pytest.mark.parametrize("schedule", ["pipelined", "sequential"])
+def test_a_failing_benchmark_ends_the_shared_worker_naming_it(
+    tmp_path: Path, shared_datasets: Path, schedule: str
+) -> None:
+    """IFEval's dataset no longer loads: the stage ends with IFEval's error, whichever benchmark's wait saw
+    the worker end first; the worker's process group is gone and its cache removed."""
+    from evalpipe.benchmarks.gsm8k import gsm8k_id
+
+    line = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    cfg = run_config(
+        {"gsm8k": 1, "ifeval": 1},
+        generation={
+            "concurrency": 2,
+            "schedule": schedule,
+            "max_tokens": {"gsm8k": 64},
+            "request_timeout_s": 60,
+        },
+    )
+    picks = {"gsm8k": [gsm8k_id(json.loads(line)["question"])], "ifeval": ["1162"]}
+    rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, picks, datasets_root=shared_datasets)
+    index_map = materialize(rundir, manifest, datasets, cfg)
+    (rundir.datasets_dir / "ifeval" / "default" / "train.jsonl").write_text("{not json\n", encoding="utf-8")
+    with ScriptedServer([], default=Rule("", "The answer is \\boxed{1}.", delay_s=0.5)) as srv:
+        with pytest.raises(EvalscopeFailed, match="EvalScope failed on ifeval") as info:
+            run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
+    assert "exit code 1" in info.value.details
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    (pid,) = re.findall(r"worker pid (\d+)", log)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(int(pid), 0)  # nothing left in the worker's process group
+    assert "Traceback" in log
+    assert not list(rundir.hf_cache_dir.iterdir())
