@@ -9,6 +9,7 @@ must hash to the outcome's prompt hash (the join the audit relies on).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.io import read_jsonl, read_model
 from evalpipe.nltk_data import punkt_tab_available
-from evalpipe.schema.evalscope import EvalscopeErrorRecord, IndexMap, PromptHashRecord
+from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, PromptHashRecord
 
 pytestmark = pytest.mark.slow
 
@@ -280,8 +281,14 @@ def test_materialized_rows_reach_evalscope_byte_for_byte(run) -> None:
 def test_evalscope_log_captured_and_tasks_recorded(run) -> None:
     rundir = run["rundir"]
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    # one worker served the four benchmarks side by side, costliest first; each task's start is marked
+    (header,) = re.findall(r"EvalScope worker for (.*) \(side by side\) started", log)
+    assert sorted(header.split(", ")) == ["ceval", "gsm8k", "ifeval", "live_code_bench"]
     for name in ("gsm8k", "ceval", "ifeval", "live_code_bench"):
-        assert f"EvalScope worker for {name}" in log
-    assert "\x1b[" not in log.split("EvalScope worker for gsm8k")[1][:2000]  # colours off
+        assert log.count(f"evalpipe: {name}: EvalScope task starts") == 1
+    (pid,) = re.findall(r"worker pid (\d+)", log)
+    tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks).tasks
+    assert {t.worker_pid for t in tasks} == {int(pid)} and len(tasks) == 4
+    assert "\x1b[" not in log.split("EvalScope worker for")[1][:2000]  # colours off
     assert len(jsonl(rundir.prompt_hashes)) == 13  # one rendered-prompt record per entry
-    assert not list(rundir.hf_cache_dir.iterdir())  # per-worker dataset caches removed
+    assert not list(rundir.hf_cache_dir.iterdir())  # the worker's private dataset cache removed
