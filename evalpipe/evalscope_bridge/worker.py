@@ -578,7 +578,7 @@ def main() -> int:
     lines = Lines()
     spec = WorkerSpec.model_validate_json(lines.readline())
     channel = Channel(spec.channel_fd)
-    failed = False
+    failed: tuple[str, str] | None = None  # (benchmark, error)
     try:
         worker = Worker(spec, channel, lines)
         if spec.together:
@@ -587,20 +587,22 @@ def main() -> int:
             worker.run_one_after_another()
         return 0
     except BenchmarkFailed as exc:
-        failed = True
-        cause = exc.__cause__ or exc
-        traceback.print_exception(cause)
-        channel.emit("failed", benchmark=exc.benchmark, error=str(exc)[:2000])
+        traceback.print_exception(exc.__cause__ or exc)
+        failed = (exc.benchmark, str(exc)[:2000])
         return 1
     except BaseException as exc:  # before any benchmark started (EvalScope import): the first one failed
-        failed = True
         traceback.print_exc()
         first = spec.benchmarks[0].benchmark if spec.benchmarks else ""
-        channel.emit("failed", benchmark=first, error=f"{type(exc).__name__}: {exc}"[:2000])
+        failed = (first, f"{type(exc).__name__}: {exc}"[:2000])
         return 1
     finally:
-        channel.close()
-        if failed and spec.together:
+        # a parent that is gone (broken pipe) cannot be told: the worker still ends
+        if failed is not None:
+            with contextlib.suppress(OSError):
+                channel.emit("failed", benchmark=failed[0], error=failed[1])
+        with contextlib.suppress(OSError):
+            channel.close()
+        if failed is not None and spec.together:
             # the other benchmarks' threads are still in EvalScope's thread pools, which interpreter exit
             # would wait for: leave now (the parent ends the process group and what it started anyway)
             sys.stderr.flush()
