@@ -66,6 +66,7 @@ class Attempt:
     client_disconnected: bool = False  # answered after the client gave up (never delivered)
     response_text: str = "answer"
     chat_template_kwargs: dict[str, Any] | None = None  # as the request body carried them
+    resent_after: str | None = None  # the proxy re-sent it on a fresh connection after this error
 
 
 @dataclass
@@ -300,6 +301,7 @@ class RunDirBuilder:
                 else None,
                 latency_s=a.duration_s,
                 transport_error=a.transport_error,
+                resent_after=a.resent_after,
                 client_disconnected=a.client_disconnected,
                 response_sha256=sha256_hex(a.response_text) if ok else None,
             )

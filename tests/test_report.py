@@ -100,6 +100,16 @@ def test_request_paragraph(tmp_path: Path, planted: tuple[Path, Summary]) -> Non
     assert request_paragraph(s3).startswith(
         "3 actual requests for 1 sample; no duplicates; 2 retries (1 after HTTP 500, 1 after HTTP 503);"
     )
+    b = RunDirBuilder(tmp_path / "resent")
+    b.add(Sample("gsm8k", "a", attempts=[Attempt(resent_after="IncompleteReadError")]), Sample("gsm8k", "b"))
+    s4 = audit_run(b.write().root, write=False)
+    assert s4.requests.hidden_resends == 1
+    assert request_paragraph(s4) == (
+        "2 actual requests for 2 samples; no duplicates; no retries; 1 request re-sent by the proxy on a fresh "
+        "connection after a reused one failed before any answer (the server may have received each twice); "
+        "no correctness-based selection."
+    )
+    assert s3.requests.hidden_resends == 0
 
 
 def test_html_has_same_content_and_a_valid_svg_plot(planted: tuple[Path, Summary]) -> None:

@@ -1,5 +1,5 @@
 """What the request log says, run-wide and per benchmark: actual requests per sample, duplicates, retries
-and their causes, transport failures, token throughput, and whether responses were selected by the
+and their causes, transport failures, the proxy's re-sends on a fresh connection, token throughput, and whether responses were selected by the
 declared rule (never by correctness)."""
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ def request_audit(
     failed = sum(1 for a in attempts if not attempt_ok(a))
     unlinked = len(linkage.unlinked) if benchmark is None else None
     other = len(linkage.other) if benchmark is None else None
-    if benchmark is None:  # run-wide: failures of unlinked attempts are transport failures too
+    resent = sum(1 for a in attempts if a.resent_after)
+    if benchmark is None:  # run-wide: failures and re-sends of unlinked attempts count too
         failed += sum(1 for a in linkage.unlinked if not attempt_ok(a))
+        resent += sum(1 for a in linkage.unlinked if a.resent_after)
     return RequestAudit(
         samples=len(entries),
         samples_with_requests=with_req,
@@ -36,6 +38,7 @@ def request_audit(
         retries=sum(g.retries for g in groups),
         retry_causes=dict(sorted(Counter(c for g in groups for c in g.retry_causes).items())),
         transport_failures=failed,
+        hidden_resends=resent,
         unlinked=unlinked,
         other_requests=other,
         log_torn_tail=torn,

@@ -66,6 +66,13 @@ class RequestAttempt(Row):
     transport_error: str | None = Field(
         default=None, description="Exception class name when no response came."
     )
+    resent_after: str | None = Field(
+        default=None,
+        description="The proxy sent this attempt to the server twice: the first send, on a reused keep-alive "
+        "connection, failed before any response byte with this exception, and it was re-sent once on a fresh "
+        "connection.  A server that read the first send may have worked on it too.  None: sent once (or a "
+        "file written before re-sends were recorded).",
+    )
     client_disconnected: bool = Field(
         default=False,
         description="The server answered but the client had already gone (e.g. its read timeout expired): "

@@ -147,6 +147,11 @@ class RequestAudit(Row):
     transport_failures: int | None = Field(
         default=None, description="Attempts with HTTP >= 400, a transport error or no recorded response."
     )
+    hidden_resends: int | None = Field(
+        default=None,
+        description="Attempts the proxy sent to the server twice (a reused keep-alive connection failed before "
+        "any response byte; re-sent once on a fresh one): the server may have received the request twice.",
+    )
     unlinked: int | None = Field(default=None, description="Chat attempts whose prompt matches no sample.")
     other_requests: int | None = Field(
         default=None, description="Attempts without chat messages (health etc.)."

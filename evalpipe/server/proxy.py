@@ -51,6 +51,7 @@ from evalpipe.server.recorder import (
     M_ENDED,
     M_ERROR,
     M_LATENCY,
+    M_RESENT,
     M_STATUS,
     M_STREAM,
     encode_frame,
@@ -415,7 +416,7 @@ class _Proxy:
         # served (asyncio.Semaphore wakes its waiters in FIFO order), and the wait is recorded on its own
         if self._slots is not None:
             await self._slots.acquire()
-        rec += [time.perf_counter() - arrived, time.time()]  # M_QUEUE_WAIT, M_ADMITTED
+        rec += [time.perf_counter() - arrived, time.time(), None]  # M_QUEUE_WAIT, M_ADMITTED, M_RESENT
         exchange = _Exchange(rec, body, time.perf_counter())
         self.in_flight += 1
         try:
@@ -460,7 +461,13 @@ class _Proxy:
         web = self._web
         rec = ex.rec
         try:
-            up, chunks_in = await self._client.request(request.method, request.raw_path, headers, fwd)
+
+            def resent(exc: BaseException) -> None:  # the first send failed on a reused connection
+                rec[M_RESENT] = type(exc).__name__
+
+            up, chunks_in = await self._client.request(
+                request.method, request.raw_path, headers, fwd, on_resend=resent
+            )
             rec[M_STATUS] = up.status
             ctype = rec[M_CTYPE] = up.content_type
             rec[M_CENC] = up.content_encoding

@@ -52,7 +52,8 @@ FLUSH = "flush"
     M_X_REQUEST_ID,
     M_QUEUE_WAIT,
     M_ADMITTED,
-) = range(16)
+    M_RESENT,
+) = range(17)
 
 
 def encode_frame(meta: list[Any], request: bytes, response: bytes) -> bytes:
@@ -120,6 +121,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         x_request_id=meta[M_X_REQUEST_ID] if len(meta) > M_X_REQUEST_ID else None,
         queue_wait_s=round(meta[M_QUEUE_WAIT], 6) if len(meta) > M_QUEUE_WAIT else None,
         admitted_at=_iso(meta[M_ADMITTED]) if len(meta) > M_ADMITTED else None,
+        resent_after=meta[M_RESENT] if len(meta) > M_RESENT else None,
         response_sha256=sha256_hex(answer_text(text)) if isinstance(text, str) else None,
     )
 

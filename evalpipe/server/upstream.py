@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -94,13 +94,22 @@ class UpstreamClient:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
 
     async def request(
-        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        *,
+        on_resend: Callable[[BaseException], None] | None = None,
     ) -> tuple[UpstreamResponse, AsyncGenerator[bytes, None]]:
         """Send one request; returns the response head and an iterator over its body chunks.
 
         The body iterator must be consumed (or closed) before the connection can be reused.  A reused
-        keep-alive connection that the server had already closed is retried once on a fresh one (no
-        response byte had arrived, so the server never saw the request).
+        keep-alive connection that fails before any response byte is retried once on a fresh one: most
+        often the server had closed the idle connection (a keep-alive timeout) and never saw the request,
+        but a server that read the request and then dropped the connection did see it — the two cannot be
+        told apart from here, so ``on_resend`` is called with the first send's error before the re-send
+        (the proxy records it on the attempt).
         """
         payload = self._head(method, target, headers, len(body)) + body
         conn = await self._acquire()
@@ -112,6 +121,8 @@ class UpstreamClient:
             partial = getattr(exc, "partial", b"")
             if not conn.reused or partial:
                 raise
+            if on_resend is not None:
+                on_resend(exc)
             conn = await self._connect()
             conn.writer.write(payload)
             head = await conn.reader.readuntil(b"\r\n\r\n")

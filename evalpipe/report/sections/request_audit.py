@@ -25,6 +25,11 @@ def request_paragraph(summary: Summary) -> str:
         parts.append("no retries")
     if r.transport_failures:
         parts.append(plural(r.transport_failures, "transport failure"))
+    if r.hidden_resends:
+        parts.append(
+            f"{plural(r.hidden_resends, 'request')} re-sent by the proxy on a fresh connection after a reused "
+            "one failed before any answer (the server may have received each twice)"
+        )
     if r.unlinked:
         parts.append(f"{plural(r.unlinked, 'request')} not linked to any sample")
     if r.samples_with_requests is not None and r.samples_with_requests < r.samples:
