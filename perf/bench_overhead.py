@@ -6,7 +6,7 @@ both sides.  Rounds alternate the order (evalpipe first, then bare first, …) s
 hits both alike, and the medians are compared.
 
 * evalpipe: ``evalpipe run CONFIG --endpoint URL`` as a user runs it (CLI start-up, sampling,
-  materialising, server verification, recording proxy, one EvalScope worker per benchmark, outcomes,
+  materialising, server verification, recording proxy, one EvalScope worker for every benchmark, outcomes,
   audit, reports) — its own ``timings.json`` splits the time by stage;
 * bare: one Python process running EvalScope's ``run_task`` on the same materialised samples with the
   same generation settings (what one would write by hand), no proxy, no audit.

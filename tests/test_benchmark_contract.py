@@ -10,7 +10,7 @@ without any other test being edited, and a broken variant of it fails.
 The battery: facts and loaders agree; ids unique and stable (a second load, rows in another order); record
 hashes independent of file format and line endings; declared strata = strata produced; the answer key
 covers every record; and through the whole pipeline (the self-test's controls, ``registry_controls``:
-one EvalScope worker per benchmark and mode) the materialised dataset loads back through EvalScope at
+one EvalScope worker per control run) the materialised dataset loads back through EvalScope at
 the mapped indices, the positive control scores every item and the negative control at most 10 %.
 """
 

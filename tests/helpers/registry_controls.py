@@ -5,7 +5,7 @@ one entry per benchmark: the demo's own entry where it has one, otherwise the be
 miniature sampled by ``samplers/demo/<name>.yaml`` — or, without that file, every bundled record.
 Every benchmark gets a ``min_score`` gate of 0.5, so the negative control must fail the gates.
 ``evalpipe.selftest.controls.run_selftest`` runs it: the positive control with every fault whose target
-is among the benchmarks, then the negative control, one EvalScope worker per benchmark each.
+is among the benchmarks, then the negative control, one EvalScope worker for each run.
 """
 
 from __future__ import annotations
