@@ -203,6 +203,8 @@ def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
             text=True,
             cwd=REPO,
             start_new_session=True,
+            # a background shell job ignores SIGINT and children inherit that: the CLI must see a real Ctrl-C
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             deadline = time.monotonic() + 120
