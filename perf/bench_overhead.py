@@ -90,9 +90,10 @@ def start_server(tmp: Path, work: Workload) -> tuple[subprocess.Popen, str]:
         sys.exit(str(exc))
 
 
-def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str) -> Path:
+def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, names: list[str]) -> Path:
     benchmarks = []
-    for name, folder in BENCHES.items():
+    for name in names:
+        folder = BENCHES[name]
         entry = {
             "name": name,
             "few_shot": 0,
@@ -114,7 +115,7 @@ def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str) -
             "schedule": schedule,
             "request_timeout_s": 600,
             "default_max_tokens": MAX_TOKENS,
-            "max_tokens": work.max_tokens,
+            "max_tokens": {name: work.max_tokens[name] for name in names},
         },
         "benchmarks": benchmarks,
         "output_root": str(tmp / "results"),
@@ -190,22 +191,32 @@ def main() -> None:
     ap.add_argument(
         "--per-benchmark", type=int, default=None, help="samples per benchmark (workload default)"
     )
+    ap.add_argument(
+        "--benchmarks",
+        default=",".join(BENCHES),
+        help=f"comma-separated subset of {','.join(BENCHES)} (leave out live_code_bench to compare without "
+        "code review: EvalScope's own review runs two interpreters per program, evalpipe's sandbox one)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     args = ap.parse_args()
     load = WORKLOADS[args.workload]
     per_benchmark = args.per_benchmark or load.per_benchmark
+    names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    unknown = sorted(set(names) - set(BENCHES))
+    if unknown or not names:
+        sys.exit(f"--benchmarks: unknown {unknown or 'empty'}; choose from {', '.join(BENCHES)}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     proc, base = start_server(tmp, load)
     try:
-        config = write_config(tmp, per_benchmark, load, args.schedule)
+        config = write_config(tmp, per_benchmark, load, args.schedule, names)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
         _, _ = run_evalpipe(config, base, tmp / "warm")
         datasets = tmp / "warm" / "datasets"
         rows = [json.loads(line) for line in (tmp / "warm" / "outcomes.jsonl").open()]
         n = len(rows)
-        subsets = {b: sorted({r["subset"] for r in rows if r["benchmark"] == b}) for b in BENCHES}
-        counts = {b: sum(1 for r in rows if r["benchmark"] == b) for b in BENCHES}
-        order = sorted(BENCHES, key=lambda b: -load.max_tokens[b] * counts[b])
+        subsets = {b: sorted({r["subset"] for r in rows if r["benchmark"] == b}) for b in names}
+        counts = {b: sum(1 for r in rows if r["benchmark"] == b) for b in names}
+        order = sorted(names, key=lambda b: -load.max_tokens[b] * counts[b])
         run_bare(datasets, subsets, base, tmp / "bare-warm", load, order)
         ep_util: list[float] = []
         ep_walls, bare_walls, stage_rows = [], [], []

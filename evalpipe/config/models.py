@@ -378,7 +378,9 @@ class GenerationConfig(Strict):
         default="pipelined",
         description="pipelined: every benchmark's EvalScope work starts together, largest expected cost "
         "(max_tokens × samples) first, so one benchmark's tail overlaps the others' work; sequential: "
-        "one benchmark after another (the schedule before issue 23). Either way the server sees at most "
+        "one benchmark's requests at a time, in config order (the next one's dataset load and prompt check "
+        "overlap the previous one's requests; its first request follows the previous one's last answer). "
+        "Either way the server sees at most "
         "`concurrency` requests, so its batch — and its answers — do not depend on the schedule.",
     )
     request_timeout_s: Annotated[float, Field(gt=0)] = Field(

@@ -10,10 +10,11 @@
    are dropped from the cache and recorded in ``cache_repairs.jsonl``; EvalScope re-requests them.
 4. EvalScope runs with ``ignore_errors``; its progress drives the terminal display.
 
-One EvalScope worker process serves every benchmark (EvalScope is imported once).
-``generation.schedule`` decides how benchmarks share the server: ``pipelined`` runs them side by side in
-that process, one thread each (the recording proxy keeps the server at ``generation.concurrency``
-requests in total), ``sequential`` runs them one after another.
+One EvalScope worker process serves every benchmark (EvalScope is imported once), one thread each.
+``generation.schedule`` decides how benchmarks share the server: ``pipelined`` sends their requests side by
+side (the recording proxy keeps the server at ``generation.concurrency`` requests in total), ``sequential``
+one benchmark's requests at a time — the next one's load and checks overlap the previous one's requests,
+its first request follows the previous one's last answer.
 """
 
 from __future__ import annotations
@@ -265,32 +266,18 @@ def run_evalscope(
                 )
         planned.append((name, entries, work_dir, task))
 
-    if cfg.generation.schedule == "sequential":
-        _run_sequential(
-            cfg,
-            rundir,
-            planned,
-            tasks,
-            recorded,
-            result,
-            resume=resume,
-            extending=extending,
-            progress=progress,
-            code_sandbox=code_sandbox,
-        )
-    else:
-        _run_pipelined(
-            cfg,
-            rundir,
-            planned,
-            tasks,
-            recorded,
-            result,
-            resume=resume,
-            extending=extending,
-            progress=progress,
-            code_sandbox=code_sandbox,
-        )
+    _run_benchmarks(
+        cfg,
+        rundir,
+        planned,
+        tasks,
+        recorded,
+        result,
+        resume=resume,
+        extending=extending,
+        progress=progress,
+        code_sandbox=code_sandbox,
+    )
     return result
 
 
@@ -358,41 +345,11 @@ def _finish(
         _write_tasks(rundir, tasks, version, result.punkt_tab)
 
 
-def _run_sequential(
-    cfg: RunConfig,
-    rundir: RunDir,
-    planned: list[Planned],
-    tasks: dict[str, EvalscopeTask],
-    recorded: dict[tuple[str, str], PromptHashRecord],
-    result: StageResult,
-    *,
-    resume: bool,
-    extending: bool,
-    progress: ProgressDisplay | None,
-    code_sandbox: SandboxRecord | None,
-) -> None:
-    """Benchmark by benchmark in one worker: each benchmark's ``run_task`` starts when the previous one
-    has returned."""
-    if not planned:
-        return
-    with WorkerProcess(rundir, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox) as worker:
-        worker.start([(plan[0], plan[3]) for plan in planned], together=False)
-        for plan in planned:
-            sink = _ProgressSink(progress, plan[0], len(plan[1]))
-            stage, version = _prepare(
-                rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
-            )
-            finished = worker.run(plan[0], plan[3], on_event=sink)
-            _finish(rundir, stage, finished, sink.failed, tasks, version, result)
-            result.benchmarks.append(stage)
-        worker.wait_exit()
-
-
 #: Seconds between checks of the running benchmarks while waiting (keeps Ctrl-C responsive).
 _POLL_S = 0.5
 
 
-def _run_pipelined(
+def _run_benchmarks(
     cfg: RunConfig,
     rundir: RunDir,
     planned: list[Planned],
@@ -405,18 +362,24 @@ def _run_pipelined(
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
 ) -> None:
-    """All benchmarks at once in one worker, largest expected cost first, sharing the proxy's slots.
+    """Every benchmark in one worker, one thread each there and one reader thread each here.
 
-    The worker starts every benchmark's thread in cost order; each benchmark is checked (rendering,
-    hashes, cache) before it is told to run, in cost order, so the costliest benchmark's requests queue
-    first and its tail overlaps the others' work.  Each benchmark's events are read by its own thread
-    here; the first failure ends the worker (its process group) and the error is raised here.
+    ``pipelined``: every benchmark's requests at once, sharing the proxy's slots, largest expected cost
+    first — each benchmark is checked (rendering, hashes, cache) before it is told to run, in cost order,
+    so the costliest benchmark's requests queue first and its tail overlaps the others' work.
+    ``sequential``: in the config's order, one benchmark's requests at a time (the worker's
+    ``GenerationTurns``): the next benchmark's load and checks happen while the previous one generates,
+    its first request follows the previous one's last answer.  The first failure ends the worker (its
+    process group) and the error is raised here.
     """
     from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
     if not planned:
         return
-    order = sorted(range(len(planned)), key=lambda i: -expected_cost(cfg, planned[i][0], len(planned[i][1])))
+    together = cfg.generation.schedule == "pipelined"
+    order = list(range(len(planned)))
+    if together:
+        order.sort(key=lambda i: -expected_cost(cfg, planned[i][0], len(planned[i][1])))
     stages: dict[str, BenchmarkStage] = {}
     with contextlib.ExitStack() as stack:
         # entered first, so it is shut down last: after the worker is gone and its readers have ended
@@ -426,7 +389,7 @@ def _run_pipelined(
         worker = stack.enter_context(
             WorkerProcess(rundir, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox)
         )
-        worker.start([(planned[i][0], planned[i][3]) for i in order], together=True)
+        worker.start([(planned[i][0], planned[i][3]) for i in order], together=together)
         running: dict[Future[tuple[dict[str, Any], int]], tuple[BenchmarkStage, str]] = {}
         for i in order:
             plan = planned[i]

@@ -6,11 +6,14 @@ once per benchmark.  It runs in its own process so that EvalScope's process-wide
 import, the patches below — never leak into evalpipe or a test session, and so that an interrupt can
 end it (and the LiveCodeBench test processes it spawns) as one process group.
 
-Benchmarks run one after another (``together`` false: ``generation.schedule: sequential``), each
-``run_task`` after the previous one returned, or side by side, one thread each (``together``: the
-``pipelined`` schedule), started in the order the spec lists them (the parent lists the largest cost
-first).  Side by side, what one benchmark's ``run_task`` does to process-wide state before its first
-request is serialised by ``LoadLock`` (its docstring says what and why).
+Every benchmark runs in a thread of its own, started in the order the spec lists them, and what one
+benchmark's ``run_task`` does to process-wide state before its first request is serialised by
+``LoadLock`` (its docstring says what and why).  Side by side (``together``: the ``pipelined`` schedule;
+the parent lists the largest cost first) their requests share the server at once.  One after another
+(``together`` false: ``generation.schedule: sequential``) ``GenerationTurns`` lets a benchmark send its
+first request only once the benchmark before it in the spec has its last answer: the server still sees
+one benchmark at a time, while the next one's set-up, dataset load and render check overlap the previous
+one's generation, and the previous one's scoring and report overlap the next one's.
 
 Protocol (one JSON object per line):
 
@@ -66,7 +69,8 @@ class WorkerSpec(BaseModel):
 
     #: In the order they start (the parent lists the largest expected cost first).
     benchmarks: list[BenchmarkTask]
-    #: One thread per benchmark, side by side (the ``pipelined`` schedule); else one after another.
+    #: Requests of every benchmark at once (the ``pipelined`` schedule); else one benchmark's requests at a
+    #: time, in the spec's order (``GenerationTurns``).
     together: bool = False
     api_key_env: str | None = None
     errors_log: str
@@ -216,6 +220,72 @@ class LoadLock:
             end()
 
 
+class GenerationTurns:
+    """One benchmark's requests at a time, in a fixed order (the ``sequential`` schedule).
+
+    A benchmark starts its set-up and dataset load once the benchmark before it has begun sending requests
+    (so the first benchmark's requests are not delayed by the others' loads), waits for its turn after its
+    render check passed and before its first request, and passes its turn to the next benchmark when its
+    last prediction has returned (answered, or failed after EvalScope's retries) — not when its
+    ``run_task`` returns: its scoring, aggregation and report then overlap the next benchmark's requests,
+    as the next one's set-up and load overlapped its own.  A benchmark that ends in any other way (not
+    run, failed) passes its turn too.
+    """
+
+    def __init__(self, order: list[str]) -> None:
+        self._order = order
+        self._started: set[str] = set()
+        self._done: set[str] = set()
+        self._cond = threading.Condition()
+
+    def _before(self, benchmark: str) -> list[str]:
+        return self._order[: self._order.index(benchmark)]
+
+    def may_prepare(self, benchmark: str) -> None:
+        """Block until the benchmark before ``benchmark`` has begun sending requests (or has ended)."""
+        before = self._before(benchmark)
+        if before:
+            with self._cond:
+                self._cond.wait_for(lambda: bool({before[-1]} & (self._started | self._done)))
+
+    def wait(self, benchmark: str) -> None:
+        """Block until every benchmark before ``benchmark`` has passed its turn; then it is ``benchmark``'s."""
+        before = set(self._before(benchmark))
+        with self._cond:
+            self._cond.wait_for(lambda: before <= self._done)
+            self._started.add(benchmark)
+            self._cond.notify_all()
+
+    def done(self, benchmark: str) -> None:
+        """``benchmark`` sends no more requests (idempotent)."""
+        with self._cond:
+            self._done.add(benchmark)
+            self._cond.notify_all()
+
+
+class PredictionCount:
+    """Calls ``on_last`` once the last of a benchmark's pending predictions has returned (or at once when
+    none is pending, e.g. a resume with every answer cached)."""
+
+    def __init__(self, on_last: Callable[[], None]) -> None:
+        self._on_last = on_last
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def expect(self, pending: int) -> None:
+        with self._lock:
+            self._pending = pending
+        if pending == 0:
+            self._on_last()
+
+    def returned(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            last = self._pending == 0
+        if last:
+            self._on_last()
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -351,12 +421,15 @@ class RenderGate:
         version: str,
         task: dict[str, Any],
         cache_identity: dict[str, Any] | None,
+        turn: Callable[[], None] = lambda: None,
     ):
         self.channel = channel
         self.commands = commands
         self.version = version
         self.task = task
         self.cache_identity = cache_identity
+        #: Blocks until this benchmark may send requests (``GenerationTurns.wait``; side by side: at once).
+        self.turn = turn
         self.passed = False
         self.loaded: Callable[[], None] = lambda: None
 
@@ -390,6 +463,7 @@ class RenderGate:
         self.passed = True
         if self.cache_identity is not None:
             self.channel.emit("cache_identity", **self.cache_identity)
+        self.turn()
 
 
 def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
@@ -439,9 +513,16 @@ class ErrorsLog:
             self._log.fsync()
 
 
-def install_evaluator(benchmark: str, channel: BenchmarkChannel, errors: ErrorsLog, gate: RenderGate) -> None:
+def install_evaluator(
+    benchmark: str,
+    channel: BenchmarkChannel,
+    errors: ErrorsLog,
+    gate: RenderGate,
+    last_prediction: Callable[[], None] = lambda: None,
+) -> None:
     """Register an Evaluator for ``benchmark`` that reports its loaded samples through ``gate`` before any
-    request, progress, and per-sample errors."""
+    request, progress, and per-sample errors, and calls ``last_prediction`` once its last pending
+    prediction has returned."""
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
@@ -452,11 +533,19 @@ def install_evaluator(benchmark: str, channel: BenchmarkChannel, errors: ErrorsL
         def __init__(self, benchmark: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(benchmark, *args, **kwargs)
             gate.install(benchmark)
+            self._predictions = PredictionCount(last_prediction)
 
         def _collect_work_items(self, dataset_dict: Any) -> Any:
             ctx = super()._collect_work_items(dataset_dict)
             channel.emit("start", total=ctx.grand_total, cached=ctx.total_cached)
+            self._predictions.expect(sum(1 for item in ctx.work_items if item.needs_predict))
             return ctx
+
+        def _predict_sample(self, sample: Any, model_prediction_dir: str) -> Any:
+            try:  # EvalScope's retries happen inside: a return or a raise here is the sample's last request
+                return super()._predict_sample(sample, model_prediction_dir)
+            finally:
+                self._predictions.returned()
 
         def _process_work_item(self, item: Any, model_prediction_dir: str) -> Any:
             index = item.sample.id if item.sample is not None else item.task_state.sample_id
@@ -503,6 +592,7 @@ class Worker:
         self.channel = channel
         self.commands = Commands(lines, [b.benchmark for b in spec.benchmarks])
         self.load_lock = LoadLock()
+        self.turns = None if spec.together else GenerationTurns([b.benchmark for b in spec.benchmarks])
         self.errors = ErrorsLog(spec.errors_log)
         self.version: str = evalscope.__version__
 
@@ -512,6 +602,8 @@ class Worker:
         name = item.benchmark
         channel = BenchmarkChannel(self.channel, name)
         try:
+            if self.turns is not None:
+                self.turns.may_prepare(name)
             print(
                 f"===== evalpipe: {name}: EvalScope task starts {_now()} =====", file=sys.stderr, flush=True
             )
@@ -525,7 +617,15 @@ class Worker:
                     if problem is not None:
                         task_kwargs = {**task_kwargs, "rerun_review": True}
                     cache_identity = {"rerun_review": problem is not None, "reason": problem}
-                gate = RenderGate(channel, self.commands, self.version, item.task, cache_identity)
+                turns = self.turns
+                gate = RenderGate(
+                    channel,
+                    self.commands,
+                    self.version,
+                    item.task,
+                    cache_identity,
+                    turn=(lambda: turns.wait(name)) if turns is not None else (lambda: None),
+                )
                 # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
                 # parent must see the prompts (recorded hashes) and repair the cache before either happens
                 loaded = load_separately(item.task, name) if item.task.get("use_cache") else None
@@ -533,7 +633,7 @@ class Worker:
                 gate.wait(loaded)
             with self.load_lock.turn() as end_turn:
                 gate.loaded = end_turn  # the turn ends when run_task's own load returns (or run_task does)
-                install_evaluator(name, channel, self.errors, gate)
+                install_evaluator(name, channel, self.errors, gate, last_prediction=self._turn_done(name))
                 prepare_code_execution(name, self.spec.code_sandbox)
 
                 from evalscope import TaskConfig, run_task
@@ -548,12 +648,15 @@ class Worker:
             channel.emit("finished", ran=False)
         except BaseException as exc:
             raise BenchmarkFailed(name, exc) from exc
+        finally:
+            self._turn_done(name)()
 
-    def run_one_after_another(self) -> None:
-        for item in self.spec.benchmarks:
-            self.run_benchmark(item)
+    def _turn_done(self, benchmark: str) -> Callable[[], None]:
+        """What passes ``benchmark``'s turn to the next one (nothing when benchmarks run side by side)."""
+        turns = self.turns
+        return (lambda: turns.done(benchmark)) if turns is not None else (lambda: None)
 
-    def run_together(self) -> None:
+    def run(self) -> None:
         """One thread per benchmark, started in the spec's order; the first failure is raised at once
         (the others are left running: the caller ends the process)."""
         failures: queue.SimpleQueue[BenchmarkFailed | None] = queue.SimpleQueue()
@@ -580,11 +683,7 @@ def main() -> int:
     channel = Channel(spec.channel_fd)
     failed: tuple[str, str] | None = None  # (benchmark, error)
     try:
-        worker = Worker(spec, channel, lines)
-        if spec.together:
-            worker.run_together()
-        else:
-            worker.run_one_after_another()
+        Worker(spec, channel, lines).run()
         return 0
     except BenchmarkFailed as exc:
         traceback.print_exception(exc.__cause__ or exc)
@@ -602,8 +701,8 @@ def main() -> int:
                 channel.emit("failed", benchmark=failed[0], error=failed[1])
         with contextlib.suppress(OSError):
             channel.close()
-        if failed is not None and spec.together:
-            # the other benchmarks' threads are still in EvalScope's thread pools, which interpreter exit
+        if failed is not None:
+            # the other benchmarks' threads may still be in EvalScope's thread pools, which interpreter exit
             # would wait for: leave now (the parent ends the process group and what it started anyway)
             sys.stderr.flush()
             os._exit(1)
