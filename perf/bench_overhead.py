@@ -13,6 +13,11 @@ hits both alike, and the medians are compared.
 
     .venv/bin/python perf/bench_overhead.py [--rounds 3] [--per-benchmark 4] [--schedule sequential]
     .venv/bin/python perf/bench_overhead.py --workload tails [--schedule pipelined]
+    .venv/bin/python perf/bench_overhead.py --benchmarks gsm8k,ceval,ifeval   # without LiveCodeBench
+
+LiveCodeBench's review is where the two sides do different work for the same tokens and scores: bare
+EvalScope runs its own review (two interpreters per program), evalpipe one sandboxed test process per
+program — ``--benchmarks`` without it measures evalpipe's own overhead alone.
 
 Two workloads:
 
