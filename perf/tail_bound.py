@@ -1,0 +1,79 @@
+"""The best any schedule can do on a server: pipelined vs sequential generation time, simulated.
+
+Why: ``schedule: pipelined`` (issue 23) fills the slots a benchmark's tail leaves idle.  How much wall time
+that saves depends on the server's throughput curve — the tokens/s it produces with k requests in flight —
+and on the answers' lengths.  This replays a finished run's answer lengths (``outcomes.jsonl``:
+``output_tokens`` per sample, in index order per benchmark) through a processor-sharing model of the server
+(k requests in flight share ``rate(k)`` tokens/s equally; prompt processing, scoring and start-up ignored)
+under both schedules at the run's concurrency: sequential = each benchmark's samples through a pool of
+``concurrency`` workers, one benchmark after another; pipelined = every benchmark's samples queued at once,
+largest total first, interleaved.  The ratio pipelined/sequential is the bound a schedule can reach on that
+server for that workload.
+
+    .venv/bin/python perf/tail_bound.py RUN_DIR [--concurrency 4] [--curve 1,1.20,1.30,1.39]
+    .venv/bin/python perf/tail_bound.py RUN_DIR --curve linear      # a GPU-like server
+
+``--curve``: relative throughput with 1..concurrency requests in flight (``perf/slot_scaling.py`` measures
+the end points on llama.cpp); ``linear`` = k (a decode step costs the same for 1 or k rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+def simulate(lengths: list[int], concurrency: int, rate: list[float]) -> float:
+    """Wall time to produce ``lengths`` tokens, FIFO admission, at most ``concurrency`` in flight."""
+    queue, active, t = list(lengths), [], 0.0
+    while queue and len(active) < concurrency:
+        active.append(float(queue.pop(0)))
+    while active:
+        per_request = rate[len(active) - 1] / len(active)
+        step = min(active)
+        t += step / per_request
+        active = [a - step for a in active if a - step > 1e-9]
+        while queue and len(active) < concurrency:
+            active.append(float(queue.pop(0)))
+    return t
+
+
+def bound(by_benchmark: dict[str, list[int]], concurrency: int, rate: list[float]) -> tuple[float, float]:
+    """(sequential, pipelined) simulated generation time."""
+    sequential = sum(simulate(v, concurrency, rate) for v in by_benchmark.values())
+    order = sorted(by_benchmark, key=lambda b: -sum(by_benchmark[b]))
+    longest = max(len(v) for v in by_benchmark.values())
+    interleaved = [by_benchmark[b][i] for i in range(longest) for b in order if i < len(by_benchmark[b])]
+    return sequential, simulate(interleaved, concurrency, rate)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument(
+        "--curve", default="1,1.20,1.30,1.39", help="relative tokens/s at 1..concurrency in flight"
+    )
+    args = ap.parse_args()
+    if args.curve == "linear":
+        rate = [float(k) for k in range(1, args.concurrency + 1)]
+    else:
+        rate = [float(x) for x in args.curve.split(",")]
+    if len(rate) != args.concurrency:
+        raise SystemExit(f"--curve: {len(rate)} values for concurrency {args.concurrency}")
+    rows = [json.loads(line) for line in (args.run_dir / "outcomes.jsonl").open(encoding="utf-8")]
+    by_benchmark: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for r in rows:
+        by_benchmark[r["benchmark"]].append((r["index"], int(r.get("output_tokens") or 0)))
+    lengths = {b: [n for _, n in sorted(v)] for b, v in by_benchmark.items()}
+    for b, v in lengths.items():
+        print(f"{b:16s} {len(v):3d} samples, output tokens {sorted(v)}")
+    sequential, pipelined = bound(lengths, args.concurrency, rate)
+    print(f"curve {rate}: sequential {sequential:.1f}, pipelined {pipelined:.1f} (units of one request's "
+          f"token time) — best ratio pipelined/sequential {pipelined / sequential:.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
