@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from evalpipe.evalscope_bridge.worker import GenerationTurns, PredictionCount
+from evalpipe.evalscope_bridge.worker import GenerationTurns, PredictionCount, SideBySide
 
 
 def _in_thread(fn) -> threading.Thread:  # type: ignore[no-untyped-def]
@@ -67,3 +67,10 @@ def test_prediction_count_fires_once_on_the_last_return() -> None:
     nothing: list[int] = []
     PredictionCount(lambda: nothing.append(1)).expect(0)  # every answer cached: the turn passes at once
     assert nothing == [1]
+
+
+def test_side_by_side_never_blocks() -> None:
+    turns = SideBySide()
+    turns.may_prepare("b")
+    turns.wait("b")  # nothing before it is awaited: the pipelined schedule
+    turns.done("b")

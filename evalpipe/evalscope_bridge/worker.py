@@ -263,6 +263,22 @@ class GenerationTurns:
             self._cond.notify_all()
 
 
+class SideBySide(GenerationTurns):
+    """The ``pipelined`` schedule's turns: every benchmark prepares and sends at once."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def may_prepare(self, benchmark: str) -> None:
+        pass
+
+    def wait(self, benchmark: str) -> None:
+        pass
+
+    def done(self, benchmark: str) -> None:
+        pass
+
+
 class PredictionCount:
     """Calls ``on_last`` once the last of a benchmark's pending predictions has returned (or at once when
     none is pending, e.g. a resume with every answer cached)."""
@@ -428,7 +444,7 @@ class RenderGate:
         self.version = version
         self.task = task
         self.cache_identity = cache_identity
-        #: Blocks until this benchmark may send requests (``GenerationTurns.wait``; side by side: at once).
+        #: Blocks until this benchmark may send requests (``GenerationTurns.wait``).
         self.turn = turn
         self.passed = False
         self.loaded: Callable[[], None] = lambda: None
@@ -592,7 +608,9 @@ class Worker:
         self.channel = channel
         self.commands = Commands(lines, [b.benchmark for b in spec.benchmarks])
         self.load_lock = LoadLock()
-        self.turns = None if spec.together else GenerationTurns([b.benchmark for b in spec.benchmarks])
+        self.turns = (
+            SideBySide() if spec.together else GenerationTurns([b.benchmark for b in spec.benchmarks])
+        )
         self.errors = ErrorsLog(spec.errors_log)
         self.version: str = evalscope.__version__
 
@@ -602,8 +620,7 @@ class Worker:
         name = item.benchmark
         channel = BenchmarkChannel(self.channel, name)
         try:
-            if self.turns is not None:
-                self.turns.may_prepare(name)
+            self.turns.may_prepare(name)
             print(
                 f"===== evalpipe: {name}: EvalScope task starts {_now()} =====", file=sys.stderr, flush=True
             )
@@ -617,14 +634,13 @@ class Worker:
                     if problem is not None:
                         task_kwargs = {**task_kwargs, "rerun_review": True}
                     cache_identity = {"rerun_review": problem is not None, "reason": problem}
-                turns = self.turns
                 gate = RenderGate(
                     channel,
                     self.commands,
                     self.version,
                     item.task,
                     cache_identity,
-                    turn=(lambda: turns.wait(name)) if turns is not None else (lambda: None),
+                    turn=lambda: self.turns.wait(name),
                 )
                 # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
                 # parent must see the prompts (recorded hashes) and repair the cache before either happens
@@ -633,7 +649,9 @@ class Worker:
                 gate.wait(loaded)
             with self.load_lock.turn() as end_turn:
                 gate.loaded = end_turn  # the turn ends when run_task's own load returns (or run_task does)
-                install_evaluator(name, channel, self.errors, gate, last_prediction=self._turn_done(name))
+                install_evaluator(
+                    name, channel, self.errors, gate, last_prediction=lambda: self.turns.done(name)
+                )
                 prepare_code_execution(name, self.spec.code_sandbox)
 
                 from evalscope import TaskConfig, run_task
@@ -649,12 +667,7 @@ class Worker:
         except BaseException as exc:
             raise BenchmarkFailed(name, exc) from exc
         finally:
-            self._turn_done(name)()
-
-    def _turn_done(self, benchmark: str) -> Callable[[], None]:
-        """What passes ``benchmark``'s turn to the next one (nothing when benchmarks run side by side)."""
-        turns = self.turns
-        return (lambda: turns.done(benchmark)) if turns is not None else (lambda: None)
+            self.turns.done(name)  # ended in any way: the next benchmark may send
 
     def run(self) -> None:
         """One thread per benchmark, started in the spec's order; the first failure is raised at once
