@@ -15,8 +15,8 @@ import pytest
 from evalpipe import pipeline
 from evalpipe.config import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
-from evalpipe.power import non_inferiority
 from evalpipe.selftest.controls import demo_config_path
+from evalpipe.stats.noninferiority import non_inferiority
 
 pytestmark = pytest.mark.slow
 

@@ -188,6 +188,6 @@ def test_compare_carries_difference_and_flips_per_length(runs, tmp_path: Path) -
     got = [(x.length, x.n_pairs, x.a_only, x.b_only, len(x.flips)) for x in b.by_length]
     assert got == [("short", 2, 2, 0, 2), ("medium", 2, 2, 0, 2), ("long", 2, 0, 0, 0)]
     assert b.by_length[0].difference == pytest.approx(1.0)
-    from evalpipe.compare.paired import compare_markdown
+    from evalpipe.report.compare_markdown import compare_markdown
 
     assert "By context length" in compare_markdown(result)

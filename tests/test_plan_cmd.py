@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from evalpipe.cli.main import main
-from evalpipe.power import assumed_noise, minimum_detectable_effect, sample_size_for_mde
 from evalpipe.selftest.controls import demo_config_path
+from evalpipe.stats.power import assumed_noise, minimum_detectable_effect, sample_size_for_mde
 
 
 def _cli(args: list[str]) -> int:

@@ -20,9 +20,9 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.io import read_jsonl
-from evalpipe.power.repeats import clustered_mean
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.server.proxy import recording_proxy
+from evalpipe.stats.intervals import clustered_mean
 
 pytestmark = pytest.mark.slow
 

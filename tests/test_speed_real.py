@@ -42,12 +42,13 @@ from evalpipe.io import read_model
 from evalpipe.process_group import stop_group
 from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port
-from evalpipe.speed.compare import compare_speed, ratio_interval
+from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, SpeedTarget, prepare, run_speed_alternating
 from evalpipe.speed.tokenizer import resolve
+from evalpipe.stats.ratio import ratio_interval
 
 pytestmark = pytest.mark.timeout(
     900
@@ -184,7 +185,7 @@ def test_speed_json_recomputes_from_the_raw_files(server: str, tmp_path: Path) -
     b_tput = [_raw(tmp_path, "b", i)["summary"]["Output Throughput (tok/s)"] for i in range(ROUNDS)]
     assert by["output_throughput"].ratio == pytest.approx(float(np.median(b_tput) / np.median(a_tput)))
     assert (by["output_throughput"].ci_low, by["output_throughput"].ci_high) == ratio_interval(
-        b_tput, a_tput, paired=True
+        b_tput, a_tput, paired=True, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED, confidence=CONFIDENCE
     )
     a_ttft = [_raw(tmp_path, "a", i)["percentiles"]["99%"]["TTFT (ms)"] for i in range(ROUNDS)]
     b_ttft = [_raw(tmp_path, "b", i)["percentiles"]["99%"]["TTFT (ms)"] for i in range(ROUNDS)]

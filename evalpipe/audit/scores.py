@@ -15,6 +15,7 @@ from evalpipe.audit.linkage import Linkage
 from evalpipe.audit.request_metrics import request_audit, throughput
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
 from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
+from evalpipe.schema.metrics import wilson_ci
 from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.requests import RequestAttempt
 from evalpipe.schema.summary import (
@@ -29,7 +30,7 @@ from evalpipe.schema.summary import (
     StratifiedEstimate,
     StratumResult,
 )
-from evalpipe.stats import STRATIFIED_METHOD, StratumData, stratified_proportion, wilson_ci
+from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, stratified_proportion
 
 SampleKey = tuple[str, str]
 
@@ -197,7 +198,8 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
 
 def repeats_result(found: list[OutcomeRow | None]) -> tuple[RepeatsResult, Interval] | None:
     """The clustered score and the measured nondeterminism of a run with ``generation.repeats > 1``."""
-    from evalpipe.power.repeats import Attempt, clustered_mean, nondeterminism
+    from evalpipe.stats.intervals import clustered_mean
+    from evalpipe.stats.repeats import Attempt, nondeterminism
 
     planned = max((len(r.attempts) for r in found if r is not None), default=0)
     if planned < 2:

@@ -27,7 +27,7 @@ from evalpipe.benchmarks.base import (
 )
 from evalpipe.errors import DataError
 from evalpipe.schema.evalscope import IndexMapEntry
-from evalpipe.schema.metrics import MetricResult
+from evalpipe.schema.metrics import MetricResult, wilson_ci
 from evalpipe.schema.outcomes import FailureClass, OutcomeRow, counts_scored
 from evalpipe.sources.base import (
     BenchmarkData,
@@ -38,7 +38,6 @@ from evalpipe.sources.base import (
     find_file,
     require,
 )
-from evalpipe.stats import wilson_ci
 
 NAME = "ifeval"
 

@@ -1,9 +1,10 @@
-"""Paired statistics over two runs of the same samples.
+"""Load two runs of the same samples, pair them, and assemble ``compare.json`` from ``evalpipe.stats``.
 
 Refuses unless both runs used the identical manifest (same fingerprints and entries) and the same
 rendered prompt per sample: otherwise a difference could come from the inputs, not the server.
 Per benchmark: both scores with Wilson intervals, the difference with a seeded paired-bootstrap
-percentile interval, the exact McNemar test on the discordant pairs (statsmodels), and the flips.
+percentile interval, the exact McNemar test on the discordant pairs, and the flips (the statistics are
+``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``; ``compare.md`` is ``evalpipe.report.compare_markdown``).
 Scores: correct as the summary counts it (`is_correct`: a budget-exhausted answer is incorrect even when
 EvalScope scored the truncated text 1); an entry without a score (API or scoring error, missing row) counts as wrong,
 the same denominator rule as the audit.
@@ -18,6 +19,8 @@ from evalpipe.benchmarks import length_buckets
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import sha256_hex
 from evalpipe.io import read_jsonl, read_model, write_model
+from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.rundir import RunDir
 from evalpipe.schema.compare import (
     CompareResult,
@@ -31,7 +34,7 @@ from evalpipe.schema.compare import (
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import OutcomeRow, attempt_scores, is_correct
 from evalpipe.schema.run import RunRecord
-from evalpipe.stats import wilson_interval
+from evalpipe.stats.intervals import wilson_interval
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261202
@@ -69,37 +72,11 @@ def _score(correct: int, n: int) -> ScoreWithInterval:
     )
 
 
-def paired_bootstrap(
-    a: list[int], b: list[int], *, resamples: int, seed: int, confidence: float
-) -> tuple[float, float]:
-    import numpy as np
-
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(d), size=(resamples, len(d)))
-    means = d[idx].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
-
-
-def mcnemar_exact(a_only: int, b_only: int) -> float:
-    if a_only + b_only == 0:
-        return 1.0
-    from statsmodels.stats.contingency_tables import mcnemar
-
-    return float(mcnemar([[0, a_only], [b_only, 0]], exact=True).pvalue)
-
-
-def _pts(x: float) -> str:
-    return f"{x * 100:+.1f}"
-
-
 Outcomes = dict[tuple[str, str], OutcomeRow]
 
 
 def _discordance(first: list[list[float]], second: list[list[float]]) -> Discordance:
-    from evalpipe.power import paired_difference
+    from evalpipe.stats.paired import paired_difference
 
     diff = paired_difference(first, second)
     return Discordance(
@@ -118,18 +95,6 @@ def _responses_differed(rows: list[tuple[OutcomeRow | None, OutcomeRow | None]])
     return len(pairs), sum(1 for hx, hy in pairs if hx != hy)
 
 
-def aa_sentence(aa: Discordance) -> str:
-    """The server's own noise in words: responses that differed and samples whose score changed."""
-    said = []
-    if aa.responses_compared:
-        said.append(f"{aa.responses_differed} of {aa.responses_compared} responses differed byte for byte")
-    said.append(
-        f"the score changed on {aa.discordant} of {aa.n_pairs} samples "
-        f"({aa.first_better} better the first time, {aa.second_better} the second)"
-    )
-    return "A/A: " + "; ".join(said)
-
-
 def power_fields(
     keys: list[tuple[str, str, str]],
     oa: Outcomes,
@@ -144,19 +109,14 @@ def power_fields(
 
     ``oc`` is the repeat run and ``od`` the run it repeats (default: the control ``ob``).
     The noise model is the A/A pair (control vs its repeat) when there is one, else the A/B pair itself
-    (``evalpipe.power.mde``); the MDE is for the test the block prints (exact McNemar at one attempt per
+    (``evalpipe.stats.power``); the MDE is for the test the block prints (exact McNemar at one attempt per
     arm, the paired score test with repeats), at the control's accuracy.
     """
-    from evalpipe.power import (
-        excess_discordance,
-        mde_sentence,
-        minimum_detectable_effect,
-        noise_from_runs,
-        noise_sentence,
-        non_inferiority,
-        non_inferiority_sentence,
-        paired_difference,
-    )
+    from evalpipe.report.sentences import aa_sentence, mde_sentence, noise_sentence, non_inferiority_sentence
+    from evalpipe.stats.noninferiority import non_inferiority
+    from evalpipe.stats.paired import excess_discordance, paired_difference
+    from evalpipe.stats.power import minimum_detectable_effect, noise_from_runs
+    from evalpipe.stats.repeats import per_sample_means
 
     if not keys:
         return {}
@@ -183,8 +143,6 @@ def power_fields(
         )
         out["aa_discordant"] = aa
         out["aa_sentence"] = aa_sentence(aa)
-        from evalpipe.power.repeats import per_sample_means
-
         t, c = per_sample_means(test), per_sample_means(control)
         c1, c2 = per_sample_means(base), per_sample_means(again)
         excess = excess_discordance(
@@ -234,6 +192,8 @@ def _paired_block(
     od: Outcomes | None = None,
     margin_pts: float | None = None,
 ) -> PairedBenchmark:
+    from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
+
     a_vals, b_vals, flips = [], [], []
     unverified = 0
     for bench, sid, stratum in keys:
@@ -271,9 +231,10 @@ def _paired_block(
     if n:
         diff = sum(a_vals) / n - sum(b_vals) / n  # = sa.score - sb.score
         lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
-        p = mcnemar_exact(a_only, b_only)
+        p = exact_mcnemar_p(a_only, b_only)
         line = (
-            f"{label_a} vs {label_b} ({name}): {_pts(diff)} pts [{_pts(lo)}, {_pts(hi)}], "
+            f"{label_a} vs {label_b} ({name}): {fmt_signed_pts_from_fraction(diff)} pts "
+            f"[{fmt_signed_pts_from_fraction(lo)}, {fmt_signed_pts_from_fraction(hi)}], "
             f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
         )
         repeats = max(
@@ -445,97 +406,6 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
             f"runs rendered different prompts for {len(mismatched)} sample(s): refusing to compare",
             details=mismatched[:20],
         )
-
-
-def compare_markdown(result: CompareResult) -> str:
-    """Report section: one line per benchmark plus the flipped samples."""
-    if result.aa_only:
-        lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
-    else:
-        lines = [f"## Paired control: {result.label_a} vs {result.label_b}", ""]
-    lines.append(
-        f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
-        "same rendered prompts. Difference = A − B in percentage points; "
-        f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
-    )
-    lines.append("")
-    if result.aa_only:
-        lines.append("")
-        lines.append(
-            f"No A/B control ran: {result.label_b} is {result.label_a} launched again with the same settings on "
-            "the same samples. Every difference below is the server's own noise; the MDE is what an A/B "
-            "comparison of this size, against this noise, could detect."
-        )
-    elif result.run_aa is not None:
-        lines.append("")
-        lines.append(
-            f"A/A control: {result.label_b} ran again as {result.label_aa} on the same samples; its discordance "
-            "is the server's own noise, the noise model of the MDE."
-        )
-    lines.append("")
-    lines.append(
-        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
-        "| Non-inferiority | Flips |"
-    )
-    lines.append("|---|---|---|---|---|---|---|---|---|")
-    blocks = [*result.benchmarks, *([result.overall] if result.overall else [])]
-    for b in blocks:
-        if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
-            continue  # no samples (all four are set together)
-        mde = f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_sentence else "–")
-        ni = b.non_inferiority.verdict if b.non_inferiority else "–"
-        lines.append(
-            f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {_pts(b.difference)} | "
-            f"[{_pts(b.diff_ci_low)}, {_pts(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {len(b.flips)} |"
-        )
-    lines.append("")
-    for b in blocks:
-        said = [
-            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
-        ]
-        if b.non_inferiority:
-            said.append(b.non_inferiority.sentence)
-        if b.paired_ci_low is not None and b.paired_ci_high is not None:
-            said.append(
-                f"Bonett–Price 95 % interval [{_pts(b.paired_ci_low)}, {_pts(b.paired_ci_high)}] pts, "
-                f"{b.paired_test} p = {b.paired_p:.3g}"
-            )
-        if said:
-            lines.append(
-                f"- {b.benchmark}: " + "; ".join(said) + (f" ({b.mde_basis})" if b.mde_basis else "")
-            )
-    lines.append("")
-    by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
-    if by_length:
-        lines.append("By context length (KV-cache view: does the difference grow with the context?):")
-        lines.append("")
-        lines.append(
-            f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|")
-        for b, x in by_length:
-            diff = (
-                f"{_pts(x.difference)} | [{_pts(x.diff_ci_low)}, {_pts(x.diff_ci_high)}]"
-                if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
-                else "– | –"
-            )
-            lines.append(
-                f"| {b.benchmark} | {x.length} | {x.n_pairs} | {x.a.correct}/{x.a.scored} | {x.b.correct}/{x.b.scored} | "
-                f"{diff} | {len(x.flips)} |"
-            )
-        lines.append("")
-    for b in result.benchmarks:
-        lines.append(f"- {b.line}")
-    flips = [f for b in result.benchmarks for f in b.flips]
-    if flips:
-        lines.append("")
-        lines.append("Flipped samples:")
-        lines.append("")
-        for f in flips:
-            lines.append(
-                f"- {f.benchmark} `{f.source_id}`: {result.label_a} {f.failure_a}, {result.label_b} {f.failure_b}"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:

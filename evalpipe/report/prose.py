@@ -1,4 +1,8 @@
-"""How numbers and lists read in the report: percentages, intervals, rates, plurals, "a, b and c"."""
+"""How numbers and lists read in the report: percentages, points, intervals, rates, plurals, "a, b and c".
+
+One helper per unit: a fraction as a percentage (``pct``), a value already in points (``fmt_pts``), a
+fraction as signed points (``fmt_signed_pts_from_fraction``, the differences of ``compare.md``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,16 @@ from evalpipe.schema.summary import Interval
 
 def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def fmt_pts(points: float) -> str:
+    """A value in points with one decimal, no sign for positive values: ``7.4``."""
+    return f"{points:.1f}"
+
+
+def fmt_signed_pts_from_fraction(fraction: float) -> str:
+    """A fraction (0.031) as signed points with one decimal: ``+3.1`` (a difference test − control)."""
+    return f"{fraction * 100:+.1f}"
 
 
 def ci_text(ci: Interval | None) -> str:

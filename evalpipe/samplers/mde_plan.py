@@ -1,6 +1,6 @@
 """``evalpipe plan``: per benchmark, what the current plan can see and what a target MDE asks for.
 
-The statistics are ``evalpipe.power`` (each formula cited there); this module only decides which inputs
+The statistics are ``evalpipe.stats.power`` (each formula cited there); this module only decides which inputs
 they get:
 
 * ``n now`` and the population N: the config's plan selected on its data (``build_manifest``, the same
@@ -23,7 +23,14 @@ from pathlib import Path
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.io import read_jsonl, read_model
-from evalpipe.power.mde import (
+from evalpipe.report.sentences import mde_sentence, sample_size_sentence
+from evalpipe.rundir import RunDir
+from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
+from evalpipe.schema.compare import CompareResult
+from evalpipe.schema.manifest import BenchmarkSampling, Manifest
+from evalpipe.schema.outcomes import OutcomeRow, attempt_scores
+from evalpipe.schema.summary import Summary
+from evalpipe.stats.power import (
     MinimumDetectableEffect,
     NoiseModel,
     SampleSizeNeeded,
@@ -32,13 +39,6 @@ from evalpipe.power.mde import (
     noise_from_runs,
     sample_size_for_mde,
 )
-from evalpipe.power.words import mde_sentence, sample_size_sentence
-from evalpipe.rundir import RunDir
-from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
-from evalpipe.schema.compare import CompareResult
-from evalpipe.schema.manifest import BenchmarkSampling, Manifest
-from evalpipe.schema.outcomes import OutcomeRow, attempt_scores
-from evalpipe.schema.summary import Summary
 
 #: Repeats tried when the target is out of reach at one attempt (A/A noise model only).
 REPEATS_TRIED = (2, 4, 8)

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalpipe.schema.base import Row
+from evalpipe.stats.intervals import wilson_interval
 
 
 class Interval(Row):
@@ -19,6 +20,13 @@ class Interval(Row):
     upper: float
     confidence: float = 0.95
     method: Literal["wilson", "wilson_effective_n", "wilson_clustered"]
+
+
+def wilson_ci(correct: int, n: int) -> Interval | None:
+    """The Wilson score interval of ``correct``/``n`` (``evalpipe.stats.intervals``) as the summary's
+    ``Interval``; None when ``n`` is 0."""
+    ci = wilson_interval(correct, n)
+    return Interval(lower=ci[0], upper=ci[1], method="wilson") if ci else None
 
 
 class MetricResult(Row):

@@ -245,7 +245,7 @@ UNANSWERED_CLASSES: frozenset[str] = frozenset({"api_error", "missing_prediction
 
 def attempt_scores(row: OutcomeRow | None) -> list[float]:
     """The sample's attempt scores by the summary's rule, for the clustered statistics of
-    ``evalpipe.power``: one attempt → ``[is_correct]``; repeats → the answered attempts' correctness, or
+    ``evalpipe.stats``: one attempt → ``[is_correct]``; repeats → the answered attempts' correctness, or
     ``[0.0]`` when none was answered (the audit's denominator rule: an unanswered sample is wrong)."""
     if row is None or not row.attempts:
         return [1.0 if is_correct(row) else 0.0]

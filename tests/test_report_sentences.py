@@ -1,46 +1,47 @@
-"""evalpipe.power.noninferiority and evalpipe.power.words: the verdict and the report's sentences."""
+"""evalpipe.report.sentences: the words compare.md, the report and ``evalpipe plan`` print for the statistics."""
 
 from __future__ import annotations
 
 import pytest
 
-from evalpipe.power.mde import (
+from evalpipe.report.prose import fmt_pts, fmt_signed_pts_from_fraction
+from evalpipe.report.sentences import (
+    aa_sentence,
+    mde_sentence,
+    noise_sentence,
+    non_inferiority_sentence,
+    sample_size_sentence,
+)
+from evalpipe.schema.compare import Discordance
+from evalpipe.stats.noninferiority import non_inferiority
+from evalpipe.stats.paired import excess_discordance
+from evalpipe.stats.power import (
     MinimumDetectableEffect,
     assumed_noise,
     minimum_detectable_effect,
     sample_size_for_mde,
 )
-from evalpipe.power.noninferiority import non_inferiority
-from evalpipe.power.paired import excess_discordance, paired_difference
-from evalpipe.power.words import mde_sentence, noise_sentence, non_inferiority_sentence, sample_size_sentence
 
 
-@pytest.mark.parametrize(
-    ("interval_pts", "margin", "verdict"),
-    [
-        ((-1.9, 3.0), 2.0, "non-inferior"),
-        ((-2.0, 3.0), 2.0, "inconclusive"),  # the bound must clear the margin, not touch it
-        ((-2.1, 3.0), 2.0, "inconclusive"),
-        ((-9.1, -0.5), 2.0, "inconclusive"),  # a drop, but it cannot be said to exceed 2 pts
-        ((-9.1, -2.0), 2.0, "inconclusive"),  # upper bound at the margin: not beyond it
-        ((-9.1, -2.1), 2.0, "inferior"),
-        ((-1.5, -0.2), 2.0, "non-inferior"),  # a significant drop smaller than the margin
-        ((0.0, 1.0), 0.0, "inconclusive"),
-        ((0.1, 1.0), 0.0, "non-inferior"),
-    ],
-)
-def test_three_way_verdict(interval_pts: tuple[float, float], margin: float, verdict: str) -> None:
-    result = non_inferiority((interval_pts[0] / 100, interval_pts[1] / 100), margin)
-    assert result.verdict == verdict
-    assert result.passed == (verdict == "non-inferior")
-    assert result.lower_bound_pts == pytest.approx(interval_pts[0])
+def test_one_helper_per_unit() -> None:
+    """Points stay points (one decimal, unsigned); a fraction becomes signed points."""
+    assert fmt_pts(7.44) == "7.4"
+    assert fmt_pts(-1.25) == "-1.2"
+    assert fmt_signed_pts_from_fraction(0.031) == "+3.1"
+    assert fmt_signed_pts_from_fraction(-0.0125) == "-1.2"
+    assert fmt_signed_pts_from_fraction(0.0) == "+0.0"
 
 
-def test_refuses_a_negative_margin_and_a_reversed_interval() -> None:
-    with pytest.raises(ValueError):
-        non_inferiority((-0.01, 0.01), -2)
-    with pytest.raises(ValueError):
-        non_inferiority((0.01, -0.01), 2)
+def test_aa_sentence_names_responses_only_when_they_were_compared() -> None:
+    aa = Discordance(n_pairs=50, first_better=2, second_better=1, discordant=3, second_moment=0.06)
+    assert (
+        aa_sentence(aa) == "A/A: the score changed on 3 of 50 samples (2 better the first time, 1 the second)"
+    )
+    hashed = aa.model_copy(update={"responses_compared": 50, "responses_differed": 7})
+    assert aa_sentence(hashed) == (
+        "A/A: 7 of 50 responses differed byte for byte; "
+        "the score changed on 3 of 50 samples (2 better the first time, 1 the second)"
+    )
 
 
 def test_sentences_read_as_the_issue_writes_them() -> None:
@@ -94,17 +95,6 @@ def test_sample_size_sentence() -> None:
     )
     repeated = sample_size_for_mde(0.03, assumed_noise(0.96), repeats=4)
     assert sample_size_sentence(repeated).endswith("× 4 attempts")
-
-
-def test_end_to_end_from_paired_runs() -> None:
-    """160 samples, 5 lost and 2 gained by the test configuration: no verdict within 2 pts."""
-    control = [[1.0]] * 150 + [[0.0]] * 10
-    test = [[0.0]] * 5 + [[1.0]] * 145 + [[1.0]] * 2 + [[0.0]] * 8
-    diff = paired_difference(test, control)
-    assert (diff.test_better, diff.control_better) == (2, 5)
-    result = non_inferiority(diff.interval, 2)
-    assert result.verdict == "inconclusive" and not result.passed
-    assert result.excludable_drop_pts == pytest.approx(-100 * diff.interval[0])
 
 
 def test_noise_sentence_compares_ab_with_aa_on_the_same_samples() -> None:

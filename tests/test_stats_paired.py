@@ -1,4 +1,4 @@
-"""evalpipe.power.paired: test − control on the same samples, with and without repeats."""
+"""evalpipe.stats.paired: test − control on the same samples, with and without repeats; McNemar; the bootstrap."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from evalpipe.compare.paired import mcnemar_exact, paired_bootstrap
-from evalpipe.power.paired import adjusted_wald_interval, paired_difference
+from evalpipe.stats.paired import (
+    adjusted_wald_interval,
+    exact_mcnemar_p,
+    paired_bootstrap,
+    paired_difference,
+)
 
 
 def _correlated_runs(n: int, seed: int) -> tuple[list[int], list[int]]:
@@ -20,8 +24,8 @@ def _correlated_runs(n: int, seed: int) -> tuple[list[int], list[int]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_one_attempt_agrees_with_compare_paired(seed: int) -> None:
-    """Same counts, difference and McNemar p as ``evalpipe.compare.paired``; interval close to its bootstrap."""
+def test_one_attempt_is_mcnemar_and_close_to_the_paired_bootstrap(seed: int) -> None:
+    """Counts, difference and McNemar p of the 2×2 table; the Bonett–Price interval close to the bootstrap."""
     a, b = _correlated_runs(200, seed)
     result = paired_difference([[x] for x in a], [[y] for y in b])
     a_only = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
@@ -29,7 +33,7 @@ def test_one_attempt_agrees_with_compare_paired(seed: int) -> None:
     assert (result.test_better, result.control_better) == (a_only, b_only)
     assert result.difference == pytest.approx((sum(a) - sum(b)) / 200)
     assert result.test == "exact McNemar" and result.binary
-    assert result.p_value == mcnemar_exact(a_only, b_only)
+    assert result.p_value == exact_mcnemar_p(a_only, b_only)
     assert result.second_moment == pytest.approx((a_only + b_only) / 200)
     low, high = paired_bootstrap(a, b, resamples=10_000, seed=20261202, confidence=0.95)
     assert result.interval[0] == pytest.approx(low, abs=0.01)

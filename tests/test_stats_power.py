@@ -1,4 +1,4 @@
-"""evalpipe.power.mde: minimum detectable effect, its inverse, and the noise models behind them.
+"""evalpipe.stats.power: minimum detectable effect, its inverse, and the noise models behind them.
 
 The simulation tests generate paired outcomes at the reported MDE under the module's regression model
 (a drop of δ turns a share δ of the samples from right to wrong; the noise is symmetric) and apply the
@@ -15,7 +15,8 @@ import pytest
 from scipy.stats import multinomial
 from statsmodels.stats.contingency_tables import mcnemar
 
-from evalpipe.power.mde import (
+from evalpipe.stats.paired import paired_difference
+from evalpipe.stats.power import (
     NoiseModel,
     assumed_noise,
     connor_power,
@@ -30,7 +31,6 @@ from evalpipe.power.mde import (
     normal_drop_power,
     sample_size_for_mde,
 )
-from evalpipe.power.paired import paired_difference
 
 TRIALS = 4000
 

@@ -1,7 +1,7 @@
 """Power of a paired sign-off: the smallest drop it detects, and the n it takes to detect a given drop.
 
 **What is compared.**  Per sample the paired difference of per-sample means ``d_i = x̄_i(test) −
-x̄_i(control)`` (``evalpipe.power.paired``).  Its *second moment* ``m = E[d_i²]`` is the noise measure
+x̄_i(control)`` (``evalpipe.stats.paired``).  Its *second moment* ``m = E[d_i²]`` is the noise measure
 this module calls **discordance**: with one attempt per arm, ``d_i ∈ {−1, 0, +1}`` and ``m`` is exactly
 the share of samples whose correctness differs between the two runs (McNemar's discordant pairs over
 n); with repeats it is the mean squared difference of per-sample means.
@@ -31,14 +31,14 @@ differences in proportions for the paired-sample design", *Biometrics* 43::
 sqrt(m1 − δ²); with equal variances it is Miller's formula).  It brackets the searches below.
 
 **One attempt per arm: exact.**  Then the report's p-value is the exact conditional McNemar test
-(statsmodels, as ``evalpipe.compare.paired``), and at n = 50 its discreteness matters (it needs at least
+(statsmodels, ``evalpipe.stats.paired.exact_mcnemar_p``), and at n = 50 its discreteness matters (it needs at least
 6 one-directional flips to reach p < 0.05 at all).  So for k = 1 the power is computed exactly: the
 number of discordant pairs D ~ Binomial(n, m1), given D the control-only count ~ Binomial(D, (m0/2 + δ)/m1),
 and the test rejects when ``2 · F_Binom(D, 1/2)(min count) ≤ α`` (statsmodels' p-value).  Power is
 *directional* (the test rejects and the test arm is the worse one): "detects a drop".
 
 **Repeats: normal theory, to second order.**  With k > 1 the p-value is the score test
-``Σ(−d_i) > z_{α/2} sqrt(Σ d_i²)`` (``evalpipe.power.paired``).  Connor's formula treats the denominator
+``Σ(−d_i) > z_{α/2} sqrt(Σ d_i²)`` (``evalpipe.stats.paired``).  Connor's formula treats the denominator
 as fixed; under a regression it is not (more flips raise both the numerator and Σ d_i²), and at the
 n of a sign-off that makes Connor's power 4–8 points too low (simulated: 0.84–0.88 at its own MDE).
 The power used here linearises the statistic by the delta method (van der Vaart, *Asymptotic
@@ -90,7 +90,7 @@ from scipy.optimize import brentq
 from scipy.stats import binom, norm
 from statsmodels.stats.power import normal_power_het, normal_sample_size_one_tail
 
-from evalpipe.power.repeats import per_sample_means
+from evalpipe.stats.repeats import per_sample_means
 
 ALPHA = 0.05
 TARGET_POWER = 0.80

@@ -1,4 +1,4 @@
-"""The report's sentences for power, non-inferiority and sample-size plans.
+"""The report's sentences for power, non-inferiority, sample-size plans and the A/A noise.
 
 One place decides the wording so that compare.md, the report and ``evalpipe plan`` say the same thing.
 Numbers are in points with one decimal (signed bounds with an ASCII minus, as ``compare.md`` prints
@@ -8,14 +8,15 @@ reads "lower bound -2.0 pts" next to "non-inferior within 2 pts".
 
 from __future__ import annotations
 
-from evalpipe.power.mde import MinimumDetectableEffect, SampleSizeNeeded
-from evalpipe.power.noninferiority import NonInferiority
-from evalpipe.power.paired import ExcessDiscordance
+from typing import TYPE_CHECKING
 
+from evalpipe.report.prose import fmt_pts
+from evalpipe.schema.compare import Discordance
 
-def _pts(value: float) -> str:
-    """Points with one decimal, no sign for positive values."""
-    return f"{value:.1f}"
+if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
+    from evalpipe.stats.noninferiority import NonInferiority
+    from evalpipe.stats.paired import ExcessDiscordance
+    from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
 
 
 def _margin(value: float) -> str:
@@ -40,7 +41,7 @@ def mde_sentence(mde: MinimumDetectableEffect) -> str:
             "no regression can be ruled out"
         )
     return (
-        f"this sample detects a drop of ≥ {_pts(mde.mde_pts)} pts with {power} power; "
+        f"this sample detects a drop of ≥ {fmt_pts(mde.mde_pts)} pts with {power} power; "
         "smaller regressions cannot be ruled out"
     )
 
@@ -54,7 +55,7 @@ def non_inferiority_sentence(result: NonInferiority) -> str:
         return f"non-inferior within {margin} pts (95 % lower bound of test − control: {low} pts)"
     if result.verdict == "inferior":
         return f"inferior: the whole 95 % interval lies below -{margin} pts (upper bound {high} pts)"
-    drop = _pts(result.excludable_drop_pts)
+    drop = fmt_pts(result.excludable_drop_pts)
     return f"inconclusive: the sample cannot exclude a {drop}-pt drop (margin {margin} pts, lower bound {low} pts)"
 
 
@@ -79,3 +80,15 @@ def noise_sentence(result: ExcessDiscordance) -> str:
     if result.exceeds:
         return f"{head}: more than the server's own noise (exact McNemar p = {result.p_value:.3g})"
     return f"{head}: not distinguishable from the server's own noise (exact McNemar p = {result.p_value:.3g})"
+
+
+def aa_sentence(aa: Discordance) -> str:
+    """The server's own noise in words: responses that differed and samples whose score changed."""
+    said = []
+    if aa.responses_compared:
+        said.append(f"{aa.responses_differed} of {aa.responses_compared} responses differed byte for byte")
+    said.append(
+        f"the score changed on {aa.discordant} of {aa.n_pairs} samples "
+        f"({aa.first_better} better the first time, {aa.second_better} the second)"
+    )
+    return "A/A: " + "; ".join(said)

@@ -1,4 +1,4 @@
-"""The paired difference of two runs on the same samples, each possibly with repeats.
+"""Two runs on the same samples: the paired difference, exact McNemar, the paired bootstrap, excess discordance.
 
 Per sample ``i`` the difference of per-sample means ``d_i = x̄_i(test) − x̄_i(control)``; the
 difference of the two scores is their mean ``d̄`` (test − control: a regression is negative).
@@ -18,18 +18,25 @@ difference of the two scores is their mean ``d̄`` (test − control: a regressi
   non-inferiority gate on its lower bound safe.
 * **Test** — the p-value shown next to the difference, chosen by the design, not by the data.  With
   one attempt per sample in each arm and 0/1 scores the data are a 2×2 table and the test is the
-  exact (conditional, binomial) McNemar test via statsmodels, identical to
-  ``evalpipe.compare.paired.mcnemar_exact`` (lm-evaluation-harness issue #3831: the paired test for
-  two runs on the same items).  Otherwise it is the score (sign-flip) statistic
+  exact (conditional, binomial) McNemar test via statsmodels (McNemar 1947, "Note on the sampling error
+  of the difference between correlated proportions or percentages", *Psychometrika* 12; exact form: the
+  discordant counts are Binomial(f12 + f21, 1/2) under the null; lm-evaluation-harness issue #3831: the
+  paired test for two runs on the same items) — ``exact_mcnemar_p``, the only McNemar in evalpipe.  Otherwise it is the score (sign-flip) statistic
   ``z = Σ d_i / sqrt(Σ d_i²)`` against the normal distribution: its denominator is the null variance,
   and on 0/±1 differences it is exactly McNemar's asymptotic statistic ``(f12 − f21)/sqrt(f12 + f21)``.
 
-The minimum detectable effect (``evalpipe.power.mde``) is computed for the same two tests.  (The
+The minimum detectable effect (``evalpipe.stats.power``) is computed for the same two tests.  (The
 lm-evaluation-harness #3831 thread also argues for the mid-p McNemar variant, which gains power at
-small discordant counts; evalpipe keeps the exact test of ``compare.paired`` so the two never disagree.)
+small discordant counts; evalpipe keeps the exact test, the one compare.json prints.)
 
 ``second_moment = (1/n) Σ d_i²`` is the generalised discordance: with one attempt per arm it is the
-share of discordant samples; it is the quantity the power calculation (``evalpipe.power.mde``) needs.
+share of discordant samples; it is the quantity the power calculation (``evalpipe.stats.power``) needs.
+
+* **Paired bootstrap** — the interval compare.json prints next to the first-attempt difference: the
+  percentile bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993, §13.3) of the mean
+  of ``d_i = a_i − b_i``, resampling samples (pairs) with replacement so that each resample keeps the
+  pairing (lm-evaluation-harness ``paired_bootstrap_test`` resamples the same way).  Seeded numpy, so a
+  comparison is repeatable; its coverage is checked by simulation in ``tests/test_stats_paired.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import numpy as np
 from scipy.stats import norm
 from statsmodels.stats.contingency_tables import mcnemar
 
-from evalpipe.power.repeats import per_sample_means
+from evalpipe.stats.repeats import per_sample_means
 
 PairedTest = Literal["exact McNemar", "paired score test"]
 
@@ -65,17 +72,33 @@ class PairedDifference:
     test: PairedTest
 
 
-def exact_mcnemar_p(test_only: int, control_only: int) -> float:
-    """Two-sided exact McNemar p-value (statsmodels; binomial on the discordant pairs); 1.0 with none."""
-    if test_only + control_only == 0:
+def exact_mcnemar_p(first_only: int, second_only: int) -> float:
+    """Two-sided exact McNemar p-value on the discordant counts (module docstring; statsmodels
+    ``mcnemar(exact=True)``: ``min(1, 2 · F_Binom(f12 + f21, 1/2)(min(f12, f21)))``); 1.0 with none."""
+    if first_only + second_only == 0:
         return 1.0
-    return float(mcnemar([[0, test_only], [control_only, 0]], exact=True).pvalue)
+    return float(mcnemar([[0, first_only], [second_only, 0]], exact=True).pvalue)
+
+
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], *, resamples: int, seed: int, confidence: float
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of ``mean(a − b)``, resampling pairs (Efron & Tibshirani 1993, §13.3;
+    module docstring): ``resamples`` draws of n pair indices with replacement from numpy's
+    ``default_rng(seed)``, the ``(1 − confidence)/2`` and ``(1 + confidence)/2`` quantiles of their means."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(d), size=(resamples, len(d)))
+    means = d[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
 
 
 def adjusted_wald_interval(
     differences: Sequence[float] | np.ndarray, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Bonett–Price adjusted Wald interval of the mean paired difference (module docstring)."""
+    """Bonett–Price (2012) adjusted Wald interval of the mean paired difference (module docstring)."""
     d = np.asarray(differences, dtype=np.float64)
     n_adj = len(d) + 2
     centre = float(d.sum()) / n_adj
@@ -89,7 +112,10 @@ def paired_difference(
     control: Sequence[Sequence[float]],
     confidence: float = 0.95,
 ) -> PairedDifference:
-    """Paired difference of two runs: ``test[i]`` and ``control[i]`` are the attempts of the same sample."""
+    """Paired difference of two runs: ``test[i]`` and ``control[i]`` are the attempts of the same sample.
+
+    Miller's (2024, §4.2) standard error, the Bonett–Price interval, and the exact McNemar or paired score
+    test (module docstring)."""
     if len(test) != len(control):
         raise ValueError(f"runs are not paired: {len(test)} test samples vs {len(control)} control samples")
     if not test:

@@ -3,7 +3,7 @@
 The sign-off question is not "is there a difference?" but "is the test configuration within X points of
 the control?" (the non-inferiority design of clinical trials: ICH E9 §3.3.2 and the CONSORT extension
 for non-inferiority trials, Piaggio et al., JAMA 2012 — a confidence interval of test − control judged
-against the margin −X).  On the 95 % interval [L, U] of test − control (``evalpipe.power.paired``), in
+against the margin −X).  On the 95 % interval [L, U] of test − control (``evalpipe.stats.paired``), in
 points, with margin X ≥ 0:
 
 * ``non-inferior`` when ``L > −X``: the interval excludes every drop of X points or more.  This is the

@@ -1,0 +1,101 @@
+"""``compare.md``: the paired comparison (``compare.json``) as the report section a reader opens.
+
+Differences are test − control (A − B) in signed points; the sentences it lists (A/A noise, MDE,
+non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with ``evalpipe.report.sentences``.
+"""
+
+from __future__ import annotations
+
+from evalpipe.report.prose import fmt_signed_pts_from_fraction
+from evalpipe.schema.compare import CompareResult
+
+
+def compare_markdown(result: CompareResult) -> str:
+    """Report section: one line per benchmark plus the flipped samples."""
+    if result.aa_only:
+        lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
+    else:
+        lines = [f"## Paired control: {result.label_a} vs {result.label_b}", ""]
+    lines.append(
+        f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
+        "same rendered prompts. Difference = A − B in percentage points; "
+        f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
+    )
+    lines.append("")
+    if result.aa_only:
+        lines.append("")
+        lines.append(
+            f"No A/B control ran: {result.label_b} is {result.label_a} launched again with the same settings on "
+            "the same samples. Every difference below is the server's own noise; the MDE is what an A/B "
+            "comparison of this size, against this noise, could detect."
+        )
+    elif result.run_aa is not None:
+        lines.append("")
+        lines.append(
+            f"A/A control: {result.label_b} ran again as {result.label_aa} on the same samples; its discordance "
+            "is the server's own noise, the noise model of the MDE."
+        )
+    lines.append("")
+    lines.append(
+        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
+        "| Non-inferiority | Flips |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    blocks = [*result.benchmarks, *([result.overall] if result.overall else [])]
+    for b in blocks:
+        if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
+            continue  # no samples (all four are set together)
+        mde = f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_sentence else "–")
+        ni = b.non_inferiority.verdict if b.non_inferiority else "–"
+        lines.append(
+            f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {fmt_signed_pts_from_fraction(b.difference)} | "
+            f"[{fmt_signed_pts_from_fraction(b.diff_ci_low)}, {fmt_signed_pts_from_fraction(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {len(b.flips)} |"
+        )
+    lines.append("")
+    for b in blocks:
+        said = [
+            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
+        ]
+        if b.non_inferiority:
+            said.append(b.non_inferiority.sentence)
+        if b.paired_ci_low is not None and b.paired_ci_high is not None:
+            said.append(
+                f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "
+                f"{b.paired_test} p = {b.paired_p:.3g}"
+            )
+        if said:
+            lines.append(
+                f"- {b.benchmark}: " + "; ".join(said) + (f" ({b.mde_basis})" if b.mde_basis else "")
+            )
+    lines.append("")
+    by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
+    if by_length:
+        lines.append("By context length (KV-cache view: does the difference grow with the context?):")
+        lines.append("")
+        lines.append(
+            f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for b, x in by_length:
+            diff = (
+                f"{fmt_signed_pts_from_fraction(x.difference)} | [{fmt_signed_pts_from_fraction(x.diff_ci_low)}, {fmt_signed_pts_from_fraction(x.diff_ci_high)}]"
+                if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
+                else "– | –"
+            )
+            lines.append(
+                f"| {b.benchmark} | {x.length} | {x.n_pairs} | {x.a.correct}/{x.a.scored} | {x.b.correct}/{x.b.scored} | "
+                f"{diff} | {len(x.flips)} |"
+            )
+        lines.append("")
+    for b in result.benchmarks:
+        lines.append(f"- {b.line}")
+    flips = [f for b in result.benchmarks for f in b.flips]
+    if flips:
+        lines.append("")
+        lines.append("Flipped samples:")
+        lines.append("")
+        for f in flips:
+            lines.append(
+                f"- {f.benchmark} `{f.source_id}`: {result.label_a} {f.failure_a}, {result.label_b} {f.failure_b}"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,176 @@
+"""evalpipe.stats.intervals: Wilson, the stratified proportion and the clustered mean.
+
+Wilson against known values (the textbook 8 of 10, the edges 0 and n); the stratified
+proportion against Cochran's formula written out and, independently, by a coverage simulation over finite
+populations; the clustered mean against inspect_ai's clustered standard error and by simulation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalpipe.stats.intervals import StratumData, clustered_mean, stratified_proportion, wilson_interval
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "lo", "hi"),
+    [
+        (8, 10, 0.4902, 0.9433),  # the textbook example
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (1, 2, 0.0945, 0.9055),
+        (45, 50, 0.7864, 0.9565),
+    ],
+)
+def test_wilson_known_values(k: int, n: int, lo: float, hi: float) -> None:
+    ci = wilson_interval(k, n)
+    assert ci is not None
+    assert ci[0] == pytest.approx(lo, abs=5e-5)
+    assert ci[1] == pytest.approx(hi, abs=5e-5)
+
+
+def test_wilson_empty_and_invalid() -> None:
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+
+
+def test_stratified_hand_computed() -> None:
+    # N = (100, 300), n = (10, 10), k = (5, 2)
+    res = stratified_proportion(
+        [
+            StratumData("a", 100, [1.0] * 5 + [0.0] * 5),
+            StratumData("b", 300, [1.0] * 2 + [0.0] * 8),
+        ]
+    )
+    assert res is not None
+    w1, w2 = 0.25, 0.75
+    p = w1 * 0.5 + w2 * 0.2
+    s1 = 10 / 9 * 0.25  # sample variance (ddof=1) of five 1s and five 0s
+    s2 = 10 / 9 * 0.16
+    var = w1**2 * (1 - 10 / 100) * s1 / 10 + w2**2 * (1 - 10 / 300) * s2 / 10
+    assert res.estimate == pytest.approx(p)
+    assert res.variance == pytest.approx(var)
+    assert res.standard_error == pytest.approx(var**0.5)
+    n_eff = min(20, p * (1 - p) / var)
+    assert res.effective_sample_size == pytest.approx(n_eff)
+    expected = wilson_interval(p * n_eff, n_eff)
+    assert expected is not None
+    assert res.interval == pytest.approx(expected)
+    assert res.interval[0] < p < res.interval[1]
+
+
+def test_stratified_live_code_bench_like_equal_allocation() -> None:
+    # 2 per difficulty, N = 100/200/50: easy 2/2, medium 1/2, hard 0/2 → p = 200/350
+    res = stratified_proportion(
+        [
+            StratumData("easy", 100, [1.0, 1.0]),
+            StratumData("medium", 200, [1.0, 0.0]),
+            StratumData("hard", 50, [0.0, 0.0]),
+        ]
+    )
+    assert res is not None
+    assert res.estimate == pytest.approx(4 / 7)
+    assert res.variance == pytest.approx((4 / 7) ** 2 * (1 - 2 / 200) * 0.5 / 2)
+    assert res.effective_sample_size == pytest.approx((4 / 7) * (3 / 7) / res.variance)
+    assert res.effective_sample_size < 6
+
+
+def test_stratified_zero_variance_caps_effective_n() -> None:
+    # all-correct and all-wrong strata: Var = 0, n_eff falls back to n (never a zero-width interval)
+    res = stratified_proportion([StratumData("a", 10, [1.0] * 3), StratumData("b", 30, [0.0] * 3)])
+    assert res is not None
+    assert res.estimate == pytest.approx(0.25)
+    assert res.variance == 0
+    assert res.effective_sample_size == 6
+    assert res.interval[1] - res.interval[0] > 0.3
+
+
+def test_stratified_single_entry_stratum_is_conservative() -> None:
+    res = stratified_proportion([StratumData("a", 50, [1.0]), StratumData("b", 50, [1.0, 0.0, 1.0])])
+    assert res is not None
+    # stratum a contributes s^2 = 1/4, not 0
+    assert res.variance == pytest.approx(0.25 * (1 - 1 / 50) * 0.25 + 0.25 * (1 - 3 / 50) * (1 / 3) / 3)
+
+
+def test_stratified_proportional_allocation_matches_simple_mean() -> None:
+    res = stratified_proportion(
+        [StratumData("a", 100, [1.0, 0.0]), StratumData("b", 200, [1.0, 1.0, 0.0, 0.0])]
+    )
+    assert res is not None
+    assert res.estimate == pytest.approx(3 / 6)
+
+
+def test_stratified_rejects_sample_larger_than_population() -> None:
+    with pytest.raises(ValueError):
+        stratified_proportion([StratumData("a", 1, [1.0, 0.0])])
+    assert stratified_proportion([]) is None
+
+
+# ------------------------------------------------------------------ clustered mean (repeats)
+
+
+def test_one_attempt_per_sample_is_the_plain_wilson_interval() -> None:
+    result = clustered_mean([[1.0]] * 48 + [[0.0]] * 2)
+    assert result.estimate == pytest.approx(0.96)
+    assert result.effective_sample_size == 50
+    assert result.interval == pytest.approx(wilson_interval(48, 50))
+    assert result.standard_error == pytest.approx(np.std([1.0] * 48 + [0.0] * 2, ddof=1) / 50**0.5)
+
+
+def test_standard_error_is_inspect_ais_clustered_stderr_when_k_is_constant() -> None:
+    """inspect_ai ``stderr(cluster=...)``: sqrt(C/(C-1) · Σ_c (Σ_i (s_ic − mean))²) / N, written out here."""
+    rng = np.random.default_rng(7)
+    scores = rng.binomial(1, rng.uniform(0, 1, size=(40, 1)), size=(40, 3)).astype(float)
+    mean = scores.mean()
+    clusters = len(scores)
+    inspect = (clusters / (clusters - 1) * np.sum((scores - mean).sum(axis=1) ** 2)) ** 0.5 / scores.size
+    assert clustered_mean(scores.tolist()).standard_error == pytest.approx(inspect, rel=1e-12)
+
+
+def test_unequal_attempt_counts_weight_samples_equally() -> None:
+    """A sample that lost three of its four attempts still counts as one sample (attempt-weighted: 0.8)."""
+    result = clustered_mean([[1.0, 1.0, 1.0, 1.0], [0.0]])
+    assert result.estimate == 0.5
+    assert result.n_attempts == 5
+
+
+def test_repeats_narrow_the_interval_only_through_within_sample_noise() -> None:
+    deterministic = clustered_mean([[1.0] * 4] * 45 + [[0.0] * 4] * 15)
+    single = clustered_mean([[1.0]] * 45 + [[0.0]] * 15)
+    assert deterministic.effective_sample_size == 60  # identical answers: 4 attempts add nothing
+    assert deterministic.interval == pytest.approx(single.interval)
+    noisy = clustered_mean([[1.0, 0.0, 1.0, 0.0]] * 30 + [[1.0] * 4] * 30)
+    assert 60 < noisy.effective_sample_size <= 240
+    assert noisy.interval[1] - noisy.interval[0] < single.interval[1] - single.interval[0]
+
+
+def test_all_variation_within_samples_uses_the_attempts() -> None:
+    result = clustered_mean([[1.0, 0.0]] * 20)
+    assert result.estimate == 0.5
+    assert result.effective_sample_size == 40
+
+
+@pytest.mark.parametrize("bad", [[[]], [[1.5]], [[-0.1, 1.0]], [[float("nan")]]])
+def test_clustered_mean_refuses_samples_without_attempts_or_out_of_range(bad: list[list[float]]) -> None:
+    with pytest.raises(ValueError):
+        clustered_mean(bad)
+
+
+@pytest.mark.parametrize(("n", "k"), [(60, 4), (40, 1)])
+def test_clustered_interval_coverage_by_simulation(n: int, k: int) -> None:
+    """Per-sample probabilities from a skewed mixture (most samples easy, some hard, some coin flips):
+    the 95 % interval covers the super-population mean E[q] in 93-97 % of 3000 simulated runs."""
+    rng = np.random.default_rng(20261218)
+    q_values, q_weights = np.array([1.0, 0.9, 0.5, 0.1, 0.0]), np.array([0.45, 0.2, 0.15, 0.1, 0.1])
+    truth = float(q_values @ q_weights)
+    trials = 3000
+    q = rng.choice(q_values, p=q_weights, size=(trials, n))
+    correct = rng.binomial(k, q)
+    covered = 0
+    for row in correct:
+        attempts = (np.arange(k) < row[:, None]).astype(float)  # row i: c_i ones, then zeros
+        low, high = clustered_mean(attempts.tolist()).interval
+        covered += low <= truth <= high
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
