@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-# test_stats reads no dataset; test_sampling asks for the fixture (also through its module fixture);
+# test_stats_repeats reads no dataset; test_sampling asks for the fixture (also through its module fixture);
 # test_run_resume passes it on to the helpers that read the files.
-FILES = ["tests/test_stats.py", "tests/test_sampling.py", "tests/test_run_resume.py"]
+FILES = ["tests/test_stats_repeats.py", "tests/test_sampling.py", "tests/test_run_resume.py"]
 
 
 @pytest.fixture(scope="module")
