@@ -54,7 +54,7 @@ STRATIFIED_METHOD = (
 
 
 def wilson_interval(correct: float, n: float, confidence: float = Z_CONFIDENCE) -> tuple[float, float] | None:
-    """Wilson score interval for ``correct`` successes in ``n`` trials; None when ``n`` is 0 (module docstring)."""
+    """Wilson (1927) score interval for ``correct`` successes in ``n`` trials; None when ``n`` is 0."""
     if n <= 0:
         return None
     if correct < 0 or correct > n:

@@ -45,7 +45,8 @@ class NonInferiority:
 
 
 def non_inferiority(interval: tuple[float, float], margin_pts: float) -> NonInferiority:
-    """Verdict for the interval of test − control (proportions) against a margin in points."""
+    """Verdict for the interval of test − control (proportions) against a margin in points (ICH E9 §3.3.2,
+    Piaggio et al. 2012: the interval judged against −X; module docstring)."""
     if margin_pts < 0:
         raise ValueError(f"non-inferiority margin must be >= 0 points, got {margin_pts}")
     low, high = interval

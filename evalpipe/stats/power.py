@@ -121,7 +121,8 @@ class NoiseModel:
 
 
 def noise_from_discordance(discordant: int, n: int, source: Literal["aa", "ab"]) -> NoiseModel:
-    """Noise from one attempt per arm: ``discordant`` of ``n`` samples changed correctness."""
+    """Noise from one attempt per arm: ``discordant`` of ``n`` samples changed correctness (Miller 2024 §3.1
+    split, module docstring: an A/A share is all within-sample, an A/B share all between-sample)."""
     if n <= 0 or not 0 <= discordant <= n:
         raise ValueError(f"discordant={discordant} outside [0, n={n}]")
     share = discordant / n
@@ -206,7 +207,8 @@ def mcnemar_critical_counts(n: int, alpha: float = ALPHA) -> NDArray[np.int64]:
 
 
 def exact_drop_power(n: int, noise_discordance: float, drop: float, alpha: float = ALPHA) -> float:
-    """P(exact McNemar rejects at α and the test arm is the worse one), one attempt per arm.
+    """P(exact McNemar rejects at α and the test arm is the worse one), one attempt per arm: the exact sum
+    over D ~ Binomial(n, m1) and the control-only count ~ Binomial(D, (m0/2 + δ)/m1) (module docstring).
 
     Control-only pairs occur with probability ``noise_discordance/2 + drop``, test-only pairs with
     ``noise_discordance/2`` (module docstring).
@@ -274,7 +276,8 @@ def largest_drop(noise_second_moment: float, base_accuracy: float | None = None)
 
 
 def drop_power(n: int, drop: float, noise: NoiseModel, repeats: int = 1, alpha: float = ALPHA) -> float:
-    """Power to detect a drop of ``drop`` with n samples and ``repeats`` attempts per arm."""
+    """Power to detect a drop of ``drop`` with n samples and ``repeats`` attempts per arm: exact McNemar
+    power at one attempt, the second-order (delta-method) score-test power with repeats (module docstring)."""
     if repeats == 1:
         return exact_drop_power(n, noise.second_moment(1), drop, alpha)
     return normal_drop_power(n, drop, noise, repeats, alpha)
@@ -361,7 +364,8 @@ def sample_size_for_mde(
     base_accuracy: float | None = None,
     population: int | None = None,
 ) -> SampleSizeNeeded:
-    """Smallest n whose MDE is ≤ ``target`` (None when ``target`` exceeds the largest admissible drop)."""
+    """Smallest n whose MDE is ≤ ``target`` (None when ``target`` exceeds the largest admissible drop):
+    bisection on ``drop_power``, bracketed by Connor's (1987) n (module docstring)."""
     if target <= 0:
         raise ValueError("target MDE must be positive")
     m0 = noise.second_moment(repeats)

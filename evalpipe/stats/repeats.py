@@ -48,7 +48,8 @@ class Nondeterminism:
 
 
 def per_sample_means(samples: Sequence[Sequence[float]]) -> NDArray[np.float64]:
-    """``x̄_i`` for every sample; refuses a sample without attempts or a score outside [0, 1].
+    """``x̄_i`` for every sample (Miller 2024 §3.1: the cluster mean); refuses a sample without attempts or a
+    score outside [0, 1].
 
     A sample whose every attempt failed has no answer: the caller decides how it counts (the audit's
     rule counts it wrong, i.e. passes ``[0.0]``), this module never guesses.
