@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalpipe.schema.metrics import Interval
+from evalpipe.artifacts.schema.metrics import Interval
 
 Z_CONFIDENCE = 0.95
 

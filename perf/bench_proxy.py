@@ -147,9 +147,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def drive(n: int, concurrency: int, rounds: int, service_ms: float) -> dict:
-    from evalpipe.io import read_jsonl
-    from evalpipe.rundir import RunDir
-    from evalpipe.server.proxy import recording_proxy
+    from evalpipe.artifacts.io import read_jsonl
+    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.recording.proxy import recording_proxy
 
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port"

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from evalpipe import pipeline
+from evalpipe.artifacts.io import read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.cli.main import main
 from evalpipe.config import load_config
 from evalpipe.config.models import AnswerKeyConfig
-from evalpipe.io import read_jsonl
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.requests import RequestAttempt
+from evalpipe.run import pipeline
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.controls import demo_config_path, fault_targets
 

@@ -15,14 +15,14 @@ import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.artifacts.io import read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.io import read_jsonl
 from evalpipe.power.repeats import clustered_mean
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.server.proxy import recording_proxy
+from evalpipe.recording.proxy import recording_proxy
 
 pytestmark = pytest.mark.slow
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config import load_config
 from evalpipe.config.loader import load_plan, resolve_plan
 from evalpipe.config.models import SamplingPlan
@@ -19,7 +20,6 @@ from evalpipe.samplers.extend import (
     selected_allocation,
 )
 from evalpipe.samplers.run import _allocate, build_manifest, load_datasets
-from evalpipe.schema.manifest import Manifest
 
 IFEVAL_STRATA = {"1": 305, "2": 179, "3": 57}
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
+from evalpipe.artifacts.io import read_model, write_model
 from evalpipe.clock import utc_now
-from evalpipe.io import read_model, write_model
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (
     RELEASE_JSON,
@@ -162,8 +162,8 @@ def test_a_speed_json_measured_alone_or_incomplete_needs_the_barrier(
 def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_path: Path) -> None:
     from helpers.config import entry, write_config
 
-    from evalpipe import pipeline
     from evalpipe.config import load_config
+    from evalpipe.run import pipeline
 
     data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
     config = write_config(

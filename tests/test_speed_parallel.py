@@ -28,13 +28,13 @@ import pytest
 from helpers.config import entry, write_config
 from helpers.speed_client import StandInClient
 
-from evalpipe import pipeline
+from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config import load_config
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.process_group import group_alive
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.server import LaunchRecord
-from evalpipe.schema.timings import StageTimings
+from evalpipe.processes.group import group_alive
+from evalpipe.run import pipeline
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe import pipeline
+from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config import load_config
-from evalpipe.io import read_model
-from evalpipe.schema.server import LaunchRecord
-from evalpipe.schema.timings import StageTimings
+from evalpipe.run import pipeline
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison

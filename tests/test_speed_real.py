@@ -38,8 +38,8 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from evalpipe.io import read_model
-from evalpipe.process_group import stop_group
+from evalpipe.artifacts.io import read_model
+from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import compare_speed, ratio_interval

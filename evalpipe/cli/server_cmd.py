@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalpipe.schema.server import PreflightReport
+    from evalpipe.artifacts.schema.server import PreflightReport
 
 app = typer.Typer(
     help="Show the exact server launch command; run the preflight checks.", no_args_is_help=True

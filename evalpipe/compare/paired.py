@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalpipe.benchmarks import length_buckets
-from evalpipe.errors import EvalpipeError
-from evalpipe.hashing import sha256_hex
-from evalpipe.io import read_jsonl, read_model, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.compare import (
+from evalpipe.artifacts.io import read_jsonl, read_model, write_model
+from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts.schema.compare import (
     CompareResult,
     Discordance,
     Flip,
@@ -28,9 +25,12 @@ from evalpipe.schema.compare import (
     PairedBenchmark,
     ScoreWithInterval,
 )
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow, attempt_scores, is_correct
-from evalpipe.schema.run import RunRecord
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, is_correct
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.benchmarks import length_buckets
+from evalpipe.errors import EvalpipeError
+from evalpipe.hashing import sha256_hex
 from evalpipe.stats import wilson_interval
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -539,7 +539,7 @@ def compare_markdown(result: CompareResult) -> str:
 
 
 def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
-    from evalpipe.io import atomic_write_text
+    from evalpipe.artifacts.io import atomic_write_text
 
     out_dir = Path(out_dir)
     json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"

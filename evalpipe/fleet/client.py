@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.fleet import fetch
 from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
 from evalpipe.fleet.sglang_router import (
@@ -26,7 +27,6 @@ from evalpipe.fleet.sglang_router import (
     split_rank,
     worker_outcomes,
 )
-from evalpipe.schema.fleet import WorkerRequestCount
 
 
 def router_base(url: str) -> str:

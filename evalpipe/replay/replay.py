@@ -14,17 +14,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts.io import read_jsonl, read_model, write_model
+from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import ReplayConfig, RunConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.io import read_jsonl, read_model, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.run import RunRecord
-from evalpipe.schema.summary import Summary
 
 if TYPE_CHECKING:
-    from evalpipe.progress import ProgressDisplay
+    from evalpipe.run.progress import ProgressDisplay
 
 REQUIRED = ("manifest", "run_record", "config_copy", "outcomes", "requests_log", "responses_log", "summary")
 
@@ -128,8 +128,8 @@ def replay(
     out: Path | None = None,
     progress: ProgressDisplay | None = None,
 ) -> ReplayResult:
-    from evalpipe import pipeline
     from evalpipe.replay.publish import check_bundle
+    from evalpipe.run import pipeline
 
     src = RunDir(Path(source))
     _check_source(src)

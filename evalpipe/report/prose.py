@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalpipe.schema.summary import Interval
+from evalpipe.artifacts.schema.summary import Interval
 
 
 def pct(x: float | None) -> str:

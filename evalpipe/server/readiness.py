@@ -16,8 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.redact import REDACTED, redact_text
 from evalpipe.errors import ServerError
-from evalpipe.redact import REDACTED, redact_text
 
 LOG_TAIL_LINES = 50
 

@@ -38,10 +38,10 @@ from typing import Literal, TypeVar
 
 from pydantic import Field
 
+from evalpipe.artifacts.io import atomic_write_text, read_model, write_model
+from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.clock import utc_now
 from evalpipe.errors import ArtifactError
-from evalpipe.io import atomic_write_text, read_model, write_model
-from evalpipe.schema.base import Artifact
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError

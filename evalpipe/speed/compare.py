@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from evalpipe.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.base import Artifact, Row
 from evalpipe.speed.model import RoundRecord, Schedule, SpeedArtifact
 
 BOOTSTRAP_RESAMPLES = 10_000

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalpipe.schema.base import Artifact
+from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.speed.config import SpeedClientName, SpeedConfig, SpeedWorkload
 
 #: How the client turns per-request values into a percentile (they are not comparable across clients).

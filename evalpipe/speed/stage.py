@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from evalpipe.artifacts.io import atomic_write_text, read_model, write_model
 from evalpipe.errors import ArtifactError
-from evalpipe.io import atomic_write_text, read_model, write_model
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import SpeedComparison, compare_speed
 from evalpipe.speed.config import SpeedConfig
