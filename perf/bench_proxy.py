@@ -147,8 +147,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def drive(n: int, concurrency: int, rounds: int, service_ms: float) -> dict:
-    from evalpipe.artifacts.io import read_jsonl
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir, read_jsonl
     from evalpipe.recording.proxy import recording_proxy
 
     with tempfile.TemporaryDirectory() as tmp:

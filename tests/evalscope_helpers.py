@@ -9,8 +9,7 @@ from typing import Any
 
 from helpers.config import config_data, entry
 
-from evalpipe.artifacts.io import write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config.models import RunConfig
 from evalpipe.samplers import build_manifest

@@ -26,8 +26,7 @@ from typing import Any
 import yaml
 from helpers.config import config_data, entry
 
-from evalpipe.artifacts.io import atomic_write_text, write_jsonl_atomic, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, atomic_write_text, write_jsonl_atomic, write_model
 from evalpipe.artifacts.schema.manifest import (
     BenchmarkSampling,
     DatasetIdentity,

@@ -119,7 +119,7 @@ def test_paired_gate_without_a_control_fails(tmp_path) -> None:
 
 
 def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.config import load_config
@@ -161,7 +161,7 @@ def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.cli.run_cmd import power_lines
 
@@ -196,7 +196,7 @@ def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
 
 
 def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.audit.gates import decide, mark_advisory, paired_gates
 
@@ -210,7 +210,7 @@ def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
 
 
 def test_plan_from_an_aa_only_run_takes_its_noise(aa_only_run) -> None:
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.samplers.mde_plan import measured
 

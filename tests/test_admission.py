@@ -20,8 +20,7 @@ import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import read_jsonl, read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.evalscope import EvalscopeTasks, PromptHashRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.timings import StageTimings
@@ -120,7 +119,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     """Two benchmarks on one server at concurrency 2: the server never sees more than 2 requests; the slots
     GSM8K frees go to IFEval's waiting requests within a bounded time, and IFEval runs beside GSM8K's last
     (tail) request instead of after it."""
-    from evalpipe.artifacts.io import atomic_write_bytes
+    from evalpipe.artifacts import atomic_write_bytes
     from evalpipe.benchmarks.gsm8k import gsm8k_id
     from evalpipe.samplers.run import effective_config_bytes
     from evalpipe.sources.load import load_benchmark

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.registry_controls import RegistryControls
 
-from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap, PromptHashRecord
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import PLUGINS_ENV, REGISTRY, Benchmark, names

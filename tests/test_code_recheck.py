@@ -22,8 +22,7 @@ import pytest
 from helpers.config import config_data, entry
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks.live_code_bench.recheck import WALL_FACTOR, policy_text, recheck
 from evalpipe.config.models import RunConfig

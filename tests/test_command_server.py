@@ -18,8 +18,7 @@ from fake_sglang.support import server_config
 from helpers.config import entry, write_config
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess, assert_group_gone
 
-from evalpipe.artifacts.io import read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.checks import check_server
 from evalpipe.config import load_config

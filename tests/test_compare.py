@@ -10,8 +10,7 @@ import pytest
 from helpers.config import entry, write_config
 from scipy.stats import binomtest
 
-from evalpipe.artifacts.io import write_jsonl_atomic
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, write_jsonl_atomic
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.cli.main import main
 from evalpipe.compare import compare_runs

@@ -16,7 +16,7 @@ import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.evalscope import (
     EvalscopeErrorRecord,
     EvalscopeTasks,

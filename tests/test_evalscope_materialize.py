@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from evalscope_helpers import picked_run, run_config
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.errors import ConfigError, DataError

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.config import load_config

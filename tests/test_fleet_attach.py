@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalpipe.artifacts.io import read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.fleet import check_fleet

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.processes.group import group_alive, signal_group
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.compare.paired import compare_runs
 from evalpipe.config import load_config

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers.registry_controls import RegistryControls
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import benchmark
 from evalpipe.errors import DataError

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from evalpipe.artifacts.io import read_jsonl
+from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.cli.main import main

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.server import PreflightReport
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.errors import PreflightError
 from evalpipe.run.provenance import (

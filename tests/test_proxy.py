@@ -19,8 +19,7 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR
 from helpers.server_process import ServerProcess
 
-from evalpipe.artifacts.io import read_jsonl
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.hashing import prompt_sha256
 from evalpipe.recording.proxy import inject_rid, recording_proxy
@@ -218,7 +217,7 @@ def test_readers_tolerate_a_torn_tail(tmp_path: Path, upstream: str) -> None:
 
 _CRASHER = r"""
 import json, os, sys, urllib.request
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.recording.proxy import recording_proxy
 ctx = recording_proxy(sys.argv[1], RunDir(sys.argv[2]))
 proxy = ctx.__enter__()

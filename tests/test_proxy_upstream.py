@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.artifacts.io import read_jsonl
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit

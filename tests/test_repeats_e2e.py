@@ -15,7 +15,7 @@ import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import read_jsonl
+from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize

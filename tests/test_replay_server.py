@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
 from evalpipe.audit.checks import check_replay_misses

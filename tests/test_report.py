@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run
 
-from evalpipe.artifacts.io import write_model
+from evalpipe.artifacts import write_model
 from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.audit.run import audit_run

@@ -17,8 +17,7 @@ import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.artifacts.io import read_jsonl, read_model, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.evalscope import EvalscopeTasks
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import CacheRepair

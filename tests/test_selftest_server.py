@@ -328,8 +328,7 @@ def test_launched_by_lifecycle_faults_recorded_by_proxy(
     from evalscope.api.model import GenerateConfig
     from evalscope.models.openai_compatible import OpenAICompatibleAPI
 
-    from evalpipe.artifacts.io import read_jsonl
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir, read_jsonl
     from evalpipe.artifacts.schema.requests import RequestAttempt
     from evalpipe.artifacts.schema.server import LaunchRecord
     from evalpipe.config import load_config

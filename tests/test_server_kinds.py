@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 from fake_sglang.support import server_config
 
-from evalpipe.artifacts.rundir import ServerFiles
+from evalpipe.artifacts import ServerFiles
 from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, PreflightReport, ServerVerification
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, PreflightError, ServerError

@@ -16,8 +16,7 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, server_config
 from helpers.server_process import assert_group_gone
 
-from evalpipe.artifacts.io import read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.errors import ServerError
 from evalpipe.processes.group import group_alive, signal_group
@@ -215,7 +214,7 @@ def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.Mon
 _DRIVER = r"""
 import sys, time
 from evalpipe.config import load_config
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.server.lifecycle import managed_server
 cfg = load_config(sys.argv[1], check_plans=False)
 try:

@@ -13,7 +13,7 @@ import pytest
 from fixtures_rundir import clean_run
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.audit.run import audit_run
 from evalpipe.speed import run, stage
 from evalpipe.speed.config import SpeedConfig, SpeedWorkload

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts.io import read_model, write_model
+from evalpipe.artifacts import read_model, write_model
 from evalpipe.clock import utc_now
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (

@@ -28,7 +28,7 @@ import pytest
 from helpers.config import entry, write_config
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts.io import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings

@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port

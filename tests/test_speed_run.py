@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts.io import read_model
+from evalpipe.artifacts import read_model
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.config import SpeedConfig, SpeedWorkload

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.server import ServerVerification
@@ -490,7 +490,7 @@ def check_replay_misses(rd: RunDir) -> list[Finding]:
     """``evalpipe replay``: every request the recorded log had no answer for is an error."""
     if not rd.replay_misses.is_file():
         return []
-    from evalpipe.artifacts.io import read_jsonl
+    from evalpipe.artifacts import read_jsonl
 
     misses = read_jsonl(rd.replay_misses)
     if not misses:
@@ -510,7 +510,7 @@ def check_extension(rd: RunDir) -> list[Finding]:
     """``evalpipe run --extend``: say which run this one grew from and what it reused (info)."""
     if not rd.extension.is_file():
         return []
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.run import ExtensionRecord
 
     ext = read_model(rd.extension, ExtensionRecord)

@@ -16,8 +16,7 @@ router's per-worker counters; the findings here turn each gap into a line naming
 
 from __future__ import annotations
 
-from evalpipe.artifacts.io import read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSummary, FleetWorkerSummary, WorkerRequestCount
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.errors import ArtifactError

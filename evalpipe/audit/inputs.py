@@ -15,8 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from evalpipe.artifacts.io import read_jsonl, read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.provenance import Provenance

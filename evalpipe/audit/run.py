@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import get_args
 
 from evalpipe import __version__
-from evalpipe.artifacts.io import atomic_write_text, read_model, write_model
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.artifacts.schema.summary import FINDING_CODES, Finding, Severity, Summary
@@ -143,7 +143,7 @@ def build_summary(
 
 def write_outputs(run_dir: Path, summary: Summary) -> None:
     """summary.json, report.md and report.html, each written atomically."""
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir
     from evalpipe.report.html import render_html
     from evalpipe.report.markdown import render_markdown
 

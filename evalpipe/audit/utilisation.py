@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.timings import ServerUtilisation
 from evalpipe.audit.linkage import parse_time
@@ -131,7 +131,7 @@ def _mean(values: list[float]) -> float | None:
 
 def utilisation_of_run(rundir: RunDir, concurrency: int) -> ServerUtilisation | None:
     """``server_utilisation`` of a run directory's ``requests.jsonl`` (None when it has none)."""
-    from evalpipe.artifacts.io import read_jsonl
+    from evalpipe.artifacts import read_jsonl
     from evalpipe.artifacts.schema.evalscope import PromptHashRecord
 
     if not rundir.requests_log.is_file():

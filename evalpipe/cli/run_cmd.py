@@ -204,7 +204,7 @@ def execute_variants(
     extend: Path | None = None,
 ) -> None:
     """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalpipe.artifacts.io import read_jsonl, read_model, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.compare import (
     CompareResult,
     Discordance,
@@ -539,7 +538,7 @@ def compare_markdown(result: CompareResult) -> str:
 
 
 def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
-    from evalpipe.artifacts.io import atomic_write_text
+    from evalpipe.artifacts import atomic_write_text
 
     out_dir = Path(out_dir)
     json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"

@@ -17,8 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.artifacts.io import atomic_write_text, read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model
 from evalpipe.artifacts.schema.evalscope import EvalscopeTasks, IndexMap
 from evalpipe.errors import ConfigError
 from evalpipe.evalscope_bridge.layout import predictions_file

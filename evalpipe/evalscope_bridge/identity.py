@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalpipe.artifacts.io import atomic_write_bytes
+from evalpipe.artifacts import atomic_write_bytes
 from evalpipe.artifacts.schema.outcomes import CachedArtifact, CacheRepair, CacheRepairReason
 from evalpipe.evalscope_bridge.layout import (
     CachedLine,

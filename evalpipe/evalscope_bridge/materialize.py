@@ -27,8 +27,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalpipe.artifacts.io import atomic_write_bytes, atomic_write_text, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, write_model
 from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.benchmarks import benchmark

@@ -27,8 +27,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from evalpipe.artifacts.io import read_jsonl, read_model, write_jsonl_atomic
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_jsonl_atomic
 from evalpipe.artifacts.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import (

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
 from evalpipe.processes.group import spawn, stop_group

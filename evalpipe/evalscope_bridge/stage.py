@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.artifacts.io import JsonlAppender, read_jsonl, read_model, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import JsonlAppender, RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.evalscope import (
     EvalscopeTask,
     EvalscopeTasks,

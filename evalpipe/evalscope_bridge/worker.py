@@ -518,7 +518,7 @@ class ErrorsLog:
     """``evalscope_errors.jsonl``, shared by every benchmark of the worker: one line per failed sample."""
 
     def __init__(self, path: str) -> None:
-        from evalpipe.artifacts.io import JsonlAppender
+        from evalpipe.artifacts import JsonlAppender
 
         self._log = JsonlAppender(Path(path))
         self._lock = threading.Lock()

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalpipe.artifacts.io import write_model
+from evalpipe.artifacts import write_model
 from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, RequestFieldProbe
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.clock import utc_now

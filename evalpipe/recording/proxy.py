@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.errors import ServerError
 from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
 from evalpipe.fleet.request_id import x_request_id

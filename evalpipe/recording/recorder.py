@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.requests import RequestAttempt, Usage
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.recording.reasoning import answer_text

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.requests import ResponseRecord
 from evalpipe.errors import ArtifactError
 

@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalpipe import __version__
-from evalpipe.artifacts.io import write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.bundle import BundleFile, BundleIndex
 from evalpipe.errors import ArtifactError, EvalpipeError
 
@@ -104,7 +103,7 @@ def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYT
 
 def check_bundle(bundle_dir: Path) -> list[str]:
     """Files of a bundle whose content no longer matches ``bundle.json`` (tampering, corruption)."""
-    from evalpipe.artifacts.io import read_model
+    from evalpipe.artifacts import read_model
 
     root = Path(bundle_dir)
     index_path = root / BUNDLE_INDEX

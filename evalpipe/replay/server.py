@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.replay.queues import ReplayPlan, build_plan
 from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted, RunStopped
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig
     from evalpipe.run.progress import ProgressDisplay
     from evalpipe.speed.barrier import SpeedCoordinator

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts.io import read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.timings import ServerUtilisation, StageName, StageTime
@@ -77,7 +76,7 @@ class StageClock:
         self.stages.append(StageTime(stage=name, seconds=round(seconds, 3), variant=self.variant))
 
     def write(self, rd: RunDir) -> None:
-        from evalpipe.artifacts.io import write_model
+        from evalpipe.artifacts import write_model
         from evalpipe.artifacts.schema.timings import StageTimings
 
         write_model(rd.timings, StageTimings(stages=self.stages, utilisation=self.utilisation))
@@ -273,7 +272,7 @@ def run(
     ``speed_barrier`` this variant's server waits, up, at the barrier for the alternating rounds
     (``evalpipe.speed.barrier``); without, the rounds are already in the run (resumed) and nothing is measured.
     """
-    from evalpipe.artifacts.io import write_model
+    from evalpipe.artifacts import write_model
     from evalpipe.clock import utc_now
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
@@ -436,8 +435,8 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
     """Copy the spine (manifest, ids, run record, config) into ``root/<variant>/`` for each variant."""
     import shutil
 
-    from evalpipe.artifacts.io import read_model as _read
-    from evalpipe.artifacts.io import write_model
+    from evalpipe.artifacts import read_model as _read
+    from evalpipe.artifacts import write_model
     from evalpipe.artifacts.schema.run import RunRecord
 
     out: dict[str, RunDir] = {}
@@ -632,7 +631,7 @@ def _run_in_turn(
 
 def finished_variant(rd: RunDir, root: Spine) -> RunResult:
     """A variant's RunResult from the files its own process wrote (``parallel_variants``)."""
-    from evalpipe.artifacts.io import read_jsonl
+    from evalpipe.artifacts import read_jsonl
     from evalpipe.artifacts.schema.evalscope import IndexMap
     from evalpipe.artifacts.schema.outcomes import CacheRepair
     from evalpipe.artifacts.schema.summary import Summary

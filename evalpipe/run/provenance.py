@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.redact import redact_argv
-from evalpipe.artifacts.rundir import RunDir
 from evalpipe.artifacts.schema.provenance import ComponentTestResult, GitInfo, PackageVersion, Provenance
 from evalpipe.clock import utc_now
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig

@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
-    from evalpipe.artifacts.io import read_model
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.artifacts.schema.run import RunRecord
     from evalpipe.config.loader import load_config

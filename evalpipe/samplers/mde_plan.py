@@ -20,8 +20,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalpipe.artifacts.io import read_jsonl, read_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
@@ -199,7 +198,7 @@ def plan_benchmark(
 def write_plan(plan: SamplingPlan, path: Path) -> None:
     import yaml
 
-    from evalpipe.artifacts.io import atomic_write_text
+    from evalpipe.artifacts import atomic_write_text
 
     data = plan.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalpipe import __version__
-from evalpipe.artifacts.io import atomic_write_bytes, atomic_write_text, read_model, write_model
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.manifest import (
     BenchmarkSampling,
     DatasetIdentity,

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.artifacts.io import atomic_write_json, write_model
+from evalpipe.artifacts import atomic_write_json, write_model
 from evalpipe.artifacts.redact import redact, redact_argv, redact_mapping
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.clock import utc_now
@@ -45,7 +45,7 @@ from evalpipe.server.sglang_env import server_env
 from evalpipe.server.verify import mismatches, verify
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts.rundir import RunDir, ServerFiles
+    from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
 
 __all__ = ["ServerHandle", "Terminated", "managed_server", "relevant_env", "watch_server"]

@@ -21,7 +21,7 @@ from evalpipe.server.preflight_rules import check_api_key, check_extra_args, che
 from evalpipe.server.sglang_env import server_env
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts.rundir import RunDir
+    from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
@@ -40,7 +40,7 @@ def run_preflight(
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
     error carries the report as ``exc.report``.
     """
-    from evalpipe.artifacts.io import write_model
+    from evalpipe.artifacts import write_model
     from evalpipe.artifacts.redact import redact_argv
 
     env = dict(env) if env is not None else server_env(server)

@@ -38,7 +38,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field
 
-from evalpipe.artifacts.io import atomic_write_text, read_model, write_model
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.clock import utc_now
 from evalpipe.errors import ArtifactError

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalpipe.artifacts.io import read_model, write_model
+from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient

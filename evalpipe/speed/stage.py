@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalpipe.artifacts.io import atomic_write_text, read_model, write_model
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
 from evalpipe.errors import ArtifactError
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import SpeedComparison, compare_speed

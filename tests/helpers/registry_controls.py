@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalpipe.artifacts.io import read_jsonl
-from evalpipe.artifacts.rundir import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks import benchmark
 from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest

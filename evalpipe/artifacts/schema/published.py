@@ -80,7 +80,7 @@ def render(builder: Callable[[], dict[str, Any]]) -> str:
 
 
 def write_all(directory: Path) -> list[Path]:
-    from evalpipe.artifacts.io import atomic_write_text
+    from evalpipe.artifacts import atomic_write_text
 
     written = []
     for name, builder in PUBLISHED.items():

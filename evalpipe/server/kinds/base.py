@@ -38,7 +38,7 @@ from evalpipe.server.preflight_rules import check_port
 from evalpipe.server.sglang_flags import KERNEL_NAMES, resolved_expectations
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts.rundir import ServerFiles
+    from evalpipe.artifacts import ServerFiles
     from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, ServerVerification
     from evalpipe.config.models import RunConfig, ServerConfig
 
