@@ -15,7 +15,7 @@ import pytest
 from evalpipe.config import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
 from evalpipe.power import non_inferiority
-from evalpipe.run import pipeline
+from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 
 pytestmark = pytest.mark.slow
@@ -52,7 +52,7 @@ def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFact
         }
     )
     out._config_path = cfg.config_path
-    return pipeline.run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
+    return run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:

@@ -26,6 +26,7 @@ from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.recording.proxy import UPSTREAM_TIMEOUT, recording_proxy
 from evalpipe.run import pipeline
+from evalpipe.run.sample import Spine
 
 #: A slot freed at the server must be taken by a queued request within this many seconds (the proxy hands
 #: it over on the same event-loop turn; the margin is for a loaded 2-core CI machine).
@@ -143,7 +144,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     ]
     default = Rule("", "A short answer.", delay_s=0.5)
     with ScriptedServer(rules, default=default, served_name=cfg.model.served_name) as srv:
-        spine = pipeline.Spine(rundir, manifest, datasets)
+        spine = Spine(rundir, manifest, datasets)
         result = pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine)
         app = srv.app
     assert len(result.outcomes) == 7
@@ -211,7 +212,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     with ScriptedServer(
         rules, default=Rule("", "Short.", delay_s=0.2), served_name=cfg.model.served_name
     ) as srv:
-        spine = pipeline.Spine(rundir, manifest, datasets)
+        spine = Spine(rundir, manifest, datasets)
         pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine, audit=False)
         app = srv.app
     bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}

@@ -163,7 +163,7 @@ def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_pat
     from helpers.config import entry, write_config
 
     from evalpipe.config import load_config
-    from evalpipe.run import pipeline
+    from evalpipe.run.variants import run_variants
 
     data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
     config = write_config(
@@ -176,6 +176,6 @@ def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_pat
         speed={"client": "evalscope", "tokenizer": None, "rounds": 3, "workloads": [WORKLOAD.model_dump()]},
     )
     with pytest.raises(SpeedSetupError) as info:
-        pipeline.run_variants(load_config(config), out=tmp_path / "run")
+        run_variants(load_config(config), out=tmp_path / "run")
     assert str(info.value.message).startswith("speed.tokenizer: evalscope perf builds its random prompts")
     assert not list((tmp_path / "run").glob("*/server"))  # no variant launched anything

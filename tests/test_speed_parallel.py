@@ -34,7 +34,7 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config import load_config
 from evalpipe.processes.group import group_alive
-from evalpipe.run import pipeline
+from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan
@@ -117,7 +117,7 @@ def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     patch.setattr(run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
     try:
         root = tmp / "run"
-        pipeline.run_variants(load_config(_config(tmp)), out=root)
+        run_variants(load_config(_config(tmp)), out=root)
         return root
     finally:
         patch.undo()
@@ -196,7 +196,7 @@ def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: P
 
     patch.setattr(run, "make_client", no_client)
     try:
-        pipeline.run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
+        run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
     finally:
         patch.undo()
     assert {v: (parallel_run / v / run.SPEED_JSON).read_bytes() for v in ("a", "b")} == before

@@ -18,7 +18,7 @@ from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config import load_config
-from evalpipe.run import pipeline
+from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
@@ -43,7 +43,7 @@ def speed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         small._config_path = cfg.config_path
         root = tmp_path_factory.mktemp("speed-pipeline") / "run"
-        pipeline.run_variants(small, out=root)
+        run_variants(small, out=root)
         return root
     finally:
         patch.undo()

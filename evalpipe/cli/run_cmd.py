@@ -209,9 +209,9 @@ def execute_variants(
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
-    from evalpipe.run import pipeline
+    from evalpipe.run.variants import run_variants
 
-    root, results, compares = pipeline.run_variants(
+    root, results, compares = run_variants(
         cfg,
         dataset_root=dataset_root,
         out=out,

@@ -129,6 +129,7 @@ def replay(
 ) -> ReplayResult:
     from evalpipe.replay.publish import check_bundle
     from evalpipe.run import pipeline
+    from evalpipe.run.sample import Spine, load_manifest_datasets
 
     src = RunDir(Path(source))
     _check_source(src)
@@ -144,8 +145,8 @@ def replay(
     write_model(dest.run_record, run.model_copy(update={"run_id": f"replay-{run.run_id}"}))
     rcfg = replay_config(cfg, run, src, dest)
     manifest = read_model(dest.manifest, Manifest)
-    datasets = pipeline.load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
-    result = pipeline.run(rcfg, spine=pipeline.Spine(dest, manifest, datasets), progress=progress)
+    datasets = load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
+    result = pipeline.run(rcfg, spine=Spine(dest, manifest, datasets), progress=progress)
     original = list(read_jsonl(src.outcomes, OutcomeRow))
     diffs = compare_outcomes(original, result.outcomes)
     if result.summary is not None:

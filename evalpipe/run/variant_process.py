@@ -2,7 +2,7 @@
 ``evalpipe.run.parallel_variants``): ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
 
 Not a user command: the parent ``evalpipe run`` prepares ``DIR`` and reads it back once this process ends.
-Kept apart from ``evalpipe.run.parallel_variants`` (which the pipeline imports) because it imports the pipeline.
+Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.artifacts.schema.run import RunRecord
     from evalpipe.config.loader import load_config
     from evalpipe.run import pipeline
+    from evalpipe.run.sample import Spine, load_manifest_datasets
     from evalpipe.speed.barrier import VariantBarrier
 
     cfg = load_config(Path(args.config))
@@ -72,7 +73,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     dataset_root = Path(args.dataset_root) if args.dataset_root else None
     manifest = read_model(rd.manifest, Manifest)
     record = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
-    datasets = pipeline.load_manifest_datasets(cfg, manifest, record, dataset_root=dataset_root)
+    datasets = load_manifest_datasets(cfg, manifest, record, dataset_root=dataset_root)
     resuming = rd.evalscope_dir.exists() or rd.outcomes.exists()
     pipeline.run(
         cfg,
@@ -80,7 +81,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
         resume=rd.root if resuming else None,
         progress=progress,
         variant=args.variant,
-        spine=pipeline.Spine(rd, manifest, datasets),
+        spine=Spine(rd, manifest, datasets),
         speed_by_parent=args.speed_by_parent,
         speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
         if args.speed_barrier
