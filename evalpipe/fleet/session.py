@@ -30,10 +30,10 @@ from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, RequestF
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
-from evalpipe.fleet import fetch
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
+from evalpipe.server import fetch
 
 if TYPE_CHECKING:
     from evalpipe.config.models import ServerConfig
