@@ -1,7 +1,10 @@
-"""Small blocking HTTP calls with bounded timeouts (standard library only).
+"""Small blocking HTTP calls to a server, with bounded timeouts (standard library only) — written once.
 
-The fleet code runs before and after the evaluation, a few dozen calls at most: blocking ``urllib``
-keeps it free of event loops and usable from any thread, like the server lifecycle's own readiness polls.
+Readiness polls and info documents (``server.readiness``), the fleet's router and worker calls
+(``evalpipe.fleet``) and the speed stage's context check (``speed.run``) run before and after the evaluation,
+a few dozen calls at most: blocking ``urllib`` keeps them free of event loops and usable from any thread.
+:func:`request` never raises for HTTP or connection errors (they are in the :class:`HttpResult`, with the
+exception that carried them); :func:`read_json` raises them, as ``urllib`` and ``json`` do.
 """
 
 from __future__ import annotations
@@ -24,6 +27,17 @@ class HttpResult:
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     error: str | None = None
     elapsed_s: float = 0.0
+    #: What ``urllib`` raised: the ``HTTPError`` of a 4xx/5xx answer, or the transport error (else None).
+    exception: Exception | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cause(self) -> str | None:
+        """The transport error as ``<reason's type>: <reason>`` (``ConnectionRefusedError: [Errno 111] …``),
+        the wording of readiness messages; None when an HTTP answer came back."""
+        if self.status is not None or self.exception is None:
+            return None
+        reason = getattr(self.exception, "reason", self.exception)
+        return f"{type(reason).__name__}: {reason}"
 
     @property
     def ok(self) -> bool:
@@ -74,16 +88,29 @@ def request(
             body=data,
             headers={k.lower(): v for k, v in (exc.headers or {}).items()},
             elapsed_s=time.perf_counter() - t0,
+            exception=exc,
         )
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         return HttpResult(
-            status=None, error=f"{type(exc).__name__}: {reason}", elapsed_s=time.perf_counter() - t0
+            status=None,
+            error=f"{type(exc).__name__}: {reason}",
+            elapsed_s=time.perf_counter() - t0,
+            exception=exc,
         )
 
 
 def get(url: str, *, timeout: float = 10.0, api_key: str | None = None) -> HttpResult:
     return request("GET", url, timeout=timeout, api_key=api_key)
+
+
+def read_json(url: str, api_key: str | None = None, timeout: float = 10.0) -> Any:
+    """GET ``url`` and parse the body as JSON; raises what ``urllib`` raises (``HTTPError`` for a 4xx/5xx
+    answer, ``URLError``/``OSError`` for a transport error) and ``ValueError`` for a body that is not JSON."""
+    res = get(url, timeout=timeout, api_key=api_key)
+    if res.exception is not None:
+        raise res.exception
+    return json.loads(res.body)
 
 
 def post_json(
