@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
 from evalpipe.power import non_inferiority
 from evalpipe.run.variants import run_variants
@@ -122,7 +122,7 @@ def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
     from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.artifacts.schema.manifest import Manifest
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.samplers.mde_plan import plan_benchmark
     from evalpipe.selftest.controls import demo_config_path
 

@@ -21,7 +21,7 @@ from helpers.server_process import SCRIPTED_SERVER, ServerProcess, assert_group_
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.checks import check_server
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
 from evalpipe.server.lifecycle import managed_server
 from evalpipe.server.ports import free_port

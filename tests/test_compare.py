@@ -15,7 +15,7 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.cli.main import main
 from evalpipe.compare import compare_runs
 from evalpipe.compare.paired import CompareRefused, compare_markdown
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.hashing import sha256_hex
 from evalpipe.samplers import sample_run
 

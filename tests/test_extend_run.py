@@ -15,7 +15,7 @@ from scripted_server import Rule, ScriptedServer
 from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import ExtensionRecord
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.run import pipeline

@@ -26,7 +26,7 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.fleet import check_fleet
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RouterConfig
 from evalpipe.fleet.launcher import RouterProcess
 from evalpipe.fleet.sglang_router import RouterLaunchSpec

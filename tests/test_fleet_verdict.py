@@ -24,7 +24,7 @@ from evalpipe.artifacts.schema.fleet import (
     WorkerRequestCount,
 )
 from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
 from evalpipe.server.verify import verify
 

@@ -207,7 +207,7 @@ def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item
     from evalscope.benchmarks.live_code_bench import evaluate_utils
 
     from evalpipe.benchmarks.live_code_bench import review
-    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.config.code_execution import CodeExecutionConfig
     from evalpipe.sandbox.launcher import ProgramLauncher
     from evalpipe.sandbox.probe import resolve
 
@@ -238,7 +238,7 @@ def test_hostile_programs_in_the_review_are_denied_and_classified(
     import socket
 
     from evalpipe.benchmarks.live_code_bench import review
-    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.config.code_execution import CodeExecutionConfig
     from evalpipe.sandbox.launcher import ProgramLauncher
     from evalpipe.sandbox.probe import resolve
 

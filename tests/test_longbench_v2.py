@@ -14,7 +14,7 @@ import pytest
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.compare.paired import compare_runs
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.errors import DataError, PreflightError
 from evalpipe.run import pipeline

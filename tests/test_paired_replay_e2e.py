@@ -19,7 +19,7 @@ from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest import bundled_data_dir

@@ -13,7 +13,7 @@ from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
 from evalpipe.artifacts.redact import REDACTED, redact
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.evalscope_bridge.task import generation_config
 from evalpipe.server.chat_template import thinking_kwargs

@@ -243,7 +243,7 @@ def test_code_execution_policy_and_rechecks_in_summary_and_report(tmp_path: Path
 
 
 def _sandbox_record(kind: str) -> SandboxRecord:
-    from evalpipe.sandbox.config import SandboxLimits
+    from evalpipe.config.code_execution import SandboxLimits
 
     return SandboxRecord(
         requested="auto" if kind != "none" else "none",

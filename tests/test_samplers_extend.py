@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalpipe.artifacts.schema.manifest import Manifest
-from evalpipe.config import load_config
-from evalpipe.config.loader import load_plan, resolve_plan
+from evalpipe.config.loader import load_config, load_plan, resolve_plan
 from evalpipe.config.models import SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key

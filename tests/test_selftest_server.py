@@ -331,7 +331,7 @@ def test_launched_by_lifecycle_faults_recorded_by_proxy(
     from evalpipe.artifacts import RunDir, read_jsonl
     from evalpipe.artifacts.schema.requests import RequestAttempt
     from evalpipe.artifacts.schema.server import LaunchRecord
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.hashing import prompt_sha256
     from evalpipe.recording.proxy import recording_proxy
     from evalpipe.server.lifecycle import managed_server

@@ -213,7 +213,7 @@ def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.Mon
 
 _DRIVER = r"""
 import sys, time
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.artifacts import RunDir
 from evalpipe.server.lifecycle import managed_server
 cfg = load_config(sys.argv[1], check_plans=False)

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed, compare_workload, ratio_interval
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import ClientInfo, LatencyStats, RoundRecord, SpeedArtifact, WorkloadRounds
 
 TRUE_RATIO = 1.10

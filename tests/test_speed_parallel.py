@@ -32,14 +32,14 @@ from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
+from evalpipe.config.speed import SpeedConfig
 from evalpipe.processes.group import group_alive
 from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.stage import SPEED_ERROR
 

@@ -17,12 +17,12 @@ from helpers.speed_client import StandInClient
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import SpeedArtifact
 
 pytestmark = pytest.mark.slow

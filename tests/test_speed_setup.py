@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient, parse_run_dir
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import check_fit, prepare
 from evalpipe.speed.tokenizer import resolve

@@ -15,7 +15,7 @@ app = typer.Typer(help="Validate run configs; print the config JSON Schema.", no
 def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) -> None:
     """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
     from evalpipe.cli.console import out
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.server.chat_template import thinking_kwargs
 
     cfg = load_config(config)

@@ -153,7 +153,7 @@ def _progress() -> Progress | LineProgress:
 
 
 def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
 
     return load_config(config), _progress
 

@@ -57,7 +57,7 @@ def speed(
 
     from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.speed.run import COMPARE_JSON, speed_command
 
     cfg = load_config(config, check_plans=False)

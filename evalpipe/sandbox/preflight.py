@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
+from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.errors import ConfigError
-from evalpipe.sandbox.config import CodeExecutionConfig
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.probe import probe, resolve
 from evalpipe.sandbox.run import process_limit_mechanism

@@ -138,7 +138,7 @@ def run_selftest(
     """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
     ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
     for the demo config)."""
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.run import pipeline
 
     cfg = load_config(config or demo_config_path())

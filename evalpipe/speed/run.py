@@ -26,12 +26,12 @@ from pathlib import Path
 
 from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.server.fetch import read_json
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
 from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
 from evalpipe.speed.compare import SpeedComparison, compare_speed
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import (
     ClientInfo,

@@ -11,7 +11,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Row
-from evalpipe.sandbox.config import SandboxKind
+from evalpipe.config.code_execution import SandboxKind
 from evalpipe.sandbox.run import Denial
 
 FailureClass = Literal[

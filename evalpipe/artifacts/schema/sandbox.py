@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
-from evalpipe.sandbox.config import SandboxKind, SandboxLimits, SandboxRequest
+from evalpipe.config.code_execution import SandboxKind, SandboxLimits, SandboxRequest
 from evalpipe.sandbox.run import ProcessLimit
 
 

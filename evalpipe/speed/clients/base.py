@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalpipe.artifacts.redact import REDACTED, redact, redact_text
-from evalpipe.speed.config import JSONScalar, SpeedClientName, SpeedConfig, SpeedWorkload
+from evalpipe.config.speed import JSONScalar, SpeedClientName, SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import LatencyStats, PercentileMethod, RawFile
 
 
