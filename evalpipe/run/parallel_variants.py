@@ -29,6 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted, RunStopped
+from evalpipe.processes.group import spawn, stop_group
+from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.lifecycle import Terminated
+from evalpipe.server.sglang_flags import api_key
+from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -46,9 +51,6 @@ _STOPPED = (int(ExitCode.SERVER), int(ExitCode.INTERRUPTED), int(ExitCode.TERMIN
 
 def check_disjoint(cfg: RunConfig) -> None:
     """ConfigError naming the first resource two variants would share (a worker URL, a port, a GPU)."""
-    from evalpipe.server.kinds.registry import server_kind
-    from evalpipe.server.variants import effective_server
-
     footprints = {}
     for v in cfg.variants:
         server = effective_server(cfg, v.name)
@@ -78,8 +80,6 @@ def run_at_once(
     A variant that could not finish raises once all have ended: RunStopped (resumable: the server, an
     interrupt) with the run's root directory, else an EvalpipeError with the variant's exit code.
     """
-    from evalpipe.processes.group import spawn, stop_group
-
     if cfg.config_path is None:
         raise ConfigError("parallel_variants: the config must come from a file (each variant re-reads it)")
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -127,8 +127,6 @@ def run_at_once(
                 speed.step({name: procs[name].returncode for name in ended})
             time.sleep(_POLL_S)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): each variant stops its own servers
-        from evalpipe.server.lifecycle import Terminated
-
         for proc in procs.values():
             stop_group(proc, grace)
         raise RunInterrupted(str(root), terminated=isinstance(exc, Terminated)) from None
@@ -153,8 +151,7 @@ def _speed_coordinator(
     """The barrier for the speed rounds (``evalpipe.speed.barrier``), reset, when the run has a speed section
     whose alternating rounds are not all in the run yet; the client and tokenizer are checked here, once,
     before any variant launches a server (one line, exit 2)."""
-    from evalpipe.server.sglang_flags import api_key
-    from evalpipe.server.variants import effective_server
+    # only runs with ``speed:`` need the speed stage and its barrier (~0.3 s of imports)
     from evalpipe.speed.barrier import BARRIER_DIR, SpeedCoordinator, needs_barrier
     from evalpipe.speed.stage import check_before_launch
 
