@@ -1,6 +1,6 @@
 """Wall-clock timestamps as artifacts record them (ISO 8601, UTC).
 
-Kept apart from ``evalpipe.provenance`` (which imports the config models) so that server and fleet modules
+Kept apart from ``evalpipe.run.provenance`` (which imports the config models) so that server and fleet modules
 can stamp their records without importing the configuration: the import graph stays acyclic.
 """
 

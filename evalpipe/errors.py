@@ -9,7 +9,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalpipe.schema.server import PreflightReport
+    from evalpipe.artifacts.schema.server import PreflightReport
 
 
 class ExitCode(IntEnum):

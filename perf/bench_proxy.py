@@ -147,9 +147,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def drive(n: int, concurrency: int, rounds: int, service_ms: float) -> dict:
-    from evalpipe.io import read_jsonl
-    from evalpipe.rundir import RunDir
-    from evalpipe.server.proxy import recording_proxy
+    from evalpipe.artifacts import RunDir, read_jsonl
+    from evalpipe.recording.proxy import recording_proxy
 
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port"

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from evalpipe.sandbox.config import SandboxKind, SandboxLimits
+from evalpipe.config.code_execution import SandboxKind, SandboxLimits
 from evalpipe.sandbox.probe import probe
 from evalpipe.sandbox.run import SandboxPolicy, process_limit_mechanism, run_sandboxed
 

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evalpipe.process_group import stop_group
+from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import spawn
 
 

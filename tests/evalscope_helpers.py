@@ -9,11 +9,10 @@ from typing import Any
 
 from helpers.config import config_data, entry
 
+from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config.models import RunConfig
-from evalpipe.io import write_model
-from evalpipe.rundir import RunDir
 from evalpipe.samplers import build_manifest
-from evalpipe.schema.manifest import Manifest
 from evalpipe.sources.base import BenchmarkData
 from evalpipe.sources.load import load_benchmark
 

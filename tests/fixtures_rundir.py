@@ -26,22 +26,21 @@ from typing import Any
 import yaml
 from helpers.config import config_data, entry
 
-from evalpipe.config.models import SamplingPlan
-from evalpipe.hashing import prompt_sha256, rank_key, sha256_hex, sha256_json
-from evalpipe.io import atomic_write_text, write_jsonl_atomic, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.manifest import (
+from evalpipe.artifacts import RunDir, atomic_write_text, write_jsonl_atomic, write_model
+from evalpipe.artifacts.schema.manifest import (
     BenchmarkSampling,
     DatasetIdentity,
     Manifest,
     ManifestEntry,
     StratumAllocation,
 )
-from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
-from evalpipe.schema.provenance import GitInfo, GpuInfo, PackageVersion, Provenance
-from evalpipe.schema.requests import RequestAttempt, Usage
-from evalpipe.schema.run import RunRecord
-from evalpipe.schema.server import LaunchRecord, ServerVerification, VerifiedValue
+from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.provenance import GitInfo, GpuInfo, PackageVersion, Provenance
+from evalpipe.artifacts.schema.requests import RequestAttempt, Usage
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification, VerifiedValue
+from evalpipe.config.models import SamplingPlan
+from evalpipe.hashing import prompt_sha256, rank_key, sha256_hex, sha256_json
 
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 

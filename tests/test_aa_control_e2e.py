@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from evalpipe import pipeline
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
+from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
 
@@ -52,7 +52,7 @@ def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFact
         }
     )
     out._config_path = cfg.config_path
-    return pipeline.run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
+    return run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
@@ -109,7 +109,7 @@ def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
 
 
 def test_paired_gate_without_a_control_fails(tmp_path) -> None:
-    from evalpipe.gates import paired_gates
+    from evalpipe.audit.gates import paired_gates
 
     failed = paired_gates(GateConfig(non_inferiority_margin_pts=2.0), None, under_test=True)
     assert [(g.passed, g.message) for g in failed] == [
@@ -119,11 +119,11 @@ def test_paired_gate_without_a_control_fails(tmp_path) -> None:
 
 
 def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
-    from evalpipe.config import load_config
-    from evalpipe.io import read_model
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.compare import CompareResult
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.config.loader import load_config
     from evalpipe.samplers.mde_plan import plan_benchmark
-    from evalpipe.schema.compare import CompareResult
-    from evalpipe.schema.manifest import Manifest
     from evalpipe.selftest.controls import demo_config_path
 
     root, _, compares = aa_run
@@ -161,9 +161,9 @@ def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.cli.run_cmd import power_lines
-    from evalpipe.io import read_model
-    from evalpipe.schema.compare import CompareResult
 
     root, results, compares = aa_only_run
     assert compares == [root.root / "compare.json"]
@@ -196,9 +196,9 @@ def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
 
 
 def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
-    from evalpipe.gates import decide, mark_advisory, paired_gates
-    from evalpipe.io import read_model
-    from evalpipe.schema.compare import CompareResult
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.compare import CompareResult
+    from evalpipe.audit.gates import decide, mark_advisory, paired_gates
 
     _, _, compares = aa_only_run
     cmp = read_model(compares[0], CompareResult)
@@ -210,9 +210,9 @@ def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
 
 
 def test_plan_from_an_aa_only_run_takes_its_noise(aa_only_run) -> None:
-    from evalpipe.io import read_model
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.samplers.mde_plan import measured
-    from evalpipe.schema.manifest import Manifest
 
     root, _, _ = aa_only_run
     manifest = read_model(root.manifest, Manifest)

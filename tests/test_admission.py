@@ -20,13 +20,13 @@ import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe import pipeline
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.evalscope import EvalscopeTasks, PromptHashRecord
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.timings import StageTimings
-from evalpipe.server.proxy import UPSTREAM_TIMEOUT, recording_proxy
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts.schema.evalscope import EvalscopeTasks, PromptHashRecord
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.recording.proxy import UPSTREAM_TIMEOUT, recording_proxy
+from evalpipe.run import pipeline
+from evalpipe.run.sample import Spine
 
 #: A slot freed at the server must be taken by a queued request within this many seconds (the proxy hands
 #: it over on the same event-loop turn; the margin is for a loaded 2-core CI machine).
@@ -120,8 +120,8 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     """Two benchmarks on one server at concurrency 2: the server never sees more than 2 requests; the slots
     GSM8K frees go to IFEval's waiting requests within a bounded time, and IFEval runs beside GSM8K's last
     (tail) request instead of after it."""
+    from evalpipe.artifacts import atomic_write_bytes
     from evalpipe.benchmarks.gsm8k import gsm8k_id
-    from evalpipe.io import atomic_write_bytes
     from evalpipe.samplers.run import effective_config_bytes
     from evalpipe.sources.load import load_benchmark
 
@@ -144,7 +144,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     ]
     default = Rule("", "A short answer.", delay_s=0.5)
     with ScriptedServer(rules, default=default, served_name=cfg.model.served_name) as srv:
-        spine = pipeline.Spine(rundir, manifest, datasets)
+        spine = Spine(rundir, manifest, datasets)
         result = pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine)
         app = srv.app
     assert len(result.outcomes) == 7
@@ -212,7 +212,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     with ScriptedServer(
         rules, default=Rule("", "Short.", delay_s=0.2), served_name=cfg.model.served_name
     ) as srv:
-        spine = pipeline.Spine(rundir, manifest, datasets)
+        spine = Spine(rundir, manifest, datasets)
         pipeline.run(cfg, endpoint=srv.base_url, dataset_root=shared_datasets, spine=spine, audit=False)
         app = srv.app
     bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}

@@ -17,10 +17,10 @@ from fixtures_rundir import (
     run_cli,
 )
 
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.audit.run import audit_run, build_summary
 from evalpipe.errors import ArtifactError
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.summary import Summary
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.server.proxy import recording_proxy
+from evalpipe.recording.proxy import recording_proxy
 
 pytestmark = pytest.mark.slow
 

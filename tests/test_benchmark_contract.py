@@ -33,12 +33,12 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.registry_controls import RegistryControls
 
+from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts.schema.evalscope import IndexMap, PromptHashRecord
+from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import PLUGINS_ENV, REGISTRY, Benchmark, names
 from evalpipe.errors import ConfigError
-from evalpipe.io import read_jsonl, read_model
 from evalpipe.samplers.strata import check_plan
-from evalpipe.schema.evalscope import IndexMap, PromptHashRecord
-from evalpipe.schema.manifest import Manifest
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import FAULT_EXPECTATIONS, NEGATIVE_MAX_SCORE, fault_targets

@@ -22,18 +22,17 @@ import pytest
 from helpers.config import config_data, entry
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks.live_code_bench.recheck import WALL_FACTOR, policy_text, recheck
+from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.io import write_model
-from evalpipe.rundir import RunDir
 from evalpipe.samplers import build_manifest
-from evalpipe.sandbox.config import CodeExecutionConfig
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.probe import resolve
-from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.sources.load import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]

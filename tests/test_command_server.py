@@ -18,12 +18,11 @@ from fake_sglang.support import server_config
 from helpers.config import entry, write_config
 from helpers.server_process import SCRIPTED_SERVER, ServerProcess, assert_group_gone
 
+from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.checks import check_server
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
-from evalpipe.io import read_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.server import LaunchRecord
 from evalpipe.server.lifecycle import managed_server
 from evalpipe.server.ports import free_port
 from evalpipe.server.preflight import run_preflight

@@ -10,16 +10,15 @@ import pytest
 from helpers.config import entry, write_config
 from scipy.stats import binomtest
 
+from evalpipe.artifacts import RunDir, write_jsonl_atomic
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.cli.main import main
 from evalpipe.compare import compare_runs
 from evalpipe.compare.paired import CompareRefused
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.hashing import sha256_hex
-from evalpipe.io import write_jsonl_atomic
 from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.rundir import RunDir
 from evalpipe.samplers import sample_run
-from evalpipe.schema.outcomes import OutcomeRow
 
 
 @pytest.fixture(scope="module")

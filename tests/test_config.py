@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalpipe.cli.main import app, main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
 
 runner = CliRunner()

@@ -16,12 +16,17 @@ import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts.schema.evalscope import (
+    EvalscopeErrorRecord,
+    EvalscopeTasks,
+    IndexMap,
+    PromptHashRecord,
+)
 from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.nltk_data import punkt_tab_available
-from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, PromptHashRecord
 
 pytestmark = pytest.mark.slow
 

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from evalscope_helpers import picked_run, run_config
 
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.evalscope_bridge.materialize import materialize
@@ -21,8 +23,6 @@ from evalpipe.evalscope_bridge.task import (
     task_differences,
 )
 from evalpipe.hashing import sha256_hex
-from evalpipe.io import read_model
-from evalpipe.schema.evalscope import IndexMap
 
 CODE_IDS = ["abc387_b", "3708"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.evalscope import EvalscopeErrorRecord, IndexMapEntry
 from evalpipe.evalscope_bridge.outcomes import classify
-from evalpipe.schema.evalscope import EvalscopeErrorRecord, IndexMapEntry
 
 ENTRY = IndexMapEntry(
     benchmark="gsm8k", subset="main", index=0, source_id="s", record_sha256="r", stratum="all", question="Q?"

@@ -102,8 +102,8 @@ def test_parquet_check_helper_is_exact(tmp_path: Path) -> None:
 
 
 def test_check_rendering_names_missing_extra_and_foreign_samples() -> None:
+    from evalpipe.artifacts.schema.evalscope import IndexMapEntry
     from evalpipe.evalscope_bridge.stage import check_rendering
-    from evalpipe.schema.evalscope import IndexMapEntry
 
     entries = [
         IndexMapEntry(benchmark="b", subset="s", index=i, source_id=f"id{i}", record_sha256="r", stratum="x",

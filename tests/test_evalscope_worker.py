@@ -17,11 +17,11 @@ import pytest
 from evalscope_helpers import picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.artifacts import RunDir
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
-from evalpipe.rundir import RunDir
 
 pytestmark = pytest.mark.slow
 

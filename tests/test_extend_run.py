@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe import pipeline
-from evalpipe.config import load_config
+from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.run import ExtensionRecord
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.run import ExtensionRecord
+from evalpipe.run import pipeline
 from evalpipe.selftest.controls import demo_config_path
 
 pytestmark = pytest.mark.slow

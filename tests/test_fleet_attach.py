@@ -22,17 +22,16 @@ from typing import Any
 import pytest
 import yaml
 
+from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.fleet import check_fleet
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RouterConfig
-from evalpipe.fleet import fetch
 from evalpipe.fleet.launcher import RouterProcess
 from evalpipe.fleet.sglang_router import RouterLaunchSpec
-from evalpipe.io import read_model
-from evalpipe.process_group import group_alive
-from evalpipe.rundir import RunDir
-from evalpipe.schema.fleet import FleetRecord
-from evalpipe.schema.server import LaunchRecord
+from evalpipe.processes.group import group_alive
+from evalpipe.server import fetch
 from evalpipe.server.lifecycle import managed_server
 from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer

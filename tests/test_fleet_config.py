@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from fake_sglang.support import server_config as write_config
 
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
-from evalpipe.parallel_variants import check_disjoint
+from evalpipe.run.parallel_variants import check_disjoint
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.router import worker_launch_server
 

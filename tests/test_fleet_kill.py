@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from evalpipe.io import read_model
-from evalpipe.process_group import group_alive, signal_group
-from evalpipe.schema.server import LaunchRecord
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.processes.group import group_alive, signal_group
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
 

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.fleet.client import (
     UrlRewrites,
     fold_request_counts,
@@ -25,7 +26,6 @@ from evalpipe.fleet.sglang_router import (
     split_rank,
     worker_outcomes,
 )
-from evalpipe.schema.fleet import WorkerRequestCount
 
 # GET /workers of sglang-router 0.3.2 with --dp-aware: one SGLang server with dp_size 2, one with 1
 WORKERS_DP = {

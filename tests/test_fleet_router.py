@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
-from evalpipe.fleet import fetch
 from evalpipe.fleet.client import RouterClient, request_count_delta
 from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterLaunchError, RouterUnreachable
 from evalpipe.fleet.launcher import RouterProcess
@@ -29,6 +28,7 @@ from evalpipe.fleet.probe import default_checks, probe_request_fields
 from evalpipe.fleet.request_id import x_request_id
 from evalpipe.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot
+from evalpipe.server import fetch
 from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer
 

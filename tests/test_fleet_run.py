@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 import yaml
 
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.process_group import group_alive
-from evalpipe.schema.fleet import FleetRecord
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.server import LaunchRecord
+from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.processes.group import group_alive
 from evalpipe.server.llamacpp import smollm2_path
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, FleetWorker
 from evalpipe.fleet.client import FleetMember
 from evalpipe.fleet.probe import Answer, Observations, default_checks, judge, request_body
 from evalpipe.fleet.sglang_router import FORWARDING
 from evalpipe.fleet.snapshot import config_sha256, config_view, fleet_changes, worker_record
-from evalpipe.schema.fleet import FleetRecord, FleetSnapshot, FleetWorker
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
 PLANTED_KEY = "sk-evalpipe-PLANTED-fixture-key-0123456789abcdef"

@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
-from evalpipe.config import load_config
-from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
-from evalpipe.schema.fleet import (
+from evalpipe.artifacts.schema.fleet import (
     FieldProbe,
     FleetChange,
     FleetRecord,
@@ -26,6 +23,9 @@ from evalpipe.schema.fleet import (
     RequestFieldProbe,
     WorkerRequestCount,
 )
+from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
+from evalpipe.config.loader import load_config
+from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
 from evalpipe.server.verify import verify
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run, run_cli
 
+from evalpipe.artifacts.schema.summary import Finding, RequestAudit
+from evalpipe.audit.gates import AuditErrorFound, GateFailed, decide, evaluate_gates, raise_for_verdict
 from evalpipe.audit.run import audit_run
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import ExitCode
-from evalpipe.gates import AuditErrorFound, GateFailed, decide, evaluate_gates, raise_for_verdict
-from evalpipe.schema.summary import Finding, RequestAudit
 
 
 def _failed(summary) -> list[tuple[str, str | None]]:  # type: ignore[no-untyped-def]

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from helpers.registry_controls import RegistryControls
 
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.benchmarks.gpqa_diamond import choice_order, target_letter
-from evalpipe.io import read_model
-from evalpipe.schema.evalscope import IndexMap
 
 
 def _adapter() -> Any:

@@ -94,8 +94,8 @@ def test_private_test_cases_rules() -> None:
 
 def test_outcome_classification_asks_the_plugin() -> None:
     """``outcomes.classify`` names no benchmark: a wrong program's class comes from this plugin's hook."""
+    from evalpipe.artifacts.schema.evalscope import IndexMapEntry
     from evalpipe.evalscope_bridge.outcomes import classify
-    from evalpipe.schema.evalscope import IndexMapEntry
 
     entry = IndexMapEntry(
         benchmark="live_code_bench", subset="release_v6", index=0, source_id="q", record_sha256="r",
@@ -117,9 +117,9 @@ def test_outcome_classification_asks_the_plugin() -> None:
 def test_post_review_records_how_the_review_ran(tmp_path: Path) -> None:
     """A reviewed program that did not time out keeps its class and records EvalScope's review limits;
     a review without test results is left as it is (nothing ran)."""
+    from evalpipe.artifacts.schema.evalscope import IndexMap
+    from evalpipe.artifacts.schema.outcomes import OutcomeRow
     from evalpipe.benchmarks.base import ReviewContext
-    from evalpipe.schema.evalscope import IndexMap
-    from evalpipe.schema.outcomes import OutcomeRow
 
     row = OutcomeRow(
         benchmark="live_code_bench", subset="release_v6", index=0, source_id="q", stratum="easy",
@@ -207,7 +207,7 @@ def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item
     from evalscope.benchmarks.live_code_bench import evaluate_utils
 
     from evalpipe.benchmarks.live_code_bench import review
-    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.config.code_execution import CodeExecutionConfig
     from evalpipe.sandbox.launcher import ProgramLauncher
     from evalpipe.sandbox.probe import resolve
 
@@ -238,7 +238,7 @@ def test_hostile_programs_in_the_review_are_denied_and_classified(
     import socket
 
     from evalpipe.benchmarks.live_code_bench import review
-    from evalpipe.sandbox.config import CodeExecutionConfig
+    from evalpipe.config.code_execution import CodeExecutionConfig
     from evalpipe.sandbox.launcher import ProgramLauncher
     from evalpipe.sandbox.probe import resolve
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from evalpipe import pipeline
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.compare.paired import compare_runs
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.errors import DataError, PreflightError
-from evalpipe.io import read_model
-from evalpipe.schema.context_fit import ContextFit
+from evalpipe.run import pipeline
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import demo_config_path

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from helpers.registry_controls import RegistryControls
 
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import benchmark
 from evalpipe.errors import DataError
-from evalpipe.io import read_model
 from evalpipe.samplers.strata import check_plan
-from evalpipe.schema.evalscope import IndexMap
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, truncated_response
 from evalpipe.sources.load import load_local

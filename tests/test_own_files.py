@@ -185,7 +185,7 @@ def test_evalpipe_sample_stratifies_by_the_configured_column(tmp_path: Path) -> 
 
 
 def test_config_refuses_columns_for_a_fixed_schema_and_a_column_plan_without_column(tmp_path: Path) -> None:
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
 
     good = _csv(tmp_path / "mine.csv", MCQ)
     with pytest.raises(ConfigError, match="stratify_column names no column"):

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from evalpipe import pipeline
+from evalpipe.artifacts import read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig
-from evalpipe.io import read_jsonl
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.requests import RequestAttempt
+from evalpipe.run.variants import run_variants
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.controls import demo_config_path, fault_targets
 
@@ -51,7 +51,7 @@ def small_cfg():
 @pytest.fixture(scope="module")
 def paired(small_cfg, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("paired") / "run"
-    return pipeline.run_variants(small_cfg, out=root)
+    return run_variants(small_cfg, out=root)
 
 
 def test_variants_share_the_manifest_and_compare_exactly(paired) -> None:

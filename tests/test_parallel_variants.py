@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalpipe.io import read_model
-from evalpipe.process_group import group_alive
-from evalpipe.schema.fleet import FleetRecord
-from evalpipe.schema.server import LaunchRecord
-from evalpipe.schema.timings import StageTimings
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.processes.group import group_alive
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
 

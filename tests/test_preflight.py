@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.server import PreflightReport
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError
-from evalpipe.nltk_data import punkt_tab_available
-from evalpipe.rundir import RunDir
-from evalpipe.schema.server import PreflightReport
+from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.raw_fp8 import check_raw_fp8_rules
 

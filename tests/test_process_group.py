@@ -1,4 +1,4 @@
-"""``evalpipe.process_group``: what "stopped" means for a server, the EvalScope worker and a test process.
+"""``evalpipe.processes.group``: what "stopped" means for a server, the EvalScope worker and a test process.
 
 Each case starts a real process group — a leader and a child that stays in its group — and checks the
 stop method reported and that nothing of the group is left.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers.server_process import assert_group_gone
 
-from evalpipe.process_group import (
+from evalpipe.processes.group import (
     group_alive,
     kill_group,
     signal_group,
@@ -127,7 +127,7 @@ def test_kill_group_is_immediate(tmp_path: Path) -> None:
 # child's pid, and sleeps until it is SIGKILLed.
 _PARENT = r"""
 import signal, sys, time
-from evalpipe.process_group import spawn
+from evalpipe.processes.group import spawn
 sig = {"none": None, "kill": signal.SIGKILL, "term": signal.SIGTERM}[sys.argv[1]]
 child = spawn([sys.executable, "-c", "import time; time.sleep(60)"], die_with_parent=sig)
 print(child.pid, flush=True)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.errors import PreflightError
-from evalpipe.provenance import (
+from evalpipe.run.provenance import (
     ComponentTestFailed,
     collect_provenance,
     git_info,
@@ -18,8 +20,6 @@ from evalpipe.provenance import (
     run_component_tests,
     sglang_source,
 )
-from evalpipe.rundir import RunDir
-from evalpipe.schema.provenance import Provenance
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -19,14 +19,13 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR
 from helpers.server_process import ServerProcess
 
+from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.hashing import prompt_sha256
-from evalpipe.io import read_jsonl
-from evalpipe.rundir import RunDir
-from evalpipe.schema.requests import RequestAttempt
+from evalpipe.recording.proxy import inject_rid, recording_proxy
+from evalpipe.recording.responses import read_response_records, read_responses
 from evalpipe.server.http_base import ServerThread
 from evalpipe.server.ports import free_port
-from evalpipe.server.proxy import inject_rid, recording_proxy
-from evalpipe.server.responses import read_response_records, read_responses
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
 
@@ -218,8 +217,8 @@ def test_readers_tolerate_a_torn_tail(tmp_path: Path, upstream: str) -> None:
 
 _CRASHER = r"""
 import json, os, sys, urllib.request
-from evalpipe.rundir import RunDir
-from evalpipe.server.proxy import recording_proxy
+from evalpipe.artifacts import RunDir
+from evalpipe.recording.proxy import recording_proxy
 ctx = recording_proxy(sys.argv[1], RunDir(sys.argv[2]))
 proxy = ctx.__enter__()
 for i in range(5):

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit
-from evalpipe.io import read_jsonl
-from evalpipe.rundir import RunDir
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.server.proxy import recording_proxy
-from evalpipe.server.upstream import UpstreamClient, UpstreamProtocolError
+from evalpipe.recording.proxy import recording_proxy
+from evalpipe.recording.upstream import UpstreamClient, UpstreamProtocolError
 
 RESPONSES = {
     b"/sized": b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"ok": true}',

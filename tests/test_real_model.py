@@ -33,7 +33,7 @@ import pytest
 from helpers.config import entry, write_config
 from helpers.server_process import assert_group_gone
 
-from evalpipe.process_group import stop_group
+from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import LoadLog, main, smollm2_path, spawn
 
 REPO = Path(__file__).resolve().parents[1]

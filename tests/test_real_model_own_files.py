@@ -24,7 +24,7 @@ import yaml
 from helpers.server_process import assert_group_gone
 from test_real_model import BARE_SCRIPT, ENGINE_ARGS, KV, _require_engine
 
-from evalpipe.process_group import stop_group
+from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import spawn
 
 MAX_TOKENS = 32

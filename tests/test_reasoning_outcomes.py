@@ -12,10 +12,10 @@ from test_evalscope_outcomes import ENTRY, pred, review
 
 from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.outcomes import _row, classify
-from evalpipe.reasoning import split_message, split_text
+from evalpipe.recording.reasoning import split_message, split_text
+from evalpipe.recording.recorder import build_attempt
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.sections.failures import failure_paragraph, reasoning_line
-from evalpipe.server.recorder import build_attempt
 
 # ---------------------------------------------------------------- the split
 
@@ -220,7 +220,7 @@ def test_proxy_and_bridge_hash_the_same_answer(wire: str) -> None:
     from evalscope.api.messages import ChatMessageAssistant
 
     from evalpipe.hashing import message_text
-    from evalpipe.reasoning import answer_text
+    from evalpipe.recording.reasoning import answer_text
 
     parsed = ChatMessageAssistant(content=wire).model_dump()["content"]
     assert answer_text(message_text(parsed)) == answer_text(wire)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
-from evalpipe.chat_template import thinking_kwargs
+from evalpipe.artifacts.redact import REDACTED, redact
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.evalscope_bridge.task import generation_config
-from evalpipe.redact import REDACTED, redact
+from evalpipe.server.chat_template import thinking_kwargs
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.sglang_flags import build_argv, resolved_value
 from evalpipe.server.verify import mismatches, verify

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.audit.secret_scan import scan_file
-from evalpipe.redact import (
+from evalpipe.artifacts.redact import (
     REDACTED,
     is_secret_key,
     names_credential,
@@ -18,6 +17,7 @@ from evalpipe.redact import (
     redact_text,
     secret_kinds,
 )
+from evalpipe.audit.secret_scan import scan_file
 
 
 def test_argv_api_key_value_is_masked_in_both_spellings() -> None:

@@ -15,13 +15,13 @@ import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
+from evalpipe.artifacts import read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.io import read_jsonl
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.server.proxy import recording_proxy
+from evalpipe.recording.proxy import recording_proxy
 from evalpipe.stats.intervals import clustered_mean
 
 pytestmark = pytest.mark.slow

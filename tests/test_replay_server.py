@@ -9,13 +9,13 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
 from evalpipe.audit.checks import check_replay_misses
 from evalpipe.hashing import prompt_sha256
 from evalpipe.replay.queues import build_plan
 from evalpipe.replay.server import build_app
-from evalpipe.rundir import RunDir
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.requests import RequestAttempt, ResponseRecord
 
 MESSAGES = [{"role": "user", "content": "What is 1+1?"}]
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_faults_run
 
+from evalpipe.artifacts import write_model
+from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.audit.run import audit_run
-from evalpipe.io import write_model
 from evalpipe.report.html import render_html
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.plot import score_plot
 from evalpipe.report.sections.failures import failure_paragraph
 from evalpipe.report.sections.request_audit import request_paragraph
-from evalpipe.schema.sandbox import SandboxRecord, SandboxStartup
-from evalpipe.schema.summary import Summary
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def test_failure_paragraph_mentions_truncated_answers_scored_correct(tmp_path: P
 
 
 def test_provenance_lists_component_tests_and_fingerprints(tmp_path: Path) -> None:
-    from evalpipe.schema.provenance import ComponentTestResult
+    from evalpipe.artifacts.schema.provenance import ComponentTestResult
 
     b = RunDirBuilder(tmp_path / "run").add(Sample("gsm8k", "a"))
     assert b.provenance is not None
@@ -243,7 +243,7 @@ def test_code_execution_policy_and_rechecks_in_summary_and_report(tmp_path: Path
 
 
 def _sandbox_record(kind: str) -> SandboxRecord:
-    from evalpipe.sandbox.config import SandboxLimits
+    from evalpipe.config.code_execution import SandboxLimits
 
     return SandboxRecord(
         requested="auto" if kind != "none" else "none",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.compare import Discordance
 from evalpipe.report.prose import fmt_pts, fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import (
     aa_sentence,
@@ -10,7 +11,6 @@ from evalpipe.report.sentences import (
     non_inferiority_sentence,
     sample_size_sentence,
 )
-from evalpipe.schema.compare import Discordance
 from evalpipe.stats.noninferiority import non_inferiority
 from evalpipe.stats.paired import excess_discordance
 from evalpipe.stats.power import (

@@ -17,16 +17,15 @@ import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe import pipeline
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.evalscope import EvalscopeTasks
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import CacheRepair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.hashing import normalize_newlines
-from evalpipe.io import read_jsonl, read_model, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.evalscope import EvalscopeTasks
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import CacheRepair
+from evalpipe.run import pipeline
 from evalpipe.sources.load import load_benchmark
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.config import load_config
-from evalpipe.config.loader import load_plan, resolve_plan
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.config.loader import load_config, load_plan, resolve_plan
 from evalpipe.config.models import SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key
@@ -19,7 +19,6 @@ from evalpipe.samplers.extend import (
     selected_allocation,
 )
 from evalpipe.samplers.run import _allocate, build_manifest, load_datasets
-from evalpipe.schema.manifest import Manifest
 
 IFEVAL_STRATA = {"1": 305, "2": 179, "3": 57}
 

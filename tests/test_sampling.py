@@ -16,7 +16,7 @@ import pytest
 from helpers.config import entry, write_config
 
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, DataError, FingerprintMismatch
 from evalpipe.samplers import largest_remainder, sample_run, verify_sample
 from evalpipe.samplers.run import build_manifest, load_datasets

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.sandbox.config import CodeExecutionConfig, SandboxLimits
+from evalpipe.config.code_execution import CodeExecutionConfig, SandboxLimits
 from evalpipe.sandbox.probe import SandboxUnavailable, preflight_line, probe, resolve
 from evalpipe.sandbox.run import SandboxPolicy, SandboxResult, run_sandboxed
 from evalpipe.sandbox.view import UnsafeEnvironment, sandbox_environment

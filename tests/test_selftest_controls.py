@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers.registry_controls import RegistryControls
 
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.summary import Finding, Summary
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.summary import Finding, Summary
 from evalpipe.selftest.controls import (
     FAULT_EXPECTATIONS,
     ControlCheck,

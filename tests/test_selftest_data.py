@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from evalpipe.benchmarks import REGISTRY
-from evalpipe.config import load_config
-from evalpipe.config.loader import resolve_plan
+from evalpipe.config.loader import load_config, resolve_plan
 from evalpipe.config.models import AnswerKeyConfig
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from evalpipe.benchmarks import REGISTRY, names
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, KeyItem, Reply
 from evalpipe.selftest.controls import demo_config_path

@@ -24,7 +24,7 @@ import pytest
 from helpers.server_process import ServerProcess
 
 from evalpipe.benchmarks import names
-from evalpipe.process_group import signal_group
+from evalpipe.processes.group import signal_group
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 
@@ -328,14 +328,13 @@ def test_launched_by_lifecycle_faults_recorded_by_proxy(
     from evalscope.api.model import GenerateConfig
     from evalscope.models.openai_compatible import OpenAICompatibleAPI
 
-    from evalpipe.config import load_config
+    from evalpipe.artifacts import RunDir, read_jsonl
+    from evalpipe.artifacts.schema.requests import RequestAttempt
+    from evalpipe.artifacts.schema.server import LaunchRecord
+    from evalpipe.config.loader import load_config
     from evalpipe.hashing import prompt_sha256
-    from evalpipe.io import read_jsonl
-    from evalpipe.rundir import RunDir
-    from evalpipe.schema.requests import RequestAttempt
-    from evalpipe.schema.server import LaunchRecord
+    from evalpipe.recording.proxy import recording_proxy
     from evalpipe.server.lifecycle import managed_server
-    from evalpipe.server.proxy import recording_proxy
 
     cfg = load_config(repo_root / "configs" / "demo.yaml")
     rundir = RunDir(tmp_path / "run")
@@ -376,7 +375,7 @@ def test_thinking_modes_both_forms_toggle_and_reasoning_budget(tmp_path: Path, k
     from evalscope.api.model import GenerateConfig
     from evalscope.models.openai_compatible import OpenAICompatibleAPI
 
-    from evalpipe.reasoning import split_message
+    from evalpipe.recording.reasoning import split_message
 
     item = key.item("gsm8k", next(i.source_id for i in key.items if i.benchmark == "gsm8k"))
     budget = key.fault_targets["reasoning_budget"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalpipe.cli.main import main
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_MANIFEST_SHA256 = "e9800b864da4e99d1e62581cbf9e928b99dcca40e073399f49e0024f3216caba"

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 import pytest
 from fake_sglang.support import server_config
 
+from evalpipe.artifacts import ServerFiles
+from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, PreflightReport, ServerVerification
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, PreflightError, ServerError
-from evalpipe.rundir import ServerFiles
-from evalpipe.schema.server import LaunchRecord, PreflightCheck, PreflightReport, ServerVerification
 from evalpipe.server.kinds import KIND_NAMES, ServerKind
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServerHandle
 from evalpipe.server.kinds.endpoint import openai_base_url

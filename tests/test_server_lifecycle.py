@@ -16,11 +16,10 @@ import pytest
 from fake_sglang.support import FAKE_SGLANG_DIR, server_config
 from helpers.server_process import assert_group_gone
 
+from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.errors import ServerError
-from evalpipe.io import read_model
-from evalpipe.process_group import group_alive, signal_group
-from evalpipe.rundir import RunDir
-from evalpipe.schema.server import LaunchRecord, ServerVerification
+from evalpipe.processes.group import group_alive, signal_group
 from evalpipe.server.lifecycle import managed_server
 
 GLM = {
@@ -214,8 +213,8 @@ def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.Mon
 
 _DRIVER = r"""
 import sys, time
-from evalpipe.config import load_config
-from evalpipe.rundir import RunDir
+from evalpipe.config.loader import load_config
+from evalpipe.artifacts import RunDir
 from evalpipe.server.lifecycle import managed_server
 cfg = load_config(sys.argv[1], check_plans=False)
 try:
@@ -259,7 +258,7 @@ def test_signal_to_evalpipe_stops_server(tmp_path: Path, fake_env: pytest.Monkey
 def test_a_dead_worker_of_a_fleet_ends_the_run_naming_its_log(tmp_path: Path) -> None:
     """A router lists a dead worker as healthy for several health-check intervals: the watch does not wait."""
     from evalpipe.errors import ServerDied
-    from evalpipe.process_group import spawn, stop_group
+    from evalpipe.processes.group import spawn, stop_group
     from evalpipe.server.kinds.base import ServerHandle
     from evalpipe.server.lifecycle import watch_server
 

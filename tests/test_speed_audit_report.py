@@ -13,10 +13,10 @@ import pytest
 from fixtures_rundir import clean_run
 from helpers.speed_client import StandInClient
 
+from evalpipe.artifacts import read_model
 from evalpipe.audit.run import audit_run
-from evalpipe.io import read_model
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run, stage
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import SpeedArtifact
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
+from evalpipe.artifacts import read_model, write_model
 from evalpipe.clock import utc_now
-from evalpipe.io import read_model, write_model
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (
     RELEASE_JSON,
@@ -27,7 +28,6 @@ from evalpipe.speed.barrier import (
     needs_barrier,
     rounds_bound_s,
 )
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.stage import SPEED_ERROR
 
@@ -162,8 +162,8 @@ def test_a_speed_json_measured_alone_or_incomplete_needs_the_barrier(
 def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_path: Path) -> None:
     from helpers.config import entry, write_config
 
-    from evalpipe import pipeline
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
+    from evalpipe.run.variants import run_variants
 
     data = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
     config = write_config(
@@ -176,6 +176,6 @@ def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_pat
         speed={"client": "evalscope", "tokenizer": None, "rounds": 3, "workloads": [WORKLOAD.model_dump()]},
     )
     with pytest.raises(SpeedSetupError) as info:
-        pipeline.run_variants(load_config(config), out=tmp_path / "run")
+        run_variants(load_config(config), out=tmp_path / "run")
     assert str(info.value.message).startswith("speed.tokenizer: evalscope perf builds its random prompts")
     assert not list((tmp_path / "run").glob("*/server"))  # no variant launched anything

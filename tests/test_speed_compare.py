@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed, compare_workload
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import ClientInfo, LatencyStats, RoundRecord, SpeedArtifact, WorkloadRounds
 
 

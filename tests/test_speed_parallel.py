@@ -28,18 +28,18 @@ import pytest
 from helpers.config import entry, write_config
 from helpers.speed_client import StandInClient
 
-from evalpipe import pipeline
-from evalpipe.config import load_config
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.process_group import group_alive
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.server import LaunchRecord
-from evalpipe.schema.timings import StageTimings
+from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.config.loader import load_config
+from evalpipe.config.speed import SpeedConfig
+from evalpipe.processes.group import group_alive
+from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.stage import SPEED_ERROR
 
@@ -117,7 +117,7 @@ def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     patch.setattr(run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
     try:
         root = tmp / "run"
-        pipeline.run_variants(load_config(_config(tmp)), out=root)
+        run_variants(load_config(_config(tmp)), out=root)
         return root
     finally:
         patch.undo()
@@ -196,7 +196,7 @@ def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: P
 
     patch.setattr(run, "make_client", no_client)
     try:
-        pipeline.run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
+        run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
     finally:
         patch.undo()
     assert {v: (parallel_run / v / run.SPEED_JSON).read_bytes() for v in ("a", "b")} == before

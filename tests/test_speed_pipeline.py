@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe import pipeline
-from evalpipe.config import load_config
-from evalpipe.io import read_model
-from evalpipe.schema.server import LaunchRecord
-from evalpipe.schema.timings import StageTimings
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.config.loader import load_config
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import SpeedArtifact
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def speed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         small._config_path = cfg.config_path
         root = tmp_path_factory.mktemp("speed-pipeline") / "run"
-        pipeline.run_variants(small, out=root)
+        run_variants(small, out=root)
         return root
     finally:
         patch.undo()

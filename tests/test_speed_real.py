@@ -38,12 +38,12 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from evalpipe.io import read_model
-from evalpipe.process_group import stop_group
+from evalpipe.artifacts import read_model
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, SpeedTarget, prepare, run_speed_alternating

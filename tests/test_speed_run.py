@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe.io import read_model
+from evalpipe.artifacts import read_model
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import SpeedArtifact
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient, parse_run_dir
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import check_fit, prepare
 from evalpipe.speed.tokenizer import resolve
@@ -155,7 +155,7 @@ def test_server_context_reads_what_each_server_reports(monkeypatch: pytest.Monke
             raise urllib.error.URLError("404")
         return payloads[url]
 
-    monkeypatch.setattr(run, "_get_json", fake_get_json)
+    monkeypatch.setattr(run, "read_json", fake_get_json)
     base = "http://h:1"
     payloads[base + "/server_info"] = {"engine": "llama.cpp", "n_ctx_per_slot": 2048}  # evalpipe's launcher
     assert run.server_context(base) == (2048, "total", "n_ctx_per_slot from /server_info")

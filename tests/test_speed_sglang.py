@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.clients.base import RoundPlan, keep_raw_files
 from evalpipe.speed.clients.sglang_bench import OUTPUT_FILE, SglangBenchServingClient, parse_jsonl, parse_line
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.utilisation import server_utilisation
-from evalpipe.schema.requests import RequestAttempt
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

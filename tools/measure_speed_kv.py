@@ -21,9 +21,9 @@ from pathlib import Path
 
 from llamacpp_native_server import spawn_native  # tools/ is sys.path[0] when this script runs
 
-from evalpipe.io import write_model
+from evalpipe.artifacts import write_model
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.run import SpeedTarget, load_average, run_speed_alternating
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
+from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.server import ServerVerification
+from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
 from evalpipe.audit.secret_scan import scan_paths
-from evalpipe.rundir import RunDir
-from evalpipe.schema.manifest import Manifest, ManifestEntry
-from evalpipe.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
-from evalpipe.schema.server import ServerVerification
-from evalpipe.schema.summary import Finding, FindingCode, Severity
 
 SampleKey = tuple[str, str]
 _MAX_IDS = 50  # ids listed in one finding; the message carries the full count
@@ -426,8 +426,8 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
 def check_thinking_setting(inputs: RunInputs) -> list[Finding]:
     """Every recorded chat request carried the thinking setting the config asked for: the reasoning
     parser's toggle with the configured value, or (``thinking: model_default``) no toggle at all."""
-    from evalpipe.chat_template import THINKING_TOGGLE, thinking_kwargs
     from evalpipe.errors import ConfigError
+    from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
 
     if inputs.config is None or inputs.attempts is None:
         return []
@@ -490,7 +490,7 @@ def check_replay_misses(rd: RunDir) -> list[Finding]:
     """``evalpipe replay``: every request the recorded log had no answer for is an error."""
     if not rd.replay_misses.is_file():
         return []
-    from evalpipe.io import read_jsonl
+    from evalpipe.artifacts import read_jsonl
 
     misses = read_jsonl(rd.replay_misses)
     if not misses:
@@ -510,8 +510,8 @@ def check_extension(rd: RunDir) -> list[Finding]:
     """``evalpipe run --extend``: say which run this one grew from and what it reused (info)."""
     if not rd.extension.is_file():
         return []
-    from evalpipe.io import read_model
-    from evalpipe.schema.run import ExtensionRecord
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.run import ExtensionRecord
 
     ext = read_model(rd.extension, ExtensionRecord)
     return [Finding(severity="info", code="extended_run", path=rd.extension.name, message=ext.statement)]

@@ -16,11 +16,10 @@ router's per-worker counters; the findings here turn each gap into a line naming
 
 from __future__ import annotations
 
+from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSummary, FleetWorkerSummary, WorkerRequestCount
+from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.errors import ArtifactError
-from evalpipe.io import read_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.fleet import FleetRecord, FleetSummary, FleetWorkerSummary, WorkerRequestCount
-from evalpipe.schema.summary import Finding, FindingCode, Severity
 
 PATH = "server/fleet.json"
 BAD_VERDICTS = ("changed_generation", "refused")

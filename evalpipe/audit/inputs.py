@@ -15,17 +15,16 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.provenance import Provenance
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
+from evalpipe.artifacts.schema.summary import Finding
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError
-from evalpipe.io import read_jsonl, read_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import CacheRepair, OutcomeRow
-from evalpipe.schema.provenance import Provenance
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.run import RunRecord
-from evalpipe.schema.server import LaunchRecord, ServerVerification
-from evalpipe.schema.summary import Finding
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt
 
 SELECTION_RULE = "the response used is the last completed successful attempt for the sample's prompt that reached the client"
 

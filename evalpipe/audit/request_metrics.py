@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from evalpipe.artifacts.schema.manifest import ManifestEntry
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.summary import RequestAudit, ResponseSelection, Throughput
 from evalpipe.audit.linkage import SELECTION_RULE, Linkage, attempt_ok, parse_time
-from evalpipe.schema.manifest import ManifestEntry
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.summary import RequestAudit, ResponseSelection, Throughput
 
 
 def request_audit(

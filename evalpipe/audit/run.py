@@ -3,7 +3,7 @@
 It is the library function behind ``evalpipe audit`` and the last stage of ``evalpipe run``; it reads
 only the run directory (never a live server, never a neighbouring directory) and returns the ``Summary``.
 A paired comparison of variants lives beside the variant directories, so the caller hands it in.
-Exit codes are decided by ``evalpipe.gates.raise_for_verdict``.
+Exit codes are decided by ``evalpipe.audit.gates.raise_for_verdict``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,13 @@ from pathlib import Path
 from typing import get_args
 
 from evalpipe import __version__
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
+from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.artifacts.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.audit import checks
 from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
+from evalpipe.audit.gates import decide, evaluate_gates, mark_advisory, paired_gates
 from evalpipe.audit.inputs import load_inputs
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit, response_selection
@@ -32,11 +37,6 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
-from evalpipe.gates import decide, evaluate_gates, mark_advisory, paired_gates
-from evalpipe.io import atomic_write_text, read_model, write_model
-from evalpipe.schema.compare import CompareResult
-from evalpipe.schema.sandbox import SandboxRecord
-from evalpipe.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.speed.compare import SpeedComparison
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
@@ -143,9 +143,9 @@ def build_summary(
 
 def write_outputs(run_dir: Path, summary: Summary) -> None:
     """summary.json, report.md and report.html, each written atomically."""
+    from evalpipe.artifacts import RunDir
     from evalpipe.report.html import render_html
     from evalpipe.report.markdown import render_markdown
-    from evalpipe.rundir import RunDir
 
     rd = RunDir(Path(run_dir))
     write_model(rd.summary, summary)

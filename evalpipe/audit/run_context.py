@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalpipe.audit.inputs import RunInputs
-from evalpipe.redact import redact_text
-from evalpipe.schema.compare import CompareResult
-from evalpipe.schema.manifest import BenchmarkSampling
-from evalpipe.schema.summary import (
+from evalpipe.artifacts.redact import redact_text
+from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.manifest import BenchmarkSampling
+from evalpipe.artifacts.schema.summary import (
     BenchmarkResult,
     BenchmarkSamplingSummary,
     GenerationSummary,
@@ -24,6 +23,7 @@ from evalpipe.schema.summary import (
     ServerSummary,
     VerifiedCheck,
 )
+from evalpipe.audit.inputs import RunInputs
 
 
 def _allocation(sampling: BenchmarkSampling) -> str:

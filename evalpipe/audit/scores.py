@@ -10,15 +10,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from evalpipe.audit.inputs import RunInputs
-from evalpipe.audit.linkage import Linkage
-from evalpipe.audit.request_metrics import request_audit, throughput
-from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
-from evalpipe.schema.manifest import BenchmarkSampling, ManifestEntry
-from evalpipe.schema.metrics import wilson_ci
-from evalpipe.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.summary import (
+from evalpipe.artifacts.schema.manifest import BenchmarkSampling, ManifestEntry
+from evalpipe.artifacts.schema.metrics import wilson_ci
+from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.summary import (
     BenchmarkResult,
     CodeExecutionSummary,
     FailureCount,
@@ -30,6 +26,10 @@ from evalpipe.schema.summary import (
     StratifiedEstimate,
     StratumResult,
 )
+from evalpipe.audit.inputs import RunInputs
+from evalpipe.audit.linkage import Linkage
+from evalpipe.audit.request_metrics import request_audit, throughput
+from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
 from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, stratified_proportion
 
 SampleKey = tuple[str, str]

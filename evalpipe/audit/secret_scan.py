@@ -3,7 +3,7 @@
 Server artifacts are redacted at capture, but ``/server_info`` echoes the server's own arguments
 (``api_key``, ``admin_api_key``) and a launch command may carry ``--api-key``; a leaked key in a run
 directory that gets attached to a pull request is a release problem, so the audit re-scans.  What counts
-as a credential is decided in ``evalpipe.redact`` (the same rules capture masks with); this module walks
+as a credential is decided in ``evalpipe.artifacts.redact`` (the same rules capture masks with); this module walks
 the files.  Hits name the file and the JSON path or line, never the value.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalpipe.redact import holds_credential, secret_kinds
+from evalpipe.artifacts.redact import holds_credential, secret_kinds
 
 _MAX_BYTES = 64 * 1024 * 1024
 

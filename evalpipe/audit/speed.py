@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalpipe.artifacts.schema.summary import Finding, GateResult
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.schema.summary import Finding, GateResult
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, read_speed

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.timings import ServerUtilisation
 from evalpipe.audit.linkage import parse_time
-from evalpipe.rundir import RunDir
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.timings import ServerUtilisation
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,8 @@ def _mean(values: list[float]) -> float | None:
 
 def utilisation_of_run(rundir: RunDir, concurrency: int) -> ServerUtilisation | None:
     """``server_utilisation`` of a run directory's ``requests.jsonl`` (None when it has none)."""
-    from evalpipe.io import read_jsonl
-    from evalpipe.schema.evalscope import PromptHashRecord
+    from evalpipe.artifacts import read_jsonl
+    from evalpipe.artifacts.schema.evalscope import PromptHashRecord
 
     if not rundir.requests_log.is_file():
         return None

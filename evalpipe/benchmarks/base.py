@@ -30,12 +30,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, cast
 
+from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
+from evalpipe.artifacts.schema.metrics import MetricResult
+from evalpipe.artifacts.schema.outcomes import FailureClass, OutcomeRow
+from evalpipe.artifacts.schema.sources import SourceFile
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.sandbox.launcher import ProgramLauncher
-from evalpipe.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
-from evalpipe.schema.metrics import MetricResult
-from evalpipe.schema.outcomes import FailureClass, OutcomeRow
-from evalpipe.schema.sources import SourceFile
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.faults import Fault
 from evalpipe.sources.base import BenchmarkData, RecordHasher, SourceRecord, Split, read_rows

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.sources import SourceFile
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -23,7 +24,6 @@ from evalpipe.benchmarks.base import (
     read_records,
 )
 from evalpipe.errors import DataError
-from evalpipe.schema.sources import SourceFile
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_scalar, require
 
 NAME = "ceval"

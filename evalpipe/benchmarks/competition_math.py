@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.outcomes import FailureClass
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -46,7 +47,6 @@ from evalpipe.benchmarks.base import (
 )
 from evalpipe.errors import DataError
 from evalpipe.hashing import normalize_newlines
-from evalpipe.schema.outcomes import FailureClass
 from evalpipe.sources.base import (
     BenchmarkData,
     SourceRecord,

@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.metrics import MetricResult
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, counts_scored
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -43,8 +45,6 @@ from evalpipe.benchmarks.own_files import (
     read_file,
 )
 from evalpipe.errors import ConfigError
-from evalpipe.schema.metrics import MetricResult
-from evalpipe.schema.outcomes import OutcomeRow, counts_scored
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split
 
 NAME = "general_qa"

@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.evalscope import IndexMapEntry
+from evalpipe.artifacts.schema.metrics import MetricResult, wilson_ci
+from evalpipe.artifacts.schema.outcomes import FailureClass, OutcomeRow, counts_scored
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -26,9 +29,6 @@ from evalpipe.benchmarks.base import (
     text_field,
 )
 from evalpipe.errors import DataError
-from evalpipe.schema.evalscope import IndexMapEntry
-from evalpipe.schema.metrics import MetricResult, wilson_ci
-from evalpipe.schema.outcomes import FailureClass, OutcomeRow, counts_scored
 from evalpipe.sources.base import (
     BenchmarkData,
     SourceRecord,

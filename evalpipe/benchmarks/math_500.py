@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.outcomes import FailureClass
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -31,7 +32,6 @@ from evalpipe.benchmarks.base import (
     text_field,
 )
 from evalpipe.errors import DataError
-from evalpipe.schema.outcomes import FailureClass
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_scalar, find_file, require
 
 NAME = "math_500"

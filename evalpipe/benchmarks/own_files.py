@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.sources import SourceFile
 from evalpipe.benchmarks.base import UserColumns
 from evalpipe.errors import DataError
 from evalpipe.hashing import normalize_newlines, sha256_json
-from evalpipe.schema.sources import SourceFile
 from evalpipe.sources.base import SourceRecord, canonical_scalar, canonical_value, read_rows
 
 #: EvalScope 1.14 ``LocalDataLoader`` formats, in its order (evalpipe reads all but .tsv)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from evalpipe.schema.summary import Summary
+    from evalpipe.artifacts.schema.summary import Summary
 
 _STYLE = {"error": "bold red", "warn": "yellow", "info": "dim"}
 _VERDICT_STYLE = {"pass": "bold green", "gate_failed": "bold red", "audit_error": "bold red"}
@@ -72,9 +72,9 @@ def audit(
     ] = False,
 ) -> None:
     """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html; exit 0/1/2/3."""
+    from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.audit.run import audit_run
     from evalpipe.compare import comparison_beside
-    from evalpipe.gates import raise_for_verdict
     from evalpipe.speed.stage import speed_comparison_beside
 
     summary = audit_run(

@@ -14,9 +14,9 @@ app = typer.Typer(help="Validate run configs; print the config JSON Schema.", no
 @app.command("validate")
 def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) -> None:
     """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
-    from evalpipe.chat_template import thinking_kwargs
     from evalpipe.cli.console import out
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
+    from evalpipe.server.chat_template import thinking_kwargs
 
     cfg = load_config(config)
     thinking_kwargs(cfg)  # model.thinking needs a reasoning parser with a known toggle
@@ -28,6 +28,6 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
 @app.command("schema")
 def schema() -> None:
     """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
-    from evalpipe.schema.published import config_schema
+    from evalpipe.artifacts.schema.published import config_schema
 
     typer.echo(json.dumps(config_schema(), indent=2, ensure_ascii=False))

@@ -27,7 +27,7 @@ def plan(
 ) -> None:
     """Per benchmark: n now, the noise it assumes, the MDE now, the n a target MDE needs, reachable or not."""
     from evalpipe.cli.console import out as console
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
     from evalpipe.samplers.mde_plan import manifest_for, plan_benchmark, write_plan
 

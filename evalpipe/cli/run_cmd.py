@@ -14,14 +14,14 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
     from rich.console import Console
     from rich.progress import Progress
 
+    from evalpipe.artifacts.schema.compare import PairedBenchmark
+    from evalpipe.artifacts.schema.outcomes import OutcomeRow
+    from evalpipe.artifacts.schema.summary import Summary
+    from evalpipe.artifacts.schema.timings import StageTime
     from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
-    from evalpipe.pipeline import RunResult
-    from evalpipe.progress import ProgressDisplay
-    from evalpipe.schema.compare import PairedBenchmark
-    from evalpipe.schema.outcomes import OutcomeRow
-    from evalpipe.schema.summary import Summary
-    from evalpipe.schema.timings import StageTime
+    from evalpipe.run.pipeline import RunResult
+    from evalpipe.run.progress import ProgressDisplay
 
 
 def run(
@@ -81,7 +81,7 @@ def run(
                 execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
                                  allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
-            from evalpipe import pipeline
+            from evalpipe.run import pipeline
 
             result = pipeline.run(
                 cfg,
@@ -153,16 +153,16 @@ def _progress() -> Progress | LineProgress:
 
 
 def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
 
     return load_config(config), _progress
 
 
 def finish(result: RunResult) -> None:
     """Outcome table, then the audit's table, findings and verdict; raise the verdict's exit code."""
+    from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
-    from evalpipe.gates import raise_for_verdict
 
     summarize(result, console)
     if result.summary is not None:
@@ -204,14 +204,14 @@ def execute_variants(
     extend: Path | None = None,
 ) -> None:
     """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
-    from evalpipe import pipeline
+    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts.schema.compare import CompareResult
+    from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
-    from evalpipe.gates import raise_for_verdict
-    from evalpipe.io import read_model
-    from evalpipe.schema.compare import CompareResult
+    from evalpipe.run.variants import run_variants
 
-    root, results, compares = pipeline.run_variants(
+    root, results, compares = run_variants(
         cfg,
         dataset_root=dataset_root,
         out=out,
@@ -241,7 +241,7 @@ def execute_variants(
         speed_path = path.parent / "speed_compare.json"
         if speed_path.is_file():
             console.print(f"speed_compare.json → {speed_path}")
-    from evalpipe.schema.timings import StageTimings
+    from evalpipe.artifacts.schema.timings import StageTimings
 
     if root.timings.is_file():
         print_timings(read_model(root.timings, StageTimings).stages, console)

@@ -30,7 +30,7 @@ def sample(
 ) -> None:
     """Load the datasets, select the samples, write manifest.json and sampled_ids.csv."""
     from evalpipe.cli.console import out as console
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.samplers import sample_run
     from evalpipe.samplers.run import without_missing_mirrors
     from evalpipe.samplers.table import sampling_table

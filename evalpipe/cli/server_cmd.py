@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from evalpipe.schema.server import PreflightReport
+    from evalpipe.artifacts.schema.server import PreflightReport
 
 app = typer.Typer(
     help="Show the exact server launch command; run the preflight checks.", no_args_is_help=True
@@ -40,7 +40,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     is printed as a reference to its environment variable, never as its value.
     """
     from evalpipe.cli.console import err
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.sglang_env import server_env
     from evalpipe.server.variants import effective_server
@@ -66,7 +66,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
 def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
     from evalpipe.cli.console import err, out
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
     from evalpipe.errors import PreflightError
     from evalpipe.server.preflight import preflight_for
 

@@ -55,9 +55,9 @@ def speed(
     """Benchmark running servers with the config's speed section; print each round and the ratios."""
     import time
 
+    from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console
-    from evalpipe.config import load_config
-    from evalpipe.gates import AuditErrorFound, GateFailed
+    from evalpipe.config.loader import load_config
     from evalpipe.speed.run import COMPARE_JSON, speed_command
 
     cfg = load_config(config, check_plans=False)

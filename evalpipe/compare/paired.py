@@ -15,14 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalpipe.benchmarks import length_buckets
-from evalpipe.errors import EvalpipeError
-from evalpipe.hashing import sha256_hex
-from evalpipe.io import read_jsonl, read_model, write_model
-from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.report.prose import fmt_signed_pts_from_fraction
-from evalpipe.rundir import RunDir
-from evalpipe.schema.compare import (
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.compare import (
     CompareResult,
     Discordance,
     Flip,
@@ -31,9 +25,14 @@ from evalpipe.schema.compare import (
     PairedBenchmark,
     ScoreWithInterval,
 )
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow, attempt_scores, is_correct
-from evalpipe.schema.run import RunRecord
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, is_correct
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.benchmarks import length_buckets
+from evalpipe.errors import EvalpipeError
+from evalpipe.hashing import sha256_hex
+from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.stats.intervals import wilson_interval
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -409,7 +408,7 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
 
 
 def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
-    from evalpipe.io import atomic_write_text
+    from evalpipe.artifacts import atomic_write_text
 
     out_dir = Path(out_dir)
     json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"

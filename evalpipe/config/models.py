@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from evalpipe.benchmarks import benchmark as _benchmark
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
-from evalpipe.sandbox.config import CodeExecutionConfig
+from evalpipe.config.code_execution import CodeExecutionConfig
+from evalpipe.config.speed import SpeedConfig
 from evalpipe.server.kinds import ServerKind
-from evalpipe.speed.config import SpeedConfig
 
 # The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
 # Literal built at import time, so pydantic validates against (and the JSON schema lists) what is

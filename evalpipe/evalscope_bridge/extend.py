@@ -17,12 +17,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model
+from evalpipe.artifacts.schema.evalscope import EvalscopeTasks, IndexMap
 from evalpipe.errors import ConfigError
 from evalpipe.evalscope_bridge.layout import predictions_file
 from evalpipe.evalscope_bridge.task import evalscope_index, task_repeats
-from evalpipe.io import atomic_write_text, read_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.evalscope import EvalscopeTasks, IndexMap
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts import atomic_write_bytes
+from evalpipe.artifacts.schema.outcomes import CachedArtifact, CacheRepair, CacheRepairReason
 from evalpipe.evalscope_bridge.layout import (
     CachedLine,
     final_user_content,
@@ -29,8 +31,6 @@ from evalpipe.evalscope_bridge.layout import (
     row_messages,
 )
 from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256, sha256_hex
-from evalpipe.io import atomic_write_bytes
-from evalpipe.schema.outcomes import CachedArtifact, CacheRepair, CacheRepairReason
 
 
 @dataclass(frozen=True)

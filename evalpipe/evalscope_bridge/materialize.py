@@ -27,15 +27,14 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, write_model
+from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
+from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks.base import BenchmarkMeta
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
-from evalpipe.io import atomic_write_bytes, atomic_write_text, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
-from evalpipe.schema.manifest import Manifest, ManifestEntry
 from evalpipe.sources.base import BenchmarkData, SourceRecord
 
 

@@ -7,7 +7,7 @@ never a gap in the denominator.  The failure class says what happened to the sam
 * ``missing_prediction`` / ``missing_review``: EvalScope left no record and no error;
 * ``scoring_error``: a review exists but produced no score (e.g. IFEval without NLTK ``punkt_tab``);
 * ``budget_exhausted_in_reasoning``: stopped by the output budget while still thinking — reasoning and no
-  final answer (``evalpipe.reasoning`` recognises parsed and inline ``<think>`` reasoning alike), counted
+  final answer (``evalpipe.recording.reasoning`` recognises parsed and inline ``<think>`` reasoning alike), counted
   incorrect;
 * ``budget_exhausted``: stop reason ``max_tokens`` (OpenAI ``length``) with the answer itself truncated,
   counted incorrect;
@@ -27,6 +27,18 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_jsonl_atomic
+from evalpipe.artifacts.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
+from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
+from evalpipe.artifacts.schema.outcomes import (
+    AttemptOutcome,
+    FailureClass,
+    OutcomeRow,
+    attempt_scores,
+    is_correct,
+)
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.benchmarks import find
 from evalpipe.benchmarks.base import ReviewContext
 from evalpipe.errors import ArtifactError
@@ -47,15 +59,8 @@ from evalpipe.evalscope_bridge.layout import (
 )
 from evalpipe.evalscope_bridge.task import evalscope_index, task_repeats
 from evalpipe.hashing import message_text, sha256_hex
-from evalpipe.io import read_jsonl, read_model, write_jsonl_atomic
-from evalpipe.reasoning import answer_text, split_message
-from evalpipe.rundir import RunDir
+from evalpipe.recording.reasoning import answer_text, split_message
 from evalpipe.sandbox.preflight import launcher_for
-from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
-from evalpipe.schema.manifest import Manifest, ManifestEntry
-from evalpipe.schema.outcomes import AttemptOutcome, FailureClass, OutcomeRow, attempt_scores, is_correct
-from evalpipe.schema.requests import RequestAttempt
-from evalpipe.schema.sandbox import SandboxRecord
 
 Rows = dict[int, dict[str, Any]]  # the last cache line per sample index
 Counts = dict[int, int]  # cache lines per sample index
@@ -178,7 +183,7 @@ def _rows_by_index(lines: list[Any]) -> tuple[Rows, Counts]:
 
 def _dropped(rundir: RunDir) -> dict[tuple[str, str], str]:
     """Entries the context-fit preflight dropped (with consent), and why."""
-    from evalpipe.schema.context_fit import ContextFit
+    from evalpipe.artifacts.schema.context_fit import ContextFit
 
     if not rundir.context_fit.is_file():
         return {}

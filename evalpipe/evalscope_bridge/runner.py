@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
-from evalpipe.process_group import spawn, stop_group
-from evalpipe.rundir import RunDir
-from evalpipe.schema.sandbox import SandboxRecord
+from evalpipe.processes.group import spawn, stop_group
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.
 WORKER_GRACE_S = 10.0

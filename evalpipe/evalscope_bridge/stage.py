@@ -26,6 +26,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalpipe.artifacts import JsonlAppender, RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.evalscope import (
+    EvalscopeTask,
+    EvalscopeTasks,
+    IndexMap,
+    IndexMapEntry,
+    PromptHashRecord,
+)
+from evalpipe.artifacts.schema.outcomes import CacheRepair
 from evalpipe.benchmarks import REGISTRY, display_name
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
@@ -39,21 +48,11 @@ from evalpipe.evalscope_bridge.task import (
     task_differences,
     task_repeats,
 )
-from evalpipe.io import JsonlAppender, read_jsonl, read_model, write_model
-from evalpipe.rundir import RunDir
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
-from evalpipe.schema.evalscope import (
-    EvalscopeTask,
-    EvalscopeTasks,
-    IndexMap,
-    IndexMapEntry,
-    PromptHashRecord,
-)
-from evalpipe.schema.outcomes import CacheRepair
 
 if TYPE_CHECKING:
-    from evalpipe.progress import ProgressDisplay
-    from evalpipe.schema.sandbox import SandboxRecord
+    from evalpipe.artifacts.schema.sandbox import SandboxRecord
+    from evalpipe.run.progress import ProgressDisplay
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +205,7 @@ def run_evalscope(
 
     ``extending`` (``evalpipe run --extend``): the caches were seeded from another run's predictions
     (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh."""
-    from evalpipe.nltk_data import punkt_tab_available
+    from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())

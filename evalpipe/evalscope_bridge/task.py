@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.benchmarks import benchmark as benchmark_spec
-from evalpipe.chat_template import thinking_kwargs
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
+from evalpipe.server.chat_template import thinking_kwargs
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
 # paths inside the run directory (always ``datasets/<benchmark>`` and ``evalscope/<benchmark>``, so a

@@ -52,7 +52,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evalpipe.schema.sandbox import SandboxRecord
+from evalpipe.artifacts.schema.sandbox import SandboxRecord
 
 
 class BenchmarkTask(BaseModel):
@@ -518,7 +518,7 @@ class ErrorsLog:
     """``evalscope_errors.jsonl``, shared by every benchmark of the worker: one line per failed sample."""
 
     def __init__(self, path: str) -> None:
-        from evalpipe.io import JsonlAppender
+        from evalpipe.artifacts import JsonlAppender
 
         self._log = JsonlAppender(Path(path))
         self._lock = threading.Lock()
@@ -542,7 +542,7 @@ def install_evaluator(
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
-    from evalpipe.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
+    from evalpipe.artifacts.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
 
     # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
     class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)

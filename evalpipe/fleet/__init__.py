@@ -15,7 +15,6 @@ resolved configuration, and the router's own ``/server_info`` is 404.  The modul
 - ``session`` — a fleet for the length of a run: verified before any sample, accounted for after
   (used by ``server.kind: router`` and by an endpoint that is a router);
 - ``request_id`` — the ``X-Request-Id`` header derived from a request attempt's id;
-- ``fetch`` — small blocking HTTP calls with bounded timeouts (standard library only);
 - ``errors`` — the fleet's one-line errors, each mapped to an exit code by ``evalpipe.errors``;
 - ``launcher`` — readiness of a router ("every worker listed healthy"), and a router process of its own for
   tests and scripts (importable without sglang-router installed).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from evalpipe.fleet import fetch
+from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
 from evalpipe.fleet.sglang_router import (
     READINESS_PATH,
@@ -26,7 +26,7 @@ from evalpipe.fleet.sglang_router import (
     split_rank,
     worker_outcomes,
 )
-from evalpipe.schema.fleet import WorkerRequestCount
+from evalpipe.server import fetch
 
 
 def router_base(url: str) -> str:

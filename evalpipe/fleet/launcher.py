@@ -9,7 +9,7 @@ is not enough.
 
 ``evalpipe run`` launches the router through the server lifecycle (``server.kind: router``); the
 :class:`RouterProcess` here is the same thing for tests and scripts that need a router of their own.  Both
-start it as a process group of its own (``evalpipe.process_group``) and stop it as one: SIGTERM (it exits
+start it as a process group of its own (``evalpipe.processes.group``) and stop it as one: SIGTERM (it exits
 within about a second when idle), then SIGKILL after the timeout.  The router rewrites its process title
 to ``sglang::router``: find it by pid, never by name.
 
@@ -40,7 +40,7 @@ from evalpipe.fleet.sglang_router import (
     router_argv,
     split_rank,
 )
-from evalpipe.process_group import StopMethod, spawn, stop_group
+from evalpipe.processes.group import StopMethod, spawn, stop_group
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the router colours its log even into a file
 

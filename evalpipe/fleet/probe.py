@@ -27,10 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalpipe.fleet import fetch
+from evalpipe.artifacts.schema.fleet import FieldProbe, FieldVerdict, RequestFieldProbe
 from evalpipe.fleet.request_id import HEADER, x_request_id
 from evalpipe.fleet.sglang_router import FORWARDING, Forwarding
-from evalpipe.schema.fleet import FieldProbe, FieldVerdict, RequestFieldProbe
+from evalpipe.server import fetch
 
 PROMPT = "Write a long story about a cat who lives in a lighthouse."
 BASE_MAX_TOKENS = 12

@@ -25,15 +25,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalpipe.artifacts import write_model
+from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, RequestFieldProbe
+from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
-from evalpipe.fleet import fetch
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
-from evalpipe.io import write_model
-from evalpipe.schema.fleet import FleetRecord, FleetSnapshot, RequestFieldProbe
-from evalpipe.schema.server import LaunchRecord
+from evalpipe.server import fetch
 
 if TYPE_CHECKING:
     from evalpipe.config.models import ServerConfig
@@ -258,8 +258,8 @@ def _judge(problems: Sequence[str], on_mismatch: str, ctx: ServeContext) -> None
 def _probe(
     ctx: ServeContext, client: RouterClient, checks: Sequence[WorkerCheck], version: str | None
 ) -> RequestFieldProbe:
-    from evalpipe.chat_template import THINKING_TOGGLE, thinking_kwargs
     from evalpipe.fleet.probe import probe_request_fields
+    from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
 
     cfg = ctx.cfg
     urls = [c.verification.base_url for c in checks if c.verification is not None]

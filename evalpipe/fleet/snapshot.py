@@ -13,10 +13,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from evalpipe.artifacts.redact import redact
+from evalpipe.artifacts.schema.fleet import FleetChange, FleetSnapshot, FleetWorker
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.hashing import sha256_json
-from evalpipe.redact import redact
-from evalpipe.schema.fleet import FleetChange, FleetSnapshot, FleetWorker
 
 #: ``/server_info`` keys (top level and in each ``internal_states`` entry) that are runtime state, not
 #: configuration: SGLang 0.5.23 reports throughput and memory there, and its start time and status.

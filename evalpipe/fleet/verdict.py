@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.schema.server import ServerVerification, VerifiedValue
+from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
 from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
 
 if TYPE_CHECKING:

@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalpipe import __version__
+from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts.schema.bundle import BundleFile, BundleIndex
 from evalpipe.errors import ArtifactError, EvalpipeError
-from evalpipe.io import write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.bundle import BundleFile, BundleIndex
 
 DEFAULT_CAP_BYTES = 20 * 1024 * 1024
 BUNDLE_INDEX = "bundle.json"
@@ -52,7 +51,7 @@ class PublishRefused(EvalpipeError):
 
 def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYTES) -> BundleIndex:
     from evalpipe.audit.secret_scan import scan_paths
-    from evalpipe.server.responses import read_response_records
+    from evalpipe.recording.responses import read_response_records
 
     rd = RunDir(Path(run_dir))
     missing = [
@@ -104,7 +103,7 @@ def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYT
 
 def check_bundle(bundle_dir: Path) -> list[str]:
     """Files of a bundle whose content no longer matches ``bundle.json`` (tampering, corruption)."""
-    from evalpipe.io import read_model
+    from evalpipe.artifacts import read_model
 
     root = Path(bundle_dir)
     index_path = root / BUNDLE_INDEX

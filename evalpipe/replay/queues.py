@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.io import read_jsonl
-from evalpipe.rundir import RunDir
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.requests import RequestAttempt, ResponseRecord
+from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class ReplayPlan:
 
 
 def build_plan(root: Path) -> ReplayPlan:
-    from evalpipe.server.responses import read_response_records
+    from evalpipe.recording.responses import read_response_records
 
     rd = RunDir(root)
     attempts = sorted(read_jsonl(rd.requests_log, RequestAttempt), key=lambda a: a.seq)

@@ -14,17 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import ReplayConfig, RunConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.io import read_jsonl, read_model, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.schema.manifest import Manifest
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.run import RunRecord
-from evalpipe.schema.summary import Summary
 
 if TYPE_CHECKING:
-    from evalpipe.progress import ProgressDisplay
+    from evalpipe.run.progress import ProgressDisplay
 
 REQUIRED = ("manifest", "run_record", "config_copy", "outcomes", "requests_log", "responses_log", "summary")
 
@@ -128,8 +127,9 @@ def replay(
     out: Path | None = None,
     progress: ProgressDisplay | None = None,
 ) -> ReplayResult:
-    from evalpipe import pipeline
     from evalpipe.replay.publish import check_bundle
+    from evalpipe.run import pipeline
+    from evalpipe.run.sample import Spine, load_manifest_datasets
 
     src = RunDir(Path(source))
     _check_source(src)
@@ -145,8 +145,8 @@ def replay(
     write_model(dest.run_record, run.model_copy(update={"run_id": f"replay-{run.run_id}"}))
     rcfg = replay_config(cfg, run, src, dest)
     manifest = read_model(dest.manifest, Manifest)
-    datasets = pipeline.load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
-    result = pipeline.run(rcfg, spine=pipeline.Spine(dest, manifest, datasets), progress=progress)
+    datasets = load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
+    result = pipeline.run(rcfg, spine=Spine(dest, manifest, datasets), progress=progress)
     original = list(read_jsonl(src.outcomes, OutcomeRow))
     diffs = compare_outcomes(original, result.outcomes)
     if result.summary is not None:

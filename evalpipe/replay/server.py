@@ -22,9 +22,9 @@ from typing import Any
 
 from aiohttp import web
 
+from evalpipe.artifacts import RunDir
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.replay.queues import ReplayPlan, build_plan
-from evalpipe.rundir import RunDir
 from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled
 
 log = logging.getLogger("evalpipe.replay")

@@ -6,8 +6,8 @@ non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
-from evalpipe.schema.compare import CompareResult
 
 
 def compare_markdown(result: CompareResult) -> str:

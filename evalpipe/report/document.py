@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block
 from evalpipe.report.sections.configuration import configuration_section
 from evalpipe.report.sections.failures import failure_section
@@ -20,7 +21,6 @@ from evalpipe.report.sections.request_audit import request_audit_section
 from evalpipe.report.sections.results import results_section
 from evalpipe.report.sections.sampling import sampling_section
 from evalpipe.report.sections.speed import speed_section
-from evalpipe.schema.summary import Summary
 
 # Reading order of the report.
 SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from html import escape
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
 from evalpipe.report.document import build_document
 from evalpipe.report.plot import score_plot, speed_plot
-from evalpipe.schema.summary import Summary
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
 from evalpipe.report.document import build_document
-from evalpipe.schema.summary import Summary
 
 # Underscores inside words (prompt_level_strict) do not start emphasis in GFM; only edge ones are escaped.
 _MD_SPECIAL = re.compile(r"([\\`*<>|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from evalpipe.schema.summary import Summary
+from evalpipe.artifacts.schema.summary import Summary
 
 WIDTH = 720
 LEFT = 220

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts.schema.compare import Discordance
 from evalpipe.report.prose import fmt_pts
-from evalpipe.schema.compare import Discordance
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
     from evalpipe.stats.noninferiority import NonInferiority

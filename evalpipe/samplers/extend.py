@@ -1,6 +1,6 @@
 """Growing a sample without re-asking: the larger plan's allocation and the containment check.
 
-The selection rule (``evalpipe.schema.manifest.SELECTION_RULE``) sorts each stratum by
+The selection rule (``evalpipe.artifacts.schema.manifest.SELECTION_RULE``) sorts each stratum by
 ``sha256(f"{seed}:{benchmark}:{source_id}")`` and takes the first ``n_h``; with the same seed, data and
 filter, a larger ``n_h`` therefore contains the smaller one as a prefix of the same order.  The
 allocation is where containment can fail: proportional allocation by largest remainder (Hamilton's
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest, ManifestEntry
 from evalpipe.config.models import SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
-from evalpipe.schema.manifest import BenchmarkSampling, Manifest, ManifestEntry
 
 
 def plan_allocation(plan: SamplingPlan, populations: Mapping[str, int]) -> dict[str, int]:

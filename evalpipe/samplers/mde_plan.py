@@ -20,16 +20,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
-from evalpipe.io import read_jsonl, read_model
 from evalpipe.report.sentences import mde_sentence, sample_size_sentence
-from evalpipe.rundir import RunDir
 from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
-from evalpipe.schema.compare import CompareResult
-from evalpipe.schema.manifest import BenchmarkSampling, Manifest
-from evalpipe.schema.outcomes import OutcomeRow, attempt_scores
-from evalpipe.schema.summary import Summary
 from evalpipe.stats.power import (
     MinimumDetectableEffect,
     NoiseModel,
@@ -199,7 +198,7 @@ def plan_benchmark(
 def write_plan(plan: SamplingPlan, path: Path) -> None:
     import yaml
 
-    from evalpipe.io import atomic_write_text
+    from evalpipe.artifacts import atomic_write_text
 
     data = plan.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -13,23 +13,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalpipe import __version__
-from evalpipe.config.loader import resolve_plan
-from evalpipe.config.models import RunConfig, SamplingPlan
-from evalpipe.errors import ConfigError, FingerprintMismatch
-from evalpipe.hashing import rank_key, sha256_hex, sha256_json
-from evalpipe.io import atomic_write_bytes, atomic_write_text, read_model, write_model
-from evalpipe.rundir import RunDir
-from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
-from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
-from evalpipe.schema.manifest import (
+from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, read_model, write_model
+from evalpipe.artifacts.schema.manifest import (
     BenchmarkSampling,
     DatasetIdentity,
     Manifest,
     ManifestEntry,
     StratumAllocation,
 )
-from evalpipe.schema.run import RunRecord
-from evalpipe.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
+from evalpipe.config.loader import resolve_plan
+from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.errors import ConfigError, FingerprintMismatch
+from evalpipe.hashing import rank_key, sha256_hex, sha256_json
+from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
+from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
 from evalpipe.sources.base import BenchmarkData, SourceRecord
 from evalpipe.sources.load import load_benchmark
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from evalpipe.schema.manifest import Manifest
+from evalpipe.artifacts.schema.manifest import Manifest
 
 
 def sampling_table(manifest: Manifest) -> Table:

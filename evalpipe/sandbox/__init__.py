@@ -1,12 +1,12 @@
-"""Sandboxed execution of model-written code (bubblewrap, util-linux unshare, or explicitly none).
+"""Sandboxed execution of model-written code (bubblewrap, util-linux unshare, or explicitly none); its
+settings are the run config's ``code_execution`` section (``evalpipe.config.code_execution``).
 
-``config`` — the ``code_execution`` config section; ``probe`` — what works here and what ``auto``
-means; ``run`` — wrap or run one program and classify what was denied; ``view`` — the read-only paths
-and the environment allow-list; ``cgroup`` — the process limit for root; ``stage`` — the inside of the
-``unshare`` sandbox.
+``probe`` — what works here and what ``auto`` means; ``run`` — wrap or run one program and classify what was
+denied; ``view`` — the read-only paths and the environment allow-list; ``cgroup`` — the process limit for
+root; ``stage`` — the inside of the ``unshare`` sandbox.
 """
 
-from evalpipe.sandbox.config import CodeExecutionConfig, SandboxKind, SandboxLimits, SandboxRequest
+from evalpipe.config.code_execution import CodeExecutionConfig, SandboxKind, SandboxLimits, SandboxRequest
 from evalpipe.sandbox.run import Denial, SandboxedCommand, SandboxPolicy, SandboxResult, run_sandboxed, wrap
 
 __all__ = [

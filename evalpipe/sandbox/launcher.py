@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 import evalpipe
-from evalpipe.sandbox.config import SandboxKind, SandboxLimits
+from evalpipe.config.code_execution import SandboxKind, SandboxLimits
 from evalpipe.sandbox.run import (
     Denial,
     SandboxedCommand,

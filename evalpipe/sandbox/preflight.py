@@ -21,15 +21,15 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
+from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.errors import ConfigError
-from evalpipe.sandbox.config import CodeExecutionConfig
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.probe import probe, resolve
 from evalpipe.sandbox.run import process_limit_mechanism
-from evalpipe.schema.sandbox import SandboxRecord, SandboxStartup
 
 if TYPE_CHECKING:
-    from evalpipe.rundir import RunDir
+    from evalpipe.artifacts import RunDir
 
 #: Interleaved rounds of the start-up measurement (≈ 0.1–0.3 s each on an idle host).
 STARTUP_ROUNDS = 5
@@ -143,7 +143,7 @@ def for_run(
     directory (unless ``fresh``: resolve again, as the preflight of a run or a resume does) or a new one,
     written there.  A resumed run whose host now resolves to another sandbox is refused: its programs
     would not all have run in the sandbox its report names."""
-    from evalpipe.io import read_model, write_model
+    from evalpipe.artifacts import read_model, write_model
 
     names = code_benchmarks(benchmarks)
     if not names:

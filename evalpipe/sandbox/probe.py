@@ -14,8 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from evalpipe.config.code_execution import CodeExecutionConfig, SandboxKind, SandboxLimits
 from evalpipe.errors import PreflightError
-from evalpipe.sandbox.config import CodeExecutionConfig, SandboxKind, SandboxLimits
 from evalpipe.sandbox.run import SandboxPolicy, process_limit_mechanism, run_sandboxed
 
 #: ``auto`` takes the first available, strongest first.

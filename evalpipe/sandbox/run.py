@@ -44,8 +44,8 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalpipe.config.code_execution import MIB, SandboxKind, SandboxLimits
 from evalpipe.sandbox.cgroup import PidsCgroup, pids_parent
-from evalpipe.sandbox.config import MIB, SandboxKind, SandboxLimits
 from evalpipe.sandbox.view import SANDBOX_TMP, FilesystemView, interpreter_view, sandbox_environment
 
 STAGE = Path(__file__).with_name("stage.py")

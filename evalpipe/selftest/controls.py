@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import evalpipe
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import AnswerKeyConfig, RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.schema.outcomes import OutcomeRow
-from evalpipe.schema.summary import Summary
 from evalpipe.selftest import bundled_data_dir
 
 if TYPE_CHECKING:
-    from evalpipe.progress import ProgressDisplay
+    from evalpipe.run.progress import ProgressDisplay
 
 NEGATIVE_MAX_SCORE = 0.10
 
@@ -138,8 +138,8 @@ def run_selftest(
     """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
     ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
     for the demo config)."""
-    from evalpipe import pipeline
-    from evalpipe.config import load_config
+    from evalpipe.config.loader import load_config
+    from evalpipe.run import pipeline
 
     cfg = load_config(config or demo_config_path())
     configured = {b.name for b in cfg.benchmarks}

@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from evalpipe.artifacts.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
+from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import PreflightError
-from evalpipe.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
-from evalpipe.schema.manifest import Manifest
 from evalpipe.sources.base import BenchmarkData
 
 TEMPLATE_MARGIN_TOKENS = 512

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from evalpipe.schema.provenance import GpuInfo
+from evalpipe.artifacts.schema.provenance import GpuInfo
 
 _QUERY = "index,name,driver_version,memory.total,compute_cap"
 

@@ -4,7 +4,7 @@
 its argv, readiness paths, what its ``/server_info`` can verify — and this module provides *how*, as the
 :class:`~evalpipe.server.kinds.base.ServeContext` building blocks every kind shares:
 
-* **launch**: the argv as its own process session (``evalpipe.process_group``: the whole process tree is one
+* **launch**: the argv as its own process session (``evalpipe.processes.group``: the whole process tree is one
   group), stdout/stderr to ``server/server.log``, ``server/launch.json`` written at launch and updated at
   ready and at stop, readiness polled (``evalpipe.server.readiness``), and always a stop — SIGTERM to the
   group, a bounded wait (SGLang's SIGTERM waits for in-flight requests without limit), then SIGKILL to the
@@ -30,12 +30,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalpipe.artifacts import atomic_write_json, write_model
+from evalpipe.artifacts.redact import redact, redact_argv, redact_mapping
+from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
-from evalpipe.io import atomic_write_json, write_model
-from evalpipe.process_group import spawn, stop_group
-from evalpipe.redact import redact, redact_argv, redact_mapping
-from evalpipe.schema.server import LaunchRecord, ServerVerification
+from evalpipe.processes.group import spawn, stop_group
 from evalpipe.server import sglang_flags as flags
 from evalpipe.server.kinds.base import ServerHandle
 from evalpipe.server.kinds.registry import server_kind
@@ -45,8 +45,8 @@ from evalpipe.server.sglang_env import server_env
 from evalpipe.server.verify import mismatches, verify
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.rundir import RunDir, ServerFiles
 
 __all__ = ["ServerHandle", "Terminated", "managed_server", "relevant_env", "watch_server"]
 

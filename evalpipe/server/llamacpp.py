@@ -378,7 +378,7 @@ class LlamaCppFront(ModelServer):
 
     async def forward(self, request: web.Request) -> web.StreamResponse:
         """Pass a request through to llama.cpp unchanged (streamed when it streams)."""
-        from evalpipe.server.proxy import HOP_BY_HOP, RESPONSE_DROP
+        from evalpipe.recording.proxy import HOP_BY_HOP, RESPONSE_DROP
 
         if not self.engine.props:
             return web.json_response({"error": {"message": "model is loading", "code": 503}}, status=503)
@@ -428,8 +428,8 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
     import subprocess
     import urllib.request
 
-    from evalpipe.process_group import kill_group
-    from evalpipe.process_group import spawn as spawn_group
+    from evalpipe.processes.group import kill_group
+    from evalpipe.processes.group import spawn as spawn_group
 
     port = free_port()
     with open(log_path, "ab") as log:

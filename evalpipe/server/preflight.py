@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts.schema.server import PreflightCheck, PreflightReport
 from evalpipe.errors import ConfigError, PreflightError
-from evalpipe.schema.server import PreflightCheck, PreflightReport
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.preflight_rules import check_api_key, check_extra_args, check_punkt
 from evalpipe.server.sglang_env import server_env
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.rundir import RunDir
 
 
 def run_preflight(
@@ -40,8 +40,8 @@ def run_preflight(
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
     error carries the report as ``exc.report``.
     """
-    from evalpipe.io import write_model
-    from evalpipe.redact import redact_argv
+    from evalpipe.artifacts import write_model
+    from evalpipe.artifacts.redact import redact_argv
 
     env = dict(env) if env is not None else server_env(server)
     checks: list[PreflightCheck] = []

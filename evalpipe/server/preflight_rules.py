@@ -14,10 +14,10 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from evalpipe.chat_template import NO_REASONING_PARSER
-from evalpipe.schema.server import PreflightCheck
+from evalpipe.artifacts.schema.server import PreflightCheck
 from evalpipe.server import gpus as gpu_mod
 from evalpipe.server import sglang_flags as flags
+from evalpipe.server.chat_template import NO_REASONING_PARSER
 from evalpipe.server.ports import port_in_use
 from evalpipe.server.sglang_env import SglangProbe, dry_parse
 
@@ -228,7 +228,7 @@ def check_gpus(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightCh
 def check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:
     if not punkt_needed:
         return []
-    from evalpipe.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
+    from evalpipe.evalscope_bridge.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
 
     if punkt_tab_available():
         return [ok("nltk_punkt_tab", f"NLTK punkt_tab found ({punkt_needed} sentence counting)")]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from evalpipe.schema.server import PreflightCheck
+from evalpipe.artifacts.schema.server import PreflightCheck
 from evalpipe.server import gpus as gpu_mod
 from evalpipe.server.preflight_rules import fail, ok, skip
 

@@ -2,7 +2,8 @@
 
 ``wait_ready`` polls a kind's readiness paths until one answers 200 — SGLang and evalpipe's own servers answer
 ``/health`` 503 while loading — and fails fast, with the server log's last lines, when the launched process
-exits first.  ``get_json`` reads the info documents (``/server_info`` …) the verification saves.
+exits first.  ``get_json`` reads the info documents (``/server_info`` …) the verification saves.  Both send
+their GETs through ``evalpipe.server.fetch``.
 """
 
 from __future__ import annotations
@@ -11,30 +12,14 @@ import json
 import os
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.redact import REDACTED, redact_text
 from evalpipe.errors import ServerError
-from evalpipe.redact import REDACTED, redact_text
+from evalpipe.server import fetch
 
 LOG_TAIL_LINES = 50
-
-
-def http_get(url: str, api_key: str | None, timeout: float = 10.0) -> tuple[int | None, bytes, str | None]:
-    """(status, body, error) — status None on a transport error."""
-    req = urllib.request.Request(url, method="GET")
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return int(resp.status), resp.read(), None
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read() if exc.fp else b"", None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, b"", f"{type(reason).__name__}: {reason}"
 
 
 def get_json(
@@ -43,10 +28,10 @@ def get_json(
     """First path answering 200 with a JSON object; else (None, why)."""
     errors = []
     for path in paths:
-        status, body, err = http_get(base_url + path, api_key)
-        if status == 200:
+        res = fetch.get(base_url + path, api_key=api_key)
+        if res.status == 200:
             try:
-                data = json.loads(body)
+                data = json.loads(res.body)
             except json.JSONDecodeError:
                 errors.append(f"{path}: not JSON")
                 continue
@@ -54,7 +39,7 @@ def get_json(
                 return data, None
             errors.append(f"{path}: not a JSON object")
         else:
-            errors.append(f"{path}: {err or f'HTTP {status}'}")
+            errors.append(f"{path}: {res.cause or f'HTTP {res.status}'}")
     return None, "; ".join(errors)
 
 
@@ -103,13 +88,13 @@ def wait_ready(
                 details=tail,
             )
         path = active[0]
-        status, _body, err = http_get(base_url + path, api_key, timeout=5.0)
-        if status == 200:
+        res = fetch.get(base_url + path, timeout=5.0, api_key=api_key)
+        if res.status == 200:
             return
-        if status == 404 and len(active) > 1:
+        if res.status == 404 and len(active) > 1:
             active.pop(0)
             continue
-        last = f"{path}: {err or f'HTTP {status}'}"
+        last = f"{path}: {res.cause or f'HTTP {res.status}'}"
         if time.monotonic() >= deadline:
             tail = log_tail(log_path, secrets=secrets) if log_path else []
             where = f"; last {len(tail)} log lines of {log_path}:" if tail else ""

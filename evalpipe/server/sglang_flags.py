@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.chat_template import NO_REASONING_PARSER
 from evalpipe.errors import ConfigError
+from evalpipe.server.chat_template import NO_REASONING_PARSER
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig

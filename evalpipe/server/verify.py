@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.schema.server import ServerVerification, VerifiedValue
+from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import orjson
 
+from evalpipe.artifacts.schema.sources import SourceFile
 from evalpipe.errors import DataError
 from evalpipe.hashing import canonical_json, fingerprint, sha256_json
-from evalpipe.schema.sources import SourceFile
 
 
 @dataclass(slots=True)

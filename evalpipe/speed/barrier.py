@@ -38,12 +38,12 @@ from typing import Literal, TypeVar
 
 from pydantic import Field
 
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
+from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.clock import utc_now
+from evalpipe.config.speed import SpeedConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.io import atomic_write_text, read_model, write_model
-from evalpipe.schema.base import Artifact
 from evalpipe.speed import run as speed_run
-from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import GRACE_S
 from evalpipe.speed.run import SPEED_JSON, SpeedTarget, read_speed

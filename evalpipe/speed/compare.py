@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from evalpipe.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.base import Artifact, Row
 from evalpipe.speed.model import RoundRecord, Schedule, SpeedArtifact
 from evalpipe.stats.ratio import median, ratio_interval
 

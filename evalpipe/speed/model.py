@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalpipe.schema.base import Artifact
-from evalpipe.speed.config import SpeedClientName, SpeedConfig, SpeedWorkload
+from evalpipe.artifacts.schema.base import Artifact
+from evalpipe.config.speed import SpeedClientName, SpeedConfig, SpeedWorkload
 
 #: How the client turns per-request values into a percentile (they are not comparable across clients).
 PercentileMethod = Literal["nearest-rank", "linear-interpolation"]

@@ -2,7 +2,7 @@
 
 ``evalscope perf`` and ``bench_serving`` start event loops, tokenizer threads and (EvalScope) worker
 processes; a round that overruns ``round_timeout_s`` or a Ctrl-C must end all of them, so the client is
-started with :func:`evalpipe.process_group.spawn` (a new session) and ended with ``stop_group`` (SIGTERM to the
+started with :func:`evalpipe.processes.group.spawn` (a new session) and ended with ``stop_group`` (SIGTERM to the
 group, a short grace, then SIGKILL).  Output goes to a log file in the round's directory, never to evalpipe's
 console.
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.process_group import kill_group, spawn, stop_group
+from evalpipe.processes.group import kill_group, spawn, stop_group
 
 #: Seconds a client stopped for overrunning (or an interrupt) gets between SIGTERM and SIGKILL.
 GRACE_S = 10.0

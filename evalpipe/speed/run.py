@@ -15,25 +15,23 @@ rewritten atomically after every round, so an interruption loses at most the rou
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from evalpipe.io import read_model, write_model
-from evalpipe.redact import redact_argv
+from evalpipe.artifacts import read_model, write_model
+from evalpipe.artifacts.redact import redact_argv
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.server.fetch import read_json
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
 from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
 from evalpipe.speed.compare import SpeedComparison, compare_speed
-from evalpipe.speed.config import SpeedConfig, SpeedWorkload
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import (
     ClientInfo,
@@ -83,18 +81,12 @@ def load_average() -> LoadAverage | None:
     return LoadAverage(one=one, five=five, fifteen=fifteen, cpus=os.cpu_count() or 0)
 
 
-def _get_json(url: str, api_key: str | None, timeout: float = 10.0) -> Any:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
 def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str, str] | None:
     """``(tokens, "total"|"input", source)`` the server says one request may use, when it says so:
     ``/server_info`` (SGLang, evalpipe's llama.cpp launcher), else llama.cpp's own ``/props``
     (``default_generation_settings.n_ctx``, the per-slot context)."""
     try:
-        info = _get_json(base_url.rstrip("/") + "/server_info", api_key)
+        info = read_json(base_url.rstrip("/") + "/server_info", api_key)
     except (OSError, ValueError, urllib.error.URLError):
         info = None
     if not isinstance(info, dict):
@@ -114,7 +106,7 @@ def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str,
 
 def _llama_cpp_props_context(base_url: str, api_key: str | None) -> tuple[int, str, str] | None:
     try:
-        props = _get_json(base_url.rstrip("/") + "/props", api_key)
+        props = read_json(base_url.rstrip("/") + "/props", api_key)
     except (OSError, ValueError, urllib.error.URLError):
         return None
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None
@@ -141,7 +133,7 @@ def check_fit(workloads: Sequence[SpeedWorkload], context: tuple[int, str, str] 
 
 def check_reachable(base_url: str, api_key: str | None) -> None:
     try:
-        _get_json(base_url.rstrip("/") + "/v1/models", api_key)
+        read_json(base_url.rstrip("/") + "/v1/models", api_key)
     except (OSError, ValueError, urllib.error.URLError) as exc:
         raise SpeedSetupError(
             f"speed: no OpenAI-compatible server answers at {base_url}/v1/models ({exc})"

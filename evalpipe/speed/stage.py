@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from evalpipe.artifacts import atomic_write_text, read_model, write_model
+from evalpipe.config.speed import SpeedConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.io import atomic_write_text, read_model, write_model
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import SpeedComparison, compare_speed
-from evalpipe.speed.config import SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import COMPARE_JSON, SPEED_JSON, read_speed, run_speed
 from evalpipe.speed.tokenizer import resolve

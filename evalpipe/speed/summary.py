@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
-from evalpipe.schema.base import Row
+from evalpipe.artifacts.schema.base import Row
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import LoadAverage, RoundRecord, Schedule, SpeedArtifact
 

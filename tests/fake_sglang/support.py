@@ -8,7 +8,7 @@ from typing import Any
 
 from helpers.config import write_config
 
-from evalpipe.config import load_config
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
 
 FAKE_SGLANG_DIR = Path(__file__).resolve().parent

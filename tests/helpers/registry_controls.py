@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks import benchmark
-from evalpipe.io import read_jsonl
-from evalpipe.rundir import RunDir
-from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest
 from helpers.config import config_data, write_config
 

@@ -1,6 +1,6 @@
 """The one way tests run a server process: its own process group, waited for, always stopped, checked gone.
 
-``ServerProcess`` starts an argv as the leader of a new session (``evalpipe.process_group``), finds its
+``ServerProcess`` starts an argv as the leader of a new session (``evalpipe.processes.group``), finds its
 port (given, written to a port file, or printed in its log), optionally waits until ``/health`` answers 200,
 and on exit stops the group as evalpipe does — SIGTERM, a bounded wait, SIGKILL — then asserts that no
 process of the group is left.  ``assert_group_gone`` is the same check for a group a test did not start
@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalpipe.process_group import StopMethod, signal_group, spawn, stop_group, wait_group_gone
+from evalpipe.processes.group import StopMethod, signal_group, spawn, stop_group, wait_group_gone
 
 TESTS = Path(__file__).resolve().parents[1]
 #: ``python tests/scripted_server.py`` — the scripted OpenAI-compatible server as a process.

@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from evalpipe.config.speed import SpeedClientName, SpeedConfig
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan
-from evalpipe.speed.config import SpeedClientName, SpeedConfig
 from evalpipe.speed.model import LatencyStats, PercentileMethod
 
 SCRIPT = """

@@ -19,6 +19,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.benchmarks.base import (
     Benchmark,
     BenchmarkMeta,
@@ -37,7 +38,6 @@ from evalpipe.benchmarks.base import (
 from evalpipe.benchmarks.live_code_bench.result_codes import classify_code
 from evalpipe.errors import DataError
 from evalpipe.sandbox.launcher import ProgramLauncher
-from evalpipe.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split, canonical_value, require
 
 NAME = "live_code_bench"

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.outcomes import CodeExecution, FailureClass, OutcomeRow
 from evalpipe.benchmarks.base import ReviewContext
 from evalpipe.benchmarks.live_code_bench.result_codes import (
     SANDBOX_KEY,
@@ -44,7 +45,6 @@ from evalpipe.benchmarks.live_code_bench.test_process import TestJob, TestRun, r
 from evalpipe.errors import ArtifactError
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.run import Denial
-from evalpipe.schema.outcomes import CodeExecution, FailureClass, OutcomeRow
 
 #: Wall-clock backstop per test, as a multiple of the per-test CPU limit (a program that sleeps or waits);
 #: counted on the program's own time: wall time minus the time it waited for a CPU.

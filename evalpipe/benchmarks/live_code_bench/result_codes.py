@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalpipe.schema.outcomes import FailureClass
+from evalpipe.artifacts.schema.outcomes import FailureClass
 
 _EXC_TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\(")
 #: The test metadata's key for what the run's sandbox reports (``review.check_correctness``).

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalpipe.sandbox.config import SandboxKind
+from evalpipe.config.code_execution import SandboxKind
 from evalpipe.sandbox.launcher import ProgramLauncher, RunningProgram
 from evalpipe.sandbox.run import Denial, signal_name
 

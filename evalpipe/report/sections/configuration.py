@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, T
-from evalpipe.schema.summary import Summary
 
 
 def configuration_section(summary: Summary) -> list[Block]:

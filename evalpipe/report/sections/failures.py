@@ -3,9 +3,9 @@ counts), reasoning length and code-execution policy per benchmark, and the outco
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import BenchmarkResult, FailureCount, Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import join_words, number_word, pct, plural
-from evalpipe.schema.summary import BenchmarkResult, FailureCount, Summary
 
 
 def _names(entries: list[tuple[BenchmarkResult, int]]) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Finding, Summary
 from evalpipe.report.blocks import B, Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.schema.summary import Finding, Summary
 
 
 def _finding_item(f: Finding) -> Inline:

@@ -3,9 +3,9 @@ the requests; what the request-field probe found; and, said plainly, what cannot
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import pct, plural
-from evalpipe.schema.summary import Summary
 
 
 def fleet_section(summary: Summary) -> list[Block]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import B, Block, Heading, Paragraph, T
 from evalpipe.report.prose import plural
-from evalpipe.schema.summary import Summary
 
 VERDICT_TEXT = {"pass": "PASS", "gate_failed": "GATE FAILED", "audit_error": "AUDIT ERROR"}
 

@@ -3,8 +3,8 @@ dataset fingerprints) and "Limitations" (what this sign-off does not establish).
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, T
-from evalpipe.schema.summary import Summary
 
 
 def _provenance_items(summary: Summary) -> list[Inline]:

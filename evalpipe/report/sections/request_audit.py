@@ -3,9 +3,9 @@ and the declared response-selection rule with what the audit found about it."""
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Heading, Paragraph, T
 from evalpipe.report.prose import plural
-from evalpipe.schema.summary import Summary
 
 
 def request_paragraph(summary: Summary) -> str:

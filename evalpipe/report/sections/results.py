@@ -3,10 +3,10 @@ per-context-length view of benchmarks sampled by length."""
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import BenchmarkResult, Summary
 from evalpipe.report.blocks import Block, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import ci_text, pct, rate
 from evalpipe.report.sections.speed import first_left
-from evalpipe.schema.summary import BenchmarkResult, Summary
 
 RESULTS_HEADERS = ["Dataset / metric", "Correct / scored", "Score", "95 % CI", "Input TPS", "Input TPS/GPU"]
 #: With a speed benchmark the seed's two throughput columns come from it; the evaluation-traffic figures stay,

@@ -3,9 +3,9 @@ proportional to its strata — the population-weighted estimate."""
 
 from __future__ import annotations
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import B, Block, C, Heading, Inline, Paragraph, T
 from evalpipe.report.prose import ci_text, pct
-from evalpipe.schema.summary import Summary
 
 
 def sampling_paragraphs(summary: Summary) -> list[Inline]:

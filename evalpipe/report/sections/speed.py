@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import plural, rate
-from evalpipe.schema.summary import Summary
 from evalpipe.speed.compare import MetricRatio, WorkloadComparison
 from evalpipe.speed.model import LoadAverage
 from evalpipe.speed.summary import SpeedSummary

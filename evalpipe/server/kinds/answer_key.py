@@ -11,12 +11,12 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalpipe.chat_template import NO_REASONING_PARSER
+from evalpipe.server.chat_template import NO_REASONING_PARSER
 from evalpipe.server.kinds.base import Kind
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.server import ServerVerification
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.schema.server import ServerVerification
 
 MODULE = "evalpipe.selftest.answer_key_server"
 

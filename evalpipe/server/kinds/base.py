@@ -38,9 +38,9 @@ from evalpipe.server.preflight_rules import check_port
 from evalpipe.server.sglang_flags import KERNEL_NAMES, resolved_expectations
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts import ServerFiles
+    from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, ServerVerification
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.rundir import ServerFiles
-    from evalpipe.schema.server import LaunchRecord, PreflightCheck, ServerVerification
 
 
 @dataclass

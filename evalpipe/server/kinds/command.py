@@ -23,8 +23,8 @@ from evalpipe.server.kinds.base import Kind, KindPreflight, engine_expectations
 from evalpipe.server.preflight_rules import check_port, fail, ok
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.server import PreflightCheck
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.schema.server import PreflightCheck
 
 
 class CommandKind(Kind):

@@ -26,9 +26,9 @@ from evalpipe.server.kinds.base import Kind, KindPreflight, ServeContext, Server
 from evalpipe.server.preflight_rules import check_port, fail, ok
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.server import PreflightCheck
     from evalpipe.config.models import RouterConfig, RouterWorker, RunConfig, ServerConfig
     from evalpipe.fleet.sglang_router import RouterLaunchSpec
-    from evalpipe.schema.server import PreflightCheck
 
 
 class RouterKind(Kind):

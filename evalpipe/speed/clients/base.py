@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from evalpipe.redact import REDACTED, redact, redact_text
-from evalpipe.speed.config import JSONScalar, SpeedClientName, SpeedConfig, SpeedWorkload
+from evalpipe.artifacts.redact import REDACTED, redact, redact_text
+from evalpipe.config.speed import JSONScalar, SpeedClientName, SpeedConfig, SpeedWorkload
 from evalpipe.speed.model import LatencyStats, PercentileMethod, RawFile
 
 

@@ -38,8 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalpipe.config.speed import SpeedClientName, SpeedConfig
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, finite, sha256_of_prompts
-from evalpipe.speed.config import SpeedClientName, SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import LatencyStats, PercentileMethod
 

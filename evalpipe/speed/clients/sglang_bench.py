@@ -36,8 +36,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalpipe.config.speed import SpeedClientName, SpeedConfig
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, finite
-from evalpipe.speed.config import SpeedClientName, SpeedConfig
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.model import LatencyStats, PercentileMethod
 

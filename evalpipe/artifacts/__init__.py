@@ -1,0 +1,40 @@
+"""The run directory's files — one public face for reading and writing them.
+
+Every stage reads and writes run-directory files through the names re-exported here: ``RunDir`` (and a
+server's ``ServerFiles``) spell the file names (``rundir``), and the one reader/writer (``io``) writes whole
+files atomically, appends logs line by line and refuses a schema version newer than the code.  The versioned
+models those files hold are ``evalpipe.artifacts.schema.<file>``; they are not re-exported here because they
+embed the feature packages' own types (the config's ``SamplingPlan``, the ``ServerKind`` literal, the
+sandbox's denials, the speed summary) whose modules write through this face themselves: re-exporting the
+models would make every writer import every feature package, an import cycle.  Secrets are masked before
+anything reaches a file (``redact``).
+"""
+
+from evalpipe.artifacts.io import (
+    JsonlAppender,
+    JsonlReadResult,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    check_schema_version,
+    read_jsonl,
+    read_model,
+    write_jsonl_atomic,
+    write_model,
+)
+from evalpipe.artifacts.rundir import RunDir, ServerFiles
+
+__all__ = [
+    "JsonlAppender",
+    "JsonlReadResult",
+    "RunDir",
+    "ServerFiles",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "check_schema_version",
+    "read_jsonl",
+    "read_model",
+    "write_jsonl_atomic",
+    "write_model",
+]

@@ -1,0 +1,232 @@
+"""Names of the files in a run directory — the only place that spells them.
+
+Stages talk through these files, so each stage can be re-run alone against an existing run directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ServerFiles:
+    """The files of one server process: the run's own (``server/``), or one worker of a fleet behind a
+    router (``server/workers/<n>/``), each with its own log, launch record and verified ``/server_info``."""
+
+    dir: Path
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "server.log"
+
+    @property
+    def launch(self) -> Path:
+        return self.dir / "launch.json"
+
+    @property
+    def server_info(self) -> Path:
+        return self.dir / "server_info.json"
+
+    @property
+    def model_info(self) -> Path:
+        return self.dir / "model_info.json"
+
+    @property
+    def verification(self) -> Path:
+        return self.dir / "verification.json"
+
+    @property
+    def fleet(self) -> Path:
+        """A router's workers at the start and the end of the run (``evalpipe.artifacts.schema.fleet``)."""
+        return self.dir / "fleet.json"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # --- sample: the spine every stage keys on
+    @property
+    def run_record(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def config_copy(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def sampled_ids(self) -> Path:
+        return self.root / "sampled_ids.csv"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources.json"
+
+    # --- materialize: the sampled records as EvalScope datasets
+    @property
+    def datasets_dir(self) -> Path:
+        return self.root / "datasets"
+
+    @property
+    def index_map(self) -> Path:
+        return self.root / "index_map.json"
+
+    @property
+    def code_sandbox(self) -> Path:
+        """The sandbox that runs model-written code in this run (resolved at preflight)."""
+        return self.root / "code_sandbox.json"
+
+    @property
+    def context_fit(self) -> Path:
+        return self.root / "context_fit.json"
+
+    # --- preflight and component tests
+    @property
+    def server_preflight(self) -> Path:
+        return self.server_dir / "preflight.json"
+
+    @property
+    def component_tests_dir(self) -> Path:
+        """junit XML and logs of ``component_tests`` (``<name>.xml``, ``<name>.log``)."""
+        return self.root / "component_tests"
+
+    # --- server: launch, logs, resolved configuration and its verification
+    @property
+    def server_dir(self) -> Path:
+        return self.root / "server"
+
+    @property
+    def server_log(self) -> Path:
+        return self.server_dir / "server.log"
+
+    @property
+    def server_launch(self) -> Path:
+        return self.server_dir / "launch.json"
+
+    @property
+    def server_info(self) -> Path:
+        return self.server_dir / "server_info.json"
+
+    @property
+    def model_info(self) -> Path:
+        return self.server_dir / "model_info.json"
+
+    @property
+    def server_verification(self) -> Path:
+        return self.server_dir / "verification.json"
+
+    # --- proxy: every request attempt and response
+    @property
+    def server_files(self) -> ServerFiles:
+        """``server/``: the launched (or attached) server's log, launch record and verification."""
+        return ServerFiles(self.server_dir)
+
+    def worker_files(self, name: str) -> ServerFiles:
+        """``server/workers/<name>/``: one worker of a fleet behind a router."""
+        return ServerFiles(self.server_dir / "workers" / name)
+
+    @property
+    def fleet_json(self) -> Path:
+        """Every worker behind a router, at the start and the end of the run (``evalpipe.artifacts.schema.fleet``)."""
+        return self.server_files.fleet
+
+    @property
+    def requests_log(self) -> Path:
+        return self.root / "requests.jsonl"
+
+    @property
+    def responses_log(self) -> Path:
+        return self.root / "responses.jsonl.gz"
+
+    @property
+    def recorder_log(self) -> Path:
+        """stderr of the proxy's recorder process (empty unless an attempt could not be recorded)."""
+        return self.logs_dir / "recorder.log"
+
+    # --- EvalScope: task configs, predictions and reviews, rendered-prompt hashes, resume repairs
+    @property
+    def evalscope_dir(self) -> Path:
+        return self.root / "evalscope"
+
+    def evalscope_work_dir(self, benchmark: str) -> Path:
+        return self.evalscope_dir / benchmark
+
+    @property
+    def evalscope_log(self) -> Path:
+        return self.root / "logs" / "evalscope.log"
+
+    @property
+    def evalscope_tasks(self) -> Path:
+        return self.root / "evalscope_tasks.json"
+
+    @property
+    def evalscope_errors(self) -> Path:
+        return self.root / "evalscope_errors.jsonl"
+
+    @property
+    def prompt_hashes(self) -> Path:
+        return self.root / "prompt_hashes.jsonl"
+
+    @property
+    def cache_repairs(self) -> Path:
+        return self.root / "cache_repairs.jsonl"
+
+    @property
+    def extension(self) -> Path:
+        """``evalpipe run --extend``: which run this one grew from and what it reused."""
+        return self.root / "extension.json"
+
+    @property
+    def hf_cache_dir(self) -> Path:
+        """Parent of the per-invocation HF ``datasets`` caches (each removed when EvalScope exits)."""
+        return self.root / ".cache" / "hf-datasets"
+
+    # --- outcomes and provenance
+    @property
+    def outcomes(self) -> Path:
+        return self.root / "outcomes.jsonl"
+
+    @property
+    def provenance(self) -> Path:
+        return self.root / "provenance.json"
+
+    # --- audit: the sign-off
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    # --- replay
+    @property
+    def replay_misses(self) -> Path:
+        """Requests the replay server had no recorded answer for (``evalpipe replay``)."""
+        return self.root / "replay_misses.jsonl"
+
+    # --- the run as a whole: stage timings and event logs
+    @property
+    def timings(self) -> Path:
+        """Wall time per stage of the last ``evalpipe run`` invocation."""
+        return self.root / "timings.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def events_log(self) -> Path:
+        return self.logs_dir / "events.jsonl"

@@ -1,0 +1,153 @@
+"""``compare.json`` — a paired comparison of two runs on the identical manifest."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from evalpipe.artifacts.schema.base import Artifact, Row
+
+
+class ScoreWithInterval(Row):
+    correct: int
+    scored: int
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class Flip(Row):
+    benchmark: str
+    source_id: str
+    stratum: str
+    score_a: float | None
+    score_b: float | None
+    failure_a: str
+    failure_b: str
+
+
+class Discordance(Row):
+    """How two runs of the same samples disagreed (``evalpipe.stats.paired.paired_difference``)."""
+
+    n_pairs: int
+    first_better: int = Field(description="Samples whose per-sample mean is higher in the first run.")
+    second_better: int = Field(description="Samples whose per-sample mean is higher in the second run.")
+    discordant: int = Field(description="first_better + second_better (k = 1: the flips).")
+    second_moment: float = Field(description="Mean squared per-sample difference (k = 1: discordant / n).")
+    responses_compared: int | None = Field(
+        default=None, description="A/A: samples with a response hash in both runs (attempt 0)."
+    )
+    responses_differed: int | None = Field(
+        default=None, description="A/A: of those, samples whose responses were not byte-identical."
+    )
+
+
+class NoiseComparison(Row):
+    """Does A/B change more samples' correctness than the A/A control (exact McNemar on the indicators)?"""
+
+    ab_changed: int
+    aa_changed: int
+    ab_only: int
+    aa_only: int
+    p_value: float
+    exceeds: bool
+    sentence: str
+
+
+class NonInferiorityResult(Row):
+    """Test − control against the configured margin (``evalpipe.stats.noninferiority``)."""
+
+    margin_pts: float
+    lower_bound_pts: float
+    upper_bound_pts: float
+    verdict: Literal["non-inferior", "inferior", "inconclusive"]
+    sentence: str
+
+
+class PairedBenchmark(Row):
+    benchmark: str
+    n_pairs: int
+    a: ScoreWithInterval = Field(
+        description="A's correct samples (with generation.repeats: the first attempt; paired_* and the "
+        "discordance fields use every attempt, and the line says so)."
+    )
+    b: ScoreWithInterval
+    difference: float | None = Field(description="score_a - score_b (fraction; x100 for points).")
+    diff_ci_low: float | None
+    diff_ci_high: float | None
+    both_correct: int
+    a_only: int = Field(description="Discordant: correct in A, wrong in B.")
+    b_only: int = Field(description="Discordant: wrong in A, correct in B.")
+    both_wrong: int
+    mcnemar_p: float | None = Field(
+        description="Exact McNemar (binomial) two-sided p on the discordant pairs."
+    )
+    flips: list[Flip]
+    prompt_hash_unverified: int = Field(
+        default=0, description="Pairs where one side has no recorded prompt hash (e.g. no prediction)."
+    )
+    paired_ci_low: float | None = Field(
+        default=None,
+        description="Bonett–Price adjusted Wald interval of test − control over every attempt (does not "
+        "collapse to [0, 0] when nothing flipped); the non-inferiority verdict uses it.",
+    )
+    paired_ci_high: float | None = None
+    paired_test: str | None = Field(
+        default=None, description="exact McNemar (one attempt per arm) or paired score test (repeats)."
+    )
+    paired_p: float | None = Field(default=None, description="p of paired_test over every attempt.")
+    ab_discordant: Discordance | None = None
+    aa_discordant: Discordance | None = Field(
+        default=None, description="The control against its repeat_of run (the noise); None without one."
+    )
+    aa_sentence: str | None = Field(
+        default=None,
+        description='The A/A noise in words, e.g. "A/A: 13 of 52 responses differed byte for byte; the score '
+        'changed on 0 of 52 samples".',
+    )
+    noise_vs_ab: NoiseComparison | None = None
+    mde_pts: float | None = Field(
+        default=None,
+        description="Smallest drop detected with 80 % power, two-sided alpha 0.05 (None: no drop is).",
+    )
+    mde_basis: str | None = Field(default=None, description="The noise model and the power method.")
+    mde_sentence: str | None = None
+    non_inferiority: NonInferiorityResult | None = Field(
+        default=None, description="Only when gates.non_inferiority_margin_pts names this block."
+    )
+    line: str = Field(
+        description='Report line, e.g. "FP8 raw vs BF16 KV: -1.9 pts [-6.3, 2.5], McNemar p = 0.62, 3 flips".'
+    )
+    length: str | None = Field(
+        default=None, description="Context-length bucket of this block (a block inside by_length)."
+    )
+    by_length: list[PairedBenchmark] = Field(
+        default_factory=list,
+        description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
+        "length stratum), shortest first.",
+    )
+
+
+class CompareResult(Artifact):
+    schema_version: int = 2
+    run_a: str
+    run_b: str
+    label_a: str
+    label_b: str
+    run_aa: str | None = Field(
+        default=None, description="The repeat of the control (variant with repeat_of): the A/A noise."
+    )
+    label_aa: str | None = None
+    aa_only: bool = Field(
+        default=False,
+        description="A/A-only run (no A/B control): A is the variant, B its repeat_of run; every block's "
+        "aa_discordant is A vs B, the server's own noise, and the MDE is what an A/B of this size could see.",
+    )
+    manifest_sha256: str = Field(description="sha256 of the (identical) manifest.json of both runs.")
+    bootstrap_resamples: int
+    bootstrap_seed: int
+    confidence: float = 0.95
+    method: str
+    benchmarks: list[PairedBenchmark]
+    overall: PairedBenchmark | None = None

@@ -1,0 +1,90 @@
+"""JSON Schemas published in ``audits/`` (kept in sync with the models by a test)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(mode="validation")
+
+
+def config_schema() -> dict[str, Any]:
+    from evalpipe.config.models import RunConfig
+
+    return _schema(RunConfig)
+
+
+def manifest_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.manifest import Manifest
+
+    return _schema(Manifest)
+
+
+def summary_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.summary import Summary
+
+    return _schema(Summary)
+
+
+def compare_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.compare import CompareResult
+
+    return _schema(CompareResult)
+
+
+def context_fit_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.context_fit import ContextFit
+
+    return _schema(ContextFit)
+
+
+def fleet_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.fleet import FleetRecord
+
+    return _schema(FleetRecord)
+
+
+def speed_schema() -> dict[str, Any]:
+    from evalpipe.speed.model import SpeedArtifact
+
+    return _schema(SpeedArtifact)
+
+
+def speed_compare_schema() -> dict[str, Any]:
+    from evalpipe.speed.compare import SpeedComparison
+
+    return _schema(SpeedComparison)
+
+
+# file name in audits/ → schema builder; later stages add theirs here.
+PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
+    "config.schema.json": config_schema,
+    "manifest.schema.json": manifest_schema,
+    "compare.schema.json": compare_schema,
+    "summary.schema.json": summary_schema,
+    "context_fit.schema.json": context_fit_schema,
+    "fleet.schema.json": fleet_schema,
+    "speed.schema.json": speed_schema,
+    "speed_compare.schema.json": speed_compare_schema,
+}
+
+
+def render(builder: Callable[[], dict[str, Any]]) -> str:
+    return json.dumps(builder(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def write_all(directory: Path) -> list[Path]:
+    from evalpipe.artifacts import atomic_write_text
+
+    written = []
+    for name, builder in PUBLISHED.items():
+        path = Path(directory) / name
+        atomic_write_text(path, render(builder))
+        written.append(path)
+    return written

@@ -1,0 +1,40 @@
+"""``code_sandbox.json``: the sandbox that ran the model-written code of a run, resolved at preflight."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.config.code_execution import SandboxKind, SandboxLimits, SandboxRequest
+from evalpipe.sandbox.run import ProcessLimit
+
+
+class SandboxStartup(Row):
+    """Start-up cost of one sandboxed program, measured at preflight on this host.
+
+    Interleaved rounds of a trivial program of the run's interpreter (``python -c pass``), started bare
+    and through the run's ``ProgramLauncher``; medians of each and their difference (the cost the
+    sandbox adds to every program the run executes).
+    """
+
+    rounds: int
+    bare_ms: float
+    sandboxed_ms: float
+    added_ms: float
+    load_1min: float | None = Field(description="The host's 1-minute load average when measured.")
+
+
+class SandboxRecord(Artifact):
+    schema_version: int = 1
+    requested: SandboxRequest = Field(description="code_execution.sandbox as configured.")
+    sandbox: SandboxKind = Field(description="The sandbox every model-written program ran in.")
+    version: str = Field(description="The sandbox program's version (bwrap/unshare), or 'no sandbox'.")
+    process_limit: ProcessLimit = Field(
+        description="How the process count is limited: RLIMIT_NPROC, a pids cgroup (root), or not at all."
+    )
+    allow_unsandboxed: bool
+    allow_unlimited_processes: bool
+    limits: SandboxLimits
+    startup: SandboxStartup
+    benchmarks: list[str] = Field(description="The run's benchmarks that execute model-written code.")
+    resolved_at: str = Field(description="UTC ISO-8601")

@@ -1,0 +1,96 @@
+"""``responses.jsonl.gz``: response bodies of every proxied attempt, one gzip member per attempt.
+
+One member per attempt keeps the file append-only (a member is complete or it is the torn tail) and lets
+a crash lose at most the attempt being written.  ``gzip``/``zcat`` read the whole file as one stream; the
+reader here walks members itself so that a torn last member is skipped and reported instead of raising.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import ValidationError
+
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.requests import ResponseRecord
+from evalpipe.errors import ArtifactError
+
+
+def encode_member(record: ResponseRecord) -> bytes:
+    """A complete gzip member holding one JSON line."""
+    return gzip.compress((record.model_dump_json(exclude_none=True) + "\n").encode("utf-8"), compresslevel=6)
+
+
+def make_record(attempt_id: str, status: int | None, content_type: str | None, body: bytes) -> ResponseRecord:
+    try:
+        return ResponseRecord(
+            attempt_id=attempt_id, status=status, content_type=content_type, body=body.decode()
+        )
+    except UnicodeDecodeError:
+        b64 = base64.b64encode(body).decode("ascii")
+        return ResponseRecord(attempt_id=attempt_id, status=status, content_type=content_type, body_b64=b64)
+
+
+def append_member(fh: BinaryIO, record: ResponseRecord) -> None:
+    fh.write(encode_member(record))
+    fh.flush()
+
+
+class ResponsesReadResult(dict[str, ResponseRecord]):
+    """``attempt_id → ResponseRecord`` plus whether the last member was torn (crash mid-write)."""
+
+    torn_last_member: bool = False
+
+
+def read_response_records(path: Path) -> ResponsesReadResult:
+    """All complete members of a responses file; a torn final member is skipped and flagged."""
+    result = ResponsesReadResult()
+    path = Path(path)
+    if not path.is_file():
+        return result
+    data = path.read_bytes()
+    pos = 0
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            payload = d.decompress(data[pos:])
+            payload += d.flush()
+        except zlib.error as exc:
+            if _is_tail(d, data, pos):
+                result.torn_last_member = True
+                break
+            raise ArtifactError(f"{path}: corrupt gzip member at byte {pos} ({exc})") from None
+        if not d.eof:
+            result.torn_last_member = True
+            break
+        consumed = len(data) - pos - len(d.unused_data)
+        for line in payload.decode("utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                rec = ResponseRecord.model_validate_json(line)
+            except ValidationError:
+                raise ArtifactError(f"{path}: member at byte {pos} is not a ResponseRecord") from None
+            result[rec.attempt_id] = rec
+        pos += consumed
+    return result
+
+
+def _is_tail(d: zlib._Decompress, data: bytes, pos: int) -> bool:
+    """A zlib error with no further member start after ``pos`` is a torn tail, not mid-file corruption."""
+    return data.find(b"\x1f\x8b\x08", pos + 1) == -1
+
+
+def read_responses(rundir: RunDir) -> dict[str, str]:
+    """``attempt_id → response body text`` (base64-decoded bytes as latin-1 for non-UTF-8 bodies)."""
+    out = {}
+    for attempt_id, rec in read_response_records(rundir.responses_log).items():
+        if rec.body is not None:
+            out[attempt_id] = rec.body
+        elif rec.body_b64 is not None:
+            out[attempt_id] = base64.b64decode(rec.body_b64).decode("latin-1")
+    return out

@@ -1,0 +1,93 @@
+"""One variant of a run with ``parallel_variants``, in a process of its own (started by
+``evalpipe.run.parallel_variants``): ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
+
+Not a user command: the parent ``evalpipe run`` prepares ``DIR`` and reads it back once this process ends.
+Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalpipe.errors import EvalpipeError, RunStopped
+
+if TYPE_CHECKING:
+    from evalpipe.run.progress import ProgressDisplay
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One variant's run in its own process: ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
+
+    ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
+    EvalScope outputs is resumed.  Exit code: 0 once the run is audited (the parent decides the verdict from
+    ``summary.json``), else the error's own code after one line on stderr.
+    """
+    parser = argparse.ArgumentParser(description="one variant of a run with parallel_variants")
+    parser.add_argument("config")
+    parser.add_argument("variant")
+    parser.add_argument("dir")
+    parser.add_argument("--dataset-root", default=None)
+    parser.add_argument(
+        "--speed-by-parent",
+        action="store_true",
+        help="the speed benchmark is the parent's: wait at --speed-barrier, or (without) it is already measured",
+    )
+    parser.add_argument(
+        "--speed-barrier", default=None, help="the barrier directory (evalpipe.speed.barrier)"
+    )
+    args = parser.parse_args(argv)
+    parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
+
+    from evalpipe.cli.console import LineProgress, err
+    from evalpipe.cli.run_cmd import sigterm_interrupts
+
+    try:
+        with sigterm_interrupts():
+            _run_variant(args, LineProgress(err), parent_pid)
+    except RunStopped as exc:
+        err.print(exc.resume_line(), markup=False, highlight=False, soft_wrap=True)
+        return int(exc.exit_code)
+    except EvalpipeError as exc:
+        err.print(f"error: {exc.message}", markup=False, highlight=False, soft_wrap=True)
+        for line in exc.details:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+        return int(exc.exit_code)
+    return 0
+
+
+def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
+    from evalpipe.artifacts import RunDir, read_model
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.artifacts.schema.run import RunRecord
+    from evalpipe.config.loader import load_config
+    from evalpipe.run import pipeline
+    from evalpipe.run.sample import Spine, load_manifest_datasets
+    from evalpipe.speed.barrier import VariantBarrier
+
+    cfg = load_config(Path(args.config))
+    rd = RunDir(Path(args.dir))
+    dataset_root = Path(args.dataset_root) if args.dataset_root else None
+    manifest = read_model(rd.manifest, Manifest)
+    record = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
+    datasets = load_manifest_datasets(cfg, manifest, record, dataset_root=dataset_root)
+    resuming = rd.evalscope_dir.exists() or rd.outcomes.exists()
+    pipeline.run(
+        cfg,
+        dataset_root=dataset_root,
+        resume=rd.root if resuming else None,
+        progress=progress,
+        variant=args.variant,
+        spine=Spine(rd, manifest, datasets),
+        speed_by_parent=args.speed_by_parent,
+        speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
+        if args.speed_barrier
+        else None,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""``variants:``: every variant runs the stage sequence on the same manifest in ``RUN/<variant>/`` — one after
+the other in this process, or at the same time each in a process of its own (``parallel_variants``) — then
+the first is compared with the others (``compare.json``) and each variant's report cites the comparison.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.evalscope import IndexMap
+from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.compare import compare_runs, write_compare
+from evalpipe.config.models import RunConfig
+from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
+from evalpipe.evalscope_bridge.stage import StageResult
+from evalpipe.run.extend import ExtensionPlan, extend_stage
+from evalpipe.run.parallel_variants import check_disjoint, run_at_once
+from evalpipe.run.pipeline import RunResult, run
+from evalpipe.run.sample import Spine, resume_stage, sample_stage
+from evalpipe.run.stage_clock import StageClock
+from evalpipe.server.lifecycle import Terminated
+
+if TYPE_CHECKING:
+    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.speed.compare import SpeedComparison
+
+
+def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, str]) -> dict[str, RunDir]:
+    """Copy the spine (manifest, ids, run record, config) into ``root/<variant>/`` for each variant."""
+    out: dict[str, RunDir] = {}
+    record = read_model(root.run_record, RunRecord)
+    for name in variants:
+        sub = RunDir(root.root / name)
+        sub.root.mkdir(parents=True, exist_ok=True)
+        for src, dst in ((root.manifest, sub.manifest), (root.sampled_ids, sub.sampled_ids),
+                         (root.sources, sub.sources), (root.config_copy, sub.config_copy)):  # fmt: skip
+            if not dst.exists():
+                shutil.copyfile(src, dst)
+        if not sub.run_record.exists():
+            write_model(
+                sub.run_record,
+                record.model_copy(
+                    update={
+                        "run_id": f"{record.run_id}/{name}",
+                        "variant": name,
+                        "variant_label": labels.get(name),
+                    }
+                ),
+            )
+        out[name] = sub
+    return out
+
+
+def run_variants(
+    cfg: RunConfig,
+    *,
+    dataset_root: Path | None = None,
+    out: Path | None = None,
+    resume: Path | None = None,
+    allow_drift: bool = False,
+    progress: ProgressDisplay | None = None,
+    on_variant_done: Callable[[str, RunResult], None] | None = None,
+    extend: Path | None = None,
+) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
+    """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
+
+    The first variant is the one under test; it is compared with each following one (the controls).  With
+    ``parallel_variants`` the variants run at the same time, each in its own process on servers it shares
+    with no other (``evalpipe.run.parallel_variants``); otherwise one after the other.
+    """
+    names = [v.name for v in cfg.variants]
+    labels = {v.name: v.label or v.name for v in cfg.variants}
+    if cfg.parallel_variants and extend is not None:
+        raise ConfigError(
+            "--extend with parallel_variants: true is not supported; set parallel_variants: false to grow "
+            "a run (the variants then extend one after the other)"
+        )
+    if cfg.parallel_variants:
+        check_disjoint(cfg)  # before anything is sampled: one line naming what two variants would share
+    clock = StageClock()
+    with clock.stage("sample"):
+        extension: ExtensionPlan | None = None
+        if resume is not None:
+            root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
+        elif extend is not None:  # every variant grows from its own directory onto the same new manifest
+            root_spine, extension = extend_stage(
+                cfg, extend, dataset_root=dataset_root, out=out, allow_drift=allow_drift
+            )
+        else:
+            root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
+    if cfg.parallel_variants:
+        with clock.stage("variants"):
+            run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
+        results = {name: finished_variant(dirs[name], root_spine) for name in names}
+        if on_variant_done is not None:
+            for name in names:
+                on_variant_done(name, results[name])
+    else:
+        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, dataset_root=dataset_root,
+                               progress=progress, on_variant_done=on_variant_done,
+                               extension=extension)  # fmt: skip
+    compare_start = time.perf_counter()
+    compares: list[Path] = []
+    speed_comparison: SpeedComparison | None = None
+    first = names[0]
+    repeat_of = {v.repeat_of: v.name for v in reversed(cfg.variants) if v.repeat_of is not None}
+    controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
+    for other in controls:
+        # the A/A noise of this control: its own repeat, else the repeat of the variant under test
+        again = repeat_of.get(other, repeat_of.get(first))
+        noise_pair = (other, again) if other in repeat_of else (first, again)
+        comparison = compare_runs(
+            dirs[first].root,
+            dirs[other].root,
+            label_a=labels[first],
+            label_b=labels[other],
+            run_aa=dirs[again].root if again is not None else None,
+            label_aa=labels[again] if again is not None else None,
+            aa_control=dirs[noise_pair[0]].root if again is not None else None,
+            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+        )
+        target = (
+            root_spine.rundir.root
+            if len(controls) == 1
+            else root_spine.rundir.root / f"compare-{first}-vs-{other}"
+        )
+        json_path, _ = write_compare(comparison, target)
+        compares.append(json_path)
+        if cfg.speed is not None:  # the first variant is the test, as in compare.json
+            from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
+
+            speed_comparison = compare_variant_dirs(
+                dirs[first].root,
+                dirs[other].root,
+                target,
+                min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
+            )
+    if not controls and first in repeat_of:  # A/A only: the server's own noise is the record
+        again = repeat_of[first]
+        comparison = compare_runs(
+            dirs[first].root,
+            dirs[again].root,
+            label_a=labels[first],
+            label_b=labels[again],
+            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            aa_only=True,
+        )
+        json_path, _ = write_compare(comparison, root_spine.rundir.root)
+        compares.append(json_path)
+        if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
+            from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
+
+            speed_comparison = compare_variant_dirs(
+                dirs[first].root,
+                dirs[again].root,
+                root_spine.rundir.root,
+                min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
+            )
+    if len(compares) == 1:  # the variants' reports now cite the paired comparison (and their gates)
+        from evalpipe.audit.run import audit_run  # loaded when the audit runs, as in pipeline.run
+
+        for name in names:
+            results[name].summary = audit_run(
+                dirs[name].root, comparison=comparison, speed_comparison=speed_comparison
+            )
+    clock.add("compare", time.perf_counter() - compare_start)
+    for name in names:
+        clock.stages += results[name].timings
+    clock.write(root_spine.rundir)
+    return root_spine.rundir, results, compares
+
+
+def _run_in_turn(
+    cfg: RunConfig,
+    root_spine: Spine,
+    dirs: dict[str, RunDir],
+    *,
+    resume: Path | None,
+    dataset_root: Path | None,
+    progress: ProgressDisplay | None,
+    on_variant_done: Callable[[str, RunResult], None] | None,
+    extension: ExtensionPlan | None = None,
+) -> dict[str, RunResult]:
+    """Each variant after the other, in this process (a stopped variant stops the whole run)."""
+    results: dict[str, RunResult] = {}
+    try:
+        for name, sub in dirs.items():
+            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+            results[name] = run(
+                cfg,
+                dataset_root=dataset_root,
+                resume=sub.root if resuming else None,
+                progress=progress,
+                variant=name,
+                spine=spine,
+                extension=replace(extension, old=RunDir(extension.old.root / name))
+                if extension is not None and not resuming
+                else None,
+            )
+            if on_variant_done is not None:
+                on_variant_done(name, results[name])
+    except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
+        exc.run_dir = str(root_spine.rundir.root)
+        raise
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+    return results
+
+
+def finished_variant(rd: RunDir, root: Spine) -> RunResult:
+    """A variant's RunResult from the files its own process wrote (``parallel_variants``)."""
+    outcomes = [r for r in read_jsonl(rd.outcomes, OutcomeRow) if isinstance(r, OutcomeRow)]
+    repairs = [r for r in read_jsonl(rd.cache_repairs, CacheRepair) if isinstance(r, CacheRepair)]
+    return RunResult(
+        rundir=rd,
+        manifest=root.manifest,
+        index_map=read_model(rd.index_map, IndexMap),
+        evalscope=StageResult(repairs=repairs),
+        outcomes=outcomes,
+        resumed=bool(repairs),
+        summary=read_model(rd.summary, Summary) if rd.summary.is_file() else None,
+        timings=read_model(rd.timings, StageTimings).stages if rd.timings.is_file() else [],
+    )

@@ -1,4 +1,0 @@
-"""Versioned artifact models: one pydantic model per run-directory file.
-
-Each model's first field is ``schema_version``; readers refuse newer versions (``evalpipe.io``).
-"""
