@@ -7,7 +7,6 @@ row) counts as incorrect and is counted in ``without_score``, so a broken run ca
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, ManifestEntry
@@ -30,6 +29,7 @@ from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage
 from evalpipe.audit.request_metrics import request_audit, throughput
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
+from evalpipe.stats.descriptive import length_summary
 from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, stratified_proportion
 
 SampleKey = tuple[str, str]
@@ -138,13 +138,10 @@ def _max_tokens(inputs: RunInputs, benchmark: str, attempts: list[RequestAttempt
 
 
 def _length_stats(values: list[float]) -> LengthStats | None:
-    if not values:
+    summary = length_summary(values)
+    if summary is None:
         return None
-    v = sorted(values)
-    n = len(v)
-    median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-    p95 = v[max(0, math.ceil(0.95 * n) - 1)]
-    return LengthStats(n=n, median=median, p95=p95, max=v[-1])
+    return LengthStats(n=summary.n, median=summary.median, p95=summary.p95, max=summary.max)
 
 
 def reasoning_length(found: list[OutcomeRow | None], budget: int | None) -> ReasoningLength | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.stats.descriptive import median
 
 WIDTH = 720
 LEFT = 220
@@ -132,7 +133,6 @@ def speed_series(summary: Summary) -> list[tuple[str, list[tuple[int, list[float
 def speed_plot(summary: Summary) -> str:
     """Output throughput vs concurrency: a line through the medians per variant and input length, a small
     dot per round (the spread), a larger dot at the median.  Empty string without speed figures."""
-    import statistics
 
     series = speed_series(summary)
     if not series:
@@ -174,7 +174,7 @@ def speed_plot(summary: Summary) -> str:
     for i, (label, points) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         offset = (i - (len(series) - 1) / 2) * 6  # side by side at one concurrency, so dots do not hide
-        medians = [(x(c) + offset, y(statistics.median(vals))) for c, vals in points]
+        medians = [(x(c) + offset, y(median(vals))) for c, vals in points]
         if len(medians) > 1:
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in medians)
             parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from evalpipe.errors import ConfigError
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.probe import probe, resolve
 from evalpipe.sandbox.run import process_limit_mechanism
+from evalpipe.stats.descriptive import median
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -63,7 +63,7 @@ def measure_startup(launcher: ProgramLauncher, rounds: int = STARTUP_ROUNDS) -> 
         rng.shuffle(order)
         for step in order:
             step()
-    b, s = statistics.median(bare), statistics.median(boxed)
+    b, s = median(bare), median(boxed)
     return SandboxStartup(
         rounds=rounds,
         bare_ms=round(b, 1),

@@ -7,7 +7,6 @@ paired comparison (``speed_compare.json``, handed in like ``compare.json``) is c
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 
 from pydantic import Field
@@ -15,6 +14,7 @@ from pydantic import Field
 from evalpipe.artifacts.schema.base import Row
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import LoadAverage, RoundRecord, Schedule, SpeedArtifact
+from evalpipe.stats.descriptive import median
 
 
 class SpeedRow(Row):
@@ -61,7 +61,7 @@ class SpeedSummary(Row):
 
 def _median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+    return median(present) if present else None
 
 
 def _row(name: str, rounds: list[RoundRecord], artifact: SpeedArtifact) -> SpeedRow:

@@ -11,7 +11,8 @@ tables are ``evalpipe.report``.  Every result is a ``dataclass(frozen=True)`` or
   Bonett–Price interval), the one exact McNemar test, the one paired bootstrap, excess discordance.
 * ``power`` — noise models, the power of a drop, the minimum detectable effect and the sample size it needs.
 * ``noninferiority`` — the three-way verdict against a margin.
-* ``ratio`` — the median and the round-bootstrap interval of a speed ratio.
+* ``ratio`` — the round-bootstrap interval of a speed ratio of medians.
+* ``descriptive`` — the median and the nearest-rank percentile (lengths, timings, speed rounds).
 
 Submodules are imported by name (``from evalpipe.stats.paired import …``): this package's face imports
 nothing, so reading a Wilson interval does not load scipy.

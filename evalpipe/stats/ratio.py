@@ -17,12 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evalpipe.stats.descriptive import median
 
-def median(values: Sequence[float]) -> float:
-    """The sample median (numpy ``median``: the middle value, or the mean of the two middle ones)."""
-    import numpy as np
-
-    return float(np.median(np.asarray(values, dtype=float)))
+__all__ = ["median", "ratio_interval"]
 
 
 def ratio_interval(
