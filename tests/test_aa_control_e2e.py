@@ -18,8 +18,6 @@ from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
 from evalpipe.power import non_inferiority
 from evalpipe.selftest.controls import demo_config_path
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def aa_run(tmp_path_factory: pytest.TempPathFactory):

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
@@ -138,7 +137,6 @@ def _assert_one_worker(rundir: RunDir) -> None:
 GSM8K_DELAY_S = 10.0
 
 
-@pytest.mark.slow
 def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_datasets: Path) -> None:
     """Two benchmarks on one server at concurrency 2: the server never sees more than 2 requests; the slots
     GSM8K frees go to IFEval's waiting requests within a bounded time, and IFEval runs beside GSM8K's last
@@ -213,7 +211,6 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     assert "Server utilisation" in rundir.report_md.read_text(encoding="utf-8")
 
 
-@pytest.mark.slow
 def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, shared_datasets: Path) -> None:
     """``schedule: sequential`` keeps the old behaviour: IFEval's first request only after GSM8K's last answer,
     never more than ``concurrency`` at the server."""

@@ -23,8 +23,6 @@ from evalpipe.io import read_jsonl, read_model
 from evalpipe.nltk_data import punkt_tab_available
 from evalpipe.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, PromptHashRecord
 
-pytestmark = pytest.mark.slow
-
 GSM8K = {  # test-split line → role
     0: "correct",
     1: "wrong",

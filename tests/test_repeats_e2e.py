@@ -24,8 +24,6 @@ from evalpipe.power.repeats import clustered_mean
 from evalpipe.schema.outcomes import OutcomeRow
 from evalpipe.server.proxy import recording_proxy
 
-pytestmark = pytest.mark.slow
-
 ROLES = ("right", "wrong", "flips", "http500_once")
 K = 3
 

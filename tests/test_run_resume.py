@@ -13,7 +13,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, run_config
 from scripted_server import Rule, ScriptedServer
 
@@ -28,8 +27,6 @@ from evalpipe.schema.evalscope import EvalscopeTasks
 from evalpipe.schema.manifest import Manifest
 from evalpipe.schema.outcomes import CacheRepair
 from evalpipe.sources.load import load_benchmark
-
-pytestmark = pytest.mark.slow
 
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
 
