@@ -318,12 +318,18 @@ def _function_path(func: Callable[..., Any]) -> tuple[str, str] | None:
     return source, qualname
 
 
+def scan_def(path: Path, qualname: str) -> tuple[str, ...] | None:
+    """The path from the function or class ``qualname`` of the module at ``path`` (under tests/) to an
+    integration entry point, or None."""
+    return _scan(str(path), qualname, set())
+
+
 def scan_function(func: Callable[..., Any]) -> tuple[str, ...] | None:
     """The path from a test or fixture function under tests/ to an integration entry point, or None."""
     where = _function_path(func)
     if where is None:
         return None
-    return _scan(where[0], where[1], set())
+    return scan_def(Path(where[0]), where[1])
 
 
 def classify(
