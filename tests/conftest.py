@@ -97,16 +97,24 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     return f"tiers: {collected}" + (f"; selected: {selected}" if selected != collected else "")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(
-    item: pytest.Item, nextitem: pytest.Item | None
-) -> Generator[None, object, object]:
-    """A unit-tier test may not start a process, in its set-up, call or tear-down (``helpers.tiers``)."""
+def _guarded(item: pytest.Item) -> Generator[None, object, object]:
     if item.get_closest_marker("integration") is not None:
         return (yield)
     violations = item.stash.setdefault(_VIOLATIONS, [])
     with install_guard(item.nodeid, violations):
         return (yield)
+
+
+# A unit-tier test may not start a process, in its set-up or its call (``helpers.tiers``).  Not in its
+# tear-down: that is where pytest also ends the module and session fixtures of the tests before it.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -16,8 +16,8 @@ How it is decided, per collected test:
 3. **By hand** — ``@pytest.mark.integration`` where neither can see it (say why beside the mark).
 
 The scan cannot follow calls into ``evalpipe`` itself, so the list names the product's entry points that
-start processes.  ``install_guard`` makes the rule honest at run time: while a unit-tier test runs (set-up,
-call and tear-down), starting a process raises ``UnitTierProcessError`` and fails the test with one line
+start processes.  ``install_guard`` makes the rule honest at run time: while a unit-tier test is set up and
+called (not in its tear-down, where pytest also ends earlier tests' module fixtures), starting a process raises ``UnitTierProcessError`` and fails the test with one line
 naming what started it — a test the scan missed cannot sit in the fast tier unnoticed; add the entry point
 it went through to ``INTEGRATION_ENTRY_POINTS``.
 """
