@@ -70,6 +70,8 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.pipeline.run": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.pipeline.run_variants": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.selftest.controls.run_selftest": "a pipeline run (server, recorder, EvalScope worker)",
+    "evalscope.run_task": "an EvalScope run",
+    "evalscope.run.run_task": "an EvalScope run",
     # server preflight: SGLang probed in a child, nvidia-smi
     "evalpipe.server.sglang_env.probe_sglang": "SGLang probed in a child process",
     "evalpipe.server.sglang_env.dry_parse": "SGLang's argument parser in a child process",
