@@ -96,3 +96,29 @@ def test_a_unit_tier_test_that_starts_a_process_fails_in_one_line(tmp_path: Path
     assert line.endswith("but is in the unit tier: add the entry point it went through to "
                          "INTEGRATION_ENTRY_POINTS (tests/helpers/tiers.py), used by tests/conftest.py")  # fmt: skip
     assert "Traceback" not in out and "UnitTierProcessError" not in out, out
+
+
+def test_every_entry_point_names_something_that_exists() -> None:
+    """A package move (``evalpipe.pipeline`` into ``evalpipe.run``…) must update the list: a stale name
+    would silently stop marking its tests (the guard would then fail them, one by one)."""
+    import importlib
+
+    from helpers.tiers import CLI_CALLS, INTEGRATION_ENTRY_POINTS
+
+    missing = []
+    for dotted in [*INTEGRATION_ENTRY_POINTS, *CLI_CALLS]:
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            try:
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                missing.append(dotted)
+            break
+        else:
+            missing.append(dotted)
+    assert missing == [], f"INTEGRATION_ENTRY_POINTS names what no longer exists: {missing}"
