@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers.tiers import Finding, classify, install_guard
+from helpers.tiers import classify, install_guard
 
 if TYPE_CHECKING:
     from helpers.registry_controls import RegistryControls
@@ -52,7 +52,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _TIER = pytest.StashKey[str]()  # "scan" / "fixture" / "manual" for integration, "unit" otherwise
-_WHY = pytest.StashKey[Finding]()
 _VIOLATIONS = pytest.StashKey[list[str]]()
 
 
@@ -74,7 +73,6 @@ def _mark_tier(item: pytest.Item) -> None:
         item.stash[_TIER] = "unit"
         return
     item.stash[_TIER] = finding.source
-    item.stash[_WHY] = finding
     item.add_marker(pytest.mark.integration(why=finding.describe()))
 
 
@@ -122,7 +120,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A unit-tier test that started a process fails even when it caught the error the guard raised."""
     report = yield
     violations = item.stash.get(_VIOLATIONS, [])
-    if violations and (report.failed or (report.when == "call" and report.passed)):
+    if violations and report.when in ("setup", "call") and not report.skipped:
         report.outcome = "failed"
         report.longrepr = violations[0]  # the one line, not the traceback through the guard
     return report
