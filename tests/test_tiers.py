@@ -122,3 +122,32 @@ def test_every_entry_point_names_something_that_exists() -> None:
         else:
             missing.append(dotted)
     assert missing == [], f"INTEGRATION_ENTRY_POINTS names what no longer exists: {missing}"
+
+
+def test_the_guard_refuses_every_way_to_start_a_process_and_restores_them() -> None:
+    import asyncio
+    import multiprocessing
+
+    import pytest
+    from helpers.tiers import UnitTierProcessError, install_guard
+
+    def starters() -> tuple[object, ...]:
+        popen = subprocess.Popen._execute_child  # type: ignore[attr-defined]  # private: what the guard patches
+        return (popen, os.fork, multiprocessing.process.BaseProcess.start)
+
+    originals = starters()
+    violations: list[str] = []
+    with install_guard("t::x", violations):
+        with pytest.raises(UnitTierProcessError, match="t::x started a subprocess"):
+            subprocess.run([sys.executable, "-c", "pass"], check=False)
+        with pytest.raises(UnitTierProcessError):
+            asyncio.run(asyncio.create_subprocess_exec(sys.executable, "-c", "pass"))
+        with pytest.raises(UnitTierProcessError):
+            if os.fork() == 0:  # only if the guard failed: the child leaves at once
+                os._exit(0)
+        with pytest.raises(UnitTierProcessError):
+            multiprocessing.get_context("spawn").Process(target=print).start()
+    assert [line.split("(")[1].split(",")[0] for line in violations] == [
+        "subprocess.Popen", "subprocess.Popen", "os.fork", "multiprocessing",
+    ]  # fmt: skip
+    assert starters() == originals
