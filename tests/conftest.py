@@ -6,14 +6,21 @@ another fixture); it is the only way a test gets the folder's path (helpers such
 Each such test carries the ``shared_datasets`` marker (so ``-m "not shared_datasets"`` runs the rest), and
 when the folder is missing the session stops once, before any test runs, with one line naming the folder and
 how to get it — instead of one error per test.
+
+Every test is in one of two tiers, decided from what it uses (``helpers.tiers`` says how): ``integration``
+(it starts a process: a server, the EvalScope worker, a sandbox, the router, a nested pytest…) or the unit
+tier (everything else; ``make test-fast`` runs ``-m "not integration"``).  A unit-tier test that starts a
+process anyway fails with one line naming the entry point to add.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers.tiers import classify, install_guard
 
 if TYPE_CHECKING:
     from helpers.registry_controls import RegistryControls
@@ -40,6 +47,83 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.shared_datasets)
         if "registry_controls" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.timeout(900))
+        _mark_tier(item)
+    config.stash[_COLLECTED] = _tier_counts(items)
+
+
+_TIER = pytest.StashKey[str]()  # "scan" / "fixture" / "manual" for integration, "unit" otherwise
+_VIOLATIONS = pytest.StashKey[list[str]]()
+
+
+def _fixture_functions(item: pytest.Item) -> dict[str, Callable[..., Any] | None]:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    return {
+        name: (defs[name][-1].func if defs.get(name) else None) for name in getattr(item, "fixturenames", ())
+    }
+
+
+def _mark_tier(item: pytest.Item) -> None:
+    """``integration`` from the test's own code or its fixtures (``helpers.tiers.classify``), or by hand."""
+    if item.get_closest_marker("integration") is not None:
+        item.stash[_TIER] = "manual"
+        return
+    finding = classify(getattr(item, "function", None), _fixture_functions(item))
+    if finding is None:
+        item.stash[_TIER] = "unit"
+        return
+    item.stash[_TIER] = finding.source
+    item.add_marker(pytest.mark.integration(why=finding.describe()))
+
+
+_COLLECTED = pytest.StashKey[str]()
+
+
+def _tier_counts(items: list[pytest.Item]) -> str:
+    tiers = [item.stash.get(_TIER, "unit") for item in items]
+    integration = len(tiers) - tiers.count("unit")
+    return (
+        f"{tiers.count('unit')} unit, {integration} integration ({tiers.count('scan')} by the scan of the "
+        f"test's code, {tiers.count('fixture')} by a fixture, {tiers.count('manual')} marked by hand)"
+    )
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> str:
+    """The tier counts of the collected tests, and of the selected ones when ``-m``/``-k`` deselected some."""
+    collected = config.stash.get(_COLLECTED, "")
+    selected = _tier_counts(items)
+    return f"tiers: {collected}" + (f"; selected: {selected}" if selected != collected else "")
+
+
+def _guarded(item: pytest.Item) -> Generator[None, object, object]:
+    if item.get_closest_marker("integration") is not None:
+        return (yield)
+    violations = item.stash.setdefault(_VIOLATIONS, [])
+    with install_guard(item.nodeid, violations):
+        return (yield)
+
+
+# A unit-tier test may not start a process, in its set-up or its call (``helpers.tiers``).  Not in its
+# tear-down: that is where pytest also ends the module and session fixtures of the tests before it.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A unit-tier test that started a process fails even when it caught the error the guard raised."""
+    report = yield
+    violations = item.stash.get(_VIOLATIONS, [])
+    if violations and report.when in ("setup", "call") and not report.skipped:
+        report.outcome = "failed"
+        report.longrepr = violations[0]  # the one line, not the traceback through the guard
+    return report
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -18,8 +18,6 @@ from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def aa_run(tmp_path_factory: pytest.TempPathFactory):

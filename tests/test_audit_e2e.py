@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
@@ -19,8 +18,6 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
-
-pytestmark = pytest.mark.slow
 
 ROLES = ("correct", "wrong", "truncated", "http500")
 

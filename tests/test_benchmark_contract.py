@@ -216,7 +216,6 @@ def test_answer_key_covers_every_record(name: str, spec: Benchmark, bundled: Ben
 # ---------------------------------------------------------------- through the pipeline
 
 
-@pytest.mark.slow
 def test_materialised_dataset_loads_back_through_evalscope(
     name: str, registry_controls: RegistryControls
 ) -> None:
@@ -237,7 +236,6 @@ def test_materialised_dataset_loads_back_through_evalscope(
         assert r.prompt_sha256 == r.expected_prompt_sha256, r.source_id
 
 
-@pytest.mark.slow
 def test_positive_control_scores_every_item(name: str, registry_controls: RegistryControls) -> None:
     """100 % except the planted faults that change a score, each with its expected class."""
     planted = {fault_targets()[f]: c for f, (_, c) in FAULT_EXPECTATIONS.items() if c is not None}
@@ -257,7 +255,6 @@ def test_positive_control_scores_every_item(name: str, registry_controls: Regist
     assert not [p for p in registry_controls.positive.problems if p.startswith(f"{name} ")]
 
 
-@pytest.mark.slow
 def test_negative_control_scores_at_most_ten_percent(name: str, registry_controls: RegistryControls) -> None:
     summary = registry_controls.negative.summary
     assert summary is not None
@@ -307,7 +304,6 @@ def _pytest(tmp_path: Path, env: dict[str, str], selection: str) -> tuple[int, d
     return proc.returncode, outcomes
 
 
-@pytest.mark.slow
 def test_a_registered_module_is_covered_without_editing_a_test(tmp_path: Path) -> None:
     code, outcomes = _pytest(tmp_path, _plugin(tmp_path), "contract_dummy")
     ran = {test.partition("[")[0] for test in outcomes if "contract_dummy" in test}

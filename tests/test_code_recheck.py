@@ -201,7 +201,6 @@ class BusyLoad:
             p.wait()
 
 
-@pytest.mark.slow
 def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None:
     t0 = time.monotonic()
     idle = _run(tmp_path / "idle")

@@ -28,8 +28,6 @@ from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 
-pytestmark = pytest.mark.slow
-
 GSM8K = {  # test-split line → role
     0: "correct",
     1: "wrong",

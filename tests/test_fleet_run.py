@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from evalpipe.artifacts import read_jsonl, read_model
@@ -105,7 +104,6 @@ def _access(log: Path) -> list[tuple[str, str | None]]:
     ]
 
 
-@pytest.mark.slow
 def test_a_run_through_the_real_router_verifies_and_accounts_for_each_worker(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = _run(_config(tmp_path), out)
@@ -144,7 +142,6 @@ def test_a_run_through_the_real_router_verifies_and_accounts_for_each_worker(tmp
         assert launch.pid is not None and launch.stopped_at is not None and not group_alive(launch.pid)
 
 
-@pytest.mark.slow
 def test_a_mixed_fleet_is_refused_before_any_sample(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = _run(_config(tmp_path, second={"overrides": {"kv_cache_dtype": "q4_0"}}), out)

@@ -7,11 +7,22 @@ import time
 
 from evalpipe.evalscope_bridge.worker import GenerationTurns, PredictionCount, SideBySide
 
+#: How long a call that must not block may take before the test fails (a bound, not a measurement: a
+#: passing call returns at once, a blocking one fails the test here instead of at the suite's timeout).
+RETURNS_WITHIN_S = 10.0
+
 
 def _in_thread(fn) -> threading.Thread:  # type: ignore[no-untyped-def]
     t = threading.Thread(target=fn, daemon=True)
     t.start()
     return t
+
+
+def _returns(what: str, fn) -> None:  # type: ignore[no-untyped-def]
+    """Call ``fn`` in a thread; fail with ``what`` if it has not returned within ``RETURNS_WITHIN_S``."""
+    t = _in_thread(fn)
+    t.join(RETURNS_WITHIN_S)
+    assert not t.is_alive(), f"{what}: still blocked after {RETURNS_WITHIN_S:.0f} s"
 
 
 def test_a_benchmark_sends_only_after_every_earlier_one_is_done() -> None:
@@ -22,12 +33,12 @@ def test_a_benchmark_sends_only_after_every_earlier_one_is_done() -> None:
     time.sleep(0.2)
     assert events == []  # b and c wait for a
     turns.done("a")
-    waiting[1].join(2)
+    waiting[1].join(RETURNS_WITHIN_S)
     assert events == ["b"]
     time.sleep(0.1)
     assert events == ["b"]  # c still waits for b
     turns.done("b")
-    waiting[0].join(2)
+    waiting[0].join(RETURNS_WITHIN_S)
     assert events == ["b", "c"]
 
 
@@ -38,16 +49,17 @@ def test_the_next_benchmark_prepares_once_the_previous_one_has_begun_sending() -
     turns.may_prepare("a")  # nothing before it
     assert not prepared.wait(0.2)  # a has neither begun nor ended
     turns.wait("a")  # a's turn begins: b loads while a generates
-    assert prepared.wait(2)
-    t.join(2)
+    assert prepared.wait(RETURNS_WITHIN_S)
+    t.join(RETURNS_WITHIN_S)
 
 
 def test_a_benchmark_that_ends_without_sending_passes_its_turn() -> None:
     turns = GenerationTurns(["a", "b"])
     turns.done("a")  # not run, or failed before its first request
-    turns.may_prepare("b")
-    turns.wait("b")  # returns at once
+    _returns("b may prepare once a has ended without sending", lambda: turns.may_prepare("b"))
+    _returns("b's turn comes once a has ended without sending", lambda: turns.wait("b"))
     turns.done("a")  # idempotent
+    _returns("a second done(a) changes nothing", lambda: turns.wait("b"))
 
 
 def test_prediction_count_fires_once_on_the_last_return() -> None:
@@ -62,7 +74,7 @@ def test_prediction_count_fires_once_on_the_last_return() -> None:
 
     threads = [_in_thread(predict) for _ in range(3)]
     for t in threads:
-        t.join(2)
+        t.join(RETURNS_WITHIN_S)
     assert fired == [1]
     nothing: list[int] = []
     PredictionCount(lambda: nothing.append(1)).expect(0)  # every answer cached: the turn passes at once
@@ -70,7 +82,29 @@ def test_prediction_count_fires_once_on_the_last_return() -> None:
 
 
 def test_side_by_side_never_blocks() -> None:
+    """The pipelined schedule: every benchmark prepares and sends at once, whichever started first and
+    whether or not another has ended.  Three benchmarks must all be past ``may_prepare`` and ``wait`` at the
+    same time (a barrier of three); turns taken in any order — ``GenerationTurns`` would keep b and c waiting
+    for a, which waits at the barrier for them — fail the barrier instead of hanging."""
     turns = SideBySide()
-    turns.may_prepare("b")
-    turns.wait("b")  # nothing before it is awaited: the pipelined schedule
-    turns.done("b")
+    sending = threading.Barrier(3, timeout=RETURNS_WITHIN_S)
+    errors: list[BaseException] = []
+
+    def benchmark(name: str) -> None:
+        try:
+            turns.may_prepare(name)
+            turns.wait(name)
+            sending.wait()  # all three are sending together
+            turns.done(name)
+        except BaseException as exc:
+            errors.append(exc)
+            sending.abort()
+
+    threads = [_in_thread(lambda n=n: benchmark(n)) for n in ("c", "a", "b")]
+    for t in threads:
+        t.join(RETURNS_WITHIN_S * 2)
+    assert not any(t.is_alive() for t in threads), f"a benchmark is still blocked in SideBySide ({errors!r})"
+    assert errors == [], f"the benchmarks were not sending side by side: {errors!r}"
+    # a benchmark no schedule has heard of, before or after the others ended: still never blocked
+    _returns("may_prepare of an unknown benchmark", lambda: turns.may_prepare("z"))
+    _returns("wait of an unknown benchmark", lambda: turns.wait("z"))

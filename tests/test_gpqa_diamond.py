@@ -70,7 +70,6 @@ def test_index_map_entry_carries_the_order() -> None:
         )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpqa_diamond"])
 def test_run_records_the_rendered_order_and_scores_by_it(
     name: str, registry_controls: RegistryControls

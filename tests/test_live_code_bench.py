@@ -192,7 +192,6 @@ def _comparable(results: list, metadata: dict) -> tuple[list, dict]:
     return plain, {k: v for k, v in metadata.items() if k not in ("execution time", "sandbox")}
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(900)  # 2 × 36 interpreter starts: ~1 min idle, several on a loaded 2-core host
 def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item(
     monkeypatch: pytest.MonkeyPatch,

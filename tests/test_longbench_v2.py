@@ -145,7 +145,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
     return {mode: pipeline.run(_cfg(mode, drop=True), out=root / mode) for mode in ("positive", "negative")}
 
 
-@pytest.mark.slow
 def test_dropped_with_consent_and_reported(runs) -> None:
     result = runs["positive"]
     fit = read_model(result.rundir.context_fit, ContextFit)
@@ -167,7 +166,6 @@ def test_dropped_with_consent_and_reported(runs) -> None:
     ]
 
 
-@pytest.mark.slow
 def test_summary_and_report_carry_the_by_length_table(runs) -> None:
     (b,) = runs["positive"].summary.benchmarks
     assert [(x.length, x.n, x.correct) for x in b.by_length] == [
@@ -181,7 +179,6 @@ def test_summary_and_report_carry_the_by_length_table(runs) -> None:
     assert "LongBench-v2 by context length" in report and "| long " in report
 
 
-@pytest.mark.slow
 def test_compare_carries_difference_and_flips_per_length(runs, tmp_path: Path) -> None:
     result = compare_runs(runs["positive"].rundir.root, runs["negative"].rundir.root, resamples=200)
     (b,) = result.benchmarks

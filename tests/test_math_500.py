@@ -117,7 +117,6 @@ def test_answer_key_replies_score_with_math_verify(adapter: Any) -> None:
         assert cut.main_value == 0.0 and not cut.extracted_prediction, it.label
 
 
-@pytest.mark.slow
 def test_math_verify_accepts_the_answer_key_form_for_every_real_answer(
     adapter: Any, shared_datasets: Path
 ) -> None:
@@ -136,7 +135,6 @@ def test_math_verify_accepts_the_answer_key_form_for_every_real_answer(
 # ---------------------------------------------------------------- end to end
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["math_500"])  # the session's registry_controls must include MATH-500
 @pytest.mark.parametrize("mode", ["positive", "negative"])
 def test_end_to_end_against_the_answer_key_server(

@@ -25,8 +25,6 @@ from evalpipe.run.variants import run_variants
 from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.controls import demo_config_path, fault_targets
 
-pytestmark = pytest.mark.slow
-
 
 def _cli(args: list[str]) -> int:
     try:

@@ -16,7 +16,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 import yaml
 
 from evalpipe.artifacts import read_model
@@ -74,7 +73,6 @@ def _when(ts: str | None) -> float:
     return datetime.fromisoformat(ts).timestamp()
 
 
-@pytest.mark.slow
 def test_variants_run_at_the_same_time_on_their_own_routers(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.run(_cli("run", str(_config(tmp_path)), "--out", str(out)), capture_output=True, text=True,
@@ -100,7 +98,6 @@ def test_variants_run_at_the_same_time_on_their_own_routers(tmp_path: Path) -> N
         assert launch.pid is not None and not group_alive(launch.pid)
 
 
-@pytest.mark.slow
 def test_sigterm_stops_every_variant_and_the_run_resumes(tmp_path: Path) -> None:
     config = _config(tmp_path)
     out = tmp_path / "run"

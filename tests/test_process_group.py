@@ -102,6 +102,9 @@ def test_hurry_escalates_at_once(tmp_path: Path) -> None:
 
 def test_ctrl_c_during_the_wait_kills_the_group_then_is_re_raised(tmp_path: Path) -> None:
     proc = _family(tmp_path, leader_ignores=True)
+    # interrupt_main does nothing while SIGINT is ignored, as it is when pytest runs as a background job
+    # (``make test &``, nohup): this test sets the disposition it relies on, Python's Ctrl-C handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     try:
@@ -110,6 +113,7 @@ def test_ctrl_c_during_the_wait_kills_the_group_then_is_re_raised(tmp_path: Path
         assert proc.returncode == -signal.SIGKILL and not group_alive(proc.pid)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
         assert_group_gone(proc.pid)
 
 

@@ -190,7 +190,6 @@ def _evalscope_rows(run: Path, kind: str) -> dict[tuple[str, int], dict[str, Any
     return out
 
 
-@pytest.mark.slow
 def test_real_engine_joins_sample_by_sample(real_run: Path) -> None:
     outcomes = _jsonl(real_run / "outcomes.jsonl")
     requests = {r["response_id"]: r for r in _jsonl(real_run / "requests.jsonl") if r.get("response_id")}
@@ -258,7 +257,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.slow
 def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
     """The same samples through bare EvalScope (no evalpipe) score exactly as evalpipe reported."""
     outcomes = _jsonl(real_run / "outcomes.jsonl")

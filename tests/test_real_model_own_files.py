@@ -79,7 +79,6 @@ def _main_value(score: dict[str, Any]) -> float:
     return float(score["value"][name] if name else next(iter(score["value"].values())))
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(900)  # two llama.cpp servers and two EvalScope runs: minutes on a busy 2-core host
 def test_own_mcq_file_scores_as_bare_evalscope_on_the_same_file(tmp_path: Path) -> None:
     _require_engine()

@@ -24,8 +24,6 @@ from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
 from evalpipe.stats.intervals import clustered_mean
 
-pytestmark = pytest.mark.slow
-
 ROLES = ("right", "wrong", "flips", "http500_once")
 K = 3
 

@@ -13,7 +13,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from evalscope_helpers import gsm8k_answer, jsonl, run_config
 from scripted_server import Rule, ScriptedServer
 
@@ -27,8 +26,6 @@ from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.hashing import normalize_newlines
 from evalpipe.run import pipeline
 from evalpipe.sources.load import load_benchmark
-
-pytestmark = pytest.mark.slow
 
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
 

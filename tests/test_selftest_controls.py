@@ -27,7 +27,6 @@ def controls(registry_controls: RegistryControls) -> list[ControlCheck]:
     return [registry_controls.positive, registry_controls.negative]
 
 
-@pytest.mark.slow
 def test_positive_and_negative_controls_hold(controls) -> None:
     positive, negative = controls
     assert positive.ok, positive.problems

@@ -246,7 +246,6 @@ def test_live_code_bench_reference_solutions_pass_negative_and_faults_fail(
         assert not trunc["pass"], (it.label, trunc["metadata"])
 
 
-@pytest.mark.slow
 def test_live_code_bench_adapter_end_to_end(
     key: AnswerKey, adapters: dict[str, Any], prompted: dict[str, Prompted]
 ) -> None:

@@ -211,8 +211,12 @@ def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.Mon
     assert launch.argv[2] == "evalpipe.selftest.answer_key_server" and launch.stop_method == "sigterm"
 
 
+# evalpipe's stand-in: a run holding a managed server until a signal ends it.  It installs Python's Ctrl-C
+# handler as evalpipe's entry point does (``evalpipe.cli.main``): started from a background job, the driver
+# inherits SIGINT ignored, and Python leaves it so.
 _DRIVER = r"""
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from evalpipe.config.loader import load_config
 from evalpipe.artifacts import RunDir
 from evalpipe.server.lifecycle import managed_server

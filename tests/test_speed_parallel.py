@@ -43,8 +43,6 @@ from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.stage import SPEED_ERROR
 
-pytestmark = pytest.mark.slow
-
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
 SAMPLERS = Path(__file__).resolve().parents[1] / "samplers" / "demo"
 WORKLOAD = "in8-out4-c1"

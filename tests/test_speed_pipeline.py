@@ -25,8 +25,6 @@ from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import SpeedArtifact
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def speed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
