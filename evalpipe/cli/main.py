@@ -5,13 +5,12 @@ Heavy imports (EvalScope, SGLang, pandas) happen inside command functions so ``-
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 
 import typer
 
 from evalpipe.errors import EvalpipeError, ExitCode, RunStopped
+from evalpipe.processes.signals import ctrl_c_interrupts
 
 app = typer.Typer(
     name="evalpipe",
@@ -58,21 +57,11 @@ def _register() -> None:
 _register()
 
 
-def _interruptible() -> None:
-    """Ctrl-C (SIGINT) stops a run however evalpipe was started.  A background shell job (``evalpipe run … &``
-    in a script, ``nohup``, some CI runners) inherits SIGINT ignored, and Python leaves an inherited SIG_IGN in
-    place: ``kill -INT`` would then do nothing, and the run would not stop its server and worker and exit 130
-    as documented.  So the handler is installed here, explicitly (only the main thread may set one; a test
-    calling ``main`` from another thread keeps what it has)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: run the app, turn expected errors into one line + exit code."""
     from evalpipe.cli.console import err
 
-    _interruptible()
+    ctrl_c_interrupts()
     try:
         rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int) and rv != 0:  # typer.Exit(code) under standalone_mode=False
@@ -110,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupt_code(exc: BaseException | None) -> ExitCode:
     """130 for Ctrl-C, 143 for SIGTERM (``Terminated``)."""
-    from evalpipe.server.lifecycle import Terminated
+    from evalpipe.processes.signals import Terminated
 
     return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
 

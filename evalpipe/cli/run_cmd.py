@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from evalpipe.processes.signals import sigterm_interrupts
 
 if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` must be instant
     from rich.console import Console
@@ -109,28 +109,6 @@ def resume_command(config: Path, run_dir: str, *, endpoint: str | None, dataset_
     if dataset_root:
         argv += ["--dataset-root", str(dataset_root)]
     return shlex.join(argv)
-
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM unwinds the run like Ctrl-C (``Terminated``), so it ends with the resume line, exit 143."""
-    import signal
-    import threading
-
-    from evalpipe.server.lifecycle import Terminated
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> NoReturn:
-        raise Terminated("SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress() -> Progress | LineProgress:

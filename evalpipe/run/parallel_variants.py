@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted, RunStopped
 from evalpipe.processes.group import spawn, stop_group
+from evalpipe.processes.signals import Terminated
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.lifecycle import Terminated
 from evalpipe.server.sglang_flags import api_key
 from evalpipe.server.variants import effective_server
 

@@ -38,6 +38,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import StageResult, run_evalscope
 from evalpipe.evalscope_bridge.task import check_generation
+from evalpipe.processes.signals import Terminated
 from evalpipe.recording.proxy import recording_proxy
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.provenance import collect_provenance, run_component_tests
@@ -46,7 +47,7 @@ from evalpipe.run.stage_clock import StageClock
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 from evalpipe.server.context_fit import check_context_fit, dropped_entries
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.lifecycle import Terminated, managed_server, watch_server
+from evalpipe.server.lifecycle import managed_server, watch_server
 from evalpipe.server.preflight import punkt_needed, run_preflight
 from evalpipe.server.variants import effective_server
 

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
 
     from evalpipe.cli.console import LineProgress, err
-    from evalpipe.cli.run_cmd import sigterm_interrupts
+    from evalpipe.processes.signals import sigterm_interrupts
 
     try:
         with sigterm_interrupts():

@@ -22,12 +22,12 @@ from evalpipe.compare import compare_runs, write_compare
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
+from evalpipe.processes.signals import Terminated
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
 from evalpipe.run.pipeline import RunResult, run
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.stage_clock import StageClock
-from evalpipe.server.lifecycle import Terminated
 
 if TYPE_CHECKING:
     from evalpipe.run.progress import ProgressDisplay

@@ -36,6 +36,7 @@ from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
 from evalpipe.processes.group import spawn, stop_group
+from evalpipe.processes.signals import Terminated
 from evalpipe.server import sglang_flags as flags
 from evalpipe.server.kinds.base import ServerHandle
 from evalpipe.server.kinds.registry import server_kind
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
 
-__all__ = ["ServerHandle", "Terminated", "managed_server", "relevant_env", "watch_server"]
+__all__ = ["ServerHandle", "managed_server", "relevant_env", "watch_server"]
 
 log = logging.getLogger("evalpipe.server")
 
@@ -64,10 +65,6 @@ _ENV_PREFIXES = (
     "TILELANG_",
 )
 _ENV_KEYS = ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM delivered to evalpipe while a server is up: unwinds like Ctrl-C (exit 130), stopping it."""
 
 
 def relevant_env(env: Mapping[str, str], server: ServerConfig, secrets: list[str]) -> dict[str, str]:
