@@ -94,7 +94,11 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.sandbox.launcher.ProgramLauncher": "a sandbox",
     "evalpipe.sandbox.run.run_sandboxed": "a sandbox",
     "evalpipe.sandbox.run.wrap": "a sandbox",
+    # probed by running a trivial program in the sandbox, once per process (functools.cache): a unit-tier
+    # test that found the cache warm would pass only by the order of the run
     "evalpipe.sandbox.probe.probe": "bwrap/unshare probed",
+    "evalpipe.sandbox.probe.resolve": "bwrap/unshare probed",
+    "evalpipe.sandbox.probe.preflight_line": "bwrap/unshare probed",
     # EvalScope's own scoring: math_verify runs in a process of its own (evalscope/metrics/math/isolation.py)
     "evalscope.api.registry.get_benchmark": "EvalScope's scoring (math_verify in a child process)",
 }
