@@ -95,7 +95,11 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.sandbox.launcher.ProgramLauncher": "a sandbox",
     "evalpipe.sandbox.run.run_sandboxed": "a sandbox",
     "evalpipe.sandbox.run.wrap": "a sandbox",
+    # probed by running a trivial program in the sandbox, once per process (functools.cache): a unit-tier
+    # test that found the cache warm would pass only by the order of the run
     "evalpipe.sandbox.probe.probe": "bwrap/unshare probed",
+    "evalpipe.sandbox.probe.resolve": "bwrap/unshare probed",
+    "evalpipe.sandbox.probe.preflight_line": "bwrap/unshare probed",
     # EvalScope's own scoring: math_verify runs in a process of its own (evalscope/metrics/math/isolation.py)
     "evalscope.api.registry.get_benchmark": "EvalScope's scoring (math_verify in a child process)",
 }
@@ -217,9 +221,11 @@ def _references(node: ast.AST) -> Iterator[list[str]]:
 
 
 def _entry_point(dotted: str) -> str | None:
-    for entry in INTEGRATION_ENTRY_POINTS:
-        if dotted == entry or dotted.startswith(entry + "."):
-            return entry
+    """The entry point ``dotted`` is, or is an attribute of (``WorkerProcess.start``)."""
+    parts = dotted.split(".")
+    for cut in range(1, len(parts) + 1):
+        if ".".join(parts[:cut]) in INTEGRATION_ENTRY_POINTS:
+            return ".".join(parts[:cut])
     return None
 
 
@@ -245,66 +251,65 @@ def _cli_command(mod: _Module, node: ast.AST) -> str | None:
     return None
 
 
-def _scan(path: str, qualname: str, seen: set[tuple[str, str]]) -> tuple[str, ...] | None:
-    """The path from ``qualname`` in module ``path`` to an entry point, or None."""
-    if (path, qualname) in seen:
-        return None
-    seen.add((path, qualname))
+Def = tuple[str, str]  # (module path, qualified name in the module)
+
+
+@cache
+def _edges(path: str, qualname: str) -> tuple[str | None, tuple[Def, ...]]:
+    """What one def refers to: the first entry point (or integration CLI command) it names itself, and the
+    module-level defs of its own module and of helper modules it refers to (a method: its class too)."""
     mod = _load(path)
     if mod is None or qualname not in mod.defs:
-        return None
+        return None, ()
     node = mod.defs[qualname]
-    here = f"{mod.name}.{qualname}"
     command = _cli_command(mod, node)
     if command is not None:
-        return (here, command)
+        return command, ()
+    successors: list[Def] = []
     for chain in _references(node):
         head, rest = chain[0], chain[1:]
         if head in mod.imports:
-            dotted = ".".join([mod.imports[head], *rest])
-            entry = _entry_point(dotted)
+            entry = _entry_point(".".join([mod.imports[head], *rest]))
             if entry is not None:
-                return (here, entry)
-            # a helper module's function or class: follow it
-            origin = mod.imports[head].split(".")
+                return entry, ()
+            origin = mod.imports[head].split(".")  # a helper module's function or class?
             for cut in range(len(origin), 0, -1):
                 helper = _helper_path(".".join(origin[:cut]))
                 if helper is not None:
                     inner = [*origin[cut:], *rest]
-                    found = _follow(str(helper), inner, seen)
-                    if found is not None:
-                        return (here, *found)
+                    if inner and inner[0] in (_load(str(helper)) or mod).defs:
+                        successors.append((str(helper), inner[0]))
                     break
-        else:
-            found = _follow(path, chain, seen)
-            if found is not None:
-                return (here, *found)
-    # a method scans its class's other methods too (``self._start()``)
-    if "." in qualname:
-        cls = qualname.split(".")[0]
-        for name in list(mod.defs):
-            if name.startswith(cls + "."):
-                found = _scan(path, name, seen)
-                if found is not None:
-                    return (here, *found)
-    return None
+        elif head in mod.defs:  # a def of this module (a class's node holds its methods)
+            successors.append((path, head))
+    if "." in qualname:  # a method reaches what its class's other methods do (``self._start()``)
+        successors.append((path, qualname.split(".")[0]))
+    return None, tuple(dict.fromkeys(successors))
 
 
-def _follow(path: str, chain: list[str], seen: set[tuple[str, str]]) -> tuple[str, ...] | None:
-    """A reference to a module-level def (``f``, ``C``, ``C.m``) of module ``path``: scan it, and a class's
-    methods with it."""
-    mod = _load(path)
-    if mod is None or not chain or chain[0] not in mod.defs:
+def _scan(path: str, qualname: str, seen: set[Def]) -> tuple[str, ...] | None:
+    """The path from ``qualname`` in module ``path`` to an entry point, or None."""
+    if (path, qualname) in _COMPLETE:
+        return _COMPLETE[(path, qualname)]
+    if (path, qualname) in seen:
         return None
-    found = _scan(path, chain[0], seen)
-    if found is not None:
-        return found
-    for name in list(mod.defs):
-        if name.startswith(chain[0] + "."):
-            found = _scan(path, name, seen)
-            if found is not None:
-                return found
+    seen.add((path, qualname))
+    mod = _load(path)
+    if mod is None:
+        return None
+    here = f"{mod.name}.{qualname}"
+    direct, successors = _edges(path, qualname)
+    if direct is not None:
+        return (here, direct)
+    for successor in successors:
+        found = _scan(*successor, seen)
+        if found is not None:
+            return (here, *found)
     return None
+
+
+#: Results of scans started from a def itself (not cut short by a cycle through a caller), reused.
+_COMPLETE: dict[Def, tuple[str, ...] | None] = {}
 
 
 def _function_path(func: Callable[..., Any]) -> tuple[str, str] | None:
@@ -324,7 +329,10 @@ def _function_path(func: Callable[..., Any]) -> tuple[str, str] | None:
 def scan_def(path: Path, qualname: str) -> tuple[str, ...] | None:
     """The path from the function or class ``qualname`` of the module at ``path`` (under tests/) to an
     integration entry point, or None."""
-    return _scan(str(path), qualname, set())
+    key = (str(path), qualname)
+    if key not in _COMPLETE:
+        _COMPLETE[key] = _scan(*key, set())
+    return _COMPLETE[key]
 
 
 def scan_function(func: Callable[..., Any]) -> tuple[str, ...] | None:
