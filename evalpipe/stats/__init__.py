@@ -11,6 +11,8 @@ tables are ``evalpipe.report``.  Every result is a ``dataclass(frozen=True)`` or
   Bonett–Price interval), the one exact McNemar test, the one paired bootstrap, excess discordance.
 * ``power`` — noise models, the power of a drop, the minimum detectable effect and the sample size it needs.
 * ``noninferiority`` — the three-way verdict against a margin.
+* ``sequential`` — the same verdict looked at after every unit: two betting e-processes at the margin (aGRAPA,
+  Waudby-Smith & Ramdas 2024) and the empirical-Bernstein confidence sequence, valid under optional stopping.
 * ``ratio`` — the median and the round-bootstrap interval of a speed ratio.
 
 Submodules are imported by name (``from evalpipe.stats.paired import …``): this package's face imports
