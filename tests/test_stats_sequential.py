@@ -23,6 +23,7 @@ from evalpipe.stats.sequential import (
     eb_confidence_sequence,
     first_crossings,
     null_mean,
+    planned_bets,
     sequential_decision,
     to_unit_interval,
 )
@@ -100,6 +101,38 @@ def test_inferior_side_by_hand() -> None:
     np.testing.assert_allclose(
         result.wealth_inferior, [1.0, grow, grow**2, grow**2 * (1 - cap * (0.5 - m))], rtol=1e-12
     )
+
+
+def test_planned_bets_by_hand() -> None:
+    """Planned n = 495, α = 0.05, d = +1, 0: λ1 = √(2 log 20 / (495 · 1/4)) on both sides; after X1 = 1,
+    μ̂1 = 3/4 and σ̂²1 = (1/4 + 1/16)/2, so λ2 = √(2 log 20 / (495 σ̂²1)); K⁺ and K⁻ move in opposite ways."""
+    m = 0.475
+    lam1 = math.sqrt(2 * math.log(20) / (495 * 0.25))
+    lam2 = math.sqrt(2 * math.log(20) / (495 * (0.25 + 0.0625) / 2))
+    result = betting_eprocesses([1.0, 0.0], MARGIN_PTS, planned_n=495, alpha=ALPHA)
+    np.testing.assert_allclose(result.bets_non_inferior, [lam1, lam2], rtol=1e-12)
+    np.testing.assert_allclose(result.bets_inferior, [lam1, lam2], rtol=1e-12)
+    np.testing.assert_allclose(
+        result.wealth_non_inferior,
+        [1 + lam1 * (1 - m), (1 + lam1 * (1 - m)) * (1 + lam2 * (0.5 - m))],
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        result.wealth_inferior,
+        [1 - lam1 * (1 - m), (1 - lam1 * (1 - m)) * (1 - lam2 * (0.5 - m))],
+        rtol=1e-12,
+    )
+    assert np.all(result.wealth_non_inferior * result.wealth_inferior <= 1.0)
+
+
+def test_planned_bets_truncate_at_the_smaller_bound() -> None:
+    """A tiny planned n asks for bets above c/(1 − m): both sides are cut there, so every factor stays ≥ 1 − c."""
+    m = null_mean(MARGIN_PTS)
+    plus, minus = planned_bets(np.array([0.5, 0.5, 0.5]), m, planned_n=1, alpha=ALPHA)
+    np.testing.assert_allclose(plus, 0.5 / (1 - m))
+    np.testing.assert_allclose(minus, 0.5 / (1 - m))
+    with pytest.raises(ValueError):
+        planned_bets(np.array([0.5]), m, planned_n=0, alpha=ALPHA)
 
 
 def _reference_eb_cs(x: list[float], alpha: float, c: float = 0.5) -> list[tuple[float, float]]:
@@ -191,6 +224,9 @@ def test_decision_inferior_on_a_planted_regression() -> None:
     d = np.array([-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0] * 60)
     decision = sequential_decision(d, MARGIN_PTS, ALPHA)
     assert decision.verdict == "inferior" and decision.e_value_inferior >= 20.0
+    assert (decision.bets, decision.planned_n) == ("aGRAPA", None)
+    planned = sequential_decision(d, MARGIN_PTS, ALPHA, planned_n=200)
+    assert (planned.verdict, planned.bets, planned.planned_n) == ("inferior", "planned", 200)
     assert decision.cs_lower_pts < 100 * d[: decision.units_used].mean() < decision.cs_upper_pts
     longer = sequential_decision(np.tile(d, 4), MARGIN_PTS, ALPHA, cap=10_000)  # stops at the same unit
     assert longer.units_used == decision.units_used and longer.units_left == 2400 - decision.units_used
@@ -222,35 +258,50 @@ def _mc_slack(paths: int) -> float:
     return 3.0 * math.sqrt(ALPHA * (1 - ALPHA) / paths)
 
 
+@pytest.mark.parametrize("planned_n", [None, 100, 495])
 @pytest.mark.parametrize("discordance", [0.05, 0.2, 0.4])
-def test_each_verdict_at_most_alpha_at_the_margin(discordance: float) -> None:
+def test_each_verdict_at_most_alpha_at_the_margin(discordance: float, planned_n: int | None) -> None:
     """Δ = −5 pts (both nulls hold), one attempt per arm, a look after every one of 1000 units: each verdict
-    is reached at most α of the time (2000 paths; bound + 3 Monte-Carlo SE = 0.065)."""
+    is reached at most α of the time (2000 paths; bound + 3 Monte-Carlo SE = 0.065), aGRAPA or planned bets."""
     rng = np.random.default_rng(20261204)
     d = discordant_paths(rng, -MARGIN_PTS / 100, discordance, 2000, 1000)
-    _, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS), ALPHA)
+    _, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS, planned_n=planned_n), ALPHA)
     assert np.mean(verdict == 1) <= ALPHA + _mc_slack(2000)
     assert np.mean(verdict == -1) <= ALPHA + _mc_slack(2000)
 
 
-def test_each_verdict_at_most_alpha_with_correlated_repeats() -> None:
+@pytest.mark.parametrize("planned_n", [None, 300])
+def test_each_verdict_at_most_alpha_with_correlated_repeats(planned_n: int | None) -> None:
     """k = 4 attempts per arm sharing each sample's difficulty (beta-binomial), Δ = −5 pts exactly."""
     rng = np.random.default_rng(11)
     d = repeated_paths(rng, -MARGIN_PTS / 100, 4, 2000, 800)
     assert abs(float(d.mean()) + 0.05) < 0.002
-    _, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS), ALPHA)
+    _, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS, planned_n=planned_n), ALPHA)
     assert np.mean(verdict == 1) <= ALPHA + _mc_slack(2000)
     assert np.mean(verdict == -1) <= ALPHA + _mc_slack(2000)
 
 
-def test_verdicts_are_rare_beyond_the_nulls_and_the_right_one_is_reached() -> None:
+@pytest.mark.parametrize("planned_n", [None, 495])
+def test_verdicts_are_rare_beyond_the_nulls_and_the_right_one_is_reached(planned_n: int | None) -> None:
     """At +5 pts "inferior" essentially never happens and "non-inferior" almost always does (cap 742)."""
     rng = np.random.default_rng(5)
     d = discordant_paths(rng, 0.05, 0.2, 2000, 742)
-    units, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS), ALPHA, cap=742)
+    units, verdict = first_crossings(betting_eprocesses(d, MARGIN_PTS, planned_n=planned_n), ALPHA, cap=742)
     assert np.mean(verdict == -1) <= 0.005
     assert np.mean(verdict == 1) >= 0.99
     assert units.mean() < 250
+
+
+def test_planned_bets_match_the_fixed_n_plan_at_zero() -> None:
+    """ψ = 0.2, 5-pt margin, plan n = 495 (80 % one-sided power at Δ = 0), cap 742: the planned bet reaches
+    "non-inferior" about as often as the fixed-n test (0.80 in perf/bench_sequential.py) and aGRAPA less
+    often (0.61) — the reason the plan's n tunes the bet."""
+    rng = np.random.default_rng(8)
+    d = discordant_paths(rng, 0.0, 0.2, 2000, 742)
+    _, planned = first_crossings(betting_eprocesses(d, MARGIN_PTS, planned_n=495), ALPHA, cap=742)
+    _, agrapa = first_crossings(betting_eprocesses(d, MARGIN_PTS), ALPHA, cap=742)
+    assert 0.76 <= np.mean(planned == 1) <= 0.84
+    assert np.mean(agrapa == 1) < np.mean(planned == 1) - 0.1
 
 
 def test_naive_z_test_looked_at_after_every_unit_breaks_the_bound() -> None:

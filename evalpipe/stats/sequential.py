@@ -24,14 +24,27 @@ resp. ≥ 0; the truncation ``c < 1`` keeps every factor ≥ ``1 − c > 0``), s
 each verdict is reached with probability at most α under its null, however often one looks and wherever one
 stops.  At ``Δ = −μ`` both nulls hold and each verdict has probability ≤ α.
 
-**The bets: aGRAPA** (WSR §5.1, "approximate growth rate adaptive to the particular alternative"; confseq
-``betting_strategies.lambda_aKelly``, read for this module, with ``fake_obs = 1``)::
+**The bets.**  Two predictable strategies, both from WSR (confseq ``betting_strategies``, read for this module,
+``fake_obs = 1``), with the regularised running moments
 
     μ̂_t = (1/2 + Σ_{i≤t} X_i) / (t + 1)        σ̂²_t = (1/4 + Σ_{i≤t} (X_i − μ̂_i)²) / (t + 1)
-    λ_t = (μ̂_{t−1} − m) / (σ̂²_{t−1} + (μ̂_{t−1} − m)²)        (μ̂_0 = 1/2, σ̂²_0 = 1/4)
-    λ⁺_t = min(max(λ_t, 0), c/m)        λ⁻_t = min(max(−λ_t, 0), c/(1 − m))
+    (μ̂_0 = 1/2, σ̂²_0 = 1/4)
 
-with ``c = 1/2`` (WSR's truncation, ``trunc_scale``).  Only one of the two processes bets at a time.
+and WSR's truncation ``c = 1/2`` (``trunc_scale``):
+
+* **planned** (the default when the fixed-n plan is known): the predictable plug-in bet tuned to a planned
+  sample size ``n`` (WSR §3, the predictable plug-in bet with the fixed-time choice of λ; confseq
+  ``lambda_predmix_eb(fixed_n=n)``)
+  ``λ_t = sqrt(2 log(1/α) / (n σ̂²_{t−1}))``, the same bet on both sides, truncated at the smaller bound:
+  ``λ⁺_t = λ⁻_t = min(λ_t, c/(1 − m))`` (``c/(1 − m) ≤ c/m`` as ``m ≤ 1/2``).  Each factor pair multiplies to
+  ``1 − λ²(X − m)² ≤ 1``, so ``K⁺K⁻ ≤ 1`` and the two cannot both reach ``1/α``.  Tuned to the plan it stops where the fixed-n test would decide, earlier
+  when the truth is far from the margin (``perf/bench_sequential.py``: 165 / 426 / 403 mean units at +5 / 0 /
+  −10 points against the issue's 169 / 426 / 400, fixed n 495).
+* **aGRAPA** (WSR §5.1, "approximate growth rate adaptive to the particular alternative"; confseq
+  ``lambda_aKelly``): ``λ_t = (μ̂_{t−1} − m) / (σ̂²_{t−1} + (μ̂_{t−1} − m)²)``, split by sign:
+  ``λ⁺_t = min(max(λ_t, 0), c/m)``, ``λ⁻_t = min(max(−λ_t, 0), c/(1 − m))`` — only one side bets at a time.
+  Needs no plan; near the margin it spends its early wealth learning the sign (at Δ = 0 above: 496 mean units,
+  61 % non-inferior by the cap of 742, against 80 % for the planned bet).
 
 **The confidence sequence** is WSR Theorem 2 (predictable plug-in empirical Bernstein, PrPl-EB), two-sided at
 level α::
@@ -64,6 +77,7 @@ from numpy.typing import ArrayLike, NDArray
 
 SequentialVerdict = Literal["non-inferior", "inferior", "inconclusive"]
 StopReason = Literal["crossing", "cap", "units exhausted"]
+BetStrategy = Literal["planned", "aGRAPA"]
 
 TRUNCATION = 0.5
 """WSR's ``c``: every bet is at most ``c`` times the largest one that keeps the wealth positive."""
@@ -129,14 +143,39 @@ def agrapa_bets(x: FloatArray, m: float, truncation: float = TRUNCATION) -> tupl
     return plus, minus
 
 
+def planned_bets(
+    x: FloatArray, m: float, planned_n: int, alpha: float, truncation: float = TRUNCATION
+) -> tuple[FloatArray, FloatArray]:
+    """``(λ⁺_t, λ⁻_t)``: WSR's predictable plug-in bet for a planned n, ``sqrt(2 log(1/α)/(n σ̂²_{t−1}))``
+    (WSR §3, fixed-time choice; confseq ``lambda_predmix_eb(fixed_n=n)``), the same on both sides, truncated at
+    ``c/(1 − m)`` (module docstring)."""
+    if not 0.0 < truncation < 1.0:
+        raise ValueError(f"truncation must lie in (0, 1), got {truncation}")
+    if planned_n < 1:
+        raise ValueError(f"planned n must be >= 1, got {planned_n}")
+    _, variance_prev = _regularised_moments(x)
+    bet = np.sqrt(2.0 * math.log(1.0 / alpha) / (planned_n * variance_prev))
+    both: FloatArray = np.minimum(bet, truncation / (1.0 - m))
+    return both, both.copy()
+
+
 def betting_eprocesses(
-    differences: ArrayLike, margin_pts: float, truncation: float = TRUNCATION
+    differences: ArrayLike,
+    margin_pts: float,
+    *,
+    planned_n: int | None = None,
+    alpha: float = 0.05,
+    truncation: float = TRUNCATION,
 ) -> BettingProcesses:
     """``K⁺_t = ∏(1 + λ⁺_i(X_i − m))`` and ``K⁻_t = ∏(1 − λ⁻_i(X_i − m))`` (WSR §4–5; module docstring),
-    accumulated as sums of logarithms."""
+    accumulated as sums of logarithms; the planned bet when ``planned_n`` is given (``alpha`` is its level),
+    aGRAPA otherwise."""
     x = to_unit_interval(differences)
     m = null_mean(margin_pts)
-    plus, minus = agrapa_bets(x, m, truncation)
+    if planned_n is None:
+        plus, minus = agrapa_bets(x, m, truncation)
+    else:
+        plus, minus = planned_bets(x, m, planned_n, alpha, truncation)
     wealth_plus: FloatArray = np.exp(np.cumsum(np.log1p(plus * (x - m)), axis=-1))
     wealth_minus: FloatArray = np.exp(np.cumsum(np.log1p(-minus * (x - m)), axis=-1))
     return BettingProcesses(
@@ -176,7 +215,8 @@ def first_crossings(
     """Per path: the unit count at the stop and the verdict code (+1 non-inferior, −1 inferior, 0 none).
 
     The stop is the first ``t ≤ cap`` with ``K⁺_t ≥ 1/α`` or ``K⁻_t ≥ 1/α``; without a crossing it is the cap
-    (or the last unit).  Only one process bets at each step, so they cannot cross at the same unit."""
+    (or the last unit).  The two cannot cross at the same unit (aGRAPA bets on one side at a time; the planned
+    bet keeps ``K⁺K⁻ ≤ 1``), so a crossing has one verdict."""
     threshold = 1.0 / alpha
     plus, minus = processes.wealth_non_inferior, processes.wealth_inferior
     horizon = plus.shape[-1] if cap is None else min(cap, plus.shape[-1])
@@ -197,6 +237,8 @@ class SequentialDecision:
 
     margin_pts: float
     alpha: float
+    bets: BetStrategy
+    planned_n: int | None
     cap: int
     units_available: int
     units_used: int
@@ -224,12 +266,18 @@ class SequentialDecision:
 
 
 def sequential_decision(
-    differences: ArrayLike, margin_pts: float, alpha: float = 0.05, cap: int | None = None
+    differences: ArrayLike,
+    margin_pts: float,
+    alpha: float = 0.05,
+    cap: int | None = None,
+    *,
+    planned_n: int | None = None,
 ) -> SequentialDecision:
     """The rule of the module docstring on one sequence of paired differences in consumption order:
     the verdict at the first crossing of ``1/α`` by ``K⁺`` or ``K⁻`` (WSR §4–5, Ville's inequality), or
     "inconclusive" at the cap / the last unit; the e-values and the running intersection of the
-    PrPl-EB confidence sequence (WSR Theorem 2) at the stop."""
+    PrPl-EB confidence sequence (WSR Theorem 2) at the stop.  The planned bet when ``planned_n`` is given,
+    aGRAPA otherwise."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     d = np.asarray(differences, dtype=np.float64)
@@ -237,7 +285,7 @@ def sequential_decision(
         raise ValueError("one sequence of paired differences expected")
     if cap is not None and cap < 1:
         raise ValueError(f"cap must be >= 1, got {cap}")
-    processes = betting_eprocesses(d, margin_pts)
+    processes = betting_eprocesses(d, margin_pts, planned_n=planned_n, alpha=alpha)
     units, code = first_crossings(processes, alpha, cap)
     stop = int(units)
     verdict: SequentialVerdict
@@ -254,6 +302,8 @@ def sequential_decision(
     return SequentialDecision(
         margin_pts=margin_pts,
         alpha=alpha,
+        bets="aGRAPA" if planned_n is None else "planned",
+        planned_n=planned_n,
         cap=len(d) if cap is None else cap,
         units_available=len(d),
         units_used=stop,
