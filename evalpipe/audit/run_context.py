@@ -173,6 +173,8 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
         ]
         if b.non_inferiority is not None:
             said.append(b.non_inferiority.sentence)
+        if b.sequential is not None:
+            said.append(b.sequential.sentence)
         if said:
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
     return out

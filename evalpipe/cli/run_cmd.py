@@ -256,6 +256,8 @@ def power_lines(block: PairedBenchmark) -> list[str]:
         said.append(f"MDE: {block.mde_sentence}")
     if block.non_inferiority is not None:
         said.append(f"non-inferiority: {block.non_inferiority.sentence}")
+    if block.sequential is not None:
+        said.append(block.sequential.sentence)
     return said
 
 

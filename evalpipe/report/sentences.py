@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never
     from evalpipe.stats.noninferiority import NonInferiority
     from evalpipe.stats.paired import ExcessDiscordance
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
+    from evalpipe.stats.sequential import SequentialDecision
 
 
 def _margin(value: float) -> str:
@@ -92,3 +93,28 @@ def aa_sentence(aa: Discordance) -> str:
         f"({aa.first_better} better the first time, {aa.second_better} the second)"
     )
     return "A/A: " + "; ".join(said)
+
+
+def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float | None) -> str:
+    """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
+    sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent"."""
+    margin = _margin(decision.margin_pts)
+    threshold = f"1/{decision.alpha:g}"
+    cs = f"confidence sequence [{decision.cs_lower_pts:+.1f}, {decision.cs_upper_pts:+.1f}] pts"
+    used = f"{decision.units_used} of {decision.units_available} units"
+    if decision.verdict == "non-inferior":
+        head = f"non-inferior within {margin} pts after {used} (K+ = {decision.e_value_non_inferior:.3g} ≥ {threshold}; {cs})"
+    elif decision.verdict == "inferior":
+        head = f"inferior beyond -{margin} pts after {used} (K- = {decision.e_value_inferior:.3g} ≥ {threshold}; {cs})"
+    else:
+        where = "at the cap" if decision.stop_reason == "cap" else "when the units ran out"
+        head = (
+            f"inconclusive {where} after {used}, margin {margin} pts (K+ = {decision.e_value_non_inferior:.3g}, "
+            f"K- = {decision.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
+        )
+    if decision.units_left == 0:
+        return f"sequential: {head}"
+    saved = f"{100 * decision.units_left / decision.units_available:.0f} % of the units"
+    if tokens_unsent_share is not None:
+        saved += f" and {100 * tokens_unsent_share:.0f} % of the output tokens"
+    return f"sequential: {head}; stopping there leaves {saved} unsent"

@@ -128,6 +128,7 @@ def run_variants(
             label_aa=labels[again] if again is not None else None,
             aa_control=dirs[noise_pair[0]].root if again is not None else None,
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            sequential=cfg.generation.sequential,
         )
         target = (
             root_spine.rundir.root
