@@ -13,6 +13,7 @@ tables are ``evalpipe.report``.  Every result is a ``dataclass(frozen=True)`` or
 * ``noninferiority`` — the three-way verdict against a margin.
 * ``sequential`` — the same verdict looked at after every unit: two betting e-processes at the margin (aGRAPA,
   Waudby-Smith & Ramdas 2024) and the empirical-Bernstein confidence sequence, valid under optional stopping.
+* ``design`` — the cost of a design: Cochran's optimal attempts per sample and expected tokens.
 * ``ratio`` — the median and the round-bootstrap interval of a speed ratio.
 
 Submodules are imported by name (``from evalpipe.stats.paired import …``): this package's face imports
