@@ -14,6 +14,7 @@ from evalpipe.artifacts.schema.compare import Discordance
 from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
+    from evalpipe.samplers.mde_plan import Design
     from evalpipe.stats.noninferiority import NonInferiority
     from evalpipe.stats.paired import ExcessDiscordance
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
@@ -118,3 +119,23 @@ def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float
     if tokens_unsent_share is not None:
         saved += f" and {100 * tokens_unsent_share:.0f} % of the output tokens"
     return f"sequential: {head}; stopping there leaves {saved} unsent"
+
+
+def _tokens(count: float) -> str:
+    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``)."""
+    return f"{count / 1e6:.1f} M" if count >= 1e6 else f"{count / 1e3:.0f} k"
+
+
+def design_cost_sentence(design: Design) -> str:
+    """E.g. "current design (3 arms): 30 samples × 4 attempts, power 0.49 at a 15-pt drop; 2.1 M output
+    tokens expected, 23.6 M at most" (expected: measured means; without a run only the budget's bound)."""
+    head = (
+        f"{design.label}: {design.n} samples × {design.repeats} attempt{'s' if design.repeats != 1 else ''}, "
+        f"power {design.power:.2f} at a {_margin(round(design.target * 100, 6))}-pt drop; "
+    )
+    if design.tokens_measured:
+        return (
+            head
+            + f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
+        )
+    return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"
