@@ -13,7 +13,7 @@ the same denominator rule as the audit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
@@ -361,6 +361,7 @@ def compare_runs(
     margins: Callable[[str], float | None] | None = None,
     aa_only: bool = False,
     sequential: SequentialConfig | None = None,
+    pools: Mapping[str, list[str]] | None = None,
 ) -> CompareResult:
     """Paired comparison of A (under test) with B (control); ``run_aa`` is a repeat (``repeat_of``) of
     ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block
@@ -370,7 +371,8 @@ def compare_runs(
     discordance, responses that differed, the MDE an A/B of this size would have); no A/B fields.
 
     ``sequential``: every block with a margin (not the length buckets, not an A/A-only record) is also
-    judged unit by unit (``sequential_fields``)."""
+    judged unit by unit (``sequential_fields``).  ``pools``: name → member benchmarks, each judged as one
+    block over the members' samples (``pools`` of compare.json)."""
     if aa_only and run_aa is not None:
         raise ValueError("aa_only compares A with its repeat B: no separate run_aa")
     ra, rb = RunDir(run_a), RunDir(run_b)
@@ -420,10 +422,15 @@ def compare_runs(
                 for length, bucket_of in buckets
             ]
         blocks.append(paired)
+    pooled = []
+    for pool, members in (pools or {}).items():
+        keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark in members]
+        pooled.append(paired_block(pool, keys, margin_of(pool)).model_copy(update={"members": list(members)}))
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
     if aa_only:  # the pair IS the noise: no A/B discordance, nothing to hold against it
         blocks = [_aa_only_block(b) for b in blocks]
+        pooled = [_aa_only_block(b) for b in pooled]
         overall = _aa_only_block(overall) if overall is not None else None
     return CompareResult(
         run_a=str(ra.root),
@@ -441,6 +448,7 @@ def compare_runs(
         confidence=confidence,
         method=METHOD.format(n=resamples, seed=seed),
         benchmarks=blocks,
+        pools=pooled,
         overall=overall,
     )
 

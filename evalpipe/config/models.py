@@ -657,6 +657,13 @@ class RunConfig(Strict):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     sampling_seed: int = 42
     benchmarks: Annotated[list[BenchmarkConfig], Field(min_length=1)]
+    pools: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Benchmarks judged as one paired comparison, e.g. {competition_math: [aime24, aime25, "
+        "aime26]}: compare.json's pools hold one block per pool over the members' samples together (its "
+        "own interval, MDE, non-inferiority and sequential verdict; gates name it like a benchmark); the "
+        "members keep their own blocks. Members must be configured benchmarks, at least two, in one pool.",
+    )
     output_root: str = "results"
     dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
     gates: GateConfig = Field(default_factory=GateConfig)
@@ -688,6 +695,21 @@ class RunConfig(Strict):
             raise ValueError(f"variant listed more than once: {', '.join(vdup)}")
         if self.parallel_variants and len(self.variants) < 2:
             raise ValueError("parallel_variants needs at least two variants")
+        names_set = set(names)
+        pooled: list[str] = []
+        for pool, members in self.pools.items():
+            if pool in names_set or pool in ("all", "overall"):
+                raise ValueError(f"pools.{pool}: the name is already a benchmark or the overall block")
+            unknown = [m for m in members if m not in names_set]
+            if unknown or len(set(members)) < 2 or len(set(members)) != len(members):
+                raise ValueError(
+                    f"pools.{pool}: needs at least two distinct configured benchmarks"
+                    + (f" (not configured: {', '.join(unknown)})" if unknown else "")
+                )
+            pooled += members
+        twice = sorted({m for m in pooled if pooled.count(m) > 1})
+        if twice:
+            raise ValueError(f"pools: a benchmark belongs to one pool at most: {', '.join(twice)}")
         if self.generation.sequential is not None and self.gates.non_inferiority_margin_pts in (None, {}):
             raise ValueError(
                 "generation.sequential judges against gates.non_inferiority_margin_pts: set the margin"

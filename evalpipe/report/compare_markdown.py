@@ -41,7 +41,7 @@ def compare_markdown(result: CompareResult) -> str:
         "| Non-inferiority | Flips |"
     )
     lines.append("|---|---|---|---|---|---|---|---|---|")
-    blocks = [*result.benchmarks, *([result.overall] if result.overall else [])]
+    blocks = [*result.benchmarks, *result.pools, *([result.overall] if result.overall else [])]
     for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)

@@ -156,6 +156,10 @@ class PairedBenchmark(Row):
     length: str | None = Field(
         default=None, description="Context-length bucket of this block (a block inside by_length)."
     )
+    members: list[str] = Field(
+        default_factory=list,
+        description="A pool's benchmarks (config pools:), judged together; empty for a benchmark block.",
+    )
     by_length: list[PairedBenchmark] = Field(
         default_factory=list,
         description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
@@ -184,4 +188,10 @@ class CompareResult(Artifact):
     confidence: float = 0.95
     method: str
     benchmarks: list[PairedBenchmark]
+    pools: list[PairedBenchmark] = Field(
+        default_factory=list,
+        description="One block per config pool: the members' samples together as one paired comparison "
+        "(unweighted over samples: the population-weighted mean when members are sampled in proportion to "
+        "their populations, e.g. every problem of each AIME year).",
+    )
     overall: PairedBenchmark | None = None
