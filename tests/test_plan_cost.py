@@ -185,3 +185,32 @@ def test_cost_from_a_run_and_the_designs(tmp_path: Path) -> None:
     )
     text = "\n".join(plan.lines())
     assert "output tokens expected" in text and plan.cochran is None  # no A/A noise measured: no k*
+
+
+def test_a_pool_is_planned_as_one_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AIME 2025 and 2026 pooled: n now 60 of N = 60 from the two modules' populations, its own MDE and cost;
+    a pool whose member could not be planned says so."""
+
+    def refuse(cfg, dataset_root, run):  # type: ignore[no-untyped-def]  # stands in for the hub load
+        raise DataError("hub dataset evalscope/ceval: could not load (no network)")
+
+    monkeypatch.setattr(mde_plan, "manifest_for", refuse)
+    path = write_config(
+        tmp_path / "c.yaml",
+        benchmarks=[
+            entry("aime25", total=30),
+            entry("aime26", total=30),
+            {"name": "ceval", "sampling": {"stratify_by": "subject", "per_stratum": 1}},
+            entry("gsm8k", total=50),
+        ],
+        pools={"competition_math": ["aime25", "aime26"], "mixed": ["ceval", "gsm8k"]},
+    )
+    assert _cli(["plan", str(path), "--mde", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "competition_math: n now 60 of N = 60 (pool of aime25, aime26; N from the benchmark module" in text
+    noise = assumed_noise(0.5)
+    power = drop_power(60, 0.20, noise, 1)
+    assert f"current design (1 arm): 60 samples × 1 attempt, power {power:.2f} at a 20-pt drop" in text
+    assert "mixed (pool): not planned — ceval could not be planned" in text

@@ -17,6 +17,10 @@ they get:
 Only within-sample noise shrinks with repeats, so the repeats that would reach an out-of-reach target
 are tried only under an A/A noise model; an A/B stand-in or the assumed default is not credited.
 
+**Pools** (config ``pools:``) are planned as one comparison after the benchmarks: n now and N are the
+members' sums, the noise and accuracy are measured on the members' samples together (RUN's pool block when it
+judged the pool); ``--write`` writes members' plans only.
+
 **Cost.**  Output tokens per attempt: the mean of RUN's recorded ``output_tokens`` (and reasoning tokens)
 over the control's samples, else the benchmark's ``max_tokens`` budget as an upper bound (said so).  For the
 current design (n now, k) and the proposed one (the n the target needs at k, or — A/A noise only — the whole
@@ -68,6 +72,11 @@ class PlanInput:
     plan: SamplingPlan
     block: BenchmarkSampling | None = None  # None: planned from the module's population, data not loaded
     basis: str = "N from the data"
+    members: tuple[str, ...] = ()  # a pool (config pools:): its benchmarks; empty for one benchmark
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.members or (self.benchmark,)
 
 
 @dataclass(frozen=True)
@@ -170,20 +179,27 @@ _NOT_MEASURED = "not measured: 0.5, the most conservative"
 
 
 def measured(
-    run: Path | None, manifest: Manifest, benchmark: str
+    run: Path | None, manifest: Manifest, benchmark: str, members: tuple[str, ...] = ()
 ) -> tuple[NoiseModel | None, float | None, str]:
-    """(noise, base accuracy, where the accuracy comes from) from a finished run, or (None, None, …)."""
+    """(noise, base accuracy, where the accuracy comes from) from a finished run, or (None, None, …);
+    ``members``: a pool's benchmarks, measured on their samples together."""
     if run is None:
         return None, None, _NOT_MEASURED
-    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark == benchmark]
+    names = members or (benchmark,)
+    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark in names]
     cmp = _comparison(run)
     if cmp is not None:
-        block = next((b for b in cmp.benchmarks if b.benchmark == benchmark), None)
-        if block is None:
+        block = next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == benchmark), None)
+        if block is None and not members:
             return None, None, f"{benchmark} is not in {run / 'compare.json'}"
         control = _rows(Path(cmp.run_b))
         b_scores = [attempt_scores(control.get(k)) for k in keys]
-        p = block.b.score if block.b.score is not None else 0.5
+        if block is not None and block.b.score is not None:
+            p = block.b.score
+        elif b_scores:  # a pool the run did not judge: its members' samples together (first attempts)
+            p = sum(x[0] for x in b_scores) / len(b_scores)
+        else:
+            p = 0.5
         if cmp.aa_only:  # A is the control's first run, B its repeat: the pair is the noise
             first = _rows(Path(cmp.run_a))
             noise = noise_from_runs([attempt_scores(first.get(k)) for k in keys], b_scores, "aa")
@@ -194,7 +210,7 @@ def measured(
             test = _rows(Path(cmp.run_a))
             noise = noise_from_runs([attempt_scores(test.get(k)) for k in keys], b_scores, "ab")
         return noise, p, f"control score in {run}"
-    score = _summary_score(run, benchmark)
+    score = None if members else _summary_score(run, benchmark)
     if score is None:
         return None, None, f"no score for {benchmark} in {run}: 0.5, the most conservative"
     return None, score, f"score in {run}"
@@ -207,10 +223,13 @@ def larger_plan(old: SamplingPlan, n: int, strata: int) -> SamplingPlan:
     return old.model_copy(update={"total": n})
 
 
-def token_cost(cfg: RunConfig, run: Path | None, manifest: Manifest | None, benchmark: str) -> TokenCost:
+def token_cost(
+    cfg: RunConfig, run: Path | None, manifest: Manifest | None, benchmark: str, members: tuple[str, ...] = ()
+) -> TokenCost:
     """Mean tokens per attempt on RUN's control (``run_b`` of its compare.json, else RUN itself), else the
-    budget as an upper bound."""
-    budget = cfg.max_tokens_for(benchmark)
+    budget as an upper bound (a pool: the largest of its members' budgets)."""
+    names = members or (benchmark,)
+    budget = max(cfg.max_tokens_for(name) for name in names)
     bound = TokenCost(
         output_per_attempt=float(budget),
         reasoning_per_attempt=None,
@@ -226,7 +245,7 @@ def token_cost(cfg: RunConfig, run: Path | None, manifest: Manifest | None, benc
     if not RunDir(source).outcomes.is_file():
         return bound
     rows = _rows(source)
-    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark == benchmark]
+    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark in names]
     found = [rows[k] for k in keys if k in rows and rows[k].output_tokens is not None]
     if not found:
         return bound
@@ -275,7 +294,9 @@ def plan_benchmark(
     if isinstance(block, BenchmarkSampling):
         block = input_from_block(block)
     name = block.benchmark
-    noise, p, source = measured(run, manifest, name) if manifest is not None else (None, None, _NOT_MEASURED)
+    noise, p, source = (
+        measured(run, manifest, name, block.members) if manifest is not None else (None, None, _NOT_MEASURED)
+    )
     if p is None:
         p = 0.5
     if noise is None:
@@ -297,7 +318,7 @@ def plan_benchmark(
             ]
     new_plan: SamplingPlan | None = None
     notes: list[str] = []
-    if write and needed.n_needed is not None:
+    if write and needed.n_needed is not None and not block.members:
         n = min(needed.n_needed, population)
         strata = block.block.strata if block.block is not None else []
         new_plan = larger_plan(block.plan, n, max(1, len(strata)))
@@ -312,7 +333,7 @@ def plan_benchmark(
                 f"{name}: the plan takes the whole population ({population}); the target is not reached"
             )
     arms = max(1, len(cfg.variants))
-    cost = token_cost(cfg, run, manifest, name)
+    cost = token_cost(cfg, run, manifest, name, block.members)
     designs = [
         _design(f"current design ({arms} arm{'s' if arms != 1 else ''})", n_now, k, target, noise, arms, cost)
     ]
@@ -443,3 +464,21 @@ def plan_inputs(
             continue
         out.append(input_from_block(manifest.benchmarks[0]))
     return out, None
+
+
+def pool_input(name: str, members: list[str], inputs: list[PlanInput | str]) -> PlanInput | str:
+    """A pool (config ``pools:``) planned as one comparison: n now and N are its members' sums."""
+    found = {x.benchmark: x for x in inputs if isinstance(x, PlanInput)}
+    missing = [m for m in members if m not in found]
+    if missing:
+        return f"{name} (pool): not planned — {', '.join(missing)} could not be planned"
+    parts = [found[m] for m in members]
+    bases = sorted({x.basis for x in parts})
+    return PlanInput(
+        benchmark=name,
+        n_now=sum(x.n_now for x in parts),
+        population=sum(x.population for x in parts),
+        plan=parts[0].plan,
+        basis=f"pool of {', '.join(members)}; " + "; ".join(bases),
+        members=tuple(members),
+    )
