@@ -339,3 +339,29 @@ def test_fixed_n_interval_read_after_every_unit_does_not_cover_uniformly() -> No
     half = 1.959963984540054 * np.sqrt(np.maximum(np.cumsum(d * d, axis=1) / t - mean**2, 1e-12) / t)
     missed = ((mean[:, 9:] - half[:, 9:] > -0.05) | (mean[:, 9:] + half[:, 9:] < -0.05)).any(axis=1).mean()
     assert missed > 3 * ALPHA
+
+
+def test_completion_order_breaks_the_guarantee() -> None:
+    """Negative control for the consumption order: Δ = −5 pts, ψ = 0.2, control right on 70 %; a wrong answer
+    is longer (lognormal around 9000 tokens vs 4000), a unit completes when its slower arm does.  In seeded
+    order each verdict stays within α; in completion order the early units are mostly both-right pairs
+    (d = 0 > −margin) and "non-inferior" is declared far more often than α (perf: 0.57)."""
+    rng = np.random.default_rng(99)
+    paths, units = 2000, 742
+    p_tr_cw, p_tw_cr = 0.075, 0.125  # (ψ + Δ)/2 and (ψ − Δ)/2
+    p_both = 0.7 - p_tw_cr
+    u = rng.random((paths, units))
+    test_right = (u < p_both) | ((u >= p_both) & (u < p_both + p_tr_cw))
+    control_right = (u < p_both) | ((u >= p_both + p_tr_cw) & (u < p_both + p_tr_cw + p_tw_cr))
+    d = test_right.astype(np.float64) - control_right.astype(np.float64)
+
+    def length(right: NDArray[np.bool_]) -> NDArray[np.float64]:
+        centre = np.where(right, math.log(4000), math.log(9000))
+        return np.asarray(np.exp(centre + 0.5 * rng.standard_normal(right.shape)), dtype=np.float64)
+
+    done = np.maximum(length(test_right), length(control_right))
+    by_completion = np.take_along_axis(d, np.argsort(done, axis=1), axis=1)
+    _, seeded = first_crossings(betting_eprocesses(d, MARGIN_PTS, planned_n=495), ALPHA)
+    _, completed = first_crossings(betting_eprocesses(by_completion, MARGIN_PTS, planned_n=495), ALPHA)
+    assert np.mean(seeded == 1) <= ALPHA + _mc_slack(paths)
+    assert np.mean(completed == 1) > 5 * ALPHA
