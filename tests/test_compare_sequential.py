@@ -9,6 +9,7 @@ field is unchanged.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -210,3 +211,24 @@ def test_config_needs_a_margin_and_forbids_unknown_fields() -> None:
         SequentialConfig.model_validate({"alpha": 0.05, "look_every": 10})
     with pytest.raises(ValidationError):
         SequentialConfig(cap_factor=0.5)
+
+
+def _cli(args: list[str]) -> int:
+    from evalpipe.cli.main import main
+
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_compare_cli_judges_sequentially(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = _regression_runs(tmp_path)
+    out = tmp_path / "out"
+    assert _cli(["compare", str(a), str(b), "--margin", "5", "--sequential", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    block = json.loads((out / "compare.json").read_text())["benchmarks"][0]
+    assert block["sequential"]["verdict"] == "inferior"
+    assert block["sequential"]["sentence"] in text and block["non_inferiority"]["sentence"] in text
+    assert _cli(["compare", str(a), str(b), "--sequential", "--out", str(out)]) == 2
+    assert "--sequential judges against a margin" in capsys.readouterr().err
