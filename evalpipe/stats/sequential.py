@@ -57,7 +57,7 @@ level α::
 ``ψ = −log(1 − λ) − λ`` — the factor 4 cancels — but an unregularised ``μ̂_{t−1}`` in ``v_t``; either is
 predictable, this module follows the paper).  ``P(∃t: Δ ∉ C_t) ≤ α``, so the running intersection
 ``∩_{s≤t} C_s`` is a confidence sequence too; it is the one reported at the stop, mapped back to ``d``
-(``2C − 1``).
+(``2C − 1``); should the intersection be empty (probability ≤ α) the interval ``C_t`` at the stop is reported.
 
 **The rule** (``sequential_decision``): after each unit, "non-inferior" at the first ``t`` with
 ``K⁺_t ≥ 1/α``, "inferior" at the first with ``K⁻_t ≥ 1/α``; at the cap (the issue's default: 1.5 × the
@@ -299,6 +299,9 @@ def sequential_decision(
         reason = "cap" if cap is not None and stop == cap else "units exhausted"
     lower, upper = eb_confidence_sequence(d[:stop], alpha)
     plus, minus = processes.wealth_non_inferior[:stop], processes.wealth_inferior[:stop]
+    cs_lower, cs_upper = float(lower.max()), float(upper.min())
+    if cs_lower > cs_upper:  # an empty intersection (probability <= alpha): the sequence's own interval
+        cs_lower, cs_upper = float(lower[-1]), float(upper[-1])
     return SequentialDecision(
         margin_pts=margin_pts,
         alpha=alpha,
@@ -313,6 +316,6 @@ def sequential_decision(
         e_value_inferior=float(minus[-1]),
         max_e_value_non_inferior=float(plus.max()),
         max_e_value_inferior=float(minus.max()),
-        cs_lower=float(lower.max()),
-        cs_upper=float(upper.min()),
+        cs_lower=cs_lower,
+        cs_upper=cs_upper,
     )
