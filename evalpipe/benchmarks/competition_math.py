@@ -278,7 +278,8 @@ def hmmt_benchmark(name: str, year: int) -> Hmmt:
         BenchmarkMeta(
             name=name,
             display_name=f"HMMT Feb {year}",
-            population=30 if year == 2025 else None,  # MathArena hmmt_feb_2025: 30; later years not fixed here
+            # MathArena hmmt_feb_2025 holds 30 problems; a later year's count is not fixed here
+            population=30 if year == 2025 else None,
             primary_metric="acc",
             mirror_dir=name,
             eval_split="train",
