@@ -91,6 +91,16 @@ def rank_key(seed: int, benchmark: str, source_id: str) -> str:
     return hashlib.sha256(f"{seed}:{benchmark}:{source_id}".encode()).hexdigest()
 
 
+def sequence_key(seed: int, benchmark: str, source_id: str) -> str:
+    """The order in which a sequential rule consumes a benchmark's selected samples:
+    ``sha256(f"{seed}:sequence:{benchmark}:{source_id}")`` as hex.
+
+    Not the rank key: a stratified selection takes the lowest rank keys of each stratum, so a stratum sampled
+    more thinly has lower keys and would come first; a second, independent key orders the selected samples
+    uniformly at random whatever the strata, and never by anything an answer decides."""
+    return hashlib.sha256(f"{seed}:sequence:{benchmark}:{source_id}".encode()).hexdigest()
+
+
 def message_text(content: Any) -> str:
     """Text of a chat message ``content``: a string, or the concatenated text parts of a part list."""
     if content is None:

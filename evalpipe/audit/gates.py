@@ -157,7 +157,7 @@ def paired_gates(
                 )
             )
         return results
-    blocks = {b.benchmark: b for b in comparison.benchmarks}
+    blocks = {b.benchmark: b for b in [*comparison.benchmarks, *comparison.pools]}
     if comparison.overall is not None:
         blocks["all"] = comparison.overall
     for gate in wanted:

@@ -167,12 +167,18 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
     if this is not None and this not in (Path(comparison.run_a).name, Path(comparison.run_b).name):
         return []
     out: list[str] = []
-    for b in [*comparison.benchmarks, *([comparison.overall] if comparison.overall else [])]:
+    for b in [
+        *comparison.benchmarks,
+        *comparison.pools,
+        *([comparison.overall] if comparison.overall else []),
+    ]:
         said = [
             x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
         ]
         if b.non_inferiority is not None:
             said.append(b.non_inferiority.sentence)
+        if b.sequential is not None:
+            said.append(b.sequential.sentence)
         if said:
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
     return out

@@ -142,6 +142,10 @@ class BenchmarkMeta:
     #    EvalScope's layout or one file), there is no hub copy, and the config may name the id column and a
     #    stratification column (``source.id_column``/``source.stratify_column``, see ``UserColumns``)
     user_files: bool = False
+    # -- planning without the data: records in the evaluation split of the default subset(s) as published
+    #    (``evalpipe plan`` uses it for an unfiltered, unstratified plan instead of loading the data; None:
+    #    not fixed, e.g. a benchmark that grows by release, or the user's own files)
+    population: int | None = None
     # -- what ``evalpipe benchmarks`` prints: how a record's id is made, what a local copy must look like
     id_rule: str = ""
     local_layout: str = ""

@@ -257,6 +257,7 @@ def aime_benchmark(name: str, year: int) -> Aime:
         BenchmarkMeta(
             name=name,
             display_name=f"AIME {year}",
+            population=30,  # AIME I and II, 15 problems each
             primary_metric="acc",
             mirror_dir=name,
             eval_split="test",
@@ -277,6 +278,8 @@ def hmmt_benchmark(name: str, year: int) -> Hmmt:
         BenchmarkMeta(
             name=name,
             display_name=f"HMMT Feb {year}",
+            # MathArena hmmt_feb_2025 holds 30 problems; a later year's count is not fixed here
+            population=30 if year == 2025 else None,
             primary_metric="acc",
             mirror_dir=name,
             eval_split="train",

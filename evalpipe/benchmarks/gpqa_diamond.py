@@ -128,6 +128,7 @@ BENCHMARK = GPQADiamond(
     BenchmarkMeta(
         name=NAME,
         display_name="GPQA-Diamond",
+        population=198,
         primary_metric="acc",
         mirror_dir=NAME,
         eval_split="train",

@@ -89,6 +89,7 @@ BENCHMARK = GSM8K(
     BenchmarkMeta(
         name=NAME,
         display_name="GSM8K",
+        population=1319,  # the test split
         primary_metric="acc",
         mirror_dir="gsm8k",
         id_rule="first 16 hex of sha256(question) (GSM8K has no id)",

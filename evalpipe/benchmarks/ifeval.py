@@ -209,6 +209,7 @@ BENCHMARK = IFEval(
     BenchmarkMeta(
         name=NAME,
         display_name="IFEval",
+        population=541,
         primary_metric="prompt_level_strict",
         mirror_dir="ifeval",
         id_rule="str(key)",

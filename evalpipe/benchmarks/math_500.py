@@ -103,6 +103,7 @@ BENCHMARK = Math500(
     BenchmarkMeta(
         name=NAME,
         display_name="MATH-500",
+        population=500,
         primary_metric="acc",
         mirror_dir="math_500",
         id_rule="unique_id",

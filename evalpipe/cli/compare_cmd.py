@@ -16,17 +16,43 @@ def compare(
     ] = None,
     label_a: Annotated[str | None, typer.Option("--label-a")] = None,
     label_b: Annotated[str | None, typer.Option("--label-b")] = None,
+    margin: Annotated[
+        float | None,
+        typer.Option("--margin", help="Non-inferiority margin in points for every block (as the gate's)."),
+    ] = None,
+    sequential: Annotated[
+        bool,
+        typer.Option("--sequential", help="Also judge every block unit by unit (needs --margin)."),
+    ] = False,
+    alpha: Annotated[float, typer.Option("--alpha", help="Error bound of each sequential verdict.")] = 0.05,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     from evalpipe.cli.console import out as console
     from evalpipe.compare import compare_runs, write_compare
+    from evalpipe.config.models import SequentialConfig
+    from evalpipe.errors import ConfigError
 
-    result = compare_runs(run_a, run_b, label_a=label_a, label_b=label_b)
+    if sequential and margin is None:
+        raise ConfigError("--sequential judges against a margin: give --margin X")
+    if margin is not None and margin < 0:
+        raise ConfigError(f"--margin: must be >= 0 points, got {margin:g}")
+    if not 0 < alpha < 0.5:
+        raise ConfigError(f"--alpha: must lie in (0, 0.5), got {alpha:g}")
+    result = compare_runs(
+        run_a,
+        run_b,
+        label_a=label_a,
+        label_b=label_b,
+        margins=(lambda _block: margin) if margin is not None else None,
+        sequential=SequentialConfig(alpha=alpha) if sequential else None,
+    )
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
-    for b in result.benchmarks:
+    for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
         console.print(b.line, soft_wrap=True)
-    if result.overall:
-        console.print(result.overall.line, soft_wrap=True)
+        if b.non_inferiority is not None:
+            console.print(f"  non-inferiority: {b.non_inferiority.sentence}", markup=False, soft_wrap=True)
+        if b.sequential is not None:
+            console.print(f"  {b.sequential.sentence}", markup=False, soft_wrap=True)
     console.print(f"compare.json → {json_path}\ncompare.md → {md_path}")
 
 

@@ -25,17 +25,22 @@ def plan(
         Path | None, typer.Option("--dataset-root", help="Local mirror root for every benchmark.")
     ] = None,
 ) -> None:
-    """Per benchmark: n now, the noise it assumes, the MDE now, the n a target MDE needs, reachable or not."""
+    """Per benchmark and per pool: n now, the noise it assumes, the MDE now, the n a target MDE needs
+    (reachable or not) and the cost of the current and the proposed design."""
     from evalpipe.cli.console import out as console
     from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
-    from evalpipe.samplers.mde_plan import manifest_for, plan_benchmark, write_plan
+    from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs, pool_input, write_plan
 
     if mde <= 0:
         raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")
     cfg = load_config(config)
-    manifest = manifest_for(cfg, dataset_root, from_run)
-    for block in manifest.benchmarks:
+    inputs, manifest = plan_inputs(cfg, dataset_root, from_run)
+    pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
+    for block in [*inputs, *pools]:
+        if isinstance(block, str):
+            console.print(block, markup=False, soft_wrap=True)
+            continue
         result = plan_benchmark(cfg, block, manifest, mde, from_run, write)
         for line in result.lines():
             console.print(line, markup=False, soft_wrap=True)

@@ -211,7 +211,7 @@ def execute_variants(
         cmp = read_model(path, CompareResult)
         what = "A/A control (no A/B)" if cmp.aa_only else "paired control"
         console.rule(f"{what}: {cmp.label_a} vs {cmp.label_b}")
-        for b in [*cmp.benchmarks, *([cmp.overall] if cmp.overall else [])]:
+        for b in [*cmp.benchmarks, *cmp.pools, *([cmp.overall] if cmp.overall else [])]:
             console.print(b.line, soft_wrap=True)
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
@@ -234,6 +234,8 @@ def power_lines(block: PairedBenchmark) -> list[str]:
         said.append(f"MDE: {block.mde_sentence}")
     if block.non_inferiority is not None:
         said.append(f"non-inferiority: {block.non_inferiority.sentence}")
+    if block.sequential is not None:
+        said.append(block.sequential.sentence)
     return said
 
 

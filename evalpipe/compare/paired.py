@@ -12,7 +12,8 @@ the same denominator rule as the audit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
@@ -24,13 +25,15 @@ from evalpipe.artifacts.schema.compare import (
     NonInferiorityResult,
     PairedBenchmark,
     ScoreWithInterval,
+    SequentialResult,
 )
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
+from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
-from evalpipe.hashing import sha256_hex
+from evalpipe.hashing import sequence_key, sha256_hex
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.stats.intervals import wilson_interval
@@ -176,6 +179,65 @@ def power_fields(
     return out
 
 
+SEQUENCE_ORDER = (
+    'sha256(f"{seed}:sequence:{benchmark}:{source_id}") ascending (evalpipe.hashing.sequence_key)'
+)
+
+
+def sequential_fields(
+    keys: list[tuple[str, str, str]],
+    oa: Outcomes,
+    ob: Outcomes,
+    margin_pts: float,
+    config: SequentialConfig,
+    seed: int,
+) -> dict[str, object]:
+    """The block judged unit by unit (``evalpipe.stats.sequential``): units in the seeded sequence order
+    (``evalpipe.hashing.sequence_key``, never completion order), the planned bet tuned to the block's n, the
+    cap at ``cap_factor × n``; the share of units and recorded output tokens after the stop."""
+    from evalpipe.report.sentences import sequential_sentence
+    from evalpipe.stats.repeats import per_sample_means
+    from evalpipe.stats.sequential import sequential_decision
+
+    if not keys:
+        return {}
+    ordered = sorted(keys, key=lambda k: sequence_key(seed, k[0], k[1]))
+    test = per_sample_means([attempt_scores(oa.get((b, sid))) for b, sid, _ in ordered])
+    control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
+    n = len(ordered)
+    decision = sequential_decision(
+        test - control, margin_pts, config.alpha, cap=math.ceil(config.cap_factor * n), planned_n=n
+    )
+    tokens = [
+        [r.output_tokens for r in (oa.get((b, sid)), ob.get((b, sid))) if r is not None and r.output_tokens]
+        for b, sid, _ in ordered
+    ]
+    total = sum(sum(t) for t in tokens)
+    unsent = sum(sum(t) for t in tokens[decision.units_used :])
+    token_share = unsent / total if total else None
+    return {
+        "sequential": SequentialResult(
+            margin_pts=margin_pts,
+            alpha=decision.alpha,
+            bets=decision.bets,
+            planned_n=decision.planned_n,
+            cap=decision.cap,
+            order=SEQUENCE_ORDER.replace("{seed}", str(seed), 1),
+            units_available=decision.units_available,
+            units_used=decision.units_used,
+            verdict=decision.verdict,
+            stop_reason=decision.stop_reason,
+            e_value_non_inferior=decision.e_value_non_inferior,
+            e_value_inferior=decision.e_value_inferior,
+            cs_low=decision.cs_lower,
+            cs_high=decision.cs_upper,
+            units_unsent_share=decision.units_left / decision.units_available,
+            output_tokens_unsent_share=token_share,
+            sentence=sequential_sentence(decision, token_share),
+        )
+    }
+
+
 def _paired_block(
     name: str,
     keys: list[tuple[str, str, str]],
@@ -190,6 +252,7 @@ def _paired_block(
     oc: Outcomes | None = None,
     od: Outcomes | None = None,
     margin_pts: float | None = None,
+    sequential: tuple[SequentialConfig, int] | None = None,
 ) -> PairedBenchmark:
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
@@ -259,7 +322,10 @@ def _paired_block(
         prompt_hash_unverified=unverified,
         line=line,
     )
-    return block.model_copy(update=power_fields(keys, oa, ob, oc, margin_pts, confidence, od))
+    fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
+    if sequential is not None and margin_pts is not None:
+        fields.update(sequential_fields(keys, oa, ob, margin_pts, *sequential))
+    return block.model_copy(update=fields)
 
 
 def _aa_only_block(block: PairedBenchmark) -> PairedBenchmark:
@@ -294,13 +360,19 @@ def compare_runs(
     aa_control: Path | None = None,
     margins: Callable[[str], float | None] | None = None,
     aa_only: bool = False,
+    sequential: SequentialConfig | None = None,
+    pools: Mapping[str, list[str]] | None = None,
 ) -> CompareResult:
     """Paired comparison of A (under test) with B (control); ``run_aa`` is a repeat (``repeat_of``) of
     ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block
     (``all`` for the overall one).
 
     ``aa_only``: B is A's repeat and there is no A/B control — the record of the server's own noise (A/A
-    discordance, responses that differed, the MDE an A/B of this size would have); no A/B fields."""
+    discordance, responses that differed, the MDE an A/B of this size would have); no A/B fields.
+
+    ``sequential``: every block with a margin (not the length buckets, not an A/A-only record) is also
+    judged unit by unit (``sequential_fields``).  ``pools``: name → member benchmarks, each judged as one
+    block over the members' samples (``pools`` of compare.json)."""
     if aa_only and run_aa is not None:
         raise ValueError("aa_only compares A with its repeat B: no separate run_aa")
     ra, rb = RunDir(run_a), RunDir(run_b)
@@ -334,6 +406,7 @@ def compare_runs(
             oc=oc,
             od=od,
             margin_pts=margin,
+            sequential=(sequential, ma.seed) if sequential is not None and not aa_only else None,
         )
 
     blocks = []
@@ -349,10 +422,15 @@ def compare_runs(
                 for length, bucket_of in buckets
             ]
         blocks.append(paired)
+    pooled = []
+    for pool, members in (pools or {}).items():
+        keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark in members]
+        pooled.append(paired_block(pool, keys, margin_of(pool)).model_copy(update={"members": list(members)}))
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
     if aa_only:  # the pair IS the noise: no A/B discordance, nothing to hold against it
         blocks = [_aa_only_block(b) for b in blocks]
+        pooled = [_aa_only_block(b) for b in pooled]
         overall = _aa_only_block(overall) if overall is not None else None
     return CompareResult(
         run_a=str(ra.root),
@@ -370,6 +448,7 @@ def compare_runs(
         confidence=confidence,
         method=METHOD.format(n=resamples, seed=seed),
         benchmarks=blocks,
+        pools=pooled,
         overall=overall,
     )
 

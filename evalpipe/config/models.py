@@ -358,6 +358,23 @@ class ServerVariant(Strict):
         return self
 
 
+class SequentialConfig(Strict):
+    """Anytime-valid non-inferiority (``evalpipe.stats.sequential``): the paired comparison judged unit by unit."""
+
+    alpha: Annotated[float, Field(gt=0, lt=0.5)] = Field(
+        default=0.05,
+        description="Error bound of each verdict: at the margin, 'non-inferior' (K+ >= 1/alpha) and 'inferior' "
+        "(K- >= 1/alpha) are each reached at most alpha of the time, however often the rule looks. The "
+        "margin is gates.non_inferiority_margin_pts of the block.",
+    )
+    cap_factor: Annotated[float, Field(ge=1)] = Field(
+        default=1.5,
+        description="The rule ends 'inconclusive' after cap_factor x the fixed-n plan (the benchmark's sampled "
+        "n) units; the bets are tuned to that plan (the planned predictable plug-in bet). A finished run "
+        "holds only the plan, so there the rule also ends when its units run out.",
+    )
+
+
 class GenerationConfig(Strict):
     temperature: Annotated[float, Field(ge=0)] = 0.0
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
@@ -400,6 +417,13 @@ class GenerationConfig(Strict):
     )
     retry_interval_s: Annotated[int, Field(ge=0)] = Field(
         default=10, description="Seconds EvalScope waits before re-sending a failed request."
+    )
+    sequential: SequentialConfig | None = Field(
+        default=None,
+        description="Paired runs: also judge each block with a non-inferiority margin sequentially — units "
+        "(a sample with all its attempts in both arms) in the manifest's seeded sequence order, two betting "
+        "e-processes at the margin, the verdict at the first crossing; compare.json's sequential block says "
+        "where it stopped and what share of the units and output tokens it would have left unsent.",
     )
 
     def max_tokens_for(self, benchmark: str) -> int:
@@ -633,6 +657,13 @@ class RunConfig(Strict):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     sampling_seed: int = 42
     benchmarks: Annotated[list[BenchmarkConfig], Field(min_length=1)]
+    pools: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Benchmarks judged as one paired comparison, e.g. {competition_math: [aime24, aime25, "
+        "aime26]}: compare.json's pools hold one block per pool over the members' samples together (its "
+        "own interval, MDE, non-inferiority and sequential verdict; gates name it like a benchmark); the "
+        "members keep their own blocks. Members must be configured benchmarks, at least two, in one pool.",
+    )
     output_root: str = "results"
     dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
     gates: GateConfig = Field(default_factory=GateConfig)
@@ -664,6 +695,25 @@ class RunConfig(Strict):
             raise ValueError(f"variant listed more than once: {', '.join(vdup)}")
         if self.parallel_variants and len(self.variants) < 2:
             raise ValueError("parallel_variants needs at least two variants")
+        names_set = set(names)
+        pooled: list[str] = []
+        for pool, members in self.pools.items():
+            if pool in names_set or pool in ("all", "overall"):
+                raise ValueError(f"pools.{pool}: the name is already a benchmark or the overall block")
+            unknown = [m for m in members if m not in names_set]
+            if unknown or len(set(members)) < 2 or len(set(members)) != len(members):
+                raise ValueError(
+                    f"pools.{pool}: needs at least two distinct configured benchmarks"
+                    + (f" (not configured: {', '.join(unknown)})" if unknown else "")
+                )
+            pooled += members
+        twice = sorted({m for m in pooled if pooled.count(m) > 1})
+        if twice:
+            raise ValueError(f"pools: a benchmark belongs to one pool at most: {', '.join(twice)}")
+        if self.generation.sequential is not None and self.gates.non_inferiority_margin_pts in (None, {}):
+            raise ValueError(
+                "generation.sequential judges against gates.non_inferiority_margin_pts: set the margin"
+            )
         for i, v in enumerate(self.variants):
             if v.repeat_of is None:
                 continue

@@ -41,7 +41,7 @@ def compare_markdown(result: CompareResult) -> str:
         "| Non-inferiority | Flips |"
     )
     lines.append("|---|---|---|---|---|---|---|---|---|")
-    blocks = [*result.benchmarks, *([result.overall] if result.overall else [])]
+    blocks = [*result.benchmarks, *result.pools, *([result.overall] if result.overall else [])]
     for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)
@@ -58,6 +58,8 @@ def compare_markdown(result: CompareResult) -> str:
         ]
         if b.non_inferiority:
             said.append(b.non_inferiority.sentence)
+        if b.sequential:
+            said.append(b.sequential.sentence)
         if b.paired_ci_low is not None and b.paired_ci_high is not None:
             said.append(
                 f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "

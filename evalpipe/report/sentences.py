@@ -14,9 +14,11 @@ from evalpipe.artifacts.schema.compare import Discordance
 from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
+    from evalpipe.samplers.mde_plan import Design
     from evalpipe.stats.noninferiority import NonInferiority
     from evalpipe.stats.paired import ExcessDiscordance
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
+    from evalpipe.stats.sequential import SequentialDecision
 
 
 def _margin(value: float) -> str:
@@ -92,3 +94,48 @@ def aa_sentence(aa: Discordance) -> str:
         f"({aa.first_better} better the first time, {aa.second_better} the second)"
     )
     return "A/A: " + "; ".join(said)
+
+
+def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float | None) -> str:
+    """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
+    sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent"."""
+    margin = _margin(decision.margin_pts)
+    threshold = f"1/{decision.alpha:g}"
+    cs = f"confidence sequence [{decision.cs_lower_pts:+.1f}, {decision.cs_upper_pts:+.1f}] pts"
+    used = f"{decision.units_used} of {decision.units_available} units"
+    if decision.verdict == "non-inferior":
+        head = f"non-inferior within {margin} pts after {used} (K+ = {decision.e_value_non_inferior:.3g} ≥ {threshold}; {cs})"
+    elif decision.verdict == "inferior":
+        head = f"inferior beyond -{margin} pts after {used} (K- = {decision.e_value_inferior:.3g} ≥ {threshold}; {cs})"
+    else:
+        where = "at the cap" if decision.stop_reason == "cap" else "when the units ran out"
+        head = (
+            f"inconclusive {where} after {used}, margin {margin} pts (K+ = {decision.e_value_non_inferior:.3g}, "
+            f"K- = {decision.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
+        )
+    if decision.units_left == 0:
+        return f"sequential: {head}"
+    saved = f"{100 * decision.units_left / decision.units_available:.0f} % of the units"
+    if tokens_unsent_share is not None:
+        saved += f" and {100 * tokens_unsent_share:.0f} % of the output tokens"
+    return f"sequential: {head}; stopping there leaves {saved} unsent"
+
+
+def _tokens(count: float) -> str:
+    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``)."""
+    return f"{count / 1e6:.1f} M" if count >= 1e6 else f"{count / 1e3:.0f} k"
+
+
+def design_cost_sentence(design: Design) -> str:
+    """E.g. "current design (3 arms): 30 samples × 4 attempts, power 0.49 at a 15-pt drop; 2.1 M output
+    tokens expected, 23.6 M at most" (expected: measured means; without a run only the budget's bound)."""
+    head = (
+        f"{design.label}: {design.n} samples × {design.repeats} attempt{'s' if design.repeats != 1 else ''}, "
+        f"power {design.power:.2f} at a {_margin(round(design.target * 100, 6))}-pt drop; "
+    )
+    if design.tokens_measured:
+        return (
+            head
+            + f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
+        )
+    return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"

@@ -128,6 +128,8 @@ def run_variants(
             label_aa=labels[again] if again is not None else None,
             aa_control=dirs[noise_pair[0]].root if again is not None else None,
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            sequential=cfg.generation.sequential,
+            pools=cfg.pools,
         )
         target = (
             root_spine.rundir.root
@@ -154,6 +156,7 @@ def run_variants(
             label_b=labels[again],
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
             aa_only=True,
+            pools=cfg.pools,
         )
         json_path, _ = write_compare(comparison, root_spine.rundir.root)
         compares.append(json_path)

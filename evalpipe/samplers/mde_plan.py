@@ -3,8 +3,12 @@
 The statistics are ``evalpipe.stats.power`` (each formula cited there); this module only decides which inputs
 they get:
 
-* ``n now`` and the population N: the config's plan selected on its data (``build_manifest``, the same
-  selection ``evalpipe sample`` makes; N is the filtered population);
+* ``n now`` and the population N: from the benchmark module's ``population`` (``BenchmarkMeta``) when the
+  data would come from the hub and the plan takes a ``total`` with no filter, no strata restriction and the
+  default subset — then the data would not change the answer (n = min(total, N)) and is not loaded, which is
+  said; otherwise the config's plan
+  selected on its data (``build_manifest``, the same selection ``evalpipe sample`` makes; N is the filtered
+  population).  A benchmark whose data cannot be loaded is reported as such and the others are planned;
 * the noise model: from a finished paired run (``--from RUN``): its A/A pair (control and repeat) when it
   ran one, else its A/B pair, measured on their outcomes with every attempt; otherwise the conservative
   default 2p(1 − p) — printed as assumed;
@@ -12,6 +16,19 @@ they get:
 
 Only within-sample noise shrinks with repeats, so the repeats that would reach an out-of-reach target
 are tried only under an A/A noise model; an A/B stand-in or the assumed default is not credited.
+
+**Pools** (config ``pools:``) are planned as one comparison after the benchmarks: n now and N are the
+members' sums, the noise and accuracy are measured on the members' samples together (RUN's pool block when it
+judged the pool); ``--write`` writes members' plans only.
+
+**Cost.**  Output tokens per attempt: the mean of RUN's recorded ``output_tokens`` (and reasoning tokens)
+over the control's samples, else the benchmark's ``max_tokens`` budget as an upper bound (said so).  For the
+current design (n now, k) and the proposed one (the n the target needs at k, or — A/A noise only — the whole
+population with the repeats that reach it) ``plan`` prints n, k, the power at the target drop, the expected
+output tokens (samples × attempts × arms × mean tokens) and the worst case (× the budget), over every arm
+(``variants``, else one).  Cochran's k* (``evalpipe.stats.design``) is printed with the costs measured on
+RUN: ``c0`` = mean input tokens (the prompt, prefilled once per sample when the server caches the prefix),
+``c1`` = mean output tokens per attempt.
 """
 
 from __future__ import annotations
@@ -27,13 +44,15 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
-from evalpipe.report.sentences import mde_sentence, sample_size_sentence
+from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
 from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
+from evalpipe.stats.design import RepeatsChoice, expected_tokens, optimal_repeats
 from evalpipe.stats.power import (
     MinimumDetectableEffect,
     NoiseModel,
     SampleSizeNeeded,
     assumed_noise,
+    drop_power,
     minimum_detectable_effect,
     noise_from_runs,
     sample_size_for_mde,
@@ -41,6 +60,49 @@ from evalpipe.stats.power import (
 
 #: Repeats tried when the target is out of reach at one attempt (A/A noise model only).
 REPEATS_TRIED = (2, 4, 8)
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What a benchmark's plan selects: n now of N, and where N comes from."""
+
+    benchmark: str
+    n_now: int
+    population: int
+    plan: SamplingPlan
+    block: BenchmarkSampling | None = None  # None: planned from the module's population, data not loaded
+    basis: str = "N from the data"
+    members: tuple[str, ...] = ()  # a pool (config pools:): its benchmarks; empty for one benchmark
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.members or (self.benchmark,)
+
+
+@dataclass(frozen=True)
+class TokenCost:
+    """Tokens per attempt: measured on a run (means) or the budget as an upper bound."""
+
+    output_per_attempt: float
+    reasoning_per_attempt: float | None
+    input_per_sample: float | None
+    budget: int
+    measured: bool
+    basis: str
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design's n, k, power at the target drop and output tokens over every arm."""
+
+    label: str
+    n: int
+    repeats: int
+    target: float
+    power: float
+    expected_tokens: float
+    worst_tokens: float
+    tokens_measured: bool
 
 
 @dataclass(frozen=True)
@@ -58,12 +120,16 @@ class BenchmarkPlan:
     with_repeats: list[SampleSizeNeeded] = field(default_factory=list)
     new_plan: SamplingPlan | None = None
     notes: list[str] = field(default_factory=list)
+    population_basis: str = "N from the data"
+    cost: TokenCost | None = None
+    designs: list[Design] = field(default_factory=list)
+    cochran: RepeatsChoice | None = None
 
     def lines(self) -> list[str]:
         """What ``evalpipe plan`` prints for this benchmark."""
         out = [
-            f"{self.benchmark}: n now {self.n_now} of N = {self.population}; accuracy {self.base_accuracy:.3f} "
-            f"({self.accuracy_source}); noise: {self.noise.basis}",
+            f"{self.benchmark}: n now {self.n_now} of N = {self.population} ({self.population_basis}); "
+            f"accuracy {self.base_accuracy:.3f} ({self.accuracy_source}); noise: {self.noise.basis}",
             f"  now: {mde_sentence(self.mde_now)}",
             f"  {sample_size_sentence(self.needed)}",
         ]
@@ -76,6 +142,16 @@ class BenchmarkPlan:
                     "  repeats are not credited: only an A/A noise (within-sample) shrinks with repeats; "
                     "run an A/A control (a variant with repeat_of) to measure it"
                 )
+        if self.cost is not None:
+            out.append(f"  cost: {self.cost.basis}")
+            out += [f"  {design_cost_sentence(d)}" for d in self.designs]
+        if self.cochran is not None:
+            c = self.cochran
+            k_star = "∞" if math.isinf(c.k_star) else f"{c.k_star:.2f}"
+            out.append(
+                f"  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = {k_star} (c0 = {c.sample_cost:.0f} prompt tokens per sample, "
+                f"c1 = {c.attempt_cost:.0f} output tokens per attempt): {c.repeats} attempt(s) per sample"
+            )
         out += [f"  {note}" for note in self.notes]
         return out
 
@@ -99,21 +175,31 @@ def _summary_score(run: Path, benchmark: str) -> float | None:
     return None
 
 
+_NOT_MEASURED = "not measured: 0.5, the most conservative"
+
+
 def measured(
-    run: Path | None, manifest: Manifest, benchmark: str
+    run: Path | None, manifest: Manifest, benchmark: str, members: tuple[str, ...] = ()
 ) -> tuple[NoiseModel | None, float | None, str]:
-    """(noise, base accuracy, where the accuracy comes from) from a finished run, or (None, None, …)."""
+    """(noise, base accuracy, where the accuracy comes from) from a finished run, or (None, None, …);
+    ``members``: a pool's benchmarks, measured on their samples together."""
     if run is None:
-        return None, None, "not measured: 0.5, the most conservative"
-    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark == benchmark]
+        return None, None, _NOT_MEASURED
+    names = members or (benchmark,)
+    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark in names]
     cmp = _comparison(run)
     if cmp is not None:
-        block = next((b for b in cmp.benchmarks if b.benchmark == benchmark), None)
-        if block is None:
+        block = next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == benchmark), None)
+        if block is None and not members:
             return None, None, f"{benchmark} is not in {run / 'compare.json'}"
         control = _rows(Path(cmp.run_b))
         b_scores = [attempt_scores(control.get(k)) for k in keys]
-        p = block.b.score if block.b.score is not None else 0.5
+        if block is not None and block.b.score is not None:
+            p = block.b.score
+        elif b_scores:  # a pool the run did not judge: its members' samples together (first attempts)
+            p = sum(x[0] for x in b_scores) / len(b_scores)
+        else:
+            p = 0.5
         if cmp.aa_only:  # A is the control's first run, B its repeat: the pair is the noise
             first = _rows(Path(cmp.run_a))
             noise = noise_from_runs([attempt_scores(first.get(k)) for k in keys], b_scores, "aa")
@@ -124,7 +210,7 @@ def measured(
             test = _rows(Path(cmp.run_a))
             noise = noise_from_runs([attempt_scores(test.get(k)) for k in keys], b_scores, "ab")
         return noise, p, f"control score in {run}"
-    score = _summary_score(run, benchmark)
+    score = None if members else _summary_score(run, benchmark)
     if score is None:
         return None, None, f"no score for {benchmark} in {run}: 0.5, the most conservative"
     return None, score, f"score in {run}"
@@ -137,22 +223,86 @@ def larger_plan(old: SamplingPlan, n: int, strata: int) -> SamplingPlan:
     return old.model_copy(update={"total": n})
 
 
+def token_cost(
+    cfg: RunConfig, run: Path | None, manifest: Manifest | None, benchmark: str, members: tuple[str, ...] = ()
+) -> TokenCost:
+    """Mean tokens per attempt on RUN's control (``run_b`` of its compare.json, else RUN itself), else the
+    budget as an upper bound (a pool: the largest of its members' budgets)."""
+    names = members or (benchmark,)
+    budget = max(cfg.max_tokens_for(name) for name in names)
+    bound = TokenCost(
+        output_per_attempt=float(budget),
+        reasoning_per_attempt=None,
+        input_per_sample=None,
+        budget=budget,
+        measured=False,
+        basis=f"no run measured: {budget} output tokens per attempt (the max_tokens budget, an upper bound)",
+    )
+    if run is None or manifest is None:
+        return bound
+    cmp = _comparison(run)
+    source = Path(cmp.run_b) if cmp is not None else run
+    if not RunDir(source).outcomes.is_file():
+        return bound
+    rows = _rows(source)
+    keys = [(e.benchmark, e.source_id) for e in manifest.entries if e.benchmark in names]
+    found = [rows[k] for k in keys if k in rows and rows[k].output_tokens is not None]
+    if not found:
+        return bound
+    out = sum(r.output_tokens or 0 for r in found) / len(found)
+    reasoning = [r.reasoning_tokens for r in found if r.reasoning_tokens is not None]
+    prompt = [r.input_tokens for r in found if r.input_tokens is not None]
+    r_mean = sum(reasoning) / len(reasoning) if reasoning else None
+    p_mean = sum(prompt) / len(prompt) if prompt else None
+    basis = f"mean {out:.0f} output tokens per attempt"
+    if r_mean is not None:
+        basis += f" ({r_mean:.0f} of them reasoning)"
+    basis += f" over {len(found)} samples of {source} (worst case: the {budget}-token budget)"
+    return TokenCost(
+        output_per_attempt=out,
+        reasoning_per_attempt=r_mean,
+        input_per_sample=p_mean,
+        budget=budget,
+        measured=True,
+        basis=basis,
+    )
+
+
+def _design(
+    label: str, n: int, k: int, target: float, noise: NoiseModel, arms: int, cost: TokenCost
+) -> Design:
+    return Design(
+        label=label,
+        n=n,
+        repeats=k,
+        target=target,
+        power=drop_power(n, target, noise, k),
+        expected_tokens=expected_tokens(n, k, arms, cost.output_per_attempt),
+        worst_tokens=expected_tokens(n, k, arms, float(cost.budget)),
+        tokens_measured=cost.measured,
+    )
+
+
 def plan_benchmark(
     cfg: RunConfig,
-    block: BenchmarkSampling,
-    manifest: Manifest,
+    block: BenchmarkSampling | PlanInput,
+    manifest: Manifest | None,
     target_pts: float,
     run: Path | None,
     write: bool,
 ) -> BenchmarkPlan:
+    if isinstance(block, BenchmarkSampling):
+        block = input_from_block(block)
     name = block.benchmark
-    noise, p, source = measured(run, manifest, name)
+    noise, p, source = (
+        measured(run, manifest, name, block.members) if manifest is not None else (None, None, _NOT_MEASURED)
+    )
     if p is None:
         p = 0.5
     if noise is None:
         noise = assumed_noise(p)
     k = cfg.generation.repeats
-    n_now, population = block.sample_size, block.filtered_population
+    n_now, population = block.n_now, block.population
     target = target_pts / 100.0
     now = minimum_detectable_effect(n_now, noise, k, base_accuracy=p)
     needed = sample_size_for_mde(target, noise, k, base_accuracy=p, population=population)
@@ -168,16 +318,43 @@ def plan_benchmark(
             ]
     new_plan: SamplingPlan | None = None
     notes: list[str] = []
-    if write and needed.n_needed is not None:
+    if write and needed.n_needed is not None and not block.members:
         n = min(needed.n_needed, population)
-        new_plan = larger_plan(block.plan, n, len(block.strata))
-        populations = {s.stratum: s.population for s in block.strata}
-        floors = floored_allocation(selected_allocation(block), plan_allocation(new_plan, populations))
-        notes = floors.notes(name)
+        strata = block.block.strata if block.block is not None else []
+        new_plan = larger_plan(block.plan, n, max(1, len(strata)))
+        if block.block is not None:
+            populations = {s.stratum: s.population for s in strata}
+            floors = floored_allocation(
+                selected_allocation(block.block), plan_allocation(new_plan, populations)
+            )
+            notes = floors.notes(name)
         if n < needed.n_needed:
             notes.append(
                 f"{name}: the plan takes the whole population ({population}); the target is not reached"
             )
+    arms = max(1, len(cfg.variants))
+    cost = token_cost(cfg, run, manifest, name, block.members)
+    designs = [
+        _design(f"current design ({arms} arm{'s' if arms != 1 else ''})", n_now, k, target, noise, arms, cost)
+    ]
+    if needed.n_needed is not None and needed.reachable is not False:
+        designs.append(_design("proposed", needed.n_needed, k, target, noise, arms, cost))
+    else:
+        reach = next((alt for alt in alternatives if alt.reachable), None)
+        if reach is not None and reach.n_needed is not None:
+            designs.append(_design("proposed", reach.n_needed, reach.repeats, target, noise, arms, cost))
+        elif population > n_now:
+            designs.append(
+                _design("proposed: the whole population", population, k, target, noise, arms, cost)
+            )
+    cochran = None
+    if (
+        cost.measured
+        and cost.input_per_sample is not None
+        and cost.output_per_attempt > 0
+        and noise.source == "aa"
+    ):
+        cochran = optimal_repeats(noise.between, noise.within, cost.input_per_sample, cost.output_per_attempt)
     return BenchmarkPlan(
         benchmark=name,
         n_now=n_now,
@@ -192,6 +369,10 @@ def plan_benchmark(
         with_repeats=alternatives,
         new_plan=new_plan,
         notes=notes,
+        population_basis=block.basis,
+        cost=cost,
+        designs=designs,
+        cochran=cochran,
     )
 
 
@@ -216,3 +397,88 @@ def manifest_for(cfg: RunConfig, dataset_root: Path | None, run: Path | None) ->
                 f"--from {run}: sampling seed {old.seed} differs from the config's {manifest.seed}"
             )
     return manifest
+
+
+def input_from_block(block: BenchmarkSampling) -> PlanInput:
+    return PlanInput(
+        benchmark=block.benchmark,
+        n_now=block.sample_size,
+        population=block.filtered_population,
+        plan=block.plan,
+        block=block,
+        basis="N from the data",
+    )
+
+
+def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> PlanInput | None:
+    """The plan's n and N from the module's ``population`` when the data would come from the hub and would
+    not change them: a ``total`` plan, no filter, no strata restriction, the default subset (module
+    docstring); else None.  A local copy (``--dataset-root``, ``dataset_root``, ``source.local``) is read
+    instead: it may be a subset of the published split, and reading it needs no network."""
+    from evalpipe.benchmarks import benchmark
+    from evalpipe.config.loader import resolve_plan
+
+    meta = benchmark(name).meta
+    plan = resolve_plan(cfg, name)
+    bench = cfg.benchmark(name)
+    if dataset_root is not None or cfg.dataset_root or bench.source.local:
+        return None
+    subset = bench.subset
+    if meta.population is None or plan.total is None or plan.filter is not None or plan.strata is not None:
+        return None
+    if subset is not None and subset != meta.default_subset:
+        return None
+    return PlanInput(
+        benchmark=name,
+        n_now=min(plan.total, meta.population),
+        population=meta.population,
+        plan=plan,
+        basis="N from the benchmark module; data not loaded, it would not change n or N",
+    )
+
+
+def plan_inputs(
+    cfg: RunConfig, dataset_root: Path | None, run: Path | None
+) -> tuple[list[PlanInput | str], Manifest | None]:
+    """Per benchmark in config order: its plan input, or the line saying why it cannot be planned (its data
+    could not be loaded and its plan needs it).  With RUN every benchmark's data is loaded (the noise is
+    measured on the same entries) and the manifest is returned."""
+    if run is not None:
+        manifest = manifest_for(cfg, dataset_root, run)
+        return [input_from_block(b) for b in manifest.benchmarks], manifest
+    out: list[PlanInput | str] = []
+    for bench in cfg.benchmarks:
+        known = population_only(cfg, bench.name, dataset_root)
+        if known is not None:
+            out.append(known)
+            continue
+        single = cfg.model_copy(update={"benchmarks": [bench]})
+        single._config_path = cfg.config_path
+        try:
+            manifest = manifest_for(single, dataset_root, None)
+        except Exception as exc:  # a hub or mirror failure of any library: say it, plan the others
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            out.append(
+                f"{bench.name}: not planned — its plan needs the data, which could not be loaded ({first})"
+            )
+            continue
+        out.append(input_from_block(manifest.benchmarks[0]))
+    return out, None
+
+
+def pool_input(name: str, members: list[str], inputs: list[PlanInput | str]) -> PlanInput | str:
+    """A pool (config ``pools:``) planned as one comparison: n now and N are its members' sums."""
+    found = {x.benchmark: x for x in inputs if isinstance(x, PlanInput)}
+    missing = [m for m in members if m not in found]
+    if missing:
+        return f"{name} (pool): not planned — {', '.join(missing)} could not be planned"
+    parts = [found[m] for m in members]
+    bases = sorted({x.basis for x in parts})
+    return PlanInput(
+        benchmark=name,
+        n_now=sum(x.n_now for x in parts),
+        population=sum(x.population for x in parts),
+        plan=parts[0].plan,
+        basis=f"pool of {', '.join(members)}; " + "; ".join(bases),
+        members=tuple(members),
+    )

@@ -11,6 +11,9 @@ tables are ``evalpipe.report``.  Every result is a ``dataclass(frozen=True)`` or
   Bonett–Price interval), the one exact McNemar test, the one paired bootstrap, excess discordance.
 * ``power`` — noise models, the power of a drop, the minimum detectable effect and the sample size it needs.
 * ``noninferiority`` — the three-way verdict against a margin.
+* ``sequential`` — the same verdict looked at after every unit: two betting e-processes at the margin (aGRAPA,
+  Waudby-Smith & Ramdas 2024) and the empirical-Bernstein confidence sequence, valid under optional stopping.
+* ``design`` — the cost of a design: Cochran's optimal attempts per sample and expected tokens.
 * ``ratio`` — the round-bootstrap interval of a speed ratio of medians.
 * ``descriptive`` — the median and the nearest-rank percentile (lengths, timings, speed rounds).
 

@@ -65,6 +65,36 @@ class NonInferiorityResult(Row):
     sentence: str
 
 
+class SequentialResult(Row):
+    """The block judged unit by unit (``evalpipe.stats.sequential``): where the rule stopped and why."""
+
+    margin_pts: float
+    alpha: float = Field(description="Error bound of each verdict (K >= 1/alpha).")
+    bets: Literal["planned", "aGRAPA"] = Field(
+        description="planned: the predictable plug-in bet tuned to planned_n; aGRAPA: no plan."
+    )
+    planned_n: int | None = Field(description="The fixed-n plan the bets are tuned to (the block's units).")
+    cap: int = Field(description="Units after which the rule ends inconclusive (cap_factor x planned_n).")
+    order: str = Field(description="How units were ordered: the seeded sequence key, never completion order.")
+    units_available: int
+    units_used: int = Field(description="Units consumed when the rule stopped.")
+    verdict: Literal["non-inferior", "inferior", "inconclusive"]
+    stop_reason: Literal["crossing", "cap", "units exhausted"]
+    e_value_non_inferior: float = Field(description="K+ at the stop (against 'drop of at least the margin').")
+    e_value_inferior: float = Field(description="K- at the stop (against 'drop of at most the margin').")
+    cs_low: float = Field(
+        description="Empirical-Bernstein confidence sequence (running intersection) at the stop, low end "
+        "(fraction; test − control)."
+    )
+    cs_high: float
+    units_unsent_share: float = Field(description="Share of the block's units after the stop.")
+    output_tokens_unsent_share: float | None = Field(
+        description="Share of the block's recorded output tokens (both arms; with repeats each sample's "
+        "first attempt) in the units after the stop; None when no tokens were recorded."
+    )
+    sentence: str
+
+
 class PairedBenchmark(Row):
     benchmark: str
     n_pairs: int
@@ -116,11 +146,19 @@ class PairedBenchmark(Row):
     non_inferiority: NonInferiorityResult | None = Field(
         default=None, description="Only when gates.non_inferiority_margin_pts names this block."
     )
+    sequential: SequentialResult | None = Field(
+        default=None,
+        description="Only with generation.sequential and a non-inferiority margin for this block.",
+    )
     line: str = Field(
         description='Report line, e.g. "FP8 raw vs BF16 KV: -1.9 pts [-6.3, 2.5], McNemar p = 0.62, 3 flips".'
     )
     length: str | None = Field(
         default=None, description="Context-length bucket of this block (a block inside by_length)."
+    )
+    members: list[str] = Field(
+        default_factory=list,
+        description="A pool's benchmarks (config pools:), judged together; empty for a benchmark block.",
     )
     by_length: list[PairedBenchmark] = Field(
         default_factory=list,
@@ -130,7 +168,7 @@ class PairedBenchmark(Row):
 
 
 class CompareResult(Artifact):
-    schema_version: int = 2
+    schema_version: int = 3
     run_a: str
     run_b: str
     label_a: str
@@ -150,4 +188,10 @@ class CompareResult(Artifact):
     confidence: float = 0.95
     method: str
     benchmarks: list[PairedBenchmark]
+    pools: list[PairedBenchmark] = Field(
+        default_factory=list,
+        description="One block per config pool: the members' samples together as one paired comparison "
+        "(unweighted over samples: the population-weighted mean when members are sampled in proportion to "
+        "their populations, e.g. every problem of each AIME year).",
+    )
     overall: PairedBenchmark | None = None

@@ -1,0 +1,234 @@
+"""compare.json's sequential block (generation.sequential): the paired comparison judged unit by unit.
+
+Two synthetic runs on one synthetic manifest (no dataset): the block must consume units in the seeded
+sequence order (``evalpipe.hashing.sequence_key``) — not manifest order, not the order rows sit in
+outcomes.jsonl — stop where ``evalpipe.stats.sequential`` stops on that order, and count the units and
+output tokens after the stop.  Without the config, compare.json carries no sequential block and every other
+field is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.config import config_data
+from pydantic import ValidationError
+
+from evalpipe.artifacts import RunDir, read_jsonl, write_jsonl_atomic, write_model
+from evalpipe.artifacts.schema.manifest import (
+    BenchmarkSampling,
+    DatasetIdentity,
+    Manifest,
+    ManifestEntry,
+    StratumAllocation,
+)
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.compare import compare_runs
+from evalpipe.config.models import RunConfig, SamplingPlan, SequentialConfig
+from evalpipe.hashing import rank_key, sequence_key, sha256_hex
+from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.stats.sequential import sequential_decision
+
+SEED = 7
+N = 200
+BENCH = "aime"
+
+
+def _manifest() -> Manifest:
+    ids = [f"q{i:03d}" for i in range(N)]
+    entries = [
+        ManifestEntry(
+            benchmark=BENCH,
+            subset="default",
+            stratum="all",
+            source_id=sid,
+            record_sha256=sha256_hex(sid),
+            rank_key=rank_key(SEED, BENCH, sid),
+            stratum_population=N,
+            stratum_selected=N,
+            weight=1.0,
+        )
+        for sid in sorted(ids, key=lambda s: rank_key(SEED, BENCH, s))
+    ]
+    sampling = BenchmarkSampling(
+        benchmark=BENCH,
+        subsets=["default"],
+        few_shot=0,
+        plan=SamplingPlan(total=N, allocation="uniform"),
+        plan_sha256="0" * 64,
+        dataset=DatasetIdentity(kind="local", eval_split="test", eval_records=N, fingerprint="f" * 64),
+        filtered_population=N,
+        strata=[StratumAllocation(stratum="all", population=N, allocated=N, selected=N)],
+        sample_size=N,
+    )
+    return Manifest(seed=SEED, benchmarks=[sampling], entries=entries)
+
+
+def _run(root: Path, manifest: Manifest, correct: set[str], *, shuffle: int | None = None) -> Path:
+    """A run directory: the manifest and one outcome row per entry, 1000 output tokens when right and
+    3000 when wrong (rows shuffled with ``shuffle`` as the seed: completion order is not manifest order)."""
+    rundir = RunDir(root)
+    root.mkdir(parents=True)
+    write_model(rundir.manifest, manifest)
+    rows = []
+    for i, e in enumerate(manifest.entries):
+        ok = e.source_id in correct
+        rows.append(
+            OutcomeRow(
+                benchmark=e.benchmark,
+                subset=e.subset,
+                index=i,
+                source_id=e.source_id,
+                stratum=e.stratum,
+                prediction_present=True,
+                review_present=True,
+                n_predictions=1,
+                n_reviews=1,
+                prompt_sha256=sha256_hex(e.source_id),
+                output_tokens=1000 if ok else 3000,
+                score=1.0 if ok else 0.0,
+                failure_class="ok" if ok else "wrong",
+            )
+        )
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(rows)
+    write_jsonl_atomic(rundir.outcomes, rows)
+    return root
+
+
+def _regression_runs(tmp_path: Path, *, shuffle: int | None = None) -> tuple[Path, Path, list[str]]:
+    """Control right on 160 of 200; the test arm loses 50 of them and gains none (Δ = −25 pts)."""
+    manifest = _manifest()
+    ids = [e.source_id for e in manifest.entries]
+    rng = random.Random(3)
+    control = set(rng.sample(ids, 160))
+    lost = set(rng.sample(sorted(control), 50))
+    a = _run(tmp_path / "a", manifest, control - lost, shuffle=shuffle)
+    b = _run(tmp_path / "b", manifest, control)
+    return a, b, ids
+
+
+def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> None:
+    a, b, ids = _regression_runs(tmp_path, shuffle=11)
+    result = compare_runs(
+        a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig()
+    )
+    assert result.schema_version == 3
+    block = result.benchmarks[0]
+    seq = block.sequential
+    assert seq is not None and seq.verdict == "inferior" and seq.stop_reason == "crossing"
+
+    # the same decision, recomputed from the outcomes in sequence-key order
+    test_right, control_right = _right(a), _right(b)
+    ordered = sorted(ids, key=lambda s: sequence_key(SEED, BENCH, s))
+    d = np.array([(s in test_right) - (s in control_right) for s in ordered], dtype=float)
+    expected = sequential_decision(d, 5.0, 0.05, cap=300, planned_n=N)
+    assert (seq.units_used, seq.cap, seq.planned_n, seq.bets) == (expected.units_used, 300, N, "planned")
+    assert seq.e_value_inferior == pytest.approx(expected.e_value_inferior)
+    assert (seq.cs_low, seq.cs_high) == pytest.approx((expected.cs_lower, expected.cs_upper))
+    in_manifest_order = sequential_decision(
+        np.array([(s in test_right) - (s in control_right) for s in ids], dtype=float), 5.0, 0.05, planned_n=N
+    )
+    assert (
+        in_manifest_order.units_used != seq.units_used
+    )  # the order is the sequence key's, not the manifest's
+
+    after = ordered[seq.units_used :]
+    assert seq.units_unsent_share == pytest.approx(len(after) / N)
+    tokens = {s: (1000 if s in test_right else 3000) + (1000 if s in control_right else 3000) for s in ids}
+    assert seq.output_tokens_unsent_share == pytest.approx(
+        sum(tokens[s] for s in after) / sum(tokens.values())
+    )
+    assert seq.sentence.startswith(f"sequential: inferior beyond -5 pts after {seq.units_used} of 200 units")
+    assert "unsent" in seq.sentence
+    assert seq.sentence in compare_markdown(result)
+
+
+def _right(run: Path) -> set[str]:
+    return {r.source_id for r in read_jsonl(RunDir(run).outcomes, OutcomeRow) if r.failure_class == "ok"}
+
+
+def test_row_order_does_not_matter(tmp_path: Path) -> None:
+    """Rows in completion order or in manifest order: the same units, the same stop."""
+    a1, b1, _ = _regression_runs(tmp_path / "one", shuffle=11)
+    a2, b2, _ = _regression_runs(tmp_path / "two", shuffle=None)
+    r1 = compare_runs(a1, b1, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    r2 = compare_runs(a2, b2, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    s1, s2 = r1.benchmarks[0].sequential, r2.benchmarks[0].sequential
+    assert s1 is not None and s2 is not None
+    assert s1.model_dump() == s2.model_dump()
+
+
+def test_without_the_config_nothing_else_changes(tmp_path: Path) -> None:
+    a, b, _ = _regression_runs(tmp_path)
+    plain = compare_runs(a, b, margins=lambda _b: 5.0)
+    judged = compare_runs(
+        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.01, cap_factor=2.0)
+    )
+    assert plain.benchmarks[0].sequential is None
+    seq = judged.benchmarks[0].sequential
+    assert seq is not None and (seq.alpha, seq.cap) == (0.01, 400)
+    assert (
+        plain.model_dump()
+        == judged.model_copy(
+            update={"benchmarks": [judged.benchmarks[0].model_copy(update={"sequential": None})]}
+        ).model_dump()
+    )
+    no_margin = compare_runs(a, b, sequential=SequentialConfig())
+    assert no_margin.benchmarks[0].sequential is None  # judged against a margin or not at all
+
+
+def test_inconclusive_when_the_units_run_out(tmp_path: Path) -> None:
+    """No difference at all and a 1-pt margin: 200 units cannot decide; nothing is left unsent."""
+    manifest = _manifest()
+    right = {e.source_id for e in manifest.entries[:150]}
+    a = _run(tmp_path / "a", manifest, right)
+    b = _run(tmp_path / "b", manifest, right)
+    seq = compare_runs(a, b, margins=lambda _b: 1.0, sequential=SequentialConfig()).benchmarks[0].sequential
+    assert seq is not None
+    assert (seq.verdict, seq.stop_reason, seq.units_used, seq.units_unsent_share) == (
+        "inconclusive",
+        "units exhausted",
+        200,
+        0.0,
+    )
+    assert seq.output_tokens_unsent_share == 0.0
+    assert seq.sentence.startswith("sequential: inconclusive when the units ran out after 200 of 200 units")
+
+
+def test_config_needs_a_margin_and_forbids_unknown_fields() -> None:
+    with pytest.raises(ValidationError, match="non_inferiority_margin_pts"):
+        RunConfig.model_validate(config_data(generation={"sequential": {}}))
+    ok = RunConfig.model_validate(
+        config_data(generation={"sequential": {"alpha": 0.01}}, gates={"non_inferiority_margin_pts": 5})
+    )
+    assert ok.generation.sequential == SequentialConfig(alpha=0.01, cap_factor=1.5)
+    with pytest.raises(ValidationError):
+        SequentialConfig.model_validate({"alpha": 0.05, "look_every": 10})
+    with pytest.raises(ValidationError):
+        SequentialConfig(cap_factor=0.5)
+
+
+def _cli(args: list[str]) -> int:
+    from evalpipe.cli.main import main
+
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_compare_cli_judges_sequentially(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = _regression_runs(tmp_path)
+    out = tmp_path / "out"
+    assert _cli(["compare", str(a), str(b), "--margin", "5", "--sequential", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    block = json.loads((out / "compare.json").read_text())["benchmarks"][0]
+    assert block["sequential"]["verdict"] == "inferior"
+    assert block["sequential"]["sentence"] in text and block["non_inferiority"]["sentence"] in text
+    assert _cli(["compare", str(a), str(b), "--sequential", "--out", str(out)]) == 2
+    assert "--sequential judges against a margin" in capsys.readouterr().err

@@ -1,0 +1,216 @@
+"""``evalpipe plan`` without the data (the module's population) and with the cost of each design.
+
+The population path must not load any data (a hub load is what fails on a host without network); a plan
+that does need its data and cannot get it is reported on its own line while the others are planned.  The
+cost lines use RUN's measured tokens per attempt, else the budget as an upper bound.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from helpers.config import entry, write_config
+
+from evalpipe.artifacts import RunDir, read_jsonl, write_jsonl_atomic, write_model
+from evalpipe.artifacts.schema.manifest import (
+    BenchmarkSampling,
+    DatasetIdentity,
+    Manifest,
+    ManifestEntry,
+    StratumAllocation,
+)
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.benchmarks import benchmark
+from evalpipe.cli.main import main
+from evalpipe.config.loader import load_config
+from evalpipe.config.models import SamplingPlan
+from evalpipe.errors import DataError
+from evalpipe.hashing import rank_key, sha256_hex
+from evalpipe.samplers import mde_plan
+from evalpipe.samplers.mde_plan import PlanInput, plan_benchmark, token_cost
+from evalpipe.sources.load import load_benchmark
+from evalpipe.stats.power import assumed_noise, drop_power
+
+
+def _cli(args: list[str]) -> int:
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _config(tmp_path: Path) -> Path:
+    return write_config(
+        tmp_path / "c.yaml",
+        benchmarks=[
+            entry("gpqa_diamond", total=198),
+            entry("aime26", total=30),
+            {"name": "ceval", "sampling": {"stratify_by": "subject", "per_stratum": 1}},
+        ],
+        generation={"max_tokens": {"gpqa_diamond": 32768, "aime26": 65536}},
+    )
+
+
+def test_plans_from_the_module_population_without_loading_the_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No network: gpqa_diamond and aime26 (total plans) are planned from N = 198 and N = 30 without a load;
+    ceval's per-subject plan needs its data, whose load fails — one line, and the command still exits 0."""
+    loaded: list[str] = []
+
+    def refuse(cfg, dataset_root, run):  # type: ignore[no-untyped-def]  # stands in for the hub load
+        loaded.extend(b.name for b in cfg.benchmarks)
+        raise DataError("hub dataset evalscope/ceval: could not load (no network)")
+
+    monkeypatch.setattr(mde_plan, "manifest_for", refuse)
+    assert _cli(["plan", str(_config(tmp_path)), "--mde", "15"]) == 0
+    text = capsys.readouterr().out
+    assert loaded == ["ceval"]
+    assert "gpqa_diamond: n now 198 of N = 198 (N from the benchmark module; data not loaded" in text
+    assert "aime26: n now 30 of N = 30 (N from the benchmark module" in text
+    assert "ceval: not planned — its plan needs the data, which could not be loaded (hub dataset" in text
+    noise = assumed_noise(0.5)
+    power = drop_power(198, 0.15, noise, 1)
+    assert (
+        f"current design (1 arm): 198 samples × 1 attempt, power {power:.2f} at a 15-pt drop; "
+        f"at most {198 * 32768 / 1e6:.1f} M output tokens (the budget; no run measured)" in text
+    )
+
+
+def test_a_local_copy_is_read_not_the_module_population(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --dataset-root the local files decide N (they may be a subset of the published split)."""
+    cfg = load_config(_config(tmp_path))
+    assert mde_plan.population_only(cfg, "gpqa_diamond", tmp_path) is None
+    known = mde_plan.population_only(cfg, "gpqa_diamond", None)
+    assert known is not None and (known.n_now, known.population) == (198, 198)
+    assert mde_plan.population_only(cfg, "ceval", None) is None  # per stratum: the strata decide n
+
+
+@pytest.mark.parametrize("name", ["gsm8k", "ifeval", "math_500"])
+def test_module_population_matches_the_published_split(
+    name: str, shared_datasets: Path, tmp_path: Path
+) -> None:
+    cfg = load_config(write_config(tmp_path / "c.yaml", benchmarks=[entry(name, total=1)]))
+    assert (
+        load_benchmark(cfg, name, shared_datasets).eval.records.__len__() == benchmark(name).meta.population
+    )
+
+
+def _run_with_tokens(root: Path, n: int) -> tuple[Path, Manifest]:
+    ids = [f"p{i:02d}" for i in range(n)]
+    entries = [
+        ManifestEntry(
+            benchmark="aime26",
+            subset="default",
+            stratum="all",
+            source_id=sid,
+            record_sha256=sha256_hex(sid),
+            rank_key=rank_key(1, "aime26", sid),
+            stratum_population=n,
+            stratum_selected=n,
+            weight=1.0,
+        )
+        for sid in ids
+    ]
+    manifest = Manifest(
+        seed=1,
+        benchmarks=[
+            BenchmarkSampling(
+                benchmark="aime26",
+                subsets=["default"],
+                few_shot=0,
+                plan=SamplingPlan(total=n, allocation="uniform"),
+                plan_sha256="0" * 64,
+                dataset=DatasetIdentity(kind="hub", eval_split="test", eval_records=n, fingerprint="f" * 64),
+                filtered_population=n,
+                strata=[StratumAllocation(stratum="all", population=n, allocated=n, selected=n)],
+                sample_size=n,
+            )
+        ],
+        entries=entries,
+    )
+    root.mkdir(parents=True)
+    write_model(RunDir(root).manifest, manifest)
+    rng = random.Random(2)
+    rows = [
+        OutcomeRow(
+            benchmark="aime26",
+            subset="default",
+            index=i,
+            source_id=sid,
+            stratum="all",
+            prediction_present=True,
+            review_present=True,
+            n_predictions=1,
+            n_reviews=1,
+            input_tokens=200,
+            output_tokens=rng.choice([10000, 20000]),
+            reasoning_tokens=9000,
+            score=1.0,
+            failure_class="ok",
+        )
+        for i, sid in enumerate(ids)
+    ]
+    write_jsonl_atomic(RunDir(root).outcomes, rows)
+    return root, manifest
+
+
+def test_cost_from_a_run_and_the_designs(tmp_path: Path) -> None:
+    run, manifest = _run_with_tokens(tmp_path / "run", 30)
+    cfg = load_config(_config(tmp_path))
+    cost = token_cost(cfg, run, manifest, "aime26")
+    mean = sum(r.output_tokens or 0 for r in read_jsonl(RunDir(run).outcomes, OutcomeRow)) / 30
+    assert cost.measured and cost.output_per_attempt == pytest.approx(mean)
+    assert (cost.reasoning_per_attempt, cost.input_per_sample, cost.budget) == (9000.0, 200.0, 65536)
+    assert f"mean {mean:.0f} output tokens per attempt (9000 of them reasoning)" in cost.basis
+
+    target = PlanInput(benchmark="aime26", n_now=30, population=90, plan=manifest.benchmarks[0].plan)
+    plan = plan_benchmark(cfg, target, manifest, 15.0, run, write=False)
+    current, proposed = plan.designs
+    assert (current.n, current.repeats) == (30, 1)
+    assert current.expected_tokens == pytest.approx(30 * mean) and current.worst_tokens == 30 * 65536
+    assert current.power == pytest.approx(drop_power(30, 0.15, plan.noise, 1))
+    # nothing reaches 15 pts within 90 at this noise: the whole population is proposed, with its power
+    assert plan.needed.reachable is False and (proposed.n, proposed.label) == (
+        90,
+        "proposed: the whole population",
+    )
+    assert (
+        proposed.power == pytest.approx(drop_power(90, 0.15, plan.noise, 1))
+        and proposed.power > current.power
+    )
+    text = "\n".join(plan.lines())
+    assert "output tokens expected" in text and plan.cochran is None  # no A/A noise measured: no k*
+
+
+def test_a_pool_is_planned_as_one_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AIME 2025 and 2026 pooled: n now 60 of N = 60 from the two modules' populations, its own MDE and cost;
+    a pool whose member could not be planned says so."""
+
+    def refuse(cfg, dataset_root, run):  # type: ignore[no-untyped-def]  # stands in for the hub load
+        raise DataError("hub dataset evalscope/ceval: could not load (no network)")
+
+    monkeypatch.setattr(mde_plan, "manifest_for", refuse)
+    path = write_config(
+        tmp_path / "c.yaml",
+        benchmarks=[
+            entry("aime25", total=30),
+            entry("aime26", total=30),
+            {"name": "ceval", "sampling": {"stratify_by": "subject", "per_stratum": 1}},
+            entry("gsm8k", total=50),
+        ],
+        pools={"competition_math": ["aime25", "aime26"], "mixed": ["ceval", "gsm8k"]},
+    )
+    assert _cli(["plan", str(path), "--mde", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "competition_math: n now 60 of N = 60 (pool of aime25, aime26; N from the benchmark module" in text
+    noise = assumed_noise(0.5)
+    power = drop_power(60, 0.20, noise, 1)
+    assert f"current design (1 arm): 60 samples × 1 attempt, power {power:.2f} at a 20-pt drop" in text
+    assert "mixed (pool): not planned — ceval could not be planned" in text

@@ -1,0 +1,60 @@
+"""generation.sequential and pools: end to end on the answer-key server (no GPU, no model).
+
+The demo's GSM8K and C-Eval samples, ``faults`` under test against ``clean``: compare.json must carry the
+sequential block of every block with a margin, the pool of both benchmarks with its own verdicts, and the
+gate must read the pool by name — the wiring from the run config through ``run_variants`` to compare.json.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalpipe.config.loader import load_config
+from evalpipe.config.models import AnswerKeyConfig, GateConfig, SequentialConfig, ServerVariant
+from evalpipe.run.variants import run_variants
+from evalpipe.selftest.controls import demo_config_path
+
+
+def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest.TempPathFactory) -> None:
+    cfg = load_config(demo_config_path())
+    server = cfg.server.model_copy(
+        update={"answer_key": AnswerKeyConfig(mode="positive", faults=["truncate"])}
+    )
+    generation = cfg.generation.model_copy(update={"sequential": SequentialConfig(alpha=0.05)})
+    run_cfg = cfg.model_copy(
+        update={
+            "server": server,
+            "generation": generation,
+            "variants": [
+                cfg.variants[0],
+                ServerVariant(name="clean", label="clean", overrides={"answer_key": {"faults": []}}),
+            ],
+            "gates": GateConfig(
+                max_error_findings=100, non_inferiority_margin_pts={"gsm8k": 50.0, "both": 50.0}
+            ),
+            "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")],
+            "pools": {"both": ["gsm8k", "ceval"]},
+        }
+    )
+    run_cfg._config_path = cfg.config_path
+    root, _, compares = run_variants(run_cfg, out=tmp_path_factory.mktemp("seq") / "run")
+    cmp = json.loads(compares[0].read_text())
+    by = {b["benchmark"]: b for b in cmp["benchmarks"]}
+    gsm, ceval = by["gsm8k"], by["ceval"]
+    seq = gsm["sequential"]
+    assert seq is not None and seq["units_available"] == gsm["n_pairs"] and seq["planned_n"] == gsm["n_pairs"]
+    assert seq["verdict"] in ("non-inferior", "inferior", "inconclusive") and seq["sentence"].startswith(
+        "sequential:"
+    )
+    assert ceval["sequential"] is None  # no margin for ceval alone
+    (pool,) = cmp["pools"]
+    assert pool["benchmark"] == "both" and pool["members"] == ["gsm8k", "ceval"]
+    assert pool["n_pairs"] == gsm["n_pairs"] + ceval["n_pairs"]
+    assert (
+        pool["a_only"] + pool["b_only"] == gsm["a_only"] + gsm["b_only"] + ceval["a_only"] + ceval["b_only"]
+    )
+    assert pool["sequential"]["units_available"] == pool["n_pairs"]
+    assert pool["non_inferiority"]["margin_pts"] == 50.0
+    assert seq["sentence"] in (root.root / "compare.md").read_text()
