@@ -184,7 +184,11 @@ def test_cost_from_a_run_and_the_designs(tmp_path: Path) -> None:
         and proposed.power > current.power
     )
     text = "\n".join(plan.lines())
-    assert "output tokens expected" in text and plan.cochran is None  # no A/A noise measured: no k*
+    assert "output tokens expected" in text
+    # no A/A noise measured: the assumed noise has no within-sample part, so Cochran's k* is 0 whatever the
+    # costs — one attempt, which the config already asks for (no design at another k is added)
+    assert plan.cochran is not None and (plan.cochran.k_star, plan.cochran.repeats) == (0.0, 1)
+    assert "no within-sample part (τ² = 0)" in text and len(plan.designs) == 2
 
 
 def test_a_pool_is_planned_as_one_comparison(

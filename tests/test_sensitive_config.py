@@ -58,8 +58,46 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
         ("bf16_control_again", {}),
     ]
     assert [v.repeat_of for v in cfg.variants] == [None, None, "bf16_control"]
-    assert cfg.generation.repeats == 4
+    # the optimiser's design: one attempt (Cochran's k* = 0 under the assumed noise), competition maths pooled,
+    # the sequential rule at the margin on the pool and GPQA-Diamond
+    assert cfg.generation.repeats == 1
+    assert cfg.pools == {"competition_math": ["aime24", "aime25", "aime26", "hmmt25"]}
+    assert cfg.generation.sequential is not None
+    assert cfg.gates.non_inferiority_margin_pts == {"competition_math": 10.0, "gpqa_diamond": 10.0}
     assert cfg.server.kv_cache_dtype == "fp8_e4m3"
-    assert cfg.max_tokens_for("aime26") == 65536
+    for name in cfg.pools["competition_math"]:
+        assert cfg.max_tokens_for(name) == 65536
     for name in ("ifeval", "ceval", "gsm8k", "live_code_bench"):
         assert cfg.max_tokens_for(name) == seed.max_tokens_for(name)
+
+
+def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> None:
+    """The pool and GPQA-Diamond are planned from their modules' populations (no hub); at #22671's BF16 scores
+    under the assumed noise the new design sees both drops with power >= 0.9, the old 30 x 4 AIME only half
+    the time (the README's before/after table)."""
+    from evalpipe.samplers.mde_plan import plan_benchmark, pool_input, population_only
+    from evalpipe.stats.power import assumed_noise, drop_power
+
+    cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
+    members = cfg.pools["competition_math"]
+    inputs = [population_only(cfg, name, None) for name in [*members, "gpqa_diamond"]]
+    assert all(x is not None for x in inputs)
+    known = [x for x in inputs if x is not None]
+    pool = pool_input("competition_math", members, list(known))
+    assert not isinstance(pool, str) and (pool.n_now, pool.population) == (120, 120)
+    plan = plan_benchmark(cfg, pool, None, 15.0, None, False)
+    assert plan.cochran is not None and plan.cochran.repeats == 1 == plan.repeats
+    assert [d.n for d in plan.designs] == [120]  # the whole population already: nothing larger to propose
+    assert plan.designs[0].worst_tokens == 120 * 1 * 3 * 65536
+    aime, gpqa = assumed_noise(0.953), assumed_noise(0.862)
+    assert drop_power(30, 0.186, aime, 4) < 0.55 < 0.95 < drop_power(120, 0.186, aime, 1)
+    assert drop_power(198, 0.150, gpqa, 1) > 0.9
+
+    # the old design (4 attempts): the rule proposes the same 198 GPQA questions at one attempt, a quarter of
+    # the tokens
+    old = cfg.model_copy(update={"generation": cfg.generation.model_copy(update={"repeats": 4})})
+    gpqa_plan = plan_benchmark(old, known[-1], None, 15.0, None, False)
+    current, by_rule = gpqa_plan.designs[0], gpqa_plan.designs[-1]
+    assert (current.n, current.repeats) == (198, 4)
+    assert (by_rule.label, by_rule.n, by_rule.repeats) == ("proposed at Cochran's k = 1", 198, 1)
+    assert by_rule.worst_tokens * 4 == current.worst_tokens

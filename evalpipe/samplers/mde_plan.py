@@ -28,7 +28,10 @@ population with the repeats that reach it) ``plan`` prints n, k, the power at th
 output tokens (samples × attempts × arms × mean tokens) and the worst case (× the budget), over every arm
 (``variants``, else one).  Cochran's k* (``evalpipe.stats.design``) is printed with the costs measured on
 RUN: ``c0`` = mean input tokens (the prompt, prefilled once per sample when the server caches the prefix),
-``c1`` = mean output tokens per attempt.
+``c1`` = mean output tokens per attempt.  Under a noise with no within-sample part (the assumed default, an
+A/B stand-in) ``τ² = 0`` gives ``k* = 0`` whatever the costs: one attempt per sample, printed without a run,
+and when the config asks for more the design at that k (the n the target needs, at most the population) is
+proposed too.
 """
 
 from __future__ import annotations
@@ -145,7 +148,13 @@ class BenchmarkPlan:
         if self.cost is not None:
             out.append(f"  cost: {self.cost.basis}")
             out += [f"  {design_cost_sentence(d)}" for d in self.designs]
-        if self.cochran is not None:
+        if self.cochran is not None and self.noise.within == 0.0:
+            out.append(
+                "  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = 0: this noise has no within-sample part (τ² = 0), so "
+                "repeats buy nothing and each attempt is better spent on a new sample while unused ones remain: "
+                f"{self.cochran.repeats} attempt per sample"
+            )
+        elif self.cochran is not None:
             c = self.cochran
             k_star = "∞" if math.isinf(c.k_star) else f"{c.k_star:.2f}"
             out.append(
@@ -348,13 +357,29 @@ def plan_benchmark(
                 _design("proposed: the whole population", population, k, target, noise, arms, cost)
             )
     cochran = None
-    if (
+    if noise.within == 0.0:  # τ² = 0: k* = 0 whatever the costs (module docstring)
+        cochran = optimal_repeats(noise.between, 0.0, cost.input_per_sample or 0.0, cost.output_per_attempt)
+    elif (
         cost.measured
         and cost.input_per_sample is not None
         and cost.output_per_attempt > 0
         and noise.source == "aa"
     ):
         cochran = optimal_repeats(noise.between, noise.within, cost.input_per_sample, cost.output_per_attempt)
+    if cochran is not None and cochran.repeats != k:
+        by_rule = sample_size_for_mde(target, noise, cochran.repeats, base_accuracy=p, population=population)
+        n_rule = population if by_rule.n_needed is None else min(by_rule.n_needed, population)
+        designs.append(
+            _design(
+                f"proposed at Cochran's k = {cochran.repeats}",
+                n_rule,
+                cochran.repeats,
+                target,
+                noise,
+                arms,
+                cost,
+            )
+        )
     return BenchmarkPlan(
         benchmark=name,
         n_now=n_now,
