@@ -232,3 +232,39 @@ def test_compare_cli_judges_sequentially(tmp_path: Path, capsys: pytest.CaptureF
     assert block["sequential"]["sentence"] in text and block["non_inferiority"]["sentence"] in text
     assert _cli(["compare", str(a), str(b), "--sequential", "--out", str(out)]) == 2
     assert "--sequential judges against a margin" in capsys.readouterr().err
+
+
+def test_the_block_carries_its_design_path_and_tokens(tmp_path: Path) -> None:
+    """compare.json's sequential block: the design (n, k), the looks (K+, K−, CS) thinned to about ten up to
+    the stop — each the value the rule computed at that unit —, each side's first crossing, the tokens spent
+    against the fixed design's; compare.md renders a column and a line, the report's limitations the line."""
+    from evalpipe.stats.sequential import betting_eprocesses
+
+    a, b, ids = _regression_runs(tmp_path, shuffle=11)
+    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    seq = result.benchmarks[0].sequential
+    assert seq is not None and seq.repeats == 1
+    test_right, control_right = _right(a), _right(b)
+    ordered = sorted(ids, key=lambda s: sequence_key(SEED, BENCH, s))
+    d = np.array([(s in test_right) - (s in control_right) for s in ordered], dtype=float)
+    processes = betting_eprocesses(d, 5.0, planned_n=N, alpha=0.05)
+    assert seq.look_every is not None and 1 <= len(seq.looks) <= 11
+    assert [x.unit for x in seq.looks][-1] == seq.units_used
+    assert all(x.unit % seq.look_every == 0 for x in seq.looks[:-1])
+    for x in seq.looks:
+        assert x.e_value_inferior == pytest.approx(processes.wealth_inferior[x.unit - 1])
+        assert x.e_value_non_inferior == pytest.approx(processes.wealth_non_inferior[x.unit - 1])
+        assert x.cs_low <= x.cs_high
+    assert seq.looks[-1].e_value_inferior == pytest.approx(seq.e_value_inferior)
+    assert (seq.looks[-1].cs_low, seq.looks[-1].cs_high) == pytest.approx((seq.cs_low, seq.cs_high))
+    # the verdict is the first crossing of K-; K+ never crosses on a 25-point drop
+    assert seq.first_crossing_inferior == seq.units_used and seq.first_crossing_non_inferior is None
+    assert seq.max_e_value_inferior == pytest.approx(seq.e_value_inferior)
+    tokens = {s: (1000 if s in test_right else 3000) + (1000 if s in control_right else 3000) for s in ids}
+    assert seq.output_tokens_fixed == sum(tokens.values())
+    assert seq.output_tokens_spent == sum(tokens[s] for s in ordered[: seq.units_used])
+    md = compare_markdown(result)
+    assert f"| inferior at {seq.units_used}/200 |" in md
+    assert "sequential design: 200 units × 1 attempt per arm, planned bet tuned to n = 200, cap 300" in md
+    assert f"{seq.units_used} (stop): " in md and f"first crossing K+ never, K− at {seq.units_used}" in md
+    assert "spent of" in md and "(the fixed design)" in md

@@ -11,6 +11,7 @@ against the issue's figures are in ``perf/bench_sequential.py`` (20 000 paths).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -365,3 +366,34 @@ def test_completion_order_breaks_the_guarantee() -> None:
     _, completed = first_crossings(betting_eprocesses(by_completion, MARGIN_PTS, planned_n=495), ALPHA)
     assert np.mean(seeded == 1) <= ALPHA + _mc_slack(paths)
     assert np.mean(completed == 1) > 5 * ALPHA
+
+
+def test_sequential_path_thins_the_looks_and_finds_each_sides_first_crossing() -> None:
+    """``sequential_path``: every ceil(stop/10)-th unit and the stop, the values the processes hold there,
+    the running intersection of the CS; a crossing after an earlier stop is reported as such."""
+    from evalpipe.stats.sequential import betting_eprocesses, sequential_path
+
+    rng = np.random.default_rng(5)
+    d = np.where(rng.random(300) < 0.3, -1.0, np.where(rng.random(300) < 0.05, 1.0, 0.0))  # a clear drop
+    decision = sequential_decision(d, 5.0, 0.05, planned_n=300)
+    assert decision.verdict == "inferior"
+    path = sequential_path(d, 5.0, decision.units_used, 0.05, planned_n=300)
+    units = [x.unit for x in path.looks]
+    assert units[-1] == decision.units_used and path.every == -(-decision.units_used // 10)
+    assert units[:-1] == list(range(path.every, decision.units_used, path.every))[: len(units) - 1]
+    processes = betting_eprocesses(d, 5.0, planned_n=300, alpha=0.05)
+    assert path.looks[-1].e_value_inferior == pytest.approx(
+        processes.wealth_inferior[decision.units_used - 1]
+    )
+    assert (path.looks[-1].cs_lower, path.looks[-1].cs_upper) == pytest.approx(
+        (decision.cs_lower, decision.cs_upper)
+    )
+    assert all(
+        a.cs_lower <= b.cs_lower and b.cs_upper <= a.cs_upper for a, b in itertools.pairwise(path.looks)
+    )
+    assert path.first_crossing_inferior == decision.units_used and path.first_crossing_non_inferior is None
+    early = sequential_path(d, 5.0, 5, 0.05, planned_n=300)  # stopped (capped) at 5: the crossing comes later
+    assert [x.unit for x in early.looks] == [1, 2, 3, 4, 5]
+    assert early.first_crossing_inferior == decision.units_used > 5
+    with pytest.raises(ValueError):
+        sequential_path(d, 5.0, 0, 0.05)

@@ -24,6 +24,7 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
+from evalpipe.report.sentences import sequential_design_line
 
 
 def _allocation(sampling: BenchmarkSampling) -> str:
@@ -181,6 +182,8 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
             said.append(b.sequential.sentence)
         if said:
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
+        if b.sequential is not None:
+            out.append(f"Sequential ({b.benchmark}): {sequential_design_line(b.sequential, b.members)}.")
     return out
 
 

@@ -25,6 +25,7 @@ from evalpipe.artifacts.schema.compare import (
     NonInferiorityResult,
     PairedBenchmark,
     ScoreWithInterval,
+    SequentialLook,
     SequentialResult,
 )
 from evalpipe.artifacts.schema.manifest import Manifest
@@ -197,7 +198,7 @@ def sequential_fields(
     cap at ``cap_factor × n``; the share of units and recorded output tokens after the stop."""
     from evalpipe.report.sentences import sequential_sentence
     from evalpipe.stats.repeats import per_sample_means
-    from evalpipe.stats.sequential import sequential_decision
+    from evalpipe.stats.sequential import sequential_decision, sequential_path
 
     if not keys:
         return {}
@@ -208,6 +209,9 @@ def sequential_fields(
     decision = sequential_decision(
         test - control, margin_pts, config.alpha, cap=math.ceil(config.cap_factor * n), planned_n=n
     )
+    path = sequential_path(test - control, margin_pts, decision.units_used, config.alpha, planned_n=n)
+    rows = [o.get((b, sid)) for o in (oa, ob) for b, sid, _ in ordered]
+    repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
     tokens = [
         [r.output_tokens for r in (oa.get((b, sid)), ob.get((b, sid))) if r is not None and r.output_tokens]
         for b, sid, _ in ordered
@@ -215,6 +219,16 @@ def sequential_fields(
     total = sum(sum(t) for t in tokens)
     unsent = sum(sum(t) for t in tokens[decision.units_used :])
     token_share = unsent / total if total else None
+    looks = [
+        SequentialLook(
+            unit=x.unit,
+            e_value_non_inferior=x.e_value_non_inferior,
+            e_value_inferior=x.e_value_inferior,
+            cs_low=x.cs_lower,
+            cs_high=x.cs_upper,
+        )
+        for x in path.looks
+    ]
     return {
         "sequential": SequentialResult(
             margin_pts=margin_pts,
@@ -233,6 +247,15 @@ def sequential_fields(
             cs_high=decision.cs_upper,
             units_unsent_share=decision.units_left / decision.units_available,
             output_tokens_unsent_share=token_share,
+            repeats=repeats,
+            output_tokens_spent=total - unsent if total else None,
+            output_tokens_fixed=total or None,
+            max_e_value_non_inferior=decision.max_e_value_non_inferior,
+            max_e_value_inferior=decision.max_e_value_inferior,
+            look_every=path.every,
+            looks=looks,
+            first_crossing_non_inferior=path.first_crossing_non_inferior,
+            first_crossing_inferior=path.first_crossing_inferior,
             sentence=sequential_sentence(decision, token_share),
         )
     }

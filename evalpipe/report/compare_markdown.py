@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
+from evalpipe.report.sentences import sequential_design_line
 
 
 def compare_markdown(result: CompareResult) -> str:
@@ -38,18 +39,23 @@ def compare_markdown(result: CompareResult) -> str:
     lines.append("")
     lines.append(
         f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
-        "| Non-inferiority | Flips |"
+        "| Non-inferiority | Sequential | Flips |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     blocks = [*result.benchmarks, *result.pools, *([result.overall] if result.overall else [])]
     for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)
         mde = f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_sentence else "–")
         ni = b.non_inferiority.verdict if b.non_inferiority else "–"
+        seq = (
+            f"{b.sequential.verdict} at {b.sequential.units_used}/{b.sequential.units_available}"
+            if b.sequential
+            else "–"
+        )
         lines.append(
             f"| {b.benchmark} | {b.a.correct}/{b.a.scored} | {b.b.correct}/{b.b.scored} | {fmt_signed_pts_from_fraction(b.difference)} | "
-            f"[{fmt_signed_pts_from_fraction(b.diff_ci_low)}, {fmt_signed_pts_from_fraction(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {len(b.flips)} |"
+            f"[{fmt_signed_pts_from_fraction(b.diff_ci_low)}, {fmt_signed_pts_from_fraction(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {seq} | {len(b.flips)} |"
         )
     lines.append("")
     for b in blocks:
@@ -69,6 +75,8 @@ def compare_markdown(result: CompareResult) -> str:
             lines.append(
                 f"- {b.benchmark}: " + "; ".join(said) + (f" ({b.mde_basis})" if b.mde_basis else "")
             )
+        if b.sequential:
+            lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
     lines.append("")
     by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
     if by_length:

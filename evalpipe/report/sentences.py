@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts.schema.compare import Discordance
+from evalpipe.artifacts.schema.compare import Discordance, SequentialResult
 from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
@@ -119,6 +119,50 @@ def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float
     if tokens_unsent_share is not None:
         saved += f" and {100 * tokens_unsent_share:.0f} % of the output tokens"
     return f"sequential: {head}; stopping there leaves {saved} unsent"
+
+
+def _e(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
+    """The design, the rule and its path, rendered from compare.json's sequential block, e.g. "sequential
+    design: 120 units × 1 attempt per arm (pool of aime24, aime25), planned bet tuned to n = 120, cap 180,
+    α = 0.05, units in the seeded sequence order; looks (unit: K+ / K−, CS pts): 12: 1.21 / 0.83 [-9.0, +6.1],
+    …, 83 (stop): 20.4 / 0.05 [-3.1, +4.0]; first crossing K+ at 83, K− never; output tokens 3.2 M spent of
+    4.1 M (the fixed design)"."""
+    unit_word = "unit" if seq.units_available == 1 else "units"
+    design = (
+        f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"
+        + (f" (pool of {', '.join(members)})" if members else "")
+    )
+    bet = f"planned bet tuned to n = {seq.planned_n}" if seq.planned_n is not None else "aGRAPA bet"
+    rule = f"{bet}, cap {seq.cap}, α = {seq.alpha:g}, units in the seeded sequence order"
+    parts = [f"sequential design: {design}, {rule}"]
+    if seq.looks:
+        looks = ", ".join(
+            f"{x.unit}{' (stop)' if x.unit == seq.units_used else ''}: {_e(x.e_value_non_inferior)} / "
+            f"{_e(x.e_value_inferior)} [{100 * x.cs_low:+.1f}, {100 * x.cs_high:+.1f}]"
+            for x in seq.looks
+        )
+        parts.append(f"looks (unit: K+ / K−, CS pts): {looks}")
+    if seq.look_every is not None:
+
+        def crossed(unit: int | None) -> str:
+            if unit is None:
+                return "never"
+            return f"at {unit}" + (" (after the stop)" if unit > seq.units_used else "")
+
+        parts.append(
+            f"first crossing K+ {crossed(seq.first_crossing_non_inferior)}, "
+            f"K− {crossed(seq.first_crossing_inferior)}"
+        )
+    if seq.output_tokens_fixed is not None and seq.output_tokens_spent is not None:
+        parts.append(
+            f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
+            "(the fixed design)"
+        )
+    return "; ".join(parts)
 
 
 def _tokens(count: float) -> str:

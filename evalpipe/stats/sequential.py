@@ -319,3 +319,78 @@ def sequential_decision(
         cs_lower=cs_lower,
         cs_upper=cs_upper,
     )
+
+
+@dataclass(frozen=True)
+class SequentialLook:
+    """The evidence after ``unit`` units: both e-values and the running intersection of the confidence
+    sequence (``d`` scale), as the rule saw it at that look."""
+
+    unit: int
+    e_value_non_inferior: float
+    e_value_inferior: float
+    cs_lower: float
+    cs_upper: float
+
+
+@dataclass(frozen=True)
+class SequentialPath:
+    """A thinned record of the rule's looks: every ``every``-th unit up to the stop, the stop itself, and the
+    first unit at which each e-process reached ``1/α`` over all the units available (``None``: never) — a
+    crossing after the stop says what a longer run would have seen, not the verdict."""
+
+    every: int
+    looks: tuple[SequentialLook, ...]
+    first_crossing_non_inferior: int | None
+    first_crossing_inferior: int | None
+
+
+def sequential_path(
+    differences: ArrayLike,
+    margin_pts: float,
+    stop: int,
+    alpha: float = 0.05,
+    *,
+    planned_n: int | None = None,
+    looks: int = 10,
+) -> SequentialPath:
+    """The looks of ``sequential_decision`` on the same sequence, thinned to about ``looks`` entries up to
+    ``stop`` (every ``ceil(stop/looks)``-th unit and the stop), with each side's first crossing of ``1/α``;
+    the same bets (planned when ``planned_n`` is given) and the same running intersection of the CS."""
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError("one sequence of paired differences expected")
+    if not 1 <= stop <= len(d) or looks < 1:
+        raise ValueError(f"stop must lie in [1, {len(d)}] and looks >= 1, got stop={stop}, looks={looks}")
+    processes = betting_eprocesses(d, margin_pts, planned_n=planned_n, alpha=alpha)
+    lower, upper = eb_confidence_sequence(d[:stop], alpha)
+    running_lower, running_upper = np.maximum.accumulate(lower), np.minimum.accumulate(upper)
+    every = math.ceil(stop / looks)
+    units = sorted({*range(every, stop + 1, every), stop})
+    out = []
+    for unit in units:
+        i = unit - 1
+        lo, hi = float(running_lower[i]), float(running_upper[i])
+        if lo > hi:  # an empty intersection (probability <= alpha): the sequence's own interval
+            lo, hi = float(lower[i]), float(upper[i])
+        out.append(
+            SequentialLook(
+                unit=unit,
+                e_value_non_inferior=float(processes.wealth_non_inferior[i]),
+                e_value_inferior=float(processes.wealth_inferior[i]),
+                cs_lower=lo,
+                cs_upper=hi,
+            )
+        )
+    threshold = 1.0 / alpha
+
+    def first(wealth: FloatArray) -> int | None:
+        hits = np.flatnonzero(wealth >= threshold)
+        return int(hits[0]) + 1 if hits.size else None
+
+    return SequentialPath(
+        every=every,
+        looks=tuple(out),
+        first_crossing_non_inferior=first(processes.wealth_non_inferior),
+        first_crossing_inferior=first(processes.wealth_inferior),
+    )

@@ -65,6 +65,16 @@ class NonInferiorityResult(Row):
     sentence: str
 
 
+class SequentialLook(Row):
+    """One look of the sequential rule: the evidence after ``unit`` units in the seeded order."""
+
+    unit: int
+    e_value_non_inferior: float = Field(description="K+ after this unit.")
+    e_value_inferior: float = Field(description="K- after this unit.")
+    cs_low: float = Field(description="Confidence sequence (running intersection) after this unit, low end.")
+    cs_high: float
+
+
 class SequentialResult(Row):
     """The block judged unit by unit (``evalpipe.stats.sequential``): where the rule stopped and why."""
 
@@ -91,6 +101,37 @@ class SequentialResult(Row):
     output_tokens_unsent_share: float | None = Field(
         description="Share of the block's recorded output tokens (both arms; with repeats each sample's "
         "first attempt) in the units after the stop; None when no tokens were recorded."
+    )
+    repeats: int = Field(
+        default=1,
+        description="The design: attempts per arm in each unit (the block's n is planned_n; a pool's "
+        "benchmarks are the block's members).",
+    )
+    output_tokens_spent: int | None = Field(
+        default=None,
+        description="Recorded output tokens (both arms, as output_tokens_unsent_share counts them) of the units "
+        "up to the stop; None when no tokens were recorded.",
+    )
+    output_tokens_fixed: int | None = Field(
+        default=None, description="The same over every unit: what the fixed design spent."
+    )
+    max_e_value_non_inferior: float | None = Field(default=None, description="Largest K+ up to the stop.")
+    max_e_value_inferior: float | None = Field(default=None, description="Largest K- up to the stop.")
+    look_every: int | None = Field(
+        default=None,
+        description="looks holds every look_every-th unit up to the stop and the stop (about ten looks; the "
+        "rule itself looked after every unit).",
+    )
+    looks: list[SequentialLook] = Field(
+        default_factory=list, description="The path of the e-values and the confidence sequence, thinned."
+    )
+    first_crossing_non_inferior: int | None = Field(
+        default=None,
+        description="First unit at which K+ reached 1/alpha over every unit available (None: never); after "
+        "units_used it is what a longer run would have seen, not the verdict.",
+    )
+    first_crossing_inferior: int | None = Field(
+        default=None, description="The same for K- (the 'inferior' side)."
     )
     sentence: str
 
