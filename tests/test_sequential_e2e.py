@@ -58,3 +58,11 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
     assert pool["sequential"]["units_available"] == pool["n_pairs"]
     assert pool["non_inferiority"]["margin_pts"] == 50.0
     assert seq["sentence"] in (root.root / "compare.md").read_text()
+    # the design and the path (compare.json's looks, compare.md's column and line, the report's line)
+    assert seq["repeats"] == 1 and seq["looks"] and seq["looks"][-1]["unit"] == seq["units_used"]
+    assert seq["output_tokens_fixed"] is None or seq["output_tokens_spent"] <= seq["output_tokens_fixed"]
+    md = (root.root / "compare.md").read_text()
+    assert f"| {seq['verdict']} at {seq['units_used']}/{seq['units_available']} |" in md
+    assert "- both: sequential design: " in md and "(pool of gsm8k, ceval)" in md
+    reports = [p.read_text() for p in root.root.rglob("report.md")]
+    assert any("Sequential (gsm8k): sequential design: " in r for r in reports)
