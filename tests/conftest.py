@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from helpers.paired_demo import PairedDemo
     from helpers.registry_controls import RegistryControls
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,3 +91,12 @@ def registry_controls(
         wanted.add(params["name"])
     chosen = [n for n in names() if n in wanted] or list(names())
     return run_registry_controls(tmp_path_factory.mktemp("registry-controls"), chosen)
+
+
+@pytest.fixture(scope="session")
+def paired_demo(tmp_path_factory: pytest.TempPathFactory) -> PairedDemo:
+    """The demo's GSM8K and C-Eval through the variants faults / clean / clean_again (with the speed stand-in),
+    once per session, shared by the modules that only read it (``tests/helpers/paired_demo.py``)."""
+    from helpers.paired_demo import run_paired_demo
+
+    return run_paired_demo(tmp_path_factory.mktemp("paired-demo") / "run")
