@@ -53,7 +53,7 @@ sandbox-deps:
 test: $(MODEL_STAMP) sandbox-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2   # two pytest-xdist workers (tests/helpers/worker_groups.py)
 
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from helpers.paired_demo import PairedDemo
     from helpers.registry_controls import RegistryControls
 
+# which tests share a pytest-xdist worker: a module stays together, the readers of a shared run join it
+pytest_plugins = ("helpers.worker_groups",)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
