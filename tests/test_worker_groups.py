@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from helpers.worker_groups import READERS, group_of, unlisted_readers
+from helpers.worker_groups import READERS, SLOW_FIRST, group_of, slow_first, unlisted_readers
 
 
 def _item(nodeid: str, *fixtures: str) -> pytest.Item:
@@ -29,3 +29,11 @@ def test_an_unlisted_reader_is_named() -> None:
     ]
     assert unlisted_readers(items) == ["tests/test_new.py: registry_controls"]
     assert unlisted_readers(items[:1] + items[2:]) == []
+
+
+def test_slow_groups_come_first_and_the_rest_keep_their_order() -> None:
+    shared = READERS[SLOW_FIRST[2]][0]  # a reader of a shared run sorts with its run
+    ids = ["tests/test_a.py::t1", f"{SLOW_FIRST[1]}::t2", "tests/test_b.py::t3", f"{shared}::t4",
+           f"{SLOW_FIRST[0]}::t5", "tests/test_a.py::t6", f"{SLOW_FIRST[1]}::t7"]  # fmt: skip
+    ordered = [item.nodeid for item in slow_first([_item(i) for i in ids])]
+    assert ordered == [ids[4], ids[1], ids[6], ids[3], ids[0], ids[2], ids[5]]

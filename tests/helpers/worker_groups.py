@@ -12,6 +12,7 @@ node ids are no longer the attribute that xdist 3.8 rewrites.)
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -35,11 +36,32 @@ READERS: dict[str, tuple[str, ...]] = {
 }
 GROUP_OF = {module: run for run, modules in READERS.items() for module in modules}
 
+#: the slowest groups (the suite's durations on 2026-12-04, 150-435 s each on a loaded 2-core host): under
+#: xdist they start first, so that no worker is left alone with a long module at the end.  Order only: which
+#: tests run, and on which worker they share fixtures, never depends on it.
+SLOW_FIRST = (
+    "tests/test_real_model.py",
+    "tests/test_code_recheck.py",
+    "registry_controls",
+    "tests/test_live_code_bench.py",
+    "paired_demo",
+    "tests/test_speed_parallel.py",
+    "tests/test_run_cli.py",
+    "tests/test_real_model_own_files.py",
+    "tests/test_speed_real.py",
+)
+
 
 def group_of(nodeid: str) -> str:
     """A test's worker group: the shared run its module reads, else its module."""
     module = nodeid.split("::")[0]
     return GROUP_OF.get(module, module)
+
+
+def slow_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the groups of ``SLOW_FIRST`` first, in its order; otherwise in collection order."""
+    rank = {group: i for i, group in enumerate(SLOW_FIRST)}
+    return sorted(items, key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
 def unlisted_readers(items: list[pytest.Item]) -> list[str]:
@@ -53,6 +75,13 @@ def unlisted_readers(items: list[pytest.Item]) -> list[str]:
     return sorted(f"{module}: {run}" for module, run in found if module not in READERS[run])
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In an xdist worker, the slow groups first (the scheduler hands out groups in this order)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = slow_first(items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     unlisted = unlisted_readers(session.items)
     if unlisted:
@@ -64,10 +93,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it, never called
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
-    """Whole groups (``group_of``) to whichever worker is free, for xdist's default distribution (and
-    ``loadscope``/``loadfile``); any other ``--dist`` as asked."""
+    """Whole groups (``group_of``) to whichever worker is free, in the workers' collection order (slow groups
+    first), for xdist's default distribution (and ``loadscope``/``loadfile``); any other ``--dist`` as asked."""
     if config.getvalue("dist") not in ("load", "loadscope", "loadfile"):
         return None
+    config.option.loadscopereorder = False  # xdist would order the groups by their number of tests
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleOrSharedRun(LoadScopeScheduling):
