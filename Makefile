@@ -54,7 +54,7 @@ sandbox-deps:
 test: $(MODEL_STAMP) sandbox-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2   # two pytest-xdist workers (tests/helpers/worker_groups.py)
 
 # The unit tier: every test that starts no process (tests/helpers/tiers.py decides), with ruff and mypy;
 # the same environment as make test.

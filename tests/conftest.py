@@ -23,7 +23,11 @@ import pytest
 from helpers.tiers import classify, install_guard
 
 if TYPE_CHECKING:
+    from helpers.paired_demo import PairedDemo
     from helpers.registry_controls import RegistryControls
+
+# which tests share a pytest-xdist worker: a module stays together, the readers of a shared run join it
+pytest_plugins = ("helpers.worker_groups",)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -174,3 +178,12 @@ def registry_controls(
         wanted.add(params["name"])
     chosen = [n for n in names() if n in wanted] or list(names())
     return run_registry_controls(tmp_path_factory.mktemp("registry-controls"), chosen)
+
+
+@pytest.fixture(scope="session")
+def paired_demo(tmp_path_factory: pytest.TempPathFactory) -> PairedDemo:
+    """The demo's GSM8K and C-Eval through the variants faults / clean / clean_again (with the speed stand-in),
+    once per session, shared by the modules that only read it (``tests/helpers/paired_demo.py``)."""
+    from helpers.paired_demo import run_paired_demo
+
+    return run_paired_demo(tmp_path_factory.mktemp("paired-demo") / "run")

@@ -1,9 +1,10 @@
 """The A/A control and the paired gates end to end on the answer-key server (no GPU, no model).
 
 Three variants on one manifest: ``faults`` (under test), ``clean`` (control) and ``clean_again``
-(``repeat_of: clean``, relaunched).  compare.json must carry the A/B and A/A discordance, the noise
-sentence, the MDE with the A/A noise model and the non-inferiority verdict of every configured block;
-the gates judge the variant under test from it (inconclusive fails), never the control.
+(``repeat_of: clean``, relaunched) — the session's ``paired_demo`` run, shared with the replay and speed
+tests; the A/A-only run (no A/B control) is this module's own.  compare.json must carry the A/B and A/A
+discordance, the noise sentence, the MDE with the A/A noise model and the non-inferiority verdict of every
+configured block; the gates judge the variant under test from it (inconclusive fails), never the control.
 """
 
 from __future__ import annotations
@@ -11,46 +12,25 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.paired_demo import PairedDemo, gsm8k_ceval
 
 from evalpipe.config.loader import load_config
-from evalpipe.config.models import AnswerKeyConfig, GateConfig, ServerVariant
+from evalpipe.config.models import GateConfig, ServerVariant
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
 
 
 @pytest.fixture(scope="module")
-def aa_run(tmp_path_factory: pytest.TempPathFactory):
-    cfg = load_config(demo_config_path())
-    server = cfg.server.model_copy(
-        update={"answer_key": AnswerKeyConfig(mode="positive", faults=["truncate"])}
-    )
-    variants = [
-        cfg.variants[0],
-        ServerVariant(name="clean", label="clean", overrides={"answer_key": {"faults": []}}),
-        ServerVariant(name="clean_again", label="clean again", repeat_of="clean"),
-    ]
-    gates = GateConfig(
-        max_error_findings=100,
-        non_inferiority_margin_pts={"gsm8k": 99.0, "ceval": 0.5},
-        max_mde_pts=1.0,
-    )
-    return _run_gsm8k_ceval(
-        cfg.model_copy(update={"server": server}), variants, gates, tmp_path_factory, "aa"
-    )
+def aa_run(paired_demo: PairedDemo) -> PairedDemo:
+    """The session's paired demo run: faults (truncate + HTTP 500 once), clean, clean_again, with the gates
+    ``non_inferiority_margin_pts`` {gsm8k: 99, ceval: 0.5}, ``max_mde_pts`` 1 (``helpers/paired_demo.py``)."""
+    return paired_demo
 
 
 def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFactory, name: str):
     """The demo config's GSM8K and C-Eval samples through these variants and gates."""
-    out = cfg.model_copy(
-        update={
-            "variants": variants,
-            "gates": gates,
-            "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")],
-        }
-    )
-    out._config_path = cfg.config_path
-    return run_variants(out, out=tmp_path_factory.mktemp(name) / "run")
+    return run_variants(gsm8k_ceval(cfg, variants, gates), out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:

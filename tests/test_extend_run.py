@@ -21,6 +21,8 @@ from evalpipe.errors import ConfigError
 from evalpipe.run import pipeline
 from evalpipe.selftest.controls import demo_config_path
 
+NOWHERE = "http://127.0.0.1:9"  # never asked: the refusal comes first
+
 
 def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
     cfg = load_config(demo_config_path())
@@ -85,12 +87,14 @@ def test_extend_sends_only_the_added_samples(tmp_path: Path) -> None:
 
 
 def test_extend_refuses_a_selection_that_does_not_contain_the_old_one(tmp_path: Path) -> None:
+    """The refusal reads only the old run's manifest.json: the sample stage writes it (as the run's first
+    stage does), and the refusal comes before any server is launched or asked."""
     small = _cfg(3, 1)
-    with ScriptedServer([], default=Rule("", "\\boxed{A}"), served_name=small.model.served_name) as srv:
-        _run(small, tmp_path / "small", srv)
-        other_seed = _cfg(6, 2).model_copy(update={"sampling_seed": 7})
-        other_seed._config_path = small.config_path
-        with pytest.raises(ConfigError) as err:
-            _run(other_seed, tmp_path / "grown", srv, extend=tmp_path / "small")
+    pipeline.sample_stage(small, dataset_root=None, out=tmp_path / "small", allow_drift=False)
+    other_seed = _cfg(6, 2).model_copy(update={"sampling_seed": 7})
+    other_seed._config_path = small.config_path
+    with pytest.raises(ConfigError) as err:
+        pipeline.run(other_seed, endpoint=NOWHERE, out=tmp_path / "grown", extend=tmp_path / "small")
     assert "does not contain the old one" in str(err.value)
     assert any("seed" in d for d in err.value.details)
+    assert not (tmp_path / "grown").exists()

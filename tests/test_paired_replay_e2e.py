@@ -1,6 +1,7 @@
 """End to end without GPUs: paired variants on the answer-key server, publish, replay, reproduce.
 
-A small slice of the demo (GSM8K + C-Eval, with the truncation and HTTP-500 faults) keeps it fast.
+A small slice of the demo (GSM8K + C-Eval, with the truncation and HTTP-500 faults) keeps it fast: the
+session's ``paired_demo`` run, shared with the A/A and speed tests.
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.paired_demo import PairedDemo
 from scipy.stats import binomtest
 
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.cli.main import main
-from evalpipe.config.loader import load_config
-from evalpipe.config.models import AnswerKeyConfig
-from evalpipe.run.variants import run_variants
 from evalpipe.selftest import bundled_data_dir
-from evalpipe.selftest.controls import demo_config_path, fault_targets
+from evalpipe.selftest.controls import fault_targets
 
 
 def _cli(args: list[str]) -> int:
@@ -34,30 +33,17 @@ def _cli(args: list[str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def small_cfg():
-    cfg = load_config(demo_config_path())
-    server = cfg.server.model_copy(
-        update={"answer_key": AnswerKeyConfig(mode="positive", faults=["truncate", "http_500_once"])}
-    )
-    out = cfg.model_copy(
-        update={"server": server, "benchmarks": [b for b in cfg.benchmarks if b.name in ("gsm8k", "ceval")]}
-    )
-    out._config_path = cfg.config_path
-    return out
-
-
-@pytest.fixture(scope="module")
-def paired(small_cfg, tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("paired") / "run"
-    return run_variants(small_cfg, out=root)
+def paired(paired_demo: PairedDemo) -> PairedDemo:
+    """The session's paired demo run (``helpers/paired_demo.py``): faults (truncate + HTTP 500 once), clean and
+    clean_again on one manifest; read-only (the bundle is published into its own directory)."""
+    return paired_demo
 
 
 def test_variants_share_the_manifest_and_compare_exactly(paired) -> None:
     root, results, compares = paired
-    assert set(results) == {"faults", "clean"}
-    assert (root.root / "faults" / "manifest.json").read_bytes() == (
-        root.root / "clean" / "manifest.json"
-    ).read_bytes()
+    assert set(results) == {"faults", "clean", "clean_again"}
+    manifests = {(root.root / v / "manifest.json").read_bytes() for v in results}
+    assert len(manifests) == 1 and manifests == {(root.root / "manifest.json").read_bytes()}
     for r in results.values():
         assert r.summary is not None and r.summary.server.verified
     cmp = json.loads(compares[0].read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,9 +20,10 @@ from evalpipe.report.sections.failures import failure_paragraph
 from evalpipe.report.sections.request_audit import request_paragraph
 
 
-@pytest.fixture
-def planted(tmp_path: Path) -> tuple[Path, Summary]:
-    rd = planted_faults_run(tmp_path / "run").write()
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Summary]:
+    """The planted-faults run, audited once for the module: read-only (a test that deletes copies it first)."""
+    rd = planted_faults_run(tmp_path_factory.mktemp("planted") / "run").write()
     return rd.root, audit_run(rd.root)
 
 
@@ -142,8 +144,9 @@ def test_plot_positions_follow_scores(tmp_path: Path) -> None:
     )
 
 
-def test_renderers_only_render_the_summary(planted: tuple[Path, Summary]) -> None:
-    root, s = planted
+def test_renderers_only_render_the_summary(planted: tuple[Path, Summary], tmp_path: Path) -> None:
+    root, s = tmp_path / "run", planted[1]
+    shutil.copytree(planted[0], root)
     written_md, written_html = (root / "report.md").read_text(), (root / "report.html").read_text()
     reloaded = Summary.model_validate_json((root / "summary.json").read_text())
     for p in root.iterdir():  # nothing else in the run directory is consulted

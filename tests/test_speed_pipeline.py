@@ -1,8 +1,9 @@
 """``evalpipe run`` with a ``speed:`` section, end to end without GPUs: the demo's paired variants on the
-answer-key server (C-Eval only, to keep it short), the speed client replaced by the stand-in
-(``tests/helpers/speed_client.py``).  Each variant's benchmark runs on its own server after its evaluation
-and before the server stops, ``speed_compare.json`` lands beside ``compare.json`` (first variant = test), and
-both variants' reports carry the "Serving speed" section with the paired ratio.
+answer-key server (the session's ``paired_demo`` run: GSM8K + C-Eval, shared with the A/A and replay tests),
+the speed client replaced by the stand-in (``tests/helpers/speed_client.py``).  Each variant's benchmark
+runs on its own server after its evaluation and before the server stops, ``speed_compare.json`` lands
+beside ``compare.json`` (first variant = test, against the control), and both variants' reports carry the
+"Serving speed" section with the paired ratio.
 
 The real client on the real engine: ``test_speed_real.py``; ``make demo-model`` runs the whole thing."""
 
@@ -12,43 +13,25 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from helpers.speed_client import StandInClient
+from helpers.paired_demo import PairedDemo
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.config.loader import load_config
-from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-from evalpipe.run.variants import run_variants
-from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
 from evalpipe.speed.model import SpeedArtifact
 
 
 @pytest.fixture(scope="module")
-def speed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    patch = pytest.MonkeyPatch()
-    patch.setattr(run, "make_client", lambda cfg, **_: StandInClient())
-    patch.setattr(run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
-    try:
-        cfg = load_config(demo_config_path())
-        speed = SpeedConfig(
-            workloads=[SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)], rounds=3
-        )
-        small = cfg.model_copy(
-            update={"benchmarks": [b for b in cfg.benchmarks if b.name == "ceval"], "speed": speed}
-        )
-        small._config_path = cfg.config_path
-        root = tmp_path_factory.mktemp("speed-pipeline") / "run"
-        run_variants(small, out=root)
-        return root
-    finally:
-        patch.undo()
+def speed_run(paired_demo: PairedDemo) -> Path:
+    """The session's paired demo run (``helpers/paired_demo.py``): its ``speed:`` section has one workload
+    (in 8, out 4, concurrency 1, 2 prompts) over 3 rounds, measured by the stand-in client."""
+    return paired_demo[0].root
 
 
 def test_each_variant_is_benchmarked_on_its_own_server_between_evaluation_and_stop(speed_run: Path) -> None:
-    for variant in ("faults", "clean"):
+    for variant in ("faults", "clean", "clean_again"):
         vdir = speed_run / variant
         artifact = read_model(vdir / run.SPEED_JSON, SpeedArtifact)
         launch = read_model(vdir / "server" / "launch.json", LaunchRecord)
