@@ -133,7 +133,7 @@ def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, n
 def run_evalpipe(config: Path, base: str, out: Path) -> tuple[float, dict[str, float]]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "evalpipe"), "run", str(config), "--endpoint", base, "--out", str(out)],
+        [str(Path(sys.executable).parent / "evalpipe"), "run", str(config), "--endpoint", base, "--out", str(out)],
         capture_output=True, text=True,
     )  # fmt: skip
     wall = time.perf_counter() - t0
