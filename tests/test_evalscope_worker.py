@@ -18,6 +18,7 @@ from evalscope_helpers import picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
 from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.protocol import Rendered
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
@@ -61,9 +62,9 @@ def materialized(
     return rundir, tasks
 
 
-def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, dict[str, Any]]:
-    """Each benchmark's ``rendered`` event from one worker started for ``tasks``; none is run."""
-    out: dict[str, dict[str, Any]] = {}
+def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, Rendered]:
+    """Each benchmark's ``Rendered`` event from one worker started for ``tasks``; none is run."""
+    out: dict[str, Rendered] = {}
     with WorkerProcess(rundir) as worker:
         worker.start(tasks, together=together)
         for name, _ in tasks:
@@ -73,8 +74,8 @@ def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, d
     return out
 
 
-def _prompts(event: dict[str, Any]) -> dict[tuple[str, int], str]:
-    return {(s["subset"], s["index"]): s["prompt_sha256"] for s in event["samples"]}
+def _prompts(event: Rendered) -> dict[tuple[str, int], str]:
+    return {(s.subset, s.index): s.prompt_sha256 for s in event.samples}
 
 
 def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(materialized) -> None:
@@ -90,9 +91,9 @@ def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(material
         assert _prompts(side_by_side[name]) == expected, name
         assert _prompts(in_turn[name]) == expected, name
     # one process served all three benchmarks, in each schedule; a worker per benchmark is three processes
-    assert len({e["pid"] for e in side_by_side.values()}) == 1
-    assert len({e["pid"] for e in in_turn.values()}) == 1
-    assert len({e["pid"] for e in alone.values()}) == 3
+    assert len({e.pid for e in side_by_side.values()}) == 1
+    assert len({e.pid for e in in_turn.values()}) == 1
+    assert len({e.pid for e in alone.values()}) == 3
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     assert len(re.findall(r"worker pid \d+", log)) == 3 + 1 + 1
     assert not list(rundir.hf_cache_dir.iterdir())  # each worker's private HF cache is gone with it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from evalpipe.evalscope_bridge.worker import GenerationTurns, PredictionCount, SideBySide
+from evalpipe.evalscope_bridge.scheduling import GenerationTurns, PredictionCount, SideBySide
 
 
 def _in_thread(fn) -> threading.Thread:  # type: ignore[no-untyped-def]
