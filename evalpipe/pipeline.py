@@ -276,6 +276,7 @@ def run(
     from evalpipe.clock import utc_now
     from evalpipe.evalscope_bridge.materialize import materialize
     from evalpipe.evalscope_bridge.outcomes import write_outcomes
+    from evalpipe.evalscope_bridge.runner import WorkerProcess
     from evalpipe.evalscope_bridge.stage import run_evalscope
     from evalpipe.evalscope_bridge.task import check_generation
     from evalpipe.io import write_model
@@ -309,7 +310,11 @@ def run(
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
 
+    # the EvalScope worker starts now: its EvalScope import overlaps the stages up to its own, which hands
+    # it its tasks; it is ended on every path (used or not)
+    worker = WorkerProcess(rd)
     try:
+        worker.spawn()
         # 2. every sampled prompt must fit the context (refuse, or drop with consent); then materialize
         #    exactly the sampled records, in manifest order
         with clock.stage("materialize"):
@@ -371,6 +376,7 @@ def run(
                         resume=resume is not None,
                         progress=progress,
                         extending=extension is not None,
+                        worker=worker,
                     )
                 proxy.flush()
             if cfg.speed is not None and speed_barrier is not None:  # the parent alternates the rounds
@@ -422,6 +428,8 @@ def run(
         from evalpipe.server.lifecycle import Terminated
 
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
+    finally:
+        worker.close()
 
 
 def _notice(progress: ProgressDisplay | None) -> Callable[[str], None]:

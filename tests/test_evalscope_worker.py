@@ -131,3 +131,58 @@ def test_a_failing_benchmark_ends_the_shared_worker_naming_it(
         os.killpg(int(pid), 0)  # nothing left in the worker's process group
     assert "Traceback" in log
     assert not list(rundir.hf_cache_dir.iterdir())
+
+
+def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_stage(
+    tmp_path: Path, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evalpipe run`` starts the worker once the run directory exists (its EvalScope import overlaps the
+    stages before the EvalScope stage); a run that fails before that stage stops it — nothing left in its
+    process group, its cache removed, the log saying it was never given a task."""
+    from evalpipe import pipeline
+    from evalpipe.errors import DataError
+    from evalpipe.evalscope_bridge import materialize as materialize_module
+    from evalpipe.process_group import group_alive
+
+    spawned: list[int] = []
+    spawn = WorkerProcess.spawn
+
+    def recording_spawn(self: WorkerProcess) -> None:
+        spawn(self)
+        assert self.pid is not None
+        spawned.append(self.pid)
+
+    def failing_materialize(*args: Any, **kwargs: Any) -> Any:
+        assert spawned and group_alive(spawned[0])  # started before the materialize stage, still running
+        raise DataError("materialize failed (test)")
+
+    monkeypatch.setattr(WorkerProcess, "spawn", recording_spawn)
+    monkeypatch.setattr(materialize_module, "materialize", failing_materialize)
+    cfg = run_config({"gsm8k": 1})
+    out = tmp_path / "run"
+    with pytest.raises(DataError, match="materialize failed"):
+        pipeline.run(cfg, endpoint="http://127.0.0.1:9", dataset_root=shared_datasets, out=out)
+    rundir = RunDir(out)
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"worker pid (\d+)", log) == [str(spawned[0])]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(spawned[0], 0)  # nothing left in the worker's process group
+    assert "the worker was stopped before it was given any task" in log
+    assert not list(rundir.hf_cache_dir.iterdir())
+
+
+def test_a_worker_given_no_task_exits_0_at_the_end_of_its_input(tmp_path: Path) -> None:
+    """The parent closing stdin before the spec (a run that ended before its EvalScope stage) ends the worker
+    at once with exit 0 once it has imported EvalScope — never a traceback or a wait."""
+    rundir = RunDir(tmp_path / "run")
+    rundir.root.mkdir()
+    worker = WorkerProcess(rundir)
+    try:
+        worker.spawn()
+        assert worker.proc is not None and worker.proc.stdin is not None
+        worker.proc.stdin.close()
+        assert worker.proc.wait(timeout=120) == 0
+    finally:
+        worker.close()
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in log and "stopped before it was given any task" in log

@@ -207,6 +207,10 @@ class WorkerProcess:
             self._channel.close()
             self._channel = None
         if self._log is not None:
+            if proc is not None and not self.benchmarks:  # an early start the run never reached
+                self._log.write(
+                    b"===== evalpipe: the worker was stopped before it was given any task =====\n"
+                )
             self._log.close()
             self._log = None
         if self._cache_dir is not None:
