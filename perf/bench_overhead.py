@@ -85,9 +85,9 @@ if __name__ == "__main__":
 """
 
 
-def start_server(tmp: Path, work: Workload) -> tuple[subprocess.Popen, str]:
+def start_server(tmp: Path, work: Workload, threads: int) -> tuple[subprocess.Popen, str]:
     args = ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", "f16",
-            "--ctx-size", str(work.ctx_size), "--parallel", str(work.concurrency), "--threads", "2",
+            "--ctx-size", str(work.ctx_size), "--parallel", str(work.concurrency), "--threads", str(threads),
             "--no-prompt-cache"]  # fmt: skip
     try:
         return spawn(args, tmp / "server.log")
@@ -202,6 +202,12 @@ def main() -> None:
         help=f"comma-separated subset of {','.join(BENCHES)} (leave out live_code_bench to compare without "
         "code review: EvalScope's own review runs two interpreters per program, evalpipe's sandbox one)",
     )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="llama.cpp threads (1 on a host shared with other work: its threads spin while they wait)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     args = ap.parse_args()
     load = WORKLOADS[args.workload]
@@ -211,7 +217,7 @@ def main() -> None:
     if unknown or not names:
         sys.exit(f"--benchmarks: unknown {unknown or 'empty'}; choose from {', '.join(BENCHES)}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
-    proc, base = start_server(tmp, load)
+    proc, base = start_server(tmp, load, args.threads)
     try:
         config = write_config(tmp, per_benchmark, load, args.schedule, names)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
