@@ -85,14 +85,30 @@ if __name__ == "__main__":
 """
 
 
-def start_server(tmp: Path, work: Workload) -> tuple[subprocess.Popen, str]:
+def start_server(tmp: Path, work: Workload, threads: int) -> tuple[subprocess.Popen, str]:
     args = ["--model", "smollm2", "--served-model-name", "smollm2", "--kv-cache-dtype", "f16",
-            "--ctx-size", str(work.ctx_size), "--parallel", str(work.concurrency), "--threads", "2",
+            "--ctx-size", str(work.ctx_size), "--parallel", str(work.concurrency), "--threads", str(threads),
             "--no-prompt-cache"]  # fmt: skip
     try:
         return spawn(args, tmp / "server.log")
     except RuntimeError as exc:
         sys.exit(str(exc))
+
+
+def start_scripted(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """An instant OpenAI-compatible server (``tests/scripted_server.py``): every answer the same short text,
+    so each side's wall time is its own fixed and per-request cost, with no generation to drown it."""
+    port_file = tmp / "port"
+    argv = [sys.executable, str(REPO / "tests" / "scripted_server.py"), "--answer", "The answer is \\boxed{1}.",
+            "--served-name", "smollm2", "--port-file", str(port_file)]  # fmt: skip
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not port_file.is_file():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"the scripted server did not start: see {tmp / 'server.log'}")
+        time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
 
 
 def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, names: list[str]) -> Path:
@@ -133,7 +149,7 @@ def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, n
 def run_evalpipe(config: Path, base: str, out: Path) -> tuple[float, dict[str, float]]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "evalpipe"), "run", str(config), "--endpoint", base, "--out", str(out)],
+        [str(Path(sys.executable).parent / "evalpipe"), "run", str(config), "--endpoint", base, "--out", str(out)],
         capture_output=True, text=True,
     )  # fmt: skip
     wall = time.perf_counter() - t0
@@ -202,6 +218,19 @@ def main() -> None:
         help=f"comma-separated subset of {','.join(BENCHES)} (leave out live_code_bench to compare without "
         "code review: EvalScope's own review runs two interpreters per program, evalpipe's sandbox one)",
     )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="llama.cpp threads (1 on a host shared with other work: its threads spin while they wait)",
+    )
+    ap.add_argument(
+        "--server",
+        choices=("llamacpp", "scripted"),
+        default="llamacpp",
+        help="scripted: an instant server answering every question alike — no generation, so the ratio and "
+        "the two sizes' fit show evalpipe's own fixed and per-request costs (steady on a loaded host)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     args = ap.parse_args()
     load = WORKLOADS[args.workload]
@@ -211,7 +240,7 @@ def main() -> None:
     if unknown or not names:
         sys.exit(f"--benchmarks: unknown {unknown or 'empty'}; choose from {', '.join(BENCHES)}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
-    proc, base = start_server(tmp, load)
+    proc, base = start_scripted(tmp) if args.server == "scripted" else start_server(tmp, load, args.threads)
     try:
         config = write_config(tmp, per_benchmark, load, args.schedule, names)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
@@ -243,7 +272,7 @@ def main() -> None:
         ep, bare = statistics.median(ep_walls), statistics.median(bare_walls)
         print(
             f"\nworkload {args.workload}, schedule {args.schedule}: {n} samples, concurrency {load.concurrency}, "
-            f"{args.rounds} interleaved rounds, one llama.cpp server ({load.concurrency} slots, prompt reuse off)"
+            f"{args.rounds} interleaved rounds, one {args.server} server ({load.concurrency} slots)"
         )
         print(f"evalpipe run   median {ep:7.1f} s  {[round(w, 1) for w in ep_walls]}")
         print(f"bare EvalScope median {bare:7.1f} s  {[round(w, 1) for w in bare_walls]}")

@@ -15,6 +15,7 @@ from scripted_server import Rule, ScriptedServer
 
 from evalpipe.errors import DataError
 from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.protocol import Finished, RenderedSample, Sample, Start
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed
 from evalpipe.evalscope_bridge.stage import RenderingChanged, run_evalscope
 
@@ -110,9 +111,15 @@ def test_check_rendering_names_missing_extra_and_foreign_samples() -> None:
                       question=f"question {i}")
         for i in range(3)
     ]  # fmt: skip
-    good = [{"subset": "s", "index": i, "user_text": f"Q: question {i}\nA:"} for i in range(3)]
+
+    def rendered(subset: str, index: int, user_text: str | None) -> RenderedSample:
+        return RenderedSample(
+            subset=subset, index=index, prompt_sha256="p", n_messages=1, user_text=user_text
+        )
+
+    good = [rendered("s", i, f"Q: question {i}\nA:") for i in range(3)]
     check_rendering("b", entries, good)
-    bad = [good[0], {"subset": "s", "index": 1, "user_text": "Q: question 2"}, {"subset": "t", "index": 0}]
+    bad = [good[0], rendered("s", 1, "Q: question 2"), rendered("t", 0, None)]
     with pytest.raises(DataError) as info:
         check_rendering("b", entries, bad)
     assert info.value.details == [
@@ -132,11 +139,11 @@ def test_progress_sink_drives_a_rich_task() -> None:
 
     progress = Progress(console=Console(file=io.StringIO()))
     sink = _ProgressSink(progress, "gsm8k", 5)
-    sink({"event": "start", "total": 5, "cached": 2})
-    sink({"event": "sample", "ok": True})
-    sink({"event": "sample", "ok": False})
+    sink(Start(benchmark="gsm8k", total=5, cached=2))
+    sink(Sample(benchmark="gsm8k", subset="main", index=0, ok=True))
+    sink(Sample(benchmark="gsm8k", subset="main", index=1, ok=False, phase="predict"))
     (task,) = progress.tasks
     assert (task.total, task.completed, sink.failed) == (5, 4, 1)
     assert "1 failed" in task.description
-    sink({"event": "finished"})
+    sink(Finished(benchmark="gsm8k", ran=True))
     assert progress.tasks[0].completed == 5

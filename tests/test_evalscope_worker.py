@@ -19,6 +19,7 @@ from scripted_server import Rule, ScriptedServer
 
 from evalpipe.artifacts import RunDir
 from evalpipe.evalscope_bridge.materialize import materialize
+from evalpipe.evalscope_bridge.protocol import Rendered
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
@@ -59,9 +60,9 @@ def materialized(
     return rundir, tasks
 
 
-def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, dict[str, Any]]:
-    """Each benchmark's ``rendered`` event from one worker started for ``tasks``; none is run."""
-    out: dict[str, dict[str, Any]] = {}
+def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, Rendered]:
+    """Each benchmark's ``Rendered`` event from one worker started for ``tasks``; none is run."""
+    out: dict[str, Rendered] = {}
     with WorkerProcess(rundir) as worker:
         worker.start(tasks, together=together)
         for name, _ in tasks:
@@ -71,8 +72,8 @@ def _render(rundir: RunDir, tasks: list[Task], *, together: bool) -> dict[str, d
     return out
 
 
-def _prompts(event: dict[str, Any]) -> dict[tuple[str, int], str]:
-    return {(s["subset"], s["index"]): s["prompt_sha256"] for s in event["samples"]}
+def _prompts(event: Rendered) -> dict[tuple[str, int], str]:
+    return {(s.subset, s.index): s.prompt_sha256 for s in event.samples}
 
 
 def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(materialized) -> None:
@@ -88,9 +89,9 @@ def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(material
         assert _prompts(side_by_side[name]) == expected, name
         assert _prompts(in_turn[name]) == expected, name
     # one process served all three benchmarks, in each schedule; a worker per benchmark is three processes
-    assert len({e["pid"] for e in side_by_side.values()}) == 1
-    assert len({e["pid"] for e in in_turn.values()}) == 1
-    assert len({e["pid"] for e in alone.values()}) == 3
+    assert len({e.pid for e in side_by_side.values()}) == 1
+    assert len({e.pid for e in in_turn.values()}) == 1
+    assert len({e.pid for e in alone.values()}) == 3
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     assert len(re.findall(r"worker pid \d+", log)) == 3 + 1 + 1
     assert not list(rundir.hf_cache_dir.iterdir())  # each worker's private HF cache is gone with it
@@ -128,3 +129,58 @@ def test_a_failing_benchmark_ends_the_shared_worker_naming_it(
         os.killpg(int(pid), 0)  # nothing left in the worker's process group
     assert "Traceback" in log
     assert not list(rundir.hf_cache_dir.iterdir())
+
+
+def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_stage(
+    tmp_path: Path, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evalpipe run`` starts the worker once the run directory exists (its EvalScope import overlaps the
+    stages before the EvalScope stage); a run that fails before that stage stops it — nothing left in its
+    process group, its cache removed, the log saying it was never given a task."""
+    from evalpipe.errors import DataError
+    from evalpipe.evalscope_bridge import materialize as materialize_module
+    from evalpipe.processes.group import group_alive
+    from evalpipe.run import pipeline
+
+    spawned: list[int] = []
+    spawn = WorkerProcess.spawn
+
+    def recording_spawn(self: WorkerProcess) -> None:
+        spawn(self)
+        assert self.pid is not None
+        spawned.append(self.pid)
+
+    def failing_materialize(*args: Any, **kwargs: Any) -> Any:
+        assert spawned and group_alive(spawned[0])  # started before the materialize stage, still running
+        raise DataError("materialize failed (test)")
+
+    monkeypatch.setattr(WorkerProcess, "spawn", recording_spawn)
+    monkeypatch.setattr(materialize_module, "materialize", failing_materialize)
+    cfg = run_config({"gsm8k": 1})
+    out = tmp_path / "run"
+    with pytest.raises(DataError, match="materialize failed"):
+        pipeline.run(cfg, endpoint="http://127.0.0.1:9", dataset_root=shared_datasets, out=out)
+    rundir = RunDir(out)
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert re.findall(r"worker pid (\d+)", log) == [str(spawned[0])]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(spawned[0], 0)  # nothing left in the worker's process group
+    assert "the worker was stopped before it was given any task" in log
+    assert not list(rundir.hf_cache_dir.iterdir())
+
+
+def test_a_worker_given_no_task_exits_0_at_the_end_of_its_input(tmp_path: Path) -> None:
+    """The parent closing stdin before the spec (a run that ended before its EvalScope stage) ends the worker
+    at once with exit 0 once it has imported EvalScope — never a traceback or a wait."""
+    rundir = RunDir(tmp_path / "run")
+    rundir.root.mkdir()
+    worker = WorkerProcess(rundir)
+    try:
+        worker.spawn()
+        assert worker.proc is not None and worker.proc.stdin is not None
+        worker.proc.stdin.close()
+        assert worker.proc.wait(timeout=120) == 0
+    finally:
+        worker.close()
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in log and "stopped before it was given any task" in log

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from evalpipe.evalscope_bridge.worker import GenerationTurns, PredictionCount, SideBySide
+from evalpipe.evalscope_bridge.scheduling import GenerationTurns, PredictionCount, SideBySide
 
 #: How long a call that must not block may take before the test fails (a bound, not a measurement: a
 #: passing call returns at once, a blocking one fails the test here instead of at the suite's timeout).

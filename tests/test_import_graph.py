@@ -34,7 +34,7 @@ UNREADABLE = "<unreadable>"
 NON_LITERAL_IMPORTS = {
     "evalpipe.benchmarks": "EVALPIPE_BENCHMARK_MODULES: benchmark modules outside evalpipe",
     "evalpipe.benchmarks.base": "Benchmark.meta.evalscope_module: the EvalScope adapter module a benchmark names",
-    "evalpipe.evalscope_bridge.worker": "Benchmark.meta.nltk_module: EvalScope's module holding the NLTK check",
+    "evalpipe.evalscope_bridge.patches": "Benchmark.meta.nltk_module: EvalScope's module holding the NLTK check",
 }
 
 

@@ -67,8 +67,8 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
         with WorkerProcess(rundir) as worker:
             worker.start([("gsm8k", task)])
             worker.rendered("gsm8k")
-            finished = worker.run("gsm8k", task)
-        assert finished["rerun_review"] is False  # EvalScope accepted its cache as is
+            ran = worker.run("gsm8k", task)
+        assert ran.finished.rerun_review is False  # EvalScope accepted its cache as is
         assert len(first.requests) == N  # ...and re-asked nothing: it trusted the index
         after = {e.index: e for e in index_map.for_benchmark("gsm8k")}
         reviews = {

@@ -1,7 +1,9 @@
 """Parent side of the EvalScope worker: start it, talk to it, show progress, always clean it up.
 
-One worker process serves every benchmark of the stage (one EvalScope import, not one per benchmark);
-its events name their benchmark and are routed to it by a reader thread, so the stage can wait on each
+One worker process serves every benchmark of the stage (one EvalScope import, not one per benchmark).
+The run spawns it when it starts (``spawn``), so that the import overlaps sampling, materialising,
+preflight and launch, and hands it to the stage, which gives it its tasks (``start``); the lines both ways
+are ``protocol``'s.  Its events name their benchmark and are routed to it by a reader thread, so the stage can wait on each
 benchmark from its own thread.  The worker (``evalpipe.evalscope_bridge.worker``) runs in its own
 session/process group with:
 
@@ -18,7 +20,6 @@ On any exit path (error, interrupt) the whole process group is terminated, then 
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import shutil
@@ -27,13 +28,27 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
+from evalpipe.evalscope_bridge.protocol import (
+    BenchmarkTask,
+    CacheIdentity,
+    ExitCommand,
+    Failed,
+    Finished,
+    Rendered,
+    RunCommand,
+    WorkerEvent,
+    WorkerSpec,
+    encode,
+    parse_event,
+)
 from evalpipe.processes.group import spawn, stop_group
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.
@@ -44,7 +59,15 @@ class EvalscopeFailed(EvalpipeError):
     """EvalScope could not run a benchmark (its traceback is in logs/evalscope.log)."""
 
 
-ProgressCallback = Callable[[dict[str, Any]], None]
+ProgressCallback = Callable[[WorkerEvent], None]
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How one benchmark's ``run`` ended: its ``Finished`` event, and on a resume its ``CacheIdentity``."""
+
+    finished: Finished
+    cache_identity: CacheIdentity | None = None
 
 
 def _package_root() -> str:
@@ -53,58 +76,49 @@ def _package_root() -> str:
     return str(Path(evalpipe.__file__).resolve().parents[1])
 
 
-#: What the reader thread hands a benchmark when the worker's channel ends (the process is gone).
-_GONE: dict[str, Any] = {"event": "_gone"}
+def _stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class WorkerProcess:
     """The EvalScope worker for the stage's benchmarks; use as a context manager.
 
-    ``start`` names every benchmark with its task; then, per benchmark, ``rendered`` → ``run`` (or
-    ``stop``), from any thread (one thread per benchmark when they run together); ``wait_exit`` once every
-    benchmark has finished.
+    ``spawn`` starts the process (it imports EvalScope, then waits: the run does this when it starts);
+    ``start`` names every benchmark with its task (spawning first if nobody did); then, per benchmark,
+    ``rendered`` → ``run`` (or ``stop``), from any thread (one thread per benchmark when they run together);
+    ``wait_exit`` once every benchmark has finished.  ``close`` ends the process on every path, used or not.
     """
 
-    def __init__(
-        self,
-        rundir: RunDir,
-        *,
-        api_key_env: str | None = None,
-        code_sandbox: SandboxRecord | None = None,
-    ) -> None:
+    def __init__(self, rundir: RunDir) -> None:
         self.rundir = rundir
-        self.api_key_env = api_key_env
-        self.code_sandbox = code_sandbox
         self.benchmarks: list[str] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self._channel: TextIO | None = None
+        #: The channel's write end as the worker numbers it (the spec tells the worker).
+        self._channel_fd: int | None = None
         self._cache_dir: str | None = None
         self._log: BinaryIO | None = None
-        self._events: dict[str, queue.SimpleQueue[dict[str, Any]]] = {}
+        self._spawned_at = ""
+        #: Per benchmark, its events in order; ``None`` once the channel has ended (the process is gone).
+        self._events: dict[str, queue.SimpleQueue[WorkerEvent | None]] = {}
+        #: Guards ``_events`` and ``_gone`` between ``start`` and the reader thread.
+        self._routes = threading.Lock()
+        self._gone = False
         self._reader: threading.Thread | None = None
         self._send_lock = threading.Lock()
-        #: The ``failed`` event, once the worker reported one: every benchmark waiting raises its error.
-        self._failure: dict[str, Any] | None = None
+        #: The ``Failed`` event, once the worker reported one: every benchmark waiting raises its error.
+        self._failure: Failed | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, tasks: Sequence[tuple[str, dict[str, Any]]], *, together: bool = False) -> None:
-        """Start the worker for ``tasks`` (benchmark, task), in the order they start: one after another,
-        or side by side (``together``)."""
-        from evalpipe.evalscope_bridge.worker import BenchmarkTask, WorkerSpec
-
-        self.benchmarks = [name for name, _ in tasks]
-        self._events = {name: queue.SimpleQueue() for name in self.benchmarks}
+    def spawn(self) -> None:
+        """Start the worker process; it imports EvalScope and waits for ``start``.  Idempotent."""
+        if self.proc is not None:
+            return
         self.rundir.logs_dir.mkdir(parents=True, exist_ok=True)
         self.rundir.hf_cache_dir.mkdir(parents=True, exist_ok=True)
         self._cache_dir = tempfile.mkdtemp(prefix="evalscope-", dir=self.rundir.hf_cache_dir)
         self._log = open(self.rundir.evalscope_log, "ab")
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        names = ", ".join(self.benchmarks)
-        how = "side by side" if together else "one after another"
-        self._log.write(
-            f"\n===== evalpipe: EvalScope worker for {names} ({how}) started {stamp} =====\n".encode()
-        )
-        self._log.flush()
+        self._spawned_at = _stamp()
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.update(
@@ -118,14 +132,6 @@ class WorkerProcess:
                 "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
             }
         )
-        spec = WorkerSpec(
-            benchmarks=[BenchmarkTask(benchmark=name, task=task) for name, task in tasks],
-            together=together,
-            api_key_env=self.api_key_env,
-            errors_log=str(self.rundir.evalscope_errors.resolve()),
-            channel_fd=write_fd,
-            code_sandbox=self.code_sandbox,
-        )
         try:
             self.proc = spawn(
                 [sys.executable, "-m", "evalpipe.evalscope_bridge.worker"],
@@ -138,14 +144,50 @@ class WorkerProcess:
             )
         finally:
             os.close(write_fd)  # the child holds the only write end: EOF means it is gone
+        self._channel_fd = write_fd
         self._log.write(
-            f"===== evalpipe: worker pid {self.proc.pid} (its own process group) =====\n".encode()
+            f"\n===== evalpipe: EvalScope worker started {self._spawned_at}: worker pid {self.proc.pid} "
+            "(its own process group) =====\n".encode()
         )
         self._log.flush()
         self._channel = os.fdopen(read_fd, "r", encoding="utf-8")
         self._reader = threading.Thread(target=self._route_events, name="evalscope-events", daemon=True)
         self._reader.start()
-        self._send(spec.model_dump())
+
+    def start(
+        self,
+        tasks: Sequence[tuple[str, dict[str, Any]]],
+        *,
+        together: bool = False,
+        api_key_env: str | None = None,
+        code_sandbox: SandboxRecord | None = None,
+    ) -> None:
+        """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
+        side (``together``); ``api_key_env`` names the variable holding the server's key."""
+        self.spawn()
+        assert self._log is not None and self._channel_fd is not None
+        with self._routes:  # before the spec is sent: every event the worker emits has its queue
+            self.benchmarks = [name for name, _ in tasks]
+            self._events = {name: queue.SimpleQueue() for name in self.benchmarks}
+            if self._gone:  # the worker ended while it waited for its tasks
+                for q in self._events.values():
+                    q.put(None)
+        names = ", ".join(self.benchmarks)
+        how = "side by side" if together else "one after another"
+        self._log.write(
+            f"===== evalpipe: EvalScope worker for {names} ({how}) started {self._spawned_at}, "
+            f"given its tasks {_stamp()} =====\n".encode()
+        )
+        self._log.flush()
+        spec = WorkerSpec(
+            benchmarks=[BenchmarkTask(benchmark=name, task=task) for name, task in tasks],
+            together=together,
+            api_key_env=api_key_env,
+            errors_log=str(self.rundir.evalscope_errors.resolve()),
+            channel_fd=self._channel_fd,
+            code_sandbox=code_sandbox,
+        )
+        self._send(spec, self.benchmarks[0] if self.benchmarks else "")
 
     def close(self) -> None:
         """Idempotent: end the worker's process group and release its pipes, log and cache."""
@@ -165,6 +207,10 @@ class WorkerProcess:
             self._channel.close()
             self._channel = None
         if self._log is not None:
+            if proc is not None and not self.benchmarks:  # an early start the run never reached
+                self._log.write(
+                    b"===== evalpipe: the worker was stopped before it was given any task =====\n"
+                )
             self._log.close()
             self._log = None
         if self._cache_dir is not None:
@@ -179,41 +225,43 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ protocol
     def _route_events(self) -> None:
-        """Reader thread: each event to the queue of the benchmark it names; at EOF, ``_GONE`` to all."""
+        """Reader thread: each event to the queue of the benchmark it names; at EOF, ``None`` to all."""
         assert self._channel is not None
         try:
             for line in self._channel:
-                event: dict[str, Any] = json.loads(line)
-                if event.get("event") == "failed" and self._failure is None:
+                event = parse_event(line)
+                if isinstance(event, Failed) and self._failure is None:
                     self._failure = event
-                target = self._events.get(event.get("benchmark", ""))
+                target = self._events.get(event.benchmark)
                 if target is not None:
                     target.put(event)
-        except (OSError, ValueError):  # the channel closed under us (close() during a read)
+        except (OSError, ValueError):  # the channel closed under us (close() during a read), or not a line
             pass
         finally:
-            for q in self._events.values():
-                q.put(_GONE)
+            with self._routes:
+                self._gone = True
+                for q in self._events.values():
+                    q.put(None)
 
-    def _send(self, obj: dict[str, Any]) -> None:
+    def _send(self, line: WorkerSpec | RunCommand | ExitCommand, benchmark: str) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         try:
             with self._send_lock:
-                self.proc.stdin.write((json.dumps(obj, ensure_ascii=False) + "\n").encode())
+                self.proc.stdin.write((encode(line) + "\n").encode())
                 self.proc.stdin.flush()
         except BrokenPipeError:
-            self._fail(str(obj.get("benchmark", "")), "the worker exited before it was told what to do")
+            self._fail(benchmark, "the worker exited before it was told what to do")
 
-    def _next_event(self, benchmark: str) -> dict[str, Any]:
+    def _next_event(self, benchmark: str) -> WorkerEvent:
         event = self._events[benchmark].get()
-        if event is _GONE:
-            self._events[benchmark].put(_GONE)  # a later call sees the end too
+        if event is None:
+            self._events[benchmark].put(None)  # a later call sees the end too
             self._fail(benchmark, "the worker exited unexpectedly")
-        if event.get("event") == "failed":
-            self._fail(benchmark, event.get("error") or "unknown error")
+        if isinstance(event, Failed):
+            self._fail(benchmark, event.error or "unknown error")
         return event
 
-    def _fail(self, benchmark: str, why: str) -> None:
+    def _fail(self, benchmark: str, why: str) -> NoReturn:
         proc = self.proc
         code = None
         if proc is not None:
@@ -223,10 +271,7 @@ class WorkerProcess:
                 code = None
         failure = self._failure
         if failure is not None:  # the benchmark that failed, whichever benchmark was waiting
-            benchmark, why = (
-                str(failure.get("benchmark") or benchmark),
-                failure.get("error") or "unknown error",
-            )
+            benchmark, why = failure.benchmark or benchmark, failure.error or "unknown error"
         raise EvalscopeFailed(
             f"EvalScope failed on {benchmark}: {why}",
             details=[
@@ -239,34 +284,31 @@ class WorkerProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def rendered(self, benchmark: str) -> dict[str, Any]:
-        """The ``rendered`` event of ``benchmark`` (blocks until the worker has imported and rendered it)."""
+    def rendered(self, benchmark: str) -> Rendered:
+        """The ``Rendered`` event of ``benchmark`` (blocks until the worker has imported and rendered it)."""
         event = self._next_event(benchmark)
-        if event.get("event") != "rendered":
-            self._fail(benchmark, f"unexpected first event {event.get('event')!r}")
+        if not isinstance(event, Rendered):
+            self._fail(benchmark, f"unexpected first event {event.event.value!r}")
         return event
 
-    def run(
-        self, benchmark: str, task: dict[str, Any], on_event: ProgressCallback | None = None
-    ) -> dict[str, Any]:
-        """Let the worker run ``benchmark``'s ``task``; returns its ``finished`` event (with
-        ``rerun_review``)."""
-        self._send({"benchmark": benchmark, "action": "run", "task": task})
-        info: dict[str, Any] = {}
+    def run(self, benchmark: str, task: dict[str, Any], on_event: ProgressCallback | None = None) -> Ran:
+        """Let the worker run ``benchmark``'s ``task``; returns how it ended (``Finished``, with
+        ``rerun_review``, and the ``CacheIdentity`` of a resume)."""
+        self._send(RunCommand(benchmark=benchmark, task=task), benchmark)
+        cache_identity: CacheIdentity | None = None
         while True:
             event = self._next_event(benchmark)
-            name = event.get("event")
-            if name == "cache_identity":
-                info["cache_identity"] = event
+            if isinstance(event, CacheIdentity):
+                cache_identity = event
             if on_event is not None:
                 on_event(event)
-            if name == "finished":
-                return {**event, **info}
+            if isinstance(event, Finished):
+                return Ran(event, cache_identity)
 
     def stop(self, benchmark: str) -> None:
         """Tell the worker not to run a rendered ``benchmark``."""
-        self._send({"benchmark": benchmark, "action": "exit"})
-        while self._next_event(benchmark).get("event") != "finished":
+        self._send(ExitCommand(benchmark=benchmark), benchmark)
+        while not isinstance(self._next_event(benchmark), Finished):
             pass
 
     def wait_exit(self) -> None:

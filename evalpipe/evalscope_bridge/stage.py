@@ -40,7 +40,8 @@ from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
-from evalpipe.evalscope_bridge.runner import WorkerProcess
+from evalpipe.evalscope_bridge.protocol import Finished, RenderedSample, Sample, Start, WorkerEvent
+from evalpipe.evalscope_bridge.runner import Ran, WorkerProcess
 from evalpipe.evalscope_bridge.task import (
     build_task,
     check_generation,
@@ -82,19 +83,19 @@ class StageResult:
     punkt_tab: bool = True
 
 
-def check_rendering(benchmark: str, entries: list[IndexMapEntry], samples: list[dict[str, Any]]) -> None:
+def check_rendering(benchmark: str, entries: list[IndexMapEntry], samples: list[RenderedSample]) -> None:
     """Every rendered sample must be the index map's entry at its (subset, index)."""
     expected = {(e.subset, e.index): e for e in entries}
     seen: set[tuple[str, int]] = set()
     problems: list[str] = []
     for s in samples:
-        key = (s["subset"], int(s["index"]))
+        key = (s.subset, s.index)
         entry = expected.get(key)
         if entry is None:
             problems.append(f"{key[0]}[{key[1]}]: EvalScope loaded a sample the index map does not have")
             continue
         seen.add(key)
-        if not contains_question(s.get("user_text"), entry.question):
+        if not contains_question(s.user_text, entry.question):
             problems.append(
                 f"{key[0]}[{key[1]}]: rendered prompt does not contain the question of {entry.source_id}"
             )
@@ -120,20 +121,20 @@ def _record_hashes(
     rundir: RunDir,
     benchmark: str,
     entries: list[IndexMapEntry],
-    samples: list[dict[str, Any]],
+    samples: list[RenderedSample],
     recorded: dict[tuple[str, str], PromptHashRecord],
     evalscope_version: str,
 ) -> None:
-    by_key = {(s["subset"], int(s["index"])): s for s in samples}
+    by_key = {(s.subset, s.index): s for s in samples}
     changed: list[str] = []
     new: list[PromptHashRecord] = []
     for e in entries:
         s = by_key[(e.subset, e.index)]
         prev = recorded.get((benchmark, e.source_id))
         if prev is not None:
-            if prev.prompt_sha256 != s["prompt_sha256"]:
+            if prev.prompt_sha256 != s.prompt_sha256:
                 changed.append(
-                    f"{e.subset}/{e.source_id}: recorded {prev.prompt_sha256[:12]}, now {s['prompt_sha256'][:12]}"
+                    f"{e.subset}/{e.source_id}: recorded {prev.prompt_sha256[:12]}, now {s.prompt_sha256[:12]}"
                 )
             continue
         rec = PromptHashRecord(
@@ -141,8 +142,8 @@ def _record_hashes(
             subset=e.subset,
             index=e.index,
             source_id=e.source_id,
-            prompt_sha256=s["prompt_sha256"],
-            n_messages=int(s["n_messages"]),
+            prompt_sha256=s.prompt_sha256,
+            n_messages=s.n_messages,
             recorded_at=_now(),
             evalscope_version=evalscope_version,
         )
@@ -171,19 +172,18 @@ class _ProgressSink:
         self.total = total
         self.task_id = progress.add_task(benchmark, total=total) if progress is not None else None
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        name = event.get("event")
-        if name == "sample" and not event.get("ok"):
+    def __call__(self, event: WorkerEvent) -> None:
+        if isinstance(event, Sample) and not event.ok:
             self.failed += 1
         if self.progress is None or self.task_id is None:
             return
-        if name == "start":
-            self.total = int(event.get("total") or self.total)
-            self.progress.update(self.task_id, total=self.total, completed=event.get("cached", 0))
-        elif name == "sample":
+        if isinstance(event, Start):
+            self.total = event.total or self.total
+            self.progress.update(self.task_id, total=self.total, completed=event.cached)
+        elif isinstance(event, Sample):
             desc = self.benchmark if not self.failed else f"{self.benchmark} [red]({self.failed} failed)[/]"
             self.progress.update(self.task_id, advance=1, description=desc)
-        elif name == "finished":
+        elif isinstance(event, Finished):
             self.progress.update(self.task_id, completed=self.total)
 
 
@@ -200,11 +200,14 @@ def run_evalscope(
     resume: bool = False,
     progress: ProgressDisplay | None = None,
     extending: bool = False,
+    worker: WorkerProcess | None = None,
 ) -> StageResult:
     """Run every materialized benchmark through EvalScope against ``api_url``.
 
     ``extending`` (``evalpipe run --extend``): the caches were seeded from another run's predictions
-    (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh."""
+    (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh.  ``worker``: one
+    the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
+    (without one it starts its own)."""
     from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 
     check_generation(cfg)
@@ -276,6 +279,7 @@ def run_evalscope(
         extending=extending,
         progress=progress,
         code_sandbox=code_sandbox,
+        worker=worker,
     )
     return result
 
@@ -304,9 +308,9 @@ def _prepare(
     name, entries, work_dir, task = plan
     stage = BenchmarkStage(benchmark=name, samples=len(entries))
     rendered = worker.rendered(name)
-    version = rendered.get("evalscope_version", "")
-    check_rendering(name, entries, rendered["samples"])
-    _record_hashes(rundir, name, entries, rendered["samples"], recorded, version)
+    version = rendered.evalscope_version
+    check_rendering(name, entries, rendered.samples)
+    _record_hashes(rundir, name, entries, rendered.samples, recorded, version)
     if resume or extending:
         repairs = _verify_cache(
             rundir, name, task["model_id"], work_dir, entries, recorded, task_repeats(task)
@@ -320,7 +324,7 @@ def _prepare(
         task=task,
         started_at=_now(),
         resumed=resume,
-        worker_pid=rendered.get("pid"),
+        worker_pid=rendered.pid,
     )
     _write_tasks(rundir, tasks, version, result.punkt_tab)
     return stage, version
@@ -329,16 +333,15 @@ def _prepare(
 def _finish(
     rundir: RunDir,
     stage: BenchmarkStage,
-    finished: dict[str, Any],
+    ran: Ran,
     failed: int,
     tasks: dict[str, EvalscopeTask],
     version: str,
     result: StageResult,
 ) -> None:
     stage.errors = failed
-    stage.rerun_review = bool(finished.get("rerun_review"))
-    ident = finished.get("cache_identity") or {}
-    stage.cache_identity_reason = ident.get("reason")
+    stage.rerun_review = ran.finished.rerun_review
+    stage.cache_identity_reason = ran.cache_identity.reason if ran.cache_identity is not None else None
     if stage.rerun_review:
         tasks[stage.benchmark] = tasks[stage.benchmark].model_copy(update={"rerun_review": True})
         _write_tasks(rundir, tasks, version, result.punkt_tab)
@@ -360,6 +363,7 @@ def _run_benchmarks(
     extending: bool,
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
+    worker: WorkerProcess | None = None,
 ) -> None:
     """Every benchmark in one worker, one thread each there and one reader thread each here.
 
@@ -385,11 +389,14 @@ def _run_benchmarks(
         pool = stack.enter_context(
             ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="evalscope")
         )
-        worker = stack.enter_context(
-            WorkerProcess(rundir, api_key_env=cfg.server.api_key_env, code_sandbox=code_sandbox)
+        worker = stack.enter_context(worker if worker is not None else WorkerProcess(rundir))
+        worker.start(
+            [(planned[i][0], planned[i][3]) for i in order],
+            together=together,
+            api_key_env=cfg.server.api_key_env,
+            code_sandbox=code_sandbox,
         )
-        worker.start([(planned[i][0], planned[i][3]) for i in order], together=together)
-        running: dict[Future[tuple[dict[str, Any], int]], tuple[BenchmarkStage, str]] = {}
+        running: dict[Future[tuple[Ran, int]], tuple[BenchmarkStage, str]] = {}
         for i in order:
             plan = planned[i]
             sink = _ProgressSink(progress, plan[0], len(plan[1]))
@@ -402,18 +409,18 @@ def _run_benchmarks(
         while pending:
             done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
             for fut in done:
-                finished, failed = fut.result()  # raises the worker's error: the stack ends the worker
+                ran, failed = fut.result()  # raises the worker's error: the stack ends the worker
                 stage, version = running[fut]
-                _finish(rundir, stage, finished, failed, tasks, version, result)
+                _finish(rundir, stage, ran, failed, tasks, version, result)
         worker.wait_exit()
     result.benchmarks.extend(stages[p[0]] for p in planned)
 
 
 def _run_benchmark(
     worker: WorkerProcess, benchmark: str, task: dict[str, Any], sink: _ProgressSink
-) -> tuple[dict[str, Any], int]:
-    finished = worker.run(benchmark, task, on_event=sink)
-    return finished, sink.failed
+) -> tuple[Ran, int]:
+    ran = worker.run(benchmark, task, on_event=sink)
+    return ran, sink.failed
 
 
 def _write_tasks(rundir: RunDir, tasks: dict[str, EvalscopeTask], version: str, punkt: bool) -> None:

@@ -36,6 +36,7 @@ from evalpipe.errors import ConfigError, RunInterrupted
 from evalpipe.evalscope_bridge.extend import seed_from_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
+from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.evalscope_bridge.stage import StageResult, run_evalscope
 from evalpipe.evalscope_bridge.task import check_generation
 from evalpipe.processes.signals import Terminated
@@ -135,7 +136,11 @@ def run(
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
 
+    # the EvalScope worker starts now: its EvalScope import overlaps the stages up to its own, which hands
+    # it its tasks; it is ended on every path (used or not)
+    worker = WorkerProcess(rd)
     try:
+        worker.spawn()
         # 2. every sampled prompt must fit the context (refuse, or drop with consent); then materialize
         #    exactly the sampled records, in manifest order
         with clock.stage("materialize"):
@@ -196,6 +201,7 @@ def run(
                         resume=resume is not None,
                         progress=progress,
                         extending=extension is not None,
+                        worker=worker,
                     )
                 proxy.flush()
             if cfg.speed is not None and speed_barrier is not None:  # the parent alternates the rounds
@@ -244,6 +250,8 @@ def run(
         )
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): say how to resume
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
+    finally:
+        worker.close()
 
 
 def _notice(progress: ProgressDisplay | None) -> Callable[[str], None]:

@@ -1,0 +1,265 @@
+"""What the EvalScope worker changes in EvalScope, and what it asks of it outside ``run_task``.
+
+Changes (each installed per benchmark, before its ``run_task``; read in EvalScope 1.14):
+
+* ``install_nltk_guard``: NLTK data is never downloaded (EvalScope would try at scoring time);
+* ``register_adapter``: an adapter EvalScope does not ship is registered by the module its benchmark names;
+* ``prepare_code_execution``: a benchmark that executes model-written code reviews in the run's sandbox;
+* ``install_evaluator``: an ``Evaluator`` subclass per benchmark that hands the adapter to the render gate
+  before any request, reports progress, and records each sample whose request or review raised
+  (EvalScope's ``ignore_errors`` only counts them).
+
+Questions: ``rendered_samples`` (a loaded dataset as the parent checks it), ``load_separately`` (the dataset
+outside ``run_task``, on a resume), ``cache_identity_problem`` (why EvalScope would refuse its own cache).
+``preload`` imports what every benchmark needs, so that a worker started early has it ready.
+
+The only worker code that names EvalScope's modules: when EvalScope upgrades, this file changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.evalscope_bridge.protocol import Channel, RenderedSample, Sample, Start
+from evalpipe.evalscope_bridge.scheduling import PredictionCount
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def preload() -> None:
+    """Import what every benchmark's ``run_task`` imports, whichever the benchmarks (seconds: EvalScope's own
+    import brings HF ``datasets``; its OpenAI client is imported at the first task)."""
+    import evalscope
+    import evalscope.evaluation_versioning
+    import evalscope.evaluator.evaluator
+    import evalscope.models.openai_compatible  # noqa: F401
+    from evalscope import TaskConfig, run_task  # noqa: F401
+
+
+def install_nltk_guard(benchmark: str) -> None:
+    """Replace EvalScope's "find or download" NLTK check by "find or fail"; forbid ``nltk.download``.
+
+    A missing resource then fails the one review that needs it (IFEval's ``match_score`` turns that
+    into an empty score, which the outcome table classifies as ``scoring_error``) instead of trying
+    the network in the middle of scoring.
+    """
+    from evalscope.utils import resource_utils
+
+    mirror_map = resource_utils.MIRROR_MAP
+
+    def find_or_fail(name: str) -> None:
+        import nltk
+
+        meta = mirror_map.get(name)
+        resource = meta["resource_path"] if meta else name
+        try:
+            nltk.data.find(resource)
+        except LookupError:
+            raise LookupError(
+                f"NLTK resource {name!r} is not installed and evalpipe does not download at run time "
+                f"(install it with `python -m nltk.downloader {name}` or point NLTK_DATA at a copy)"
+            ) from None
+
+    def refuse_download(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("evalpipe forbids NLTK downloads during a run")
+
+    resource_utils.check_nltk_data = find_or_fail
+    from evalpipe.benchmarks import find
+
+    spec = find(benchmark)
+    if spec is not None and spec.meta.nltk_module:  # only these import NLTK (slow to import otherwise)
+        import importlib
+
+        import nltk
+
+        nltk.download = refuse_download
+        nltk_user: Any = importlib.import_module(spec.meta.nltk_module)  # an (untyped) EvalScope module
+        nltk_user.check_nltk_data = find_or_fail
+
+
+def register_adapter(benchmark: str) -> None:
+    """Make sure EvalScope knows the benchmark's adapter (one EvalScope does not ship is registered by
+    the module the benchmark names)."""
+    from evalpipe.benchmarks import find
+
+    spec = find(benchmark)
+    if spec is not None:
+        spec.register_evalscope_adapter()
+
+
+def prepare_code_execution(benchmark: str, sandbox: SandboxRecord | None) -> None:
+    """A benchmark whose review executes model-written code gets the run's sandbox before EvalScope runs
+    (``Benchmark.prepare_review``); without one the worker refuses to run it — never unsandboxed by
+    accident."""
+    from evalpipe.benchmarks import find
+    from evalpipe.sandbox.preflight import launcher_for
+
+    spec = find(benchmark)
+    if spec is None or not spec.meta.executes_code:
+        return
+    if sandbox is None:
+        raise RuntimeError(f"{benchmark} executes model-written code and no code sandbox was resolved")
+    spec.prepare_review(launcher_for(sandbox))
+
+
+def rendered_samples(loaded: dict[str, Any], repeats: int) -> list[RenderedSample]:
+    """Every sample of a loaded dataset (subset → samples) as the parent checks it: position, prompt hash,
+    final user message (one per row: with ``repeats`` > 1 EvalScope loads each row that many times)."""
+    from evalpipe.hashing import message_text, prompt_sha256
+
+    samples = []
+    for subset, dataset in loaded.items():
+        for sample in dataset:
+            if repeats > 1:
+                # attempt copies of one row (id = position × repeats + attempt, group_id = position): the
+                # prompt is rendered once per row; every copy must be that row
+                if sample.group_id != sample.id // repeats:
+                    raise RuntimeError(
+                        f"{subset}[{sample.id}]: group_id {sample.group_id} is not id // {repeats}"
+                    )
+                if sample.id % repeats:
+                    continue
+            messages = [m.model_dump(mode="json", exclude_none=True) for m in sample.input]
+            users = [m for m in messages if m.get("role") == "user"]
+            samples.append(
+                RenderedSample(
+                    subset=subset,
+                    index=sample.id // repeats,
+                    prompt_sha256=prompt_sha256(messages),
+                    n_messages=len(messages),
+                    user_text=message_text(users[-1].get("content")) if users else None,
+                )
+            )
+    return samples
+
+
+def load_separately(task_kwargs: dict[str, Any], benchmark: str) -> dict[str, Any]:
+    """The dataset as the adapter loads it, outside ``run_task`` (resume only: see ``main``)."""
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig
+    from evalscope.utils.model_utils import seed_everything
+
+    task = TaskConfig(**task_kwargs)
+    if task.seed is not None:  # as run_task does before its own load
+        seed_everything(task.seed)
+    loaded: dict[str, Any] = get_benchmark(benchmark, task).load_dataset()
+    return loaded
+
+
+def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
+    """Why EvalScope would refuse its own cache (e.g. the api_url changed), or None.
+
+    evalpipe has verified every cached row itself, so a refusal for transport reasons is answered with
+    ``rerun_review=True``: predictions are reused, reviews recomputed.
+    """
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig, load_task_config_snapshot
+    from evalscope.evaluation_versioning import (
+        ResolvedBenchmarkSpec,
+        build_evaluation_identity,
+        validate_cached_evaluation_identity,
+    )
+
+    from evalpipe.evalscope_bridge.layout import task_snapshot
+
+    snapshot = load_task_config_snapshot(str(task_snapshot(task_kwargs["work_dir"])))
+    if snapshot is None:
+        return None
+    task = TaskConfig(**task_kwargs)
+    specs, versions = {}, {}
+    for name in task.datasets:
+        meta = get_benchmark(name, task).benchmark_meta
+        specs[name] = ResolvedBenchmarkSpec.from_meta(meta, task)
+        versions[name] = meta.evaluation_version
+    try:
+        validate_cached_evaluation_identity(snapshot, build_evaluation_identity(specs, versions, task), False)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+class ErrorsLog:
+    """``evalscope_errors.jsonl``, shared by every benchmark of the worker: one line per failed sample."""
+
+    def __init__(self, path: str) -> None:
+        from evalpipe.artifacts import JsonlAppender
+
+        self._log = JsonlAppender(Path(path))
+        self._lock = threading.Lock()
+
+    def append(self, record: BaseModel) -> None:
+        with self._lock:
+            self._log.append(record)
+            self._log.fsync()
+
+
+def install_evaluator(
+    benchmark: str,
+    channel: Channel,
+    errors: ErrorsLog,
+    on_adapter: Callable[[Any], None],
+    last_prediction: Callable[[], None] = lambda: None,
+) -> None:
+    """Register an Evaluator for ``benchmark`` that hands its adapter to ``on_adapter`` (the render gate:
+    its loaded samples are reported before any request), reports progress and per-sample errors, and calls
+    ``last_prediction`` once its last pending prediction has returned."""
+    from evalscope.api.registry import EVALUATOR_REGISTRY
+    from evalscope.evaluator.evaluator import DefaultEvaluator
+
+    from evalpipe.artifacts.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
+
+    # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
+    class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)
+        def __init__(self, benchmark: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(benchmark, *args, **kwargs)
+            on_adapter(benchmark)
+            self._predictions = PredictionCount(last_prediction)
+
+        def _collect_work_items(self, dataset_dict: Any) -> Any:
+            ctx = super()._collect_work_items(dataset_dict)
+            channel.emit(Start(benchmark=benchmark, total=ctx.grand_total, cached=ctx.total_cached))
+            self._predictions.expect(sum(1 for item in ctx.work_items if item.needs_predict))
+            return ctx
+
+        def _predict_sample(self, sample: Any, model_prediction_dir: str) -> Any:
+            try:  # EvalScope's retries happen inside: a return or a raise here is the sample's last request
+                return super()._predict_sample(sample, model_prediction_dir)
+            finally:
+                self._predictions.returned()
+
+        def _process_work_item(self, item: Any, model_prediction_dir: str) -> Any:
+            index = item.sample.id if item.sample is not None else item.task_state.sample_id
+            try:
+                result = super()._process_work_item(item, model_prediction_dir)
+            except Exception as exc:
+                phase: ErrorPhase = (
+                    "predict" if item.needs_predict and not item.prediction_persisted else "review"
+                )
+                errors.append(
+                    EvalscopeErrorRecord(
+                        benchmark=benchmark,
+                        subset=item.subset,
+                        index=int(index),
+                        phase=phase,
+                        error_type=type(exc).__name__,
+                        message=str(exc)[:2000],
+                        at=now(),
+                    )
+                )
+                channel.emit(
+                    Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=False, phase=phase)
+                )
+                raise
+            channel.emit(Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=True))
+            return result
+
+    EVALUATOR_REGISTRY[benchmark] = EvalpipeEvaluator
