@@ -138,7 +138,6 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
     stages before the EvalScope stage); a run that fails before that stage stops it — nothing left in its
     process group, its cache removed, the log saying it was never given a task."""
     from evalpipe.errors import DataError
-    from evalpipe.evalscope_bridge import materialize as materialize_module
     from evalpipe.processes.group import group_alive
     from evalpipe.run import pipeline
 
@@ -155,7 +154,7 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
         raise DataError("materialize failed (test)")
 
     monkeypatch.setattr(WorkerProcess, "spawn", recording_spawn)
-    monkeypatch.setattr(materialize_module, "materialize", failing_materialize)
+    monkeypatch.setattr(pipeline, "materialize", failing_materialize)  # the name the stage sequence calls
     cfg = run_config({"gsm8k": 1})
     out = tmp_path / "run"
     with pytest.raises(DataError, match="materialize failed"):
