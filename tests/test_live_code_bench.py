@@ -203,7 +203,8 @@ def forkserver_for_evalscopes_check() -> Iterator[None]:
     idle, over 5 s on a loaded host: most of the test's time).  Each program still runs in a fresh process
     of its own (``run_test``'s reliability guard disables the process it runs in) with the same arguments,
     so results and metadata are EvalScope's; only the start-up is shared, and it has no part in the
-    results (none of these programs comes near the 30 s limit).  The server is stopped on leaving."""
+    results (none of these programs comes near the 30 s limit).  The server is stopped on leaving and
+    its preload list restored."""
     import multiprocessing
     import multiprocessing.forkserver
     from types import SimpleNamespace
@@ -211,6 +212,8 @@ def forkserver_for_evalscopes_check() -> Iterator[None]:
     from evalscope.benchmarks.live_code_bench import evaluate_utils
 
     ctx = multiprocessing.get_context("forkserver")
+    server = multiprocessing.forkserver._forkserver
+    preload = list(server._preload_modules)
     ctx.set_forkserver_preload(
         [
             "evalscope.benchmarks.live_code_bench.evaluate_utils",
@@ -228,8 +231,9 @@ def forkserver_for_evalscopes_check() -> Iterator[None]:
             mp.setattr(evaluate_utils, "multiprocessing", SimpleNamespace(get_context=get_context))
             yield
     finally:
-        multiprocessing.forkserver._forkserver._stop()
-    assert set(methods) == {"spawn"}  # the one start method replaced, asked for on every check
+        server._stop()
+        server._preload_modules = preload  # as it was for the rest of the session
+    assert set(methods) == {"spawn"}  # EvalScope asked for spawn, and only spawn, which the server replaced
 
 
 @pytest.mark.slow
