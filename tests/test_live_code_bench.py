@@ -4,8 +4,11 @@ adapter, and the benchmark's own hooks as the outcome table calls them (no other
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,7 +195,49 @@ def _comparable(results: list, metadata: dict) -> tuple[list, dict]:
     return plain, {k: v for k, v in metadata.items() if k not in ("execution time", "sandbox")}
 
 
-@pytest.mark.timeout(900)  # 2 × 36 interpreter starts: ~1 min idle, several on a loaded 2-core host
+@contextmanager
+def forkserver_for_evalscopes_check() -> Iterator[None]:
+    """EvalScope's ``codegen_check_correctness`` unchanged, its two processes (a multiprocessing manager
+    and the process that runs ``_temp_run`` → ``testing_util.run_test``) forked from a server that has
+    EvalScope's test code imported, instead of ``spawn``-ed interpreters that import it again (~2 s each
+    idle, over 5 s on a loaded host: most of the test's time).  Each program still runs in a fresh process
+    of its own (``run_test``'s reliability guard disables the process it runs in) with the same arguments,
+    so results and metadata are EvalScope's; only the start-up is shared, and it has no part in the
+    results (none of these programs comes near the 30 s limit).  The server is stopped on leaving and
+    its preload list restored."""
+    import multiprocessing
+    import multiprocessing.forkserver
+    from types import SimpleNamespace
+
+    from evalscope.benchmarks.live_code_bench import evaluate_utils
+
+    ctx = multiprocessing.get_context("forkserver")
+    server = multiprocessing.forkserver._forkserver
+    preload = list(server._preload_modules)
+    ctx.set_forkserver_preload(
+        [
+            "evalscope.benchmarks.live_code_bench.evaluate_utils",
+            "evalscope.benchmarks.live_code_bench.testing_util",
+        ]
+    )
+    methods: list[str] = []
+
+    def get_context(method: str) -> Any:
+        methods.append(method)
+        return ctx
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(evaluate_utils, "multiprocessing", SimpleNamespace(get_context=get_context))
+            yield
+    finally:
+        server._stop()
+        server._preload_modules = preload  # as it was for the rest of the session
+    assert set(methods) == {"spawn"}  # EvalScope asked for spawn, and only spawn, which the server replaced
+
+
+# 36 sandboxed interpreter starts (EvalScope's side forks): ~30 s idle, minutes on a loaded 2-core host
+@pytest.mark.timeout(900)
 def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -200,7 +245,8 @@ def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item
     in the default sandbox) returns exactly what EvalScope's own ``codegen_check_correctness`` returns
     unsandboxed — results and metadata, apart from the wall-clock ``execution time`` — for every bundled
     LiveCodeBench item with its solution, a wrong answer and a runtime error; and it records its sandbox.
-    (``test_sandbox``'s same-results test covers EvalScope's test code in bwrap, unshare and none.)"""
+    (``test_sandbox``'s same-results test covers EvalScope's test code in bwrap, unshare and none.)
+    EvalScope's side starts its processes from a fork server (``forkserver_for_evalscopes_check``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from evalscope.benchmarks.live_code_bench import evaluate_utils
@@ -216,9 +262,10 @@ def test_the_sandboxed_review_gives_evalscopes_own_results_on_every_bundled_item
     monkeypatch.setattr(review, "_launcher", ProgramLauncher.for_sandbox(kind))
     jobs = bundled_review_jobs()
     with ThreadPoolExecutor(2) as pool:  # two at a time, as a review runs them concurrently
-        # EvalScope's own path with a 30 s limit: its global limit starts at the spawn of two interpreters,
+        # EvalScope's own path with a 30 s limit: its global limit starts before its two processes are up,
         # which a loaded host can use up (issue 13); none of these programs comes near any limit
-        expected = list(pool.map(lambda j: original(j[1], j[2], 30, debug=False), jobs))
+        with forkserver_for_evalscopes_check():
+            expected = list(pool.map(lambda j: original(j[1], j[2], 30, debug=False), jobs))
         boxed = list(pool.map(lambda j: review.check_correctness(j[1], j[2], 6, debug=False), jobs))
     passed = {j[0] for j, (results, _) in zip(jobs, expected, strict=True) if all(r is True for r in results)}
     assert passed == {j[0] for j in jobs if j[0].endswith("/correct")}

@@ -118,18 +118,46 @@ def test_answer_key_replies_score_with_math_verify(adapter: Any) -> None:
 
 
 def test_math_verify_accepts_the_answer_key_form_for_every_real_answer(
-    adapter: Any, shared_datasets: Path
+    adapter: Any, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bundled ten prove the path; the real 500 prove the form: every reference answer of the real
     file, in the answer key's reply form, is scored correct by the adapter's own Math-Verify scoring, so a
-    run against the answer-key server on the real data scores 1.0 (and a neighbour's answer scores 0)."""
+    run against the answer-key server on the real data scores 1.0 (and a neighbour's answer scores 0).
+
+    EvalScope runs each Math-Verify call (answer extraction, comparison) in a child forked from the scoring
+    process only to bound it by a deadline (``evalscope.metrics.math.isolation``: the child runs the same
+    function on the same arguments and sends back its result); forking this test process twice per answer
+    cost 1-2 minutes.  So the 500 are scored in this process, as EvalScope itself scores inside a daemonic
+    process (isolation off), and what the fork adds is checked apart: each answer's calls take well under
+    the deadline (CPU time, so a busy host does not count: none would be excluded as an execution failure
+    in a run), and the isolated path — the one a run takes — gives the same score and extracted answer on
+    a sample (the first two rows of each of the five levels) and scores the neighbour's answer 0."""
+    import time
+
+    from evalscope.metrics.math import parser
+
     from evalpipe.benchmarks.math_500 import response
 
     rows = _rows(shared_datasets / "math_500" / "test.jsonl")
     assert len(rows) == 500
-    rejected = [r["unique_id"] for r in rows if _score(adapter, r, response(r["answer"])).main_value != 1.0]
-    assert rejected == []
+    spread = [r for level in range(1, 6) for r in [x for x in rows if x["level"] == level][:2]]
+    isolated = [_score(adapter, r, response(r["answer"])) for r in spread]
     assert _score(adapter, rows[0], response(rows[1]["answer"])).main_value == 0.0
+
+    monkeypatch.setattr(parser, "isolation_available", lambda: False)
+    scores, cpu_s = {}, {}
+    for r in rows:
+        t0 = time.process_time()
+        scores[r["unique_id"]] = _score(adapter, r, response(r["answer"]))
+        cpu_s[r["unique_id"]] = time.process_time() - t0
+    rejected = [uid for uid, s in scores.items() if s.main_value != 1.0]
+    assert rejected == []
+    slowest = max(cpu_s, key=cpu_s.__getitem__)
+    assert cpu_s[slowest] < parser.MATH_DEADLINE_S / 10, (slowest, cpu_s[slowest])
+    in_process = [scores[r["unique_id"]] for r in spread]
+    assert [(s.value, s.extracted_prediction) for s in isolated] == [
+        (s.value, s.extracted_prediction) for s in in_process
+    ]
 
 
 # ---------------------------------------------------------------- end to end
