@@ -19,6 +19,7 @@ ends the stage.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import queue
@@ -26,7 +27,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -364,5 +365,21 @@ def _end_children() -> None:
             child.join(timeout=5)
 
 
+def leave(code: int) -> NoReturn:
+    """End the worker as a normal exit would, without tearing down the ~2,000 modules EvalScope's scoring
+    imported: the parent waits for this exit at the end of its EvalScope stage, and that teardown took
+    0.5-0.9 s of every run.  What a normal exit does that matters is done first — the other non-daemon
+    threads joined, the exit handlers run (multiprocessing's children and pools, logging, thread pools), the
+    standard streams flushed — then ``os._exit`` with the same code."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # the guard LiveCodeBench's spawned test processes rely on
-    sys.exit(main())
+    leave(main())
