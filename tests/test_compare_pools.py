@@ -11,21 +11,15 @@ from pathlib import Path
 
 import pytest
 from helpers.config import config_data, entry
+from helpers.scored_runs import one_stratum_manifest, write_scored_run
 from pydantic import ValidationError
 
-from evalpipe.artifacts import RunDir, write_jsonl_atomic, write_model
 from evalpipe.artifacts.schema.manifest import (
-    BenchmarkSampling,
-    DatasetIdentity,
     Manifest,
-    ManifestEntry,
-    StratumAllocation,
 )
-from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.audit.gates import paired_gates
 from evalpipe.compare import compare_runs
-from evalpipe.config.models import GateConfig, RunConfig, SamplingPlan, SequentialConfig
-from evalpipe.hashing import rank_key, sha256_hex
+from evalpipe.config.models import GateConfig, RunConfig, SequentialConfig
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.stats.paired import paired_difference
 
@@ -34,64 +28,15 @@ SIZES = {"aime25": 30, "aime26": 30, "gsm8k": 40}
 
 
 def _manifest() -> Manifest:
-    entries, blocks = [], []
-    for bench, n in SIZES.items():
-        ids = sorted((f"{bench}-{i}" for i in range(n)), key=lambda s, b=bench: rank_key(SEED, b, s))
-        entries += [
-            ManifestEntry(
-                benchmark=bench,
-                subset="default",
-                stratum="all",
-                source_id=sid,
-                record_sha256=sha256_hex(sid),
-                rank_key=rank_key(SEED, bench, sid),
-                stratum_population=n,
-                stratum_selected=n,
-                weight=1.0,
-            )
-            for sid in ids
-        ]
-        blocks.append(
-            BenchmarkSampling(
-                benchmark=bench,
-                subsets=["default"],
-                few_shot=0,
-                plan=SamplingPlan(total=n, allocation="uniform"),
-                plan_sha256="0" * 64,
-                dataset=DatasetIdentity(
-                    kind="local", eval_split="test", eval_records=n, fingerprint=bench * 8
-                ),
-                filtered_population=n,
-                strata=[StratumAllocation(stratum="all", population=n, allocated=n, selected=n)],
-                sample_size=n,
-            )
-        )
-    return Manifest(seed=SEED, benchmarks=blocks, entries=entries)
+    return one_stratum_manifest(
+        SEED, {bench: [f"{bench}-{i}" for i in range(n)] for bench, n in SIZES.items()}
+    )
 
 
 def _run(root: Path, manifest: Manifest, wrong: set[str]) -> Path:
-    root.mkdir(parents=True)
-    write_model(RunDir(root).manifest, manifest)
-    rows = [
-        OutcomeRow(
-            benchmark=e.benchmark,
-            subset=e.subset,
-            index=i,
-            source_id=e.source_id,
-            stratum=e.stratum,
-            prediction_present=True,
-            review_present=True,
-            n_predictions=1,
-            n_reviews=1,
-            prompt_sha256=sha256_hex(e.source_id),
-            output_tokens=500,
-            score=0.0 if e.source_id in wrong else 1.0,
-            failure_class="wrong" if e.source_id in wrong else "ok",
-        )
-        for i, e in enumerate(manifest.entries)
-    ]
-    write_jsonl_atomic(RunDir(root).outcomes, rows)
-    return root
+    return write_scored_run(
+        root, manifest, lambda e: e.source_id not in wrong, output_tokens=lambda e, ok: 500
+    )
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path, Manifest]:

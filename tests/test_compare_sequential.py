@@ -16,20 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.config import config_data
+from helpers.scored_runs import one_stratum_manifest, write_scored_run
 from pydantic import ValidationError
 
-from evalpipe.artifacts import RunDir, read_jsonl, write_jsonl_atomic, write_model
+from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.manifest import (
-    BenchmarkSampling,
-    DatasetIdentity,
     Manifest,
-    ManifestEntry,
-    StratumAllocation,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.compare import compare_runs
-from evalpipe.config.models import RunConfig, SamplingPlan, SequentialConfig
-from evalpipe.hashing import rank_key, sequence_key, sha256_hex
+from evalpipe.config.models import RunConfig, SequentialConfig
+from evalpipe.hashing import sequence_key
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.stats.sequential import sequential_decision
 
@@ -39,65 +36,19 @@ BENCH = "aime"
 
 
 def _manifest() -> Manifest:
-    ids = [f"q{i:03d}" for i in range(N)]
-    entries = [
-        ManifestEntry(
-            benchmark=BENCH,
-            subset="default",
-            stratum="all",
-            source_id=sid,
-            record_sha256=sha256_hex(sid),
-            rank_key=rank_key(SEED, BENCH, sid),
-            stratum_population=N,
-            stratum_selected=N,
-            weight=1.0,
-        )
-        for sid in sorted(ids, key=lambda s: rank_key(SEED, BENCH, s))
-    ]
-    sampling = BenchmarkSampling(
-        benchmark=BENCH,
-        subsets=["default"],
-        few_shot=0,
-        plan=SamplingPlan(total=N, allocation="uniform"),
-        plan_sha256="0" * 64,
-        dataset=DatasetIdentity(kind="local", eval_split="test", eval_records=N, fingerprint="f" * 64),
-        filtered_population=N,
-        strata=[StratumAllocation(stratum="all", population=N, allocated=N, selected=N)],
-        sample_size=N,
-    )
-    return Manifest(seed=SEED, benchmarks=[sampling], entries=entries)
+    return one_stratum_manifest(SEED, {BENCH: [f"q{i:03d}" for i in range(N)]})
 
 
 def _run(root: Path, manifest: Manifest, correct: set[str], *, shuffle: int | None = None) -> Path:
     """A run directory: the manifest and one outcome row per entry, 1000 output tokens when right and
     3000 when wrong (rows shuffled with ``shuffle`` as the seed: completion order is not manifest order)."""
-    rundir = RunDir(root)
-    root.mkdir(parents=True)
-    write_model(rundir.manifest, manifest)
-    rows = []
-    for i, e in enumerate(manifest.entries):
-        ok = e.source_id in correct
-        rows.append(
-            OutcomeRow(
-                benchmark=e.benchmark,
-                subset=e.subset,
-                index=i,
-                source_id=e.source_id,
-                stratum=e.stratum,
-                prediction_present=True,
-                review_present=True,
-                n_predictions=1,
-                n_reviews=1,
-                prompt_sha256=sha256_hex(e.source_id),
-                output_tokens=1000 if ok else 3000,
-                score=1.0 if ok else 0.0,
-                failure_class="ok" if ok else "wrong",
-            )
-        )
-    if shuffle is not None:
-        random.Random(shuffle).shuffle(rows)
-    write_jsonl_atomic(rundir.outcomes, rows)
-    return root
+    return write_scored_run(
+        root,
+        manifest,
+        lambda e: e.source_id in correct,
+        output_tokens=lambda e, ok: 1000 if ok else 3000,
+        shuffle=shuffle,
+    )
 
 
 def _regression_runs(tmp_path: Path, *, shuffle: int | None = None) -> tuple[Path, Path, list[str]]:

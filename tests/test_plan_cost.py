@@ -12,22 +12,17 @@ from pathlib import Path
 
 import pytest
 from helpers.config import entry, write_config
+from helpers.scored_runs import one_stratum_manifest, write_scored_run
 
-from evalpipe.artifacts import RunDir, read_jsonl, write_jsonl_atomic, write_model
+from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.manifest import (
-    BenchmarkSampling,
-    DatasetIdentity,
     Manifest,
-    ManifestEntry,
-    StratumAllocation,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks import benchmark
 from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
-from evalpipe.config.models import SamplingPlan
 from evalpipe.errors import DataError
-from evalpipe.hashing import rank_key, sha256_hex
 from evalpipe.samplers import mde_plan
 from evalpipe.samplers.mde_plan import PlanInput, plan_benchmark, token_cost
 from evalpipe.sources.load import load_benchmark
@@ -101,61 +96,16 @@ def test_module_population_matches_the_published_split(
 
 
 def _run_with_tokens(root: Path, n: int) -> tuple[Path, Manifest]:
-    ids = [f"p{i:02d}" for i in range(n)]
-    entries = [
-        ManifestEntry(
-            benchmark="aime26",
-            subset="default",
-            stratum="all",
-            source_id=sid,
-            record_sha256=sha256_hex(sid),
-            rank_key=rank_key(1, "aime26", sid),
-            stratum_population=n,
-            stratum_selected=n,
-            weight=1.0,
-        )
-        for sid in ids
-    ]
-    manifest = Manifest(
-        seed=1,
-        benchmarks=[
-            BenchmarkSampling(
-                benchmark="aime26",
-                subsets=["default"],
-                few_shot=0,
-                plan=SamplingPlan(total=n, allocation="uniform"),
-                plan_sha256="0" * 64,
-                dataset=DatasetIdentity(kind="hub", eval_split="test", eval_records=n, fingerprint="f" * 64),
-                filtered_population=n,
-                strata=[StratumAllocation(stratum="all", population=n, allocated=n, selected=n)],
-                sample_size=n,
-            )
-        ],
-        entries=entries,
-    )
-    root.mkdir(parents=True)
-    write_model(RunDir(root).manifest, manifest)
+    manifest = one_stratum_manifest(1, {"aime26": [f"p{i:02d}" for i in range(n)]}, kind="hub")
     rng = random.Random(2)
-    rows = [
-        OutcomeRow(
-            benchmark="aime26",
-            subset="default",
-            index=i,
-            source_id=sid,
-            stratum="all",
-            prediction_present=True,
-            review_present=True,
-            n_predictions=1,
-            n_reviews=1,
-            input_tokens=200,
-            output_tokens=rng.choice([10000, 20000]),
-            reasoning_tokens=9000,
-            score=1.0,
-            failure_class="ok",
-        )
-        for i, sid in enumerate(ids)
-    ]
-    write_jsonl_atomic(RunDir(root).outcomes, rows)
+    write_scored_run(
+        root,
+        manifest,
+        lambda e: True,
+        output_tokens=lambda e, ok: rng.choice([10000, 20000]),
+        input_tokens=200,
+        reasoning_tokens=9000,
+    )
     return root, manifest
 
 
