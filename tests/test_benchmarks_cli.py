@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_lists_every_registered_benchmark_with_its_facts() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "benchmarks", "--json"],
+        [sys.executable, "-m", "evalpipe.cli.entry", "benchmarks", "--json"],
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -33,7 +33,7 @@ def test_lists_every_registered_benchmark_with_its_facts() -> None:
 
 def test_table_names_each_benchmark() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "benchmarks"],
+        [sys.executable, "-m", "evalpipe.cli.entry", "benchmarks"],
         capture_output=True, text=True, timeout=120, cwd=REPO, env={"COLUMNS": "250", "PATH": ""},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

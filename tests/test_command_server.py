@@ -208,7 +208,7 @@ def test_cli_bad_server_is_one_line_with_its_exit_code(
         output_root=str(tmp_path / "results"),
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "run", str(path)],
+        [sys.executable, "-m", "evalpipe.cli.entry", "run", str(path)],
         capture_output=True,
         text=True,
         timeout=120,

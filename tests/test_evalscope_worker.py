@@ -97,6 +97,53 @@ def test_one_worker_renders_every_prompt_as_a_worker_per_benchmark_does(material
     assert not list(rundir.hf_cache_dir.iterdir())  # each worker's private HF cache is gone with it
 
 
+def test_a_worker_started_before_the_run_directory_moves_into_it(materialized) -> None:
+    """``evalpipe run`` starts its worker before the config is read (``prestart``): the first
+    ``WorkerProcess`` takes it over, and once given its tasks it works from the run directory, writes to the
+    run's EvalScope log (its import output first), renders the same prompts, and leaves no temporary home."""
+    from evalpipe.evalscope_bridge import prestart as early
+
+    rundir, tasks = materialized
+    early.prestart()
+    home = early._prestarted.home if early._prestarted is not None else None
+    assert home is not None and home.is_dir()
+    with open(home / "import.log", "a", encoding="utf-8") as log:  # as its import would
+        log.write("planted import line\n")
+    rendered: dict[str, Rendered] = {}
+    with WorkerProcess(rundir) as worker:
+        worker.start(tasks, together=False)
+        assert early._prestarted is None  # taken over: a second worker would start afresh
+        for name, _ in tasks:
+            rendered[name] = worker.rendered(name)
+            pid = rendered[name].pid
+            assert pid == worker.pid
+            assert Path(os.readlink(f"/proc/{pid}/cwd")) == rundir.root.resolve()
+            for fd in (1, 2):
+                assert Path(os.readlink(f"/proc/{pid}/fd/{fd}")) == rundir.evalscope_log.resolve()
+            worker.stop(name)
+        worker.wait_exit()
+    assert not home.exists()
+    log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
+    moved = log.rindex("before this run directory existed")
+    assert log.index("planted import line", moved) > moved
+    alone = _render(rundir, tasks, together=False)
+    assert {n: _prompts(e) for n, e in rendered.items()} == {n: _prompts(e) for n, e in alone.items()}
+
+
+def test_a_prestarted_worker_nobody_takes_is_ended_with_its_home() -> None:
+    """A refused config, variants at once: the early worker is ended and its home removed."""
+    from evalpipe.evalscope_bridge import prestart as early
+
+    early.prestart()
+    assert early._prestarted is not None
+    proc, home = early._prestarted.proc, early._prestarted.home
+    early.discard_prestarted()
+    assert proc.poll() is not None and not home.exists()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
+    early.discard_prestarted()  # idempotent
+
+
 @pytest.mark.parametrize("schedule", ["pipelined", "sequential"])
 def test_a_failing_benchmark_ends_the_shared_worker_naming_it(
     tmp_path: Path, shared_datasets: Path, schedule: str

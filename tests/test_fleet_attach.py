@@ -134,7 +134,7 @@ def _run(
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "run", str(path), "--out", str(out), *extra],
+        [sys.executable, "-m", "evalpipe.cli.entry", "run", str(path), "--out", str(out), *extra],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert not (out / "requests.jsonl").exists(), "a request was sent"

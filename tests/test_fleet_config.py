@@ -180,7 +180,7 @@ def test_the_fleet_config_validates_and_prints_its_router_command() -> None:
     )  # every worker: glm-fp8's server
     for cmd in (["config", "validate", str(path)], ["server", "command", str(path)]):
         out = subprocess.run(
-            [sys.executable, "-m", "evalpipe.cli.main", *cmd], capture_output=True, text=True
+            [sys.executable, "-m", "evalpipe.cli.entry", *cmd], capture_output=True, text=True
         )
         assert out.returncode == 0, out.stderr
     assert "sglang_router.launch_router" in out.stdout and "http://gpu-node-b:30000" in out.stdout

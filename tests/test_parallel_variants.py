@@ -61,7 +61,7 @@ def _config(tmp: Path) -> Path:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "evalpipe.cli.main", *args]
+    return [sys.executable, "-m", "evalpipe.cli.entry", *args]
 
 
 def _launches(out: Path) -> list[LaunchRecord]:

@@ -167,7 +167,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("real")
     out = tmp / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "run", str(_config(tmp)), "--out", str(out)],
+        [sys.executable, "-m", "evalpipe.cli.entry", "run", str(_config(tmp)), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=900,

@@ -85,7 +85,7 @@ def test_own_mcq_file_scores_as_bare_evalscope_on_the_same_file(tmp_path: Path) 
     own = _write_set(tmp_path / "my_mcq_set")
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "evalpipe.cli.main", "run", str(_config(tmp_path, own)), "--out", str(out)],
+        [sys.executable, "-m", "evalpipe.cli.entry", "run", str(_config(tmp_path, own)), "--out", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -21,7 +21,7 @@ from helpers.server_process import SCRIPTED_SERVER, ServerProcess
 from evalpipe.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
-EVALPIPE = [sys.executable, "-m", "evalpipe.cli.main"]
+EVALPIPE = [sys.executable, "-m", "evalpipe.cli.entry"]
 SERVER = Path(SCRIPTED_SERVER[1])
 
 

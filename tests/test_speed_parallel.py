@@ -238,7 +238,7 @@ def test_a_variant_whose_server_dies_releases_the_other(
         },
     )
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "evalpipe.cli.main", "run", str(config), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "evalpipe.cli.entry", "run", str(config), "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -5,10 +5,7 @@ Heavy imports (EvalScope, SGLang, pandas) happen inside command functions so ``-
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
-from typing import NoReturn
 
 import typer
 
@@ -107,31 +104,5 @@ def _interrupt_code(exc: BaseException | None) -> ExitCode:
     return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED
 
 
-def entry() -> NoReturn:
-    """The ``evalpipe`` console script (and ``python -m evalpipe.cli.main``): ``main``, then the process ends
-    without the interpreter's teardown.
-
-    When ``main`` returns or exits, every artifact is written (atomic writes, fsync), every child process group
-    stopped and every thread joined.  What would remain is Python tearing down the ~2,000 modules a run imports
-    (EvalScope's scoring stack, pandas, scipy): 0.3-0.4 s per ``evalpipe run``, about 2 % of a short
-    evaluation (``perf/bench_overhead.py``).  So the exit handlers run, the standard streams are flushed, and
-    ``os._exit`` ends the process with the same code.  An uncaught exception (a bug) takes the normal path,
-    traceback included; a non-numeric ``SystemExit`` too."""
-    try:
-        code: str | int | None = main()
-    except SystemExit as exc:
-        code = exc.code
-    if isinstance(code, str):
-        sys.exit(code)  # a message: Python prints it and exits 1, as it would have
-    status = code or 0
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`evalpipe … | head`): nothing more can reach it
-            status = status or 1
-    os._exit(status)
-
-
-if __name__ == "__main__":
-    entry()
+if __name__ == "__main__":  # the console script is ``cli.entry`` (``python -m evalpipe.cli.entry``)
+    sys.exit(main())

@@ -69,12 +69,15 @@ def run(
     the first is compared with the others.
     """
     from evalpipe.errors import RunStopped
+    from evalpipe.evalscope_bridge.prestart import discard_prestarted
 
-    cfg, progress_factory = _setup(config)
     if extend is not None and resume is not None:
         from evalpipe.errors import ConfigError
 
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
+    cfg, progress_factory = _setup(config)
+    if cfg.parallel_variants and endpoint is None:  # variants at once: each variant's process starts its own
+        discard_prestarted()
     try:
         with sigterm_interrupts(), progress_factory() as progress:
             if cfg.variants and endpoint is None:
@@ -96,6 +99,8 @@ def run(
     except RunStopped as exc:
         exc.resume_command = resume_command(config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root)
         raise
+    finally:
+        discard_prestarted()
     finish(result)
 
 

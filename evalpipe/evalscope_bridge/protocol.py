@@ -59,6 +59,16 @@ class BenchmarkTask(_Line):
     task: dict[str, Any]
 
 
+class WorkerHome(_Line):
+    """Where a worker started before its run directory existed (``runner.prestart``) moves once it gets its
+    tasks: its import output (``early_log``) is appended to ``log``, which then takes its stdout and stderr,
+    and ``cwd`` becomes its working directory."""
+
+    cwd: str
+    log: str
+    early_log: str
+
+
 class WorkerSpec(_Line):
     #: In the order they start (the parent lists the largest expected cost first).
     benchmarks: list[BenchmarkTask]
@@ -70,6 +80,8 @@ class WorkerSpec(_Line):
     channel_fd: int
     #: The run's code sandbox (``code_sandbox.json``): required when a benchmark executes model code.
     code_sandbox: SandboxRecord | None = None
+    #: Set for a worker started before the run directory existed; ``None`` when it started in it.
+    home: WorkerHome | None = None
 
 
 # ---------------------------------------------------------------------------------------------- events

@@ -24,18 +24,22 @@ import os
 import queue
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TextIO
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
+from evalpipe.evalscope_bridge.prestart import (
+    WORKER_GRACE_S,
+    Prestarted,
+    launch,
+    stamp,
+    take_prestarted,
+)
 from evalpipe.evalscope_bridge.protocol import (
     BenchmarkTask,
     CacheIdentity,
@@ -45,14 +49,12 @@ from evalpipe.evalscope_bridge.protocol import (
     Rendered,
     RunCommand,
     WorkerEvent,
+    WorkerHome,
     WorkerSpec,
     encode,
     parse_event,
 )
-from evalpipe.processes.group import spawn, stop_group
-
-#: Seconds the worker gets to exit after SIGTERM before its process group is killed.
-WORKER_GRACE_S = 10.0
+from evalpipe.processes.group import stop_group
 
 
 class EvalscopeFailed(EvalpipeError):
@@ -68,16 +70,6 @@ class Ran:
 
     finished: Finished
     cache_identity: CacheIdentity | None = None
-
-
-def _package_root() -> str:
-    import evalpipe
-
-    return str(Path(evalpipe.__file__).resolve().parents[1])
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class WorkerProcess:
@@ -108,47 +100,39 @@ class WorkerProcess:
         self._send_lock = threading.Lock()
         #: The ``Failed`` event, once the worker reported one: every benchmark waiting raises its error.
         self._failure: Failed | None = None
+        #: The worker taken over from ``prestart`` (its temporary home is removed by ``close``).
+        self._early: Prestarted | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def spawn(self) -> None:
-        """Start the worker process; it imports EvalScope and waits for ``start``.  Idempotent."""
+        """Start the worker process; it imports EvalScope and waits for ``start``.  Idempotent.
+
+        A worker this process started early (``prestart``) is taken over instead of starting another: its
+        import is then already under way or done."""
         if self.proc is not None:
             return
         self.rundir.logs_dir.mkdir(parents=True, exist_ok=True)
-        self.rundir.hf_cache_dir.mkdir(parents=True, exist_ok=True)
-        self._cache_dir = tempfile.mkdtemp(prefix="evalscope-", dir=self.rundir.hf_cache_dir)
         self._log = open(self.rundir.evalscope_log, "ab")
-        self._spawned_at = _stamp()
-        read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(
-            {
-                "NO_COLOR": "1",
-                "PYTHONUNBUFFERED": "1",
-                "HF_DATASETS_CACHE": self._cache_dir,
-                "HF_DATASETS_OFFLINE": "1",
-                "HF_HUB_OFFLINE": "1",
-                "TOKENIZERS_PARALLELISM": "false",
-                "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
-            }
-        )
-        try:
-            self.proc = spawn(
-                [sys.executable, "-m", "evalpipe.evalscope_bridge.worker"],
-                stdin=subprocess.PIPE,
-                stdout=self._log,
-                stderr=self._log,
-                pass_fds=(write_fd,),
-                env=env,
-                cwd=str(self.rundir.root.resolve()),
+        early = take_prestarted()
+        if early is not None:
+            self.proc, self._spawned_at, self._early = early.proc, early.spawned_at, early
+            self._channel_fd, read_fd = early.channel_fd, early.read_fd
+            self._log.write(
+                f"\n===== evalpipe: EvalScope worker started {self._spawned_at}, before this run directory "
+                f"existed: worker pid {self.proc.pid} (its own process group); its import output follows "
+                "once it is given its tasks =====\n".encode()
             )
-        finally:
-            os.close(write_fd)  # the child holds the only write end: EOF means it is gone
-        self._channel_fd = write_fd
-        self._log.write(
-            f"\n===== evalpipe: EvalScope worker started {self._spawned_at}: worker pid {self.proc.pid} "
-            "(its own process group) =====\n".encode()
-        )
+        else:
+            self.rundir.hf_cache_dir.mkdir(parents=True, exist_ok=True)
+            self._cache_dir = tempfile.mkdtemp(prefix="evalscope-", dir=self.rundir.hf_cache_dir)
+            self._spawned_at = stamp()
+            self.proc, self._channel_fd, read_fd = launch(
+                self._cache_dir, cwd=str(self.rundir.root.resolve()), log=self._log
+            )
+            self._log.write(
+                f"\n===== evalpipe: EvalScope worker started {self._spawned_at}: worker pid {self.proc.pid} "
+                "(its own process group) =====\n".encode()
+            )
         self._log.flush()
         self._channel = os.fdopen(read_fd, "r", encoding="utf-8")
         self._reader = threading.Thread(target=self._route_events, name="evalscope-events", daemon=True)
@@ -176,7 +160,7 @@ class WorkerProcess:
         how = "side by side" if together else "one after another"
         self._log.write(
             f"===== evalpipe: EvalScope worker for {names} ({how}) started {self._spawned_at}, "
-            f"given its tasks {_stamp()} =====\n".encode()
+            f"given its tasks {stamp()} =====\n".encode()
         )
         self._log.flush()
         spec = WorkerSpec(
@@ -186,6 +170,13 @@ class WorkerProcess:
             errors_log=str(self.rundir.evalscope_errors.resolve()),
             channel_fd=self._channel_fd,
             code_sandbox=code_sandbox,
+            home=None
+            if self._early is None
+            else WorkerHome(
+                cwd=str(self.rundir.root.resolve()),
+                log=str(self.rundir.evalscope_log.resolve()),
+                early_log=str(self._early.log_path),
+            ),
         )
         self._send(spec, self.benchmarks[0] if self.benchmarks else "")
 
@@ -216,6 +207,9 @@ class WorkerProcess:
         if self._cache_dir is not None:
             shutil.rmtree(self._cache_dir, ignore_errors=True)
             self._cache_dir = None
+        early, self._early = self._early, None
+        if early is not None:
+            shutil.rmtree(early.home, ignore_errors=True)
 
     def __enter__(self) -> WorkerProcess:
         return self

@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import os
 import queue
+import shutil
 import sys
 import threading
 import traceback
@@ -53,6 +54,7 @@ from evalpipe.evalscope_bridge.protocol import (
     Finished,
     Rendered,
     RunCommand,
+    WorkerHome,
     WorkerSpec,
     parse_command,
 )
@@ -323,6 +325,8 @@ def main() -> int:
     if not first.strip():  # the run ended before its EvalScope stage: nothing to do
         return 0
     spec = WorkerSpec.model_validate_json(first)
+    if spec.home is not None:
+        move_home(spec.home)
     channel = Channel(spec.channel_fd)
     failed: Failed | None = None
     try:
@@ -353,6 +357,21 @@ def main() -> int:
             _end_children()
             sys.stderr.flush()
             os._exit(1)
+
+
+def move_home(home: WorkerHome) -> None:
+    """A worker started before its run directory existed moves into it: what its import wrote so far is
+    appended to the run's EvalScope log, which then takes stdout and stderr (file descriptors 1 and 2, so
+    EvalScope's logging handlers, tqdm and tracebacks follow), and the run directory becomes the working
+    directory.  Nothing else runs yet (the spec is the first line), so no line is lost or reordered."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    with open(home.log, "ab") as log, open(home.early_log, "rb") as early:
+        shutil.copyfileobj(early, log)
+        log.flush()
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    os.chdir(home.cwd)
 
 
 def _end_children() -> None:

@@ -121,6 +121,12 @@ def watch_server(
     watcher.start()
     try:
         yield
+        with lock:  # no signal after this: a death the last poll did not see is found here
+            done.set()
+        gone = [(p, log) for p, log in watched if p.poll() is not None]
+        if gone:  # it died in the last poll interval (the evaluation's requests failed fast against it)
+            dead.extend(gone)
+            raise _ServerGone()
     except _ServerGone:
         proc, log = dead[0]
         code = proc.poll()

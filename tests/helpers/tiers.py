@@ -66,6 +66,7 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.fleet.launcher.RouterProcess": "the router",
     # the EvalScope worker and everything that runs it
     "evalpipe.evalscope_bridge.runner.WorkerProcess": "the EvalScope worker",
+    "evalpipe.evalscope_bridge.prestart.prestart": "the EvalScope worker, started before the run",
     "evalpipe.evalscope_bridge.stage.run_evalscope": "the EvalScope worker",
     "evalpipe.run.pipeline.run": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.run.variants.run_variants": "a pipeline run (server, recorder, EvalScope worker)",

@@ -1,0 +1,148 @@
+"""The EvalScope worker started before anything else of ``evalpipe run`` (``prestart``), and how it starts.
+
+EvalScope's import takes ~1.5-2 s; everything ``evalpipe run`` does before its EvalScope stage (its own
+imports, the config, sampling, materialising, preflight, launch) takes less on a short run.  Started first,
+the worker's import overlaps all of it: the console script starts it before it even parses the command line
+(``cli.entry``), in a temporary home of its own (its private HF datasets cache, the log of its import)
+since the run directory does not exist yet.  The first ``runner.WorkerProcess`` of the process takes it over
+and moves it into the run directory (``protocol.WorkerHome``); ``discard_prestarted`` ends it when no stage
+did (a refused config, variants at once, a run stopped before its EvalScope stage).
+
+Standard library only (and ``processes.group``): this runs before the CLI's own imports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from evalpipe.processes.group import spawn, stop_group
+
+#: Seconds the worker gets to exit after SIGTERM before its process group is killed.
+WORKER_GRACE_S = 10.0
+
+
+def _package_root() -> str:
+    import evalpipe
+
+    return str(Path(evalpipe.__file__).resolve().parents[1])
+
+
+def stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _worker_env(cache_dir: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "NO_COLOR": "1",
+            "PYTHONUNBUFFERED": "1",
+            "HF_DATASETS_CACHE": cache_dir,
+            "HF_DATASETS_OFFLINE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+        }
+    )
+    return env
+
+
+def launch(cache_dir: str, *, cwd: str, log: BinaryIO) -> tuple[subprocess.Popen[bytes], int, int]:
+    """Start ``python -m evalpipe.evalscope_bridge.worker``; returns it, and its event channel's write end
+    (as the worker numbers it) and read end (this process's)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = spawn(
+            [sys.executable, "-m", "evalpipe.evalscope_bridge.worker"],
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+            pass_fds=(write_fd,),
+            env=_worker_env(cache_dir),
+            cwd=cwd,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)  # the child holds the only write end: EOF means it is gone
+    return proc, write_fd, read_fd
+
+
+@dataclass
+class Prestarted:
+    """A worker started before the run directory existed, in a temporary ``home`` of its own (its private HF
+    datasets cache and the log of its import), until a ``WorkerProcess`` takes it over."""
+
+    proc: subprocess.Popen[bytes]
+    channel_fd: int
+    read_fd: int
+    home: Path
+    log_path: Path
+    spawned_at: str
+
+
+_prestarted: Prestarted | None = None
+_prestarted_lock = threading.Lock()
+
+
+def prestart() -> None:
+    """Start this process's EvalScope worker now, before the config is read and the run directory exists.
+
+    The console script calls this first for ``evalpipe run`` (``cli.entry``): the worker's EvalScope import
+    then overlaps the CLI's own imports, config loading, sampling and materialising instead of only what
+    follows sampling.  The first ``WorkerProcess.spawn`` in this process
+    takes it over and moves it into its run directory (``protocol.WorkerHome``); ``discard_prestarted`` ends
+    it if no stage did (a refused config, parallel variants, a run that stopped before its EvalScope stage).
+    """
+    global _prestarted
+    with _prestarted_lock:
+        if _prestarted is not None:
+            return
+        home = Path(tempfile.mkdtemp(prefix="evalpipe-worker-"))
+        log_path = home / "import.log"
+        cache = home / "hf-datasets"
+        cache.mkdir()
+        try:
+            with open(log_path, "ab") as log:
+                proc, channel_fd, read_fd = launch(str(cache), cwd=str(home), log=log)
+        except BaseException:
+            shutil.rmtree(home, ignore_errors=True)
+            raise
+        _prestarted = Prestarted(proc, channel_fd, read_fd, home, log_path, stamp())
+
+
+def take_prestarted() -> Prestarted | None:
+    global _prestarted
+    with _prestarted_lock:
+        early, _prestarted = _prestarted, None
+    if early is not None and early.proc.poll() is not None:  # it died (its log says why): start afresh
+        if early.proc.stdin is not None:
+            early.proc.stdin.close()
+        os.close(early.read_fd)
+        shutil.rmtree(early.home, ignore_errors=True)
+        return None
+    return early
+
+
+def discard_prestarted() -> None:
+    """End a prestarted worker nobody took over (idempotent): its stdin closes, it exits, its home goes."""
+    early = take_prestarted()
+    if early is None:
+        return
+    with contextlib.suppress(OSError):
+        assert early.proc.stdin is not None
+        early.proc.stdin.close()  # end of input before the spec: it ends at once (once its import is done)
+    stop_group(early.proc, WORKER_GRACE_S, leader_only=True)
+    os.close(early.read_fd)
+    shutil.rmtree(early.home, ignore_errors=True)
