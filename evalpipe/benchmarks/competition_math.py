@@ -272,14 +272,19 @@ def aime_benchmark(name: str, year: int) -> Aime:
     )
 
 
+#: Problems per HMMT February year in the MathArena copy the adapter reads (its dataset card's ``num_examples``).
+HMMT_POPULATION = {2025: 30, 2026: 33}
+
+
 def hmmt_benchmark(name: str, year: int) -> Hmmt:
     """The module of one HMMT February year (``hmmt25``…): every year shares the record and scoring."""
     return Hmmt(
         BenchmarkMeta(
             name=name,
             display_name=f"HMMT Feb {year}",
-            # MathArena hmmt_feb_2025 holds 30 problems; a later year's count is not fixed here
-            population=30 if year == 2025 else None,
+            # the MathArena copies' dataset cards (split train, num_examples): hmmt_feb_2025 30, hmmt_feb_2026
+            # 33; a year not listed has no fixed count here (planning it needs its data)
+            population=HMMT_POPULATION.get(year),
             primary_metric="acc",
             mirror_dir=name,
             eval_split="train",
