@@ -94,3 +94,50 @@ def read_responses(rundir: RunDir) -> dict[str, str]:
         elif rec.body_b64 is not None:
             out[attempt_id] = base64.b64decode(rec.body_b64).decode("latin-1")
     return out
+
+
+def response_message(body: str) -> tuple[str | None, str | None]:
+    """``(content, reasoning_content)`` of the first choice of a recorded body — a JSON document or an SSE
+    stream (the deltas joined); ``(None, None)`` when the body holds no choice (an error body)."""
+    import json
+
+    if body.lstrip().startswith("data:"):
+        content: list[str] = []
+        reasoning: list[str] = []
+        seen = False
+        for raw in body.split("\n"):
+            line = raw.strip()
+            if not line.startswith("data:") or line[5:].strip() in ("", "[DONE]"):
+                continue
+            try:
+                obj = json.loads(line[5:])
+            except json.JSONDecodeError:
+                continue
+            for c in obj.get("choices") or [] if isinstance(obj, dict) else []:
+                if not isinstance(c, dict) or c.get("index", 0) != 0:
+                    continue
+                delta = c.get("delta")
+                if not isinstance(delta, dict):
+                    continue
+                piece, think = delta.get("content"), delta.get("reasoning_content")
+                if isinstance(piece, str):
+                    content.append(piece)
+                    seen = True
+                if isinstance(think, str):
+                    reasoning.append(think)
+                    seen = True
+        return ("".join(content), "".join(reasoning) or None) if seen else (None, None)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None, None
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None, None
+    msg = choices[0].get("message")
+    if isinstance(msg, dict):
+        text = msg.get("content")
+        think = msg.get("reasoning_content")
+        return (text if isinstance(text, str) else ""), (think if isinstance(think, str) else None)
+    text = choices[0].get("text")
+    return (text if isinstance(text, str) else None), None

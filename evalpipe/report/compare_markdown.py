@@ -11,8 +11,9 @@ from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import sequential_design_line
 
 
-def compare_markdown(result: CompareResult) -> str:
-    """Report section: one line per benchmark plus the flipped samples."""
+def compare_markdown(result: CompareResult, *, explorer: str | None = None) -> str:
+    """Report section: one line per benchmark plus the flipped samples; ``explorer``: the page beside it that
+    shows every sample of the pair, flips first."""
     if result.aa_only:
         lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
     else:
@@ -22,6 +23,9 @@ def compare_markdown(result: CompareResult) -> str:
         "same rendered prompts. Difference = A − B in percentage points; "
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
     )
+    if explorer is not None:
+        lines.append("")
+        lines.append(f"Read the flips side by side, every sample of both runs: [{explorer}](<{explorer}>).")
     lines.append("")
     if result.aa_only:
         lines.append("")
