@@ -57,13 +57,15 @@
     state.key = slash === -1 ? "" : decodeURIComponent(path.slice(0, slash)) + "/" + decodeURIComponent(path.slice(slash + 1));
     for (const name of ["bench", "stratum", "fail", "flip", "len", "q"]) state[name] = params.get(name) || "";
   }
+  // a readable, stable anchor: benchmark/source_id with "/" kept, "?", "#", "%" and spaces escaped
+  function anchor(text) { return encodeURIComponent(text).replace(/%2F/g, "/"); }
   function writeHash() {
     const params = new URLSearchParams();
     for (const name of ["bench", "stratum", "fail", "flip", "len", "q"]) if (state[name]) params.set(name, state[name]);
     let path = "";
     if (state.key) {
       const s = byKey.get(state.key);
-      path = s ? encodeURIComponent(s.benchmark) + "/" + encodeURIComponent(s.source_id) : "";
+      path = s ? anchor(s.benchmark) + "/" + anchor(s.source_id) : "";
     }
     const qs = params.toString();
     const hash = "#" + path + (qs ? "?" + qs : "");
@@ -291,7 +293,7 @@
     const lines = ["| sample | flip | " + labels.map((l) => mdCell(l)).join(" | ") + " | verdict | note |", "|---|---|" + labels.map(() => "---|").join("") + "---|---|"];
     for (const key of keys) {
       const s = byKey.get(key), c = await card(key), v = verdicts[key];
-      const arms = c.arms.map((a) => mdCell(a.failure_class + ", extracted " + (a.extracted === undefined || a.extracted === null ? "—" : a.extracted)));
+      const arms = c.arms.map((a) => mdCell(a.failure_class + ", extracted " + (a.extracted ? a.extracted : "—")));
       lines.push("| " + mdCell(key) + " | " + (s.flip ? FLIP_TEXT[s.flip] : "—") + " | " + arms.join(" | ") + " | " + (v ? v.verdict.replace("_", " ") : "—") + " | " + mdCell(v ? v.note : "") + " |");
     }
     return lines.join("\n") + "\n";
