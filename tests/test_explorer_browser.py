@@ -91,8 +91,12 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     # the first flip is open: both arms' answers as the proxy recorded them, the prompt's hash verified
     key = queue[0]
     assert page.url.endswith("#" + key)
-    assert page.locator("#answer-0").text_content() == _recorded_answer(Path(cmp.run_b), control_rows[key].response_id)
-    assert page.locator("#answer-1").text_content() == _recorded_answer(Path(cmp.run_a), test_rows[key].response_id)
+    assert page.locator("#answer-0").text_content() == _recorded_answer(
+        Path(cmp.run_b), control_rows[key].response_id
+    )
+    assert page.locator("#answer-1").text_content() == _recorded_answer(
+        Path(cmp.run_a), test_rows[key].response_id
+    )
     card = page.locator("#card")
     assert "hash verified" in card.inner_text()
     assert card.locator(".badge.bad", has_text="cut by the budget").count() == 1  # the truncated answer
@@ -103,7 +107,9 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
         assert block.benchmark in stats
         assert block.aa_sentence is not None and block.aa_sentence in stats
     # the retried C-Eval request (HTTP 500 once): both attempts listed, the used one marked
-    retried = next(k for k, r in test_rows.items() if r.benchmark == "ceval" and _attempts(Path(cmp.run_a), r) > 1)
+    retried = next(
+        k for k, r in test_rows.items() if r.benchmark == "ceval" and _attempts(Path(cmp.run_a), r) > 1
+    )
     page.locator(f'#queue li[data-key="{retried}"]').click()
     page.wait_for_function("k => decodeURIComponent(location.hash) === '#' + k", arg=retried)
     attempts = page.locator("table.fields ul.attempts").nth(1).inner_text()
@@ -117,7 +123,9 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
 
 
 def _attempts(run: Path, row: OutcomeRow) -> int:
-    return sum(1 for a in read_jsonl(RunDir(run).requests_log) if a.get("messages_sha256") == row.prompt_sha256)
+    return sum(
+        1 for a in read_jsonl(RunDir(run).requests_log) if a.get("messages_sha256") == row.prompt_sha256
+    )
 
 
 def test_filters_hash_keyboard_and_markdown(paired_demo: PairedDemo, browser: Browser) -> None:
@@ -217,7 +225,10 @@ def _hostile_pair(root: Path) -> Path:
     ids = {"gsm8k": [*HOSTILE, "long"]}
     manifest = one_stratum_manifest(7, ids)
     control = {("gsm8k", k): Answer("The answer is 42.", True, extracted="42") for k in ids["gsm8k"]}
-    test = {("gsm8k", k): Answer(f"The answer is {v}", False, reasoning=f"thinking {v}", extracted=v) for k, v in HOSTILE.items()}
+    test = {
+        ("gsm8k", k): Answer(f"The answer is {v}", False, reasoning=f"thinking {v}", extracted=v)
+        for k, v in HOSTILE.items()
+    }
     test[("gsm8k", "long")] = Answer("", False, reasoning="step " * 20_000 + "needle", finish_reason="length")
     write_text_run(root / "control", manifest, control, tag="c")
     write_text_run(root / "test", manifest, test, tag="t")
@@ -234,7 +245,9 @@ def test_hostile_answers_show_as_text_and_nothing_runs_or_loads(browser: Browser
     page = opened.page
     for sid, text in HOSTILE.items():
         page.evaluate("k => { location.hash = k; }", f"#gsm8k/{sid}")
-        page.wait_for_function("k => document.querySelector('#card h2').textContent.includes(k)", arg=f"gsm8k/{sid}")
+        page.wait_for_function(
+            "k => document.querySelector('#card h2').textContent.includes(k)", arg=f"gsm8k/{sid}"
+        )
         assert page.locator("#answer-1").text_content() == f"The answer is {text}"
         assert page.locator(".trace-text").nth(1).text_content() == f"thinking {text}"
         assert page.locator("#card img, #card a, #card script, #card b").count() == 0

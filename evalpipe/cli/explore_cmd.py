@@ -15,7 +15,8 @@ import typer
 def explore(
     run: Annotated[Path, typer.Argument(help="Run directory, or a paired run's root (holds compare.json)")],
     max_mb: Annotated[
-        float, typer.Option("--max-mb", help="Size limit of the page; long texts of unflipped samples are cut.")
+        float,
+        typer.Option("--max-mb", help="Size limit of the page; long texts of unflipped samples are cut."),
     ] = 20.0,
 ) -> None:
     """Rebuild RUN/explorer.html (every sample; a paired root: flips first) and print its path."""
@@ -34,7 +35,9 @@ def explore(
     elif rd.manifest.is_file():
         built = build_run_explorer(rd.root, limit_bytes=limit)
     else:
-        raise ArtifactError(f"{rd.root}: neither a run directory (manifest.json) nor a paired root (compare.json)")
+        raise ArtifactError(
+            f"{rd.root}: neither a run directory (manifest.json) nor a paired root (compare.json)"
+        )
     rec = built.record
     note = f"{rec.truncated} truncated ({rec.tier})" if rec.truncated else "nothing truncated"
     out.print(f"{rec.samples} samples, {rec.bytes / 1e6:.1f} MB, {note}", markup=False, highlight=False)

@@ -37,7 +37,13 @@ DEFAULT_LIMIT_BYTES = 20_000_000
 #: characters of head and tail an unflagged sample's long text keeps, tier by tier (None: whole)
 TIERS: tuple[int | None, ...] = (None, 4000, 1000, 200)
 SEARCH_HEAD = 2000
-FLIP_ORDER: dict[FlipKind | None, int] = {"regression": 0, "improvement": 1, "answers_differ": 2, "same": 3, None: 3}
+FLIP_ORDER: dict[FlipKind | None, int] = {
+    "regression": 0,
+    "improvement": 1,
+    "answers_differ": 2,
+    "same": 3,
+    None: 3,
+}
 
 
 @dataclass(frozen=True)
@@ -121,11 +127,17 @@ class _Sample:
     order: tuple[int, int]
 
 
-def _card(arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str) -> SampleCard:
+def _card(
+    arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str
+) -> SampleCard:
     first = arms[-1]  # the arm under test (paired) or the one arm
     prompt = next((a.prompts[key] for a in reversed(arms) if key in a.prompts), None)
     expected = next(
-        (h for a in reversed(arms) if (r := a.outcomes.get(key)) and (h := r.expected_prompt_sha256 or r.prompt_sha256)),
+        (
+            h
+            for a in reversed(arms)
+            if (r := a.outcomes.get(key)) and (h := r.expected_prompt_sha256 or r.prompt_sha256)
+        ),
         None,
     )
     verified: bool | None = None
@@ -172,9 +184,15 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
             continue
         flip = flip_kind(arms[0], arms[1], key) if paired else None
         rows = [a.outcomes.get(key) for a in arms]
-        flagged = flip in ("regression", "improvement") if paired else not (rows[0] and rows[0].failure_class == "ok")
+        flagged = (
+            flip in ("regression", "improvement")
+            if paired
+            else not (rows[0] and rows[0].failure_class == "ok")
+        )
         card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key)
-        texts = [m.content for m in card.prompt if m.role == "user"][-1:] + [a.answer or "" for a in card.arms]
+        texts = [m.content for m in card.prompt if m.role == "user"][-1:] + [
+            a.answer or "" for a in card.arms
+        ]
         partial = any(len(t) > SEARCH_HEAD for t in texts) or card.prompt_cut is not None
         index = SampleIndex(
             key=f"{e.benchmark}/{e.source_id}",
@@ -225,7 +243,11 @@ def _write(path: Path, title: str, arms: list[Arm], aa: tuple[Arm, Arm] | None, 
         samples = _samples(arms, aa, keep, unflagged if cache else None, cache)
         cache = samples
         ordered = sorted(samples.values(), key=lambda s: s.order)
-        tier_name = "every text whole" if keep is None else f"unflagged samples' long texts cut to {keep:,} characters of head and tail"
+        tier_name = (
+            "every text whole"
+            if keep is None
+            else f"unflagged samples' long texts cut to {keep:,} characters of head and tail"
+        )
         data = ExplorerData(
             title=title,
             mode="paired" if len(arms) == 2 else "single",

@@ -52,11 +52,11 @@ def render_page(data: ExplorerData) -> str:
     script, style = _asset("explorer.js"), _asset("explorer.css")
     payload = embed_json(data.model_dump_json())
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{escape(content_security_policy())}">'
         '<meta name="referrer" content="no-referrer">'
         f"<title>{escape(data.title)}</title><style>{style}</style></head>\n<body>\n"
-        '<noscript>This page needs JavaScript (no network: everything is in this file).</noscript>\n'
+        "<noscript>This page needs JavaScript (no network: everything is in this file).</noscript>\n"
         f'<script type="application/json" id="explorer-data">{payload}</script>\n'
         f"<script>{script}</script>\n</body></html>\n"
     )

@@ -39,7 +39,9 @@ def prompt_of(benchmark: str, source_id: str) -> str:
     return f"Question {source_id} of {benchmark}: what is the answer? Reply with \\boxed{{}}."
 
 
-def write_text_run(root: Path, manifest: Manifest, answers: dict[tuple[str, str], Answer], *, tag: str) -> Path:
+def write_text_run(
+    root: Path, manifest: Manifest, answers: dict[tuple[str, str], Answer], *, tag: str
+) -> Path:
     """``root`` as one arm's run directory; ``tag`` keeps attempt ids distinct between arms."""
     rd = RunDir(root)
     root.mkdir(parents=True)
@@ -75,7 +77,10 @@ def write_text_run(root: Path, manifest: Manifest, answers: dict[tuple[str, str]
         message = {"role": "assistant", "content": a.text}
         if a.reasoning:
             message["reasoning_content"] = a.reasoning
-        body = {"id": attempt_id, "choices": [{"index": 0, "message": message, "finish_reason": a.finish_reason}]}
+        body = {
+            "id": attempt_id,
+            "choices": [{"index": 0, "message": message, "finish_reason": a.finish_reason}],
+        }
         members.append(encode_member(ResponseRecord(attempt_id=attempt_id, status=200,
                                                     content_type="application/json", body=json.dumps(body))))  # fmt: skip
         preds.append(json.dumps({"index": i, "messages": messages}))
@@ -86,8 +91,13 @@ def write_text_run(root: Path, manifest: Manifest, answers: dict[tuple[str, str]
     atomic_write_bytes(rd.responses_log, b"".join(members))
     write_model(rd.index_map, IndexMap(datasets=[], entries=entries))
     benchmarks = sorted({e.benchmark for e in manifest.entries})
-    tasks = [EvalscopeTask(benchmark=b, work_dir=WORK_DIR, model_id=MODEL_ID, task={}, started_at="") for b in benchmarks]
-    write_model(rd.evalscope_tasks, EvalscopeTasks(evalscope_version="test", nltk_punkt_tab=True, tasks=tasks))
+    tasks = [
+        EvalscopeTask(benchmark=b, work_dir=WORK_DIR, model_id=MODEL_ID, task={}, started_at="")
+        for b in benchmarks
+    ]
+    write_model(
+        rd.evalscope_tasks, EvalscopeTasks(evalscope_version="test", nltk_punkt_tab=True, tasks=tasks)
+    )
     for b in benchmarks:
         lines = [p for p, e in zip(preds, manifest.entries, strict=True) if e.benchmark == b]
         path = rd.root / WORK_DIR / "predictions" / MODEL_ID / f"{b}_default.jsonl"

@@ -23,50 +23,55 @@ class Truncation(Row):
     kept_head: int
     kept_tail: int
     responses_line: int | None = Field(
-        description="1-based line of the response in ``zcat responses.jsonl.gz`` (one member, one line)."
+        default=None,
+        description="1-based line of the response in ``zcat responses.jsonl.gz`` (one member, one line).",
     )
-    body_sha256: str | None = Field(description="sha256 of that response body as recorded.")
+    body_sha256: str | None = Field(default=None, description="sha256 of that response body as recorded.")
 
 
 class AttemptInfo(Row):
     attempt_id: str
-    x_request_id: str | None
-    response_id: str | None
-    status: int | None
-    finish_reason: str | None
-    latency_s: float | None
-    failure: str | None = Field(description="How the attempt failed (HTTP 500, a transport error); None: ok.")
+    x_request_id: str | None = None
+    response_id: str | None = None
+    status: int | None = None
+    finish_reason: str | None = None
+    latency_s: float | None = None
+    failure: str | None = Field(
+        default=None, description="How the attempt failed (HTTP 500, a transport error); None: ok."
+    )
     used: bool = Field(description="The response EvalScope scored (one per attempt of the sample).")
 
 
 class RepeatInfo(Row):
     attempt: int
-    score: float | None
+    score: float | None = None
     failure_class: str
     correct: bool
-    response_sha256: str | None
+    response_sha256: str | None = None
 
 
 class ArmCard(Row):
     """One arm's answer to the sample."""
 
     label: str
-    answer: str | None = Field(description="The final answer (reasoning split off); None: no response.")
+    answer: str | None = Field(
+        default=None, description="The final answer (reasoning split off); None: no response."
+    )
     answer_cut: Truncation | None = None
     reasoning: str = ""
     reasoning_cut: Truncation | None = None
     budget_cut: bool = Field(description="The output budget ended the response (finish_reason length).")
-    extracted: str | None
-    score: float | None
+    extracted: str | None = None
+    score: float | None = None
     correct: bool
     failure_class: str
-    failure_detail: str | None
-    finish_reason: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    reasoning_tokens: int | None
-    latency_s: float | None
-    response_sha256: str | None
+    failure_detail: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    latency_s: float | None = None
+    response_sha256: str | None = None
     attempts: list[AttemptInfo]
     repeats: list[RepeatInfo]
 
@@ -81,11 +86,14 @@ class SampleCard(Row):
 
     prompt: list[PromptMessage] = Field(description="The messages as sent (the first arm's prediction).")
     prompt_cut: Truncation | None = None
-    prompt_sha256: str | None = Field(description="The prompt hash recorded when the entry was rendered.")
-    prompt_verified: bool | None = Field(
-        description="The shown messages hash to prompt_sha256 and every arm sent that hash; None: no prompt."
+    prompt_sha256: str | None = Field(
+        default=None, description="The prompt hash recorded when the entry was rendered."
     )
-    gold: str | None
+    prompt_verified: bool | None = Field(
+        default=None,
+        description="The shown messages hash to prompt_sha256 and every arm sent that hash; None: no prompt.",
+    )
+    gold: str | None = None
     record_sha256: str
     rank_key: str
     rank: int = Field(description="1-based position in its stratum's hash ranking (the selection order).")
@@ -99,7 +107,7 @@ class SampleIndex(Row):
     benchmark: str
     stratum: str
     source_id: str
-    flip: FlipKind | None = Field(description="Paired pages only.")
+    flip: FlipKind | None = Field(default=None, description="Paired pages only.")
     aa_flip: bool = Field(description="The control and its repeat (A/A) disagree on this sample: noise.")
     correct: list[bool]
     failure: list[str]
@@ -143,7 +151,9 @@ class ExplorerData(Artifact):
     manifest_sha256: str
     seed: int
     limit_bytes: int
-    tier: str = Field(description="How texts were kept: in full, or the unflipped samples cut to head and tail.")
+    tier: str = Field(
+        description="How texts were kept: in full, or the unflipped samples cut to head and tail."
+    )
     verify_command: str
     replay_command: str
     stats: list[BlockStats]

@@ -33,7 +33,9 @@ class SampleReview(Row):
 
 class ReviewsFile(Artifact):
     schema_version: int = 1
-    manifest_sha256: str = Field(description="sha256 of the manifest.json the reviewed explorer was built on.")
+    manifest_sha256: str = Field(
+        description="sha256 of the manifest.json the reviewed explorer was built on."
+    )
     label_test: str | None = Field(default=None, description="The arm under test, as the explorer named it.")
     label_control: str | None = None
     exported_at: str = Field(description="UTC ISO-8601, the reviewer's clock.")

@@ -14,10 +14,15 @@ def samples_section(summary: Summary) -> list[Block]:
     ex = summary.explorer
     if ex is None:
         return []
-    spans = [T("Every sample, side by side with its prompt, answers, reasoning and request ids: "), L(ex.file)]
+    spans = [
+        T("Every sample, side by side with its prompt, answers, reasoning and request ids: "),
+        L(ex.file),
+    ]
     if ex.paired_file is not None:
         spans += [T("; the paired comparison, flips first: "), L(ex.paired_file)]
-    spans.append(T(f" ({ex.samples} samples, {ex.bytes / 1e6:.1f} MB of a {ex.limit_bytes / 1e6:.0f} MB limit). "))
+    spans.append(
+        T(f" ({ex.samples} samples, {ex.bytes / 1e6:.1f} MB of a {ex.limit_bytes / 1e6:.0f} MB limit). ")
+    )
     if ex.truncated:
         shown = ", ".join(ex.truncated_ids[:10]) + (" …" if ex.truncated > 10 else "")
         spans.append(
