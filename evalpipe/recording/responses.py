@@ -40,6 +40,10 @@ def append_member(fh: BinaryIO, record: ResponseRecord) -> None:
     fh.flush()
 
 
+#: bytes of a responses file fed to the decompressor at a time
+_CHUNK = 1 << 16
+
+
 class ResponsesReadResult(dict[str, ResponseRecord]):
     """``attempt_id → ResponseRecord`` plus whether the last member was torn (crash mid-write)."""
 
@@ -53,12 +57,20 @@ def read_response_records(path: Path) -> ResponsesReadResult:
     if not path.is_file():
         return result
     data = path.read_bytes()
+    view = memoryview(data)
     pos = 0
     while pos < len(data):
+        # the member is fed in chunks of a view: slicing the rest of the file for every member (and getting
+        # it back as unused_data) copied the file once per response, quadratic in the run's size
         d = zlib.decompressobj(wbits=31)
+        parts: list[bytes] = []
+        fed = pos
         try:
-            payload = d.decompress(data[pos:])
-            payload += d.flush()
+            while not d.eof and fed < len(data):
+                chunk = view[fed : fed + _CHUNK]
+                parts.append(d.decompress(chunk))
+                fed += len(chunk)
+            parts.append(d.flush())
         except zlib.error as exc:
             if _is_tail(d, data, pos):
                 result.torn_last_member = True
@@ -67,7 +79,8 @@ def read_response_records(path: Path) -> ResponsesReadResult:
         if not d.eof:
             result.torn_last_member = True
             break
-        consumed = len(data) - pos - len(d.unused_data)
+        payload = b"".join(parts)
+        consumed = fed - pos - len(d.unused_data)
         for line in payload.decode("utf-8").splitlines():
             if not line.strip():
                 continue
