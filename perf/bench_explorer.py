@@ -58,10 +58,14 @@ def build_pair(root: Path, samples: int, trace: int, flip_share: float, seed: in
         key = (e.benchmark, e.source_id)
         base = f"{e.source_id}: " + words[i % len(words)]
         right = rng.random() < 0.7
-        control[key] = Answer(f"The answer is \\boxed{{{i}}}.", right, reasoning=base[:trace], extracted=str(i))
+        control[key] = Answer(
+            f"The answer is \\boxed{{{i}}}.", right, reasoning=base[:trace], extracted=str(i)
+        )
         roll = rng.random()
         if roll < flip_share / 2:  # a regression or an improvement: the test arm flips the control's score
-            test[key] = Answer(f"So it is \\boxed{{{i + 1}}}.", not right, reasoning=base[::-1][:trace], extracted=str(i + 1))
+            test[key] = Answer(
+                f"So it is \\boxed{{{i + 1}}}.", not right, reasoning=base[::-1][:trace], extracted=str(i + 1)
+            )
         elif roll < flip_share:  # the budget ran out while thinking
             test[key] = Answer("", False, reasoning=base[:trace], finish_reason="length")
         else:
@@ -83,7 +87,9 @@ def main() -> int:
         t0 = time.perf_counter()
         build_pair(root, args.samples, args.trace, args.flips)
         t1 = time.perf_counter()
-        result = compare_runs(root / "test", root / "control", label_a="test", label_b="control", resamples=1000)
+        result = compare_runs(
+            root / "test", root / "control", label_a="test", label_b="control", resamples=1000
+        )
         t2 = time.perf_counter()
         built = build_paired_explorer(result, root)
         t3 = time.perf_counter()
