@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +100,7 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     )
     card = page.locator("#card")
     assert "hash verified" in card.inner_text()
+    assert not re.search(r"\bnull\b|undefined|\[object ", card.inner_text())  # every field drawn, none missing
     assert card.locator(".badge.bad", has_text="cut by the budget").count() == 1  # the truncated answer
     assert test_rows[key].failure_class in card.inner_text()
     # the stats beside the queue: the compare.json numbers, the A/A line

@@ -34,6 +34,7 @@
     }
     return node;
   }
+  function put(node, ...kids) { for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false) node.append(k); return node; }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   function fmt(x, digits) { return x === null || x === undefined ? "—" : typeof x === "number" ? (digits === undefined ? x.toLocaleString("en") : x.toFixed(digits)) : String(x); }
 
@@ -183,7 +184,7 @@
       if (first) first.scrollIntoView({block: "nearest"});
       return n;
     };
-    box.append(head, pointer(arm.reasoning_cut), pre, more);
+    put(box, head, pointer(arm.reasoning_cut), pre, more);
     return box;
   }
   function wordDiff(a, b) {
@@ -254,20 +255,23 @@
     const c = await card(key);
     if (state.key !== key) return;
     const body = clear(ui.card);
-    body.append(el("h2", {}, PAIRED ? badge("flip-" + s.flip, FLIP_TEXT[s.flip]) : null, s.aa_flip ? badge("noise", "A/A flip: noise") : null, " ", el("span", {text: s.key}), el("span", {class: "dim", text: " stratum " + s.stratum})));
-    body.append(el("div", {class: "repro"},
+    put(body, el("h2", {}, PAIRED ? badge("flip-" + s.flip, FLIP_TEXT[s.flip]) : null, s.aa_flip ? badge("noise", "A/A flip: noise") : null, " ", el("span", {text: s.key}), el("span", {class: "dim", text: " stratum " + s.stratum})));
+    put(body, el("div", {class: "repro"},
       el("div", {}, "source id ", el("code", {text: s.source_id}), " · seed ", el("code", {text: DATA.seed}), " · manifest rank ", el("code", {text: c.rank}), " in stratum (rank key ", el("code", {text: c.rank_key.slice(0, 16) + "…"}), ")"),
       el("div", {}, "record sha256 ", el("code", {text: c.record_sha256})),
       c.arms.map((a) => el("div", {}, a.label + " response sha256 ", el("code", {text: fmt(a.response_sha256)}))),
       el("div", {}, "re-derive the sample: ", el("code", {class: "cmd", text: DATA.verify_command}), " · replay the recorded responses: ", el("code", {class: "cmd", text: DATA.replay_command}))));
-    body.append(el("h3", {text: "Prompt, as sent"}),
-      el("p", {class: "dim"}, "sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
+    put(body, el("h3", {}, "Gold answer ", el("code", {class: "gold", text: fmt(c.gold)})));
+    put(body, el("h3", {text: PAIRED ? "Both arms" : "The answer"}), fieldsTable(c));
+    if (PAIRED) put(body, el("h3", {text: "Word diff of the final answers (control → under test)"}), wordDiff(c.arms[0].answer || "", c.arms[1].answer || ""));
+    const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0);
+    const prompt = el("details", {class: "prompt"},
+      el("summary", {}, el("strong", {text: "Prompt, as sent"}), " (" + (c.prompt || []).length + " message(s), " + fmt(chars) + " characters) sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
         c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "no prompt recorded")),
       ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), el("pre", {text: m.content}))),
       pointer(c.prompt_cut));
-    body.append(el("h3", {text: "Gold answer"}), el("pre", {class: "gold", text: fmt(c.gold)}));
-    body.append(el("h3", {text: PAIRED ? "Both arms" : "The answer"}), fieldsTable(c));
-    if (PAIRED) body.append(el("h3", {text: "Word diff of the final answers (control → under test)"}), wordDiff(c.arms[0].answer || "", c.arms[1].answer || ""));
+    prompt.open = chars <= 1500;
+    put(body, prompt);
     const traces = c.arms.map((a, i) => traceView(a, i));
     const tsearch = el("input", {type: "search", class: "trace-search", placeholder: "search inside the reasoning (regex)"});
     const tcount = el("span", {class: "dim"});
@@ -277,8 +281,8 @@
       tcount.textContent = re ? traces.map((t, i) => c.arms[i].label + ": " + t.search(re)).join(", ") + " matches" : "";
       if (!re) traces.forEach((t) => t.search(null));
     });
-    body.append(el("h3", {text: "Reasoning"}), el("div", {}, tsearch, " ", tcount), el("div", {class: "side"}, traces));
-    if (PAIRED) body.append(verdictBox(s));
+    put(body, el("h3", {text: "Reasoning"}), el("div", {}, tsearch, " ", tcount), el("div", {class: "side"}, traces));
+    if (PAIRED) put(body, verdictBox(s));
     if (push) {
       const li = ui.queue.querySelector('li.current');
       if (li) li.scrollIntoView({block: "nearest"});
