@@ -170,3 +170,18 @@ def test_a_reviews_file_that_does_not_fit_is_one_line_and_exit_2(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err and says in err
     assert not RunDir(run).reviews.exists()
+
+
+def test_an_unreadable_response_log_leaves_the_audit_whole_and_says_why(tmp_path: Path) -> None:
+    from evalpipe.audit.run import audit_run
+
+    run = _pair(tmp_path, 2, flips=1, trace=5) / "test"
+    first = audit_run(run)
+    assert first.explorer is not None and first.explorer.samples == 2
+    rd = RunDir(run)
+    rd.responses_log.write_bytes(b"\x1f\x8b\x08 not gzip" + rd.responses_log.read_bytes())
+    again = audit_run(run)
+    assert again.explorer is None and not rd.explorer_html.exists()
+    assert again.limitations[-1].startswith("explorer.html was not written: ")
+    assert "corrupt gzip member at byte 0" in again.limitations[-1]
+    assert "explorer.html was not written" in (run / "report.md").read_text()

@@ -38,6 +38,7 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
+from evalpipe.errors import ArtifactError
 from evalpipe.speed.compare import SpeedComparison
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
@@ -154,11 +155,18 @@ def write_outputs(run_dir: Path, summary: Summary, *, paired: bool = False) -> S
 
     rd = RunDir(Path(run_dir))
     if rd.outcomes.is_file():
-        record = build_run_explorer(rd.root).record
-        beside = rd.root.parent / rd.explorer_html.name
-        if paired and beside.is_file():
-            record = record.model_copy(update={"paired_file": f"../{beside.name}"})
-        summary = summary.model_copy(update={"explorer": record})
+        try:
+            record = build_run_explorer(rd.root).record
+        # an unreadable request or response log costs the page, not the sign-off: the report says why
+        except ArtifactError as exc:
+            rd.explorer_html.unlink(missing_ok=True)  # an earlier audit's page would show other files' data
+            note = f"explorer.html was not written: {exc.message}"
+            summary = summary.model_copy(update={"limitations": [*summary.limitations, note]})
+        else:
+            beside = rd.root.parent / rd.explorer_html.name
+            if paired and beside.is_file():
+                record = record.model_copy(update={"paired_file": f"../{beside.name}"})
+            summary = summary.model_copy(update={"explorer": record})
     write_model(rd.summary, summary)
     atomic_write_text(rd.report_md, render_markdown(summary))
     atomic_write_text(rd.report_html, render_html(summary))
