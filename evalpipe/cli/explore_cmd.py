@@ -25,6 +25,7 @@ def explore(
     from evalpipe.cli.console import out
     from evalpipe.errors import ArtifactError, ConfigError
     from evalpipe.explore import build_paired_explorer, build_run_explorer
+    from evalpipe.report.prose import fmt_bytes
 
     if max_mb <= 0:
         raise ConfigError(f"--max-mb: must be > 0, got {max_mb:g}")
@@ -40,7 +41,7 @@ def explore(
         )
     rec = built.record
     note = f"{rec.truncated} truncated ({rec.tier})" if rec.truncated else "nothing truncated"
-    out.print(f"{rec.samples} samples, {rec.bytes / 1e6:.1f} MB, {note}", markup=False, highlight=False)
+    out.print(f"{rec.samples} samples, {fmt_bytes(rec.bytes)}, {note}", markup=False, highlight=False)
     print(built.path)
 
 

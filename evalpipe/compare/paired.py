@@ -517,8 +517,8 @@ def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
     json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"
     write_model(json_path, result)
-    explorer = build_paired_explorer(result, out_dir).path
-    atomic_write_text(md_path, compare_markdown(result, explorer=explorer.name))
+    explorer = build_paired_explorer(result, out_dir).record
+    atomic_write_text(md_path, compare_markdown(result, explorer=explorer))
     return json_path, md_path
 
 

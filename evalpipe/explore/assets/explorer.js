@@ -74,10 +74,11 @@
   }
 
   // ---------------------------------------------------------------- filters
-  function lengthOf(s) {
-    if (s.budget_cut.some(Boolean) && state.len === "cut") return "cut";
+  // the longest arm's output decides the bucket; "cut": an arm the output budget stopped
+  function lengthMatches(s, want) {
+    if (want === "cut") return s.budget_cut.some(Boolean);
     const t = Math.max(...s.output_tokens.map((x) => x || 0));
-    return t < 256 ? "short" : t < 2048 ? "medium" : t < 8192 ? "long" : "xlong";
+    return want === (t < 256 ? "short" : t < 2048 ? "medium" : t < 8192 ? "long" : "xlong");
   }
   function regex() {
     if (!state.q) return null;
@@ -88,7 +89,7 @@
     if (state.stratum && s.stratum !== state.stratum) return false;
     if (state.fail && !s.failure.includes(state.fail)) return false;
     if (state.flip && s.flip !== state.flip) return false;
-    if (state.len && lengthOf(s) !== state.len) return false;
+    if (state.len && !lengthMatches(s, state.len)) return false;
     return true;
   }
   function cardText(c) {
@@ -146,7 +147,8 @@
   // ---------------------------------------------------------------- the card
   function pointer(cut) {
     if (!cut) return null;
-    return el("p", {class: "cut", text: "Kept: first and last " + fmt(cut.kept_head) + " of " + fmt(cut.chars) + " characters. Whole text: line " + fmt(cut.responses_line) + " of zcat responses.jsonl.gz (body sha256 " + (cut.body_sha256 || "—") + ")."});
+    const where = cut.responses_line ? "line " + fmt(cut.responses_line) + " of zcat responses.jsonl.gz (body sha256 " + (cut.body_sha256 || "—") + ")" : "the prompt of the sample's prediction row in the run's evalscope/ folder";
+    return el("p", {class: "cut", text: "Kept: first and last " + fmt(cut.kept_head) + " of " + fmt(cut.chars) + " characters. Whole text: " + where + "."});
   }
   function traceView(arm, side) {
     const box = el("div", {class: "trace"});

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, C, Heading, L, Paragraph, T, Table
-from evalpipe.report.prose import plural
+from evalpipe.report.prose import fmt_bytes, plural
 
 _VERDICT_TEXT = {"regression": "regression", "grader_error": "grader error", "noise": "noise"}
 
@@ -21,7 +21,7 @@ def samples_section(summary: Summary) -> list[Block]:
     if ex.paired_file is not None:
         spans += [T("; the paired comparison, flips first: "), L(ex.paired_file)]
     spans.append(
-        T(f" ({ex.samples} samples, {ex.bytes / 1e6:.1f} MB of a {ex.limit_bytes / 1e6:.0f} MB limit). ")
+        T(f" ({ex.samples} samples, {fmt_bytes(ex.bytes)} of a {fmt_bytes(ex.limit_bytes)} limit). ")
     )
     if ex.truncated:
         shown = ", ".join(ex.truncated_ids[:10]) + (" …" if ex.truncated > 10 else "")
