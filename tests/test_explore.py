@@ -186,3 +186,16 @@ def test_an_unreadable_response_log_leaves_the_audit_whole_and_says_why(tmp_path
     assert again.limitations[-1].startswith("explorer.html was not written: ")
     assert "corrupt gzip member at byte 0" in again.limitations[-1]
     assert "explorer.html was not written" in (run / "report.md").read_text()
+
+
+def test_a_sample_the_a_a_repeat_also_flipped_is_marked_noise(tmp_path: Path) -> None:
+    root = _pair(tmp_path, 4, flips=1, trace=5)
+    manifest = one_stratum_manifest(3, {"gsm8k": [f"q{i:04d}" for i in range(4)]})
+    keys = [(e.benchmark, e.source_id) for e in manifest.entries]
+    again = {k: Answer("The answer is 42.", i != 0, extracted="42") for i, k in enumerate(keys)}
+    write_text_run(root / "again", manifest, again, tag="a")
+    result = compare_runs(root / "test", root / "control", run_aa=root / "again", resamples=200)
+    data = _data(build_paired_explorer(result, root).path.read_text())
+    marked = {s.key: s.aa_flip for s in data.samples}
+    assert marked == {f"{k[0]}/{k[1]}": i == 0 for i, k in enumerate(keys)}
+    assert [b.aa_flips for b in data.stats] == [1]
