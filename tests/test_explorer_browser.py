@@ -72,7 +72,7 @@ def _flip_badges(page: Page) -> list[str]:
 
 
 def test_flips_first_and_a_card_shows_both_recorded_answers(
-    paired_demo: PairedDemo, browser: Browser, tmp_path: Path
+    paired_demo: PairedDemo, browser: Browser, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, _, _ = paired_demo
     cmp = read_model(root.root / "compare.json", CompareResult)
@@ -100,9 +100,16 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     )
     card = page.locator("#card")
     assert "hash verified" in card.inner_text()
-    assert not re.search(r"\bnull\b|undefined|\[object ", card.inner_text())  # every field drawn, none missing
+    assert not re.search(
+        r"\bnull\b|undefined|\[object ", card.inner_text()
+    )  # every field drawn, none missing
     assert card.locator(".badge.bad", has_text="cut by the budget").count() == 1  # the truncated answer
     assert test_rows[key].failure_class in card.inner_text()
+    # the reproduction strip's command, run as shown: this sample re-derives from the bundled datasets
+    command = str(page.locator("#verify-cmd").text_content())
+    assert command == f"evalpipe verify-sample {cmp.run_a} --sample {key}"
+    assert main(command.split()[1:]) == 0
+    assert f"sample {key}: re-derived identically (stratum " in capsys.readouterr().out
     # the stats beside the queue: the compare.json numbers, the A/A line
     stats = page.locator("section.stats").inner_text()
     for block in cmp.benchmarks:

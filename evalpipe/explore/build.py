@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,8 +257,8 @@ def _write(path: Path, title: str, arms: list[Arm], aa: tuple[Arm, Arm] | None, 
             seed=manifest.seed,
             limit_bytes=limit_bytes,
             tier=tier_name,
-            verify_command=f"evalpipe verify-sample {run_a}",
-            replay_command=f"evalpipe replay {run_a}",
+            verify_command=f"evalpipe verify-sample {shlex.quote(str(run_a))} --sample",
+            replay_command=f"evalpipe replay {shlex.quote(str(run_a))}",
             stats=stats,
             samples=[s.index for s in ordered],
         )  # fmt: skip

@@ -154,8 +154,8 @@ class ExplorerData(Artifact):
     tier: str = Field(
         description="How texts were kept: in full, or the unflipped samples cut to head and tail."
     )
-    verify_command: str
-    replay_command: str
+    verify_command: str = Field(description="Re-derives the selection; the page appends the sample's key.")
+    replay_command: str = Field(description="Serves the run's recorded responses again and re-scores them.")
     stats: list[BlockStats]
     samples: list[SampleIndex]
 

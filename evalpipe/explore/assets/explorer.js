@@ -36,6 +36,7 @@
   }
   function put(node, ...kids) { for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false) node.append(k); return node; }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  function shellWord(text) { return /^[\w.\/:@%+=,-]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'"; }
   function fmt(x, digits) { return x === null || x === undefined ? "—" : typeof x === "number" ? (digits === undefined ? x.toLocaleString("en") : x.toFixed(digits)) : String(x); }
 
   async function decode(b64) {
@@ -262,7 +263,7 @@
       el("div", {}, "source id ", el("code", {text: s.source_id}), " · seed ", el("code", {text: DATA.seed}), " · manifest rank ", el("code", {text: c.rank}), " in stratum (rank key ", el("code", {text: c.rank_key.slice(0, 16) + "…"}), ")"),
       el("div", {}, "record sha256 ", el("code", {text: c.record_sha256})),
       c.arms.map((a) => el("div", {}, a.label + " response sha256 ", el("code", {text: fmt(a.response_sha256)}))),
-      el("div", {}, "re-derive the sample: ", el("code", {class: "cmd", text: DATA.verify_command}), " · replay the recorded responses: ", el("code", {class: "cmd", text: DATA.replay_command}))));
+      el("div", {}, "re-derive the sample: ", el("code", {class: "cmd", id: "verify-cmd", text: DATA.verify_command + " " + shellWord(s.key)}), " · replay the run's recorded responses and re-score them: ", el("code", {class: "cmd", text: DATA.replay_command}))));
     put(body, el("h3", {}, "Gold answer ", el("code", {class: "gold", text: fmt(c.gold)})));
     put(body, el("h3", {text: PAIRED ? "Both arms" : "The answer"}), fieldsTable(c));
     if (PAIRED) put(body, el("h3", {text: "Word diff of the final answers (control → under test)"}), wordDiff(c.arms[0].answer || "", c.arms[1].answer || ""));
