@@ -59,7 +59,8 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
         elif not g.passed:
             out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
     if written is not None:
-        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html, explorer.html"))
+        page = ", explorer.html" if summary.explorer is not None else ""
+        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html{page}"))
     style = _VERDICT_STYLE[summary.verdict]
     out.print(f"[{style}]Verdict: {VERDICT_TEXT[summary.verdict]}[/] (exit {summary.exit_code})")
 
