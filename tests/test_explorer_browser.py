@@ -98,6 +98,12 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     assert page.locator("#answer-1").text_content() == _recorded_answer(
         Path(cmp.run_a), test_rows[key].response_id
     )
+    # the word diff: the unchanged and deleted words read as the control's answer, unchanged and inserted as the test's
+    parts = page.eval_on_selector_all(".diff > *", "ns => ns.map(n => [n.nodeName, n.textContent])")
+    for arm, drop in ((0, "INS"), (1, "DEL")):
+        kept = "".join(t for name, t in parts if name != drop)
+        assert kept.split() == str(page.locator(f"#answer-{arm}").text_content()).split()
+    assert {name for name, _ in parts} <= {"SPAN", "DEL", "INS"} and "DEL" in {name for name, _ in parts}
     card = page.locator("#card")
     assert "hash verified" in card.inner_text()
     assert not re.search(

@@ -190,27 +190,34 @@
     put(box, head, pointer(arm.reasoning_cut), pre, more);
     return box;
   }
+  // words with their trailing space, compared without it; a changed run shows its deletions, then its insertions
   function wordDiff(a, b) {
-    const x = a.split(/(\s+)/).filter((t) => t !== ""), y = b.split(/(\s+)/).filter((t) => t !== "");
+    const x = a.match(/\S+\s*|\s+/g) || [], y = b.match(/\S+\s*|\s+/g) || [];
+    const kx = x.map((t) => t.trim()), ky = y.map((t) => t.trim());
     const out = el("div", {class: "diff"});
-    if (x.length * y.length > 4e6) {
+    let del = "", ins = "";
+    const flush = () => { if (del) out.append(el("del", {text: del})); if (ins) out.append(el("ins", {text: ins})); del = ins = ""; };
+    const same = (t) => { flush(); const last = out.lastChild; if (last && last.nodeName === "SPAN") last.textContent += t; else out.append(el("span", {text: t})); };
+    const n = x.length, m = y.length;
+    if (n * m > 4e6) {  // too long for the table: common head and tail, one changed run between
       let p = 0;
-      while (p < x.length && p < y.length && x[p] === y[p]) p++;
+      while (p < n && p < m && kx[p] === ky[p]) p++;
       let q = 0;
-      while (q < x.length - p && q < y.length - p && x[x.length - 1 - q] === y[y.length - 1 - q]) q++;
-      out.append(x.slice(0, p).join(""), el("del", {text: x.slice(p, x.length - q).join("")}), el("ins", {text: y.slice(p, y.length - q).join("")}), x.slice(x.length - q).join(""));
+      while (q < n - p && q < m - p && kx[n - 1 - q] === ky[m - 1 - q]) q++;
+      same(x.slice(0, p).join(""));
+      del = x.slice(p, n - q).join(""); ins = y.slice(p, m - q).join("");
+      same(y.slice(m - q).join(""));
       return out;
     }
-    const n = x.length, m = y.length;
     const L = Array.from({length: n + 1}, () => new Uint32Array(m + 1));
-    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = kx[i] === ky[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
     let i = 0, j = 0;
-    const push = (tag, t) => { const last = out.lastChild; if (last && last.nodeName === tag.toUpperCase()) last.textContent += t; else out.append(tag === "span" ? el("span", {text: t}) : el(tag, {text: t})); };
     while (i < n && j < m) {
-      if (x[i] === y[j]) { push("span", x[i]); i++; j++; } else if (L[i + 1][j] >= L[i][j + 1]) { push("del", x[i]); i++; } else { push("ins", y[j]); j++; }
+      if (kx[i] === ky[j]) { same(y[j]); i++; j++; } else if (L[i + 1][j] >= L[i][j + 1]) del += x[i++]; else ins += y[j++];
     }
-    while (i < n) push("del", x[i++]);
-    while (j < m) push("ins", y[j++]);
+    while (i < n) del += x[i++];
+    while (j < m) ins += y[j++];
+    flush();
     return out;
   }
   function fieldsTable(c) {
