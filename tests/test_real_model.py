@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import chromium, open_page
 from helpers.config import entry, write_config
 from helpers.server_process import assert_group_gone
 
@@ -188,6 +189,34 @@ def _evalscope_rows(run: Path, kind: str) -> dict[tuple[str, int], dict[str, Any
         for row in _jsonl(path):
             out[(path.parts[-4], row["index"])] = row
     return out
+
+
+def test_explorer_shows_the_real_answers_in_a_browser(real_run: Path) -> None:
+    """The explorer the audit wrote beside the report, in headless Chromium: failures first, and every card's
+    final answer is the text the server sent (``responses.jsonl.gz``), its prompt's hash verified."""
+    outcomes = {f"{o['benchmark']}/{o['source_id']}": o for o in _jsonl(real_run / "outcomes.jsonl")}
+    attempt_of = {
+        r["response_id"]: r["attempt_id"] for r in _jsonl(real_run / "requests.jsonl") if r.get("response_id")
+    }
+    with gzip.open(real_run / "responses.jsonl.gz", "rt", encoding="utf-8") as fh:
+        bodies = {r["attempt_id"]: json.loads(r["body"]) for r in map(json.loads, fh) if r.get("body")}
+    assert '<a href="explorer.html">' in (real_run / "report.html").read_text()
+    with chromium() as browser:
+        opened = open_page(browser, real_run / "explorer.html")
+        page = opened.page
+        queue = [str(li.get_attribute("data-key")) for li in page.locator("#queue li").all()]
+        assert sorted(queue) == sorted(outcomes)
+        ok = [outcomes[k]["failure_class"] == "ok" for k in queue]
+        assert ok == sorted(ok)  # every failure before the first success
+        for key in queue:
+            page.evaluate("k => { location.hash = k; }", "#" + key)
+            page.wait_for_function("k => document.querySelector('#card h2').textContent.includes(k)", arg=key)
+            body = bodies[attempt_of[outcomes[key]["response_id"]]]
+            assert page.locator("#answer-0").text_content() == body["choices"][0]["message"]["content"]
+            assert "hash verified" in page.locator("#card").inner_text()
+        assert opened.dialogs == [] and opened.errors == []
+        assert opened.requests == [(real_run / "explorer.html").resolve().as_uri()]
+        opened.close()
 
 
 def test_real_engine_joins_sample_by_sample(real_run: Path) -> None:

@@ -101,6 +101,21 @@ def test_verify_sample_cli_identical(reference, shared_datasets: Path, capsys) -
     assert "identical: 160 entries" in capsys.readouterr().out
 
 
+def test_verify_sample_names_one_sample(reference, shared_datasets: Path, capsys) -> None:
+    entry = reference.manifest.entries_for("ceval")[-1]
+    key = f"ceval/{entry.source_id}"
+    args = ["verify-sample", str(reference.rundir.root), "--dataset-root", str(shared_datasets), "--sample"]
+    assert _run_cli([*args, key]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    rank = sorted(e.rank_key for e in reference.manifest.entries_for("ceval") if e.stratum == entry.stratum)
+    assert line == (
+        f"sample {key}: re-derived identically (stratum {entry.stratum}, rank {rank.index(entry.rank_key) + 1} "
+        f"of {entry.stratum_selected} selected from {entry.stratum_population}, record sha256 {entry.record_sha256})"
+    )
+    assert _run_cli([*args, "ceval/not-an-id"]) == 2
+    assert "--sample ceval/not-an-id: not a sample of" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------ order / format independence
 
 
@@ -356,10 +371,13 @@ def test_verify_sample_reports_tampered_record(
             rec["answer"] = rec["answer"] + " (edited)"
             lines[i] = json.dumps(rec)
     test.write_text("\n".join(lines) + "\n")
-    code = _run_cli(["verify-sample", str(result.rundir.root)])
+    code = _run_cli(["verify-sample", str(result.rundir.root), "--sample", f"gsm8k/{victim.source_id}"])
     assert code == 1
     out = capsys.readouterr().out
     assert f"gsm8k {victim.source_id}: record_sha256" in out
+    assert out.startswith(
+        f"sample gsm8k/{victim.source_id}: record_sha256 {victim.record_sha256} (recorded) != "
+    )
     vr = verify_sample(result.rundir.root)
     assert not vr.identical
 

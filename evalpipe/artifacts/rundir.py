@@ -211,6 +211,21 @@ class RunDir:
     def report_html(self) -> Path:
         return self.root / "report.html"
 
+    @property
+    def explorer_html(self) -> Path:
+        """Every sample (flips first at a paired root), one offline page (``evalpipe.explore``)."""
+        return self.root / "explorer.html"
+
+    @property
+    def reviews(self) -> Path:
+        """A reviewer's verdicts on the flips, kept by ``evalpipe audit --reviews`` (``schema/reviews.py``)."""
+        return self.root / "reviews.json"
+
+    @property
+    def compare_json(self) -> Path:
+        """A paired comparison written here (the variants' root, or ``compare --out``)."""
+        return self.root / "compare.json"
+
     # --- replay
     @property
     def replay_misses(self) -> Path:

@@ -23,6 +23,7 @@ from evalpipe.audit.gates import decide, evaluate_gates, mark_advisory, paired_g
 from evalpipe.audit.inputs import load_inputs
 from evalpipe.audit.linkage import link
 from evalpipe.audit.request_metrics import request_audit, response_selection
+from evalpipe.audit.reviews import reviews_record
 from evalpipe.audit.run_context import (
     generation_summary,
     limitations,
@@ -37,6 +38,7 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
+from evalpipe.errors import ArtifactError
 from evalpipe.speed.compare import SpeedComparison
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
@@ -138,19 +140,37 @@ def build_summary(
         verdict=verdict,
         exit_code=int(code),
         speed=speed_summary(speed_artifact, speed_comparison),
+        reviews=reviews_record(rd, inputs.manifest),
     )
 
 
-def write_outputs(run_dir: Path, summary: Summary) -> None:
-    """summary.json, report.md and report.html, each written atomically."""
+def write_outputs(run_dir: Path, summary: Summary, *, paired: bool = False) -> Summary:
+    """explorer.html, then summary.json (saying what the explorer holds), report.md and report.html, each
+    written atomically; returns the summary as written.  ``paired``: a paired comparison sits beside the
+    run directory, so the report also links its explorer (``../explorer.html``) when there is one."""
     from evalpipe.artifacts import RunDir
+    from evalpipe.explore import build_run_explorer
     from evalpipe.report.html import render_html
     from evalpipe.report.markdown import render_markdown
 
     rd = RunDir(Path(run_dir))
+    if rd.outcomes.is_file():
+        try:
+            record = build_run_explorer(rd.root).record
+        # an unreadable request or response log costs the page, not the sign-off: the report says why
+        except ArtifactError as exc:
+            rd.explorer_html.unlink(missing_ok=True)  # an earlier audit's page would show other files' data
+            note = f"explorer.html was not written: {exc.message}"
+            summary = summary.model_copy(update={"limitations": [*summary.limitations, note]})
+        else:
+            beside = rd.root.parent / rd.explorer_html.name
+            if paired and beside.is_file():
+                record = record.model_copy(update={"paired_file": f"../{beside.name}"})
+            summary = summary.model_copy(update={"explorer": record})
     write_model(rd.summary, summary)
     atomic_write_text(rd.report_md, render_markdown(summary))
     atomic_write_text(rd.report_html, render_html(summary))
+    return summary
 
 
 def audit_run(
@@ -160,11 +180,12 @@ def audit_run(
     comparison: CompareResult | None = None,
     speed_comparison: SpeedComparison | None = None,
 ) -> Summary:
-    """Recompute the summary from ``run_dir``; write it and the reports unless ``write`` is False.
+    """Recompute the summary from ``run_dir``; write it, the reports and the explorer unless ``write`` is
+    False.
 
     ``comparison``, ``speed_comparison``: see ``build_summary``.
     """
     summary = build_summary(run_dir, comparison, speed_comparison)
     if write:
-        write_outputs(run_dir, summary)
+        summary = write_outputs(run_dir, summary, paired=comparison is not None)
     return summary

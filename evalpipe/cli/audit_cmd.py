@@ -1,6 +1,7 @@
 """``evalpipe audit RUN_DIR``: recompute the sign-off, write summary.json + reports, exit with the verdict.
 
-Exit codes: 0 pass, 1 a gate failed, 2 usage/unreadable run directory, 3 error-severity findings.
+Exit codes: 0 pass, 1 a gate failed, 2 usage/unreadable run directory or a ``--reviews`` file that does not fit
+the run (one line naming the file and the field), 3 error-severity findings.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
         elif not g.passed:
             out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
     if written is not None:
-        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html"))
+        page = ", explorer.html" if summary.explorer is not None else ""
+        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html{page}"))
     style = _VERDICT_STYLE[summary.verdict]
     out.print(f"[{style}]Verdict: {VERDICT_TEXT[summary.verdict]}[/] (exit {summary.exit_code})")
 
@@ -70,13 +72,32 @@ def audit(
     no_write: Annotated[
         bool, typer.Option("--no-write", help="Only print; do not (re)write summary.json and the reports.")
     ] = False,
+    reviews: Annotated[
+        Path | None,
+        typer.Option(
+            "--reviews",
+            help="Verdicts exported from explorer.html: checked, kept as RUN_DIR/reviews.json, recorded in "
+            "summary.json and the report.",
+        ),
+    ] = None,
 ) -> None:
-    """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html; exit 0/1/2/3."""
+    """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html, explorer.html; exit
+    0/1/2/3."""
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.audit.run import audit_run
     from evalpipe.compare import comparison_beside
     from evalpipe.speed.stage import speed_comparison_beside
 
+    if reviews is not None:
+        from evalpipe.artifacts import RunDir, read_model
+        from evalpipe.artifacts.schema.manifest import Manifest
+        from evalpipe.audit.reviews import keep_reviews
+        from evalpipe.errors import ConfigError
+
+        if no_write:
+            raise ConfigError("--reviews keeps the verdicts in the run directory: not with --no-write")
+        rd = RunDir(run_dir)
+        keep_reviews(reviews, rd, read_model(rd.manifest, Manifest))
     summary = audit_run(
         run_dir,
         write=not no_write,

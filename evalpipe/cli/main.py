@@ -52,6 +52,9 @@ def _register() -> None:
     from evalpipe.cli import benchmarks_cmd
 
     benchmarks_cmd.register(app)
+    from evalpipe.cli import explore_cmd
+
+    explore_cmd.register(app)
 
 
 _register()

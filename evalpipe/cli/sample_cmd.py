@@ -49,13 +49,35 @@ def sample(
 def verify(
     run_dir: Annotated[Path, typer.Argument(help="Run directory holding manifest.json")],
     dataset_root: DatasetRoot = None,
+    sample: Annotated[
+        str | None,
+        typer.Option(
+            "--sample",
+            help="BENCHMARK/SOURCE_ID: also say what became of this entry (the explorer's reproduction strip).",
+        ),
+    ] = None,
 ) -> None:
     """Re-derive the selection from the datasets; exit 0 when identical, 1 with a diff otherwise."""
+    from evalpipe.artifacts import RunDir, read_model
+    from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.cli.console import out as console
+    from evalpipe.errors import ConfigError
     from evalpipe.samplers import verify_sample
+    from evalpipe.samplers.run import sample_verdict
 
+    recorded = read_model(RunDir(run_dir).manifest, Manifest)
+    key = None
+    if sample is not None:
+        benchmark, _, source_id = sample.partition("/")
+        if not any((e.benchmark, e.source_id) == (benchmark, source_id) for e in recorded.entries):
+            raise ConfigError(f"--sample {sample}: not a sample of {run_dir} (give BENCHMARK/SOURCE_ID)")
+        key = (benchmark, source_id)
     result = verify_sample(run_dir, dataset_root=dataset_root)
-    if result.identical:
+    sample_ok = True
+    if key is not None:
+        sample_ok, line = sample_verdict(recorded, result.manifest, *key)
+        console.print(line, markup=False, soft_wrap=True)
+    if result.identical and sample_ok:
         console.print(f"identical: {len(result.manifest.entries)} entries re-derived from the datasets")
         return
     console.print(f"[bold red]DIFFERENT[/]: {len(result.differences)} difference(s)")

@@ -34,6 +34,7 @@ from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
+from evalpipe.explore import build_paired_explorer
 from evalpipe.hashing import sequence_key, sha256_hex
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
@@ -510,12 +511,14 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
 
 
 def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
+    """compare.json, explorer.html (every sample of the pair, flips first) and compare.md, which links it."""
     from evalpipe.artifacts import atomic_write_text
 
     out_dir = Path(out_dir)
     json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"
     write_model(json_path, result)
-    atomic_write_text(md_path, compare_markdown(result))
+    explorer = build_paired_explorer(result, out_dir).record
+    atomic_write_text(md_path, compare_markdown(result, explorer=explorer))
     return json_path, md_path
 
 

@@ -40,6 +40,10 @@ def append_member(fh: BinaryIO, record: ResponseRecord) -> None:
     fh.flush()
 
 
+#: bytes of a responses file fed to the decompressor at a time
+_CHUNK = 1 << 16
+
+
 class ResponsesReadResult(dict[str, ResponseRecord]):
     """``attempt_id → ResponseRecord`` plus whether the last member was torn (crash mid-write)."""
 
@@ -53,12 +57,20 @@ def read_response_records(path: Path) -> ResponsesReadResult:
     if not path.is_file():
         return result
     data = path.read_bytes()
+    view = memoryview(data)
     pos = 0
     while pos < len(data):
+        # the member is fed in chunks of a view: slicing the rest of the file for every member (and getting
+        # it back as unused_data) copied the file once per response, quadratic in the run's size
         d = zlib.decompressobj(wbits=31)
+        parts: list[bytes] = []
+        fed = pos
         try:
-            payload = d.decompress(data[pos:])
-            payload += d.flush()
+            while not d.eof and fed < len(data):
+                chunk = view[fed : fed + _CHUNK]
+                parts.append(d.decompress(chunk))
+                fed += len(chunk)
+            parts.append(d.flush())
         except zlib.error as exc:
             if _is_tail(d, data, pos):
                 result.torn_last_member = True
@@ -67,7 +79,8 @@ def read_response_records(path: Path) -> ResponsesReadResult:
         if not d.eof:
             result.torn_last_member = True
             break
-        consumed = len(data) - pos - len(d.unused_data)
+        payload = b"".join(parts)
+        consumed = fed - pos - len(d.unused_data)
         for line in payload.decode("utf-8").splitlines():
             if not line.strip():
                 continue
@@ -94,3 +107,50 @@ def read_responses(rundir: RunDir) -> dict[str, str]:
         elif rec.body_b64 is not None:
             out[attempt_id] = base64.b64decode(rec.body_b64).decode("latin-1")
     return out
+
+
+def response_message(body: str) -> tuple[str | None, str | None]:
+    """``(content, reasoning_content)`` of the first choice of a recorded body — a JSON document or an SSE
+    stream (the deltas joined); ``(None, None)`` when the body holds no choice (an error body)."""
+    import json
+
+    if body.lstrip().startswith("data:"):
+        content: list[str] = []
+        reasoning: list[str] = []
+        seen = False
+        for raw in body.split("\n"):
+            line = raw.strip()
+            if not line.startswith("data:") or line[5:].strip() in ("", "[DONE]"):
+                continue
+            try:
+                obj = json.loads(line[5:])
+            except json.JSONDecodeError:
+                continue
+            for c in obj.get("choices") or [] if isinstance(obj, dict) else []:
+                if not isinstance(c, dict) or c.get("index", 0) != 0:
+                    continue
+                delta = c.get("delta")
+                if not isinstance(delta, dict):
+                    continue
+                piece, think = delta.get("content"), delta.get("reasoning_content")
+                if isinstance(piece, str):
+                    content.append(piece)
+                    seen = True
+                if isinstance(think, str):
+                    reasoning.append(think)
+                    seen = True
+        return ("".join(content), "".join(reasoning) or None) if seen else (None, None)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None, None
+    choices = obj.get("choices") if isinstance(obj, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None, None
+    msg = choices[0].get("message")
+    if isinstance(msg, dict):
+        text = msg.get("content")
+        think = msg.get("reasoning_content")
+        return (text if isinstance(text, str) else ""), (think if isinstance(think, str) else None)
+    text = choices[0].get("text")
+    return (text if isinstance(text, str) else None), None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-SpanKind = Literal["text", "code", "strong"]
+SpanKind = Literal["text", "code", "strong", "link"]
 Span = tuple[SpanKind, str]
 Inline = list[Span]
 
@@ -27,6 +27,11 @@ def C(text: str) -> Span:
 def B(text: str) -> Span:
     """Strong: verdicts, severities, benchmark names."""
     return ("strong", text)
+
+
+def L(path: str) -> Span:
+    """A link to a file beside the report (relative path, written by evalpipe, never run text)."""
+    return ("link", path)
 
 
 @dataclass

@@ -7,12 +7,14 @@ non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import CompareResult
-from evalpipe.report.prose import fmt_signed_pts_from_fraction
+from evalpipe.artifacts.schema.explorer import ExplorerRecord
+from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import sequential_design_line
 
 
-def compare_markdown(result: CompareResult) -> str:
-    """Report section: one line per benchmark plus the flipped samples."""
+def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None = None) -> str:
+    """Report section: one line per benchmark plus the flipped samples; ``explorer``: the page beside it that
+    shows every sample of the pair, flips first (and what it truncated)."""
     if result.aa_only:
         lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
     else:
@@ -22,6 +24,20 @@ def compare_markdown(result: CompareResult) -> str:
         "same rendered prompts. Difference = A − B in percentage points; "
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
     )
+    if explorer is not None:
+        name = explorer.file
+        cut = (
+            f"{explorer.truncated} truncated to head and tail ({explorer.tier}): "
+            + ", ".join(explorer.truncated_ids[:10])
+            + (" …" if explorer.truncated > 10 else "")
+            if explorer.truncated
+            else "nothing truncated"
+        )
+        lines.append("")
+        lines.append(
+            f"Read the flips side by side, every sample of both runs: [{name}](<{name}>) "
+            f"({explorer.samples} samples, {fmt_bytes(explorer.bytes)}; {cut})."
+        )
     lines.append("")
     if result.aa_only:
         lines.append("")

@@ -19,6 +19,7 @@ from evalpipe.report.sections.headline import headline_section
 from evalpipe.report.sections.provenance import limitations_section, provenance_section
 from evalpipe.report.sections.request_audit import request_audit_section
 from evalpipe.report.sections.results import results_section
+from evalpipe.report.sections.samples import reviews_section, samples_section
 from evalpipe.report.sections.sampling import sampling_section
 from evalpipe.report.sections.speed import speed_section
 
@@ -31,6 +32,8 @@ SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (
     speed_section,
     sampling_section,
     failure_section,
+    samples_section,
+    reviews_section,
     request_audit_section,
     findings_section,
     gates_section,

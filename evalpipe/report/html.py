@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, Heading, Inline, Paragraph, Table
@@ -22,9 +23,14 @@ def render_inline(spans: Inline) -> str:
     out = []
     for style, text in spans:
         t = escape(text)
-        out.append(
-            f"<code>{t}</code>" if style == "code" else f"<strong>{t}</strong>" if style == "strong" else t
-        )
+        if style == "code":
+            out.append(f"<code>{t}</code>")
+        elif style == "strong":
+            out.append(f"<strong>{t}</strong>")
+        elif style == "link":
+            out.append(f'<a href="{escape(quote(text), quote=True)}">{t}</a>')
+        else:
+            out.append(t)
     return "".join(out)
 
 

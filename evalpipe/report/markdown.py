@@ -31,6 +31,8 @@ def render_inline(spans: Inline, *, in_table: bool = False) -> str:
                 piece = piece.replace("|", "\\|")
         elif style == "strong":
             piece = f"**{_escape(text)}**"
+        elif style == "link":
+            piece = f"[{_escape(text)}](<{text}>)"
         else:
             piece = _escape(text)
         out.append(piece.replace("\n", " "))

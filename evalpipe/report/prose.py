@@ -47,3 +47,8 @@ _NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "e
 def number_word(n: int) -> str:
     """ "one" … "ten" (and "no"); digits from 11 on."""
     return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
+
+
+def fmt_bytes(n: int) -> str:
+    """A file's size: kB below 0.1 MB, else MB with one decimal."""
+    return f"{n / 1e3:.0f} kB" if n < 100_000 else f"{n / 1e6:.1f} MB"

@@ -8,7 +8,7 @@
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
       → speed benchmark on the same server, no proxy (``speed:``; speed.json)
       → outcomes.jsonl, provenance.json
-      → audit: summary.json, report.md, report.html
+      → audit: summary.json, report.md, report.html, explorer.html
 
 With ``variants:`` every variant runs this sequence on the same manifest in ``RUN/<variant>/`` and the first
 is compared with the others (``evalpipe.run.variants``).
@@ -236,7 +236,7 @@ def run(
             prov.finished_at = utc_now()
             write_model(rd.provenance, prov)
 
-        # 6. audit: summary.json, report.md, report.html (the verdict is raised by the caller)
+        # 6. audit: summary.json, report.md, report.html, explorer.html (the verdict is raised by the caller)
         summary = None
         if audit:
             # the audit runs last: its report and statistics modules (~0.3-0.6 s) load after EvalScope has run

@@ -377,3 +377,33 @@ def diff_manifests(recorded: Manifest, rederived: Manifest) -> list[str]:
     if not diffs and recorded.model_dump_json() != rederived.model_dump_json():
         diffs.append("manifest content differs (order or metadata)")
     return diffs
+
+
+def sample_verdict(
+    recorded: Manifest, rederived: Manifest, benchmark: str, source_id: str
+) -> tuple[bool, str]:
+    """One entry's re-derivation in a line (``verify-sample --sample``): still selected, in the same stratum,
+    at the same rank, from a record with the same hash.  Its selection depends on its stratum's whole ranking,
+    so the command's verdict stays the whole manifest's; this line says what became of the one entry."""
+    old = next((e for e in recorded.entries if (e.benchmark, e.source_id) == (benchmark, source_id)), None)
+    if old is None:
+        raise ConfigError(f"--sample {benchmark}/{source_id}: not a sample of this run's manifest")
+    new = next((e for e in rederived.entries if (e.benchmark, e.source_id) == (benchmark, source_id)), None)
+    where = f"sample {benchmark}/{source_id}"
+    if new is None:
+        return False, f"{where}: not selected when re-derived"
+    ranked = sorted(
+        e.rank_key for e in rederived.entries if (e.benchmark, e.stratum) == (benchmark, new.stratum)
+    )
+    rank = ranked.index(new.rank_key) + 1
+    if old.record_sha256 != new.record_sha256:
+        return False, f"{where}: record_sha256 {old.record_sha256} (recorded) != {new.record_sha256}"
+    if old != new:
+        return (
+            False,
+            f"{where}: entry fields differ (stratum {old.stratum} → {new.stratum}, rank key, weight)",
+        )
+    return True, (
+        f"{where}: re-derived identically (stratum {new.stratum}, rank {rank} of {new.stratum_selected} "
+        f"selected from {new.stratum_population}, record sha256 {new.record_sha256})"
+    )

@@ -101,6 +101,9 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.sandbox.probe.probe": "bwrap/unshare probed",
     "evalpipe.sandbox.probe.resolve": "bwrap/unshare probed",
     "evalpipe.sandbox.probe.preflight_line": "bwrap/unshare probed",
+    # a real browser for the explorer's tests (Chromium, and Playwright's driver process)
+    "helpers.browser.chromium": "Chromium (headless)",
+    "playwright.sync_api.sync_playwright": "Playwright's driver and a browser",
     # EvalScope's own scoring: math_verify runs in a process of its own (evalscope/metrics/math/isolation.py)
     "evalscope.api.registry.get_benchmark": "EvalScope's scoring (math_verify in a child process)",
 }

@@ -30,6 +30,7 @@ READERS: dict[str, tuple[str, ...]] = {
     ),
     "paired_demo": (
         "tests/test_aa_control_e2e.py",
+        "tests/test_explorer_browser.py",
         "tests/test_paired_replay_e2e.py",
         "tests/test_speed_pipeline.py",
     ),

@@ -62,6 +62,12 @@ def speed_compare_schema() -> dict[str, Any]:
     return _schema(SpeedComparison)
 
 
+def reviews_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.reviews import ReviewsFile
+
+    return _schema(ReviewsFile)
+
+
 # file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
@@ -72,6 +78,7 @@ PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "fleet.schema.json": fleet_schema,
     "speed.schema.json": speed_schema,
     "speed_compare.schema.json": speed_compare_schema,
+    "reviews.schema.json": reviews_schema,
 }
 
 

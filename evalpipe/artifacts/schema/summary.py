@@ -11,11 +11,13 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.explorer import ExplorerRecord
 from evalpipe.artifacts.schema.fleet import FleetSummary
 from evalpipe.artifacts.schema.manifest import StratumAllocation
 from evalpipe.artifacts.schema.metrics import Interval as Interval  # re-exported: summary rows
 from evalpipe.artifacts.schema.metrics import MetricResult as MetricResult
 from evalpipe.artifacts.schema.provenance import Provenance
+from evalpipe.artifacts.schema.reviews import ReviewsRecord
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.artifacts.schema.timings import ServerUtilisation
 from evalpipe.speed.summary import SpeedSummary
@@ -386,7 +388,7 @@ class GenerationSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str
@@ -419,4 +421,12 @@ class Summary(Artifact):
     speed: SpeedSummary | None = Field(
         default=None,
         description="Serving benchmark of this variant (speed.json) and the paired speed comparison.",
+    )
+    explorer: ExplorerRecord | None = Field(
+        default=None, description="explorer.html beside the report: every sample, what was truncated."
+    )
+    reviews: ReviewsRecord | None = Field(
+        default=None,
+        description="A reviewer's verdicts on the flips (reviews.json, from evalpipe audit --reviews); they "
+        "change no score and no gate.",
     )
