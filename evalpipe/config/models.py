@@ -373,6 +373,18 @@ class SequentialConfig(Strict):
         "n) units; the bets are tuned to that plan (the planned predictable plug-in bet). A finished run "
         "holds only the plan, so there the rule also ends when its units run out.",
     )
+    in_run: bool = Field(
+        default=True,
+        description="Stop inside a paired run (variants with a control): each benchmark with a margin of its own "
+        "and no pool sends its samples in the seeded sequence order, a batch at a time, and stops sending at the "
+        "first crossing (evalpipe.run.sequential_stop); false: every sample is sent and the rule only judges "
+        "afterwards. A pool is always judged afterwards.",
+    )
+    batch_units: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="Units released beyond the prefix judged in every arm (what can be in flight, hence wasted, "
+        "at the stop); default generation.concurrency / generation.repeats.",
+    )
 
 
 class GenerationConfig(Strict):

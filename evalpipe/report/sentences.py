@@ -96,7 +96,9 @@ def aa_sentence(aa: Discordance) -> str:
     return "A/A: " + "; ".join(said)
 
 
-def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float | None) -> str:
+def sequential_sentence(
+    decision: SequentialDecision, tokens_unsent_share: float | None, *, sent: tuple[int, int] | None = None
+) -> str:
     """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
     sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent"."""
     margin = _margin(decision.margin_pts)
@@ -113,6 +115,12 @@ def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float
             f"inconclusive {where} after {used}, margin {margin} pts (K+ = {decision.e_value_non_inferior:.3g}, "
             f"K- = {decision.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
         )
+    if sent is not None:  # the rule stopped sending inside the run: what was really not sent
+        units, planned = sent
+        saved = f"{planned - units} of {planned} planned units"
+        if tokens_unsent_share is not None:
+            saved += f" and about {100 * tokens_unsent_share:.0f} % of the fixed design's output tokens"
+        return f"sequential: {head}; stopped inside the run, {saved} never sent"
     if decision.units_left == 0:
         return f"sequential: {head}"
     saved = f"{100 * decision.units_left / decision.units_available:.0f} % of the units"

@@ -1,0 +1,333 @@
+"""The sequential rule stopping inside a paired run (``generation.sequential`` with ``in_run``).
+
+Each arm (variant) of the run sends a gated benchmark's rows in the seeded sequence order
+(``evalpipe.hashing.sequence_key``, the order ``compare`` judges in) and only as far as released
+(``evalscope_bridge.scheduling.SequenceGate`` in the worker).  After every completed sample the arm appends it
+to its exchange file (``RUN/sequential/<benchmark>/<variant>.jsonl``, ``artifacts.schema.sequential``) and, at
+every look of the stage's wait loop (:meth:`SequentialStopper.poll`), reads every arm's file and:
+
+1. judges the longest prefix of units complete in both the test and the control arm with the rule of
+   ``evalpipe.stats.sequential`` (the planned bet tuned to the benchmark's n, as compare.json judges);
+   the first crossing ``t*`` of ``1/α`` is a function of the units' values only, so every arm finds the same
+   ``t*`` whenever it looks;
+2. before a crossing, releases ``batch_units`` units beyond the prefix complete in every live arm
+   (``together``: parallel_variants — the arms advance together, none more than a batch ahead of the slowest),
+   or beyond its own (one after another: the arms that ran before are complete or ended);
+3. after it, releases up to ``t*`` (an arm that has not reached it yet — the A/A arm of variants run in
+   turn — completes the verdict's units, so every arm holds the same pairs) and halts once its own prefix
+   reaches ``t*``: rows not yet sent are never sent; in-flight ones finish and are recorded.
+
+Waste beyond the stop is bounded by the batch (released but not yet judged) per arm.  Variants run one after
+another: the control runs first (``variants._run_in_turn``) and, the test having no units yet, runs its whole
+plan (its spend is bounded by the plan, the fixed design); the test then stops on the control's units; an
+A/A arm after them sends exactly the units up to ``t*``.  An arm whose run ended (``<variant>.end.json``:
+finished, stopped or failed) is waited for no longer.
+
+Statistics stay in ``evalpipe.stats``; this module only orders, counts and exchanges.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from evalpipe.artifacts import JsonlAppender, read_jsonl, write_model
+from evalpipe.artifacts.schema.sequential import (
+    ArmEnded,
+    BenchmarkStop,
+    InRunStopReason,
+    SequenceRecord,
+    SequentialStops,
+)
+from evalpipe.clock import utc_now
+from evalpipe.hashing import sequence_key
+
+if TYPE_CHECKING:
+    from evalpipe.artifacts import RunDir
+    from evalpipe.artifacts.schema.evalscope import IndexMap
+    from evalpipe.config.models import RunConfig
+    from evalpipe.evalscope_bridge.protocol import Sample
+
+EXCHANGE_DIR = "sequential"
+STOP_JSON = "sequential_stop.json"
+
+Verdict = Literal["non-inferior", "inferior", "inconclusive"]
+
+
+class Releases(Protocol):
+    """What the stopper asks of the worker (``evalscope_bridge.runner.WorkerProcess`` implements it)."""
+
+    def release(self, benchmark: str, units: int) -> None: ...
+
+    def halt(self, benchmark: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class SequentialArm:
+    """This run's place in a paired run whose sequential rule stops inside it."""
+
+    exchange: Path
+    variant: str
+    test: str
+    control: str
+    variants: tuple[str, ...]
+    together: bool
+
+    def ended_marker(self, variant: str) -> Path:
+        return self.exchange / f"{variant}.end.json"
+
+    def begin(self) -> None:
+        """A (re)started arm is not ended."""
+        self.ended_marker(self.variant).unlink(missing_ok=True)
+
+    def end(self) -> None:
+        """This arm's run is over (in any way): no arm waits for it any longer."""
+        self.exchange.mkdir(parents=True, exist_ok=True)
+        write_model(self.ended_marker(self.variant), ArmEnded(variant=self.variant, ended_at=utc_now()))
+
+    def ended(self, variant: str) -> bool:
+        return self.ended_marker(variant).is_file()
+
+
+def arm_for(cfg: RunConfig, variant: str | None, root: Path, *, together: bool) -> SequentialArm | None:
+    """The arm of ``variant`` in a run rooted at ``root``, or None when nothing stops inside the run (no
+    ``generation.sequential`` / ``in_run`` off, no variants, no control)."""
+    seq = cfg.generation.sequential
+    if seq is None or not seq.in_run or variant is None or not cfg.variants:
+        return None
+    controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
+    if not controls:
+        return None
+    names = tuple(v.name for v in cfg.variants)
+    return SequentialArm(root / EXCHANGE_DIR, variant, names[0], controls[0], names, together)
+
+
+def gated_margins(cfg: RunConfig) -> dict[str, float]:
+    """Benchmark → margin (points) of every benchmark whose own block the rule judges inside the run: a
+    non-inferiority margin of its own and no pool (a pool's units interleave its members, which run as
+    separate EvalScope tasks: a pool is judged after the run, on every unit)."""
+    pooled = {m for members in cfg.pools.values() for m in members}
+    out: dict[str, float] = {}
+    for bench in cfg.benchmarks:
+        margin = cfg.gates.points_for("non_inferiority_margin_pts", bench.name)
+        if margin is not None and bench.name not in pooled:
+            out[bench.name] = margin
+    return out
+
+
+def in_run_order(seed: int, benchmark: str, rows: Iterable[tuple[str, int, str]]) -> list[tuple[str, int]]:
+    """Rows ``(subset, index, source_id)`` as ``(subset, index)`` in the seeded sequence order."""
+    ordered = sorted(rows, key=lambda r: sequence_key(seed, benchmark, r[2]))
+    return [(subset, index) for subset, index, _ in ordered]
+
+
+@dataclass
+class _Gated:
+    """One gated benchmark of this arm."""
+
+    benchmark: str
+    order: list[tuple[str, int]]
+    repeats: int
+    margin_pts: float
+    batch: int
+    own: dict[tuple[str, int], SequenceRecord] = field(default_factory=dict)
+    released: int = 0
+    halted: bool = False
+    stop_unit: int | None = None
+    verdict: Verdict = "inconclusive"
+    partner_ended: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.order)
+
+
+def unit_values(
+    records: Mapping[tuple[str, int], SequenceRecord], order: Sequence[tuple[str, int]], repeats: int
+) -> list[float]:
+    """The leading units with every attempt done, each the mean of its attempts' correctness (an attempt
+    that failed counts 0, as an unanswered sample does in the summary)."""
+    out: list[float] = []
+    for subset, row in order:
+        values = []
+        for attempt in range(repeats):
+            rec = records.get((subset, row * repeats + attempt))
+            if rec is None or not rec.sent or rec.correct is None:
+                return out
+            values.append(rec.correct)
+        out.append(sum(values) / repeats)
+    return out
+
+
+def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
+    """An arm's exchange file, the last record of each attempt winning (a resume re-sends what it lost)."""
+    out: dict[tuple[str, int], SequenceRecord] = {}
+    if not path.is_file():
+        return out
+    for rec in read_jsonl(path, SequenceRecord):
+        if rec.cached and (rec.subset, rec.index) in out:
+            continue  # a cached score never overrides the record made when the sample was sent
+        out[(rec.subset, rec.index)] = rec
+    return out
+
+
+class SequentialStopper:
+    """This arm's side of the rule inside the EvalScope stage (module docstring)."""
+
+    def __init__(self, arm: SequentialArm, cfg: RunConfig, seed: int, index_map: IndexMap) -> None:
+        seq = cfg.generation.sequential
+        assert seq is not None
+        self.arm = arm
+        self.alpha = seq.alpha
+        self._lock = threading.Lock()
+        self._logs: dict[str, JsonlAppender] = {}
+        self.gated: dict[str, _Gated] = {}
+        repeats = cfg.generation.repeats
+        batch = seq.batch_units or max(1, cfg.generation.concurrency // repeats)
+        for name, margin in gated_margins(cfg).items():
+            entries = index_map.for_benchmark(name)
+            if not entries:
+                continue
+            order = in_run_order(seed, name, ((e.subset, e.index, e.source_id) for e in entries))
+            self.gated[name] = _Gated(name, order, repeats, margin, batch)
+
+    def path(self, benchmark: str, variant: str) -> Path:
+        return self.arm.exchange / benchmark / f"{variant}.jsonl"
+
+    def sequence(self, benchmark: str) -> list[tuple[str, int]] | None:
+        """The rows in the order the worker sends them, or None for a benchmark the rule does not gate."""
+        gated = self.gated.get(benchmark)
+        return list(gated.order) if gated is not None else None
+
+    def begin(self, benchmark: str) -> None:
+        """The benchmark starts (or resumes): what this arm recorded before counts."""
+        gated = self.gated[benchmark]
+        own = read_records(self.path(benchmark, self.arm.variant))
+        log = JsonlAppender(self.path(benchmark, self.arm.variant))
+        with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
+            gated.own = {**own, **gated.own}
+            self._logs[benchmark] = log
+
+    def observe(self, benchmark: str, event: Sample) -> None:
+        """One finished (or refused) sample of this arm, from the worker's events."""
+        gated = self.gated.get(benchmark)
+        if gated is None or (event.cached and (event.subset, event.index) in gated.own):
+            return
+        correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
+        rec = SequenceRecord(
+            subset=event.subset, index=event.index, correct=correct, sent=event.sent, cached=event.cached
+        )
+        with self._lock:
+            gated.own[(rec.subset, rec.index)] = rec
+            log = self._logs.get(benchmark)
+            if log is not None:
+                log.append(rec)
+
+    def _values(self, gated: _Gated, variant: str) -> list[float]:
+        if variant == self.arm.variant:
+            with self._lock:
+                own = dict(gated.own)
+            return unit_values(own, gated.order, gated.repeats)
+        return unit_values(read_records(self.path(gated.benchmark, variant)), gated.order, gated.repeats)
+
+    def poll(self, worker: Releases) -> None:
+        """One look at every gated benchmark still sending: judge, then release or halt (module docstring)."""
+        from evalpipe.stats.sequential import sequential_decision
+
+        for gated in self.gated.values():
+            with self._lock:
+                begun = gated.benchmark in self._logs
+            if gated.halted or not begun:
+                continue
+            own = self._values(gated, self.arm.variant)
+            if gated.stop_unit is None:
+                test, control = self._values(gated, self.arm.test), self._values(gated, self.arm.control)
+                k = min(len(test), len(control))
+                if k:
+                    diffs = [t - c for t, c in zip(test[:k], control[:k], strict=True)]
+                    decision = sequential_decision(
+                        diffs, gated.margin_pts, self.alpha, planned_n=gated.n
+                    )
+                    if decision.stop_reason == "crossing":
+                        gated.stop_unit, gated.verdict = decision.units_used, decision.verdict
+            if gated.stop_unit is not None:
+                if gated.released < gated.stop_unit:
+                    gated.released = gated.stop_unit
+                    worker.release(gated.benchmark, gated.released)
+                if len(own) >= gated.stop_unit:
+                    gated.halted = True
+                    worker.halt(gated.benchmark)
+                continue
+            live = [len(own)]
+            if self.arm.together:
+                for variant in self.arm.variants:
+                    if variant == self.arm.variant:
+                        continue
+                    if self.arm.ended(variant):
+                        gated.partner_ended = True
+                        continue
+                    live.append(len(self._values(gated, variant)))
+            target = min(gated.n, min(live) + gated.batch)
+            if target > gated.released:
+                gated.released = target
+                worker.release(gated.benchmark, target)
+
+    def finish(self, benchmark: str) -> None:
+        """The benchmark's run is over: no more looks at it."""
+        with self._lock:
+            log = self._logs.pop(benchmark, None)
+        if log is not None:
+            log.fsync()
+            log.close()
+
+    def stops(self) -> SequentialStops:
+        """This arm's stop record (``sequential_stop.json``)."""
+        out = []
+        for gated in self.gated.values():
+            rows: dict[tuple[str, int], list[SequenceRecord]] = {}
+            for (subset, index), rec in gated.own.items():
+                rows.setdefault((subset, index // gated.repeats), []).append(rec)
+            sent = sum(1 for recs in rows.values() if any(r.sent for r in recs))
+            complete = sum(
+                1
+                for recs in rows.values()
+                if len(recs) == gated.repeats and all(r.sent and r.correct is not None for r in recs)
+            )
+            prefix = 0
+            for subset, row in gated.order:
+                recs = [gated.own.get((subset, row * gated.repeats + a)) for a in range(gated.repeats)]
+                if not all(r is not None and r.sent for r in recs):
+                    break
+                prefix += 1
+            reason: InRunStopReason
+            if gated.stop_unit is not None:
+                reason = "crossing"
+            elif gated.partner_ended:
+                reason = "partner ended"
+            else:
+                reason = "units exhausted"
+            out.append(
+                BenchmarkStop(
+                    benchmark=gated.benchmark,
+                    planned_units=gated.n,
+                    batch_units=gated.batch,
+                    test=self.arm.test,
+                    control=self.arm.control,
+                    together=self.arm.together,
+                    units_sent=sent,
+                    units_sent_prefix=prefix,
+                    units_complete=complete,
+                    stop_unit=gated.stop_unit,
+                    verdict=gated.verdict,
+                    stop_reason=reason,
+                    units_not_sent=gated.n - sent,
+                )
+            )
+        return SequentialStops(variant=self.arm.variant, benchmarks=out)
+
+    def write(self, rundir: RunDir) -> None:
+        if self.gated:
+            write_model(rundir.root / STOP_JSON, self.stops())
