@@ -188,9 +188,7 @@ class HaltCommand(_Line):
     benchmark: str
 
 
-Command = Annotated[
-    RunCommand | ExitCommand | ReleaseCommand | HaltCommand, Field(discriminator="action")
-]
+Command = Annotated[RunCommand | ExitCommand | ReleaseCommand | HaltCommand, Field(discriminator="action")]
 _COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
 
 

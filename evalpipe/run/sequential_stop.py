@@ -248,9 +248,7 @@ class SequentialStopper:
                 k = min(len(test), len(control))
                 if k:
                     diffs = [t - c for t, c in zip(test[:k], control[:k], strict=True)]
-                    decision = sequential_decision(
-                        diffs, gated.margin_pts, self.alpha, planned_n=gated.n
-                    )
+                    decision = sequential_decision(diffs, gated.margin_pts, self.alpha, planned_n=gated.n)
                     if decision.stop_reason == "crossing":
                         gated.stop_unit, gated.verdict = decision.units_used, decision.verdict
             if gated.stop_unit is not None:
@@ -331,3 +329,26 @@ class SequentialStopper:
     def write(self, rundir: RunDir) -> None:
         if self.gated:
             write_model(rundir.root / STOP_JSON, self.stops())
+
+
+def not_sent(
+    root: Path, seed: int, entries: Iterable[tuple[str, str]], predicted: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Entries ``(benchmark, source_id)`` this run never sent because the rule stopped it
+    (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the sequence order and without
+    a prediction (a unit cut between its attempts was sent and stays)."""
+    path = root / STOP_JSON
+    if not path.is_file():
+        return set()
+    from evalpipe.artifacts import read_model
+
+    prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
+    by: dict[str, list[str]] = {}
+    for bench, sid in entries:
+        if bench in prefix:
+            by.setdefault(bench, []).append(sid)
+    out: set[tuple[str, str]] = set()
+    for bench, sids in by.items():
+        ordered = sorted(sids, key=lambda sid: sequence_key(seed, bench, sid))
+        out.update((bench, sid) for sid in ordered[prefix[bench] :] if (bench, sid) not in predicted)
+    return out
