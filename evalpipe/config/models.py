@@ -110,6 +110,16 @@ class AnswerKeyConfig(Strict):
         description="Answer as a thinking model: reasoning in message.reasoning_content (a server with a "
         "reasoning parser) or inline as <think>…</think> before the answer (no parser); off = answer only.",
     )
+    wrong_share: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict,
+        description="A planted regression: per benchmark, the share of its items answered with another item's "
+        "gold answer (a fixed set chosen by a hash of each item's id), e.g. {gsm8k: 0.5}.",
+    )
+    data_dir: Path | None = Field(
+        default=None,
+        description="The directory of benchmark folders the server answers (e.g. gsm8k/, math_500/ as the "
+        "sources' local copies hold them; relative to this file); default: evalpipe's bundled miniatures.",
+    )
 
 
 class RouterWorker(Strict):
