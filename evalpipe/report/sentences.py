@@ -144,6 +144,8 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
         f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"
         + (f" (pool of {', '.join(members)})" if members else "")
     )
+    if seq.stopped_in_run and seq.units_planned is not None:
+        design += f" sent of {seq.units_planned} planned (the rule stopped sending inside the run)"
     bet = f"planned bet tuned to n = {seq.planned_n}" if seq.planned_n is not None else "aGRAPA bet"
     rule = f"{bet}, cap {seq.cap}, α = {seq.alpha:g}, units in the seeded sequence order"
     parts = [f"sequential design: {design}, {rule}"]
@@ -166,16 +168,27 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
             f"K− {crossed(seq.first_crossing_inferior)}"
         )
     if seq.output_tokens_fixed is not None and seq.output_tokens_spent is not None:
-        parts.append(
-            f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
-            "(the fixed design)"
-        )
+        if seq.stopped_in_run:  # the units never sent have no tokens: the fixed design's is an estimate
+            waste = seq.output_tokens_after_stop
+            parts.append(
+                f"output tokens {_tokens(seq.output_tokens_spent)} spent against about "
+                f"{_tokens(seq.output_tokens_fixed)} for the fixed design (the same per unit over the plan)"
+                + (f", {_tokens(waste)} of them after the verdict's unit (in flight)" if waste else "")
+            )
+        else:
+            parts.append(
+                f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
+                "(the fixed design)"
+            )
     return "; ".join(parts)
 
 
 def _tokens(count: float) -> str:
-    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``)."""
-    return f"{count / 1e6:.1f} M" if count >= 1e6 else f"{count / 1e3:.0f} k"
+    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``), below ten
+    thousand as they are (``7,031``)."""
+    if count >= 1e6:
+        return f"{count / 1e6:.1f} M"
+    return f"{count / 1e3:.0f} k" if count >= 1e4 else f"{count:,.0f}"
 
 
 def design_cost_sentence(design: Design) -> str:
