@@ -226,7 +226,6 @@ def _stopped_inside(run: Path, ordered: list[str], sent: int) -> None:
     never sent (no prediction), and its ``sequential_stop.json`` says so."""
     from evalpipe.artifacts import write_jsonl_atomic, write_model
     from evalpipe.artifacts.schema.sequential import BenchmarkStop, SequentialStops
-    from evalpipe.run.sequential_stop import STOP_JSON
 
     rd = RunDir(run)
     unsent = set(ordered[sent:])
@@ -262,7 +261,7 @@ def _stopped_inside(run: Path, ordered: list[str], sent: int) -> None:
         stop_reason="units exhausted",
         units_not_sent=N - sent,
     )
-    write_model(run / STOP_JSON, SequentialStops(variant=run.name, benchmarks=[stop]))
+    write_model(rd.sequential_stop, SequentialStops(variant=run.name, benchmarks=[stop]))
 
 
 def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> None:

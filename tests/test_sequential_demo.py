@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.artifacts import read_model
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.config.loader import load_config
-from evalpipe.run.sequential_stop import STOP_JSON
 from evalpipe.run.variants import run_variants
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo-sequential.yaml"
@@ -35,7 +34,8 @@ def test_a_planted_regression_and_an_unchanged_benchmark_both_stop_inside_the_ru
     blocks = {b["benchmark"]: b for b in cmp["benchmarks"]}
     stops = {
         v.name: {
-            s.benchmark: s for s in read_model(root.root / v.name / STOP_JSON, SequentialStops).benchmarks
+            s.benchmark: s
+            for s in read_model(RunDir(root.root / v.name).sequential_stop, SequentialStops).benchmarks
         }
         for v in cfg.variants
     }

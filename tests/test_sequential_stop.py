@@ -26,7 +26,6 @@ from evalpipe.config.models import GenerationConfig, RunConfig, SequentialConfig
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.evalscope_bridge.scheduling import SequenceGate
 from evalpipe.run.sequential_stop import (
-    STOP_JSON,
     SequentialArm,
     SequentialStopper,
     arm_for,
@@ -195,7 +194,7 @@ def test_arms_in_turn_stop_at_the_first_crossing_and_the_aa_arm_completes_the_ve
         test.observe(BENCH, Sample(benchmark=BENCH, subset=subset, index=row, ok=False, sent=False))
     test.finish(BENCH)
     test.write(_rundir(tmp_path / "test"))
-    (stop,) = read_model(tmp_path / "test" / STOP_JSON, SequentialStops).benchmarks
+    (stop,) = read_model(RunDir(tmp_path / "test").sequential_stop, SequentialStops).benchmarks
     assert (stop.stop_unit, stop.verdict, stop.stop_reason) == (expected.units_used, "inferior", "crossing")
     assert stop.units_sent == stop.units_sent_prefix == expected.units_used
     assert stop.units_not_sent == N - expected.units_used

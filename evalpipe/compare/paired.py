@@ -515,14 +515,12 @@ def _units_sent(arms: list[RunDir]) -> dict[str, int]:
     """Benchmark → units sent by every arm (``sequential_stop.json``'s leading units of the sequence order),
     for the benchmarks whose sending the sequential rule stopped inside the run; empty when none did."""
     from evalpipe.artifacts.schema.sequential import SequentialStops
-    from evalpipe.run.sequential_stop import STOP_JSON
 
     out: dict[str, int] = {}
     for arm in arms:
-        path = arm.root / STOP_JSON
-        if not path.is_file():
+        if not arm.sequential_stop.is_file():
             continue
-        for stop in read_model(path, SequentialStops).benchmarks:
+        for stop in read_model(arm.sequential_stop, SequentialStops).benchmarks:
             out[stop.benchmark] = min(out.get(stop.benchmark, stop.units_sent_prefix), stop.units_sent_prefix)
     return out
 

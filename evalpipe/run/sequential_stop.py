@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from evalpipe.evalscope_bridge.protocol import Sample
 
 EXCHANGE_DIR = "sequential"
-STOP_JSON = "sequential_stop.json"
 
 Verdict = Literal["non-inferior", "inferior", "inconclusive"]
 
@@ -328,7 +327,7 @@ class SequentialStopper:
 
     def write(self, rundir: RunDir) -> None:
         if self.gated:
-            write_model(rundir.root / STOP_JSON, self.stops())
+            write_model(rundir.sequential_stop, self.stops())
 
 
 def not_sent(
@@ -337,10 +336,11 @@ def not_sent(
     """Entries ``(benchmark, source_id)`` this run never sent because the rule stopped it
     (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the sequence order and without
     a prediction (a unit cut between its attempts was sent and stays)."""
-    path = root / STOP_JSON
+    from evalpipe.artifacts import RunDir, read_model
+
+    path = RunDir(root).sequential_stop
     if not path.is_file():
         return set()
-    from evalpipe.artifacts import read_model
 
     prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
     by: dict[str, list[str]] = {}
