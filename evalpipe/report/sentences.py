@@ -199,8 +199,10 @@ def design_cost_sentence(design: Design) -> str:
         f"power {design.power:.2f} at a {_margin(round(design.target * 100, 6))}-pt drop; "
     )
     if design.tokens_measured:
-        return (
-            head
-            + f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
-        )
+        out = f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
+        if design.gpu_hours_expected is not None and design.gpu_hours_worst is not None:
+            out += (
+                f"; {design.gpu_hours_expected:.3g} GPU-hours expected, {design.gpu_hours_worst:.3g} at most"
+            )
+        return head + out
     return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"
