@@ -277,6 +277,7 @@ def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> 
     seq = block.sequential
     assert seq is not None and block.n_pairs == 90
     assert (seq.stopped_in_run, seq.units_planned, seq.units_sent, seq.units_available) == (True, N, 90, 90)
+    assert seq.stop_unit_in_run is None  # the records say the rule did not cross inside the run
     test_right, control_right = _right(a), _right(b)
     d = np.array([(s in test_right) - (s in control_right) for s in ordered[:90]], dtype=float)
     expected = sequential_decision(d, 5.0, 0.05, cap=300, planned_n=N)

@@ -45,6 +45,7 @@ def test_a_planted_regression_and_an_unchanged_benchmark_both_stop_inside_the_ru
         planned = seq["units_planned"]
         assert seq["stopped_in_run"] and planned == 80
         assert (seq["verdict"], seq["stop_reason"]) == (verdict, "crossing")
+        assert seq["stop_unit_in_run"] == seq["units_used"]  # outcomes.jsonl agrees with the worker's scores
         # what compare pairs: the units every arm sent, fewer than planned, the verdict at the same unit
         assert blocks[bench]["n_pairs"] == seq["units_sent"] == seq["units_available"] < planned
         assert seq["units_used"] <= seq["units_sent"]

@@ -193,6 +193,7 @@ def sequential_fields(
     config: SequentialConfig,
     seed: int,
     planned: int | None = None,
+    stop_unit: int | None = None,
 ) -> dict[str, object]:
     """The block judged unit by unit (``evalpipe.stats.sequential``): units in the seeded sequence order
     (``evalpipe.hashing.sequence_key``, never completion order), the planned bet tuned to the block's n, the
@@ -200,7 +201,8 @@ def sequential_fields(
 
     ``planned``: the rule stopped sending inside the run (``evalpipe.run.sequential_stop``) — ``keys`` are the
     units sent in every arm, ``planned`` the manifest's units, to which the bets were tuned there and are
-    here; the tokens spent are the recorded ones, the fixed design's the same per unit over ``planned``."""
+    here; the tokens spent are the recorded ones, the fixed design's the same per unit over ``planned``;
+    ``stop_unit`` where it crossed there, on the worker's scores (recorded beside the recomputed stop)."""
     from evalpipe.report.sentences import sequential_sentence
     from evalpipe.stats.repeats import per_sample_means
     from evalpipe.stats.sequential import sequential_decision, sequential_path
@@ -273,6 +275,7 @@ def sequential_fields(
             stopped_in_run=planned is not None,
             units_planned=planned,
             units_sent=len(ordered) if planned is not None else None,
+            stop_unit_in_run=stop_unit if planned is not None else None,
             output_tokens_after_stop=unsent if planned is not None and total else None,
         )
     }
@@ -294,6 +297,7 @@ def _paired_block(
     margin_pts: float | None = None,
     sequential: tuple[SequentialConfig, int] | None = None,
     planned: int | None = None,
+    stop_unit: int | None = None,
 ) -> PairedBenchmark:
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
@@ -365,7 +369,9 @@ def _paired_block(
     )
     fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
     if sequential is not None and margin_pts is not None:
-        fields.update(sequential_fields(keys, oa, ob, margin_pts, *sequential, planned=planned))
+        fields.update(
+            sequential_fields(keys, oa, ob, margin_pts, *sequential, planned=planned, stop_unit=stop_unit)
+        )
     return block.model_copy(update=fields)
 
 
@@ -434,7 +440,7 @@ def compare_runs(
     lb = label_b or _label(rb, "B")
 
     # the rule stopped sending inside the run: every block pairs only the units every compared arm sent
-    sent = _units_sent([ra, rb, *([RunDir(run_aa)] if run_aa is not None else [])])
+    sent, crossed = _units_sent([ra, rb, *([RunDir(run_aa)] if run_aa is not None else [])])
 
     def only_sent(keys: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
         if not sent:
@@ -448,6 +454,7 @@ def compare_runs(
     def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
         planned = len(keys) if any(k[0] in sent for k in keys) else None
         keys = only_sent(keys)
+        benches = {k[0] for k in keys}
         return _paired_block(
             name,
             keys,
@@ -463,6 +470,7 @@ def compare_runs(
             margin_pts=margin,
             sequential=(sequential, ma.seed) if sequential is not None and not aa_only else None,
             planned=planned,
+            stop_unit=crossed.get(name) if benches == {name} else None,
         )
 
     blocks = []
@@ -511,18 +519,24 @@ def compare_runs(
     )
 
 
-def _units_sent(arms: list[RunDir]) -> dict[str, int]:
+def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | None]]:
     """Benchmark → units sent by every arm (``sequential_stop.json``'s leading units of the sequence order),
-    for the benchmarks whose sending the sequential rule stopped inside the run; empty when none did."""
+    for the benchmarks whose sending the sequential rule stopped inside the run (empty when none did), and
+    benchmark → the unit at which it crossed there (the first arm's record that names one)."""
     from evalpipe.artifacts.schema.sequential import SequentialStops
 
-    out: dict[str, int] = {}
+    sent: dict[str, int] = {}
+    crossed: dict[str, int | None] = {}
     for arm in arms:
         if not arm.sequential_stop.is_file():
             continue
         for stop in read_model(arm.sequential_stop, SequentialStops).benchmarks:
-            out[stop.benchmark] = min(out.get(stop.benchmark, stop.units_sent_prefix), stop.units_sent_prefix)
-    return out
+            sent[stop.benchmark] = min(
+                sent.get(stop.benchmark, stop.units_sent_prefix), stop.units_sent_prefix
+            )
+            if crossed.get(stop.benchmark) is None:
+                crossed[stop.benchmark] = stop.stop_unit
+    return sent, crossed
 
 
 def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:

@@ -135,6 +135,13 @@ class SequentialResult(Row):
         description="Units sent by every compared arm (the leading units of the sequence order), when "
         "stopped_in_run; the rest were never sent.",
     )
+    stop_unit_in_run: int | None = Field(
+        default=None,
+        description="When stopped_in_run: the unit at which the rule crossed inside the run, on the worker's "
+        "scores (sequential_stop.json; None: it did not cross there). units_used recomputes it from "
+        "outcomes.jsonl; the two differ only when a review was re-judged after the run (e.g. a re-checked "
+        "program).",
+    )
     output_tokens_after_stop: int | None = Field(
         default=None,
         description="When stopped_in_run: recorded output tokens (both arms) of the units sent after the "
