@@ -66,3 +66,7 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
     assert "- both: sequential design: " in md and "(pool of gsm8k, ceval)" in md
     reports = [p.read_text() for p in root.root.rglob("report.md")]
     assert any("Sequential (gsm8k): sequential design: " in r for r in reports)
+    # inside the run (variants in turn: the control first, whole): gsm8k, with a margin of its own and in a
+    # pool, is judged after the run — nothing was gated, every arm sent every unit, no stop record
+    assert not seq["stopped_in_run"] and seq["units_planned"] is None
+    assert not any((root.root / v).joinpath("sequential_stop.json").exists() for v in ("faults", "clean"))

@@ -444,8 +444,10 @@ class GenerationConfig(Strict):
         default=None,
         description="Paired runs: also judge each block with a non-inferiority margin sequentially — units "
         "(a sample with all its attempts in both arms) in the manifest's seeded sequence order, two betting "
-        "e-processes at the margin, the verdict at the first crossing; compare.json's sequential block says "
-        "where it stopped and what share of the units and output tokens it would have left unsent.",
+        "e-processes at the margin, the verdict at the first crossing; with in_run (the default) the run "
+        "stops sending there (a benchmark with a margin of its own, not pooled); compare.json's sequential "
+        "block says where it stopped, what was never sent and the output tokens spent against the fixed "
+        "design's.",
     )
 
     def max_tokens_for(self, benchmark: str) -> int:
