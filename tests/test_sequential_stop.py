@@ -198,6 +198,13 @@ def test_arms_in_turn_stop_at_the_first_crossing_and_the_aa_arm_completes_the_ve
     assert (stop.stop_unit, stop.verdict, stop.stop_reason) == (expected.units_used, "inferior", "crossing")
     assert stop.units_sent == stop.units_sent_prefix == expected.units_used
     assert stop.units_not_sent == N - expected.units_used
+    # a resume of the stopped arm: its own file says where it stopped; nothing more is released, it halts
+    resumed = SequentialStopper(_arm(tmp_path, "test", together=False), cfg, SEED, imap)
+    resumed.begin(BENCH)
+    worker = Recorder()
+    resumed.poll(worker)
+    assert worker.released == {BENCH: expected.units_used} and BENCH in worker.halted
+    resumed.finish(BENCH)
     # the A/A arm after them: released straight to the verdict's unit, halted once it has done them
     again = SequentialStopper(_arm(tmp_path, "again", together=False), cfg, SEED, imap)
     again.begin(BENCH)
