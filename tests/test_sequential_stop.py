@@ -25,11 +25,12 @@ from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.config.models import GenerationConfig, RunConfig, SequentialConfig, ServerVariant
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.evalscope_bridge.scheduling import SequenceGate
+from evalpipe.hashing import sequence_key
 from evalpipe.run.sequential_stop import (
     SequentialArm,
     SequentialStopper,
     arm_for,
-    gated_margins,
+    gated_blocks,
     in_run_order,
     not_sent,
 )
@@ -163,7 +164,7 @@ def test_arms_in_turn_stop_at_the_first_crossing_and_the_aa_arm_completes_the_ve
     tmp_path: Path,
 ) -> None:
     cfg, imap = _cfg(), _index_map()
-    assert gated_margins(cfg) == {BENCH: 10.0, "ceval": 10.0}
+    assert gated_blocks(cfg) == {BENCH: (10.0, (BENCH,)), "ceval": (10.0, ("ceval",))}
     order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
     # the control runs first, whole: no test units to judge against
     control = SequentialStopper(_arm(tmp_path, "control", together=False), cfg, SEED, imap)
@@ -248,8 +249,9 @@ def test_arms_together_wait_for_the_slowest_live_arm_and_not_for_an_ended_one(tm
     assert arms["test"].stops().benchmarks[0].stop_reason == "partner ended"
 
 
-def test_pooled_benchmarks_and_runs_without_a_control_are_not_stopped_inside(tmp_path: Path) -> None:
-    assert gated_margins(_cfg(pools={"both": [BENCH, "ceval"]})) == {}
+def test_runs_without_a_control_are_not_stopped_inside(tmp_path: Path) -> None:
+    # a pool without a margin of its own gates nothing: its members keep their own blocks
+    assert gated_blocks(_cfg(pools={"both": [BENCH, "ceval"]})) == gated_blocks(_cfg())
     cfg = _cfg()
     assert arm_for(cfg, "test", tmp_path, together=True) is not None
     no_control = cfg.model_copy(
@@ -264,6 +266,82 @@ def test_pooled_benchmarks_and_runs_without_a_control_are_not_stopped_inside(tmp
 def test_the_default_batch_is_the_concurrency_per_attempt(tmp_path: Path) -> None:
     cfg = _cfg(batch=None, concurrency=6)
     stopper = SequentialStopper(_arm(tmp_path, "test", together=True), cfg, SEED, _index_map())
-    assert stopper.gated[BENCH].batch == 6
+    assert stopper.blocks[BENCH].batch == 6
     with pytest.raises(ValueError):
         SequentialConfig(batch_units=0)
+
+
+def _pool_index_map() -> IndexMap:
+    """20 GSM8K rows and 20 C-Eval rows (two subsets), the pool's 40 units."""
+    entries = [
+        {"benchmark": BENCH, "subset": "main", "index": i, "source_id": f"g{i:02d}"} for i in range(20)
+    ] + [
+        {"benchmark": "ceval", "subset": subset, "index": i, "source_id": f"{subset}{i}"}
+        for subset in ("physics", "geography")
+        for i in range(10)
+    ]
+    return IndexMap.model_validate(
+        {
+            "datasets": [
+                {"benchmark": b, "path": f"datasets/{b}", "eval_split": "test", "subsets": s, "files": {}}
+                for b, s in ((BENCH, ["main"]), ("ceval", ["physics", "geography"]))
+            ],
+            "entries": [{**e, "record_sha256": "0" * 64, "stratum": "all", "question": "q"} for e in entries],
+        }
+    )
+
+
+def test_a_pool_is_judged_in_its_own_order_and_each_member_released_its_share(tmp_path: Path) -> None:
+    """A pool with a margin (pipelined schedule): its members, separate EvalScope tasks, are released their
+    share of the pool's prefix in the pool's sequence order; the rule judges the pool's units and halts both."""
+    data = config_data(
+        benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
+        generation={"concurrency": 2, "sequential": {"alpha": 0.05}},
+        variants=[{"name": "test"}, {"name": "control"}],
+        gates={"non_inferiority_margin_pts": {"both": 10.0, BENCH: 10.0}},
+        pools={"both": [BENCH, "ceval"]},
+    )
+    cfg = RunConfig.model_validate(data)
+    assert gated_blocks(cfg) == {"both": (10.0, (BENCH, "ceval"))}  # the member's own margin: after the run
+    sequential = cfg.model_copy(
+        update={"generation": cfg.generation.model_copy(update={"schedule": "sequential"})}
+    )
+    assert gated_blocks(sequential) == {
+        BENCH: (10.0, (BENCH,))
+    }  # one task at a time: the pool cannot advance
+    imap = _pool_index_map()
+    keys = sorted(
+        (sequence_key(SEED, e.benchmark, e.source_id), e.benchmark, e.subset, e.index) for e in imap.entries
+    )
+    pool_order = [(b, subset, index) for _, b, subset, index in keys]
+    stoppers = {
+        v: SequentialStopper(_arm(tmp_path, v, together=False), cfg, SEED, imap) for v in ("control", "test")
+    }
+    for bench in (BENCH, "ceval"):  # each member's order is the pool's filtered to it
+        assert stoppers["test"].sequence(bench) == [(s, i) for b, s, i in pool_order if b == bench]
+    control = stoppers["control"]
+    for bench in (BENCH, "ceval"):
+        control.begin(bench)
+    for b, subset, index in pool_order:
+        control.observe(b, Sample(benchmark=b, subset=subset, index=index, ok=True, correct=1.0))
+    test = stoppers["test"]
+    worker = Recorder()
+    for bench in (BENCH, "ceval"):
+        test.begin(bench)
+    expected = sequential_decision([-1.0] * len(pool_order), 10.0, 0.05, planned_n=len(pool_order))
+    done = 0
+    while not worker.halted:
+        test.poll(worker)
+        if worker.halted:
+            break
+        window = pool_order[: min(len(pool_order), done + 2)]  # a batch of 2 (concurrency 2) ahead
+        for bench in (BENCH, "ceval"):  # each member released its share of the pool's first units
+            assert worker.released.get(bench, 0) == sum(1 for b, _, _ in window if b == bench)
+        b, subset, index = pool_order[done]
+        test.observe(b, Sample(benchmark=b, subset=subset, index=index, ok=True, correct=0.0))
+        done += 1
+    assert done == expected.units_used and worker.halted == {BENCH, "ceval"}
+    stops = {s.benchmark: s for s in test.stops().benchmarks}
+    assert {s.block for s in stops.values()} == {"both"}
+    assert all((s.stop_unit, s.verdict) == (expected.units_used, "inferior") for s in stops.values())
+    assert sum(s.units_sent for s in stops.values()) == expected.units_used

@@ -442,19 +442,24 @@ def compare_runs(
     # the rule stopped sending inside the run: every block pairs only the units every compared arm sent
     sent, crossed = _units_sent([ra, rb, *([RunDir(run_aa)] if run_aa is not None else [])])
 
-    def only_sent(keys: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    def only_sent(keys: list[tuple[str, str, str]], *, prefix: bool = False) -> list[tuple[str, str, str]]:
+        """Each benchmark's units sent; ``prefix`` (a pool the rule gated): the longest prefix of the block's
+        own sequence order whose units were all sent, the units the rule judged inside the run."""
         if not sent:
             return keys
         kept: set[tuple[str, str]] = set()
         for bench in dict.fromkeys(k[0] for k in keys):
             mine = sorted((k for k in keys if k[0] == bench), key=lambda k: sequence_key(ma.seed, k[0], k[1]))
             kept.update(k[:2] for k in mine[: sent.get(bench, len(mine))])
+        if prefix:
+            ordered = sorted(keys, key=lambda k: sequence_key(ma.seed, k[0], k[1]))
+            cut = next((i for i, k in enumerate(ordered) if k[:2] not in kept), len(ordered))
+            kept = {k[:2] for k in ordered[:cut]}
         return [k for k in keys if k[:2] in kept]
 
     def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
         planned = len(keys) if any(k[0] in sent for k in keys) else None
-        keys = only_sent(keys)
-        benches = {k[0] for k in keys}
+        keys = only_sent(keys, prefix=name in crossed and len({k[0] for k in keys}) > 1)
         return _paired_block(
             name,
             keys,
@@ -470,7 +475,7 @@ def compare_runs(
             margin_pts=margin,
             sequential=(sequential, ma.seed) if sequential is not None and not aa_only else None,
             planned=planned,
-            stop_unit=crossed.get(name) if benches == {name} else None,
+            stop_unit=crossed.get(name),
         )
 
     blocks = []
@@ -522,7 +527,8 @@ def compare_runs(
 def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | None]]:
     """Benchmark → units sent by every arm (``sequential_stop.json``'s leading units of the sequence order),
     for the benchmarks whose sending the sequential rule stopped inside the run (empty when none did), and
-    benchmark → the unit at which it crossed there (the first arm's record that names one)."""
+    block (a benchmark, or the pool that gated it) → the unit at which it crossed there (the first arm's
+    record that names one)."""
     from evalpipe.artifacts.schema.sequential import SequentialStops
 
     sent: dict[str, int] = {}
@@ -534,8 +540,9 @@ def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | Non
             sent[stop.benchmark] = min(
                 sent.get(stop.benchmark, stop.units_sent_prefix), stop.units_sent_prefix
             )
-            if crossed.get(stop.benchmark) is None:
-                crossed[stop.benchmark] = stop.stop_unit
+            block = stop.block or stop.benchmark
+            if crossed.get(block) is None:
+                crossed[block] = stop.stop_unit
     return sent, crossed
 
 

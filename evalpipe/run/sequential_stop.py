@@ -17,7 +17,10 @@ every look of the stage's wait loop (:meth:`SequentialStopper.poll`), reads ever
    turn — completes the verdict's units, so every arm holds the same pairs) and halts once its own prefix
    reaches ``t*``: rows not yet sent are never sent; in-flight ones finish and are recorded.
 
-Waste beyond the stop is bounded by the batch (released but not yet judged) per arm.  Variants run one after
+A block is one benchmark with a margin of its own, or a pool with a margin (``gated_blocks``): the pool's
+units are its members' in the pool's own sequence order (each member's order is that order filtered), each
+member — a separate EvalScope task — is released its share of the pool's prefix, and a crossing halts every
+member.  Waste beyond the stop is bounded by the batch (released but not yet judged) per arm.  Variants run one after
 another: the control runs first (``variants._run_in_turn``) and, the test having no units yet, runs its whole
 plan (its spend is bounded by the plan, the fixed design); the test then stops on the control's units; an
 A/A arm after them sends exactly the units up to ``t*``.  An arm whose run ended (``<variant>.end.json``:
@@ -104,16 +107,28 @@ def arm_for(cfg: RunConfig, variant: str | None, root: Path, *, together: bool) 
     return SequentialArm(root / EXCHANGE_DIR, variant, names[0], controls[0], names, together)
 
 
-def gated_margins(cfg: RunConfig) -> dict[str, float]:
-    """Benchmark → margin (points) of every benchmark whose own block the rule judges inside the run: a
-    non-inferiority margin of its own and no pool (a pool's units interleave its members, which run as
-    separate EvalScope tasks: a pool is judged after the run, on every unit)."""
-    pooled = {m for members in cfg.pools.values() for m in members}
-    out: dict[str, float] = {}
+def gated_blocks(cfg: RunConfig) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Block → (margin in points, member benchmarks) of every block the rule judges inside the run.
+
+    A pool with a margin (``pools:``; its units interleave its members, which run side by side as separate
+    EvalScope tasks, so only under the ``pipelined`` schedule — one benchmark at a time could never advance
+    the pool's prefix), its members then gated by it (a member of an earlier gated pool is not taken twice);
+    then every other benchmark with a margin of its own.  A pool under the ``sequential`` schedule is judged
+    after the run, on the units its members sent."""
+    out: dict[str, tuple[float, tuple[str, ...]]] = {}
+    taken: set[str] = set()
+    configured = {b.name for b in cfg.benchmarks}
+    if cfg.generation.schedule == "pipelined":
+        for pool, members in cfg.pools.items():
+            margin = cfg.gates.points_for("non_inferiority_margin_pts", pool)
+            if margin is None or taken & set(members) or not set(members) <= configured:
+                continue
+            out[pool] = (margin, tuple(members))
+            taken |= set(members)
     for bench in cfg.benchmarks:
         margin = cfg.gates.points_for("non_inferiority_margin_pts", bench.name)
-        if margin is not None and bench.name not in pooled:
-            out[bench.name] = margin
+        if margin is not None and bench.name not in taken and bench.name not in out:
+            out[bench.name] = (margin, (bench.name,))
     return out
 
 
@@ -124,17 +139,30 @@ def in_run_order(seed: int, benchmark: str, rows: Iterable[tuple[str, int, str]]
 
 
 @dataclass
-class _Gated:
-    """One gated benchmark of this arm."""
+class _Member:
+    """One gated benchmark of this arm: its rows in sequence order, its records, what it was released."""
 
     benchmark: str
     order: list[tuple[str, int]]
-    repeats: int
-    margin_pts: float
-    batch: int
     own: dict[tuple[str, int], SequenceRecord] = field(default_factory=dict)
     released: int = 0
     halted: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.order)
+
+
+@dataclass
+class _Block:
+    """A block the rule judges: one benchmark, or a pool whose units are its members' in the pool's sequence
+    order (``(member, position in the member's order)``: the members' orders are this order filtered)."""
+
+    name: str
+    margin_pts: float
+    batch: int
+    members: tuple[str, ...]
+    order: list[tuple[str, int]]
     stop_unit: int | None = None
     verdict: Verdict = "inconclusive"
     partner_ended: bool = False
@@ -142,6 +170,13 @@ class _Gated:
     @property
     def n(self) -> int:
         return len(self.order)
+
+    def member_units(self, units: int) -> dict[str, int]:
+        """How many of each member's units the block's first ``units`` hold."""
+        out = dict.fromkeys(self.members, 0)
+        for bench, _ in self.order[:units]:
+            out[bench] += 1
+        return out
 
 
 def unit_values(
@@ -151,14 +186,23 @@ def unit_values(
     that failed counts 0, as an unanswered sample does in the summary)."""
     out: list[float] = []
     for subset, row in order:
-        values = []
-        for attempt in range(repeats):
-            rec = records.get((subset, row * repeats + attempt))
-            if rec is None or not rec.sent or rec.correct is None:
-                return out
-            values.append(rec.correct)
-        out.append(sum(values) / repeats)
+        value = _unit_value(records, subset, row, repeats)
+        if value is None:
+            return out
+        out.append(value)
     return out
+
+
+def _unit_value(
+    records: Mapping[tuple[str, int], SequenceRecord], subset: str, row: int, repeats: int
+) -> float | None:
+    values = []
+    for attempt in range(repeats):
+        rec = records.get((subset, row * repeats + attempt))
+        if rec is None or not rec.sent or rec.correct is None:
+            return None
+        values.append(rec.correct)
+    return sum(values) / repeats
 
 
 def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
@@ -181,82 +225,104 @@ class SequentialStopper:
         assert seq is not None
         self.arm = arm
         self.alpha = seq.alpha
+        self.repeats = cfg.generation.repeats
         self._lock = threading.Lock()
         self._logs: dict[str, JsonlAppender] = {}
-        self.gated: dict[str, _Gated] = {}
-        repeats = cfg.generation.repeats
-        batch = seq.batch_units or max(1, cfg.generation.concurrency // repeats)
-        for name, margin in gated_margins(cfg).items():
-            entries = index_map.for_benchmark(name)
-            if not entries:
+        self.members: dict[str, _Member] = {}
+        self.blocks: dict[str, _Block] = {}
+        batch = seq.batch_units or max(1, cfg.generation.concurrency // self.repeats)
+        for name, (margin, members) in gated_blocks(cfg).items():
+            keyed: list[tuple[str, int, str]] = []  # (member, position in its order, sequence key)
+            present: list[str] = []  # members the run holds (a benchmark not sampled is not gated)
+            for member in members:
+                keys = sorted(
+                    (sequence_key(seed, member, e.source_id), e.subset, e.index)
+                    for e in index_map.for_benchmark(member)
+                )
+                if not keys:
+                    continue
+                present.append(member)
+                self.members[member] = _Member(member, [(subset, index) for _, subset, index in keys])
+                keyed += [(member, i, key) for i, (key, _, _) in enumerate(keys)]
+            if not keyed:
                 continue
-            order = in_run_order(seed, name, ((e.subset, e.index, e.source_id) for e in entries))
-            self.gated[name] = _Gated(name, order, repeats, margin, batch)
+            order = [(member, i) for member, i, _ in sorted(keyed, key=lambda x: x[2])]
+            self.blocks[name] = _Block(name, margin, batch, tuple(present), order)
 
     def path(self, benchmark: str, variant: str) -> Path:
         return self.arm.exchange / benchmark / f"{variant}.jsonl"
 
     def sequence(self, benchmark: str) -> list[tuple[str, int]] | None:
         """The rows in the order the worker sends them, or None for a benchmark the rule does not gate."""
-        gated = self.gated.get(benchmark)
-        return list(gated.order) if gated is not None else None
+        member = self.members.get(benchmark)
+        return list(member.order) if member is not None else None
 
     def begin(self, benchmark: str) -> None:
         """The benchmark starts (or resumes): what this arm recorded before counts."""
-        gated = self.gated[benchmark]
+        member = self.members[benchmark]
         own = read_records(self.path(benchmark, self.arm.variant))
         log = JsonlAppender(self.path(benchmark, self.arm.variant))
         with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
-            gated.own = {**own, **gated.own}
+            member.own = {**own, **member.own}
             self._logs[benchmark] = log
 
     def observe(self, benchmark: str, event: Sample) -> None:
         """One finished (or refused) sample of this arm, from the worker's events."""
-        gated = self.gated.get(benchmark)
-        if gated is None or (event.cached and (event.subset, event.index) in gated.own):
+        member = self.members.get(benchmark)
+        if member is None or (event.cached and (event.subset, event.index) in member.own):
             return
         correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
         rec = SequenceRecord(
             subset=event.subset, index=event.index, correct=correct, sent=event.sent, cached=event.cached
         )
         with self._lock:
-            gated.own[(rec.subset, rec.index)] = rec
+            member.own[(rec.subset, rec.index)] = rec
             log = self._logs.get(benchmark)
             if log is not None:
                 log.append(rec)
 
-    def _values(self, gated: _Gated, variant: str) -> list[float]:
-        if variant == self.arm.variant:
-            with self._lock:
-                own = dict(gated.own)
-            return unit_values(own, gated.order, gated.repeats)
-        return unit_values(read_records(self.path(gated.benchmark, variant)), gated.order, gated.repeats)
+    def _values(self, block: _Block, variant: str) -> list[float]:
+        """The block's leading units complete in ``variant``'s arm, in the block's order."""
+        records: dict[str, Mapping[tuple[str, int], SequenceRecord]] = {}
+        for name in block.members:
+            if variant == self.arm.variant:
+                with self._lock:
+                    records[name] = dict(self.members[name].own)
+            else:
+                records[name] = read_records(self.path(name, variant))
+        out: list[float] = []
+        for bench, position in block.order:
+            subset, row = self.members[bench].order[position]
+            value = _unit_value(records[bench], subset, row, self.repeats)
+            if value is None:
+                break
+            out.append(value)
+        return out
 
     def poll(self, worker: Releases) -> None:
-        """One look at every gated benchmark still sending: judge, then release or halt (module docstring)."""
+        """One look at every gated block still sending: judge, then release or halt (module docstring)."""
         from evalpipe.stats.sequential import sequential_decision
 
-        for gated in self.gated.values():
+        for block in self.blocks.values():
             with self._lock:
-                begun = gated.benchmark in self._logs
-            if gated.halted or not begun:
+                begun = [m for m in block.members if m in self._logs and not self.members[m].halted]
+            if not begun:
                 continue
-            own = self._values(gated, self.arm.variant)
-            if gated.stop_unit is None:
-                test, control = self._values(gated, self.arm.test), self._values(gated, self.arm.control)
+            own = self._values(block, self.arm.variant)
+            if block.stop_unit is None:
+                test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
                 k = min(len(test), len(control))
                 if k:
                     diffs = [t - c for t, c in zip(test[:k], control[:k], strict=True)]
-                    decision = sequential_decision(diffs, gated.margin_pts, self.alpha, planned_n=gated.n)
+                    decision = sequential_decision(diffs, block.margin_pts, self.alpha, planned_n=block.n)
                     if decision.stop_reason == "crossing":
-                        gated.stop_unit, gated.verdict = decision.units_used, decision.verdict
-            if gated.stop_unit is not None:
-                if gated.released < gated.stop_unit:
-                    gated.released = gated.stop_unit
-                    worker.release(gated.benchmark, gated.released)
-                if len(own) >= gated.stop_unit:
-                    gated.halted = True
-                    worker.halt(gated.benchmark)
+                        block.stop_unit, block.verdict = decision.units_used, decision.verdict
+            if block.stop_unit is not None:
+                self._release(block, block.stop_unit, begun, worker)
+                if len(own) >= block.stop_unit:
+                    for name in begun:
+                        self.members[name].halted = True
+                        worker.halt(name)
                 continue
             live = [len(own)]
             if self.arm.together:
@@ -264,13 +330,18 @@ class SequentialStopper:
                     if variant == self.arm.variant:
                         continue
                     if self.arm.ended(variant):
-                        gated.partner_ended = True
+                        block.partner_ended = True
                         continue
-                    live.append(len(self._values(gated, variant)))
-            target = min(gated.n, min(live) + gated.batch)
-            if target > gated.released:
-                gated.released = target
-                worker.release(gated.benchmark, target)
+                    live.append(len(self._values(block, variant)))
+            self._release(block, min(block.n, min(live) + block.batch), begun, worker)
+
+    def _release(self, block: _Block, units: int, members: list[str], worker: Releases) -> None:
+        """Release the block's first ``units`` to every member that has begun (each its share of them)."""
+        for name, count in block.member_units(units).items():
+            member = self.members[name]
+            if name in members and count > member.released:
+                member.released = count
+                worker.release(name, count)
 
     def finish(self, benchmark: str) -> None:
         """The benchmark's run is over: no more looks at it."""
@@ -281,52 +352,55 @@ class SequentialStopper:
             log.close()
 
     def stops(self) -> SequentialStops:
-        """This arm's stop record (``sequential_stop.json``)."""
+        """This arm's stop record (``sequential_stop.json``): one line per gated benchmark."""
         out = []
-        for gated in self.gated.values():
-            rows: dict[tuple[str, int], list[SequenceRecord]] = {}
-            for (subset, index), rec in gated.own.items():
-                rows.setdefault((subset, index // gated.repeats), []).append(rec)
-            sent = sum(1 for recs in rows.values() if any(r.sent for r in recs))
-            complete = sum(
-                1
-                for recs in rows.values()
-                if len(recs) == gated.repeats and all(r.sent and r.correct is not None for r in recs)
-            )
-            prefix = 0
-            for subset, row in gated.order:
-                recs = [gated.own.get((subset, row * gated.repeats + a)) for a in range(gated.repeats)]
-                if not all(r is not None and r.sent for r in recs):
-                    break
-                prefix += 1
+        for block in self.blocks.values():
             reason: InRunStopReason
-            if gated.stop_unit is not None:
+            if block.stop_unit is not None:
                 reason = "crossing"
-            elif gated.partner_ended:
+            elif block.partner_ended:
                 reason = "partner ended"
             else:
                 reason = "units exhausted"
-            out.append(
-                BenchmarkStop(
-                    benchmark=gated.benchmark,
-                    planned_units=gated.n,
-                    batch_units=gated.batch,
-                    test=self.arm.test,
-                    control=self.arm.control,
-                    together=self.arm.together,
-                    units_sent=sent,
-                    units_sent_prefix=prefix,
-                    units_complete=complete,
-                    stop_unit=gated.stop_unit,
-                    verdict=gated.verdict,
-                    stop_reason=reason,
-                    units_not_sent=gated.n - sent,
+            for name in block.members:
+                member = self.members[name]
+                rows: dict[tuple[str, int], list[SequenceRecord]] = {}
+                for (subset, index), rec in member.own.items():
+                    rows.setdefault((subset, index // self.repeats), []).append(rec)
+                sent = sum(1 for recs in rows.values() if any(r.sent for r in recs))
+                complete = sum(
+                    1
+                    for recs in rows.values()
+                    if len(recs) == self.repeats and all(r.sent and r.correct is not None for r in recs)
                 )
-            )
+                prefix = 0
+                for subset, row in member.order:
+                    recs = [member.own.get((subset, row * self.repeats + a)) for a in range(self.repeats)]
+                    if not all(r is not None and r.sent for r in recs):
+                        break
+                    prefix += 1
+                out.append(
+                    BenchmarkStop(
+                        benchmark=name,
+                        block=block.name if block.members != (name,) else None,
+                        planned_units=member.n,
+                        batch_units=block.batch,
+                        test=self.arm.test,
+                        control=self.arm.control,
+                        together=self.arm.together,
+                        units_sent=sent,
+                        units_sent_prefix=prefix,
+                        units_complete=complete,
+                        stop_unit=block.stop_unit,
+                        verdict=block.verdict,
+                        stop_reason=reason,
+                        units_not_sent=member.n - sent,
+                    )
+                )
         return SequentialStops(variant=self.arm.variant, benchmarks=out)
 
     def write(self, rundir: RunDir) -> None:
-        if self.gated:
+        if self.blocks:
             write_model(rundir.sequential_stop, self.stops())
 
 

@@ -44,6 +44,11 @@ class BenchmarkStop(Row):
     """One gated benchmark of one arm: the plan, what was sent, where the rule stopped."""
 
     benchmark: str
+    block: str | None = Field(
+        default=None,
+        description="The pool whose rule gated this benchmark (stop_unit and verdict are the pool's, in the "
+        "pool's units); None: the benchmark's own block.",
+    )
     planned_units: int = Field(description="The benchmark's units in the manifest (the fixed-n plan).")
     batch_units: int = Field(description="Units released ahead of the prefix judged in every arm.")
     test: str = Field(description="The variant under test whose units the rule judged.")
@@ -60,7 +65,8 @@ class BenchmarkStop(Row):
     )
     units_complete: int = Field(description="Units with every attempt done in this arm.")
     stop_unit: int | None = Field(
-        description="The unit of the first crossing (the verdict's unit); None: the rule did not stop."
+        description="The unit of the first crossing (the verdict's unit, of the block's units); None: the rule "
+        "did not stop."
     )
     verdict: Literal["non-inferior", "inferior", "inconclusive"]
     stop_reason: InRunStopReason
