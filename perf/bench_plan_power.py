@@ -15,7 +15,16 @@ used, with the drop of X points, and applies the tests compare.json applies:
 
 The model is the one ``evalpipe.stats.power`` states (one attempt per arm): a unit is control-only (d = −1)
 with probability m0/2 + δ and test-only (d = +1) with m0/2, where m0 is the noise's discordance.  Designs with
-repeats are skipped with a line (their test is the score test on per-sample means; not simulated here).
+repeats (k > 1, ``simulate_repeats_design``) draw each sample's k attempts per arm: a share ``between`` of the
+samples differs by a fixed ±1 (between-sample noise, symmetric), a share of them is answered right with a
+probability q ~ Beta(2, 2) shared by both arms, each arm's right answers Binomial(k, q) — beta-binomial
+attempts, within-sample noise 2 E[q(1 − q)] = 0.4 per noisy sample, the share chosen so that the noise's
+``within`` is met — the rest are right in both, and a share δ of all samples (drawn from those) is always
+wrong in the test (the concentrated regression ``evalpipe.stats.power`` assumes); judged by the paired score
+test compare.json applies with repeats (reject when ``−Σd > z_{α/2} sqrt(Σd²)`` and the test is the worse)
+and by the sequential rule on the per-sample differences of means.  At the power module's MDE (stated power
+0.80), 20 000 paths: n 150 × k 4 (between 0.02, within 0.12) 0.800 ± 0.003 (one attempt: 0.473); 60 × 8
+(within 0.2) 0.796; 400 × 2 (0.05 / 0.05) 0.798.
 
     .venv/bin/python perf/bench_plan_power.py configs/glm-fp8-sensitive.yaml --mde 15 [--paths 20000]
         [--accuracy aime24=0.953 ...] [--margin 10]
@@ -39,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalpipe.stats.paired import exact_mcnemar_p
+from evalpipe.stats.power import NoiseModel
 from evalpipe.stats.sequential import betting_eprocesses, first_crossings
 
 ALPHA = 0.05
@@ -121,6 +131,81 @@ def simulate_design(
     )
 
 
+#: Beta(2, 2): E[q(1 − q)] = 1/5, so a noisy sample carries a within-sample variance 2/5 between the arms.
+BETA = 2.0
+_WITHIN_PER_NOISY = 2.0 * BETA / (2.0 * (2.0 * BETA + 1.0))
+
+
+def repeat_units(
+    rng: np.random.Generator, paths: int, n: int, k: int, between: float, within: float, drop: float
+) -> NDArray[np.float64]:
+    """``d`` per sample: the difference of per-sample means over k beta-binomial attempts per arm (module
+    docstring); ``E[d²] = between + within / k + δ`` (``evalpipe.stats.power``'s ``m1``)."""
+    noisy = within / _WITHIN_PER_NOISY
+    if noisy + between + drop > 1.0:
+        raise ValueError(f"noise {between} + {within} and drop {drop} do not fit in one sample")
+    kind = rng.choice(4, p=[noisy, between / 2.0, between / 2.0, 1.0 - noisy - between], size=(paths, n))
+    steady = 1.0 - noisy - between
+    regressed = (kind == 3) & (rng.random((paths, n)) < (drop / steady if steady > 0 else 0.0))
+    q = rng.beta(BETA, BETA, size=(paths, n))
+    q_control = np.select([kind == 0, kind == 1, kind == 2], [q, 0.0, 1.0], 1.0)
+    q_test = np.select([kind == 0, kind == 1, kind == 2, regressed], [q, 1.0, 0.0, 0.0], 1.0)
+    d: NDArray[np.float64] = (rng.binomial(k, q_test) - rng.binomial(k, q_control)) / k
+    return d
+
+
+def simulate_repeats_design(
+    n: int,
+    k: int,
+    between: float,
+    within: float,
+    drop: float,
+    *,
+    paths: int,
+    seed: int,
+    margin_pts: float | None = None,
+    alpha: float = ALPHA,
+) -> Simulated:
+    """A design with ``k`` attempts per arm: the paired score test's power (compare.json's test with repeats)
+    and, at ``margin_pts``, the sequential rule's verdicts and units, over ``paths`` simulated runs."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    rng = np.random.default_rng(seed)
+    detected = inferior = non_inferior = 0
+    units: list[NDArray[np.int64]] = []
+    for start in range(0, paths, CHUNK):
+        d = repeat_units(rng, min(CHUNK, paths - start), n, k, between, within, drop)
+        total, squares = d.sum(axis=1), np.square(d).sum(axis=1)
+        detected += int(((squares > 0) & (-total > z * np.sqrt(squares))).sum())
+        if margin_pts is not None:
+            processes = betting_eprocesses(d, margin_pts, planned_n=n, alpha=alpha)
+            used, verdict = first_crossings(processes, alpha, n)
+            inferior += int((verdict == -1).sum())
+            non_inferior += int((verdict == 1).sum())
+            units.append(used)
+    all_units = np.concatenate(units) if units else np.full(paths, n)
+    return Simulated(
+        paths=paths,
+        power=detected / paths,
+        inferior=inferior / paths,
+        non_inferior=non_inferior / paths,
+        mean_units=float(all_units.mean()),
+        p90_units=float(np.quantile(all_units, 0.9)),
+    )
+
+
+def simulate_any(
+    n: int, k: int, noise: NoiseModel, drop: float, paths: int, seed: int, margin_pts: float | None
+) -> Simulated:
+    """One attempt: ``simulate_design`` (exact McNemar); repeats: ``simulate_repeats_design`` (score test)."""
+    if k == 1:
+        return simulate_design(n, noise.second_moment(1), drop, paths=paths, seed=seed, margin_pts=margin_pts)
+    return simulate_repeats_design(
+        n, k, noise.between, noise.within, drop, paths=paths, seed=seed, margin_pts=margin_pts
+    )
+
+
 def _tokens(x: float) -> str:
     return f"{x / 1e6:.2f} M"
 
@@ -171,25 +256,17 @@ def main() -> None:
             margin = float(margins)
         print(f"{block.benchmark}: accuracy {p:.3f}, {noise.basis}; drop {args.mde:g} pts")
         for design in plan.designs:
-            if design.repeats != 1:
-                print(f"  {design.label}: {design.n} × {design.repeats} — repeats: not simulated here")
-                continue
+            k = design.repeats
             if block.benchmark in accuracy:
                 from evalpipe.stats.power import drop_power
 
-                stated = drop_power(design.n, args.mde / 100.0, noise, 1)
+                stated = drop_power(design.n, args.mde / 100.0, noise, k)
             else:
                 stated = design.power
-            sim = simulate_design(
-                design.n,
-                noise.second_moment(1),
-                args.mde / 100.0,
-                paths=args.paths,
-                seed=args.seed,
-                margin_pts=margin,
-            )
+
+            sim = simulate_any(design.n, k, noise, args.mde / 100.0, args.paths, args.seed, margin)
             line = (
-                f"  {design.label}: {design.n} × 1, stated power {stated:.3f}, simulated {sim.power:.3f} "
+                f"  {design.label}: {design.n} × {k}, stated power {stated:.3f}, simulated {sim.power:.3f} "
                 f"± {sim.se(sim.power):.3f}"
             )
             if margin is not None:
@@ -202,9 +279,7 @@ def main() -> None:
                 )
             print(line)
             if margin is not None:
-                null = simulate_design(
-                    design.n, noise.second_moment(1), 0.0, paths=args.paths, seed=args.seed, margin_pts=margin
-                )
+                null = simulate_any(design.n, k, noise, 0.0, args.paths, args.seed, margin)
                 print(
                     f"    no drop: sequential non-inferior {null.non_inferior:.3f} ± {null.se(null.non_inferior):.3f}, "
                     f"inferior {null.inferior:.3f}, units mean {null.mean_units:.1f} / p90 {null.p90_units:.0f} "

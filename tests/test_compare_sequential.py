@@ -219,3 +219,75 @@ def test_the_block_carries_its_design_path_and_tokens(tmp_path: Path) -> None:
     assert "sequential design: 200 units × 1 attempt per arm, planned bet tuned to n = 200, cap 300" in md
     assert f"{seq.units_used} (stop): " in md and f"first crossing K+ never, K− at {seq.units_used}" in md
     assert "spent of" in md and "(the fixed design)" in md
+
+
+def _stopped_inside(run: Path, ordered: list[str], sent: int) -> None:
+    """The run as the rule stopped it inside: the units after the first ``sent`` of the sequence order were
+    never sent (no prediction), and its ``sequential_stop.json`` says so."""
+    from evalpipe.artifacts import write_jsonl_atomic, write_model
+    from evalpipe.artifacts.schema.sequential import BenchmarkStop, SequentialStops
+
+    rd = RunDir(run)
+    unsent = set(ordered[sent:])
+    rows = [
+        r.model_copy(
+            update={
+                "prediction_present": False,
+                "review_present": False,
+                "n_predictions": 0,
+                "n_reviews": 0,
+                "output_tokens": None,
+                "score": None,
+                "failure_class": "missing_prediction",
+            }
+        )
+        if r.source_id in unsent
+        else r
+        for r in read_jsonl(rd.outcomes, OutcomeRow)
+    ]
+    write_jsonl_atomic(rd.outcomes, rows)
+    stop = BenchmarkStop(
+        benchmark=BENCH,
+        planned_units=N,
+        batch_units=4,
+        test="a",
+        control="b",
+        together=True,
+        units_sent=sent,
+        units_sent_prefix=sent,
+        units_complete=sent,
+        stop_unit=None,
+        verdict="inconclusive",
+        stop_reason="units exhausted",
+        units_not_sent=N - sent,
+    )
+    write_model(rd.sequential_stop, SequentialStops(variant=run.name, benchmarks=[stop]))
+
+
+def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> None:
+    """Arms stopped inside the run (sequential_stop.json): the block pairs the units both sent (the smaller
+    prefix), the bets stay tuned to the planned n, and the tokens spent are the recorded ones against the
+    same per unit over the plan."""
+    a, b, ids = _regression_runs(tmp_path)
+    ordered = sorted(ids, key=lambda s: sequence_key(SEED, BENCH, s))
+    _stopped_inside(a, ordered, 90)
+    _stopped_inside(b, ordered, 94)  # the control sent a few more in flight: not paired
+    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    block = result.benchmarks[0]
+    seq = block.sequential
+    assert seq is not None and block.n_pairs == 90
+    assert (seq.stopped_in_run, seq.units_planned, seq.units_sent, seq.units_available) == (True, N, 90, 90)
+    assert seq.stop_unit_in_run is None  # the records say the rule did not cross inside the run
+    test_right, control_right = _right(a), _right(b)
+    d = np.array([(s in test_right) - (s in control_right) for s in ordered[:90]], dtype=float)
+    expected = sequential_decision(d, 5.0, 0.05, cap=300, planned_n=N)
+    assert (seq.units_used, seq.planned_n, seq.verdict) == (expected.units_used, N, expected.verdict)
+    spent = sum(
+        (1000 if s in test_right else 3000) + (1000 if s in control_right else 3000) for s in ordered[:90]
+    )
+    assert seq.output_tokens_spent == spent and seq.output_tokens_fixed == round(spent * N / 90)
+    assert seq.units_unsent_share == pytest.approx((N - 90) / N)
+    assert seq.sentence.endswith(
+        f"stopped inside the run, {N - 90} of {N} planned units and about 55 % of "
+        "the fixed design's output tokens never sent"
+    )

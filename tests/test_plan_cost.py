@@ -168,3 +168,71 @@ def test_a_pool_is_planned_as_one_comparison(
     power = drop_power(60, 0.20, noise, 1)
     assert f"current design (1 arm): 60 samples × 1 attempt, power {power:.2f} at a 20-pt drop" in text
     assert "mixed (pool): not planned — ceval could not be planned" in text
+
+
+def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
+    """With a serving benchmark in RUN (speed.json) and its GPUs (provenance.json), each design's tokens are
+    also GPU-hours: tokens ÷ the mean measured output rate per GPU; a timed-out round is not averaged in."""
+    from datetime import UTC, datetime
+
+    from evalpipe.artifacts import write_model
+    from evalpipe.artifacts.schema.provenance import GpuInfo, Provenance
+    from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+    from evalpipe.speed.model import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
+    from evalpipe.speed.run import SPEED_JSON
+
+    run, manifest = _run_with_tokens(tmp_path / "run", 30)
+    cfg = load_config(_config(tmp_path))
+    assert token_cost(cfg, run, manifest, "aime26").tokens_per_gpu_s is None  # no speed benchmark: none
+    now = datetime.now(UTC)
+    rounds = [
+        RoundRecord(
+            workload="w",
+            round_index=i,
+            seed=i,
+            started_at=now,
+            finished_at=now,
+            client_exit_code=0 if i < 2 else None,
+            timed_out=i == 2,
+            requested=4,
+            completed=4 if i < 2 else 0,
+            output_throughput=tput,
+            percentile_method="nearest-rank",
+        )
+        for i, tput in enumerate([1000.0, 1400.0, 50.0])
+    ]
+    workload = SpeedWorkload(input_len=32, output_len=16, concurrency=1)
+    speed = SpeedArtifact(
+        variant="control",
+        server_url="http://127.0.0.1:1",
+        served_model="m",
+        client=ClientInfo(name="evalscope", program="evalscope perf", version="1", argv=[]),
+        tokenizer=None,
+        config=SpeedConfig(workloads=[workload], rounds=3),
+        schedule="single",
+        workloads=[WorkloadRounds(workload=workload, name="w", rounds=rounds)],
+    )
+    write_model(run / SPEED_JSON, speed)
+    write_model(
+        RunDir(run).provenance,
+        Provenance(
+            evalpipe_version="0",
+            host="h",
+            python="3.11",
+            platform="linux",
+            started_at=now.isoformat(),
+            gpus=[GpuInfo(index=i, name="H100") for i in range(4)],
+        ),
+    )
+    cost = token_cost(cfg, run, manifest, "aime26")
+    assert cost.tokens_per_gpu_s == pytest.approx(1200.0 / 4)  # (1000 + 1400) / 2 over 4 GPUs
+    assert (
+        cost.rate_basis is not None and "300 output tokens/s per GPU (1200 over 4 GPU(s)" in cost.rate_basis
+    )
+    target = PlanInput(benchmark="aime26", n_now=30, population=90, plan=manifest.benchmarks[0].plan)
+    plan = plan_benchmark(cfg, target, manifest, 15.0, run, write=False)
+    current = plan.designs[0]
+    assert current.gpu_hours_expected == pytest.approx(current.expected_tokens / 300.0 / 3600.0)
+    assert current.gpu_hours_worst == pytest.approx(current.worst_tokens / 300.0 / 3600.0)
+    text = "\n".join(plan.lines())
+    assert f"{current.gpu_hours_expected:.3g} GPU-hours expected" in text and "  GPU time: " in text

@@ -66,3 +66,17 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
     assert "- both: sequential design: " in md and "(pool of gsm8k, ceval)" in md
     reports = [p.read_text() for p in root.root.rglob("report.md")]
     assert any("Sequential (gsm8k): sequential design: " in r for r in reports)
+    # inside the run (variants in turn: the control first, whole): the pool gated both members in its own
+    # order; 8 units cannot cross a 50-point margin, so every arm sent every unit and the pool was judged on
+    # all of them
+    from evalpipe.artifacts import RunDir, read_model
+    from evalpipe.artifacts.schema.sequential import SequentialStops
+
+    for variant in ("faults", "clean"):
+        stops = read_model(RunDir(root.root / variant).sequential_stop, SequentialStops).benchmarks
+        assert {(s.benchmark, s.block) for s in stops} == {("gsm8k", "both"), ("ceval", "both")}
+        assert all(s.units_not_sent == 0 and s.stop_reason == "units exhausted" for s in stops)
+    assert pool["sequential"]["stopped_in_run"] and pool["sequential"]["units_planned"] == pool["n_pairs"]
+    assert (
+        pool["sequential"]["units_sent"] == pool["n_pairs"] and pool["sequential"]["stop_unit_in_run"] is None
+    )

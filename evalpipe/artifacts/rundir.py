@@ -180,6 +180,11 @@ class RunDir:
         return self.root / "cache_repairs.jsonl"
 
     @property
+    def sequential_stop(self) -> Path:
+        """What the sequential rule sent and where it stopped inside this run (``run.sequential_stop``)."""
+        return self.root / "sequential_stop.json"
+
+    @property
     def extension(self) -> Path:
         """``evalpipe run --extend``: which run this one grew from and what it reused."""
         return self.root / "extension.json"

@@ -44,6 +44,9 @@ class RunInputs:
     config_sha256: str | None
     run_record: RunRecord | None
     findings: list[Finding] = field(default_factory=list)
+    #: Benchmark → (samples never sent, samples planned): the sequential rule stopped this run's sending
+    #: (``sequential_stop.json``); those samples are left out of the manifest and outcomes audited here.
+    not_sent: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -95,6 +98,32 @@ def _optional_jsonl(rd: RunDir, path: Path, model: type[M], findings: list[Findi
     return list(rows), rows.torn_last_line
 
 
+def _drop_not_sent(
+    rd: RunDir, manifest: Manifest, rows: list[OutcomeRow]
+) -> tuple[Manifest, list[OutcomeRow], dict[str, tuple[int, int]]]:
+    """The samples the sequential rule stopped before sending (``evalpipe.run.sequential_stop``) are not part
+    of what this run measured: the audit's sample is the units sent (a prefix of the seeded sequence order,
+    itself a uniformly random order of the sample), and the limitations say how many were never sent."""
+    from evalpipe.run.sequential_stop import not_sent
+
+    predicted = {(r.benchmark, r.source_id) for r in rows if r.failure_class != "missing_prediction"}
+    dropped = not_sent(
+        rd.root, manifest.seed, ((e.benchmark, e.source_id) for e in manifest.entries), predicted
+    )
+    if not dropped:
+        return manifest, rows, {}
+    counts: dict[str, tuple[int, int]] = {}
+    for e in manifest.entries:
+        gone, planned = counts.get(e.benchmark, (0, 0))
+        counts[e.benchmark] = (gone + ((e.benchmark, e.source_id) in dropped), planned + 1)
+    kept = [e for e in manifest.entries if (e.benchmark, e.source_id) not in dropped]
+    return (
+        manifest.model_copy(update={"entries": kept}),
+        [r for r in rows if (r.benchmark, r.source_id) not in dropped],
+        {b: c for b, c in counts.items() if c[0]},
+    )
+
+
 def load_inputs(root: Path) -> RunInputs:
     """Read a run directory for the audit (see the module docstring for what is required)."""
     rd = RunDir(Path(root))
@@ -114,6 +143,8 @@ def load_inputs(root: Path) -> RunInputs:
                 message="outcomes.jsonl is written atomically, yet its last line is torn: the table is incomplete",
             )
         )
+
+    manifest, rows, not_sent = _drop_not_sent(rd, manifest, list(outcome_rows))
 
     attempts: list[RequestAttempt] | None
     attempts_torn = False
@@ -168,7 +199,7 @@ def load_inputs(root: Path) -> RunInputs:
     return RunInputs(
         rundir=rd,
         manifest=manifest,
-        outcomes=list(outcome_rows),
+        outcomes=rows,
         attempts=attempts,
         attempts_torn=attempts_torn,
         cache_repairs=repairs,
@@ -178,6 +209,7 @@ def load_inputs(root: Path) -> RunInputs:
         config=config,
         config_sha256=config_sha,
         run_record=run_record,
+        not_sent=not_sent,
         findings=findings,
     )
 

@@ -213,6 +213,12 @@ def limitations(
         out.append("Whether the request seed was effective is not verified.")
     if server.verified is not True:
         out.append("The server configuration (model, KV layout, kernels) is not verified from server_info.")
+    for bench, (gone, planned) in inputs.not_sent.items():
+        out.append(
+            f"{bench}: the sequential rule stopped sending after {planned - gone} of {planned} planned samples "
+            f"(generation.sequential, sequential_stop.json): {gone} were never sent, and this run's scores are "
+            "over the samples sent, the leading samples of the seeded sequence order."
+        )
     total = sum(r.scored for r in results)
     out.append(
         f"Scores come from {total} sampled records; the 95 % intervals cover sampling error only, "

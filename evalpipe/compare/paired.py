@@ -193,10 +193,17 @@ def sequential_fields(
     margin_pts: float,
     config: SequentialConfig,
     seed: int,
+    planned: int | None = None,
+    stop_unit: int | None = None,
 ) -> dict[str, object]:
     """The block judged unit by unit (``evalpipe.stats.sequential``): units in the seeded sequence order
     (``evalpipe.hashing.sequence_key``, never completion order), the planned bet tuned to the block's n, the
-    cap at ``cap_factor × n``; the share of units and recorded output tokens after the stop."""
+    cap at ``cap_factor × n``; the share of units and recorded output tokens after the stop.
+
+    ``planned``: the rule stopped sending inside the run (``evalpipe.run.sequential_stop``) — ``keys`` are the
+    units sent in every arm, ``planned`` the manifest's units, to which the bets were tuned there and are
+    here; the tokens spent are the recorded ones, the fixed design's the same per unit over ``planned``;
+    ``stop_unit`` where it crossed there, on the worker's scores (recorded beside the recomputed stop)."""
     from evalpipe.report.sentences import sequential_sentence
     from evalpipe.stats.repeats import per_sample_means
     from evalpipe.stats.sequential import sequential_decision, sequential_path
@@ -206,10 +213,9 @@ def sequential_fields(
     ordered = sorted(keys, key=lambda k: sequence_key(seed, k[0], k[1]))
     test = per_sample_means([attempt_scores(oa.get((b, sid))) for b, sid, _ in ordered])
     control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
-    n = len(ordered)
-    decision = sequential_decision(
-        test - control, margin_pts, config.alpha, cap=math.ceil(config.cap_factor * n), planned_n=n
-    )
+    n = planned if planned is not None else len(ordered)
+    cap = math.ceil(config.cap_factor * n)
+    decision = sequential_decision(test - control, margin_pts, config.alpha, cap=cap, planned_n=n)
     path = sequential_path(test - control, margin_pts, decision.units_used, config.alpha, planned_n=n)
     rows = [o.get((b, sid)) for o in (oa, ob) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
@@ -220,6 +226,13 @@ def sequential_fields(
     total = sum(sum(t) for t in tokens)
     unsent = sum(sum(t) for t in tokens[decision.units_used :])
     token_share = unsent / total if total else None
+    spent, fixed = (total - unsent if total else None), (total or None)
+    unit_share = decision.units_left / decision.units_available
+    if planned is not None:  # what was really not sent (the units after the stop were sent: in flight)
+        spent = total or None
+        fixed = round(total * planned / len(ordered)) if total else None
+        token_share = 1 - total / fixed if total and fixed else None
+        unit_share = (planned - len(ordered)) / planned
     looks = [
         SequentialLook(
             unit=x.unit,
@@ -246,18 +259,25 @@ def sequential_fields(
             e_value_inferior=decision.e_value_inferior,
             cs_low=decision.cs_lower,
             cs_high=decision.cs_upper,
-            units_unsent_share=decision.units_left / decision.units_available,
+            units_unsent_share=unit_share,
             output_tokens_unsent_share=token_share,
             repeats=repeats,
-            output_tokens_spent=total - unsent if total else None,
-            output_tokens_fixed=total or None,
+            output_tokens_spent=spent,
+            output_tokens_fixed=fixed,
             max_e_value_non_inferior=decision.max_e_value_non_inferior,
             max_e_value_inferior=decision.max_e_value_inferior,
             look_every=path.every,
             looks=looks,
             first_crossing_non_inferior=path.first_crossing_non_inferior,
             first_crossing_inferior=path.first_crossing_inferior,
-            sentence=sequential_sentence(decision, token_share),
+            sentence=sequential_sentence(
+                decision, token_share, sent=(len(ordered), planned) if planned is not None else None
+            ),
+            stopped_in_run=planned is not None,
+            units_planned=planned,
+            units_sent=len(ordered) if planned is not None else None,
+            stop_unit_in_run=stop_unit if planned is not None else None,
+            output_tokens_after_stop=unsent if planned is not None and total else None,
         )
     }
 
@@ -277,6 +297,8 @@ def _paired_block(
     od: Outcomes | None = None,
     margin_pts: float | None = None,
     sequential: tuple[SequentialConfig, int] | None = None,
+    planned: int | None = None,
+    stop_unit: int | None = None,
 ) -> PairedBenchmark:
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
@@ -348,7 +370,9 @@ def _paired_block(
     )
     fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
     if sequential is not None and margin_pts is not None:
-        fields.update(sequential_fields(keys, oa, ob, margin_pts, *sequential))
+        fields.update(
+            sequential_fields(keys, oa, ob, margin_pts, *sequential, planned=planned, stop_unit=stop_unit)
+        )
     return block.model_copy(update=fields)
 
 
@@ -416,7 +440,27 @@ def compare_runs(
     la = label_a or _label(ra, "A")
     lb = label_b or _label(rb, "B")
 
+    # the rule stopped sending inside the run: every block pairs only the units every compared arm sent
+    sent, crossed = _units_sent([ra, rb, *([RunDir(run_aa)] if run_aa is not None else [])])
+
+    def only_sent(keys: list[tuple[str, str, str]], *, prefix: bool = False) -> list[tuple[str, str, str]]:
+        """Each benchmark's units sent; ``prefix`` (a pool the rule gated): the longest prefix of the block's
+        own sequence order whose units were all sent, the units the rule judged inside the run."""
+        if not sent:
+            return keys
+        kept: set[tuple[str, str]] = set()
+        for bench in dict.fromkeys(k[0] for k in keys):
+            mine = sorted((k for k in keys if k[0] == bench), key=lambda k: sequence_key(ma.seed, k[0], k[1]))
+            kept.update(k[:2] for k in mine[: sent.get(bench, len(mine))])
+        if prefix:
+            ordered = sorted(keys, key=lambda k: sequence_key(ma.seed, k[0], k[1]))
+            cut = next((i for i, k in enumerate(ordered) if k[:2] not in kept), len(ordered))
+            kept = {k[:2] for k in ordered[:cut]}
+        return [k for k in keys if k[:2] in kept]
+
     def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
+        planned = len(keys) if any(k[0] in sent for k in keys) else None
+        keys = only_sent(keys, prefix=name in crossed and len({k[0] for k in keys}) > 1)
         return _paired_block(
             name,
             keys,
@@ -431,6 +475,8 @@ def compare_runs(
             od=od,
             margin_pts=margin,
             sequential=(sequential, ma.seed) if sequential is not None and not aa_only else None,
+            planned=planned,
+            stop_unit=crossed.get(name),
         )
 
     blocks = []
@@ -441,7 +487,9 @@ def compare_runs(
         if buckets:
             paired.by_length = [
                 paired_block(
-                    f"{block.benchmark} {length}", [k for k in keys if bucket_of[k[2]] == length], None
+                    f"{block.benchmark} {length}",
+                    only_sent([k for k in keys if bucket_of[k[2]] == length]),
+                    None,
                 ).model_copy(update={"length": length})
                 for length, bucket_of in buckets
             ]
@@ -475,6 +523,28 @@ def compare_runs(
         pools=pooled,
         overall=overall,
     )
+
+
+def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | None]]:
+    """Benchmark → units sent by every arm (``sequential_stop.json``'s leading units of the sequence order),
+    for the benchmarks whose sending the sequential rule stopped inside the run (empty when none did), and
+    block (a benchmark, or the pool that gated it) → the unit at which it crossed there (the first arm's
+    record that names one)."""
+    from evalpipe.artifacts.schema.sequential import SequentialStops
+
+    sent: dict[str, int] = {}
+    crossed: dict[str, int | None] = {}
+    for arm in arms:
+        if not arm.sequential_stop.is_file():
+            continue
+        for stop in read_model(arm.sequential_stop, SequentialStops).benchmarks:
+            sent[stop.benchmark] = min(
+                sent.get(stop.benchmark, stop.units_sent_prefix), stop.units_sent_prefix
+            )
+            block = stop.block or stop.benchmark
+            if crossed.get(block) is None:
+                crossed[block] = stop.stop_unit
+    return sent, crossed
 
 
 def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:

@@ -110,6 +110,16 @@ class AnswerKeyConfig(Strict):
         description="Answer as a thinking model: reasoning in message.reasoning_content (a server with a "
         "reasoning parser) or inline as <think>…</think> before the answer (no parser); off = answer only.",
     )
+    wrong_share: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict,
+        description="A planted regression: per benchmark, the share of its items answered with another item's "
+        "gold answer (a fixed set chosen by a hash of each item's id), e.g. {gsm8k: 0.5}.",
+    )
+    data_dir: Path | None = Field(
+        default=None,
+        description="The directory of benchmark folders the server answers (e.g. gsm8k/, math_500/ as the "
+        "sources' local copies hold them; relative to this file); default: evalpipe's bundled miniatures.",
+    )
 
 
 class RouterWorker(Strict):
@@ -373,6 +383,18 @@ class SequentialConfig(Strict):
         "n) units; the bets are tuned to that plan (the planned predictable plug-in bet). A finished run "
         "holds only the plan, so there the rule also ends when its units run out.",
     )
+    in_run: bool = Field(
+        default=True,
+        description="Stop inside a paired run (variants with a control): each benchmark with a margin of its own "
+        "and no pool sends its samples in the seeded sequence order, a batch at a time, and stops sending at the "
+        "first crossing (evalpipe.run.sequential_stop); false: every sample is sent and the rule only judges "
+        "afterwards. A pool is always judged afterwards.",
+    )
+    batch_units: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="Units released beyond the prefix judged in every arm (what can be in flight, hence wasted, "
+        "at the stop); default generation.concurrency / generation.repeats.",
+    )
 
 
 class GenerationConfig(Strict):
@@ -422,8 +444,10 @@ class GenerationConfig(Strict):
         default=None,
         description="Paired runs: also judge each block with a non-inferiority margin sequentially — units "
         "(a sample with all its attempts in both arms) in the manifest's seeded sequence order, two betting "
-        "e-processes at the margin, the verdict at the first crossing; compare.json's sequential block says "
-        "where it stopped and what share of the units and output tokens it would have left unsent.",
+        "e-processes at the margin, the verdict at the first crossing; with in_run (the default) the run "
+        "stops sending there (a benchmark with a margin of its own, not pooled); compare.json's sequential "
+        "block says where it stopped, what was never sent and the output tokens spent against the fixed "
+        "design's.",
     )
 
     def max_tokens_for(self, benchmark: str) -> int:

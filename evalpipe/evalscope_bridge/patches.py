@@ -27,8 +27,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.protocol import Channel, RenderedSample, Sample, Start
-from evalpipe.evalscope_bridge.scheduling import PredictionCount
+from evalpipe.evalscope_bridge.scheduling import NotSent, PredictionCount, SequenceGate
 
 
 def now() -> str:
@@ -208,10 +209,17 @@ def install_evaluator(
     errors: ErrorsLog,
     on_adapter: Callable[[Any], None],
     last_prediction: Callable[[], None] = lambda: None,
+    gate: SequenceGate | None = None,
+    repeats: int = 1,
 ) -> None:
     """Register an Evaluator for ``benchmark`` that hands its adapter to ``on_adapter`` (the render gate:
     its loaded samples are reported before any request), reports progress and per-sample errors, and calls
-    ``last_prediction`` once its last pending prediction has returned."""
+    ``last_prediction`` once its last pending prediction has returned.
+
+    With a ``gate`` (``generation.sequential``): the work items go in the gate's order (row ``id // repeats``:
+    EvalScope numbers attempt copies ``row × repeats + attempt``), each request waits for the parent's
+    release and a halted row raises ``NotSent`` (reported with ``sent`` false, not as an error), and every
+    sample's correctness is reported for the rule's looks — the cached ones' too, from their cached score."""
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
@@ -226,7 +234,23 @@ def install_evaluator(
 
         def _collect_work_items(self, dataset_dict: Any) -> Any:
             ctx = super()._collect_work_items(dataset_dict)
+            if gate is not None:  # FIFO pool: the order the rule consumes units is the order they are sent
+                ctx.work_items.sort(key=lambda item: gate.position(item.subset, _row(item) // repeats))
             channel.emit(Start(benchmark=benchmark, total=ctx.grand_total, cached=ctx.total_cached))
+            if gate is not None:
+                for subset, scores in ctx.cached_scores_by_subset.items():
+                    for cached in scores:
+                        value = cached.score.main_value
+                        channel.emit(
+                            Sample(
+                                benchmark=benchmark,
+                                subset=subset,
+                                index=int(cached.sample_id),
+                                ok=True,
+                                correct=1.0 if value == 1.0 else 0.0,
+                                cached=True,
+                            )
+                        )
             self._predictions.expect(sum(1 for item in ctx.work_items if item.needs_predict))
             return ctx
 
@@ -237,9 +261,17 @@ def install_evaluator(
                 self._predictions.returned()
 
         def _process_work_item(self, item: Any, model_prediction_dir: str) -> Any:
-            index = item.sample.id if item.sample is not None else item.task_state.sample_id
+            index = _row(item)
             try:
+                if gate is not None and item.needs_predict and not gate.admit(item.subset, index // repeats):
+                    self._predictions.returned()  # never sent: it will not return either
+                    raise NotSent(f"{benchmark} {item.subset}[{index}]: the sequential rule stopped first")
                 result = super()._process_work_item(item, model_prediction_dir)
+            except NotSent:
+                channel.emit(
+                    Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=False, sent=False)
+                )
+                raise
             except Exception as exc:
                 phase: ErrorPhase = (
                     "predict" if item.needs_predict and not item.prediction_persisted else "review"
@@ -256,10 +288,37 @@ def install_evaluator(
                     )
                 )
                 channel.emit(
-                    Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=False, phase=phase)
+                    Sample(
+                        benchmark=benchmark,
+                        subset=item.subset,
+                        index=int(index),
+                        ok=False,
+                        phase=phase,
+                        correct=0.0 if gate is not None else None,
+                    )
                 )
                 raise
-            channel.emit(Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=True))
+            correct = _correct(*result) if gate is not None else None
+            channel.emit(
+                Sample(benchmark=benchmark, subset=item.subset, index=int(index), ok=True, correct=correct)
+            )
             return result
 
     EVALUATOR_REGISTRY[benchmark] = EvalpipeEvaluator
+
+
+def _row(item: Any) -> int:
+    """An EvalScope work item's sample id (``row × repeats + attempt``)."""
+    return int(item.sample.id if item.sample is not None else item.task_state.sample_id)
+
+
+def _correct(task_state: Any, sample_score: Any) -> float:
+    """The summary's rule on one answered sample, as the worker sees it: review score 1 and not stopped by
+    the output budget (``outcomes.classify``); no review score (batch scoring, an excluded review) is 0."""
+    if sample_score is None:
+        return 0.0
+    choices = getattr(getattr(task_state, "output", None), "choices", None) or []
+    stop = getattr(choices[0], "stop_reason", None) if choices else None
+    if stop in BUDGET_STOP_REASONS:
+        return 0.0
+    return 1.0 if sample_score.score.main_value == 1.0 else 0.0

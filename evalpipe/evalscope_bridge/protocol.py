@@ -11,7 +11,10 @@ One JSON object per line, each a model below; the names of events and commands a
   then, once told to run, ``CacheIdentity`` (resume only), ``Start``, one ``Sample`` per finished sample,
   ``Finished``; ``Failed`` (naming the benchmark whose ``run_task`` raised) before a non-zero exit.
 * parent → worker (stdin), after the spec: per benchmark, once it was rendered, ``RunCommand`` (the same task)
-  or ``ExitCommand`` (do not run it), in any order across benchmarks.
+  or ``ExitCommand`` (do not run it), in any order across benchmarks.  A benchmark with a ``sequence``
+  (``generation.sequential``) then sends no request until ``ReleaseCommand`` releases its position in that
+  order, and none after ``HaltCommand`` (the rule stopped); rows refused so are ``Sample`` events with
+  ``sent`` false.
 
 The worker's sending end (``Channel``) is here too; its receiving end reads stdin in ``worker``.
 """
@@ -45,6 +48,8 @@ class Action(StrEnum):
 
     RUN = "run"
     EXIT = "exit"
+    RELEASE = "release"
+    HALT = "halt"
 
 
 class _Line(BaseModel):
@@ -57,6 +62,9 @@ class BenchmarkTask(_Line):
 
     benchmark: str
     task: dict[str, Any]
+    #: Rows ``(subset, index)`` in the order the sequential rule consumes them: requests go in this order and
+    #: only as far as the parent releases (``scheduling.SequenceGate``); None: every row at once.
+    sequence: list[tuple[str, int]] | None = None
 
 
 class WorkerHome(_Line):
@@ -128,6 +136,13 @@ class Sample(_Line):
     ok: bool
     #: Where a failed sample failed (None when ``ok``).
     phase: ErrorPhase | None = None
+    #: Correct by the summary's rule (review score 1 and not stopped by the output budget; an unanswered
+    #: attempt 0), for the sequential rule's looks; None when no review score came back with the sample.
+    correct: float | None = None
+    #: False: the sequential rule stopped before this row's request (``HaltCommand``); nothing was sent.
+    sent: bool = True
+    #: Scored from EvalScope's cache before the run (a resume or an extension): no request was sent now.
+    cached: bool = False
 
 
 class Finished(_Line):
@@ -170,7 +185,22 @@ class ExitCommand(_Line):
     benchmark: str
 
 
-Command = Annotated[RunCommand | ExitCommand, Field(discriminator="action")]
+class ReleaseCommand(_Line):
+    """Rows at positions below ``units`` of the benchmark's ``sequence`` may be sent."""
+
+    action: Literal[Action.RELEASE] = Action.RELEASE
+    benchmark: str
+    units: int
+
+
+class HaltCommand(_Line):
+    """The sequential rule stopped: no further row of the benchmark is sent (in-flight ones finish)."""
+
+    action: Literal[Action.HALT] = Action.HALT
+    benchmark: str
+
+
+Command = Annotated[RunCommand | ExitCommand | ReleaseCommand | HaltCommand, Field(discriminator="action")]
 _COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
 
 

@@ -46,6 +46,8 @@ from evalpipe.evalscope_bridge.protocol import (
     ExitCommand,
     Failed,
     Finished,
+    HaltCommand,
+    ReleaseCommand,
     Rendered,
     RunCommand,
     WorkerEvent,
@@ -145,9 +147,11 @@ class WorkerProcess:
         together: bool = False,
         api_key_env: str | None = None,
         code_sandbox: SandboxRecord | None = None,
+        sequences: dict[str, list[tuple[str, int]]] | None = None,
     ) -> None:
         """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
-        side (``together``); ``api_key_env`` names the variable holding the server's key."""
+        side (``together``); ``api_key_env`` names the variable holding the server's key; ``sequences``: the
+        benchmarks whose rows go in that order and only as far as ``release`` lets them (``halt`` ends them)."""
         self.spawn()
         assert self._log is not None and self._channel_fd is not None
         with self._routes:  # before the spec is sent: every event the worker emits has its queue
@@ -164,7 +168,10 @@ class WorkerProcess:
         )
         self._log.flush()
         spec = WorkerSpec(
-            benchmarks=[BenchmarkTask(benchmark=name, task=task) for name, task in tasks],
+            benchmarks=[
+                BenchmarkTask(benchmark=name, task=task, sequence=(sequences or {}).get(name))
+                for name, task in tasks
+            ],
             together=together,
             api_key_env=api_key_env,
             errors_log=str(self.rundir.evalscope_errors.resolve()),
@@ -237,13 +244,23 @@ class WorkerProcess:
                 for q in self._events.values():
                     q.put(None)
 
-    def _send(self, line: WorkerSpec | RunCommand | ExitCommand, benchmark: str) -> None:
+    def _send(
+        self,
+        line: WorkerSpec | RunCommand | ExitCommand | ReleaseCommand | HaltCommand,
+        benchmark: str,
+        *,
+        may_be_gone: bool = False,
+    ) -> None:
+        """One line to the worker; ``may_be_gone``: a release or halt racing the worker's normal exit after its
+        last benchmark finished is not an error (its failure, if any, is raised where the stage waits)."""
         assert self.proc is not None and self.proc.stdin is not None
         try:
             with self._send_lock:
                 self.proc.stdin.write((encode(line) + "\n").encode())
                 self.proc.stdin.flush()
         except BrokenPipeError:
+            if may_be_gone:
+                return
             self._fail(benchmark, "the worker exited before it was told what to do")
 
     def _next_event(self, benchmark: str) -> WorkerEvent:
@@ -285,10 +302,19 @@ class WorkerProcess:
             self._fail(benchmark, f"unexpected first event {event.event.value!r}")
         return event
 
-    def run(self, benchmark: str, task: dict[str, Any], on_event: ProgressCallback | None = None) -> Ran:
+    def run(
+        self,
+        benchmark: str,
+        task: dict[str, Any],
+        on_event: ProgressCallback | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> Ran:
         """Let the worker run ``benchmark``'s ``task``; returns how it ended (``Finished``, with
-        ``rerun_review``, and the ``CacheIdentity`` of a resume)."""
+        ``rerun_review``, and the ``CacheIdentity`` of a resume).  ``on_sent`` is called once the run command
+        is sent (releases and halts may follow it, never precede it)."""
         self._send(RunCommand(benchmark=benchmark, task=task), benchmark)
+        if on_sent is not None:
+            on_sent()
         cache_identity: CacheIdentity | None = None
         while True:
             event = self._next_event(benchmark)
@@ -298,6 +324,14 @@ class WorkerProcess:
                 on_event(event)
             if isinstance(event, Finished):
                 return Ran(event, cache_identity)
+
+    def release(self, benchmark: str, units: int) -> None:
+        """A gated benchmark may send its rows at sequence positions below ``units``."""
+        self._send(ReleaseCommand(benchmark=benchmark, units=units), benchmark, may_be_gone=True)
+
+    def halt(self, benchmark: str) -> None:
+        """A gated benchmark sends no further row (the sequential rule stopped)."""
+        self._send(HaltCommand(benchmark=benchmark), benchmark, may_be_gone=True)
 
     def stop(self, benchmark: str) -> None:
         """Tell the worker not to run a rendered ``benchmark``."""

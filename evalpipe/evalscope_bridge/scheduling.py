@@ -145,3 +145,50 @@ class PredictionCount:
             last = self._pending == 0
         if last:
             self._on_last()
+
+
+class NotSent(Exception):
+    """A sample the sequential rule stopped before its request was sent (``SequenceGate.admit``)."""
+
+
+class SequenceGate:
+    """Prefix batches of one benchmark in the seeded sequence order (``generation.sequential``).
+
+    ``positions`` maps a row ``(subset, index)`` to its place in the order the rule consumes units
+    (``evalpipe.hashing.sequence_key``).  The evaluator's work items are sorted by it, so EvalScope's thread
+    pool takes them in that order; ``admit`` lets a row's request go once the parent has released its
+    position (``release``), and refuses it once the parent has halted the benchmark (``halt``: the rule
+    stopped).  Rows already past ``admit`` finish and are recorded — what is in flight is never cut — so the
+    waste beyond the stop is at most what the parent released ahead of the judged prefix.  Deadlock-free
+    because the pool is FIFO: a thread waits only on a row later than every released row, all of which were
+    taken from the queue before it.
+    """
+
+    def __init__(self, positions: dict[tuple[str, int], int]) -> None:
+        self._positions = positions
+        self._released = 0
+        self._halted = False
+        self._cond = threading.Condition()
+
+    def position(self, subset: str, index: int) -> int:
+        """The row's place in the order (rows outside it come last, in their own order)."""
+        return self._positions.get((subset, index), len(self._positions))
+
+    def release(self, units: int) -> None:
+        """Rows at positions below ``units`` may be sent (never shrinks)."""
+        with self._cond:
+            self._released = max(self._released, units)
+            self._cond.notify_all()
+
+    def halt(self) -> None:
+        """No further row is sent; waiting rows are refused."""
+        with self._cond:
+            self._halted = True
+            self._cond.notify_all()
+
+    def admit(self, subset: str, index: int) -> bool:
+        """Block until the row is released (True) or the benchmark halted (False)."""
+        place = self.position(subset, index)
+        with self._cond:
+            self._cond.wait_for(lambda: self._halted or place < self._released)
+            return place < self._released and not self._halted

@@ -20,8 +20,10 @@ its first request follows the previous one's last answer.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,7 @@ from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.sandbox import SandboxRecord
     from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.run.sequential_stop import SequentialStopper
 
 logger = logging.getLogger(__name__)
 
@@ -163,17 +166,29 @@ def _record_hashes(
 
 
 class _ProgressSink:
-    """Feeds worker events into a rich progress task for one benchmark."""
+    """Feeds worker events into a rich progress task for one benchmark (and a gated benchmark's samples to
+    the sequential rule)."""
 
-    def __init__(self, progress: ProgressDisplay | None, benchmark: str, total: int) -> None:
+    def __init__(
+        self,
+        progress: ProgressDisplay | None,
+        benchmark: str,
+        total: int,
+        stopper: SequentialStopper | None = None,
+    ) -> None:
         self.progress = progress
         self.benchmark = benchmark
         self.failed = 0
         self.total = total
+        self.stopper = stopper
         self.task_id = progress.add_task(benchmark, total=total) if progress is not None else None
 
     def __call__(self, event: WorkerEvent) -> None:
-        if isinstance(event, Sample) and not event.ok:
+        if isinstance(event, Sample) and self.stopper is not None:
+            self.stopper.observe(self.benchmark, event)
+        if isinstance(event, Sample) and event.cached:  # counted in Start's ``cached``
+            return
+        if isinstance(event, Sample) and not event.ok and event.sent:
             self.failed += 1
         if self.progress is None or self.task_id is None:
             return
@@ -201,13 +216,15 @@ def run_evalscope(
     progress: ProgressDisplay | None = None,
     extending: bool = False,
     worker: WorkerProcess | None = None,
+    stopper: SequentialStopper | None = None,
 ) -> StageResult:
     """Run every materialized benchmark through EvalScope against ``api_url``.
 
     ``extending`` (``evalpipe run --extend``): the caches were seeded from another run's predictions
     (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh.  ``worker``: one
     the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
-    (without one it starts its own)."""
+    (without one it starts its own).  ``stopper``: the sequential rule stopping inside a paired run
+    (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases."""
     from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 
     check_generation(cfg)
@@ -280,7 +297,10 @@ def run_evalscope(
         progress=progress,
         code_sandbox=code_sandbox,
         worker=worker,
+        stopper=stopper,
     )
+    if stopper is not None:
+        stopper.write(rundir)
     return result
 
 
@@ -349,6 +369,8 @@ def _finish(
 
 #: Seconds between checks of the running benchmarks while waiting (keeps Ctrl-C responsive).
 _POLL_S = 0.5
+#: The same while the sequential rule gates a benchmark: each check is one of its looks (judge, release).
+_LOOK_S = 0.1
 
 
 def _run_benchmarks(
@@ -364,6 +386,7 @@ def _run_benchmarks(
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
     worker: WorkerProcess | None = None,
+    stopper: SequentialStopper | None = None,
 ) -> None:
     """Every benchmark in one worker, one thread each there and one reader thread each here.
 
@@ -373,7 +396,8 @@ def _run_benchmarks(
     ``sequential``: in the config's order, one benchmark's requests at a time (the worker's
     ``GenerationTurns``): the next benchmark's load and checks happen while the previous one generates,
     its first request follows the previous one's last answer.  The first failure ends the worker (its
-    process group) and the error is raised here.
+    process group) and the error is raised here.  With a ``stopper``, every look of the wait loop is one of
+    the sequential rule's (``SequentialStopper.poll``: judge, release, halt).
     """
     from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
@@ -390,36 +414,55 @@ def _run_benchmarks(
             ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="evalscope")
         )
         worker = stack.enter_context(worker if worker is not None else WorkerProcess(rundir))
+        sequences = {}
+        if stopper is not None:
+            for plan in planned:
+                sequence = stopper.sequence(plan[0])
+                if sequence is not None:
+                    sequences[plan[0]] = sequence
         worker.start(
             [(planned[i][0], planned[i][3]) for i in order],
             together=together,
             api_key_env=cfg.server.api_key_env,
             code_sandbox=code_sandbox,
+            sequences=sequences,
         )
         running: dict[Future[tuple[Ran, int]], tuple[BenchmarkStage, str]] = {}
         for i in order:
             plan = planned[i]
-            sink = _ProgressSink(progress, plan[0], len(plan[1]))
+            gated = stopper if plan[0] in sequences else None
+            sink = _ProgressSink(progress, plan[0], len(plan[1]), gated)
             stage, version = _prepare(
                 rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
             )
             stages[plan[0]] = stage
-            running[pool.submit(_run_benchmark, worker, plan[0], plan[3], sink)] = (stage, version)
+            begin = functools.partial(gated.begin, plan[0]) if gated is not None else None
+            running[pool.submit(_run_benchmark, worker, plan[0], plan[3], sink, begin)] = (stage, version)
         pending = set(running)
         while pending:
-            done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
+            done, pending = wait(
+                pending, timeout=_LOOK_S if sequences else _POLL_S, return_when=FIRST_EXCEPTION
+            )
             for fut in done:
                 ran, failed = fut.result()  # raises the worker's error: the stack ends the worker
                 stage, version = running[fut]
+                if stopper is not None and stage.benchmark in sequences:
+                    stopper.finish(stage.benchmark)
                 _finish(rundir, stage, ran, failed, tasks, version, result)
+            if stopper is not None and sequences:
+                stopper.poll(worker)
         worker.wait_exit()
     result.benchmarks.extend(stages[p[0]] for p in planned)
 
 
 def _run_benchmark(
-    worker: WorkerProcess, benchmark: str, task: dict[str, Any], sink: _ProgressSink
+    worker: WorkerProcess,
+    benchmark: str,
+    task: dict[str, Any],
+    sink: _ProgressSink,
+    begin: Callable[[], None] | None = None,
 ) -> tuple[Ran, int]:
-    ran = worker.run(benchmark, task, on_event=sink)
+    ran = worker.run(benchmark, task, on_event=sink, on_sent=begin)
     return ran, sink.failed
 
 

@@ -52,13 +52,14 @@ from evalpipe.evalscope_bridge.protocol import (
     ExitCommand,
     Failed,
     Finished,
+    ReleaseCommand,
     Rendered,
     RunCommand,
     WorkerHome,
     WorkerSpec,
     parse_command,
 )
-from evalpipe.evalscope_bridge.scheduling import GenerationTurns, LoadLock, SideBySide
+from evalpipe.evalscope_bridge.scheduling import GenerationTurns, LoadLock, SequenceGate, SideBySide
 
 
 class Lines:
@@ -169,6 +170,8 @@ class RenderGate:
         self.turn = turn
         self.passed = False
         self.loaded: Callable[[], None] = lambda: None
+        #: Called once the parent said run (before the turn is awaited): a gated benchmark follows its releases.
+        self.on_run: Callable[[], None] = lambda: None
 
     def install(self, adapter: Any) -> None:
         load = adapter.load_dataset
@@ -202,6 +205,7 @@ class RenderGate:
         self.passed = True
         if self.cache_identity is not None:
             self.channel.emit(self.cache_identity)
+        self.on_run()
         self.turn()
 
 
@@ -257,6 +261,13 @@ class Worker:
                     cache_identity,
                     turn=lambda: self.turns.wait(name),
                 )
+                sequence = (
+                    SequenceGate({row: place for place, row in enumerate(item.sequence)})
+                    if item.sequence is not None
+                    else None
+                )
+                if sequence is not None:
+                    gate.on_run = lambda: self.follow_releases(name, sequence)
                 # a resume: EvalScope validates and reads its cache before it loads the dataset, and the
                 # parent must see the prompts (recorded hashes) and repair the cache before either happens
                 loaded = load_separately(item.task, name) if item.task.get("use_cache") else None
@@ -270,6 +281,8 @@ class Worker:
                     self.errors,
                     gate.install,
                     last_prediction=lambda: self.turns.done(name),
+                    gate=sequence,
+                    repeats=int(item.task.get("repeats") or 1),
                 )
                 prepare_code_execution(name, self.spec.code_sandbox)
 
@@ -289,6 +302,25 @@ class Worker:
             raise BenchmarkFailed(name, exc) from exc
         finally:
             self.turns.done(name)  # ended in any way: the next benchmark may send
+
+    def follow_releases(self, name: str, gate: SequenceGate) -> None:
+        """A thread applying the parent's ``ReleaseCommand``/``HaltCommand`` to ``gate`` until it halts; any
+        other command (end of input included) halts it too — nothing is sent without the parent."""
+
+        def follow() -> None:
+            while True:
+                try:
+                    command = self.commands.next(name)
+                except RuntimeError:
+                    gate.halt()
+                    return
+                if isinstance(command, ReleaseCommand):
+                    gate.release(command.units)
+                    continue
+                gate.halt()  # HaltCommand, or anything else (end of input): nothing more is sent
+                return
+
+        threading.Thread(target=follow, name=f"evalpipe-{name}-releases", daemon=True).start()
 
     def run(self) -> None:
         """One thread per benchmark, started in the spec's order; the first failure is raised at once

@@ -96,7 +96,9 @@ def aa_sentence(aa: Discordance) -> str:
     return "A/A: " + "; ".join(said)
 
 
-def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float | None) -> str:
+def sequential_sentence(
+    decision: SequentialDecision, tokens_unsent_share: float | None, *, sent: tuple[int, int] | None = None
+) -> str:
     """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
     sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent"."""
     margin = _margin(decision.margin_pts)
@@ -113,6 +115,12 @@ def sequential_sentence(decision: SequentialDecision, tokens_unsent_share: float
             f"inconclusive {where} after {used}, margin {margin} pts (K+ = {decision.e_value_non_inferior:.3g}, "
             f"K- = {decision.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
         )
+    if sent is not None:  # the rule stopped sending inside the run: what was really not sent
+        units, planned = sent
+        saved = f"{planned - units} of {planned} planned units"
+        if tokens_unsent_share is not None:
+            saved += f" and about {100 * tokens_unsent_share:.0f} % of the fixed design's output tokens"
+        return f"sequential: {head}; stopped inside the run, {saved} never sent"
     if decision.units_left == 0:
         return f"sequential: {head}"
     saved = f"{100 * decision.units_left / decision.units_available:.0f} % of the units"
@@ -136,6 +144,8 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
         f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"
         + (f" (pool of {', '.join(members)})" if members else "")
     )
+    if seq.stopped_in_run and seq.units_planned is not None:
+        design += f" sent of {seq.units_planned} planned (the rule stopped sending inside the run)"
     bet = f"planned bet tuned to n = {seq.planned_n}" if seq.planned_n is not None else "aGRAPA bet"
     rule = f"{bet}, cap {seq.cap}, α = {seq.alpha:g}, units in the seeded sequence order"
     parts = [f"sequential design: {design}, {rule}"]
@@ -158,16 +168,27 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
             f"K− {crossed(seq.first_crossing_inferior)}"
         )
     if seq.output_tokens_fixed is not None and seq.output_tokens_spent is not None:
-        parts.append(
-            f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
-            "(the fixed design)"
-        )
+        if seq.stopped_in_run:  # the units never sent have no tokens: the fixed design's is an estimate
+            waste = seq.output_tokens_after_stop
+            parts.append(
+                f"output tokens {_tokens(seq.output_tokens_spent)} spent against about "
+                f"{_tokens(seq.output_tokens_fixed)} for the fixed design (the same per unit over the plan)"
+                + (f", {_tokens(waste)} of them after the verdict's unit (in flight)" if waste else "")
+            )
+        else:
+            parts.append(
+                f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
+                "(the fixed design)"
+            )
     return "; ".join(parts)
 
 
 def _tokens(count: float) -> str:
-    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``)."""
-    return f"{count / 1e6:.1f} M" if count >= 1e6 else f"{count / 1e3:.0f} k"
+    """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``), below ten
+    thousand as they are (``7,031``)."""
+    if count >= 1e6:
+        return f"{count / 1e6:.1f} M"
+    return f"{count / 1e3:.0f} k" if count >= 1e4 else f"{count:,.0f}"
 
 
 def design_cost_sentence(design: Design) -> str:
@@ -178,8 +199,10 @@ def design_cost_sentence(design: Design) -> str:
         f"power {design.power:.2f} at a {_margin(round(design.target * 100, 6))}-pt drop; "
     )
     if design.tokens_measured:
-        return (
-            head
-            + f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
-        )
+        out = f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
+        if design.gpu_hours_expected is not None and design.gpu_hours_worst is not None:
+            out += (
+                f"; {design.gpu_hours_expected:.3g} GPU-hours expected, {design.gpu_hours_worst:.3g} at most"
+            )
+        return head + out
     return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted, RunStopped
 from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
+from evalpipe.run.sequential_stop import arm_for
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.sglang_flags import api_key
 from evalpipe.server.variants import effective_server
@@ -87,6 +88,9 @@ def run_at_once(
     ended: dict[str, float] = {}
     console = progress.console if progress is not None else None
     speed = _speed_coordinator(cfg, root, dirs, progress)
+    # the sequential rule stopping inside the run: a variant process that ends without saying so (killed)
+    # must not leave the others waiting for its units (evalpipe.run.sequential_stop)
+    arms = {name: arm_for(cfg, name, root, together=True) for name in dirs}
     # a variant's own stop (its servers' SIGTERM grace) must fit inside ours
     grace = cfg.server.stop_timeout_s * 4 + 60
     try:
@@ -118,6 +122,9 @@ def run_at_once(
             for name, proc in procs.items():
                 if name not in ended and proc.poll() is not None:
                     ended[name] = time.monotonic()
+                    arm = arms[name]
+                    if arm is not None:  # however it ended (killed too): no arm waits for it any longer
+                        arm.end()
                     if console is not None:
                         console.print(
                             f"variant {name}: finished (exit {proc.returncode}) after "

@@ -44,6 +44,7 @@ from evalpipe.recording.proxy import recording_proxy
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.provenance import collect_provenance, run_component_tests
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
+from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 from evalpipe.server.context_fit import check_context_fit, dropped_entries
@@ -106,6 +107,7 @@ def run(
     extension: ExtensionPlan | None = None,
     speed_by_parent: bool = False,
     speed_barrier: VariantBarrier | None = None,
+    sequential_arm: SequentialArm | None = None,
 ) -> RunResult:
     """One run directory: sample → materialize → launch/attach + verify → proxy → EvalScope → speed → outcomes
     → provenance → audit.  ``spine`` (variants) reuses an already sampled manifest.
@@ -113,6 +115,8 @@ def run(
     ``speed_by_parent`` (a variant of ``parallel_variants``): the speed benchmark is the parent's — with
     ``speed_barrier`` this variant's server waits, up, at the barrier for the alternating rounds
     (``evalpipe.speed.barrier``); without, the rounds are already in the run (resumed) and nothing is measured.
+    ``sequential_arm`` (a variant of a paired run with ``generation.sequential.in_run``): the rule stops this
+    variant's gated benchmarks inside the EvalScope stage (``evalpipe.run.sequential_stop``).
     """
     server = server_for(cfg, endpoint=endpoint, variant=variant)
     kind = server_kind(server.kind)
@@ -202,6 +206,9 @@ def run(
                         progress=progress,
                         extending=extension is not None,
                         worker=worker,
+                        stopper=SequentialStopper(sequential_arm, cfg, spine.manifest.seed, index_map)
+                        if sequential_arm is not None
+                        else None,
                     )
                 proxy.flush()
             if cfg.speed is not None and speed_barrier is not None:  # the parent alternates the rounds

@@ -66,6 +66,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.config.loader import load_config
     from evalpipe.run import pipeline
     from evalpipe.run.sample import Spine, load_manifest_datasets
+    from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
 
     cfg = load_config(Path(args.config))
@@ -75,18 +76,27 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     record = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
     datasets = load_manifest_datasets(cfg, manifest, record, dataset_root=dataset_root)
     resuming = rd.evalscope_dir.exists() or rd.outcomes.exists()
-    pipeline.run(
-        cfg,
-        dataset_root=dataset_root,
-        resume=rd.root if resuming else None,
-        progress=progress,
-        variant=args.variant,
-        spine=Spine(rd, manifest, datasets),
-        speed_by_parent=args.speed_by_parent,
-        speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
-        if args.speed_barrier
-        else None,
-    )
+    # the arms run at once: each advances with the others (evalpipe.run.sequential_stop)
+    arm = arm_for(cfg, args.variant, rd.root.parent, together=True)
+    if arm is not None:
+        arm.begin()
+    try:
+        pipeline.run(
+            cfg,
+            dataset_root=dataset_root,
+            resume=rd.root if resuming else None,
+            progress=progress,
+            variant=args.variant,
+            spine=Spine(rd, manifest, datasets),
+            speed_by_parent=args.speed_by_parent,
+            speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
+            if args.speed_barrier
+            else None,
+            sequential_arm=arm,
+        )
+    finally:
+        if arm is not None:
+            arm.end()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
 from evalpipe.run.pipeline import RunResult, run
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
+from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.stage_clock import StageClock
 
 if TYPE_CHECKING:
@@ -194,23 +195,43 @@ def _run_in_turn(
     on_variant_done: Callable[[str, RunResult], None] | None,
     extension: ExtensionPlan | None = None,
 ) -> dict[str, RunResult]:
-    """Each variant after the other, in this process (a stopped variant stops the whole run)."""
+    """Each variant after the other, in this process (a stopped variant stops the whole run).
+
+    With the sequential rule stopping inside the run (``evalpipe.run.sequential_stop``) the control runs
+    first — whole: there is no test arm to judge it against yet, so its spend is the plan's — then the variant
+    under test, which stops at the rule's first crossing on the control's units, then the others (the A/A
+    arm), which send exactly the units up to that crossing."""
     results: dict[str, RunResult] = {}
+    order = list(dirs)
+    arms = {name: arm_for(cfg, name, root_spine.rundir.root, together=False) for name in order}
+    first = arms[order[0]]
+    if first is not None:
+        order.remove(first.control)
+        order.insert(0, first.control)
     try:
-        for name, sub in dirs.items():
+        for name in order:
+            sub = dirs[name]
             resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
             spine = Spine(sub, root_spine.manifest, root_spine.datasets)
-            results[name] = run(
-                cfg,
-                dataset_root=dataset_root,
-                resume=sub.root if resuming else None,
-                progress=progress,
-                variant=name,
-                spine=spine,
-                extension=replace(extension, old=RunDir(extension.old.root / name))
-                if extension is not None and not resuming
-                else None,
-            )
+            arm = arms[name]
+            if arm is not None:
+                arm.begin()
+            try:
+                results[name] = run(
+                    cfg,
+                    dataset_root=dataset_root,
+                    resume=sub.root if resuming else None,
+                    progress=progress,
+                    variant=name,
+                    spine=spine,
+                    extension=replace(extension, old=RunDir(extension.old.root / name))
+                    if extension is not None and not resuming
+                    else None,
+                    sequential_arm=arm,
+                )
+            finally:
+                if arm is not None:
+                    arm.end()
             if on_variant_done is not None:
                 on_variant_done(name, results[name])
     except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root

@@ -26,7 +26,9 @@ over the control's samples, else the benchmark's ``max_tokens`` budget as an upp
 current design (n now, k) and the proposed one (the n the target needs at k, or — A/A noise only — the whole
 population with the repeats that reach it) ``plan`` prints n, k, the power at the target drop, the expected
 output tokens (samples × attempts × arms × mean tokens) and the worst case (× the budget), over every arm
-(``variants``, else one).  Cochran's k* (``evalpipe.stats.design``) is printed with the costs measured on
+(``variants``, else one).  When the control holds a serving benchmark (``speed.json``) and its GPUs
+(``provenance.json``), both are also GPU-hours: tokens ÷ the mean measured output rate per GPU (``decode_rate``;
+an estimate: the benchmark's lengths and batch are not the evaluation's).  Cochran's k* (``evalpipe.stats.design``) is printed with the costs measured on
 RUN: ``c0`` = mean input tokens (the prompt, prefilled once per sample when the server caches the prefix),
 ``c1`` = mean output tokens per attempt.  Under a noise with no within-sample part (the assumed default, an
 A/B stand-in) ``τ² = 0`` gives ``k* = 0`` whatever the costs: one attempt per sample, printed without a run,
@@ -49,7 +51,7 @@ from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
 from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
-from evalpipe.stats.design import RepeatsChoice, expected_tokens, optimal_repeats
+from evalpipe.stats.design import RepeatsChoice, expected_tokens, gpu_hours, optimal_repeats
 from evalpipe.stats.power import (
     MinimumDetectableEffect,
     NoiseModel,
@@ -92,6 +94,10 @@ class TokenCost:
     budget: int
     measured: bool
     basis: str
+    #: Output tokens per second per GPU measured by RUN's serving benchmark (``speed.json`` over the GPUs in
+    #: ``provenance.json``): the designs' GPU-hours; None without one.
+    tokens_per_gpu_s: float | None = None
+    rate_basis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,8 @@ class Design:
     expected_tokens: float
     worst_tokens: float
     tokens_measured: bool
+    gpu_hours_expected: float | None = None
+    gpu_hours_worst: float | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,8 @@ class BenchmarkPlan:
                 )
         if self.cost is not None:
             out.append(f"  cost: {self.cost.basis}")
+            if self.cost.rate_basis is not None:
+                out.append(f"  GPU time: {self.cost.rate_basis}")
             out += [f"  {design_cost_sentence(d)}" for d in self.designs]
         if self.cochran is not None and self.noise.within == 0.0:
             out.append(
@@ -267,6 +277,7 @@ def token_cost(
     if r_mean is not None:
         basis += f" ({r_mean:.0f} of them reasoning)"
     basis += f" over {len(found)} samples of {source} (worst case: the {budget}-token budget)"
+    rate, rate_basis = decode_rate(source)
     return TokenCost(
         output_per_attempt=out,
         reasoning_per_attempt=r_mean,
@@ -274,6 +285,42 @@ def token_cost(
         budget=budget,
         measured=True,
         basis=basis,
+        tokens_per_gpu_s=rate,
+        rate_basis=rate_basis,
+    )
+
+
+def decode_rate(run: Path) -> tuple[float | None, str | None]:
+    """Output tokens per second per GPU from ``run``'s serving benchmark: the mean ``output_throughput`` of its
+    completed rounds (``speed.json``, every workload) over the GPUs ``provenance.json`` recorded; ``(None,
+    why)`` when the run holds no speed rounds or no GPU, ``(None, None)`` without a speed benchmark."""
+    from evalpipe.artifacts.schema.provenance import Provenance
+    from evalpipe.speed.run import SPEED_JSON, read_speed
+
+    path = Path(run) / SPEED_JSON
+    if not path.is_file():
+        return None, None
+    speed = read_speed(path)
+    rates = [
+        r.output_throughput
+        for w in speed.workloads
+        for r in w.rounds
+        if r.output_throughput is not None and not r.timed_out
+    ]
+    if not rates:
+        return None, f"{path} holds no completed speed round: no GPU-hours"
+    prov = RunDir(run).provenance
+    gpus = len(read_model(prov, Provenance).gpus) if prov.is_file() else 0
+    mean = sum(rates) / len(rates)
+    if gpus == 0:
+        return (
+            None,
+            f"{mean:.0f} output tokens/s measured by {path}, but no GPU recorded (provenance.json): no GPU-hours",
+        )
+    per_gpu = mean / gpus
+    return per_gpu, (
+        f"{per_gpu:.0f} output tokens/s per GPU ({mean:.0f} over {gpus} GPU(s), the mean of {len(rates)} speed "
+        f"round(s) of {path}); the evaluation's own lengths and batch differ, so the GPU-hours are estimates"
     )
 
 
@@ -289,6 +336,14 @@ def _design(
         expected_tokens=expected_tokens(n, k, arms, cost.output_per_attempt),
         worst_tokens=expected_tokens(n, k, arms, float(cost.budget)),
         tokens_measured=cost.measured,
+        gpu_hours_expected=gpu_hours(
+            expected_tokens(n, k, arms, cost.output_per_attempt), cost.tokens_per_gpu_s
+        )
+        if cost.tokens_per_gpu_s
+        else None,
+        gpu_hours_worst=gpu_hours(expected_tokens(n, k, arms, float(cost.budget)), cost.tokens_per_gpu_s)
+        if cost.tokens_per_gpu_s
+        else None,
     )
 
 

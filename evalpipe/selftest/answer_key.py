@@ -13,9 +13,10 @@ are the canonical source ids the manifest uses.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -60,6 +61,15 @@ class Reply:
         None  # 'truncate', 'index_error' or 'reasoning_budget' when this reply is a planted fault
     )
     think_to_budget: bool = False  # reasoning_budget: think until the output budget, never answer
+
+
+def planted_wrong(item: KeyItem, share: float) -> bool:
+    """Whether the planted regression answers ``item`` wrong: its label's hash, as a fraction of 2^32, is below
+    ``share`` — a fixed set of items, the same on every request and every run, independent of any order."""
+    if share <= 0.0:
+        return False
+    digest = hashlib.sha256(f"planted-wrong:{item.label}".encode()).hexdigest()
+    return int(digest[:8], 16) / 2**32 < share
 
 
 def thinking_text() -> str:
@@ -160,12 +170,13 @@ class AnswerKey:
     # -- construction
 
     @classmethod
-    def load(cls, data_dir: Path) -> AnswerKey:
+    def load(cls, data_dir: Path, only: Collection[str] | None = None) -> AnswerKey:
         """Load every benchmark folder present in ``data_dir`` plus ``solutions.json`` / ``faults.json``.
 
         A registered benchmark that ships its miniature elsewhere (``BenchmarkMeta.bundled_data``, e.g. a
         benchmark registered from outside evalpipe) is loaded from there: the answer key knows every
-        registered benchmark it has items for."""
+        registered benchmark it has items for; ``only``: just these benchmarks (a directory of full datasets,
+        e.g. the sources' local copies, holds benchmarks that need answers the data cannot supply)."""
         data_dir = Path(data_dir)
         if not data_dir.is_dir():
             raise DataError(f"{data_dir}: answer-key data directory not found")
@@ -173,7 +184,9 @@ class AnswerKey:
         solutions = _read_json(sol_path) if sol_path.is_file() else {}
         items: list[KeyItem] = []
         folders = {
-            b.meta.name: b.meta.bundled_data or data_dir / b.meta.mirror_dir for b in REGISTRY.values()
+            b.meta.name: b.meta.bundled_data or data_dir / b.meta.mirror_dir
+            for b in REGISTRY.values()
+            if only is None or b.meta.name in only
         }
         for name, folder in folders.items():
             if folder.is_dir():
@@ -273,14 +286,23 @@ class AnswerKey:
                     best, best_rank = it, rank
         return best
 
-    def reply(self, item: KeyItem, *, mode: str, faults: Collection[str]) -> Reply:
-        """The response for ``item``: planted content faults first, then the mode's answer."""
+    def reply(
+        self,
+        item: KeyItem,
+        *,
+        mode: str,
+        faults: Collection[str],
+        wrong_share: Mapping[str, float] | None = None,
+    ) -> Reply:
+        """The response for ``item``: planted content faults first, then the planted regression
+        (``wrong_share``: per benchmark, the share of its items answered wrong, ``planted_wrong``), then the
+        mode's answer."""
         if "index_error" in faults and self.fault_targets.get("index_error") is item:
             return Reply(fenced(index_error_code(item)), "stop", "index_error")
         if "truncate" in faults and self.fault_targets.get("truncate") is item:
             return Reply(truncated_response(item), "length", "truncate")
         if "reasoning_budget" in faults and self.fault_targets.get("reasoning_budget") is item:
             return Reply("", "length", "reasoning_budget", think_to_budget=True)
-        if mode == "negative":
+        if mode == "negative" or planted_wrong(item, (wrong_share or {}).get(item.benchmark, 0.0)):
             return Reply(self.negative_partner(item).answer, "stop")
         return Reply(item.answer, "stop")

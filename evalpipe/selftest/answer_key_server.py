@@ -92,6 +92,8 @@ class ServerState:
     thinking: str = "off"
     reasoning_parser: str | None = None
     request_timeout_s: float | None = None  # the deadline evalpipe's proxy puts on server time, if told
+    wrong_share: dict[str, float] = field(default_factory=dict)  # planted regression: benchmark → share wrong
+    benchmarks: list[str] | None = None  # answer only these (None: every benchmark folder of data_dir)
     key: AnswerKey | None = None
     ready: bool = False
     fired: dict[str, int] = field(default_factory=dict)  # fault → times it fired
@@ -272,7 +274,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if state.target("duplicate_request") is item and state.fired.get("duplicate_request", 0) == 0:
             if not await _hold_or_drop(request, state, item):
                 return web.Response(status=500)  # never reaches the client: the connection is closed
-        reply = state.key.reply(item, mode=state.mode, faults=state.faults)
+        reply = state.key.reply(item, mode=state.mode, faults=state.faults, wrong_share=state.wrong_share)
         if reply.fault is not None:
             state.fire(reply.fault, item)
         content, finish = reply.content, reply.finish_reason
@@ -451,7 +453,7 @@ def build_app(state: ServerState) -> web.Application:
 
 async def _load(state: ServerState) -> None:
     """Load the data while /health says 503 (like SGLang loading weights), then wait the startup delay."""
-    key = await asyncio.to_thread(AnswerKey.load, state.data_dir)
+    key = await asyncio.to_thread(AnswerKey.load, state.data_dir, state.benchmarks)
     key.check_mode(state.mode, state.faults)
     state.key = key
     log.info("loaded %s from %s; mode %s", key.counts(), state.data_dir, state.mode)
@@ -525,7 +527,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="the server-time deadline of the proxy in front (duplicate_request holds past the earlier one)",
     )
+    p.add_argument(
+        "--wrong-share",
+        type=_shares_arg,
+        default={},
+        help="planted regression: comma-separated BENCHMARK=SHARE, that share of the benchmark's items answered "
+        "wrong (a fixed, hash-chosen set)",
+    )
+    p.add_argument(
+        "--benchmarks",
+        type=lambda text: [b for b in (x.strip() for x in text.split(",")) if b],
+        default=None,
+        help="comma-separated: answer only these benchmarks' folders of --data-dir",
+    )
     return p.parse_args(argv)
+
+
+def _shares_arg(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            share = float(value)
+        except ValueError:
+            share = -1.0
+        if not sep or not name or not 0.0 <= share <= 1.0:
+            raise argparse.ArgumentTypeError(f"expected BENCHMARK=SHARE with SHARE in [0, 1], got {part!r}")
+        out[name] = share
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -542,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         thinking=args.thinking,
         reasoning_parser=args.reasoning_parser,
         request_timeout_s=args.request_timeout_s,
+        wrong_share=args.wrong_share,
+        benchmarks=args.benchmarks,
     )
     return asyncio.run(serve(state))
 

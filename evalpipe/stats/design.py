@@ -75,3 +75,14 @@ def optimal_repeats(
 def expected_tokens(samples: int, repeats: int, arms: int, tokens_per_attempt: float) -> float:
     """Output tokens of a design: ``samples × repeats × arms × tokens_per_attempt``."""
     return float(samples * repeats * arms) * tokens_per_attempt
+
+
+def gpu_hours(tokens: float, output_tokens_per_gpu_s: float) -> float:
+    """GPU-hours a design's output tokens take at a measured decode rate: ``tokens / (rate per GPU) / 3600``.
+
+    The rate is a serving benchmark's (``speed.json``: output tokens per second of the whole server over its
+    GPUs), so this is the time the server is busy decoding at that benchmark's concurrency — an estimate
+    whose error is the gap between that workload and the evaluation's (answer lengths, batch)."""
+    if output_tokens_per_gpu_s <= 0:
+        raise ValueError(f"the output rate must be > 0, got {output_tokens_per_gpu_s}")
+    return tokens / output_tokens_per_gpu_s / 3600.0

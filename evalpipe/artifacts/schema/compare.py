@@ -97,10 +97,15 @@ class SequentialResult(Row):
         "(fraction; test − control)."
     )
     cs_high: float
-    units_unsent_share: float = Field(description="Share of the block's units after the stop.")
+    units_unsent_share: float = Field(
+        description="Share of the block's units after the stop; when the rule stopped inside the run "
+        "(stopped_in_run), the share of the planned units that were never sent."
+    )
     output_tokens_unsent_share: float | None = Field(
         description="Share of the block's recorded output tokens (both arms; with repeats each sample's "
-        "first attempt) in the units after the stop; None when no tokens were recorded."
+        "first attempt) in the units after the stop — what the rule would have left unsent; when it stopped "
+        "inside the run, 1 - output_tokens_spent / output_tokens_fixed (what it did leave unsent). None when "
+        "no tokens were recorded."
     )
     repeats: int = Field(
         default=1,
@@ -113,7 +118,34 @@ class SequentialResult(Row):
         "up to the stop; None when no tokens were recorded.",
     )
     output_tokens_fixed: int | None = Field(
-        default=None, description="The same over every unit: what the fixed design spent."
+        default=None,
+        description="The same over every unit: what the fixed design spent; when the rule stopped inside the "
+        "run, the units never sent have no tokens: the spent tokens per unit sent x units_planned (an estimate).",
+    )
+    stopped_in_run: bool = Field(
+        default=False,
+        description="The rule stopped sending inside the run (generation.sequential.in_run): units_available "
+        "are the units sent in both arms (a prefix of the sequence order), units_planned the manifest's.",
+    )
+    units_planned: int | None = Field(
+        default=None, description="The block's units in the manifest (the fixed design) when stopped_in_run."
+    )
+    units_sent: int | None = Field(
+        default=None,
+        description="Units sent by every compared arm (the leading units of the sequence order), when "
+        "stopped_in_run; the rest were never sent.",
+    )
+    stop_unit_in_run: int | None = Field(
+        default=None,
+        description="When stopped_in_run: the unit at which the rule crossed inside the run, on the worker's "
+        "scores (sequential_stop.json; None: it did not cross there). units_used recomputes it from "
+        "outcomes.jsonl; the two differ only when a review was re-judged after the run (e.g. a re-checked "
+        "program).",
+    )
+    output_tokens_after_stop: int | None = Field(
+        default=None,
+        description="When stopped_in_run: recorded output tokens (both arms) of the units sent after the "
+        "verdict's unit — in flight or released ahead at the stop, the waste the batch bounds.",
     )
     max_e_value_non_inferior: float | None = Field(default=None, description="Largest K+ up to the stop.")
     max_e_value_inferior: float | None = Field(default=None, description="Largest K- up to the stop.")

@@ -44,6 +44,11 @@ class AnswerKeyKind(Kind):
             argv += ["--request-timeout-s", f"{cfg.generation.request_timeout_s:g}"]
         if ak is not None and ak.thinking != "off":
             argv += ["--thinking", ak.thinking]
+        if ak is not None and ak.wrong_share:
+            argv += ["--wrong-share", ",".join(f"{b}={v:g}" for b, v in ak.wrong_share.items())]
+        if ak is not None and ak.data_dir is not None:
+            argv += ["--data-dir", str(cfg.resolve_path(str(ak.data_dir)))]
+            argv += ["--benchmarks", ",".join(b.name for b in cfg.benchmarks)]
         if cfg.model.reasoning_parser != NO_REASONING_PARSER:
             argv += ["--reasoning-parser", cfg.model.reasoning_parser]
         return argv

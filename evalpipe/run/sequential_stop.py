@@ -1,0 +1,428 @@
+"""The sequential rule stopping inside a paired run (``generation.sequential`` with ``in_run``).
+
+Each arm (variant) of the run sends a gated benchmark's rows in the seeded sequence order
+(``evalpipe.hashing.sequence_key``, the order ``compare`` judges in) and only as far as released
+(``evalscope_bridge.scheduling.SequenceGate`` in the worker).  After every completed sample the arm appends it
+to its exchange file (``RUN/sequential/<benchmark>/<variant>.jsonl``, ``artifacts.schema.sequential``) and, at
+every look of the stage's wait loop (:meth:`SequentialStopper.poll`), reads every arm's file and:
+
+1. judges the longest prefix of units complete in both the test and the control arm with the rule of
+   ``evalpipe.stats.sequential`` (the planned bet tuned to the benchmark's n, as compare.json judges);
+   the first crossing ``t*`` of ``1/α`` is a function of the units' values only, so every arm finds the same
+   ``t*`` whenever it looks;
+2. before a crossing, releases ``batch_units`` units beyond the prefix complete in every live arm
+   (``together``: parallel_variants — the arms advance together, none more than a batch ahead of the slowest),
+   or beyond its own (one after another: the arms that ran before are complete or ended);
+3. after it, releases up to ``t*`` (an arm that has not reached it yet — the A/A arm of variants run in
+   turn — completes the verdict's units, so every arm holds the same pairs) and halts once its own prefix
+   reaches ``t*``: rows not yet sent are never sent; in-flight ones finish and are recorded.
+
+A block is one benchmark with a margin of its own, or a pool with a margin (``gated_blocks``): the pool's
+units are its members' in the pool's own sequence order (each member's order is that order filtered), each
+member — a separate EvalScope task — is released its share of the pool's prefix, and a crossing halts every
+member.  Waste beyond the stop is bounded by the batch (released but not yet judged) per arm.  Variants run one after
+another: the control runs first (``variants._run_in_turn``) and, the test having no units yet, runs its whole
+plan (its spend is bounded by the plan, the fixed design); the test then stops on the control's units; an
+A/A arm after them sends exactly the units up to ``t*``.  An arm whose run ended (``<variant>.end.json``:
+finished, stopped or failed) is waited for no longer.
+
+Statistics stay in ``evalpipe.stats``; this module only orders, counts and exchanges.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from evalpipe.artifacts import JsonlAppender, read_jsonl, write_model
+from evalpipe.artifacts.schema.sequential import (
+    ArmEnded,
+    BenchmarkStop,
+    InRunStopReason,
+    SequenceRecord,
+    SequentialStops,
+)
+from evalpipe.clock import utc_now
+from evalpipe.hashing import sequence_key
+
+if TYPE_CHECKING:
+    from evalpipe.artifacts import RunDir
+    from evalpipe.artifacts.schema.evalscope import IndexMap
+    from evalpipe.config.models import RunConfig
+    from evalpipe.evalscope_bridge.protocol import Sample
+
+EXCHANGE_DIR = "sequential"
+
+Verdict = Literal["non-inferior", "inferior", "inconclusive"]
+
+
+class Releases(Protocol):
+    """What the stopper asks of the worker (``evalscope_bridge.runner.WorkerProcess`` implements it)."""
+
+    def release(self, benchmark: str, units: int) -> None: ...
+
+    def halt(self, benchmark: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class SequentialArm:
+    """This run's place in a paired run whose sequential rule stops inside it."""
+
+    exchange: Path
+    variant: str
+    test: str
+    control: str
+    variants: tuple[str, ...]
+    together: bool
+
+    def ended_marker(self, variant: str) -> Path:
+        return self.exchange / f"{variant}.end.json"
+
+    def begin(self) -> None:
+        """A (re)started arm is not ended."""
+        self.ended_marker(self.variant).unlink(missing_ok=True)
+
+    def end(self) -> None:
+        """This arm's run is over (in any way): no arm waits for it any longer."""
+        self.exchange.mkdir(parents=True, exist_ok=True)
+        write_model(self.ended_marker(self.variant), ArmEnded(variant=self.variant, ended_at=utc_now()))
+
+    def ended(self, variant: str) -> bool:
+        return self.ended_marker(variant).is_file()
+
+
+def arm_for(cfg: RunConfig, variant: str | None, root: Path, *, together: bool) -> SequentialArm | None:
+    """The arm of ``variant`` in a run rooted at ``root``, or None when nothing stops inside the run (no
+    ``generation.sequential`` / ``in_run`` off, no variants, no control)."""
+    seq = cfg.generation.sequential
+    if seq is None or not seq.in_run or variant is None or not cfg.variants:
+        return None
+    controls = [v.name for v in cfg.variants[1:] if v.repeat_of is None]
+    if not controls:
+        return None
+    names = tuple(v.name for v in cfg.variants)
+    return SequentialArm(root / EXCHANGE_DIR, variant, names[0], controls[0], names, together)
+
+
+def gated_blocks(cfg: RunConfig) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Block → (margin in points, member benchmarks) of every block the rule judges inside the run.
+
+    A pool with a margin (``pools:``; its units interleave its members, which run side by side as separate
+    EvalScope tasks, so only under the ``pipelined`` schedule — one benchmark at a time could never advance
+    the pool's prefix), its members then gated by it (a member of an earlier gated pool is not taken twice);
+    then every other benchmark with a margin of its own.  A pool under the ``sequential`` schedule is judged
+    after the run, on the units its members sent."""
+    out: dict[str, tuple[float, tuple[str, ...]]] = {}
+    taken: set[str] = set()
+    configured = {b.name for b in cfg.benchmarks}
+    if cfg.generation.schedule == "pipelined":
+        for pool, members in cfg.pools.items():
+            margin = cfg.gates.points_for("non_inferiority_margin_pts", pool)
+            if margin is None or taken & set(members) or not set(members) <= configured:
+                continue
+            out[pool] = (margin, tuple(members))
+            taken |= set(members)
+    for bench in cfg.benchmarks:
+        margin = cfg.gates.points_for("non_inferiority_margin_pts", bench.name)
+        if margin is not None and bench.name not in taken and bench.name not in out:
+            out[bench.name] = (margin, (bench.name,))
+    return out
+
+
+def in_run_order(seed: int, benchmark: str, rows: Iterable[tuple[str, int, str]]) -> list[tuple[str, int]]:
+    """Rows ``(subset, index, source_id)`` as ``(subset, index)`` in the seeded sequence order."""
+    ordered = sorted(rows, key=lambda r: sequence_key(seed, benchmark, r[2]))
+    return [(subset, index) for subset, index, _ in ordered]
+
+
+@dataclass
+class _Member:
+    """One gated benchmark of this arm: its rows in sequence order, its records, what it was released."""
+
+    benchmark: str
+    order: list[tuple[str, int]]
+    own: dict[tuple[str, int], SequenceRecord] = field(default_factory=dict)
+    released: int = 0
+    halted: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.order)
+
+
+@dataclass
+class _Block:
+    """A block the rule judges: one benchmark, or a pool whose units are its members' in the pool's sequence
+    order (``(member, position in the member's order)``: the members' orders are this order filtered)."""
+
+    name: str
+    margin_pts: float
+    batch: int
+    members: tuple[str, ...]
+    order: list[tuple[str, int]]
+    stop_unit: int | None = None
+    verdict: Verdict = "inconclusive"
+    partner_ended: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.order)
+
+    def member_units(self, units: int) -> dict[str, int]:
+        """How many of each member's units the block's first ``units`` hold."""
+        out = dict.fromkeys(self.members, 0)
+        for bench, _ in self.order[:units]:
+            out[bench] += 1
+        return out
+
+
+def unit_values(
+    records: Mapping[tuple[str, int], SequenceRecord], order: Sequence[tuple[str, int]], repeats: int
+) -> list[float]:
+    """The leading units with every attempt done, each the mean of its attempts' correctness (an attempt
+    that failed counts 0, as an unanswered sample does in the summary)."""
+    out: list[float] = []
+    for subset, row in order:
+        value = _unit_value(records, subset, row, repeats)
+        if value is None:
+            return out
+        out.append(value)
+    return out
+
+
+def _unit_value(
+    records: Mapping[tuple[str, int], SequenceRecord], subset: str, row: int, repeats: int
+) -> float | None:
+    values = []
+    for attempt in range(repeats):
+        rec = records.get((subset, row * repeats + attempt))
+        if rec is None or not rec.sent or rec.correct is None:
+            return None
+        values.append(rec.correct)
+    return sum(values) / repeats
+
+
+def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
+    """An arm's exchange file, the last record of each attempt winning (a resume re-sends what it lost)."""
+    out: dict[tuple[str, int], SequenceRecord] = {}
+    if not path.is_file():
+        return out
+    for rec in read_jsonl(path, SequenceRecord):
+        if rec.cached and (rec.subset, rec.index) in out:
+            continue  # a cached score never overrides the record made when the sample was sent
+        out[(rec.subset, rec.index)] = rec
+    return out
+
+
+class SequentialStopper:
+    """This arm's side of the rule inside the EvalScope stage (module docstring)."""
+
+    def __init__(self, arm: SequentialArm, cfg: RunConfig, seed: int, index_map: IndexMap) -> None:
+        seq = cfg.generation.sequential
+        assert seq is not None
+        self.arm = arm
+        self.alpha = seq.alpha
+        self.repeats = cfg.generation.repeats
+        self._lock = threading.Lock()
+        self._logs: dict[str, JsonlAppender] = {}
+        self.members: dict[str, _Member] = {}
+        self.blocks: dict[str, _Block] = {}
+        batch = seq.batch_units or max(1, cfg.generation.concurrency // self.repeats)
+        for name, (margin, members) in gated_blocks(cfg).items():
+            keyed: list[tuple[str, int, str]] = []  # (member, position in its order, sequence key)
+            present: list[str] = []  # members the run holds (a benchmark not sampled is not gated)
+            for member in members:
+                keys = sorted(
+                    (sequence_key(seed, member, e.source_id), e.subset, e.index)
+                    for e in index_map.for_benchmark(member)
+                )
+                if not keys:
+                    continue
+                present.append(member)
+                self.members[member] = _Member(member, [(subset, index) for _, subset, index in keys])
+                keyed += [(member, i, key) for i, (key, _, _) in enumerate(keys)]
+            if not keyed:
+                continue
+            order = [(member, i) for member, i, _ in sorted(keyed, key=lambda x: x[2])]
+            self.blocks[name] = _Block(name, margin, batch, tuple(present), order)
+
+    def path(self, benchmark: str, variant: str) -> Path:
+        return self.arm.exchange / benchmark / f"{variant}.jsonl"
+
+    def sequence(self, benchmark: str) -> list[tuple[str, int]] | None:
+        """The rows in the order the worker sends them, or None for a benchmark the rule does not gate."""
+        member = self.members.get(benchmark)
+        return list(member.order) if member is not None else None
+
+    def begin(self, benchmark: str) -> None:
+        """The benchmark starts (or resumes): what this arm recorded before counts."""
+        member = self.members[benchmark]
+        own = read_records(self.path(benchmark, self.arm.variant))
+        log = JsonlAppender(self.path(benchmark, self.arm.variant))
+        with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
+            member.own = {**own, **member.own}
+            self._logs[benchmark] = log
+
+    def observe(self, benchmark: str, event: Sample) -> None:
+        """One finished (or refused) sample of this arm, from the worker's events."""
+        member = self.members.get(benchmark)
+        if member is None or (event.cached and (event.subset, event.index) in member.own):
+            return
+        correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
+        rec = SequenceRecord(
+            subset=event.subset, index=event.index, correct=correct, sent=event.sent, cached=event.cached
+        )
+        with self._lock:
+            member.own[(rec.subset, rec.index)] = rec
+            log = self._logs.get(benchmark)
+            if log is not None:
+                log.append(rec)
+
+    def _values(self, block: _Block, variant: str) -> list[float]:
+        """The block's leading units complete in ``variant``'s arm, in the block's order."""
+        records: dict[str, Mapping[tuple[str, int], SequenceRecord]] = {}
+        for name in block.members:
+            if variant == self.arm.variant:
+                with self._lock:
+                    records[name] = dict(self.members[name].own)
+            else:
+                records[name] = read_records(self.path(name, variant))
+        out: list[float] = []
+        for bench, position in block.order:
+            subset, row = self.members[bench].order[position]
+            value = _unit_value(records[bench], subset, row, self.repeats)
+            if value is None:
+                break
+            out.append(value)
+        return out
+
+    def poll(self, worker: Releases) -> None:
+        """One look at every gated block still sending: judge, then release or halt (module docstring)."""
+        from evalpipe.stats.sequential import sequential_decision
+
+        for block in self.blocks.values():
+            with self._lock:
+                begun = [m for m in block.members if m in self._logs and not self.members[m].halted]
+            if not begun:
+                continue
+            own = self._values(block, self.arm.variant)
+            if block.stop_unit is None:
+                test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
+                k = min(len(test), len(control))
+                if k:
+                    diffs = [t - c for t, c in zip(test[:k], control[:k], strict=True)]
+                    decision = sequential_decision(diffs, block.margin_pts, self.alpha, planned_n=block.n)
+                    if decision.stop_reason == "crossing":
+                        block.stop_unit, block.verdict = decision.units_used, decision.verdict
+            if block.stop_unit is not None:
+                self._release(block, block.stop_unit, begun, worker)
+                if len(own) >= block.stop_unit:
+                    for name in begun:
+                        self.members[name].halted = True
+                        worker.halt(name)
+                continue
+            live = [len(own)]
+            if self.arm.together:
+                for variant in self.arm.variants:
+                    if variant == self.arm.variant:
+                        continue
+                    if self.arm.ended(variant):
+                        block.partner_ended = True
+                        continue
+                    live.append(len(self._values(block, variant)))
+            self._release(block, min(block.n, min(live) + block.batch), begun, worker)
+
+    def _release(self, block: _Block, units: int, members: list[str], worker: Releases) -> None:
+        """Release the block's first ``units`` to every member that has begun (each its share of them)."""
+        for name, count in block.member_units(units).items():
+            member = self.members[name]
+            if name in members and count > member.released:
+                member.released = count
+                worker.release(name, count)
+
+    def finish(self, benchmark: str) -> None:
+        """The benchmark's run is over: no more looks at it."""
+        with self._lock:
+            log = self._logs.pop(benchmark, None)
+        if log is not None:
+            log.fsync()
+            log.close()
+
+    def stops(self) -> SequentialStops:
+        """This arm's stop record (``sequential_stop.json``): one line per gated benchmark."""
+        out = []
+        for block in self.blocks.values():
+            reason: InRunStopReason
+            if block.stop_unit is not None:
+                reason = "crossing"
+            elif block.partner_ended:
+                reason = "partner ended"
+            else:
+                reason = "units exhausted"
+            for name in block.members:
+                member = self.members[name]
+                rows: dict[tuple[str, int], list[SequenceRecord]] = {}
+                for (subset, index), rec in member.own.items():
+                    rows.setdefault((subset, index // self.repeats), []).append(rec)
+                sent = sum(1 for recs in rows.values() if any(r.sent for r in recs))
+                complete = sum(
+                    1
+                    for recs in rows.values()
+                    if len(recs) == self.repeats and all(r.sent and r.correct is not None for r in recs)
+                )
+                prefix = 0
+                for subset, row in member.order:
+                    recs = [member.own.get((subset, row * self.repeats + a)) for a in range(self.repeats)]
+                    if not all(r is not None and r.sent for r in recs):
+                        break
+                    prefix += 1
+                out.append(
+                    BenchmarkStop(
+                        benchmark=name,
+                        block=block.name if block.members != (name,) else None,
+                        planned_units=member.n,
+                        batch_units=block.batch,
+                        test=self.arm.test,
+                        control=self.arm.control,
+                        together=self.arm.together,
+                        units_sent=sent,
+                        units_sent_prefix=prefix,
+                        units_complete=complete,
+                        stop_unit=block.stop_unit,
+                        verdict=block.verdict,
+                        stop_reason=reason,
+                        units_not_sent=member.n - sent,
+                    )
+                )
+        return SequentialStops(variant=self.arm.variant, benchmarks=out)
+
+    def write(self, rundir: RunDir) -> None:
+        if self.blocks:
+            write_model(rundir.sequential_stop, self.stops())
+
+
+def not_sent(
+    root: Path, seed: int, entries: Iterable[tuple[str, str]], predicted: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Entries ``(benchmark, source_id)`` this run never sent because the rule stopped it
+    (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the sequence order and without
+    a prediction (a unit cut between its attempts was sent and stays)."""
+    from evalpipe.artifacts import RunDir, read_model
+
+    path = RunDir(root).sequential_stop
+    if not path.is_file():
+        return set()
+
+    prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
+    by: dict[str, list[str]] = {}
+    for bench, sid in entries:
+        if bench in prefix:
+            by.setdefault(bench, []).append(sid)
+    out: set[tuple[str, str]] = set()
+    for bench, sids in by.items():
+        ordered = sorted(sids, key=lambda sid: sequence_key(seed, bench, sid))
+        out.update((bench, sid) for sid in ordered[prefix[bench] :] if (bench, sid) not in predicted)
+    return out

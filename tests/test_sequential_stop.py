@@ -1,0 +1,347 @@
+"""The sequential rule stopping inside a run, without a server: the worker's gate and each arm's stopper.
+
+* ``SequenceGate`` (``evalscope_bridge.scheduling``): rows wait for their release, a halt refuses the rest,
+  and EvalScope's FIFO pool in the gate's order never deadlocks — the rows sent are a prefix of the order.
+* ``SequentialStopper`` (``run.sequential_stop``): arms exchanging their units through files stop at the
+  first crossing ``evalpipe.stats.sequential`` finds on the test − control prefix, release a batch beyond
+  the prefix every live arm has done (together) or beyond their own (in turn), complete the verdict's units
+  before halting (the A/A arm run after them), stop waiting for an ended arm; the stop record and the
+  entries the audit leaves out follow from it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from helpers.config import config_data, entry
+
+from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.evalscope import IndexMap
+from evalpipe.artifacts.schema.sequential import SequentialStops
+from evalpipe.config.models import GenerationConfig, RunConfig, SequentialConfig, ServerVariant
+from evalpipe.evalscope_bridge.protocol import Sample
+from evalpipe.evalscope_bridge.scheduling import SequenceGate
+from evalpipe.hashing import sequence_key
+from evalpipe.run.sequential_stop import (
+    SequentialArm,
+    SequentialStopper,
+    arm_for,
+    gated_blocks,
+    in_run_order,
+    not_sent,
+)
+from evalpipe.stats.sequential import sequential_decision
+
+SEED = 11
+BENCH = "gsm8k"
+N = 40
+
+
+# ------------------------------------------------------------------------------------------- the gate
+def test_gate_releases_in_order_and_refuses_after_the_halt() -> None:
+    gate = SequenceGate({("main", i): i for i in range(6)})
+    admitted: dict[int, bool] = {}
+
+    def ask(row: int) -> None:
+        admitted[row] = gate.admit("main", row)
+
+    threads = [threading.Thread(target=ask, args=(row,)) for row in (0, 3)]
+    for t in threads:
+        t.start()
+    gate.release(1)
+    threads[0].join(timeout=5)
+    assert admitted == {0: True} and threads[1].is_alive()  # row 3 waits for its release
+    gate.release(0)  # never shrinks
+    gate.halt()
+    threads[1].join(timeout=5)
+    assert admitted == {0: True, 3: False}
+    assert gate.admit("main", 0) is False  # after the halt nothing more is sent, released or not
+    assert gate.position("other", 0) == 6  # a row outside the order comes last
+
+
+def test_a_fifo_pool_in_the_gates_order_sends_a_prefix_and_never_deadlocks() -> None:
+    """Two pool threads, 12 rows submitted in the gate's order (as the evaluator sorts them), released two
+    at a time as they complete, halted after 7 completed: the rows sent are exactly the first ones."""
+    order = [("main", i) for i in (5, 2, 9, 0, 11, 7, 1, 3, 8, 10, 4, 6)]
+    gate = SequenceGate({row: place for place, row in enumerate(order)})
+    done: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def work(row: tuple[str, int]) -> bool:
+        if not gate.admit(*row):
+            return False
+        time.sleep(0.01)
+        with lock:
+            done.append(row)
+            finished = len(done)
+        gate.release(finished + 2)
+        if finished >= 7:
+            gate.halt()
+        return True
+
+    gate.release(2)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sent = list(pool.map(work, order, timeout=30))
+    assert sent == [True] * len(done) + [False] * (len(order) - len(done))
+    assert 7 <= len(done) <= 8 and sorted(done, key=order.index) == order[: len(done)]
+
+
+# ------------------------------------------------------------------------------------------- the stopper
+def _cfg(
+    *, batch: int | None = 3, concurrency: int = 4, pools: dict[str, list[str]] | None = None
+) -> RunConfig:
+    data = config_data(
+        benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
+        generation={"concurrency": concurrency, "sequential": {"alpha": 0.05, "batch_units": batch}},
+        variants=[{"name": "test"}, {"name": "control"}, {"name": "again", "repeat_of": "control"}],
+        gates={"non_inferiority_margin_pts": {BENCH: 10.0, "ceval": 10.0}},
+        pools=pools or {},
+    )
+    return RunConfig.model_validate(data)
+
+
+def _index_map() -> IndexMap:
+    return IndexMap.model_validate(
+        {
+            "datasets": [
+                {
+                    "benchmark": BENCH,
+                    "path": "datasets/gsm8k",
+                    "eval_split": "test",
+                    "subsets": ["main"],
+                    "files": {},
+                }
+            ],
+            "entries": [
+                {
+                    "benchmark": BENCH,
+                    "subset": "main",
+                    "index": i,
+                    "source_id": f"s{i:02d}",
+                    "record_sha256": "0" * 64,
+                    "stratum": "all",
+                    "question": "q",
+                }
+                for i in range(N)
+            ],
+        }
+    )
+
+
+class Recorder:
+    """The worker as the stopper sees it: what was released and halted."""
+
+    def __init__(self) -> None:
+        self.released: dict[str, int] = {}
+        self.halted: set[str] = set()
+
+    def release(self, benchmark: str, units: int) -> None:
+        assert units >= self.released.get(benchmark, 0)
+        self.released[benchmark] = units
+
+    def halt(self, benchmark: str) -> None:
+        self.halted.add(benchmark)
+
+
+def _arm(tmp_path: Path, variant: str, *, together: bool) -> SequentialArm:
+    return SequentialArm(
+        tmp_path / "sequential", variant, "test", "control", ("test", "control", "again"), together
+    )
+
+
+def _answer(stopper: SequentialStopper, order: list[tuple[str, int]], units: range, right: bool) -> None:
+    for subset, row in (order[u] for u in units):
+        stopper.observe(
+            BENCH, Sample(benchmark=BENCH, subset=subset, index=row, ok=True, correct=float(right))
+        )
+
+
+def test_arms_in_turn_stop_at_the_first_crossing_and_the_aa_arm_completes_the_verdicts_units(
+    tmp_path: Path,
+) -> None:
+    cfg, imap = _cfg(), _index_map()
+    assert gated_blocks(cfg) == {BENCH: (10.0, (BENCH,)), "ceval": (10.0, ("ceval",))}
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    # the control runs first, whole: no test units to judge against
+    control = SequentialStopper(_arm(tmp_path, "control", together=False), cfg, SEED, imap)
+    assert control.sequence(BENCH) == order and control.sequence("ceval") is None  # ceval: not in the run
+    control.begin(BENCH)
+    worker = Recorder()
+    control.poll(worker)
+    assert worker.released == {BENCH: 3}  # the batch beyond its own prefix
+    _answer(control, order, range(N), right=True)
+    control.poll(worker)
+    assert worker.released[BENCH] == N and not worker.halted
+    control.finish(BENCH)
+    # the test arm answers everything wrong: it stops where the rule crosses on d = -1 per unit
+    expected = sequential_decision([-1.0] * N, 10.0, 0.05, planned_n=N)
+    assert expected.verdict == "inferior" and expected.units_used < N
+    test = SequentialStopper(_arm(tmp_path, "test", together=False), cfg, SEED, imap)
+    test.begin(BENCH)
+    worker = Recorder()
+    for unit in range(N):
+        test.poll(worker)
+        if BENCH in worker.halted:
+            break
+        assert worker.released[BENCH] == min(N, unit + 3)  # never more than a batch beyond what is done
+        _answer(test, order, range(unit, unit + 1), right=False)
+    assert unit == expected.units_used and BENCH in worker.halted
+    # the rows released but not sent are refused by the worker, and recorded so
+    for subset, row in order[unit : worker.released[BENCH]]:
+        test.observe(BENCH, Sample(benchmark=BENCH, subset=subset, index=row, ok=False, sent=False))
+    test.finish(BENCH)
+    test.write(_rundir(tmp_path / "test"))
+    (stop,) = read_model(RunDir(tmp_path / "test").sequential_stop, SequentialStops).benchmarks
+    assert (stop.stop_unit, stop.verdict, stop.stop_reason) == (expected.units_used, "inferior", "crossing")
+    assert stop.units_sent == stop.units_sent_prefix == expected.units_used
+    assert stop.units_not_sent == N - expected.units_used
+    # a resume of the stopped arm: its own file says where it stopped; nothing more is released, it halts
+    resumed = SequentialStopper(_arm(tmp_path, "test", together=False), cfg, SEED, imap)
+    resumed.begin(BENCH)
+    worker = Recorder()
+    resumed.poll(worker)
+    assert worker.released == {BENCH: expected.units_used} and BENCH in worker.halted
+    resumed.finish(BENCH)
+    # the A/A arm after them: released straight to the verdict's unit, halted once it has done them
+    again = SequentialStopper(_arm(tmp_path, "again", together=False), cfg, SEED, imap)
+    again.begin(BENCH)
+    worker = Recorder()
+    again.poll(worker)
+    assert worker.released == {BENCH: expected.units_used} and not worker.halted
+    _answer(again, order, range(expected.units_used), right=True)
+    again.poll(worker)
+    assert BENCH in worker.halted
+    # what the audit leaves out of the test arm: the entries after its sent prefix, unpredicted
+    entries = [(BENCH, e.source_id) for e in imap.entries]
+    by_row = {e.index: e.source_id for e in imap.entries}
+    sent_ids = {(BENCH, by_row[row]) for _, row in order[: expected.units_used]}
+    assert not_sent(tmp_path / "test", SEED, entries, sent_ids) == set(entries) - sent_ids
+
+
+def _rundir(root: Path) -> RunDir:
+    root.mkdir(parents=True, exist_ok=True)
+    return RunDir(root)
+
+
+def test_arms_together_wait_for_the_slowest_live_arm_and_not_for_an_ended_one(tmp_path: Path) -> None:
+    cfg, imap = _cfg(batch=2), _index_map()
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    arms = {
+        v: SequentialStopper(_arm(tmp_path, v, together=True), cfg, SEED, imap)
+        for v in ("test", "control", "again")
+    }
+    workers = {v: Recorder() for v in arms}
+    for v, s in arms.items():
+        s.begin(BENCH)
+        s.poll(workers[v])
+    _answer(arms["test"], order, range(5), right=True)
+    _answer(arms["control"], order, range(5), right=True)
+    _answer(arms["again"], order, range(1), right=True)
+    arms["test"].poll(workers["test"])
+    assert workers["test"].released[BENCH] == 3  # the A/A arm has done 1 unit: 1 + a batch of 2
+    arms["again"].arm.end()
+    arms["test"].poll(workers["test"])
+    assert workers["test"].released[BENCH] == 7  # it ended: no longer waited for (5 + 2)
+    assert arms["test"].stops().benchmarks[0].stop_reason == "partner ended"
+
+
+def test_runs_without_a_control_are_not_stopped_inside(tmp_path: Path) -> None:
+    # a pool without a margin of its own gates nothing: its members keep their own blocks
+    assert gated_blocks(_cfg(pools={"both": [BENCH, "ceval"]})) == gated_blocks(_cfg())
+    cfg = _cfg()
+    assert arm_for(cfg, "test", tmp_path, together=True) is not None
+    no_control = cfg.model_copy(
+        update={"variants": [ServerVariant(name="test"), ServerVariant(name="again", repeat_of="test")]}
+    )
+    assert arm_for(no_control, "test", tmp_path, together=True) is None
+    off = cfg.model_copy(update={"generation": GenerationConfig(sequential=SequentialConfig(in_run=False))})
+    assert arm_for(off, "test", tmp_path, together=True) is None
+    assert arm_for(cfg, None, tmp_path, together=True) is None
+
+
+def test_the_default_batch_is_the_concurrency_per_attempt(tmp_path: Path) -> None:
+    cfg = _cfg(batch=None, concurrency=6)
+    stopper = SequentialStopper(_arm(tmp_path, "test", together=True), cfg, SEED, _index_map())
+    assert stopper.blocks[BENCH].batch == 6
+    with pytest.raises(ValueError):
+        SequentialConfig(batch_units=0)
+
+
+def _pool_index_map() -> IndexMap:
+    """20 GSM8K rows and 20 C-Eval rows (two subsets), the pool's 40 units."""
+    entries = [
+        {"benchmark": BENCH, "subset": "main", "index": i, "source_id": f"g{i:02d}"} for i in range(20)
+    ] + [
+        {"benchmark": "ceval", "subset": subset, "index": i, "source_id": f"{subset}{i}"}
+        for subset in ("physics", "geography")
+        for i in range(10)
+    ]
+    return IndexMap.model_validate(
+        {
+            "datasets": [
+                {"benchmark": b, "path": f"datasets/{b}", "eval_split": "test", "subsets": s, "files": {}}
+                for b, s in ((BENCH, ["main"]), ("ceval", ["physics", "geography"]))
+            ],
+            "entries": [{**e, "record_sha256": "0" * 64, "stratum": "all", "question": "q"} for e in entries],
+        }
+    )
+
+
+def test_a_pool_is_judged_in_its_own_order_and_each_member_released_its_share(tmp_path: Path) -> None:
+    """A pool with a margin (pipelined schedule): its members, separate EvalScope tasks, are released their
+    share of the pool's prefix in the pool's sequence order; the rule judges the pool's units and halts both."""
+    data = config_data(
+        benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
+        generation={"concurrency": 2, "sequential": {"alpha": 0.05}},
+        variants=[{"name": "test"}, {"name": "control"}],
+        gates={"non_inferiority_margin_pts": {"both": 10.0, BENCH: 10.0}},
+        pools={"both": [BENCH, "ceval"]},
+    )
+    cfg = RunConfig.model_validate(data)
+    assert gated_blocks(cfg) == {"both": (10.0, (BENCH, "ceval"))}  # the member's own margin: after the run
+    sequential = cfg.model_copy(
+        update={"generation": cfg.generation.model_copy(update={"schedule": "sequential"})}
+    )
+    assert gated_blocks(sequential) == {
+        BENCH: (10.0, (BENCH,))
+    }  # one task at a time: the pool cannot advance
+    imap = _pool_index_map()
+    keys = sorted(
+        (sequence_key(SEED, e.benchmark, e.source_id), e.benchmark, e.subset, e.index) for e in imap.entries
+    )
+    pool_order = [(b, subset, index) for _, b, subset, index in keys]
+    stoppers = {
+        v: SequentialStopper(_arm(tmp_path, v, together=False), cfg, SEED, imap) for v in ("control", "test")
+    }
+    for bench in (BENCH, "ceval"):  # each member's order is the pool's filtered to it
+        assert stoppers["test"].sequence(bench) == [(s, i) for b, s, i in pool_order if b == bench]
+    control = stoppers["control"]
+    for bench in (BENCH, "ceval"):
+        control.begin(bench)
+    for b, subset, index in pool_order:
+        control.observe(b, Sample(benchmark=b, subset=subset, index=index, ok=True, correct=1.0))
+    test = stoppers["test"]
+    worker = Recorder()
+    for bench in (BENCH, "ceval"):
+        test.begin(bench)
+    expected = sequential_decision([-1.0] * len(pool_order), 10.0, 0.05, planned_n=len(pool_order))
+    done = 0
+    while not worker.halted:
+        test.poll(worker)
+        if worker.halted:
+            break
+        window = pool_order[: min(len(pool_order), done + 2)]  # a batch of 2 (concurrency 2) ahead
+        for bench in (BENCH, "ceval"):  # each member released its share of the pool's first units
+            assert worker.released.get(bench, 0) == sum(1 for b, _, _ in window if b == bench)
+        b, subset, index = pool_order[done]
+        test.observe(b, Sample(benchmark=b, subset=subset, index=index, ok=True, correct=0.0))
+        done += 1
+    assert done == expected.units_used and worker.halted == {BENCH, "ceval"}
+    stops = {s.benchmark: s for s in test.stops().benchmarks}
+    assert {s.block for s in stops.values()} == {"both"}
+    assert all((s.stop_unit, s.verdict) == (expected.units_used, "inferior") for s in stops.values())
+    assert sum(s.units_sent for s in stops.values()) == expected.units_used
