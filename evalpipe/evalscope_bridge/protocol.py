@@ -65,7 +65,6 @@ class WorkerSpec(_Line):
     #: Requests of every benchmark at once (the ``pipelined`` schedule); else one benchmark's requests at a
     #: time, in the spec's order (``scheduling.GenerationTurns``).
     together: bool = False
-    api_key_env: str | None = None
     errors_log: str
     channel_fd: int
     #: The run's code sandbox (``code_sandbox.json``): required when a benchmark executes model code.

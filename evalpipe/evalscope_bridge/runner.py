@@ -13,7 +13,9 @@ session/process group with:
   dataset directory by folder name and README, so a second directory named ``gsm8k`` — or this run's own
   directory after a re-materialization — would otherwise silently load the rows of the first (within
   one worker each benchmark has its own folder, ``datasets/<benchmark>``);
-* the hub clients offline: every dataset is local, nothing may be fetched.
+* the hub clients offline: every dataset is local, nothing may be fetched;
+* an allow-listed environment (``environment``): no API key or other secret of the run's environment —
+  the recording proxy adds the server's key to what it forwards.
 
 On any exit path (error, interrupt) the whole process group is terminated, then killed.
 """
@@ -36,6 +38,7 @@ from typing import Any, BinaryIO, NoReturn, TextIO
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
+from evalpipe.evalscope_bridge.environment import worker_environment
 from evalpipe.evalscope_bridge.protocol import (
     BenchmarkTask,
     CacheIdentity,
@@ -120,8 +123,7 @@ class WorkerProcess:
         self._log = open(self.rundir.evalscope_log, "ab")
         self._spawned_at = _stamp()
         read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env.update(
+        env = worker_environment(
             {
                 "NO_COLOR": "1",
                 "PYTHONUNBUFFERED": "1",
@@ -129,7 +131,9 @@ class WorkerProcess:
                 "HF_DATASETS_OFFLINE": "1",
                 "HF_HUB_OFFLINE": "1",
                 "TOKENIZERS_PARALLELISM": "false",
-                "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p
+                ),
             }
         )
         try:
@@ -159,11 +163,10 @@ class WorkerProcess:
         tasks: Sequence[tuple[str, dict[str, Any]]],
         *,
         together: bool = False,
-        api_key_env: str | None = None,
         code_sandbox: SandboxRecord | None = None,
     ) -> None:
         """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
-        side (``together``); ``api_key_env`` names the variable holding the server's key."""
+        side (``together``)."""
         self.spawn()
         assert self._log is not None and self._channel_fd is not None
         with self._routes:  # before the spec is sent: every event the worker emits has its queue
@@ -182,7 +185,6 @@ class WorkerProcess:
         spec = WorkerSpec(
             benchmarks=[BenchmarkTask(benchmark=name, task=task) for name, task in tasks],
             together=together,
-            api_key_env=api_key_env,
             errors_log=str(self.rundir.evalscope_errors.resolve()),
             channel_fd=self._channel_fd,
             code_sandbox=code_sandbox,

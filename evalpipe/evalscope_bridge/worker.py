@@ -273,9 +273,8 @@ class Worker:
 
                 from evalscope import TaskConfig, run_task
 
-                env = self.spec.api_key_env
-                api_key = os.environ.get(env) if env else None
-                run_task(TaskConfig(**task_kwargs, api_key=api_key or "EMPTY"))
+                # the worker holds no key: the recording proxy adds the server's to what it forwards
+                run_task(TaskConfig(**task_kwargs, api_key="EMPTY"))
             if not gate.passed:
                 raise RuntimeError(f"EvalScope finished without loading the {name} dataset")
             self.channel.emit(

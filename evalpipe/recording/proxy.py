@@ -6,7 +6,9 @@ one ``RequestAttempt`` line per attempt in ``requests.jsonl`` and the response b
 SSE included) except that chat/completions JSON bodies get a unique SGLang ``rid`` per attempt, which
 SGLang returns as the response ``id`` — so a response identifies the attempt that produced it, retries
 included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.fleet.request_id``): SGLang's
-router drops the body ``rid`` but forwards the header to the worker and echoes it.
+router drops the body ``rid`` but forwards the header to the worker and echoes it.  With ``api_key`` the
+proxy sends the server's key itself (``Authorization: Bearer``, replacing the client's): the EvalScope
+worker never holds it (``evalscope_bridge.environment``).
 
 Design for low overhead (profiled with perf/bench_proxy.py): the proxy runs on its own event loop
 in a background thread, on aiohttp's low-level server (no router) and a minimal keep-alive HTTP/1.1
@@ -286,8 +288,11 @@ class _Proxy:
         host: str,
         concurrency: int | None = None,
         upstream_timeout_s: float | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        #: The ``Authorization`` header every forwarded request carries instead of the client's.
+        self._auth = ("Authorization", f"Bearer {api_key}") if api_key else None
         self.concurrency = concurrency
         self.upstream_timeout_s = upstream_timeout_s
         self.in_flight = 0
@@ -406,6 +411,9 @@ class _Proxy:
             if self.set_rid and body:
                 fwd = inject_rid(body, attempt_id)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        if self._auth is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != "authorization"]
+            headers.append(self._auth)
         if xrid is not None:  # ours replaces the client's: a router forwards it and echoes it back
             headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
             headers.append((X_REQUEST_ID, xrid))
@@ -533,6 +541,7 @@ def recording_proxy(
     host: str = "127.0.0.1",
     concurrency: int | None = None,
     upstream_timeout_s: float | None = None,
+    api_key: str | None = None,
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -543,7 +552,8 @@ def recording_proxy(
 
     ``concurrency`` makes the proxy the run's admission point: never more than that many attempts at the
     server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
-    attempt's server time (``generation.request_timeout_s``), queue wait excluded.
+    attempt's server time (``generation.request_timeout_s``), queue wait excluded.  ``api_key``: the
+    server's key, sent by the proxy on every forwarded request (the client's ``Authorization`` is dropped).
     """
     proxy = _Proxy(
         upstream,
@@ -552,6 +562,7 @@ def recording_proxy(
         host=host,
         concurrency=concurrency,
         upstream_timeout_s=upstream_timeout_s,
+        api_key=api_key,
     )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host

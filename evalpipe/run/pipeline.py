@@ -189,6 +189,7 @@ def run(
                     rd,
                     concurrency=cfg.generation.concurrency,
                     upstream_timeout_s=cfg.generation.request_timeout_s,
+                    api_key=handle.api_key,  # the EvalScope worker holds no key
                 ) as proxy,
             ):
                 api_url = proxy.base_url.rstrip("/") + upstream_path

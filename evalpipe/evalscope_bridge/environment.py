@@ -1,0 +1,66 @@
+"""The EvalScope worker's environment: built from an allow-list, never the run's whole environment.
+
+The worker runs EvalScope, its scorers and (for LiveCodeBench) the spawned helpers around the sandboxed
+test programs; none of that needs a credential.  The server's API key stays in the evalpipe process: the
+recording proxy, the only client that talks to the server during the evaluation, adds it to each forwarded
+request (``recording.proxy``), and EvalScope sends the placeholder ``EMPTY`` to the proxy.  So a key,
+token, proxy or cloud variable the host exports is neither readable from ``/proc/<worker>/environ`` nor
+handed to anything the worker starts.
+
+Passed through when set (values unchanged):
+
+* what the interpreter and its libraries need to behave as on the host: ``PATH``, ``HOME``, ``USER``,
+  ``LOGNAME``, ``TMPDIR``, ``SHELL``, ``TERM``, the locale and hash-seed names of the sandbox
+  (``sandbox.view.PASSED_THROUGH``), ``VIRTUAL_ENV``, ``PYTHONHASHSEED``;
+* where data and caches live: ``NLTK_DATA`` (IFEval's ``punkt_tab``), ``XDG_CACHE_HOME``, ``HF_HOME``,
+  ``HF_HUB_CACHE``, ``MODELSCOPE_CACHE``, thread-count settings of BLAS/OpenMP;
+* ``EVALPIPE_*`` settings (e.g. ``EVALPIPE_BENCHMARK_MODULES``, the benchmark plug-ins the worker must
+  register too) — unless the name looks like a secret (``sandbox.view.looks_secret``).
+
+Then the worker's own settings are laid over them (offline hubs, its private datasets cache, no colours).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from evalpipe.sandbox.view import PASSED_THROUGH, looks_secret
+
+#: Host variables the worker sees unchanged when they are set.
+WORKER_PASSED_THROUGH = (
+    *PASSED_THROUGH,
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "SHELL",
+    "TERM",
+    "VIRTUAL_ENV",
+    "NLTK_DATA",
+    "XDG_CACHE_HOME",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "MODELSCOPE_CACHE",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+#: Prefix of evalpipe's own settings (passed through unless the name looks like a secret).
+EVALPIPE_PREFIX = "EVALPIPE_"
+
+
+def worker_environment(own: Mapping[str, str], host: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of the EvalScope worker: the allow-listed host names, then ``own``."""
+    host = os.environ if host is None else host
+    env = {name: host[name] for name in WORKER_PASSED_THROUGH if name in host}
+    env.update(
+        {
+            name: value
+            for name, value in host.items()
+            if name.startswith(EVALPIPE_PREFIX) and not looks_secret(name)
+        }
+    )
+    env.update(own)
+    return env
