@@ -386,7 +386,7 @@ class GenerationSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2  # 2: speed_not_measured
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str
@@ -419,4 +419,9 @@ class Summary(Artifact):
     speed: SpeedSummary | None = Field(
         default=None,
         description="Serving benchmark of this variant (speed.json) and the paired speed comparison.",
+    )
+    speed_not_measured: str | None = Field(
+        default=None,
+        description="Why serving speed was not measured, when the run said so (run.json no_speed: "
+        "'serving speed not measured (--no-speed)').",
     )
