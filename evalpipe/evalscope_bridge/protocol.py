@@ -129,8 +129,12 @@ class Failed(_Line):
     """A benchmark's ``run_task`` (or the worker's start) raised; the worker exits non-zero next."""
 
     event: Literal[Event.FAILED] = Event.FAILED
+    #: Empty when the failure is the worker's, not one benchmark's (every waiting benchmark gets it).
     benchmark: str
     error: str
+    #: A write the file system refused (ENOSPC, EDQUOT, EROFS): the file and the errno.
+    refused_path: str | None = None
+    refused_errno: int | None = None
 
 
 WorkerEvent = Annotated[

@@ -22,6 +22,7 @@ On any exit path (error, interrupt) the whole process group is terminated, then 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TextIO
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.disk import disk_errors, disk_full, refused_write
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
 from evalpipe.evalscope_bridge.environment import worker_environment
@@ -120,7 +122,7 @@ class WorkerProcess:
         self.rundir.logs_dir.mkdir(parents=True, exist_ok=True)
         self.rundir.hf_cache_dir.mkdir(parents=True, exist_ok=True)
         self._cache_dir = tempfile.mkdtemp(prefix="evalscope-", dir=self.rundir.hf_cache_dir)
-        self._log = open(self.rundir.evalscope_log, "ab")
+        self._log = open(self.rundir.evalscope_log, "ab", buffering=0)  # each banner whole, no flush at close
         self._spawned_at = _stamp()
         read_fd, write_fd = os.pipe()
         env = worker_environment(
@@ -149,11 +151,10 @@ class WorkerProcess:
         finally:
             os.close(write_fd)  # the child holds the only write end: EOF means it is gone
         self._channel_fd = write_fd
-        self._log.write(
+        self._banner(
             f"\n===== evalpipe: EvalScope worker started {self._spawned_at}: worker pid {self.proc.pid} "
             "(its own process group) =====\n".encode()
         )
-        self._log.flush()
         self._channel = os.fdopen(read_fd, "r", encoding="utf-8")
         self._reader = threading.Thread(target=self._route_events, name="evalscope-events", daemon=True)
         self._reader.start()
@@ -177,11 +178,10 @@ class WorkerProcess:
                     q.put(None)
         names = ", ".join(self.benchmarks)
         how = "side by side" if together else "one after another"
-        self._log.write(
+        self._banner(
             f"===== evalpipe: EvalScope worker for {names} ({how}) started {self._spawned_at}, "
             f"given its tasks {_stamp()} =====\n".encode()
         )
-        self._log.flush()
         spec = WorkerSpec(
             benchmarks=[BenchmarkTask(benchmark=name, task=task) for name, task in tasks],
             together=together,
@@ -190,6 +190,12 @@ class WorkerProcess:
             code_sandbox=code_sandbox,
         )
         self._send(spec, self.benchmarks[0] if self.benchmarks else "")
+
+    def _banner(self, line: bytes) -> None:
+        """One evalpipe line in ``logs/evalscope.log`` (between the worker's own output)."""
+        assert self._log is not None
+        with disk_errors(self.rundir.evalscope_log):
+            self._log.write(line)
 
     def close(self) -> None:
         """Idempotent: end the worker's process group and release its pipes, log and cache."""
@@ -209,10 +215,12 @@ class WorkerProcess:
             self._channel.close()
             self._channel = None
         if self._log is not None:
-            if proc is not None and not self.benchmarks:  # an early start the run never reached
-                self._log.write(
-                    b"===== evalpipe: the worker was stopped before it was given any task =====\n"
-                )
+            # on every path, also a full disk's: a banner that cannot be written must not hide why the run ended
+            with contextlib.suppress(OSError):
+                if proc is not None and not self.benchmarks:  # an early start the run never reached
+                    self._log.write(
+                        b"===== evalpipe: the worker was stopped before it was given any task =====\n"
+                    )
             self._log.close()
             self._log = None
         if self._cache_dir is not None:
@@ -234,6 +242,10 @@ class WorkerProcess:
                 event = parse_event(line)
                 if isinstance(event, Failed) and self._failure is None:
                     self._failure = event
+                if isinstance(event, Failed) and not event.benchmark:  # the worker's: every benchmark's
+                    for q in self._events.values():
+                        q.put(event)
+                    continue
                 target = self._events.get(event.benchmark)
                 if target is not None:
                     target.put(event)
@@ -272,8 +284,14 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 code = None
         failure = self._failure
+        if failure is not None and failure.refused_path and failure.refused_errno is not None:
+            err = OSError(failure.refused_errno, os.strerror(failure.refused_errno))
+            raise disk_full(failure.refused_path, err, stage="evalscope")
         if failure is not None:  # the benchmark that failed, whichever benchmark was waiting
             benchmark, why = failure.benchmark or benchmark, failure.error or "unknown error"
+        refused = refused_write(self.rundir.evalscope_dir)
+        if refused is not None:  # the worker died without saying why, and its outputs cannot be written
+            raise disk_full(self.rundir.evalscope_dir, refused, stage="evalscope")
         raise EvalscopeFailed(
             f"EvalScope failed on {benchmark}: {why}",
             details=[

@@ -42,10 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.disk import disk_full
 from evalpipe.errors import ServerError
 from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
 from evalpipe.fleet.request_id import x_request_id
 from evalpipe.recording.recorder import (
+    DISK_FULL,
+    DISK_FULL_EXIT,
     FLUSH,
     M_CENC,
     M_CLIENT_GONE,
@@ -145,6 +148,19 @@ class _RecorderPipe:
         self._scheduled = False
         self._watching = False
         self.broken: str | None = None
+        #: The write the recorder's file system refused: (errno, path), from its ``diskfull`` line.
+        self.refused: tuple[int, str] | None = None
+
+    def gone(self) -> bool:
+        """The recorder has exited (it only does at end of input, or after a refused write)."""
+        return self.broken is not None or self.proc.poll() is not None
+
+    def _note(self, data: bytes) -> None:
+        """Keep the recorder's ``diskfull<TAB>errno<TAB>path`` line when ``data`` holds it."""
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            parts = line.split("\t", 2)
+            if len(parts) == 3 and parts[0] == DISK_FULL and parts[1].isdigit():
+                self.refused = (int(parts[1]), parts[2])
 
     # --- proxy loop thread only
     def submit(self, frame: bytes) -> None:
@@ -234,8 +250,10 @@ class _RecorderPipe:
                 return False
             chunk = os.read(fd, 4096)
             if not chunk:
+                self._note(buf)
                 return False
             buf += chunk
+            self._note(buf)
             if f"{token}\n".encode() in buf:
                 return True
 
@@ -254,7 +272,11 @@ class _RecorderPipe:
             rc = self.proc.wait()
             problems.append(f"recorder did not finish within {timeout:g} s (killed)")
         if self.proc.stdout is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._note(self.proc.stdout.read())
             self.proc.stdout.close()
+        if rc == DISK_FULL_EXIT and self.refused is not None:
+            return problems  # the caller raises DiskFull naming the file
         if rc != 0:
             problems.append(f"recorder exited with code {rc}; see {self.log_path}")
         return problems
@@ -327,6 +349,9 @@ class _Proxy:
         frame = encode_frame([FLUSH, token], b"", b"")
         loop.call_soon_threadsafe(self.recorder.submit, frame)
         if not self.recorder.wait_flushed(token, timeout):
+            if self.recorder.refused is not None:  # the recorder stopped at a refused write
+                code, path = self.recorder.refused
+                raise disk_full(path, OSError(code, os.strerror(code)), stage="evalscope")
             raise ServerError(f"recording proxy: records not flushed within {timeout} s")
 
     def stop(self) -> list[str]:
@@ -397,6 +422,8 @@ class _Proxy:
         self.recorder.finish()
 
     async def _handle(self, request: Any) -> Any:
+        if self.recorder.gone():  # nothing more can be recorded (a full disk): nothing more is answered
+            return self._web.Response(status=503, text="evalpipe: the request log cannot be written\n")
         seq = next(self._seq)
         self.received += 1
         attempt_id = f"{self.prefix}-{seq:06d}"
@@ -573,5 +600,8 @@ def recording_proxy(
         proxy.stop()
         raise
     problems = proxy.stop()
+    if proxy.recorder.refused is not None:
+        code, path = proxy.recorder.refused
+        raise disk_full(path, OSError(code, os.strerror(code)), stage="evalscope")
     if problems:
         raise ServerError("recording proxy: the request log may be incomplete", details=problems)
