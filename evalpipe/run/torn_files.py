@@ -2,10 +2,12 @@
 
 evalpipe's own writers never leave a partial record (``artifacts.disk``: a refused write is cut back), but a
 crash mid-write (``kill -9``, power loss) can, and an append after a torn line would bury it mid-file where
-every reader refuses it.  So ``--resume`` first cuts the torn tail of each log — ``requests.jsonl``,
-``responses.jsonl.gz`` (to its last complete gzip member), the run's other ``*.jsonl`` and EvalScope's
-prediction/review caches — and logs each cut (``logs/torn_repairs.jsonl`` and one notice line).  Damage
-before the last record is not repaired: the readers refuse it with a line naming the file.
+every reader refuses it.  So ``--resume`` first cuts the torn tail of each of evalpipe's logs —
+``requests.jsonl``, ``responses.jsonl.gz`` (to its last complete gzip member) and the run's other ``*.jsonl``
+— and logs each cut (``logs/torn_repairs.jsonl`` and one notice line).  EvalScope's prediction and review
+caches are not cut here: the cache-identity check of the resume drops an unreadable row there and records it
+(``cache_repairs.jsonl``, reason ``unreadable``), and the sample is asked again.  Damage before the last
+record is not repaired: the readers refuse it with a line naming the file.
 """
 
 from __future__ import annotations
@@ -21,20 +23,10 @@ from evalpipe.recording.responses import complete_members_end
 TORN_REPAIRS = "torn_repairs.jsonl"
 
 
-def _jsonl_logs(rd: RunDir) -> list[Path]:
-    own = sorted(p for p in rd.root.glob("*.jsonl") if p.is_file())
-    caches = (
-        sorted(p for p in rd.evalscope_dir.rglob("*.jsonl") if p.is_file())
-        if rd.evalscope_dir.is_dir()
-        else []
-    )
-    return own + caches
-
-
 def repair_torn_files(rd: RunDir) -> list[str]:
     """Cut torn tails (see the module docstring); one sentence per file cut."""
     cuts: list[tuple[Path, int]] = []
-    for path in _jsonl_logs(rd):
+    for path in sorted(p for p in rd.root.glob("*.jsonl") if p.is_file()):
         removed = repair_torn_tail(path)
         if removed:
             cuts.append((path, removed))
