@@ -14,7 +14,7 @@ session/process group with:
   directory after a re-materialization — would otherwise silently load the rows of the first (within
   one worker each benchmark has its own folder, ``datasets/<benchmark>``);
 * the hub clients offline: every dataset is local, nothing may be fetched;
-* an allow-listed environment (``environment``): no API key or other secret of the run's environment —
+* an allow-listed environment (``evalpipe.processes.environment``): no API key or other secret of the run's environment —
   the recording proxy adds the server's key to what it forwards.
 
 On any exit path (error, interrupt) the whole process group is terminated, then killed.
@@ -40,7 +40,6 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.disk import disk_errors, disk_full, refused_write
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
-from evalpipe.evalscope_bridge.environment import worker_environment
 from evalpipe.evalscope_bridge.protocol import (
     BenchmarkTask,
     CacheIdentity,
@@ -54,6 +53,7 @@ from evalpipe.evalscope_bridge.protocol import (
     encode,
     parse_event,
 )
+from evalpipe.processes.environment import worker_environment
 from evalpipe.processes.group import spawn, stop_group
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.

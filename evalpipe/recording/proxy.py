@@ -8,7 +8,7 @@ SGLang returns as the response ``id`` — so a response identifies the attempt t
 included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.fleet.request_id``): SGLang's
 router drops the body ``rid`` but forwards the header to the worker and echoes it.  With ``api_key`` the
 proxy sends the server's key itself (``Authorization: Bearer``, replacing the client's): the EvalScope
-worker never holds it (``evalscope_bridge.environment``).
+worker never holds it (``processes.environment``).
 
 Design for low overhead (profiled with perf/bench_proxy.py): the proxy runs on its own event loop
 in a background thread, on aiohttp's low-level server (no router) and a minimal keep-alive HTTP/1.1
@@ -46,6 +46,7 @@ from evalpipe.artifacts.disk import disk_full
 from evalpipe.errors import ServerError
 from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
 from evalpipe.fleet.request_id import x_request_id
+from evalpipe.processes.environment import worker_environment
 from evalpipe.recording.recorder import (
     DISK_FULL,
     DISK_FULL_EXIT,
@@ -125,9 +126,10 @@ class _RecorderPipe:
         import evalpipe
 
         rundir.logs_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
         pkg_root = str(Path(evalpipe.__file__).resolve().parents[1])
-        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        host_path = os.environ.get("PYTHONPATH")
+        # an allow-list like the EvalScope worker's: the recorder needs no key (the proxy holds it)
+        env = worker_environment({"PYTHONPATH": pkg_root + (os.pathsep + host_path if host_path else "")})
         self.log_path = rundir.recorder_log
         with open(self.log_path, "ab") as errfh:
             self.proc = subprocess.Popen(

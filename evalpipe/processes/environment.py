@@ -1,7 +1,9 @@
-"""The EvalScope worker's environment: built from an allow-list, never the run's whole environment.
+"""The environment of evalpipe's own helper processes: built from an allow-list, never the run's whole
+environment.
 
-The worker runs EvalScope, its scorers and (for LiveCodeBench) the spawned helpers around the sandboxed
-test programs; none of that needs a credential.  The server's API key stays in the evalpipe process: the
+Used for the EvalScope worker and the recording proxy's recorder process.  The worker runs EvalScope, its
+scorers and (for LiveCodeBench) the spawned helpers around the sandboxed test programs; the recorder parses
+and writes what the proxy hands it; none of that needs a credential.  The server's API key stays in the evalpipe process: the
 recording proxy, the only client that talks to the server during the evaluation, adds it to each forwarded
 request (``recording.proxy``), and EvalScope sends the placeholder ``EMPTY`` to the proxy.  So a key,
 token, proxy or cloud variable the host exports is neither readable from ``/proc/<worker>/environ`` nor
@@ -52,7 +54,7 @@ EVALPIPE_PREFIX = "EVALPIPE_"
 
 
 def worker_environment(own: Mapping[str, str], host: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of the EvalScope worker: the allow-listed host names, then ``own``."""
+    """The whole environment of a helper process: the allow-listed host names, then ``own``."""
     host = os.environ if host is None else host
     env = {name: host[name] for name in WORKER_PASSED_THROUGH if name in host}
     env.update(
