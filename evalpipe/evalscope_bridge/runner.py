@@ -276,6 +276,11 @@ class WorkerProcess:
         return event
 
     def _fail(self, benchmark: str, why: str) -> NoReturn:
+        failure = self._failure
+        if failure is not None and failure.refused_path and failure.refused_errno is not None:
+            # a refused write: at once (EvalScope itself carries on; the caller ends the worker)
+            err = OSError(failure.refused_errno, os.strerror(failure.refused_errno))
+            raise disk_full(failure.refused_path, err, stage="evalscope")
         proc = self.proc
         code = None
         if proc is not None:
@@ -284,9 +289,6 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 code = None
         failure = self._failure
-        if failure is not None and failure.refused_path and failure.refused_errno is not None:
-            err = OSError(failure.refused_errno, os.strerror(failure.refused_errno))
-            raise disk_full(failure.refused_path, err, stage="evalscope")
         if failure is not None:  # the benchmark that failed, whichever benchmark was waiting
             benchmark, why = failure.benchmark or benchmark, failure.error or "unknown error"
         refused = refused_write(self.rundir.evalscope_dir)
