@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad config, bad input data, bad arguments, preflight refusal
     AUDIT_ERROR = 3  # the audit found an error-severity finding
     SERVER = 4  # the server did not come up, died, could not be reached, or resolved a different config
+    NO_SPACE = 5  # the run directory's file system refused a write (ENOSPC, EDQUOT, EROFS); resumable
     INTERRUPTED = 130  # SIGINT (Ctrl-C)
     TERMINATED = 143  # SIGTERM
 
@@ -99,6 +100,20 @@ class ServerDied(RunStopped):
     """The launched server exited while the evaluation was running."""
 
     exit_code = ExitCode.SERVER
+
+
+class DiskFull(EvalpipeError):
+    """A write to a run-directory file was refused by its file system (full, over quota, read-only): names
+    the file, the stage and the free space (``evalpipe.artifacts.disk``)."""
+
+    exit_code = ExitCode.NO_SPACE
+
+
+class RunOutOfSpace(RunStopped):
+    """A run stopped by :class:`DiskFull`: every file it leaves is whole; ``--resume`` continues it once
+    there is space."""
+
+    exit_code = ExitCode.NO_SPACE
 
 
 class ArtifactError(EvalpipeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -359,3 +360,102 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     summary = json.loads((out / "summary.json").read_text())
     assert summary["requests"]["transport_failures"] == len(dead)
     assert summary["verdict"] == "pass"
+
+
+def test_glm_config_without_sglang_runs_accuracy_only_and_the_worker_never_holds_a_secret(
+    tmp_path: Path, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """configs/glm-fp8.yaml as shipped (speed client sglang, not installed here) against a loopback endpoint
+    with an API key, a ratio gate, and two planted secrets in the environment:
+
+    * without --no-speed: exit 2 before anything is sent, the line naming --no-speed;
+    * with --no-speed --waive-speed-gate: the run passes on accuracy; run.json records both flags; the report
+      says serving speed was not measured; the ratio gate is listed as waived (advisory);
+    * the EvalScope worker's /proc/<pid>/environ holds neither the key nor a planted secret (its environment
+      is an allow-list); the server still got the key on every request (the recording proxy adds it);
+    * no file of the run directory (the gzip members of responses.jsonl.gz unpacked) holds either value."""
+    import gzip
+
+    from evalpipe.audit.secret_scan import scan_paths
+
+    key, planted = "sk-faults-server-key-5b1e9d", "planted-cloud-secret-77a0c4"
+    monkeypatch.setenv("FAULTS_TEST_SERVER_KEY", key)
+    monkeypatch.setenv("PLANTED_CLOUD_TOKEN", planted)
+    monkeypatch.setenv("EVALPIPE_PLANTED_API_KEY", planted)  # an evalpipe-prefixed name that looks secret
+    base = yaml.safe_load(GLM_CONFIG.read_text(encoding="utf-8"))
+    config = write_config(
+        tmp_path / "glm.yaml", base=GLM_CONFIG, benchmarks=gsm8k(2), output_root=str(tmp_path / "results"),
+        server={"api_key_env": "FAULTS_TEST_SERVER_KEY"},
+        gates={**base["gates"], "min_output_throughput_ratio": 0.95},
+    )  # fmt: skip
+    assert base["speed"]["client"] == "sglang"
+    rules = [{**r, "delay_s": 0.3} for r in gsm8k_rules(shared_datasets)]
+    server = ScriptedProcess(
+        tmp_path, rules, served_name=base["model"]["served_name"], server_info=GLM_SERVER_INFO
+    )
+    try:
+        url = server.start()
+        common = ["run", str(config), "--endpoint", url, "--dataset-root", str(shared_datasets)]
+        refused = run_cli(*common, "--out", str(tmp_path / "refused"))
+        assert refused.returncode == 2, refused.stderr[-3000:]
+        assert refused.stderr.strip().splitlines() == [
+            "error: speed.client sglang: SGLang is not installed (pip install -e '.[sglang]', GPU hosts); to run the "
+            "accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
+        ], refused.stderr
+        assert not server.requests()
+
+        out = tmp_path / "run"
+        cli = subprocess.Popen(
+            [*EVALPIPE, *common, "--out", str(out), "--no-speed", "--waive-speed-gate"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, start_new_session=True,
+        )  # fmt: skip
+        try:
+            environ: list[bytes] = []
+            deadline = time.monotonic() + 120
+            while not environ and cli.poll() is None and time.monotonic() < deadline:
+                log = out / "logs" / "evalscope.log"
+                found = (
+                    re.search(r"worker pid (\d+)", log.read_text(errors="replace")) if log.is_file() else None
+                )
+                if found:
+                    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                        environ = Path(f"/proc/{found.group(1)}/environ").read_bytes().split(b"\0")
+                time.sleep(0.05)
+            stdout, _ = cli.communicate(timeout=240)
+        finally:
+            if cli.poll() is None:
+                os.killpg(cli.pid, signal.SIGKILL)
+                cli.wait()
+        assert cli.returncode == 0, stdout[-3000:]
+        names = {e.split(b"=", 1)[0].decode() for e in environ if e}
+        assert {"HF_HUB_OFFLINE", "PATH", "PYTHONPATH"} <= names, names
+        assert not names & {"FAULTS_TEST_SERVER_KEY", "PLANTED_CLOUD_TOKEN", "EVALPIPE_PLANTED_API_KEY"}, (
+            names
+        )
+        assert not [e for e in environ if key.encode() in e or planted.encode() in e]
+
+        chats = [r for r in server.requests() if r["path"].endswith("/chat/completions")]
+        assert len(chats) == 2
+        assert [{k.lower(): v for k, v in r["headers"].items()}["authorization"] for r in chats] == [
+            f"Bearer {key}"
+        ] * 2
+
+        record = json.loads((out / "run.json").read_text())
+        assert (record["schema_version"], record["no_speed"], record["speed_gate_waived"]) == (2, True, True)
+        assert "Verdict: PASS" in stdout, stdout[-3000:]
+        report = (out / "report.md").read_text(encoding="utf-8")
+        assert "This run is accuracy only: serving speed not measured (--no-speed)" in report
+        summary = json.loads((out / "summary.json").read_text())
+        (gate,) = [g for g in summary["gates"] if g["gate"] == "min_output_throughput_ratio"]
+        assert gate["advisory"] and gate["message"].startswith(
+            "serving speed not measured (--no-speed): waived"
+        )
+        assert not (out / "speed.json").exists()
+        for path in (p for p in out.rglob("*") if p.is_file()):
+            data = path.read_bytes()
+            if path.name.endswith(".gz"):
+                data = gzip.decompress(data)
+            assert key.encode() not in data and planted.encode() not in data, path
+        assert scan_paths(out, [out]) == []
+    finally:
+        server.stop()

@@ -122,3 +122,27 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     stage = resumed.evalscope.benchmarks[0]
     assert stage.rerun_review is True
     assert "Cannot reuse cache" in (stage.cache_identity_reason or "")
+
+
+def test_a_resume_repeats_the_speed_flags_the_run_started_with(tmp_path: Path) -> None:
+    """run.json records --no-speed / --waive-speed-gate; a resume with other flags is refused in one line (the
+    speed section and its gate are part of what the run measures)."""
+    import pytest
+
+    from evalpipe.artifacts.schema.run import RunRecord
+    from evalpipe.errors import ConfigError
+    from evalpipe.run.sample import check_same_speed_flags
+
+    cfg = run_config({"gsm8k": 1})
+    rd = RunDir(tmp_path / "run")
+    record = RunRecord(run_id="r", config_name=cfg.name, config_path="", config_sha256="0" * 64, created_at="t",
+                       evalpipe_version="0", dataset_locations={}, no_speed=True, speed_gate_waived=True)  # fmt: skip
+    check_same_speed_flags(record, cfg.accuracy_only(waive_speed_gate=True), rd)
+    with pytest.raises(ConfigError) as caught:
+        check_same_speed_flags(record, cfg.accuracy_only(), rd)
+    assert caught.value.message == (
+        f"--resume {rd.root}: the run started with --no-speed --waive-speed-gate ({rd.run_record}); resume it "
+        "with the same (given: --no-speed)"
+    )
+    with pytest.raises(ConfigError, match=r"given: neither\)$"):
+        check_same_speed_flags(record, cfg, rd)

@@ -250,3 +250,32 @@ def test_run_refuses_a_speed_section_it_cannot_honour_before_the_launch(
     err = capsys.readouterr().err
     assert f"speed.tokenizer {tmp_path / 'no-such-tokenizer'}: no such tokenizer directory" in err
     assert not (out / "server" / "launch.json").exists()
+
+
+@pytest.mark.parametrize("waived", [False, True])
+def test_a_no_speed_run_fails_the_ratio_gate_unless_waived_and_the_report_says_so(
+    tmp_path: Path, waived: bool
+) -> None:
+    """run.json ``no_speed`` (``evalpipe run --no-speed``): the ratio gate fails with that reason, or — with
+    ``--waive-speed-gate`` — is reported as advisory and the verdict rests on accuracy; the report says
+    serving speed was not measured, and no "absent speed.json" warning is raised."""
+    from evalpipe.artifacts import RunDir, write_model
+    from evalpipe.artifacts.schema.run import RunRecord
+
+    b = clean_run(tmp_path / "run")
+    assert b.config is not None
+    b.config["gates"] = {"min_output_throughput_ratio": 0.95}
+    rd = b.write()
+    record = read_model(rd.run_record, RunRecord)
+    write_model(rd.run_record, record.model_copy(update={"no_speed": True, "speed_gate_waived": waived}))
+    summary = audit_run(rd.root)
+    (gate,) = [g for g in summary.gates if g.gate == "min_output_throughput_ratio"]
+    assert not gate.passed and gate.actual is None and gate.advisory is waived
+    assert gate.message.startswith("serving speed not measured (--no-speed): ")
+    assert ("waived (--waive-speed-gate)" in gate.message) is waived
+    assert (summary.verdict, summary.exit_code) == (("pass", 0) if waived else ("gate_failed", 1))
+    assert summary.speed_not_measured == "serving speed not measured (--no-speed)"
+    assert not [f for f in summary.findings if f.path == "speed.json"]
+    report = RunDir(rd.root).report_md.read_text(encoding="utf-8")
+    assert "## Serving speed" in report
+    assert "This run is accuracy only: serving speed not measured (--no-speed)" in report

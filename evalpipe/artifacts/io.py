@@ -3,7 +3,9 @@
 * whole-file artifacts are written atomically: temp file in the same directory, fsync, rename;
 * logs (``*.jsonl``) are append-only, one JSON object per line, flushed per line; a torn last line
   (crash mid-write) is tolerated by the reader and reported, never silently merged;
-* versioned models are refused when they come from a newer schema than this code knows.
+* versioned models are refused when they come from a newer schema than this code knows;
+* a write the file system refuses (full, over quota, read-only) is ``DiskFull`` naming the file, the stage and
+  the free space, and leaves the file as it was (``evalpipe.artifacts.disk``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
+from evalpipe.artifacts.disk import append_whole, disk_errors
 from evalpipe.errors import ArtifactError
 
 M = TypeVar("M", bound=BaseModel)
@@ -27,18 +30,19 @@ R = TypeVar("R")
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with disk_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -102,26 +106,30 @@ def _errors(exc: ValidationError) -> list[str]:
 
 
 class JsonlAppender:
-    """Append-only JSON-lines log; each line is written and flushed whole."""
+    """Append-only JSON-lines log; each line is written whole (one ``write`` per line, unbuffered) or —
+    when the file system refuses it part-way — not at all (``DiskFull``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        with disk_errors(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, row: BaseModel | dict[str, Any]) -> None:
+        assert self._fd is not None, "appending to a closed log"
         line = row.model_dump_json() if isinstance(row, BaseModel) else json.dumps(row, ensure_ascii=False)
-        self._fh.write(line + "\n")
-        self._fh.flush()
+        with disk_errors(self.path):
+            append_whole(self._fd, (line + "\n").encode("utf-8"))
 
     def fsync(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self._fd is not None:
+            with disk_errors(self.path):
+                os.fsync(self._fd)
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.flush()
-            self._fh.close()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> JsonlAppender:
         return self

@@ -35,7 +35,7 @@ from evalpipe.audit.run_context import (
     under_test,
 )
 from evalpipe.audit.scores import benchmark_results
-from evalpipe.audit.speed import speed_findings, speed_gates, speed_summary
+from evalpipe.audit.speed import speed_findings, speed_gates, speed_not_measured, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import ArtifactError
@@ -106,7 +106,7 @@ def build_summary(
     gate_cfg = inputs.config.gates if inputs.config else GateConfig()
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
-    gates += speed_gates(gate_cfg, inputs.config, speed_comparison)
+    gates += speed_gates(gate_cfg, inputs.config, speed_comparison, inputs.run_record)
     gates = mark_advisory(gate_cfg, gates)
     verdict, code = decide(gates)
     counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
@@ -141,6 +141,7 @@ def build_summary(
         exit_code=int(code),
         speed=speed_summary(speed_artifact, speed_comparison),
         reviews=reviews_record(rd, inputs.manifest),
+        speed_not_measured=speed_not_measured(inputs.run_record),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Finding, GateResult
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import ArtifactError
@@ -21,6 +22,14 @@ from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, read_speed
 from evalpipe.speed.stage import SPEED_ERROR
 from evalpipe.speed.summary import SpeedSummary, summarize_speed
+
+#: What the report and the gate say of a run started with ``--no-speed``.
+NOT_MEASURED = "serving speed not measured (--no-speed)"
+
+
+def speed_not_measured(record: RunRecord | None) -> str | None:
+    """The report's sentence for an accuracy-only run (run.json ``no_speed``), else None."""
+    return NOT_MEASURED if record is not None and record.no_speed else None
 
 
 def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifact | None, list[Finding]]:
@@ -102,11 +111,30 @@ def speed_summary(artifact: SpeedArtifact | None, comparison: SpeedComparison | 
 
 
 def speed_gates(
-    gates: GateConfig, config: RunConfig | None, comparison: SpeedComparison | None
+    gates: GateConfig,
+    config: RunConfig | None,
+    comparison: SpeedComparison | None,
+    record: RunRecord | None = None,
 ) -> list[GateResult]:
     """``min_output_throughput_ratio``: one result per workload of the comparison; without a comparison the
-    gate fails (sign-off asked for a ratio the run did not produce)."""
+    gate fails (sign-off asked for a ratio the run did not produce).  A run started with ``--no-speed``
+    (``record``) fails it with that reason, or — ``--waive-speed-gate`` — reports it as advisory: the
+    verdict then rests on accuracy alone, and the report says so."""
     threshold = gates.min_output_throughput_ratio
+    if threshold is not None and record is not None and record.no_speed:
+        waived = record.speed_gate_waived
+        return [
+            GateResult(
+                gate="min_output_throughput_ratio",
+                threshold=threshold,
+                actual=None,
+                passed=False,
+                advisory=waived,
+                message=f"{NOT_MEASURED}: "
+                + ("waived (--waive-speed-gate)" if waived else "the ratio was not measured; pass "
+                   "--waive-speed-gate with --no-speed to sign off on accuracy alone"),
+            )
+        ]  # fmt: skip
     if threshold is None or config is None or config.speed is None:
         return []
     if comparison is None:

@@ -61,23 +61,43 @@ def run(
             "reused after the identity checks, only the added ones are sent.",
         ),
     ] = None,
+    no_speed: Annotated[
+        bool,
+        typer.Option(
+            "--no-speed",
+            help="Accuracy only: skip the config's speed: section (no speed client needed; recorded in "
+            "run.json; the report says serving speed was not measured).  gates.min_output_throughput_ratio "
+            "then fails unless --waive-speed-gate.",
+        ),
+    ] = False,
+    waive_speed_gate: Annotated[
+        bool,
+        typer.Option(
+            "--waive-speed-gate",
+            help="With --no-speed: gates.min_output_throughput_ratio is reported as not measured, not failed "
+            "(recorded in run.json).",
+        ),
+    ] = False,
 ) -> None:
     """Sample, launch (or attach to) the server, run EvalScope through the recording proxy, audit.
 
     Exit 0 = gates passed, 1 = a gate failed, 2 = usage/config/preflight error, 3 = the audit found an
-    error-severity finding.  With `variants:` in the config every variant runs on the same manifest and
-    the first is compared with the others.
+    error-severity finding, 4 = server error, 5 = no space left on the run directory's file system.  With
+    `variants:` in the config every variant runs on the same manifest and the first is compared with the
+    others.
     """
-    from evalpipe.errors import RunStopped
+    from evalpipe.errors import ConfigError, RunStopped
     from evalpipe.evalscope_bridge.prestart import discard_prestarted
 
     if extend is not None and resume is not None:
-        from evalpipe.errors import ConfigError
-
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
     cfg, progress_factory = _setup(config)
     if cfg.parallel_variants and endpoint is None:  # variants at once: each variant's process starts its own
         discard_prestarted()
+    if waive_speed_gate and not no_speed:
+        raise ConfigError("--waive-speed-gate only goes with --no-speed (a measured ratio is never waived)")
+    if no_speed:
+        cfg = cfg.accuracy_only(waive_speed_gate=waive_speed_gate)
     try:
         with sigterm_interrupts(), progress_factory() as progress:
             if cfg.variants and endpoint is None:
@@ -97,15 +117,25 @@ def run(
                 extend=extend,
             )
     except RunStopped as exc:
-        exc.resume_command = resume_command(config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root)
+        exc.resume_command = resume_command(
+            config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg
+        )
         raise
     finally:
         discard_prestarted()
     finish(result)
 
 
-def resume_command(config: Path, run_dir: str, *, endpoint: str | None, dataset_root: Path | None) -> str:
-    """The exact command that continues ``run_dir`` (with the endpoint and mirror this run used)."""
+def resume_command(
+    config: Path,
+    run_dir: str,
+    *,
+    endpoint: str | None,
+    dataset_root: Path | None,
+    cfg: RunConfig | None = None,
+) -> str:
+    """The exact command that continues ``run_dir`` (with the endpoint, mirror and speed flags this run
+    used)."""
     import shlex
 
     argv = ["evalpipe", "run", str(config), "--resume", str(run_dir)]
@@ -113,6 +143,10 @@ def resume_command(config: Path, run_dir: str, *, endpoint: str | None, dataset_
         argv += ["--endpoint", endpoint]
     if dataset_root:
         argv += ["--dataset-root", str(dataset_root)]
+    if cfg is not None and cfg.no_speed:
+        argv.append("--no-speed")
+    if cfg is not None and cfg.speed_gate_waived:
+        argv.append("--waive-speed-gate")
     return shlex.join(argv)
 
 

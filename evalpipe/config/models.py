@@ -706,6 +706,9 @@ class RunConfig(Strict):
 
     # Set by the loader: where the YAML lives, for resolving relative paths. Not part of the schema.
     _config_path: Path | None = None
+    # Set by ``accuracy_only`` (``evalpipe run --no-speed``); recorded in run.json. Not part of the schema.
+    _no_speed: bool = False
+    _speed_gate_waived: bool = False
 
     @model_validator(mode="after")
     def _unique(self) -> RunConfig:
@@ -757,6 +760,29 @@ class RunConfig(Strict):
     @property
     def config_path(self) -> Path | None:
         return self._config_path
+
+    @property
+    def no_speed(self) -> bool:
+        """``evalpipe run --no-speed``: the speed section is not run (see ``accuracy_only``)."""
+        return self._no_speed
+
+    @property
+    def speed_gate_waived(self) -> bool:
+        """``--waive-speed-gate``: ``min_output_throughput_ratio`` is reported, not deciding the verdict."""
+        return self._speed_gate_waived
+
+    def accuracy_only(self, *, waive_speed_gate: bool = False) -> RunConfig:
+        """This config without its ``speed:`` section, marked as such (``evalpipe run --no-speed``).
+
+        The run then writes the config it ran (no speed section) as config.yaml and records ``no_speed``
+        (and ``speed_gate_waived``) in run.json, so the audit can say "serving speed not measured
+        (--no-speed)" and fail ``gates.min_output_throughput_ratio`` with that reason — unless waived.
+        """
+        out = self.model_copy(update={"speed": None})
+        out._config_path = self._config_path
+        out._no_speed = True
+        out._speed_gate_waived = waive_speed_gate
+        return out
 
     def base_dir(self) -> Path:
         return self._config_path.parent if self._config_path else Path.cwd()

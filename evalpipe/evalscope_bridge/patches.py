@@ -7,7 +7,10 @@ Changes (each installed per benchmark, before its ``run_task``; read in EvalScop
 * ``prepare_code_execution``: a benchmark that executes model-written code reviews in the run's sandbox;
 * ``install_evaluator``: an ``Evaluator`` subclass per benchmark that hands the adapter to the render gate
   before any request, reports progress, and records each sample whose request or review raised
-  (EvalScope's ``ignore_errors`` only counts them).
+  (EvalScope's ``ignore_errors`` only counts them);
+* ``install_disk_guard`` (once per worker): EvalScope's prediction/review cache writer appends each line
+  whole or not at all, and a write the file system refuses (full, over quota, read-only) is reported to the
+  parent at once (``Failed`` with the file) — EvalScope itself logs such an error per sample and carries on.
 
 Questions: ``rendered_samples`` (a loaded dataset as the parent checks it), ``load_separately`` (the dataset
 outside ``run_task``, on a resume), ``cache_identity_problem`` (why EvalScope would refuse its own cache).
@@ -30,6 +33,44 @@ from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.protocol import Channel, RenderedSample, Sample, Start
 from evalpipe.evalscope_bridge.scheduling import NotSent, PredictionCount, SequenceGate
+
+
+def install_disk_guard(channel: Channel) -> None:
+    """Replace ``JsonlWriter.write`` (EvalScope's predictions and reviews caches): one ``O_APPEND`` write of
+    the whole line, cut back if refused part-way (``artifacts.disk.append_whole``); a disk error is sent
+    to the parent as ``Failed`` naming the file (once), then raised for EvalScope as before."""
+    import json
+    import os
+
+    from evalscope.utils import io_utils
+
+    from evalpipe.artifacts.disk import append_whole, is_disk_error
+    from evalpipe.evalscope_bridge.protocol import Failed
+
+    reported = threading.Event()
+
+    def write(self: Any, record: Any) -> None:
+        path = str(self._path)
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            parent = os.path.dirname(path)
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                append_whole(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            if not reported.is_set():
+                reported.set()
+                channel.emit(Failed(benchmark="", error=f"{exc.strerror}: {path}", refused_path=path,
+                                    refused_errno=exc.errno))  # fmt: skip
+            raise OSError(exc.errno, exc.strerror, path) from None
+
+    io_utils.JsonlWriter.write = write
 
 
 def now() -> str:

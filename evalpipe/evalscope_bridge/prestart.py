@@ -8,7 +8,7 @@ since the run directory does not exist yet.  The first ``runner.WorkerProcess`` 
 and moves it into the run directory (``protocol.WorkerHome``); ``discard_prestarted`` ends it when no stage
 did (a refused config, variants at once, a run stopped before its EvalScope stage).
 
-Standard library only (and ``processes.group``): this runs before the CLI's own imports.
+Standard library only (and ``processes.group``, ``processes.environment``): this runs before the CLI's own imports.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from evalpipe.processes.environment import worker_environment
 from evalpipe.processes.group import spawn, stop_group
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.
@@ -42,8 +43,9 @@ def stamp() -> str:
 
 
 def _worker_env(cache_dir: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
+    """The worker's environment: the allow-listed host variables (``processes.environment``), never the run's
+    whole environment (no key or token reaches EvalScope), then its own settings."""
+    return worker_environment(
         {
             "NO_COLOR": "1",
             "PYTHONUNBUFFERED": "1",
@@ -51,10 +53,9 @@ def _worker_env(cache_dir: str) -> dict[str, str]:
             "HF_DATASETS_OFFLINE": "1",
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p),
+            "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p),
         }
     )
-    return env
 
 
 def launch(cache_dir: str, *, cwd: str, log: BinaryIO) -> tuple[subprocess.Popen[bytes], int, int]:

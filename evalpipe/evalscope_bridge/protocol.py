@@ -83,7 +83,6 @@ class WorkerSpec(_Line):
     #: Requests of every benchmark at once (the ``pipelined`` schedule); else one benchmark's requests at a
     #: time, in the spec's order (``scheduling.GenerationTurns``).
     together: bool = False
-    api_key_env: str | None = None
     errors_log: str
     channel_fd: int
     #: The run's code sandbox (``code_sandbox.json``): required when a benchmark executes model code.
@@ -157,8 +156,12 @@ class Failed(_Line):
     """A benchmark's ``run_task`` (or the worker's start) raised; the worker exits non-zero next."""
 
     event: Literal[Event.FAILED] = Event.FAILED
+    #: Empty when the failure is the worker's, not one benchmark's (every waiting benchmark gets it).
     benchmark: str
     error: str
+    #: A write the file system refused (ENOSPC, EDQUOT, EROFS): the file and the errno.
+    refused_path: str | None = None
+    refused_errno: int | None = None
 
 
 WorkerEvent = Annotated[

@@ -13,13 +13,16 @@ session/process group with:
   dataset directory by folder name and README, so a second directory named ``gsm8k`` — or this run's own
   directory after a re-materialization — would otherwise silently load the rows of the first (within
   one worker each benchmark has its own folder, ``datasets/<benchmark>``);
-* the hub clients offline: every dataset is local, nothing may be fetched.
+* the hub clients offline: every dataset is local, nothing may be fetched;
+* an allow-listed environment (``evalpipe.processes.environment``): no API key or other secret of the run's environment —
+  the recording proxy adds the server's key to what it forwards.
 
 On any exit path (error, interrupt) the whole process group is terminated, then killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, NoReturn, TextIO
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.disk import disk_errors, disk_full, refused_write
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.errors import EvalpipeError
 from evalpipe.evalscope_bridge.prestart import (
@@ -114,12 +118,12 @@ class WorkerProcess:
         if self.proc is not None:
             return
         self.rundir.logs_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.rundir.evalscope_log, "ab")
+        self._log = open(self.rundir.evalscope_log, "ab", buffering=0)  # each banner whole
         early = take_prestarted()
         if early is not None:
             self.proc, self._spawned_at, self._early = early.proc, early.spawned_at, early
             self._channel_fd, read_fd = early.channel_fd, early.read_fd
-            self._log.write(
+            self._banner(
                 f"\n===== evalpipe: EvalScope worker started {self._spawned_at}, before this run directory "
                 f"existed: worker pid {self.proc.pid} (its own process group); its import output follows "
                 "once it is given its tasks =====\n".encode()
@@ -131,11 +135,10 @@ class WorkerProcess:
             self.proc, self._channel_fd, read_fd = launch(
                 self._cache_dir, cwd=str(self.rundir.root.resolve()), log=self._log
             )
-            self._log.write(
+            self._banner(
                 f"\n===== evalpipe: EvalScope worker started {self._spawned_at}: worker pid {self.proc.pid} "
                 "(its own process group) =====\n".encode()
             )
-        self._log.flush()
         self._channel = os.fdopen(read_fd, "r", encoding="utf-8")
         self._reader = threading.Thread(target=self._route_events, name="evalscope-events", daemon=True)
         self._reader.start()
@@ -145,12 +148,11 @@ class WorkerProcess:
         tasks: Sequence[tuple[str, dict[str, Any]]],
         *,
         together: bool = False,
-        api_key_env: str | None = None,
         code_sandbox: SandboxRecord | None = None,
         sequences: dict[str, list[tuple[str, int]]] | None = None,
     ) -> None:
         """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
-        side (``together``); ``api_key_env`` names the variable holding the server's key; ``sequences``: the
+        side (``together``); ``sequences``: the
         benchmarks whose rows go in that order and only as far as ``release`` lets them (``halt`` ends them)."""
         self.spawn()
         assert self._log is not None and self._channel_fd is not None
@@ -162,18 +164,16 @@ class WorkerProcess:
                     q.put(None)
         names = ", ".join(self.benchmarks)
         how = "side by side" if together else "one after another"
-        self._log.write(
+        self._banner(
             f"===== evalpipe: EvalScope worker for {names} ({how}) started {self._spawned_at}, "
             f"given its tasks {stamp()} =====\n".encode()
         )
-        self._log.flush()
         spec = WorkerSpec(
             benchmarks=[
                 BenchmarkTask(benchmark=name, task=task, sequence=(sequences or {}).get(name))
                 for name, task in tasks
             ],
             together=together,
-            api_key_env=api_key_env,
             errors_log=str(self.rundir.evalscope_errors.resolve()),
             channel_fd=self._channel_fd,
             code_sandbox=code_sandbox,
@@ -186,6 +186,12 @@ class WorkerProcess:
             ),
         )
         self._send(spec, self.benchmarks[0] if self.benchmarks else "")
+
+    def _banner(self, line: bytes) -> None:
+        """One evalpipe line in ``logs/evalscope.log`` (between the worker's own output)."""
+        assert self._log is not None
+        with disk_errors(self.rundir.evalscope_log):
+            self._log.write(line)
 
     def close(self) -> None:
         """Idempotent: end the worker's process group and release its pipes, log and cache."""
@@ -205,10 +211,12 @@ class WorkerProcess:
             self._channel.close()
             self._channel = None
         if self._log is not None:
-            if proc is not None and not self.benchmarks:  # an early start the run never reached
-                self._log.write(
-                    b"===== evalpipe: the worker was stopped before it was given any task =====\n"
-                )
+            # on every path, also a full disk's: a banner that cannot be written must not hide why the run ended
+            with contextlib.suppress(OSError):
+                if proc is not None and not self.benchmarks:  # an early start the run never reached
+                    self._log.write(
+                        b"===== evalpipe: the worker was stopped before it was given any task =====\n"
+                    )
             self._log.close()
             self._log = None
         if self._cache_dir is not None:
@@ -233,6 +241,10 @@ class WorkerProcess:
                 event = parse_event(line)
                 if isinstance(event, Failed) and self._failure is None:
                     self._failure = event
+                if isinstance(event, Failed) and not event.benchmark:  # the worker's: every benchmark's
+                    for q in self._events.values():
+                        q.put(event)
+                    continue
                 target = self._events.get(event.benchmark)
                 if target is not None:
                     target.put(event)
@@ -273,6 +285,11 @@ class WorkerProcess:
         return event
 
     def _fail(self, benchmark: str, why: str) -> NoReturn:
+        failure = self._failure
+        if failure is not None and failure.refused_path and failure.refused_errno is not None:
+            # a refused write: at once (EvalScope itself carries on; the caller ends the worker)
+            err = OSError(failure.refused_errno, os.strerror(failure.refused_errno))
+            raise disk_full(failure.refused_path, err, stage="evalscope")
         proc = self.proc
         code = None
         if proc is not None:
@@ -283,6 +300,9 @@ class WorkerProcess:
         failure = self._failure
         if failure is not None:  # the benchmark that failed, whichever benchmark was waiting
             benchmark, why = failure.benchmark or benchmark, failure.error or "unknown error"
+        refused = refused_write(self.rundir.evalscope_dir)
+        if refused is not None:  # the worker died without saying why, and its outputs cannot be written
+            raise disk_full(self.rundir.evalscope_dir, refused, stage="evalscope")
         raise EvalscopeFailed(
             f"EvalScope failed on {benchmark}: {why}",
             details=[

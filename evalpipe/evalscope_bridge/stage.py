@@ -423,7 +423,6 @@ def _run_benchmarks(
         worker.start(
             [(planned[i][0], planned[i][3]) for i in order],
             together=together,
-            api_key_env=cfg.server.api_key_env,
             code_sandbox=code_sandbox,
             sequences=sequences,
         )

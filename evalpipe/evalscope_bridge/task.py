@@ -2,7 +2,7 @@
 
 One task per benchmark, each with its own work directory, because EvalScope's ``generation_config``
 is per task and the run config sets ``max_tokens`` per benchmark.  The API key is never part of the
-task: the worker reads it from the environment variable named by ``server.api_key_env``.
+task, nor of the worker's environment: the recording proxy adds it to the requests it forwards.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from evalpipe.evalscope_bridge.patches import (
     ErrorsLog,
     cache_identity_problem,
+    install_disk_guard,
     install_evaluator,
     install_nltk_guard,
     load_separately,
@@ -232,6 +233,7 @@ class Worker:
         )
         self.errors = ErrorsLog(spec.errors_log)
         self.version: str = evalscope.__version__
+        install_disk_guard(channel)
 
     def run_benchmark(self, item: BenchmarkTask) -> None:
         """One benchmark, start to ``Finished``: set-up, render gate, ``run_task``.  Raises
@@ -288,9 +290,8 @@ class Worker:
 
                 from evalscope import TaskConfig, run_task
 
-                env = self.spec.api_key_env
-                api_key = os.environ.get(env) if env else None
-                run_task(TaskConfig(**task_kwargs, api_key=api_key or "EMPTY"))
+                # the worker holds no key: the recording proxy adds the server's to what it forwards
+                run_task(TaskConfig(**task_kwargs, api_key="EMPTY"))
             if not gate.passed:
                 raise RuntimeError(f"EvalScope finished without loading the {name} dataset")
             self.channel.emit(
@@ -367,13 +368,16 @@ def main() -> int:
         Worker(spec, channel, lines).run()
         return 0
     except BenchmarkFailed as exc:
-        traceback.print_exception(exc.__cause__ or exc)
-        failed = Failed(benchmark=exc.benchmark, error=str(exc)[:2000])
+        # the event first: the traceback goes to the log, which may be on the file system that is full
+        failed = failed_event(exc.benchmark, str(exc), exc.__cause__ or exc)
+        with contextlib.suppress(OSError):
+            traceback.print_exception(exc.__cause__ or exc)
         return 1
     except BaseException as exc:  # before any benchmark started (EvalScope import): the first one failed
-        traceback.print_exception(exc)
         first_benchmark = spec.benchmarks[0].benchmark if spec.benchmarks else ""
-        failed = Failed(benchmark=first_benchmark, error=f"{type(exc).__name__}: {exc}"[:2000])
+        failed = failed_event(first_benchmark, f"{type(exc).__name__}: {exc}", exc)
+        with contextlib.suppress(OSError):
+            traceback.print_exception(exc)
         return 1
     finally:
         # a parent that is gone (broken pipe) cannot be told: the worker still ends
@@ -404,6 +408,20 @@ def move_home(home: WorkerHome) -> None:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
     os.chdir(home.cwd)
+
+
+def failed_event(benchmark: str, error: str, exc: BaseException) -> Failed:
+    """The ``Failed`` event of ``exc``, naming the file a refused write was for (full disk, quota, read-only)."""
+    from evalpipe.artifacts.disk import disk_error_in
+
+    disk = disk_error_in(exc)
+    path = disk.filename if disk is not None and isinstance(disk.filename, str) else None
+    return Failed(
+        benchmark=benchmark,
+        error=error[:2000],
+        refused_path=path,
+        refused_errno=disk.errno if disk is not None else None,
+    )
 
 
 def _end_children() -> None:

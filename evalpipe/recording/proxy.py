@@ -6,7 +6,9 @@ one ``RequestAttempt`` line per attempt in ``requests.jsonl`` and the response b
 SSE included) except that chat/completions JSON bodies get a unique SGLang ``rid`` per attempt, which
 SGLang returns as the response ``id`` — so a response identifies the attempt that produced it, retries
 included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.fleet.request_id``): SGLang's
-router drops the body ``rid`` but forwards the header to the worker and echoes it.
+router drops the body ``rid`` but forwards the header to the worker and echoes it.  With ``api_key`` the
+proxy sends the server's key itself (``Authorization: Bearer``, replacing the client's): the EvalScope
+worker never holds it (``processes.environment``).
 
 Design for low overhead (profiled with perf/bench_proxy.py): the proxy runs on its own event loop
 in a background thread, on aiohttp's low-level server (no router) and a minimal keep-alive HTTP/1.1
@@ -40,10 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.disk import disk_full
 from evalpipe.errors import ServerError
 from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
 from evalpipe.fleet.request_id import x_request_id
+from evalpipe.processes.environment import worker_environment
 from evalpipe.recording.recorder import (
+    DISK_FULL,
+    DISK_FULL_EXIT,
     FLUSH,
     M_CENC,
     M_CLIENT_GONE,
@@ -120,9 +126,10 @@ class _RecorderPipe:
         import evalpipe
 
         rundir.logs_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
         pkg_root = str(Path(evalpipe.__file__).resolve().parents[1])
-        env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        host_path = os.environ.get("PYTHONPATH")
+        # an allow-list like the EvalScope worker's: the recorder needs no key (the proxy holds it)
+        env = worker_environment({"PYTHONPATH": pkg_root + (os.pathsep + host_path if host_path else "")})
         self.log_path = rundir.recorder_log
         with open(self.log_path, "ab") as errfh:
             self.proc = subprocess.Popen(
@@ -143,6 +150,19 @@ class _RecorderPipe:
         self._scheduled = False
         self._watching = False
         self.broken: str | None = None
+        #: The write the recorder's file system refused: (errno, path), from its ``diskfull`` line.
+        self.refused: tuple[int, str] | None = None
+
+    def gone(self) -> bool:
+        """The recorder has exited (it only does at end of input, or after a refused write)."""
+        return self.broken is not None or self.proc.poll() is not None
+
+    def _note(self, data: bytes) -> None:
+        """Keep the recorder's ``diskfull<TAB>errno<TAB>path`` line when ``data`` holds it."""
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            parts = line.split("\t", 2)
+            if len(parts) == 3 and parts[0] == DISK_FULL and parts[1].isdigit():
+                self.refused = (int(parts[1]), parts[2])
 
     # --- proxy loop thread only
     def submit(self, frame: bytes) -> None:
@@ -232,8 +252,10 @@ class _RecorderPipe:
                 return False
             chunk = os.read(fd, 4096)
             if not chunk:
+                self._note(buf)
                 return False
             buf += chunk
+            self._note(buf)
             if f"{token}\n".encode() in buf:
                 return True
 
@@ -252,7 +274,11 @@ class _RecorderPipe:
             rc = self.proc.wait()
             problems.append(f"recorder did not finish within {timeout:g} s (killed)")
         if self.proc.stdout is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._note(self.proc.stdout.read())
             self.proc.stdout.close()
+        if rc == DISK_FULL_EXIT and self.refused is not None:
+            return problems  # the caller raises DiskFull naming the file
         if rc != 0:
             problems.append(f"recorder exited with code {rc}; see {self.log_path}")
         return problems
@@ -286,8 +312,11 @@ class _Proxy:
         host: str,
         concurrency: int | None = None,
         upstream_timeout_s: float | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        #: The ``Authorization`` header every forwarded request carries instead of the client's.
+        self._auth = ("Authorization", f"Bearer {api_key}") if api_key else None
         self.concurrency = concurrency
         self.upstream_timeout_s = upstream_timeout_s
         self.in_flight = 0
@@ -322,6 +351,9 @@ class _Proxy:
         frame = encode_frame([FLUSH, token], b"", b"")
         loop.call_soon_threadsafe(self.recorder.submit, frame)
         if not self.recorder.wait_flushed(token, timeout):
+            if self.recorder.refused is not None:  # the recorder stopped at a refused write
+                code, path = self.recorder.refused
+                raise disk_full(path, OSError(code, os.strerror(code)), stage="evalscope")
             raise ServerError(f"recording proxy: records not flushed within {timeout} s")
 
     def stop(self) -> list[str]:
@@ -392,6 +424,8 @@ class _Proxy:
         self.recorder.finish()
 
     async def _handle(self, request: Any) -> Any:
+        if self.recorder.gone():  # nothing more can be recorded (a full disk): nothing more is answered
+            return self._web.Response(status=503, text="evalpipe: the request log cannot be written\n")
         seq = next(self._seq)
         self.received += 1
         attempt_id = f"{self.prefix}-{seq:06d}"
@@ -406,6 +440,9 @@ class _Proxy:
             if self.set_rid and body:
                 fwd = inject_rid(body, attempt_id)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        if self._auth is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != "authorization"]
+            headers.append(self._auth)
         if xrid is not None:  # ours replaces the client's: a router forwards it and echoes it back
             headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
             headers.append((X_REQUEST_ID, xrid))
@@ -533,6 +570,7 @@ def recording_proxy(
     host: str = "127.0.0.1",
     concurrency: int | None = None,
     upstream_timeout_s: float | None = None,
+    api_key: str | None = None,
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -543,7 +581,8 @@ def recording_proxy(
 
     ``concurrency`` makes the proxy the run's admission point: never more than that many attempts at the
     server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
-    attempt's server time (``generation.request_timeout_s``), queue wait excluded.
+    attempt's server time (``generation.request_timeout_s``), queue wait excluded.  ``api_key``: the
+    server's key, sent by the proxy on every forwarded request (the client's ``Authorization`` is dropped).
     """
     proxy = _Proxy(
         upstream,
@@ -552,6 +591,7 @@ def recording_proxy(
         host=host,
         concurrency=concurrency,
         upstream_timeout_s=upstream_timeout_s,
+        api_key=api_key,
     )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host
@@ -562,5 +602,8 @@ def recording_proxy(
         proxy.stop()
         raise
     problems = proxy.stop()
+    if proxy.recorder.refused is not None:
+        code, path = proxy.recorder.refused
+        raise disk_full(path, OSError(code, os.strerror(code)), stage="evalscope")
     if problems:
         raise ServerError("recording proxy: the request log may be incomplete", details=problems)

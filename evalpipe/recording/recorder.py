@@ -8,6 +8,11 @@ SIGINT/SIGTERM for the same reason: its lifetime is the pipe's.
 
 Frame on the pipe: ``struct "!III"`` (meta, request, response lengths) + meta JSON + request + response.
 A meta of ``["flush", token]`` asks for ``token`` to be echoed on stdout once everything before it is on disk.
+
+A write the file system refuses (full, over quota, read-only) cuts both files back to where they were before
+that attempt (no partial line, no partial gzip member), says ``diskfull<TAB>errno<TAB>path`` on stdout (a
+pipe: it needs no disk) and ends the recorder with ``DISK_FULL_EXIT``: nothing more can be recorded, so the
+proxy answers nothing more (``recording.proxy``) and the run stops naming the file (exit 5).
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.disk import append_whole, is_disk_error
 from evalpipe.artifacts.schema.requests import RequestAttempt, Usage
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.recording.reasoning import answer_text
-from evalpipe.recording.responses import append_member, make_record
+from evalpipe.recording.responses import encode_member, make_record
 
 HEADER = struct.Struct("!III")
 FLUSH = "flush"
+#: The recorder's exit code after a write the file system refused (its stdout said which).
+DISK_FULL_EXIT = 75
+DISK_FULL = "diskfull"
 
 # meta list layout (kept positional: it is built on the proxy's hot path)
 (
@@ -205,29 +214,50 @@ def _usage(u: Any) -> Usage | None:
     return Usage(**counts)
 
 
+class RefusedWrite(Exception):
+    """The file system refused a record's write; both files are as they were before it."""
+
+    def __init__(self, path: Path, err: OSError) -> None:
+        super().__init__(f"{path}: {err}")
+        self.path = path
+        self.errno = err.errno or 0
+
+
 class Recorder:
     """Appends records for decoded frames (also used in-process by tests)."""
 
     def __init__(self, rundir: RunDir) -> None:
         rundir.root.mkdir(parents=True, exist_ok=True)
-        self._requests = open(rundir.requests_log, "a", encoding="utf-8")
-        self._responses = open(rundir.responses_log, "ab")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        self._paths = (rundir.responses_log, rundir.requests_log)
+        self._fds = [os.open(p, flags, 0o644) for p in self._paths]
         self.written = 0
 
     def record(self, meta: list[Any], request_body: bytes, response_body: bytes) -> None:
+        """Both lines of one attempt, or neither (``RefusedWrite``)."""
         body = decode_body(response_body, meta[M_CENC])
         # response member first: a requests.jsonl line always has its body on disk
-        append_member(self._responses, make_record(meta[M_ATTEMPT_ID], meta[M_STATUS], meta[M_CTYPE], body))
-        self._requests.write(build_attempt(meta, request_body, body).model_dump_json() + "\n")
-        self._requests.flush()
+        member = encode_member(make_record(meta[M_ATTEMPT_ID], meta[M_STATUS], meta[M_CTYPE], body))
+        line = (build_attempt(meta, request_body, body).model_dump_json() + "\n").encode("utf-8")
+        starts = [os.fstat(fd).st_size for fd in self._fds]
+        for path, fd, data in zip(self._paths, self._fds, (member, line), strict=True):
+            try:
+                append_whole(fd, data)
+            except OSError as exc:
+                if not is_disk_error(exc):
+                    raise
+                for other, start in zip(self._fds, starts, strict=True):  # the response member too
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(other, start)
+                raise RefusedWrite(path, exc) from None
         self.written += 1
 
     def close(self) -> None:
-        for fh in (self._requests, self._responses):
+        for fd in self._fds:
             with contextlib.suppress(OSError):
-                fh.flush()
-                os.fsync(fh.fileno())
-            fh.close()
+                os.fsync(fd)
+            os.close(fd)
+        self._fds = []
 
 
 # After a small read the recorder sleeps this long before reading again, so that frames accumulate in the
@@ -238,7 +268,8 @@ _BIG_READ = 1 << 16
 
 
 def serve(rundir: RunDir, inp: BinaryIO, out: BinaryIO) -> int:
-    """Read frames until EOF; returns attempts written (negative: -errors).  A torn final frame is dropped."""
+    """Read frames until EOF; returns attempts written (negative: -errors).  A torn final frame is dropped.
+    A refused write ends it (``RefusedWrite``, after its line on ``out``)."""
     rec = Recorder(rundir)
     errors = 0
     fd = inp.fileno()
@@ -265,6 +296,10 @@ def serve(rundir: RunDir, inp: BinaryIO, out: BinaryIO) -> int:
                 try:
                     req = bytes(buf[start + lm : start + lm + lq])
                     rec.record(meta, req, bytes(buf[start + lm + lq : end]))
+                except RefusedWrite as exc:  # nothing more can be written: say which file, and stop
+                    out.write(f"{DISK_FULL}\t{exc.errno}\t{exc.path}\n".encode())
+                    out.flush()
+                    raise
                 except Exception as exc:  # one bad attempt must not end the log; reported on stderr
                     errors += 1
                     msg = f"evalpipe recorder: attempt {meta[M_ATTEMPT_ID]}: {type(exc).__name__}: {exc}"
@@ -280,7 +315,10 @@ def serve(rundir: RunDir, inp: BinaryIO, out: BinaryIO) -> int:
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    n = serve(RunDir(Path(argv[0])), sys.stdin.buffer, sys.stdout.buffer)
+    try:
+        n = serve(RunDir(Path(argv[0])), sys.stdin.buffer, sys.stdout.buffer)
+    except RefusedWrite:
+        return DISK_FULL_EXIT
     return 0 if n >= 0 else 1
 
 

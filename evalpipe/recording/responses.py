@@ -11,7 +11,6 @@ import base64
 import gzip
 import zlib
 from pathlib import Path
-from typing import BinaryIO
 
 from pydantic import ValidationError
 
@@ -33,11 +32,6 @@ def make_record(attempt_id: str, status: int | None, content_type: str | None, b
     except UnicodeDecodeError:
         b64 = base64.b64encode(body).decode("ascii")
         return ResponseRecord(attempt_id=attempt_id, status=status, content_type=content_type, body_b64=b64)
-
-
-def append_member(fh: BinaryIO, record: ResponseRecord) -> None:
-    fh.write(encode_member(record))
-    fh.flush()
 
 
 #: bytes of a responses file fed to the decompressor at a time
@@ -91,6 +85,26 @@ def read_response_records(path: Path) -> ResponsesReadResult:
             result[rec.attempt_id] = rec
         pos += consumed
     return result
+
+
+def complete_members_end(path: Path) -> int:
+    """Byte offset just after the last complete gzip member of ``path`` (its size when none is torn);
+    ``ArtifactError`` when a member before the last is corrupt (never cut: refused)."""
+    data = Path(path).read_bytes()
+    pos = 0
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            d.decompress(data[pos:])
+            d.flush()
+        except zlib.error as exc:
+            if _is_tail(d, data, pos):
+                return pos
+            raise ArtifactError(f"{path}: corrupt gzip member at byte {pos} ({exc})") from None
+        if not d.eof:
+            return pos
+        pos = len(data) - len(d.unused_data)
+    return pos
 
 
 def _is_tail(d: zlib._Decompress, data: bytes, pos: int) -> bool:

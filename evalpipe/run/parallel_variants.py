@@ -106,6 +106,8 @@ def run_at_once(
             ]
             if dataset_root is not None:
                 argv += ["--dataset-root", str(dataset_root)]
+            if cfg.no_speed:  # the variant reloads the config file: it drops the speed section itself
+                argv.append("--no-speed")
             if cfg.speed is not None:  # the parent runs the speed rounds (or they are all in the run already)
                 argv.append("--speed-by-parent")
             if speed is not None:

@@ -32,7 +32,7 @@ from evalpipe.artifacts.schema.timings import StageTime
 from evalpipe.audit.utilisation import utilisation_of_run
 from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig, ServerConfig
-from evalpipe.errors import ConfigError, RunInterrupted
+from evalpipe.errors import ConfigError, DiskFull, RunInterrupted, RunOutOfSpace
 from evalpipe.evalscope_bridge.extend import seed_from_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
@@ -46,6 +46,7 @@ from evalpipe.run.provenance import collect_provenance, run_component_tests
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stage_clock import StageClock
+from evalpipe.run.torn_files import repair_torn_files
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 from evalpipe.server.context_fit import check_context_fit, dropped_entries
 from evalpipe.server.kinds.registry import server_kind
@@ -139,6 +140,12 @@ def run(
             else:
                 spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     rd = spine.rundir
+    try:
+        if rd.requests_log.exists() or rd.evalscope_dir.exists():  # a resume (or a variant's)
+            for line in repair_torn_files(rd):  # a crash mid-write: whole records only before appending
+                _notice(progress)(line)
+    except DiskFull as exc:
+        raise RunOutOfSpace(exc.message, str(rd.root)) from None
 
     # the EvalScope worker starts now: its EvalScope import overlaps the stages up to its own, which hands
     # it its tasks; it is ended on every path (used or not)
@@ -193,6 +200,7 @@ def run(
                     rd,
                     concurrency=cfg.generation.concurrency,
                     upstream_timeout_s=cfg.generation.request_timeout_s,
+                    api_key=handle.api_key,  # the EvalScope worker holds no key
                 ) as proxy,
             ):
                 api_url = proxy.base_url.rstrip("/") + upstream_path
@@ -257,6 +265,8 @@ def run(
         )
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): say how to resume
         raise RunInterrupted(str(rd.root), terminated=isinstance(exc, Terminated)) from None
+    except DiskFull as exc:  # every file is whole: --resume continues once there is space
+        raise RunOutOfSpace(exc.message, str(rd.root)) from None
     finally:
         worker.close()
 

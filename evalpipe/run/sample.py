@@ -44,6 +44,9 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
     if not rd.manifest.is_file():
         raise ConfigError(f"--resume {rd.root}: no manifest.json (not a run directory)")
     manifest = read_model(rd.manifest, Manifest)
+    run = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
+    if run is not None:
+        check_same_speed_flags(run, cfg, rd)
     if rd.config_copy.is_file():
         started = load_config(rd.config_copy, check_plans=False)
         a, b = started.model_dump(mode="json"), cfg.model_dump(mode="json")
@@ -53,9 +56,26 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
                 f"--resume {rd.root}: the config differs from the one the run started with ({rd.config_copy})",
                 details=[f"{k} differs" for k in diffs],
             )
-    run = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
     datasets = load_manifest_datasets(cfg, manifest, run, dataset_root=dataset_root)
     return Spine(rd, manifest, datasets)
+
+
+def _speed_flags(no_speed: bool, waived: bool) -> str:
+    return (
+        " ".join(f for f, on in (("--no-speed", no_speed), ("--waive-speed-gate", waived)) if on) or "neither"
+    )
+
+
+def check_same_speed_flags(run: RunRecord, cfg: RunConfig, rd: RunDir) -> None:
+    """A run is resumed with the ``--no-speed`` / ``--waive-speed-gate`` it started with (run.json): the
+    speed section and its gate are part of what the run measures."""
+    started = (run.no_speed, run.speed_gate_waived)
+    now = (cfg.no_speed, cfg.speed_gate_waived)
+    if started != now:
+        raise ConfigError(
+            f"--resume {rd.root}: the run started with {_speed_flags(*started)} ({rd.run_record}); "
+            f"resume it with the same (given: {_speed_flags(*now)})"
+        )
 
 
 def load_manifest_datasets(

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts.disk import stage as disk_stage
 from evalpipe.artifacts.schema.timings import ServerUtilisation, StageName, StageTime, StageTimings
 
 
@@ -20,9 +21,11 @@ class StageClock:
 
     @contextmanager
     def stage(self, name: StageName) -> Iterator[None]:
+        """Time the block; a write the file system refuses inside it names this stage (``DiskFull``)."""
         start = time.perf_counter()
         try:
-            yield
+            with disk_stage(name):
+                yield
         finally:
             self.add(name, time.perf_counter() - start)
 

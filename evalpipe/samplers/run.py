@@ -278,6 +278,8 @@ def sample_run(
             evalpipe_version=__version__,
             dataset_locations={name: d.location for name, d in datasets.items()},
             allow_dataset_drift=allow_drift,
+            no_speed=cfg.no_speed,
+            speed_gate_waived=cfg.speed_gate_waived,
         ),
     )
     write_model(rundir.manifest, manifest)

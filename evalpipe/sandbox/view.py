@@ -17,11 +17,12 @@ but a name that looks like a secret or a proxy setting is refused even then.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from evalpipe.processes.environment import PASSED_THROUGH, looks_secret
 
 #: System directories every interpreter needs (their ``/lib``-style links are recreated as links).
 SYSTEM_DIRS = ("/usr",)
@@ -34,22 +35,9 @@ OPTIONAL_DIRS = ("/etc/ld.so.conf.d",)
 #: The private tmp (cwd, $HOME, $TMPDIR) inside the sandbox.
 SANDBOX_TMP = "/tmp"
 
-#: Host variables passed through unchanged when set (locale, hash seed: they change a program's output).
-PASSED_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONHASHSEED", "TZ")
-#: Names no caller may add: credentials, tokens, proxies, cloud and SSH agents.
-_SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)|(^|_)PROXY$|^(AWS|GOOGLE|GCP|AZURE|"
-    r"HF_TOKEN|HUGGING|OPENAI|ANTHROPIC|SSH_|GPG_|KUBE|DOCKER|VAULT|NETRC)",
-    re.IGNORECASE,
-)
-
 
 class UnsafeEnvironment(ValueError):
     """A caller tried to pass a variable whose name looks like a secret or a proxy setting."""
-
-
-def looks_secret(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts import atomic_write_json, write_model
+from evalpipe.artifacts.disk import disk_errors
 from evalpipe.artifacts.redact import redact, redact_argv, redact_mapping
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.clock import utc_now
@@ -273,8 +274,9 @@ class _Serving:
             started_at=utc_now(),
         )
         with open(files.log, "ab") as logfh:
-            logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
-            logfh.flush()
+            with disk_errors(files.log):
+                logfh.write(f"=== evalpipe: launching at {launch.started_at}\n".encode())
+                logfh.flush()
             proc = spawn(
                 argv, stdout=logfh, stderr=subprocess.STDOUT, env=self._env, die_with_parent=signal.SIGKILL
             )

@@ -28,15 +28,21 @@ from evalpipe.speed.run import COMPARE_JSON, SPEED_JSON, read_speed, run_speed
 from evalpipe.speed.tokenizer import resolve
 
 SPEED_ERROR = "speed_error.txt"
+#: What a refusal in ``evalpipe run``'s preflight adds: the way to run the accuracy evaluation without it.
+NO_SPEED_HINT = "; to run the accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
 
 
 def check_before_launch(cfg: SpeedConfig, base_dir: Path | None) -> None:
     """The checks that need no server: the client is installed, the tokenizer exists (raises
-    :class:`SpeedSetupError`, one line)."""
-    client = speed_run.make_client(cfg)  # looked up when called: the same client the benchmark will use
-    client.version()
-    tokenizer = resolve(cfg.tokenizer, base_dir)
-    client.check(cfg, tokenizer.directory if tokenizer else None)
+    :class:`SpeedSetupError`, one line naming ``--no-speed``: a host without the client — a laptop, a CI
+    box re-checking accuracy against an endpoint — can still run the evaluation)."""
+    try:
+        client = speed_run.make_client(cfg)  # looked up when called: the same client the benchmark will use
+        client.version()
+        tokenizer = resolve(cfg.tokenizer, base_dir)
+        client.check(cfg, tokenizer.directory if tokenizer else None)
+    except SpeedSetupError as exc:
+        raise SpeedSetupError(exc.message + NO_SPEED_HINT, details=exc.details) from None
 
 
 def already_measured(run_dir: Path, cfg: SpeedConfig) -> bool:

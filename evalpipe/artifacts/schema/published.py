@@ -26,6 +26,12 @@ def manifest_schema() -> dict[str, Any]:
     return _schema(Manifest)
 
 
+def run_schema() -> dict[str, Any]:
+    from evalpipe.artifacts.schema.run import RunRecord
+
+    return _schema(RunRecord)
+
+
 def summary_schema() -> dict[str, Any]:
     from evalpipe.artifacts.schema.summary import Summary
 
@@ -72,6 +78,7 @@ def reviews_schema() -> dict[str, Any]:
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
     "manifest.schema.json": manifest_schema,
+    "run.schema.json": run_schema,
     "compare.schema.json": compare_schema,
     "summary.schema.json": summary_schema,
     "context_fit.schema.json": context_fit_schema,

@@ -8,7 +8,7 @@ from evalpipe.artifacts.schema.base import Artifact
 
 
 class RunRecord(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2  # 2: no_speed, speed_gate_waived
     run_id: str
     config_name: str
     config_path: str = Field(description="Absolute path of the config file the run was started from.")
@@ -21,6 +21,16 @@ class RunRecord(Artifact):
         default=None, description="Server variant this run directory holds (paired runs)."
     )
     variant_label: str | None = None
+    no_speed: bool = Field(
+        default=False,
+        description="Started with --no-speed: the config's speed section was not run (accuracy only); "
+        "config.yaml is the config without it.",
+    )
+    speed_gate_waived: bool = Field(
+        default=False,
+        description="--waive-speed-gate (with --no-speed): gates.min_output_throughput_ratio is reported as "
+        "not measured but does not decide the verdict.",
+    )
 
 
 class ExtensionRecord(Artifact):

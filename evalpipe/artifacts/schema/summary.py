@@ -388,7 +388,7 @@ class GenerationSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 2
+    schema_version: int = 2  # 2: explorer, reviews, speed_not_measured
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str
@@ -429,4 +429,9 @@ class Summary(Artifact):
         default=None,
         description="A reviewer's verdicts on the flips (reviews.json, from evalpipe audit --reviews); they "
         "change no score and no gate.",
+    )
+    speed_not_measured: str | None = Field(
+        default=None,
+        description="Why serving speed was not measured, when the run said so (run.json no_speed: "
+        "'serving speed not measured (--no-speed)').",
     )

@@ -2,8 +2,8 @@
 
 EvalScope 1.14 runs each program through one function, ``evaluate_utils.codegen_check_correctness(sample,
 generation, timeout, debug) -> (results, metadata)``: a spawned multiprocessing manager plus a spawned
-interpreter that inherits the EvalScope worker's environment (every host variable, the API key
-included), its network and its working directory (the run directory), and ``exec``s the program next to
+interpreter that inherits the EvalScope worker's environment (allow-listed since, but whatever the
+worker has), its network and its working directory (the run directory), and ``exec``s the program next to
 ``reliability_guard`` — "NOT a security sandbox", in its own docstring.  EvalScope's own sandbox needs a
 Docker daemon and replaces the harness (other result shapes), so evalpipe leaves it off.
 

@@ -117,6 +117,12 @@ def _row_table(sp: SpeedSummary) -> Table:
 
 def speed_section(summary: Summary) -> list[Block]:
     sp = summary.speed
+    if sp is None and summary.speed_not_measured is not None:  # an accuracy-only run says so
+        return [
+            Heading(2, "Serving speed"),
+            Paragraph([T(f"This run is accuracy only: {summary.speed_not_measured}; no speed benchmark "
+                         "ran against this server.")]),
+        ]  # fmt: skip
     if sp is None:
         return []
     blocks: list[Block] = [
