@@ -101,7 +101,7 @@ def test_fleet_record_schema_version_first_and_round_trips() -> None:
         start=_snap(worker_record(_member("http://a:1"), _info(), None)),
     )
     data = json.loads(rec.model_dump_json())
-    assert next(iter(data)) == "schema_version" and data["schema_version"] == 1
+    assert next(iter(data)) == "schema_version" and data["schema_version"] == 2
     assert FleetRecord.model_validate(data) == rec
     assert PLANTED_KEY not in rec.model_dump_json()
 

@@ -19,6 +19,7 @@ from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
 from evalpipe.fleet.sglang_router import (
     READINESS_PATH,
+    WORKER_PATH,
     WORKERS_PATH,
     ListedWorker,
     parse_workers,
@@ -194,6 +195,17 @@ class RouterClient:
         if not isinstance(payload, dict):
             return None, f"{member.query_url}/server_info: not a JSON object"
         return payload, None
+
+    def remove_worker(self, router_id: str) -> fetch.HttpResult:
+        """Take one listed entry out of the router's rotation (``DELETE /workers/{id}``)."""
+        url = self.url + WORKER_PATH.format(id=router_id)
+        return fetch.request("DELETE", url, timeout=self.timeout_s, api_key=self.api_key)
+
+    def add_worker(self, url: str) -> fetch.HttpResult:
+        """Put a worker (back) into the router's rotation (``POST /workers``)."""
+        return fetch.post_json(
+            self.url + WORKERS_PATH, {"url": url}, timeout=self.timeout_s, api_key=self.api_key
+        )
 
     def prometheus_text(self) -> str | None:
         """The router's Prometheus text (None without a metrics URL or when it does not answer)."""

@@ -79,6 +79,9 @@ HOP_BY_HOP = frozenset(
 RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
 #: ``transport_error`` of an attempt the proxy ended because the server exceeded the request timeout.
 UPSTREAM_TIMEOUT = "UpstreamTimeout"
+#: Router answers a fleet's proxy re-sends (``resend_failed``): sglang-router 0.3.2 answers 500 for a request
+#: whose worker died under it (measured), 502/503 when it has no worker to send it to.
+RESEND_STATUSES = frozenset({500, 502, 503})
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _UPSTREAM_ERRORS = (
     OSError,
@@ -275,6 +278,14 @@ class ProxyHandle:
         """Block until every attempt completed so far is on disk (e.g. before reading requests.jsonl)."""
         self._proxy.flush(timeout)
 
+    def in_flight_ids(self) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server right now (callable from any thread)."""
+        return self._proxy.in_flight_ids()
+
+    def refuse(self, reason: str) -> None:
+        """Forward nothing more and let no further answer reach the client (the run is stopping)."""
+        self._proxy.refuse(reason)
+
 
 class _Proxy:
     def __init__(
@@ -286,8 +297,15 @@ class _Proxy:
         host: str,
         concurrency: int | None = None,
         upstream_timeout_s: float | None = None,
+        resend_failed: int = 0,
+        resend_delay_s: float = 1.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.resend_failed = resend_failed
+        self.resend_delay_s = resend_delay_s
+        self.refused: str | None = None
+        self._in_flight: dict[str, str] = {}
+        self._in_flight_lock = threading.Lock()
         self.concurrency = concurrency
         self.upstream_timeout_s = upstream_timeout_s
         self.in_flight = 0
@@ -392,12 +410,53 @@ class _Proxy:
         self.recorder.finish()
 
     async def _handle(self, request: Any) -> Any:
+        """One client request: one attempt, or several when a fleet's router answered 5xx (``resend_failed``)."""
+        arrived = time.perf_counter()
+        body = await request.read()
+        resent = 0
+        while True:
+            resp, rec = await self._attempt(request, body, arrived)
+            if not self._resend(resp, rec, request.path) or resent >= self.resend_failed:
+                return resp
+            resent += 1
+            await asyncio.sleep(self.resend_delay_s)
+            arrived = time.perf_counter()
+
+    def _resend(self, resp: Any, rec: list[Any] | None, path: str) -> bool:
+        """Re-send a chat request the router could not serve (a worker died under it): a 5xx or transport
+        error answered whole (nothing streamed to the client yet), not the proxy's own timeout, and the run
+        not stopping."""
+        if rec is None or not self.resend_failed or self.refused is not None or path not in RID_PATHS:
+            return False
+        if rec[M_ERROR] == UPSTREAM_TIMEOUT or getattr(resp, "prepared", False):
+            return False
+        return rec[M_STATUS] in RESEND_STATUSES or (rec[M_STATUS] is None and rec[M_ERROR] is not None)
+
+    def in_flight_ids(self) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server now (any thread)."""
+        with self._in_flight_lock:
+            return sorted(self._in_flight.values())
+
+    def refuse(self, reason: str) -> None:
+        """From now on no request is forwarded and no answer reaches the client (503 instead): the run is
+        stopping because the fleet changed (``on_mismatch: abort``)."""
+        self.refused = reason
+
+    def _refusal(self) -> Any:
+        return self._web.json_response(
+            {"error": {"message": f"evalpipe proxy: run stopping: {self.refused}", "type": "run_stopping"}},
+            status=503,
+        )
+
+    async def _attempt(self, request: Any, body: bytes, arrived: float) -> tuple[Any, list[Any] | None]:
+        """One recorded attempt of ``request``: the response for the client and the attempt's record (None:
+        refused, nothing forwarded)."""
+        if self.refused is not None:
+            return self._refusal(), None
         seq = next(self._seq)
         self.received += 1
         attempt_id = f"{self.prefix}-{seq:06d}"
         started = time.time()
-        arrived = time.perf_counter()
-        body = await request.read()
         path = request.path
         fwd = body
         xrid = None
@@ -419,12 +478,15 @@ class _Proxy:
         rec += [time.perf_counter() - arrived, time.time(), None]  # M_QUEUE_WAIT, M_ADMITTED, M_RESENT
         exchange = _Exchange(rec, body, time.perf_counter())
         self.in_flight += 1
+        if xrid is not None:
+            with self._in_flight_lock:
+                self._in_flight[attempt_id] = xrid
         try:
             if self.upstream_timeout_s is None:
-                return await self._exchange(request, headers, fwd, exchange)
+                return await self._exchange(request, headers, fwd, exchange), rec
             try:
                 async with asyncio.timeout(self.upstream_timeout_s):
-                    return await self._exchange(request, headers, fwd, exchange)
+                    return await self._exchange(request, headers, fwd, exchange), rec
             except TimeoutError:
                 # generation.request_timeout_s counts server time only (never the queue): the proxy ends
                 # the attempt itself and answers 504, which EvalScope retries like any server error
@@ -432,7 +494,7 @@ class _Proxy:
                 if exchange.response is not None:  # timed out mid-stream: the client has a truncated stream
                     if not exchange.recorded:
                         self._record(exchange, b"")
-                    return exchange.response
+                    return exchange.response, rec
                 rec[M_STATUS] = None
                 self._record(exchange, b"")
                 return self._web.json_response(
@@ -444,9 +506,11 @@ class _Proxy:
                         }
                     },
                     status=504,
-                )
+                ), rec
         finally:
             self.in_flight -= 1
+            with self._in_flight_lock:
+                self._in_flight.pop(attempt_id, None)
             if self._slots is not None:
                 self._slots.release()
 
@@ -477,8 +541,10 @@ class _Proxy:
                 data = b"".join([c async for c in chunks_in])
                 transport = request.transport
                 # the client gave up (timeout) while the server worked: the answer will not reach it
-                rec[M_CLIENT_GONE] = transport is None or transport.is_closing()
+                rec[M_CLIENT_GONE] = transport is None or transport.is_closing() or self.refused is not None
                 self._record(ex, data)
+                if self.refused is not None:  # the run is stopping: this answer must not be used
+                    return self._refusal()
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
             resp = ex.response = web.StreamResponse(status=up.status, reason=up.reason, headers=out_headers)
             await resp.prepare(request)
@@ -533,6 +599,8 @@ def recording_proxy(
     host: str = "127.0.0.1",
     concurrency: int | None = None,
     upstream_timeout_s: float | None = None,
+    resend_failed: int = 0,
+    resend_delay_s: float = 1.0,
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -543,7 +611,9 @@ def recording_proxy(
 
     ``concurrency`` makes the proxy the run's admission point: never more than that many attempts at the
     server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
-    attempt's server time (``generation.request_timeout_s``), queue wait excluded.
+    attempt's server time (``generation.request_timeout_s``), queue wait excluded.  ``resend_failed`` (a fleet
+    behind a router): a chat request answered 5xx, or not forwarded at all, is re-sent up to that many times
+    ``resend_delay_s`` apart, each attempt recorded — a worker that died under the router loses no sample.
     """
     proxy = _Proxy(
         upstream,
@@ -552,6 +622,8 @@ def recording_proxy(
         host=host,
         concurrency=concurrency,
         upstream_timeout_s=upstream_timeout_s,
+        resend_failed=resend_failed,
+        resend_delay_s=resend_delay_s,
     )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host

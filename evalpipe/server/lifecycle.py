@@ -48,6 +48,7 @@ from evalpipe.server.verify import mismatches, verify
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.recording.proxy import ProxyHandle
 
 __all__ = ["ServerHandle", "managed_server", "relevant_env", "watch_server"]
 
@@ -79,7 +80,12 @@ class _ServerGone(BaseException):  # like KeyboardInterrupt: no `except Exceptio
 
 @contextlib.contextmanager
 def watch_server(
-    handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5, *, during: str = "the evaluation"
+    handle: ServerHandle,
+    rundir: RunDir,
+    poll_s: float = 0.5,
+    *,
+    during: str = "the evaluation",
+    proxy: ProxyHandle | None = None,
 ) -> Iterator[None]:
     """While the evaluation runs, end it promptly if the launched server dies (crash, OOM kill, kill -9).
 
@@ -88,16 +94,26 @@ def watch_server(
     for several health-check intervals; when one has exited, the main thread (blocked on the EvalScope
     worker) gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends
     with ``ServerDied`` naming that process's log.  Attached servers (``--endpoint``) have no process.
+
+    A fleet behind a router (``handle.fleet_watch``) with the recording ``proxy`` is watched by
+    ``evalpipe.fleet.watch`` instead: one dead worker is recorded (the others serve on), only the router's
+    death or every worker's ends the run, and a worker that changed its configuration under
+    ``on_mismatch: abort`` ends it with ``FleetChanged`` (the proxy forwards and answers nothing more first).
     """
-    watched = [
-        (h.process, h.log_path or rundir.server_log)
-        for h in (handle, *handle.members)
-        if h.process is not None
-    ]
-    if not watched or threading.current_thread() is not threading.main_thread():
+    fleet = None
+    if handle.fleet_watch is not None and proxy is not None:
+        from evalpipe.fleet.watch import FleetWatch
+
+        fleet = handle.fleet_watch
+    members = [(h.process, h.log_path or rundir.server_log) for h in handle.members if h.process is not None]
+    router = [(handle.process, rundir.server_log)] if handle.process is not None else []
+    if (
+        not router and not members and fleet is None
+    ) or threading.current_thread() is not threading.main_thread():
         yield
         return
     dead: list[tuple[subprocess.Popen[bytes], Path]] = []
+    changed: list[str] = []
     lock = threading.Lock()
     done = threading.Event()
     main_ident = threading.main_thread().ident
@@ -106,22 +122,46 @@ def watch_server(
     def on_signal(signum: int, frame: Any) -> None:
         raise _ServerGone()
 
+    def stop_run() -> None:
+        with lock:
+            if not done.is_set():
+                done.set()
+                signal.pthread_kill(main_ident, signal.SIGUSR1)
+
     def poll() -> None:
         while not done.wait(poll_s):
-            gone = [(p, log) for p, log in watched if p.poll() is not None]
+            gone = [(p, log) for p, log in router if p.poll() is not None]
+            gone_members = [(p, log) for p, log in members if p.poll() is not None]
+            if fleet is None or (members and len(gone_members) == len(members)):
+                gone += gone_members
             if gone:
-                with lock:
-                    if not done.is_set():
-                        dead.extend(gone)
-                        signal.pthread_kill(main_ident, signal.SIGUSR1)
+                dead.extend(gone)
+                stop_run()
                 return
+
+    def on_abort(line: str) -> None:
+        assert proxy is not None
+        proxy.refuse(line)  # first: no answer of the changed worker reaches EvalScope from here on
+        changed.append(line)
+        stop_run()
 
     previous = signal.signal(signal.SIGUSR1, on_signal)
     watcher = threading.Thread(target=poll, name="server-watch", daemon=True)
+    watch = None
+    if fleet is not None:
+        assert proxy is not None
+        watch = FleetWatch(fleet, in_flight=proxy.in_flight_ids, on_abort=on_abort)
+        watch.start()
     watcher.start()
     try:
         yield
     except _ServerGone:
+        if changed:
+            from evalpipe.fleet.errors import FleetChanged
+
+            raise FleetChanged(
+                f"fleet changed during the run (on_mismatch: abort): {changed[0]}", str(rundir.root)
+            ) from None
         proc, log = dead[0]
         code = proc.poll()
         if code is not None and code < 0:
@@ -132,6 +172,8 @@ def watch_server(
             how = f"exit code {code}"
         tail = log_tail(log, 10)
         what = "the server" if proc is handle.process else "a worker of the fleet"
+        if fleet is not None and proc is not handle.process:
+            what = "every worker of the fleet"
         raise ServerDied(
             f"{what} died during {during} ({how}; log: {log})",
             str(rundir.root),
@@ -141,6 +183,8 @@ def watch_server(
         with lock:
             done.set()
         watcher.join()
+        if watch is not None:
+            watch.stop()
         signal.signal(signal.SIGUSR1, previous)
 
 

@@ -30,6 +30,21 @@ FieldVerdict = Literal[
 FleetChangeKind = Literal[
     "joined", "left", "unreadable", "config_changed", "version_changed", "health_changed"
 ]
+#: What the fleet watch saw happen to one worker while the evaluation ran (``evalpipe.fleet.watch``).
+FleetEventKind = Literal[
+    "died",  # its /server_info stopped answering (or the router stopped listing it)
+    "returned",  # answering again on its URL with the configuration verified at the start
+    "config_changed",  # answering again (or still) with another resolved configuration
+    "joined",  # a worker the start snapshot did not have
+]
+#: What evalpipe did about it.
+FleetEventAction = Literal[
+    "none",
+    "removed_from_router",  # DELETE /workers/{id} on a router evalpipe launched: no request reaches it
+    "readded_to_router",  # POST /workers after its /server_info matched the start again
+    "aborted",  # on_mismatch: abort — the run stopped (resumable)
+    "marked",  # on_mismatch: warn — answers from then on may come from an unverified worker
+]
 
 
 class FleetWorker(Row):
@@ -91,6 +106,28 @@ class FleetChange(Row):
     message: str = Field(description="One line naming the worker and what changed.")
 
 
+class FleetEvent(Row):
+    """One change the fleet watch saw during the evaluation, when, and what was in flight then."""
+
+    at: str = Field(description="UTC ISO-8601 time the watch saw the change.")
+    last_seen_as_started: str | None = Field(
+        default=None,
+        description="UTC ISO-8601 time of the watch's last poll that found this worker as verified at the "
+        "start: the change happened after it (answers from then on may come from the changed worker).",
+    )
+    kind: FleetEventKind
+    url: str
+    message: str = Field(description="One line naming the worker and, for a changed one, the field.")
+    fields: list[str] = Field(
+        default_factory=list, description="config_changed: the /server_info keys whose values differ."
+    )
+    in_flight: list[str] = Field(
+        default_factory=list,
+        description="X-Request-Id of every evaluation request the recording proxy had in flight at ``at``.",
+    )
+    action: FleetEventAction = "none"
+
+
 class WorkerRequestCount(Row):
     """Requests the router sent one worker, from its Prometheus counters (``URL@rank`` folded)."""
 
@@ -124,7 +161,7 @@ class RequestFieldProbe(Row):
 class FleetRecord(Artifact):
     """``server/fleet.json``."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     router_url: str
     router_launched: bool = Field(
         description="evalpipe launched the router (kind: router) or attached to it."
@@ -160,6 +197,14 @@ class FleetRecord(Artifact):
         "invisible to requests.jsonl); None when Prometheus was not available.",
     )
     probe: RequestFieldProbe | None = None
+    watch_interval_s: float | None = Field(
+        default=None,
+        description="Seconds between the fleet watch's polls of /workers and each worker's /server_info "
+        "during the evaluation (None: not watched, e.g. a run directory from before the watch).",
+    )
+    events: list[FleetEvent] = Field(
+        default_factory=list, description="What the fleet watch saw during the evaluation, in order."
+    )
 
 
 class FleetWorkerSummary(Row):
@@ -180,6 +225,32 @@ class FleetWorkerSummary(Row):
     )
 
 
+class FleetEventSummary(Row):
+    """One fleet-watch event in ``summary.json``, joined with ``requests.jsonl``."""
+
+    at: str
+    url: str
+    kind: FleetEventKind
+    action: FleetEventAction
+    message: str
+    fields: list[str] = Field(default_factory=list)
+    in_flight: int = Field(description="Evaluation requests at the server when the watch saw the change.")
+    failed_attempts: int | None = Field(
+        default=None,
+        description="died: attempts that failed from the worker's last good poll until the proxy's re-sends "
+        "were over (None: requests.jsonl unreadable).",
+    )
+    resent: int | None = Field(default=None, description="died: how many of those were sent again.")
+    unanswered: int | None = Field(
+        default=None, description="died: failed requests no later attempt answered (0: nothing was lost)."
+    )
+    answers_after_change: int | None = Field(
+        default=None,
+        description="config_changed / joined under on_mismatch: warn: answers that reached EvalScope after "
+        "the worker's last poll as verified — any of them may come from the unverified worker.",
+    )
+
+
 class FleetSummary(Row):
     """The fleet behind a router, as ``server/fleet.json`` recorded it."""
 
@@ -191,4 +262,8 @@ class FleetSummary(Row):
     workers: list[FleetWorkerSummary] = Field(default_factory=list)
     probe: list[FieldProbe] = Field(default_factory=list)
     counters: str = Field(description="Where requests per worker come from, or why they are unknown.")
+    watch_interval_s: float | None = None
+    events: list[FleetEventSummary] = Field(
+        default_factory=list, description="What the fleet watch saw during the evaluation, in order."
+    )
     attribution: str = Field(description="Whether accuracy can be attributed to each worker, said plainly.")

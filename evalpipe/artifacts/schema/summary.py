@@ -69,6 +69,8 @@ FindingCode = Literal[
     "fleet_worker_health_changed",
     "fleet_worker_idle",
     "fleet_worker_failures",
+    "fleet_worker_died",
+    "fleet_worker_returned",
     "router_retries",
     "router_request_field_unobservable",
     "fleet_counters_unavailable",
@@ -386,7 +388,7 @@ class GenerationSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import pct, plural
+from evalpipe.report.sentences import event_sentence
 
 
 def fleet_section(summary: Summary) -> list[Block]:
@@ -56,5 +57,12 @@ def fleet_section(summary: Summary) -> list[Block]:
         blocks.append(
             Bullets([[C(f.field), T(f": {f.verdict.replace('_', ' ')} — {f.detail}")] for f in fleet.probe])
         )
+    if fleet.watch_interval_s is not None:
+        watched = f"Watched every {fleet.watch_interval_s:g} s during the evaluation"
+        if not fleet.events:
+            blocks.append(Paragraph([T(watched + ": no worker died, returned, joined or changed.")]))
+        else:
+            blocks.append(Paragraph([T(watched + ":")]))
+            blocks.append(Bullets([[T(event_sentence(e))] for e in fleet.events]))
     blocks.append(Paragraph([T(fleet.attribution)]))
     return blocks

@@ -1,0 +1,309 @@
+"""The fleet during the evaluation: a worker that dies, comes back, joins or changes configuration mid-run.
+
+The start snapshot verifies every worker before the first sample and the end snapshot looks again after the
+last; between the two a worker can be SIGKILLed, restarted on its URL with other flags, or replaced.  A
+:class:`FleetWatch` polls the router's ``/workers`` and every worker's own ``/server_info`` (the router
+hides both the worker and its configuration) every ``server.router.watch_interval_s`` while the evaluation
+runs, and records each change in ``server/fleet.json`` (``events``) with its time and the X-Request-Id of
+every request the recording proxy had in flight:
+
+* **died** — its ``/server_info`` stopped answering.  On a router evalpipe launched it is taken out of the
+  rotation at once (``DELETE /workers/{id}``: sglang-router 0.3.2 otherwise keeps sending it requests,
+  answered 500, until three health checks failed); requests that failed under it are re-sent by the proxy.
+  A worker verified at the start that stays gone is a warning: its answers came from a verified
+  configuration.
+* **returned** — answering again on its URL with the configuration verified at the start (same config
+  sha256): put back into the rotation (``POST /workers``).  Until then it is unverified and serves nothing.
+* **config_changed** — answering with another resolved configuration (restarted with other flags, or
+  replaced on its URL).  ``on_mismatch: abort``: it stays out of the rotation and the run stops at once
+  with one line naming the worker and the field (resumable with ``--resume``); ``warn``: it is put back,
+  and the audit counts the answers that may have come from it.
+* **joined** — a worker the start snapshot did not have: verified only if it resolved exactly the
+  configuration of the workers verified at the start; otherwise it is a change like the above.
+
+The router's own view (``is_healthy``) lags by its health-check interval; the worker's ``/server_info``
+is asked directly, so a restart is seen within one poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from evalpipe.artifacts import write_model
+from evalpipe.artifacts.schema.fleet import FleetEvent, FleetEventAction, FleetEventKind, FleetRecord
+from evalpipe.clock import utc_now
+from evalpipe.errors import EvalpipeError
+from evalpipe.fleet.client import FleetMember, RouterClient
+from evalpipe.fleet.snapshot import config_sha256, config_view
+from evalpipe.fleet.verdict import AGREEMENT_KEYS
+
+log = logging.getLogger("evalpipe.server")
+
+State = Literal["up", "gone", "changed"]
+
+
+@dataclass
+class WatchedWorker:
+    """One worker as the watch knows it: what it was at the start and what it is now."""
+
+    url: str
+    query_url: str
+    start_sha: str | None
+    start_info: dict[str, Any] | None
+    state: State = "up"
+    out_of_rotation: bool = False
+    last_seen_as_started: str | None = None
+
+
+@dataclass
+class FleetWatchPlan:
+    """What ``fleet_session`` hands the run for the watch: the router, the record, and each worker's start."""
+
+    client: RouterClient
+    record: FleetRecord
+    path: Path
+    start_infos: dict[str, dict[str, Any] | None]
+    on_mismatch: str
+    router_launched: bool
+    interval_s: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(key, before, after)`` for every configuration value that differs (top level and the first
+    ``internal_states`` entry), the values a fleet must share first.  Pure."""
+    a, b = config_view(before), config_view(after)
+
+    def flat(view: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in view.items() if k != "internal_states"}
+        states = view.get("internal_states")
+        if isinstance(states, list) and states and isinstance(states[0], dict):
+            for k, v in states[0].items():
+                out.setdefault(k, v)
+        return out
+
+    fa, fb = flat(a), flat(b)
+    keys = [k for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)]
+    first = [k for k in AGREEMENT_KEYS if k in keys]
+    return [(k, fa.get(k), fb.get(k)) for k in first + [k for k in keys if k not in first]]
+
+
+def describe_change(url: str, diffs: list[tuple[str, Any, Any]]) -> str:
+    """``worker http://b resolved kv_cache_dtype 'q4_0' (verified 'f16' at the start; +2 more fields)``."""
+    if not diffs:
+        return f"worker {url} changed its resolved configuration during the run"
+    key, was, now = diffs[0]
+    more = f"; +{len(diffs) - 1} more field(s)" if len(diffs) > 1 else ""
+    return f"worker {url} resolved {key} {now!r} (verified {was!r} at the start{more})"
+
+
+class FleetWatch:
+    """Poll the fleet every ``plan.interval_s`` in a thread of its own; ``on_abort(line)`` is called once
+    when ``on_mismatch: abort`` must stop the run; ``in_flight()`` names the requests at the server."""
+
+    def __init__(
+        self,
+        plan: FleetWatchPlan,
+        *,
+        in_flight: Callable[[], list[str]],
+        on_abort: Callable[[str], None],
+    ) -> None:
+        self.plan = plan
+        self.in_flight = in_flight
+        self.on_abort = on_abort
+        self.aborted: str | None = None
+        self.workers: dict[str, WatchedWorker] = {}
+        now = utc_now()
+        for w in plan.record.start.workers:
+            self.workers[w.url] = WatchedWorker(
+                url=w.url,
+                query_url=w.query_url,
+                start_sha=w.config_sha256,
+                start_info=plan.start_infos.get(w.url),
+                last_seen_as_started=now,
+            )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ thread
+    def start(self) -> None:
+        self.plan.record.watch_interval_s = self.plan.interval_s
+        self._write()
+        self._thread = threading.Thread(target=self._run, name="fleet-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(30.0, self.plan.interval_s * 3))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.plan.interval_s):
+            try:
+                self.poll_once()
+            except EvalpipeError as exc:  # the router itself is the server: its death ends the run elsewhere
+                log.warning("fleet watch: %s", exc.message)
+            if self.aborted is not None:
+                return
+
+    # ------------------------------------------------------------------ one poll
+    def poll_once(self) -> None:
+        """Look at every worker once; record and act on what changed since the last poll."""
+        client = self.plan.client
+        listed = {m.url: m for m in client.members()}
+        for url, worker in self.workers.items():
+            member = listed.get(url) or FleetMember(url, worker.query_url, (), (), None, False)
+            info, error = client.worker_server_info(member)
+            if info is None:
+                if worker.state != "gone":
+                    self._died(worker, member, error)
+                continue
+            sha = config_sha256(info)
+            if sha == worker.start_sha:
+                worker.last_seen_as_started = utc_now()
+                if worker.state != "up":
+                    self._returned(worker)
+            elif worker.state != "changed":
+                self._changed(worker, member, info)
+            if self.aborted is not None:
+                return
+        for url, member in listed.items():
+            if url not in self.workers:
+                self._joined(member)
+                if self.aborted is not None:
+                    return
+
+    def _event(
+        self,
+        kind: FleetEventKind,
+        worker: WatchedWorker,
+        message: str,
+        *,
+        action: FleetEventAction = "none",
+        fields: list[str] | None = None,
+    ) -> FleetEvent:
+        event = FleetEvent(
+            at=utc_now(),
+            last_seen_as_started=worker.last_seen_as_started,
+            kind=kind,
+            url=worker.url,
+            message=message,
+            fields=fields or [],
+            in_flight=self.in_flight(),
+            action=action,
+        )
+        with self.plan.lock:
+            self.plan.record.events.append(event)
+        log.warning("fleet watch: %s", message)
+        self._write()
+        return event
+
+    def _died(self, worker: WatchedWorker, member: FleetMember, error: str | None) -> None:
+        worker.state = "gone"
+        removed = self._remove(worker, member)
+        self._event(
+            "died",
+            worker,
+            f"worker {worker.url} stopped answering ({error or 'no answer'})"
+            + ("; taken out of the router's rotation" if removed else ""),
+            action="removed_from_router" if removed else "none",
+        )
+
+    def _returned(self, worker: WatchedWorker) -> None:
+        worker.state = "up"
+        added = self._readd(worker)
+        self._event(
+            "returned",
+            worker,
+            f"worker {worker.url} answers again with the configuration verified at the start"
+            + ("; back in the router's rotation" if added else ""),
+            action="readded_to_router" if added else "none",
+        )
+
+    def _changed(self, worker: WatchedWorker, member: FleetMember, info: dict[str, Any]) -> None:
+        worker.state = "changed"
+        diffs = changed_fields(worker.start_info or {}, info)
+        line = describe_change(worker.url, diffs)
+        fields = [k for k, _, _ in diffs]
+        if self.plan.on_mismatch == "abort":
+            self._remove(worker, member)
+            self._event("config_changed", worker, line, action="aborted", fields=fields)
+            self._abort(line)
+            return
+        self._readd(worker)
+        self._event(
+            "config_changed",
+            worker,
+            line + " (on_mismatch: warn: its answers from then on are marked unverified)",
+            action="marked",
+            fields=fields,
+        )
+
+    def _joined(self, member: FleetMember) -> None:
+        info, error = self.plan.client.worker_server_info(member)
+        verified = {w.start_sha for w in self.workers.values() if w.start_sha is not None}
+        sha = config_sha256(info) if info is not None else None
+        reference = next((w.start_info for w in self.workers.values() if w.start_info is not None), None)
+        worker = WatchedWorker(member.url, member.query_url, sha, info)
+        self.workers[member.url] = worker
+        if sha is not None and len(verified) == 1 and sha in verified:
+            self._event(
+                "joined", worker, f"worker {member.url} joined with the configuration verified at the start"
+            )
+            return
+        why = (
+            describe_change(member.url, changed_fields(reference or {}, info))
+            if info is not None
+            else f"worker {member.url}: /server_info unreadable ({error}): unverified"
+        )
+        line = f"worker {member.url} joined the fleet during the run: " + why
+        worker.state = "changed"
+        if self.plan.on_mismatch == "abort":
+            self._remove(worker, member)
+            self._event("joined", worker, line, action="aborted")
+            self._abort(line)
+        else:
+            self._event("joined", worker, line + " (on_mismatch: warn)", action="marked")
+
+    def _abort(self, line: str) -> None:
+        self.aborted = line
+        self.on_abort(line)
+
+    # ------------------------------------------------------------------ the router's rotation
+    def _remove(self, worker: WatchedWorker, member: FleetMember) -> bool:
+        """Take a worker out of a launched router's rotation (an attached router is never modified)."""
+        if not self.plan.router_launched or worker.out_of_rotation:
+            return worker.out_of_rotation
+        for rid in member.router_ids:
+            res = self.plan.client.remove_worker(rid)
+            if not res.ok:
+                log.warning(
+                    "fleet watch: could not remove %s from the router: %s", worker.url, res.describe()
+                )
+                return False
+        worker.out_of_rotation = bool(member.router_ids)
+        return worker.out_of_rotation
+
+    def _readd(self, worker: WatchedWorker) -> bool:
+        """Put a worker evalpipe took out back into the launched router's rotation."""
+        if not worker.out_of_rotation:
+            return False
+        res = self.plan.client.add_worker(worker.url)
+        if not res.ok:
+            log.warning("fleet watch: could not put %s back into the router: %s", worker.url, res.describe())
+            return False
+        worker.out_of_rotation = False
+        return True
+
+    def _write(self) -> None:
+        """fleet.json as it stands (written again at the end of the run by ``fleet_session``)."""
+        with self.plan.lock:
+            try:
+                write_model(self.plan.path, self.plan.record)
+            except OSError as exc:
+                log.warning("fleet watch: could not write %s: %s", self.plan.path, exc)
