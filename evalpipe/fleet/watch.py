@@ -199,7 +199,12 @@ class FleetWatch:
         )
         with self.plan.lock:
             self.plan.record.events.append(event)
-        log.warning("fleet watch: %s", message)
+        # a death or a return is the run's to survive (fleet.json and the report have it); a change let
+        # through is a warning now; an abort says it in the run's one error line
+        if action == "marked":
+            log.warning("fleet watch: %s", message)
+        else:
+            log.info("fleet watch: %s", message)
         self._write()
         return event
 
@@ -280,11 +285,9 @@ class FleetWatch:
         if not self.plan.router_launched or worker.out_of_rotation:
             return worker.out_of_rotation
         for rid in member.router_ids:
-            res = self.plan.client.remove_worker(rid)
-            if not res.ok:
-                log.warning(
-                    "fleet watch: could not remove %s from the router: %s", worker.url, res.describe()
-                )
+            refused = self.plan.client.remove_worker(rid)
+            if refused is not None:
+                log.warning("fleet watch: could not remove %s from the router: %s", worker.url, refused)
                 return False
         worker.out_of_rotation = bool(member.router_ids)
         return worker.out_of_rotation
@@ -293,9 +296,9 @@ class FleetWatch:
         """Put a worker evalpipe took out back into the launched router's rotation."""
         if not worker.out_of_rotation:
             return False
-        res = self.plan.client.add_worker(worker.url)
-        if not res.ok:
-            log.warning("fleet watch: could not put %s back into the router: %s", worker.url, res.describe())
+        refused = self.plan.client.add_worker(worker.url)
+        if refused is not None:
+            log.warning("fleet watch: could not put %s back into the router: %s", worker.url, refused)
             return False
         worker.out_of_rotation = False
         return True

@@ -15,7 +15,13 @@ def fleet_section(summary: Summary) -> list[Block]:
         return []
     how = "launched by evalpipe" if fleet.router_launched else "attached"
     policy = f", policy {fleet.policy}" if fleet.policy else ""
-    state = "every worker verified, none changed" if fleet.verified else "NOT verified (see findings)"
+    died = len({e.url for e in fleet.events if e.kind == "died"})
+    if not fleet.verified:
+        state = "NOT verified (see findings)"
+    elif died:
+        state = f"every worker verified, none changed; {plural(died, 'worker')} died during the run (below)"
+    else:
+        state = "every worker verified, none changed"
     blocks: list[Block] = [
         Heading(2, "Fleet"),
         Paragraph(
