@@ -1,13 +1,13 @@
 """The fleet watched during the evaluation: the real sglang-router in front of two real llama.cpp workers
 (evalpipe's launcher, SmolLM2), the twelve GSM8K miniatures, a worker killed or replaced mid-run.
 
-* Killed (SIGKILL to one worker's process group after it answered a few requests): the run completes on the
-  other worker and passes (exit 0); every sample answered once; ``fleet.json`` records the death with its
-  time and the requests in flight, the dead worker was taken out of the router's rotation, the requests that
-  failed under it were re-sent by the proxy and answered by the survivor (its own log names them); the
-  report names the dead worker, the time, the failed attempts and the re-sends.
-* Interrupted (the same kill, then SIGTERM to evalpipe): exit 143, no process of the run left, and
-  ``--resume`` completes with every sample answered once.
+* Killed, interrupted, resumed, killed again (one test, two fleet launches): SIGKILL to one worker's process
+  group while it generates, then SIGTERM to evalpipe — exit 143, no process of the run left; ``--resume``,
+  and SIGKILL to a worker again — the run completes on the other worker and passes (exit 0), every sample
+  answered once; ``fleet.json`` records the death with its time and the requests in flight, the dead worker
+  was taken out of the router's rotation, the request that failed under it was re-sent by the proxy and
+  answered by the survivor (its own log names it); the report names the dead worker, the time, the failed
+  attempts and the re-sends.
 * Replaced (the worker killed, then a q4_0-KV worker started on the same URL): ``on_mismatch: abort`` stops
   the run within about a watch interval of the new worker answering, with one line naming the worker and
   ``kv_cache_dtype``, and not one request reached the replacement; ``warn`` lets it serve, and the audit
@@ -178,31 +178,46 @@ def _cleanup(run: subprocess.Popen[str], outs: list[Path], extra: list[int]) -> 
         signal_group(pgid, signal.SIGKILL)
 
 
-def test_a_worker_killed_mid_run_is_a_warning_and_no_sample_is_lost(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    run = _start(_config(tmp_path), out)
+def test_a_worker_killed_mid_run_then_sigterm_then_resume_with_another_kill(tmp_path: Path) -> None:
+    """SIGKILL a worker, then SIGTERM the run: exit 143 and nothing left.  ``--resume`` launches the fleet
+    again; SIGKILL a worker once more: the run completes on the other and passes, every sample answered
+    once, and its fleet.json, summary and report account for the death."""
+    config, out = _config(tmp_path), tmp_path / "run"
+    worker_log = out / "server" / "workers" / "1" / "server.log"
+    run = _start(config, out)
     try:
-        dead = _kill_worker_after_answers(out, run)
+        _kill_worker_after_answers(out, run)
+        _wait("the death in fleet.json", lambda: any(e.kind == "died" for e in _fleet(out).events), run, 30)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 143, err[-3000:]
+        assert err.strip().splitlines()[-1].startswith(f"interrupted by SIGTERM: run directory {out}"), err
+        _all_gone(out)
+        done_before = {a.messages_sha256 for a in _attempts(out) if a.status == 200}
+        assert 0 < len(done_before) < SAMPLES - 4, "too few samples left for the second kill"
+
+        served_before = len(_access(worker_log))  # the resumed launch appends to the same log
+        run = _start(config, out, "--resume", str(out))
+        dead = _kill_worker_after_answers(out, run, answers=served_before + 1)
         killed_at = time.time()
         _, err = run.communicate(timeout=600)
         assert run.returncode == 0, err[-3000:]
     finally:
         _cleanup(run, [out], [])
     _answered_once(out)
-    record = _fleet(out)
+    _all_gone(out)
+    record = _fleet(out)  # the resumed run's fleet: verified again at its start, then watched
     died = [e for e in record.events if e.kind == "died"]
     assert [e.url for e in died] == [dead.base_url] and died[0].action == "removed_from_router"
-    assert record.watch_interval_s == INTERVAL_S and len(record.events) == 1
+    assert record.watch_interval_s == INTERVAL_S and len(record.events) == 1 and record.verified
 
-    attempts = _attempts(out)
+    attempts = [a for a in _attempts(out) if a.started_at > record.start.taken_at]
     failed = [a for a in attempts if a.status != 200]
-    survivor = {rid for _, rid in _access(out / "server" / "workers" / "0" / "server.log")}
-    dead_log = {rid for _, rid in _access(out / "server" / "workers" / "1" / "server.log")}
     ok = [a for a in attempts if a.status == 200]
-    assert (
-        failed and died[0].in_flight
-    )  # the kill caught a request at the worker    # every answer came from one of the two workers' logs; every re-sent request answered by the survivor
-    assert {a.x_request_id for a in ok} <= survivor | dead_log
+    survivor = {rid for _, rid in _access(out / "server" / "workers" / "0" / "server.log")}
+    assert failed and died[0].in_flight  # the kill caught a request at the worker
+    # every answer came from one of the two workers' own logs; every failed request answered by the survivor
+    assert {a.x_request_id for a in ok} <= survivor | {rid for _, rid in _access(worker_log)}
     for f in failed:
         later = [a for a in ok if a.messages_sha256 == f.messages_sha256 and a.started_at > f.started_at]
         assert later and later[-1].x_request_id in survivor, f"{f.attempt_id} was not answered again"
@@ -222,7 +237,8 @@ def test_a_worker_killed_mid_run_is_a_warning_and_no_sample_is_lost(tmp_path: Pa
         f"\nkill: {len(died[0].in_flight)} request(s) in flight {died[0].in_flight}; death seen "
         f"{_iso(died[0].at) - killed_at:.2f} s after the kill; failed attempts {len(failed)} "
         f"(status {sorted({str(a.status) for a in failed})}), each re-sent and answered by worker 0; "
-        f"answers: {by_survivor} by worker 0, {len(ok) - by_survivor} by worker 1 before it died"
+        f"answers of the resumed run: {by_survivor} by worker 0, {len(ok) - by_survivor} by worker 1 before "
+        "it died"
     )
 
 
@@ -230,30 +246,6 @@ def _iso(value: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(value).timestamp()
-
-
-def test_sigterm_while_a_worker_is_dead_leaves_nothing_and_resume_completes(tmp_path: Path) -> None:
-    config, out = _config(tmp_path), tmp_path / "run"
-    run = _start(config, out)
-    try:
-        _kill_worker_after_answers(out, run)
-        _wait("the death in fleet.json", lambda: any(e.kind == "died" for e in _fleet(out).events), run, 30)
-        run.send_signal(signal.SIGTERM)
-        _, err = run.communicate(timeout=120)
-        assert run.returncode == 143, err[-3000:]
-        assert err.strip().splitlines()[-1].startswith(f"interrupted by SIGTERM: run directory {out}"), err
-        _all_gone(out)
-        done_before = {a.messages_sha256 for a in _attempts(out) if a.status == 200}
-        assert 0 < len(done_before) < SAMPLES
-        run = _start(config, out, "--resume", str(out))
-        _, err = run.communicate(timeout=600)
-        assert run.returncode == 0, err[-3000:]
-    finally:
-        _cleanup(run, [out], [])
-    _answered_once(out)
-    _all_gone(out)
-    record = _fleet(out)  # the resumed run verified both workers again and watched them
-    assert record.verified and record.events == [] and record.watch_interval_s == INTERVAL_S
 
 
 @pytest.mark.parametrize("on_mismatch", ["abort", "warn"])
