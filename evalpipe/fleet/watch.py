@@ -75,22 +75,36 @@ class FleetWatchPlan:
 
 
 def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``(key, before, after)`` for every configuration value that differs (top level and the first
-    ``internal_states`` entry), the values a fleet must share first.  Pure."""
+    """``(key, before, after)`` for every configuration value that differs — top level, then each
+    ``internal_states`` entry as ``internal_states[i].key`` (unless the top level already says the same) —
+    the values a fleet must share first.  Runtime counters are not configuration.  Pure."""
     a, b = config_view(before), config_view(after)
+    top_a = {k: v for k, v in a.items() if k != "internal_states"}
+    top_b = {k: v for k, v in b.items() if k != "internal_states"}
+    diffs = [
+        (k, top_a.get(k), top_b.get(k))
+        for k in sorted(top_a.keys() | top_b.keys())
+        if top_a.get(k) != top_b.get(k)
+    ]
+    shown = {(k, x, y) for k, x, y in diffs}
+    states_a, states_b = _states(a), _states(b)
+    for i in range(max(len(states_a), len(states_b))):
+        sa = states_a[i] if i < len(states_a) else {}
+        sb = states_b[i] if i < len(states_b) else {}
+        for k in sorted(sa.keys() | sb.keys()):
+            if sa.get(k) != sb.get(k) and (k, sa.get(k), sb.get(k)) not in shown:
+                diffs.append((f"internal_states[{i}].{k}", sa.get(k), sb.get(k)))
 
-    def flat(view: dict[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in view.items() if k != "internal_states"}
-        states = view.get("internal_states")
-        if isinstance(states, list) and states and isinstance(states[0], dict):
-            for k, v in states[0].items():
-                out.setdefault(k, v)
-        return out
+    def rank(diff: tuple[str, Any, Any]) -> int:
+        name = diff[0].rsplit(".", 1)[-1]
+        return AGREEMENT_KEYS.index(name) if name in AGREEMENT_KEYS else len(AGREEMENT_KEYS)
 
-    fa, fb = flat(a), flat(b)
-    keys = [k for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)]
-    first = [k for k in AGREEMENT_KEYS if k in keys]
-    return [(k, fa.get(k), fb.get(k)) for k in first + [k for k in keys if k not in first]]
+    return sorted(diffs, key=rank)  # stable: within a rank, top level first, then by key
+
+
+def _states(view: dict[str, Any]) -> list[dict[str, Any]]:
+    states = view.get("internal_states")
+    return [s if isinstance(s, dict) else {} for s in states] if isinstance(states, list) else []
 
 
 def describe_change(url: str, diffs: list[tuple[str, Any, Any]]) -> str:
