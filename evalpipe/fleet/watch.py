@@ -27,9 +27,10 @@ is asked directly, so a restart is seen within one poll.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -72,6 +73,13 @@ class FleetWatchPlan:
     router_launched: bool
     interval_s: float
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _watch: FleetWatch | None = None
+
+    def watch(self) -> FleetWatch:
+        """The run's one watch of this fleet (created on first use: it remembers each worker's state)."""
+        if self._watch is None:
+            self._watch = FleetWatch(self)
+        return self._watch
 
 
 def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -117,19 +125,13 @@ def describe_change(url: str, diffs: list[tuple[str, Any, Any]]) -> str:
 
 
 class FleetWatch:
-    """Poll the fleet every ``plan.interval_s`` in a thread of its own; ``on_abort(line)`` is called once
-    when ``on_mismatch: abort`` must stop the run; ``in_flight()`` names the requests at the server."""
+    """What the watch knows of each worker, kept for the whole run (the evaluation, then the speed stage);
+    :meth:`running` polls every ``plan.interval_s`` in a thread of its own while a stage runs."""
 
-    def __init__(
-        self,
-        plan: FleetWatchPlan,
-        *,
-        in_flight: Callable[[], list[str]],
-        on_abort: Callable[[str], None],
-    ) -> None:
+    def __init__(self, plan: FleetWatchPlan) -> None:
         self.plan = plan
-        self.in_flight = in_flight
-        self.on_abort = on_abort
+        self.in_flight: Callable[[], list[str]] = list
+        self.on_abort: Callable[[str], None] = lambda line: None
         self.aborted: str | None = None
         self.workers: dict[str, WatchedWorker] = {}
         now = utc_now()
@@ -141,29 +143,34 @@ class FleetWatch:
                 start_info=plan.start_infos.get(w.url),
                 last_seen_as_started=now,
             )
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ thread
-    def start(self) -> None:
+    @contextlib.contextmanager
+    def running(
+        self, *, in_flight: Callable[[], list[str]], on_abort: Callable[[str], None]
+    ) -> Iterator[None]:
+        """Poll while the block runs; ``on_abort(line)`` is called (from the watch's thread) once when
+        ``on_mismatch: abort`` must stop the run; ``in_flight()`` names the requests at the server."""
+        self.in_flight, self.on_abort = in_flight, on_abort
         self.plan.record.watch_interval_s = self.plan.interval_s
         self._write()
-        self._thread = threading.Thread(target=self._run, name="fleet-watch", daemon=True)
-        self._thread.start()
+        stop = threading.Event()
+        thread = threading.Thread(target=self._run, args=(stop,), name="fleet-watch", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=max(30.0, self.plan.interval_s * 3))
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=max(30.0, self.plan.interval_s * 3))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.plan.interval_s):
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.plan.interval_s) and self.aborted is None:
             try:
                 self.poll_once()
             except EvalpipeError as exc:  # the router itself is the server: its death ends the run elsewhere
                 log.warning("fleet watch: %s", exc.message)
-            if self.aborted is not None:
-                return
+            except Exception as exc:  # a broken poll must not end the watch unseen: the next one may work
+                log.warning("fleet watch: poll failed: %s: %s", type(exc).__name__, exc)
 
     # ------------------------------------------------------------------ one poll
     def poll_once(self) -> None:

@@ -95,16 +95,13 @@ def watch_server(
     worker) gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends
     with ``ServerDied`` naming that process's log.  Attached servers (``--endpoint``) have no process.
 
-    A fleet behind a router (``handle.fleet_watch``) with the recording ``proxy`` is watched by
-    ``evalpipe.fleet.watch`` instead: one dead worker is recorded (the others serve on), only the router's
-    death or every worker's ends the run, and a worker that changed its configuration under
-    ``on_mismatch: abort`` ends it with ``FleetChanged`` (the proxy forwards and answers nothing more first).
+    A fleet behind a router (``handle.fleet_watch``) is also watched by ``evalpipe.fleet.watch``: one dead
+    worker is recorded (the others serve on), only the router's death or every worker's ends the run, and a
+    worker that changed its configuration under ``on_mismatch: abort`` ends it with ``FleetChanged``.  With
+    the recording ``proxy`` (the evaluation) each event names the requests in flight, and on an abort the
+    proxy forwards and answers nothing more before the run stops.
     """
-    fleet = None
-    if handle.fleet_watch is not None and proxy is not None:
-        from evalpipe.fleet.watch import FleetWatch
-
-        fleet = handle.fleet_watch
+    fleet = handle.fleet_watch
     members = [(h.process, h.log_path or rundir.server_log) for h in handle.members if h.process is not None]
     router = [(handle.process, rundir.server_log)] if handle.process is not None else []
     if (
@@ -140,18 +137,17 @@ def watch_server(
                 return
 
     def on_abort(line: str) -> None:
-        assert proxy is not None
-        proxy.refuse(line)  # first: no answer of the changed worker reaches EvalScope from here on
+        if proxy is not None:
+            proxy.refuse(line)  # first: no answer of the changed worker reaches EvalScope from here on
         changed.append(line)
         stop_run()
 
     previous = signal.signal(signal.SIGUSR1, on_signal)
     watcher = threading.Thread(target=poll, name="server-watch", daemon=True)
-    watch = None
+    stack = contextlib.ExitStack()
     if fleet is not None:
-        assert proxy is not None
-        watch = FleetWatch(fleet, in_flight=proxy.in_flight_ids, on_abort=on_abort)
-        watch.start()
+        in_flight = proxy.in_flight_ids if proxy is not None else list
+        stack.enter_context(fleet.watch().running(in_flight=in_flight, on_abort=on_abort))
     watcher.start()
     try:
         yield
@@ -183,8 +179,7 @@ def watch_server(
         with lock:
             done.set()
         watcher.join()
-        if watch is not None:
-            watch.stop()
+        stack.close()
         signal.signal(signal.SIGUSR1, previous)
 
 
