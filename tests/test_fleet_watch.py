@@ -166,6 +166,23 @@ def _all_gone(out: Path, extra: list[int] | None = None) -> None:
     assert not [p for p in pgids if group_alive(p)], "a process group of the run is still alive"
 
 
+def _run_processes(out: Path) -> list[int]:
+    """Processes still working for this run directory: its cwd (the EvalScope worker) or named in the
+    command line (the recorder); the servers are checked by process group."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cwd = (proc / "cwd").resolve()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd == out.resolve() or str(out) in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
 def _cleanup(run: subprocess.Popen[str], outs: list[Path], extra: list[int]) -> None:
     if run.poll() is None:
         run.kill()
@@ -193,6 +210,7 @@ def test_a_worker_killed_mid_run_then_sigterm_then_resume_with_another_kill(tmp_
         assert run.returncode == 143, err[-3000:]
         assert err.strip().splitlines()[-1].startswith(f"interrupted by SIGTERM: run directory {out}"), err
         _all_gone(out)
+        assert _run_processes(out) == [], "a process of the run outlived SIGTERM"
         done_before = {a.messages_sha256 for a in _attempts(out) if a.status == 200}
         assert 0 < len(done_before) < SAMPLES - 4, "too few samples left for the second kill"
 
