@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,9 @@ from evalpipe.fleet.verdict import AGREEMENT_KEYS
 log = logging.getLogger("evalpipe.server")
 
 State = Literal["up", "gone", "changed"]
+#: Shortest time between two polls when answers ask for them (under ``on_mismatch: abort`` every answer
+#: waits for a poll begun after it): many answers at once share one poll; at most five polls a second.
+MIN_GAP_S = 0.2
 
 
 @dataclass
@@ -133,6 +137,9 @@ class FleetWatch:
         self.in_flight: Callable[[], list[str]] = list
         self.on_abort: Callable[[str], None] = lambda line: None
         self.aborted: str | None = None
+        #: time.time() at which the latest complete poll began (every worker looked at since then)
+        self.last_poll_began = 0.0
+        self._wake = threading.Event()  # a held answer asks for a poll now (not at the next interval)
         self.workers: dict[str, WatchedWorker] = {}
         now = utc_now()
         for w in plan.record.start.workers:
@@ -161,22 +168,44 @@ class FleetWatch:
             yield
         finally:
             stop.set()
+            self._wake.set()
             thread.join(timeout=max(30.0, self.plan.interval_s * 3))
 
     def _run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.plan.interval_s) and self.aborted is None:
+        """Poll every interval, or sooner when an answer waits for one (but never more often than
+        ``MIN_GAP_S``: many answers at once share a poll)."""
+        while True:
+            self._wake.wait(self.plan.interval_s)
+            if stop.is_set() or self.aborted is not None:
+                return
+            self._wake.clear()
             try:
                 self.poll_once()
             except EvalpipeError as exc:  # the router itself is the server: its death ends the run elsewhere
                 log.warning("fleet watch: %s", exc.message)
             except Exception as exc:  # a broken poll must not end the watch unseen: the next one may work
                 log.warning("fleet watch: poll failed: %s: %s", type(exc).__name__, exc)
+            stop.wait(min(MIN_GAP_S, self.plan.interval_s))
 
     # ------------------------------------------------------------------ one poll
+    def verified_after(self, t: float) -> bool:
+        """A poll that began after ``t`` (a ``time.time()``) has looked at every worker and nothing made
+        the run stop: an answer that ended at ``t`` came from a verified worker (the proxy's gate under
+        ``on_mismatch: abort``).  Not yet: a poll is asked for now."""
+        if self.aborted is None and self.last_poll_began > t:
+            return True
+        self._wake.set()
+        return False
+
     def poll_once(self) -> None:
         """Look at every worker once; record and act on what changed since the last poll."""
+        began = time.time()
         client = self.plan.client
-        listed = {m.url: m for m in client.members()}
+        try:
+            listed = {m.url: m for m in client.members()}
+        except EvalpipeError as exc:  # the workers are still asked directly; the router's death is not ours
+            log.warning("fleet watch: %s", exc.message)
+            listed = {}
         for url, worker in self.workers.items():
             member = listed.get(url) or FleetMember(url, worker.query_url, (), (), None, False)
             info, error = client.worker_server_info(member)
@@ -198,6 +227,7 @@ class FleetWatch:
                 self._joined(member)
                 if self.aborted is not None:
                     return
+        self.last_poll_began = began
 
     def _event(
         self,

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,6 +286,11 @@ class ProxyHandle:
         """Forward nothing more and let no further answer reach the client (the run is stopping)."""
         self._proxy.refuse(reason)
 
+    def set_gate(self, gate: Callable[[float], bool] | None) -> None:
+        """Hold every answer (not streamed) until ``gate(its end time)`` is True (or the run stops: then it
+        is refused and recorded as not delivered); None: deliver at once."""
+        self._proxy.gate = gate
+
 
 class _Proxy:
     def __init__(
@@ -304,6 +309,9 @@ class _Proxy:
         self.resend_failed = resend_failed
         self.resend_delay_s = resend_delay_s
         self.refused: str | None = None
+        #: Fleet gate (``on_mismatch: abort`` behind a router): ``gate(t)`` is True once a fleet poll that
+        #: began after time ``t`` found every worker as verified; answers wait for it.  None: no gate.
+        self.gate: Callable[[float], bool] | None = None
         self._in_flight: dict[str, str] = {}
         self._in_flight_lock = threading.Lock()
         self.concurrency = concurrency
@@ -415,7 +423,10 @@ class _Proxy:
         body = await request.read()
         resent = 0
         while True:
-            resp, rec = await self._attempt(request, body, arrived)
+            resp, ex = await self._attempt(request, body, arrived)
+            if ex is not None and ex.held is not None:
+                resp = await self._release(ex, resp)
+            rec = ex.rec if ex is not None else None
             if not self._resend(resp, rec, request.path) or resent >= self.resend_failed:
                 return resp
             resent += 1
@@ -431,6 +442,26 @@ class _Proxy:
         if rec[M_ERROR] == UPSTREAM_TIMEOUT or getattr(resp, "prepared", False):
             return False
         return rec[M_STATUS] in RESEND_STATUSES or (rec[M_STATUS] is None and rec[M_ERROR] is not None)
+
+    async def _release(self, ex: _Exchange, resp: Any) -> Any:
+        """A held answer: delivered once the gate says a fleet poll that began after it ended found every
+        worker as verified; refused (and recorded as not delivered) when the run is stopping.  Recorded
+        whatever happens, also when the handler is cancelled while it waits."""
+        delivered = False
+        try:
+            delivered = await self._gate_passed(ex.rec[M_ENDED])
+        finally:
+            ex.rec[M_CLIENT_GONE] = ex.rec[M_CLIENT_GONE] or not delivered
+            self.recorder.submit(encode_frame(ex.rec, ex.body, ex.held or b""))
+            ex.held = None
+        return resp if delivered else self._refusal()
+
+    async def _gate_passed(self, ended: float) -> bool:
+        while (gate := self.gate) is not None and self.refused is None:
+            if gate(ended):
+                return True
+            await asyncio.sleep(0.05)
+        return self.refused is None
 
     def in_flight_ids(self) -> list[str]:
         """X-Request-Id of every evaluation attempt at the server now (any thread)."""
@@ -448,9 +479,9 @@ class _Proxy:
             status=503,
         )
 
-    async def _attempt(self, request: Any, body: bytes, arrived: float) -> tuple[Any, list[Any] | None]:
-        """One recorded attempt of ``request``: the response for the client and the attempt's record (None:
-        refused, nothing forwarded)."""
+    async def _attempt(self, request: Any, body: bytes, arrived: float) -> tuple[Any, _Exchange | None]:
+        """One recorded attempt of ``request``: the response for the client and the attempt (None: refused,
+        nothing forwarded)."""
         if self.refused is not None:
             return self._refusal(), None
         seq = next(self._seq)
@@ -483,10 +514,10 @@ class _Proxy:
                 self._in_flight[attempt_id] = xrid
         try:
             if self.upstream_timeout_s is None:
-                return await self._exchange(request, headers, fwd, exchange), rec
+                return await self._exchange(request, headers, fwd, exchange), exchange
             try:
                 async with asyncio.timeout(self.upstream_timeout_s):
-                    return await self._exchange(request, headers, fwd, exchange), rec
+                    return await self._exchange(request, headers, fwd, exchange), exchange
             except TimeoutError:
                 # generation.request_timeout_s counts server time only (never the queue): the proxy ends
                 # the attempt itself and answers 504, which EvalScope retries like any server error
@@ -494,7 +525,7 @@ class _Proxy:
                 if exchange.response is not None:  # timed out mid-stream: the client has a truncated stream
                     if not exchange.recorded:
                         self._record(exchange, b"")
-                    return exchange.response, rec
+                    return exchange.response, exchange
                 rec[M_STATUS] = None
                 self._record(exchange, b"")
                 return self._web.json_response(
@@ -506,7 +537,7 @@ class _Proxy:
                         }
                     },
                     status=504,
-                ), rec
+                ), exchange
         finally:
             self.in_flight -= 1
             with self._in_flight_lock:
@@ -514,11 +545,16 @@ class _Proxy:
             if self._slots is not None:
                 self._slots.release()
 
-    def _record(self, exchange: _Exchange, data: bytes) -> None:
+    def _record(self, exchange: _Exchange, data: bytes, *, hold: bool = False) -> None:
+        """End the attempt's record and hand it to the recorder — or, ``hold``, keep it (and the answer)
+        until the fleet gate decides whether the client gets the answer (``_release``)."""
         rec = exchange.rec
         rec[M_ENDED] = time.time()
         rec[M_LATENCY] = time.perf_counter() - exchange.t0
         exchange.recorded = True
+        if hold:
+            exchange.held = data
+            return
         self.recorder.submit(encode_frame(rec, exchange.body, data))
 
     async def _exchange(self, request: Any, headers: list[tuple[str, str]], fwd: bytes, ex: _Exchange) -> Any:
@@ -542,7 +578,7 @@ class _Proxy:
                 transport = request.transport
                 # the client gave up (timeout) while the server worked: the answer will not reach it
                 rec[M_CLIENT_GONE] = transport is None or transport.is_closing() or self.refused is not None
-                self._record(ex, data)
+                self._record(ex, data, hold=self.gate is not None and up.status < 400)
                 if self.refused is not None:  # the run is stopping: this answer must not be used
                     return self._refusal()
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
@@ -588,6 +624,7 @@ class _Exchange:
     t0: float  # perf_counter at admission: latency_s is server time, not queue time
     response: Any = None  # the StreamResponse once streaming to the client has begun
     recorded: bool = False
+    held: bytes | None = None  # an answer (and its record) waiting for the fleet gate
 
 
 @contextlib.contextmanager

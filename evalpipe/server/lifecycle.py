@@ -98,8 +98,10 @@ def watch_server(
     A fleet behind a router (``handle.fleet_watch``) is also watched by ``evalpipe.fleet.watch``: one dead
     worker is recorded (the others serve on), only the router's death or every worker's ends the run, and a
     worker that changed its configuration under ``on_mismatch: abort`` ends it with ``FleetChanged``.  With
-    the recording ``proxy`` (the evaluation) each event names the requests in flight, and on an abort the
-    proxy forwards and answers nothing more before the run stops.
+    the recording ``proxy`` (the evaluation) each event names the requests in flight; under ``abort`` the
+    proxy holds each answer until a poll begun after it confirmed every worker (a worker restarted with
+    another configuration between two polls cannot slip an answer in), and on an abort it forwards and
+    delivers nothing more before the run stops.
     """
     fleet = handle.fleet_watch
     members = [(h.process, h.log_path or rundir.server_log) for h in handle.members if h.process is not None]
@@ -147,7 +149,12 @@ def watch_server(
     stack = contextlib.ExitStack()
     if fleet is not None:
         in_flight = proxy.in_flight_ids if proxy is not None else list
-        stack.enter_context(fleet.watch().running(in_flight=in_flight, on_abort=on_abort))
+        watch = fleet.watch()
+        stack.enter_context(watch.running(in_flight=in_flight, on_abort=on_abort))
+        if proxy is not None and fleet.on_mismatch == "abort":
+            # an answer reaches EvalScope only once a poll begun after it found every worker as verified
+            proxy.set_gate(watch.verified_after)
+            stack.callback(proxy.set_gate, None)
     watcher.start()
     try:
         yield
