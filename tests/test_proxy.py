@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import json
 import os
 import subprocess
@@ -368,19 +369,31 @@ def test_a_refusing_proxy_forwards_nothing_and_delivers_no_late_answer(tmp_path:
 def test_a_gated_proxy_holds_each_answer_until_the_gate_passes_a_time_after_it(tmp_path: Path) -> None:
     """Behind a router under on_mismatch: abort, an answer is delivered only once a fleet poll that began
     after it ended found every worker verified (the gate); one held when the run stops is refused and
-    recorded as not delivered."""
+    recorded as not delivered — a streamed one never ends — and nothing is forwarded after."""
     import threading
 
     from aiohttp import web
 
-    async def handler(request: web.Request) -> web.Response:
-        return web.json_response({"id": "x", "choices": [{"finish_reason": "stop"}]})
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if not (await request.json()).get("stream"):
+            return web.json_response({"id": "x", "choices": [{"finish_reason": "stop"}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"id": "x", "choices": [{"delta": {"content": "42"}}]}\n\n')
+        await resp.write_eof()
+        return resp
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
+    def app() -> web.Application:
+        made = web.Application()
+        made.router.add_post("/v1/chat/completions", handler)
+        return made
+
     rundir = RunDir(tmp_path / "run")
     polls: list[float] = []  # when each "poll" began
-    with ServerThread(app) as upstream, recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy:
+    with (
+        ServerThread(app()) as upstream,
+        recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy,
+    ):
         proxy.set_gate(lambda t: any(p > t for p in polls))
         threading.Timer(0.4, lambda: polls.append(time.time())).start()
         t0 = time.monotonic()
@@ -388,9 +401,21 @@ def test_a_gated_proxy_holds_each_answer_until_the_gate_passes_a_time_after_it(t
         waited = time.monotonic() - t0
         threading.Timer(0.3, lambda: proxy.refuse("worker http://w changed")).start()
         refused, _, body = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        after, _, _ = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})  # not forwarded
+    streamed = RunDir(tmp_path / "streamed")
+    with (
+        ServerThread(app()) as upstream,
+        recording_proxy(f"http://127.0.0.1:{upstream.port}", streamed) as proxy,
+    ):
+        proxy.set_gate(lambda t: False)
+        threading.Timer(0.3, lambda: proxy.refuse("worker http://w changed")).start()
+        with pytest.raises(http.client.IncompleteRead):  # a refused stream never ends
+            _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES, "stream": True})
     assert delivered == 200 and 0.35 < waited < 5
-    assert refused == 503 and b"worker http://w changed" in body
+    assert refused == after == 503 and b"worker http://w changed" in body
     first, second = _attempts(rundir)
     assert first.status == second.status == 200
     assert not first.client_disconnected and second.client_disconnected
+    (stream,) = _attempts(streamed)
+    assert stream.status == 200 and stream.stream and stream.client_disconnected
     assert first.latency_s is not None and first.latency_s < 0.35  # the wait is not server time

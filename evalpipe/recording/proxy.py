@@ -287,8 +287,9 @@ class ProxyHandle:
         self._proxy.refuse(reason)
 
     def set_gate(self, gate: Callable[[float], bool] | None) -> None:
-        """Hold every answer (not streamed) until ``gate(its end time)`` is True (or the run stops: then it
-        is refused and recorded as not delivered); None: deliver at once."""
+        """Hold every answer until ``gate(its end time)`` is True — a sized one whole, a stream before its
+        end — or the run stops: then it is refused (a stream never ends) and recorded as not delivered;
+        None: deliver at once."""
         self._proxy.gate = gate
 
 
@@ -444,9 +445,13 @@ class _Proxy:
         return rec[M_STATUS] in RESEND_STATUSES or (rec[M_STATUS] is None and rec[M_ERROR] is not None)
 
     async def _release(self, ex: _Exchange, resp: Any) -> Any:
-        """A held answer: delivered once the gate says a fleet poll that began after it ended found every
-        worker as verified; refused (and recorded as not delivered) when the run is stopping.  Recorded
-        whatever happens, also when the handler is cancelled while it waits."""
+        """A held answer (sized): ``resp`` once the gate lets it through, else the refusal."""
+        return resp if await self._released(ex) else self._refusal()
+
+    async def _released(self, ex: _Exchange) -> bool:
+        """Wait for the gate: True once a fleet poll that began after the answer ended found every worker
+        as verified; False when the run is stopping (recorded as not delivered).  Recorded whatever
+        happens, also when the handler is cancelled while it waits."""
         delivered = False
         try:
             delivered = await self._gate_passed(ex.rec[M_ENDED])
@@ -454,7 +459,7 @@ class _Proxy:
             ex.rec[M_CLIENT_GONE] = ex.rec[M_CLIENT_GONE] or not delivered
             self.recorder.submit(encode_frame(ex.rec, ex.body, ex.held or b""))
             ex.held = None
-        return resp if delivered else self._refusal()
+        return delivered
 
     async def _gate_passed(self, ended: float) -> bool:
         while (gate := self.gate) is not None and self.refused is None:
@@ -593,7 +598,13 @@ class _Proxy:
                 rec[M_CLIENT_GONE] = True  # the stream did not reach the client whole
             finally:
                 await chunks_in.aclose()
-            self._record(ex, b"".join(chunks))
+            gated = self.gate is not None and up.status < 400 and not rec[M_CLIENT_GONE]
+            self._record(ex, b"".join(chunks), hold=gated)
+            if gated and not await self._released(ex):
+                # the run is stopping: the stream never ends, so the client cannot take it as an answer
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
             if not rec[M_CLIENT_GONE]:
                 await resp.write_eof()
             return resp
