@@ -257,4 +257,5 @@ def test_a_worker_that_came_back_verified_is_info_and_a_change_let_through_count
     assert (
         hit.severity == "error" and "1 answer(s) since its last verified poll may come from it" in hit.message
     )
-    assert not fleet_summary(record, attempts).verified
+    summary = fleet_summary(record, attempts)
+    assert not summary.verified and summary.events[0].unverified_answers == ["evalpipe-s-000002"]

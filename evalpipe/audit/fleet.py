@@ -142,14 +142,15 @@ def event_summaries(
                     unanswered += not any(attempt_ok(a) for a in after)
                 row.failed_attempts, row.resent, row.unanswered = len(failed), resent, unanswered
             elif e.action == "marked":
-                row.answers_after_change = sum(
-                    1
+                marked = [
+                    a.x_request_id
                     for a in attempts
                     if attempt_ok(a)
                     and not a.client_disconnected
                     and a.x_request_id is not None
                     and (parse_time(a.ended_at) or since) > since
-                )
+                ]
+                row.answers_after_change, row.unverified_answers = len(marked), marked
         out.append(row)
     return out
 

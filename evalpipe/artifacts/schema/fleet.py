@@ -249,6 +249,11 @@ class FleetEventSummary(Row):
         description="config_changed / joined under on_mismatch: warn: answers that reached EvalScope after "
         "the worker's last poll as verified — any of them may come from the unverified worker.",
     )
+    unverified_answers: list[str] = Field(
+        default_factory=list,
+        description="The X-Request-Id of each of those answers (requests.jsonl names the attempt; a worker's "
+        "own log, where it logs X-Request-Id, tells which of them it served).",
+    )
 
 
 class FleetSummary(Row):
