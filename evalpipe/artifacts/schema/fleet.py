@@ -5,7 +5,8 @@ A router (SGLang's ``sglang-router``) hides its workers: its own ``/server_info`
 directly.  This record names every worker the router listed (``URL@rank`` entries of one data-parallel
 server folded into one worker), the sha256 of each worker's redacted resolved configuration, its version
 and health, twice — so a worker that joined, left or changed its configuration while the run was going
-on is visible afterwards (``changes``, computed by ``evalpipe.fleet.snapshot.fleet_changes``).
+on is visible afterwards (``changes``, computed by ``evalpipe.fleet.snapshot.fleet_changes``) — and what
+the fleet watch saw in between, as it happened (``events``: ``evalpipe.fleet.watch``).
 
 Secrets are stripped at the point of capture: a config hash is taken over the *redacted* ``/server_info``
 and no payload is stored here.
@@ -97,7 +98,9 @@ class FleetSnapshot(Row):
 
 
 class FleetChange(Row):
-    """A difference between the start and end snapshots (each one is an error finding for the audit)."""
+    """A difference between the start and end snapshots: an error finding for the audit, unless the fleet
+    watch saw that worker die and stay gone (its death is then a warning) or saw it change (reported with
+    the answers that may come from it)."""
 
     kind: FleetChangeKind
     url: str
