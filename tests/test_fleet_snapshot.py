@@ -197,3 +197,14 @@ def test_a_changed_worker_is_named_by_the_field_a_fleet_must_share_first() -> No
     nested = copy.deepcopy(info)
     nested["internal_states"][0]["attention_backend"] = "triton"
     assert changed_fields(info, nested) == [("internal_states[0].attention_backend", "dsa", "triton")]
+
+
+def test_a_restart_with_the_same_configuration_shows_in_the_process_start_time_only() -> None:
+    from evalpipe.fleet.watch import process_start
+
+    info = _info()
+    again = {**copy.deepcopy(info), "startup_time": 1764800000.5}
+    assert config_sha256(again) == config_sha256(info)  # the same configuration …
+    assert process_start(info) != process_start(again) == "1764800000.5"  # … another process
+    nested = {"internal_states": [{"startup_time": 12.0}]}
+    assert process_start(nested) == "12.0" and process_start({"engine": "llama.cpp"}) is None

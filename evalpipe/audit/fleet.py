@@ -204,7 +204,7 @@ def check_fleet(record: FleetRecord, attempts: Sequence[RequestAttempt] | None =
                 "fleet_worker_died",
                 line + " — it stayed gone; its answers came from the configuration verified at the start",
             )
-        elif ev.kind == "returned":
+        elif ev.kind in ("returned", "restarted"):
             add("info", "fleet_worker_returned", line)
         elif ev.action in ("aborted", "marked"):
             add("error", "fleet_worker_changed", line)

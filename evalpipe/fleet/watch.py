@@ -18,6 +18,7 @@ every request the recording proxy had in flight:
   replaced on its URL).  ``on_mismatch: abort``: it stays out of the rotation and the run stops at once
   with one line naming the worker and the field (resumable with ``--resume``); ``warn``: it is put back,
   and the audit counts the answers that may have come from it.
+* **restarted** — same configuration, new process (SGLang's ``startup_time`` changed) between two polls.
 * **joined** — a worker the start snapshot did not have: verified only if it resolved exactly the
   configuration of the workers verified at the start; otherwise it is a change like the above.
 
@@ -63,6 +64,19 @@ class WatchedWorker:
     state: State = "up"
     out_of_rotation: bool = False
     last_seen_as_started: str | None = None
+    started: str | None = None  # the process's own start time, when /server_info reports one
+
+
+def process_start(info: dict[str, Any] | None) -> str | None:
+    """A worker process's start time from its ``/server_info`` (SGLang reports ``startup_time``; runtime
+    state, so not part of the config hash): a new value with the same configuration is a restart."""
+    if info is None:
+        return None
+    value = info.get("startup_time")
+    states = info.get("internal_states")
+    if value is None and isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("startup_time")
+    return None if value is None else str(value)
 
 
 @dataclass
@@ -149,6 +163,7 @@ class FleetWatch:
                 start_sha=w.config_sha256,
                 start_info=plan.start_infos.get(w.url),
                 last_seen_as_started=now,
+                started=process_start(plan.start_infos.get(w.url)),
             )
 
     # ------------------------------------------------------------------ thread
@@ -214,10 +229,21 @@ class FleetWatch:
                     self._died(worker, member, error)
                 continue
             sha = config_sha256(info)
-            if sha == worker.start_sha:
+            if worker.start_sha is None:  # unreadable at the start: unverified all along (a start finding)
+                worker.state = "up"
+            elif sha == worker.start_sha:
                 worker.last_seen_as_started = utc_now()
+                started = process_start(info)
                 if worker.state != "up":
                     self._returned(worker)
+                elif started is not None and worker.started is not None and started != worker.started:
+                    self._event(
+                        "restarted",
+                        worker,
+                        f"worker {worker.url} restarted between two polls (startup_time {worker.started} → "
+                        f"{started}) with the configuration verified at the start",
+                    )
+                worker.started = started or worker.started
             elif worker.state != "changed":
                 self._changed(worker, member, info)
             if self.aborted is not None:

@@ -35,6 +35,7 @@ FleetChangeKind = Literal[
 FleetEventKind = Literal[
     "died",  # its /server_info stopped answering (or the router stopped listing it)
     "returned",  # answering again on its URL with the configuration verified at the start
+    "restarted",  # same configuration, but a new process (its /server_info startup_time changed)
     "config_changed",  # answering again (or still) with another resolved configuration
     "joined",  # a worker the start snapshot did not have
 ]
