@@ -101,7 +101,7 @@ def test_fleet_record_schema_version_first_and_round_trips() -> None:
         start=_snap(worker_record(_member("http://a:1"), _info(), None)),
     )
     data = json.loads(rec.model_dump_json())
-    assert next(iter(data)) == "schema_version" and data["schema_version"] == 1
+    assert next(iter(data)) == "schema_version" and data["schema_version"] == 2
     assert FleetRecord.model_validate(data) == rec
     assert PLANTED_KEY not in rec.model_dump_json()
 
@@ -176,3 +176,35 @@ def test_probe_request_keeps_the_runs_template_kwargs() -> None:
     assert body["chat_template_kwargs"] == {"foo": 1, "enable_thinking": False}
     assert body["seed"] == 5 and body["max_tokens"] == 12 and body["temperature"] == 0
     assert [c.field for c in default_checks(None)] == ["max_tokens", "temperature", "seed", "top_p", "n"]
+
+
+def test_a_changed_worker_is_named_by_the_field_a_fleet_must_share_first() -> None:
+    from evalpipe.fleet.watch import changed_fields, describe_change
+
+    info = _info()
+    assert changed_fields(info, copy.deepcopy(info)) == []
+    busy = {**copy.deepcopy(info), "status": "busy"}  # runtime state is not configuration
+    assert changed_fields(info, busy) == []
+    other = copy.deepcopy(info)
+    other["internal_states"][0]["kv_cache_dtype"] = "bf16"
+    other["kv_cache_dtype"] = "bf16"
+    other["zz_new_flag"] = 1
+    diffs = changed_fields(info, other)
+    assert [k for k, _, _ in diffs] == ["kv_cache_dtype", "zz_new_flag"]
+    assert describe_change("http://b:2", diffs) == (
+        "worker http://b:2 resolved kv_cache_dtype 'bf16' (verified 'fp8_e4m3' at the start; +1 more field(s))"
+    )
+    nested = copy.deepcopy(info)
+    nested["internal_states"][0]["attention_backend"] = "triton"
+    assert changed_fields(info, nested) == [("internal_states[0].attention_backend", "dsa", "triton")]
+
+
+def test_a_restart_with_the_same_configuration_shows_in_the_process_start_time_only() -> None:
+    from evalpipe.fleet.watch import process_start
+
+    info = _info()
+    again = {**copy.deepcopy(info), "startup_time": 1764800000.5}
+    assert config_sha256(again) == config_sha256(info)  # the same configuration …
+    assert process_start(info) != process_start(again) == "1764800000.5"  # … another process
+    nested = {"internal_states": [{"startup_time": 12.0}]}
+    assert process_start(nested) == "12.0" and process_start({"engine": "llama.cpp"}) is None

@@ -17,12 +17,14 @@ import pytest
 from evalpipe.artifacts.schema.fleet import (
     FieldProbe,
     FleetChange,
+    FleetEvent,
     FleetRecord,
     FleetSnapshot,
     FleetWorker,
     RequestFieldProbe,
     WorkerRequestCount,
 )
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
 from evalpipe.config.loader import load_config
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
@@ -194,3 +196,66 @@ def test_a_multi_node_instance_is_verified_from_rank_0_with_its_node_count() -> 
     assert two.verified and ("nnodes", 2, 2) in [(c.key, c.expected, c.resolved) for c in two.checks]
     one = verify(CFG, server, _info(), base_url=A)  # started without --nnodes: a single-node instance
     assert not one.verified and "nnodes: config 2, server resolved 1" in one.description
+
+
+# --- what the fleet watch saw during the evaluation (fleet.json events joined with requests.jsonl) -------
+
+
+def _attempt(seq: int, at: str, status: int | None, prompt: str = "p", **kw: Any) -> RequestAttempt:
+    return RequestAttempt(attempt_id=f"s-{seq:06d}", seq=seq, started_at=at, ended_at=at, method="POST",
+                          path="/v1/chat/completions", body_sha256="b", messages_sha256=prompt, status=status,
+                          x_request_id=f"evalpipe-s-{seq:06d}", **kw)  # fmt: skip
+
+
+T0, T1, T2 = "2026-12-03T00:00:10+00:00", "2026-12-03T00:00:11+00:00", "2026-12-03T00:00:20+00:00"
+
+
+def test_a_verified_worker_that_died_and_stayed_gone_is_a_warning_with_its_requests() -> None:
+    died = FleetEvent(at=T1, last_seen_as_started=T0, kind="died", url=B, message=f"worker {B} stopped answering",
+                      in_flight=["evalpipe-s-000002"], action="removed_from_router")  # fmt: skip
+    left = FleetChange(kind="left", url=B, message=f"worker {B} left the fleet during the run")
+    end = FleetSnapshot(taken_at=T2, workers=[_fw(A)], listed_entries=1)
+    record = _record(events=[died], changes=[left], end=end, watch_interval_s=0.5)
+    attempts = [
+        _attempt(1, "2026-12-03T00:00:09+00:00", 200, "q"),
+        _attempt(2, "2026-12-03T00:00:10.500000+00:00", 500),  # in flight at the kill: failed
+        _attempt(3, "2026-12-03T00:00:11.200000+00:00", 200),  # its re-send, answered
+        _attempt(4, "2026-12-03T00:00:15+00:00", 500, "r"),  # long after the removal: not the dead worker's
+        _attempt(5, "2026-12-03T00:00:16+00:00", 200, "r"),
+    ]
+    findings = check_fleet(record, attempts)
+    assert ("error", "fleet_worker_changed") not in [(f.severity, f.code) for f in findings]
+    (dead,) = [f for f in findings if f.code == "fleet_worker_died"]
+    assert dead.severity == "warn" and dead.message.startswith(f"{T1}: worker {B} stopped answering")
+    assert (
+        "1 request(s) in flight; 1 attempt(s) failed there, 1 re-sent, every request answered" in dead.message
+    )
+    summary = fleet_summary(record, attempts)
+    assert summary.verified and summary.watch_interval_s == 0.5
+    (ev,) = summary.events
+    assert (ev.in_flight, ev.failed_attempts, ev.resent, ev.unanswered) == (1, 1, 1, 0)
+    lost = check_fleet(record, attempts[:2])  # no later attempt answered it: a sample was lost
+    assert ("error", "fleet_worker_died") in [(f.severity, f.code) for f in lost]
+
+
+def test_a_worker_that_came_back_verified_is_info_and_a_change_let_through_counts_its_answers() -> None:
+    died = FleetEvent(at=T0, kind="died", url=B, message="m", last_seen_as_started=T0)
+    back = FleetEvent(
+        at=T1, kind="returned", url=B, message=f"worker {B} answers again", last_seen_as_started=T1
+    )
+    assert ("info", "fleet_worker_returned") in _codes(_record(events=[died, back]))
+    changed = FleetEvent(at=T1, last_seen_as_started=T0, kind="config_changed", url=B, action="marked",
+                         fields=["kv_cache_dtype"], message=f"worker {B} resolved kv_cache_dtype 'q4_0'")  # fmt: skip
+    attempts = [
+        _attempt(1, "2026-12-03T00:00:09+00:00", 200),  # before: verified
+        _attempt(2, "2026-12-03T00:00:12+00:00", 200, "q"),
+        _attempt(3, "2026-12-03T00:00:13+00:00", 200, "r", client_disconnected=True),  # never used
+        _attempt(4, "2026-12-03T00:00:14+00:00", 500, "s"),
+    ]
+    record = _record(events=[changed], changes=[FleetChange(kind="config_changed", url=B, message="end")])
+    (hit,) = [f for f in check_fleet(record, attempts) if f.code == "fleet_worker_changed"]
+    assert (
+        hit.severity == "error" and "1 answer(s) since its last verified poll may come from it" in hit.message
+    )
+    summary = fleet_summary(record, attempts)
+    assert not summary.verified and summary.events[0].unverified_answers == ["evalpipe-s-000002"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from helpers.server_process import ServerProcess
 from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.hashing import prompt_sha256
-from evalpipe.recording.proxy import inject_rid, recording_proxy
+from evalpipe.recording.proxy import ProxyHandle, inject_rid, recording_proxy
 from evalpipe.recording.responses import read_response_records, read_responses
 from evalpipe.server.http_base import ServerThread
 from evalpipe.server.ports import free_port
@@ -296,3 +297,125 @@ def test_every_completion_carries_an_x_request_id_from_its_attempt_id(tmp_path: 
     for a in (first, second):
         assert a.x_request_id == f"evalpipe-{a.attempt_id}"
     assert models.x_request_id is None and copies == [1, 1, 0]  # the client's is replaced, not added to
+
+
+def test_a_fleet_proxy_resends_what_the_router_answered_500_and_records_each_attempt(tmp_path: Path) -> None:
+    """Behind a router (``resend_failed``): a 500 (a worker died under the request) is sent again, each
+    attempt with its own id; the client sees only the answer.  A 400 is the server's verdict: not re-sent.
+    While an attempt is at the server, its X-Request-Id is in flight."""
+    from aiohttp import web
+
+    calls: list[str] = []
+    in_flight: list[list[str]] = []
+    proxies: list[ProxyHandle] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        body = await request.json()
+        calls.append(request.headers["X-Request-Id"])
+        in_flight.append(proxies[0].in_flight_ids())
+        if body["messages"][-1]["content"] == "bad":
+            return web.json_response({"error": "bad request"}, status=400)
+        if len(calls) < 3:
+            return web.json_response({"error": "worker died"}, status=500)
+        return web.json_response({"id": body["rid"], "choices": [{"finish_reason": "stop"}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    rundir = RunDir(tmp_path / "run")
+    with (
+        ServerThread(app) as upstream,
+        recording_proxy(
+            f"http://127.0.0.1:{upstream.port}", rundir, resend_failed=3, resend_delay_s=0.01
+        ) as proxy,
+    ):
+        proxies.append(proxy)
+        status, _, got = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        bad, _, _ = _post(
+            proxy.base_url + "/v1/chat/completions", {"messages": [{"role": "user", "content": "bad"}]}
+        )
+        assert proxy.in_flight_ids() == []
+    attempts = _attempts(rundir)
+    assert status == 200 and [a.status for a in attempts] == [500, 500, 200, 400] and bad == 400
+    assert json.loads(got)["id"] == attempts[2].attempt_id
+    assert calls == [a.x_request_id for a in attempts] and len(set(calls)) == 4
+    assert in_flight == [[x] for x in calls]
+
+
+def test_a_refusing_proxy_forwards_nothing_and_delivers_no_late_answer(tmp_path: Path) -> None:
+    """The run is stopping (a fleet changed under on_mismatch: abort): an answer arriving after the refusal
+    is recorded but not delivered (503 instead), and nothing more is forwarded."""
+    from aiohttp import web
+
+    calls: list[str] = []
+    proxies: list[ProxyHandle] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        calls.append(request.headers["X-Request-Id"])
+        proxies[0].refuse("worker http://w changed")
+        return web.json_response({"id": "x", "choices": [{"finish_reason": "stop"}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    rundir = RunDir(tmp_path / "run")
+    with ServerThread(app) as upstream, recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy:
+        proxies.append(proxy)
+        first, _, body = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        second, _, _ = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+    assert first == second == 503 and b"worker http://w changed" in body and len(calls) == 1
+    (a,) = _attempts(rundir)
+    assert a.status == 200 and a.client_disconnected is True
+
+
+def test_a_gated_proxy_holds_each_answer_until_the_gate_passes_a_time_after_it(tmp_path: Path) -> None:
+    """Behind a router under on_mismatch: abort, an answer is delivered only once a fleet poll that began
+    after it ended found every worker verified (the gate); one held when the run stops is refused and
+    recorded as not delivered — a streamed one never ends — and nothing is forwarded after."""
+    import threading
+
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if not (await request.json()).get("stream"):
+            return web.json_response({"id": "x", "choices": [{"finish_reason": "stop"}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"id": "x", "choices": [{"delta": {"content": "42"}}]}\n\n')
+        await resp.write_eof()
+        return resp
+
+    def app() -> web.Application:
+        made = web.Application()
+        made.router.add_post("/v1/chat/completions", handler)
+        return made
+
+    rundir = RunDir(tmp_path / "run")
+    polls: list[float] = []  # when each "poll" began
+    with (
+        ServerThread(app()) as upstream,
+        recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy,
+    ):
+        proxy.set_gate(lambda t: any(p > t for p in polls))
+        threading.Timer(0.4, lambda: polls.append(time.time())).start()
+        t0 = time.monotonic()
+        delivered, _, _ = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        waited = time.monotonic() - t0
+        threading.Timer(0.3, lambda: proxy.refuse("worker http://w changed")).start()
+        refused, _, body = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        after, _, _ = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})  # not forwarded
+    streamed = RunDir(tmp_path / "streamed")
+    with (
+        ServerThread(app()) as upstream,
+        recording_proxy(f"http://127.0.0.1:{upstream.port}", streamed) as proxy,
+    ):
+        proxy.set_gate(lambda t: False)
+        threading.Timer(0.3, lambda: proxy.refuse("worker http://w changed")).start()
+        with pytest.raises(http.client.IncompleteRead):  # a refused stream never ends
+            _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES, "stream": True})
+    assert delivered == 200 and 0.35 < waited < 5
+    assert refused == after == 503 and b"worker http://w changed" in body
+    first, second = _attempts(rundir)
+    assert first.status == second.status == 200
+    assert not first.client_disconnected and second.client_disconnected
+    (stream,) = _attempts(streamed)
+    assert stream.status == 200 and stream.stream and stream.client_disconnected
+    assert first.latency_s is not None and first.latency_s < 0.35  # the wait is not server time

@@ -7,19 +7,36 @@ router's per-worker counters; the findings here turn each gap into a line naming
 
 * errors — the fleet was not verified at the start (a run ``on_mismatch: warn`` let through), a worker
   joined, left, became unreadable or changed its configuration or version during the run, the fleet was
-  not read again at the end, the router changed a request field so that generation changes;
-* warnings — a worker served none of the run's requests, requests failed on a worker, the router retried
-  requests on another worker (invisible in ``requests.jsonl``), a worker's health changed;
-* info — what could not be checked (a field with no visible effect on these workers, counters or router
+  not read again at the end, the router changed a request field so that generation changes; a worker the
+  fleet watch saw change configuration (or join unverified) states how many answers may come from it;
+* warnings — a worker verified at the start died and stayed gone (the watch's time, the requests in
+  flight, the attempts that failed and their re-sends: its answers came from a verified configuration), a
+  worker served none of the run's requests, requests failed on a worker, the router retried requests on
+  another worker (invisible in ``requests.jsonl``), a worker's health changed;
+* info — a worker that died and came back with the configuration verified at the start; what could not
+  be checked (a field with no visible effect on these workers, counters or router
   version unknown).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
 from evalpipe.artifacts import RunDir, read_model
-from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSummary, FleetWorkerSummary, WorkerRequestCount
+from evalpipe.artifacts.schema.fleet import (
+    FleetEvent,
+    FleetEventSummary,
+    FleetRecord,
+    FleetSummary,
+    FleetWorkerSummary,
+    WorkerRequestCount,
+)
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
+from evalpipe.audit.linkage import attempt_ok, parse_time
 from evalpipe.errors import ArtifactError
+from evalpipe.report.sentences import event_sentence
 
 PATH = "server/fleet.json"
 BAD_VERDICTS = ("changed_generation", "refused")
@@ -68,8 +85,94 @@ _CHANGE_FINDING: dict[str, tuple[Severity, FindingCode]] = {
 _ANY_OTHER_CHANGE: tuple[Severity, FindingCode] = ("error", "fleet_worker_changed")
 
 
-def check_fleet(record: FleetRecord) -> list[Finding]:
-    """Every finding ``fleet.json`` supports (see the module docstring)."""
+def stayed_gone(record: FleetRecord) -> set[str]:
+    """Workers verified at the start that the watch saw die and never come back: their end-of-run changes
+    (left, unreadable, unhealthy) are the death, reported once as a warning."""
+    verified = {w.url for w in record.start.workers if w.verified}
+    last: dict[str, FleetEvent] = {}
+    for e in record.events:
+        last[e.url] = e
+    return {url for url, e in last.items() if e.kind == "died" and url in verified}
+
+
+def watch_changed(record: FleetRecord) -> set[str]:
+    """Workers the watch saw change configuration or join unverified (reported with their answers)."""
+    return {e.url for e in record.events if e.kind == "config_changed" or e.action in ("aborted", "marked")}
+
+
+def event_summaries(
+    record: FleetRecord, attempts: Sequence[RequestAttempt] | None
+) -> list[FleetEventSummary]:
+    """Each watch event joined with ``requests.jsonl``: for a death, the attempts that failed from the
+    worker's last good poll until the proxy's re-sends were over, how many were sent again and whether any
+    request was left unanswered; for a change let through (warn), the answers that reached EvalScope after
+    the worker's last poll as verified."""
+    out = []
+    interval = timedelta(seconds=record.watch_interval_s or 0.0)
+    for e in record.events:
+        row = FleetEventSummary(
+            at=e.at,
+            url=e.url,
+            kind=e.kind,
+            action=e.action,
+            message=e.message,
+            fields=list(e.fields),
+            in_flight=len(e.in_flight),
+        )
+        since, seen = parse_time(e.last_seen_as_started), parse_time(e.at)
+        if attempts is not None and since is not None and seen is not None:
+            if e.kind == "died":
+                until = _death_window_end(record, e, seen, interval)
+                failed = [
+                    a
+                    for a in attempts
+                    if not attempt_ok(a)
+                    and a.x_request_id is not None
+                    and (a.x_request_id in e.in_flight or _within(a, since, until))
+                ]
+                chats = [a for a in attempts if a.x_request_id is not None]
+                resent = unanswered = 0
+                for f in failed:
+                    after = [
+                        a
+                        for a in chats
+                        if a.messages_sha256 == f.messages_sha256 and a.started_at > f.started_at
+                    ]
+                    resent += bool(after)
+                    unanswered += not any(attempt_ok(a) for a in after)
+                row.failed_attempts, row.resent, row.unanswered = len(failed), resent, unanswered
+            elif e.action == "marked":
+                marked = [
+                    a.x_request_id
+                    for a in attempts
+                    if attempt_ok(a)
+                    and not a.client_disconnected
+                    and a.x_request_id is not None
+                    and (parse_time(a.ended_at) or since) > since
+                ]
+                row.answers_after_change, row.unverified_answers = len(marked), marked
+        out.append(row)
+    return out
+
+
+def _death_window_end(record: FleetRecord, e: FleetEvent, seen: datetime, interval: timedelta) -> datetime:
+    """Until when a failed attempt may be the dead worker's: taken out of a launched router's rotation at
+    ``seen``, it gets nothing a moment later; otherwise until the next event on its URL or the end snapshot."""
+    if e.action == "removed_from_router":
+        return seen + 2 * interval
+    nxt = next((parse_time(x.at) for x in record.events if x.url == e.url and x.at > e.at), None)
+    end = parse_time(record.end.taken_at) if record.end is not None else None
+    return nxt or end or datetime.max.replace(tzinfo=UTC)
+
+
+def _within(a: RequestAttempt, start: datetime, end: datetime) -> bool:
+    ended = parse_time(a.ended_at)
+    return ended is not None and start <= ended <= end
+
+
+def check_fleet(record: FleetRecord, attempts: Sequence[RequestAttempt] | None = None) -> list[Finding]:
+    """Every finding ``fleet.json`` supports (see the module docstring); ``attempts`` (``requests.jsonl``)
+    let the watch's events say which requests failed, were re-sent, or may come from a changed worker."""
     out: list[Finding] = []
 
     def add(severity: Severity, code: FindingCode, message: str) -> None:
@@ -88,8 +191,23 @@ def check_fleet(record: FleetRecord) -> list[Finding]:
             "the router's workers were not read again at the end of the run: a worker that joined, left or "
             "changed its configuration during it would go unnoticed",
         )
+    gone, changed = stayed_gone(record), watch_changed(record)
     for change in record.changes:
+        if change.url in gone or change.url in changed:
+            continue  # the watch saw it happen: reported below with its time and requests
         add(*_CHANGE_FINDING.get(change.kind, _ANY_OTHER_CHANGE), change.message)
+    for ev in event_summaries(record, attempts):
+        line = event_sentence(ev)
+        if ev.kind == "died" and ev.url in gone:
+            add(
+                "warn" if not ev.unanswered else "error",
+                "fleet_worker_died",
+                line + " — it stayed gone; its answers came from the configuration verified at the start",
+            )
+        elif ev.kind in ("returned", "restarted"):
+            add("info", "fleet_worker_returned", line)
+        elif ev.action in ("aborted", "marked"):
+            add("error", "fleet_worker_changed", line)
     if record.probe is None:
         add(
             "info",
@@ -148,7 +266,7 @@ def check_fleet(record: FleetRecord) -> list[Finding]:
     return out
 
 
-def fleet_summary(record: FleetRecord) -> FleetSummary:
+def fleet_summary(record: FleetRecord, attempts: Sequence[RequestAttempt] | None = None) -> FleetSummary:
     """The fleet section of ``summary.json``: the router, each worker and its share of the run."""
     counts = served(record)
     total = sum(c.success for c in counts.values()) if counts is not None else 0
@@ -181,10 +299,15 @@ def fleet_summary(record: FleetRecord) -> FleetSummary:
         router_version=record.router_version,
         router_launched=record.router_launched,
         policy=record.policy,
-        verified=record.verified and record.end is not None and not record.changes,
+        verified=record.verified
+        and record.end is not None
+        and not watch_changed(record)
+        and all(c.url in stayed_gone(record) for c in record.changes),
         workers=workers,
         probe=list(record.probe.fields) if record.probe is not None else [],
         counters=counters,
+        watch_interval_s=record.watch_interval_s,
+        events=event_summaries(record, attempts),
         attribution=ATTRIBUTION,
     )
 

@@ -90,7 +90,7 @@ def build_summary(
     findings += checks.check_extension(inputs.rundir)
     fleet = load_fleet(inputs.rundir, findings)
     if fleet is not None:
-        findings += check_fleet(fleet)
+        findings += check_fleet(fleet, inputs.attempts)
     speed_artifact, more = speed_findings(inputs.rundir.root, inputs.config)
     findings += more
     findings = _sort_findings(findings)
@@ -122,7 +122,7 @@ def build_summary(
         model=model_summary(inputs),
         generation=generation_summary(inputs),
         server=server,
-        fleet=fleet_summary(fleet) if fleet is not None else None,
+        fleet=fleet_summary(fleet, inputs.attempts) if fleet is not None else None,
         provenance=inputs.provenance,
         sampling=sampling_summary(inputs),
         sampled_ids_csv=rd.sampled_ids.name if rd.sampled_ids.is_file() else None,

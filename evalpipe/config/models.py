@@ -216,6 +216,18 @@ class RouterConfig(Strict):
         description="Listed worker origin → origin evalpipe reaches it at (scheme://host:port each), for "
         "workers the router lists under addresses this host cannot reach.",
     )
+    watch_interval_s: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=2.0,
+        description="During the evaluation, seconds between polls of the router's /workers and each "
+        "worker's /server_info: a worker that dies, comes back, joins or changes configuration is recorded in "
+        "server/fleet.json with the time and the requests in flight, and a changed one follows on_mismatch.",
+    )
+    resend_failed: Annotated[int, Field(ge=0, le=10)] = Field(
+        default=3,
+        description="The recording proxy re-sends an evaluation request the router answered with a 5xx or "
+        "could not forward (a worker died under it) up to this many times, one watch interval apart; every "
+        "attempt is in requests.jsonl.",
+    )
 
     @field_validator("url_rewrites")
     @classmethod

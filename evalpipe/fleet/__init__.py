@@ -14,6 +14,8 @@ resolved configuration, and the router's own ``/server_info`` is 404.  The modul
 - ``probe`` — whether the request fields evalpipe relies on reach the workers with their effect intact;
 - ``session`` — a fleet for the length of a run: verified before any sample, accounted for after
   (used by ``server.kind: router`` and by an endpoint that is a router);
+- ``watch`` — the fleet during the evaluation: a worker that dies, returns, joins or changes configuration
+  is recorded with the time and the requests in flight, and a changed one follows ``on_mismatch`` at once;
 - ``request_id`` — the ``X-Request-Id`` header derived from a request attempt's id;
 - ``errors`` — the fleet's one-line errors, each mapped to an exit code by ``evalpipe.errors``;
 - ``launcher`` — readiness of a router ("every worker listed healthy"), and a router process of its own for

@@ -19,6 +19,7 @@ from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
 from evalpipe.fleet.sglang_router import (
     READINESS_PATH,
+    WORKER_PATH,
     WORKERS_PATH,
     ListedWorker,
     parse_workers,
@@ -195,6 +196,19 @@ class RouterClient:
             return None, f"{member.query_url}/server_info: not a JSON object"
         return payload, None
 
+    def remove_worker(self, router_id: str) -> str | None:
+        """Take one listed entry out of the router's rotation (``DELETE /workers/{id}``); None when the
+        router accepted it (202), else what it answered."""
+        url = self.url + WORKER_PATH.format(id=router_id)
+        return _accepted(fetch.request("DELETE", url, timeout=self.timeout_s, api_key=self.api_key))
+
+    def add_worker(self, url: str) -> str | None:
+        """Put a worker (back) into the router's rotation (``POST /workers``); None when accepted."""
+        res = fetch.post_json(
+            self.url + WORKERS_PATH, {"url": url}, timeout=self.timeout_s, api_key=self.api_key
+        )
+        return _accepted(res)
+
     def prometheus_text(self) -> str | None:
         """The router's Prometheus text (None without a metrics URL or when it does not answer)."""
         if self.metrics_url is None:
@@ -209,6 +223,11 @@ class RouterClient:
         if text is None:
             return None
         return fold_request_counts(text), retries_total(text)
+
+
+def _accepted(res: fetch.HttpResult) -> str | None:
+    """None for a 2xx answer (the router queues worker changes: 202), else the answer described."""
+    return None if res.status is not None and 200 <= res.status < 300 else res.describe()
 
 
 def fold_request_counts(prometheus_text: str) -> list[WorkerRequestCount]:

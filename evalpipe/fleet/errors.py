@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalpipe.errors import ConfigError, ServerError
+from evalpipe.errors import ConfigError, ExitCode, RunStopped, ServerError
 
 
 class NotARouter(ServerError):
@@ -23,3 +23,10 @@ class RouterLaunchError(ServerError):
 
 class RouterNotInstalled(ConfigError):
     """``sglang-router`` (the ``router`` extra) is needed to launch a router and is not installed."""
+
+
+class FleetChanged(RunStopped):
+    """A worker changed its resolved configuration (or an unverified one joined) during the evaluation with
+    ``on_mismatch: abort``: the run stopped at once, resumable with ``--resume``."""
+
+    exit_code = ExitCode.SERVER

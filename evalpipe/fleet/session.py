@@ -12,8 +12,10 @@ when the endpoint turns out to be a router (it lists workers on ``/workers``).  
    generation changes is a problem like a mismatch;
 4. ``server/fleet.json`` with the start snapshot, and the router's per-worker counters.
 
-After the evaluation (also when it failed, not when it was interrupted): the end snapshot, what changed, and
-the counters again, so the report can say which worker served how many requests.
+During the evaluation the run watches the fleet (``evalpipe.fleet.watch``, from the plan left on the handle):
+a worker that dies, returns, joins or changes configuration is recorded as it happens.  After the evaluation
+(also when it failed, not when it was interrupted): the end snapshot, what changed, and the counters again,
+so the report can say which worker served how many requests.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from evalpipe.errors import EvalpipeError, ServerError
 from evalpipe.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
+from evalpipe.fleet.watch import FleetWatchPlan
 from evalpipe.server import fetch
 
 if TYPE_CHECKING:
@@ -163,6 +166,15 @@ def fleet_session(
     write_model(ctx.files.fleet, record_)
     router.verification = verification
     router.members = [p.handle for p in planned if p.handle is not None and p.handle.process is not None]
+    router.fleet_watch = FleetWatchPlan(
+        client=client,
+        record=record_,
+        path=ctx.files.fleet,
+        start_infos={c.url: c.info for c in checks},
+        on_mismatch=server.on_mismatch,
+        router_launched=launched,
+        interval_s=settings.watch_interval_s,
+    )
     try:
         yield router
     except Exception:

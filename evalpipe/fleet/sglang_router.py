@@ -36,6 +36,9 @@ POLICIES: tuple[Policy, ...] = ("random", "round_robin", "cache_aware", "power_o
 LogLevel = Literal["debug", "info", "warn", "error"]
 
 WORKERS_PATH = "/workers"
+#: ``DELETE /workers/{id}`` takes a worker out of the rotation, ``POST /workers {"url": …}`` adds one; both
+#: answer 202 and act within a moment (the router's job queue).  Measured against 0.3.2.
+WORKER_PATH = "/workers/{id}"
 READINESS_PATH = "/readiness"
 METRICS_PATH = "/metrics"  # on the Prometheus port, not the router's
 #: Per-worker request outcomes (label ``worker`` = listed URL, ``outcome`` = success | failure).

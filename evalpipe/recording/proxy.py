@@ -36,7 +36,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,9 @@ HOP_BY_HOP = frozenset(
 RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
 #: ``transport_error`` of an attempt the proxy ended because the server exceeded the request timeout.
 UPSTREAM_TIMEOUT = "UpstreamTimeout"
+#: Router answers a fleet's proxy re-sends (``resend_failed``): sglang-router 0.3.2 answers 500 for a request
+#: whose worker died under it (measured), 502/503 when it has no worker to send it to.
+RESEND_STATUSES = frozenset({500, 502, 503})
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _UPSTREAM_ERRORS = (
     OSError,
@@ -301,6 +304,20 @@ class ProxyHandle:
         """Block until every attempt completed so far is on disk (e.g. before reading requests.jsonl)."""
         self._proxy.flush(timeout)
 
+    def in_flight_ids(self) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server right now (callable from any thread)."""
+        return self._proxy.in_flight_ids()
+
+    def refuse(self, reason: str) -> None:
+        """Forward nothing more and let no further answer reach the client (the run is stopping)."""
+        self._proxy.refuse(reason)
+
+    def set_gate(self, gate: Callable[[float], bool] | None) -> None:
+        """Hold every answer until ``gate(its end time)`` is True — a sized one whole, a stream before its
+        end — or the run stops: then it is refused (a stream never ends) and recorded as not delivered;
+        None: deliver at once."""
+        self._proxy.gate = gate
+
 
 class _Proxy:
     def __init__(
@@ -313,10 +330,20 @@ class _Proxy:
         concurrency: int | None = None,
         upstream_timeout_s: float | None = None,
         api_key: str | None = None,
+        resend_failed: int = 0,
+        resend_delay_s: float = 1.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         #: The ``Authorization`` header every forwarded request carries instead of the client's.
         self._auth = ("Authorization", f"Bearer {api_key}") if api_key else None
+        self.resend_failed = resend_failed
+        self.resend_delay_s = resend_delay_s
+        self.refused: str | None = None
+        #: Fleet gate (``on_mismatch: abort`` behind a router): ``gate(t)`` is True once a fleet poll that
+        #: began after time ``t`` found every worker as verified; answers wait for it.  None: no gate.
+        self.gate: Callable[[float], bool] | None = None
+        self._in_flight: dict[str, str] = {}
+        self._in_flight_lock = threading.Lock()
         self.concurrency = concurrency
         self.upstream_timeout_s = upstream_timeout_s
         self.in_flight = 0
@@ -424,14 +451,82 @@ class _Proxy:
         self.recorder.finish()
 
     async def _handle(self, request: Any) -> Any:
+        """One client request: one attempt, or several when a fleet's router answered 5xx (``resend_failed``)."""
+        arrived = time.perf_counter()
+        body = await request.read()
+        resent = 0
+        while True:
+            resp, ex = await self._attempt(request, body, arrived)
+            if ex is not None and ex.held is not None:
+                resp = await self._release(ex, resp)
+            rec = ex.rec if ex is not None else None
+            if not self._resend(resp, rec, request.path) or resent >= self.resend_failed:
+                return resp
+            resent += 1
+            await asyncio.sleep(self.resend_delay_s)
+            arrived = time.perf_counter()
+
+    def _resend(self, resp: Any, rec: list[Any] | None, path: str) -> bool:
+        """Re-send a chat request the router could not serve (a worker died under it): a 5xx or transport
+        error answered whole (nothing streamed to the client yet), not the proxy's own timeout, and the run
+        not stopping."""
+        if rec is None or not self.resend_failed or self.refused is not None or path not in RID_PATHS:
+            return False
+        if rec[M_ERROR] == UPSTREAM_TIMEOUT or getattr(resp, "prepared", False):
+            return False
+        return rec[M_STATUS] in RESEND_STATUSES or (rec[M_STATUS] is None and rec[M_ERROR] is not None)
+
+    async def _release(self, ex: _Exchange, resp: Any) -> Any:
+        """A held answer (sized): ``resp`` once the gate lets it through, else the refusal."""
+        return resp if await self._released(ex) else self._refusal()
+
+    async def _released(self, ex: _Exchange) -> bool:
+        """Wait for the gate: True once a fleet poll that began after the answer ended found every worker
+        as verified; False when the run is stopping (recorded as not delivered).  Recorded whatever
+        happens, also when the handler is cancelled while it waits."""
+        delivered = False
+        try:
+            delivered = await self._gate_passed(ex.rec[M_ENDED])
+        finally:
+            ex.rec[M_CLIENT_GONE] = ex.rec[M_CLIENT_GONE] or not delivered
+            self.recorder.submit(encode_frame(ex.rec, ex.body, ex.held or b""))
+            ex.held = None
+        return delivered
+
+    async def _gate_passed(self, ended: float) -> bool:
+        while (gate := self.gate) is not None and self.refused is None:
+            if gate(ended):
+                return True
+            await asyncio.sleep(0.05)
+        return self.refused is None
+
+    def in_flight_ids(self) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server now (any thread)."""
+        with self._in_flight_lock:
+            return sorted(self._in_flight.values())
+
+    def refuse(self, reason: str) -> None:
+        """From now on no request is forwarded and no answer reaches the client (503 instead): the run is
+        stopping because the fleet changed (``on_mismatch: abort``)."""
+        self.refused = reason
+
+    def _refusal(self) -> Any:
+        return self._web.json_response(
+            {"error": {"message": f"evalpipe proxy: run stopping: {self.refused}", "type": "run_stopping"}},
+            status=503,
+        )
+
+    async def _attempt(self, request: Any, body: bytes, arrived: float) -> tuple[Any, _Exchange | None]:
+        """One recorded attempt of ``request``: the response for the client and the attempt (None: refused,
+        nothing forwarded)."""
+        if self.refused is not None:
+            return self._refusal(), None
         if self.recorder.gone():  # nothing more can be recorded (a full disk): nothing more is answered
-            return self._web.Response(status=503, text="evalpipe: the request log cannot be written\n")
+            return self._web.Response(status=503, text="evalpipe: the request log cannot be written\n"), None
         seq = next(self._seq)
         self.received += 1
         attempt_id = f"{self.prefix}-{seq:06d}"
         started = time.time()
-        arrived = time.perf_counter()
-        body = await request.read()
         path = request.path
         fwd = body
         xrid = None
@@ -456,12 +551,15 @@ class _Proxy:
         rec += [time.perf_counter() - arrived, time.time(), None]  # M_QUEUE_WAIT, M_ADMITTED, M_RESENT
         exchange = _Exchange(rec, body, time.perf_counter())
         self.in_flight += 1
+        if xrid is not None:
+            with self._in_flight_lock:
+                self._in_flight[attempt_id] = xrid
         try:
             if self.upstream_timeout_s is None:
-                return await self._exchange(request, headers, fwd, exchange)
+                return await self._exchange(request, headers, fwd, exchange), exchange
             try:
                 async with asyncio.timeout(self.upstream_timeout_s):
-                    return await self._exchange(request, headers, fwd, exchange)
+                    return await self._exchange(request, headers, fwd, exchange), exchange
             except TimeoutError:
                 # generation.request_timeout_s counts server time only (never the queue): the proxy ends
                 # the attempt itself and answers 504, which EvalScope retries like any server error
@@ -469,7 +567,7 @@ class _Proxy:
                 if exchange.response is not None:  # timed out mid-stream: the client has a truncated stream
                     if not exchange.recorded:
                         self._record(exchange, b"")
-                    return exchange.response
+                    return exchange.response, exchange
                 rec[M_STATUS] = None
                 self._record(exchange, b"")
                 return self._web.json_response(
@@ -481,17 +579,24 @@ class _Proxy:
                         }
                     },
                     status=504,
-                )
+                ), exchange
         finally:
             self.in_flight -= 1
+            with self._in_flight_lock:
+                self._in_flight.pop(attempt_id, None)
             if self._slots is not None:
                 self._slots.release()
 
-    def _record(self, exchange: _Exchange, data: bytes) -> None:
+    def _record(self, exchange: _Exchange, data: bytes, *, hold: bool = False) -> None:
+        """End the attempt's record and hand it to the recorder — or, ``hold``, keep it (and the answer)
+        until the fleet gate decides whether the client gets the answer (``_release``)."""
         rec = exchange.rec
         rec[M_ENDED] = time.time()
         rec[M_LATENCY] = time.perf_counter() - exchange.t0
         exchange.recorded = True
+        if hold:
+            exchange.held = data
+            return
         self.recorder.submit(encode_frame(rec, exchange.body, data))
 
     async def _exchange(self, request: Any, headers: list[tuple[str, str]], fwd: bytes, ex: _Exchange) -> Any:
@@ -514,8 +619,10 @@ class _Proxy:
                 data = b"".join([c async for c in chunks_in])
                 transport = request.transport
                 # the client gave up (timeout) while the server worked: the answer will not reach it
-                rec[M_CLIENT_GONE] = transport is None or transport.is_closing()
-                self._record(ex, data)
+                rec[M_CLIENT_GONE] = transport is None or transport.is_closing() or self.refused is not None
+                self._record(ex, data, hold=self.gate is not None and up.status < 400)
+                if self.refused is not None:  # the run is stopping: this answer must not be used
+                    return self._refusal()
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
             resp = ex.response = web.StreamResponse(status=up.status, reason=up.reason, headers=out_headers)
             await resp.prepare(request)
@@ -528,7 +635,13 @@ class _Proxy:
                 rec[M_CLIENT_GONE] = True  # the stream did not reach the client whole
             finally:
                 await chunks_in.aclose()
-            self._record(ex, b"".join(chunks))
+            gated = self.gate is not None and up.status < 400 and not rec[M_CLIENT_GONE]
+            self._record(ex, b"".join(chunks), hold=gated)
+            if gated and not await self._released(ex):
+                # the run is stopping: the stream never ends, so the client cannot take it as an answer
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
             if not rec[M_CLIENT_GONE]:
                 await resp.write_eof()
             return resp
@@ -559,6 +672,7 @@ class _Exchange:
     t0: float  # perf_counter at admission: latency_s is server time, not queue time
     response: Any = None  # the StreamResponse once streaming to the client has begun
     recorded: bool = False
+    held: bytes | None = None  # an answer (and its record) waiting for the fleet gate
 
 
 @contextlib.contextmanager
@@ -571,6 +685,8 @@ def recording_proxy(
     concurrency: int | None = None,
     upstream_timeout_s: float | None = None,
     api_key: str | None = None,
+    resend_failed: int = 0,
+    resend_delay_s: float = 1.0,
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -583,6 +699,9 @@ def recording_proxy(
     server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
     attempt's server time (``generation.request_timeout_s``), queue wait excluded.  ``api_key``: the
     server's key, sent by the proxy on every forwarded request (the client's ``Authorization`` is dropped).
+    ``resend_failed`` (a fleet behind a router): a chat request answered 5xx, or not forwarded at all, is
+    re-sent up to that many times ``resend_delay_s`` apart, each attempt recorded — a worker that died under
+    the router loses no sample.
     """
     proxy = _Proxy(
         upstream,
@@ -592,6 +711,8 @@ def recording_proxy(
         concurrency=concurrency,
         upstream_timeout_s=upstream_timeout_s,
         api_key=api_key,
+        resend_failed=resend_failed,
+        resend_delay_s=resend_delay_s,
     )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.compare import Discordance, SequentialResult
+from evalpipe.artifacts.schema.fleet import FleetEventSummary
 from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
@@ -206,3 +207,15 @@ def design_cost_sentence(design: Design) -> str:
             )
         return head + out
     return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"
+
+
+def event_sentence(ev: FleetEventSummary) -> str:
+    """One line for the report and the findings: what, when, what was in flight, what became of it."""
+    line = f"{ev.at}: {ev.message}; {ev.in_flight} request(s) in flight"
+    if ev.failed_attempts is not None:
+        line += f"; {ev.failed_attempts} attempt(s) failed there, {ev.resent} re-sent, " + (
+            "every request answered" if not ev.unanswered else f"{ev.unanswered} left unanswered"
+        )
+    if ev.answers_after_change is not None:
+        line += f"; {ev.answers_after_change} answer(s) since its last verified poll may come from it"
+    return line

@@ -57,6 +57,7 @@ from evalpipe.server.variants import effective_server
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.summary import Summary
     from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.server.kinds.base import ServerHandle
     from evalpipe.speed.barrier import VariantBarrier
 
 logger = logging.getLogger(__name__)
@@ -201,10 +202,12 @@ def run(
                     concurrency=cfg.generation.concurrency,
                     upstream_timeout_s=cfg.generation.request_timeout_s,
                     api_key=handle.api_key,  # the EvalScope worker holds no key
+                    resend_failed=_fleet_resends(handle),
+                    resend_delay_s=_fleet_watch_interval(handle),
                 ) as proxy,
             ):
                 api_url = proxy.base_url.rstrip("/") + upstream_path
-                with watch_server(handle, rd):
+                with watch_server(handle, rd, proxy=proxy):
                     stage = run_evalscope(
                         cfg,
                         rd,
@@ -269,6 +272,17 @@ def run(
         raise RunOutOfSpace(exc.message, str(rd.root)) from None
     finally:
         worker.close()
+
+
+def _fleet_resends(handle: ServerHandle) -> int:
+    """Behind a router, the proxy re-sends a request a dying worker failed; a single server: never."""
+    return handle.server.router_settings().resend_failed if handle.fleet_watch is not None else 0
+
+
+def _fleet_watch_interval(handle: ServerHandle) -> float:
+    """Re-sends one watch interval apart: by then the fleet watch has taken the dead worker out of the
+    rotation."""
+    return handle.server.router_settings().watch_interval_s
 
 
 def _notice(progress: ProgressDisplay | None) -> Callable[[str], None]:

@@ -49,6 +49,7 @@ from evalpipe.server.verify import mismatches, verify
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.recording.proxy import ProxyHandle
 
 __all__ = ["ServerHandle", "managed_server", "relevant_env", "watch_server"]
 
@@ -80,7 +81,12 @@ class _ServerGone(BaseException):  # like KeyboardInterrupt: no `except Exceptio
 
 @contextlib.contextmanager
 def watch_server(
-    handle: ServerHandle, rundir: RunDir, poll_s: float = 0.5, *, during: str = "the evaluation"
+    handle: ServerHandle,
+    rundir: RunDir,
+    poll_s: float = 0.5,
+    *,
+    during: str = "the evaluation",
+    proxy: ProxyHandle | None = None,
 ) -> Iterator[None]:
     """While the evaluation runs, end it promptly if the launched server dies (crash, OOM kill, kill -9).
 
@@ -89,16 +95,25 @@ def watch_server(
     for several health-check intervals; when one has exited, the main thread (blocked on the EvalScope
     worker) gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends
     with ``ServerDied`` naming that process's log.  Attached servers (``--endpoint``) have no process.
+
+    A fleet behind a router (``handle.fleet_watch``) is also watched by ``evalpipe.fleet.watch``: one dead
+    worker is recorded (the others serve on), only the router's death or every worker's ends the run, and a
+    worker that changed its configuration under ``on_mismatch: abort`` ends it with ``FleetChanged``.  With
+    the recording ``proxy`` (the evaluation) each event names the requests in flight; under ``abort`` the
+    proxy holds each answer until a poll begun after it confirmed every worker (a worker restarted with
+    another configuration between two polls cannot slip an answer in), and on an abort it forwards and
+    delivers nothing more before the run stops.
     """
-    watched = [
-        (h.process, h.log_path or rundir.server_log)
-        for h in (handle, *handle.members)
-        if h.process is not None
-    ]
-    if not watched or threading.current_thread() is not threading.main_thread():
+    fleet = handle.fleet_watch
+    members = [(h.process, h.log_path or rundir.server_log) for h in handle.members if h.process is not None]
+    router = [(handle.process, rundir.server_log)] if handle.process is not None else []
+    if (
+        not router and not members and fleet is None
+    ) or threading.current_thread() is not threading.main_thread():
         yield
         return
     dead: list[tuple[subprocess.Popen[bytes], Path]] = []
+    changed: list[str] = []
     lock = threading.Lock()
     done = threading.Event()
     main_ident = threading.main_thread().ident
@@ -107,28 +122,61 @@ def watch_server(
     def on_signal(signum: int, frame: Any) -> None:
         raise _ServerGone()
 
+    def stop_run() -> None:
+        with lock:
+            if not done.is_set():
+                done.set()
+                signal.pthread_kill(main_ident, signal.SIGUSR1)
+
+    def deaths() -> list[tuple[subprocess.Popen[bytes], Path]]:
+        """The deaths that end the run: the server or router, or every worker of a watched fleet."""
+        gone = [(p, log) for p, log in router if p.poll() is not None]
+        gone_members = [(p, log) for p, log in members if p.poll() is not None]
+        if fleet is None or (members and len(gone_members) == len(members)):
+            gone += gone_members
+        return gone
+
     def poll() -> None:
         while not done.wait(poll_s):
-            gone = [(p, log) for p, log in watched if p.poll() is not None]
+            gone = deaths()
             if gone:
-                with lock:
-                    if not done.is_set():
-                        dead.extend(gone)
-                        signal.pthread_kill(main_ident, signal.SIGUSR1)
+                dead.extend(gone)
+                stop_run()
                 return
+
+    def on_abort(line: str) -> None:
+        if proxy is not None:
+            proxy.refuse(line)  # first: no answer of the changed worker reaches EvalScope from here on
+        changed.append(line)
+        stop_run()
 
     previous = signal.signal(signal.SIGUSR1, on_signal)
     watcher = threading.Thread(target=poll, name="server-watch", daemon=True)
+    stack = contextlib.ExitStack()
+    if fleet is not None:
+        in_flight = proxy.in_flight_ids if proxy is not None else list
+        watch = fleet.watch()
+        stack.enter_context(watch.running(in_flight=in_flight, on_abort=on_abort))
+        if proxy is not None and fleet.on_mismatch == "abort":
+            # an answer reaches EvalScope only once a poll begun after it found every worker as verified
+            proxy.set_gate(watch.verified_after)
+            stack.callback(proxy.set_gate, None)
     watcher.start()
     try:
         yield
         with lock:  # no signal after this: a death the last poll did not see is found here
             done.set()
-        gone = [(p, log) for p, log in watched if p.poll() is not None]
+        gone = deaths()
         if gone:  # it died in the last poll interval (the evaluation's requests failed fast against it)
             dead.extend(gone)
             raise _ServerGone()
     except _ServerGone:
+        if changed:
+            from evalpipe.fleet.errors import FleetChanged
+
+            raise FleetChanged(
+                f"fleet changed during the run (on_mismatch: abort): {changed[0]}", str(rundir.root)
+            ) from None
         proc, log = dead[0]
         code = proc.poll()
         if code is not None and code < 0:
@@ -139,6 +187,8 @@ def watch_server(
             how = f"exit code {code}"
         tail = log_tail(log, 10)
         what = "the server" if proc is handle.process else "a worker of the fleet"
+        if fleet is not None and proc is not handle.process:
+            what = "every worker of the fleet"
         raise ServerDied(
             f"{what} died during {during} ({how}; log: {log})",
             str(rundir.root),
@@ -148,6 +198,7 @@ def watch_server(
         with lock:
             done.set()
         watcher.join()
+        stack.close()
         signal.signal(signal.SIGUSR1, previous)
 
 

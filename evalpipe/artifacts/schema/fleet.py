@@ -5,7 +5,8 @@ A router (SGLang's ``sglang-router``) hides its workers: its own ``/server_info`
 directly.  This record names every worker the router listed (``URL@rank`` entries of one data-parallel
 server folded into one worker), the sha256 of each worker's redacted resolved configuration, its version
 and health, twice — so a worker that joined, left or changed its configuration while the run was going
-on is visible afterwards (``changes``, computed by ``evalpipe.fleet.snapshot.fleet_changes``).
+on is visible afterwards (``changes``, computed by ``evalpipe.fleet.snapshot.fleet_changes``) — and what
+the fleet watch saw in between, as it happened (``events``: ``evalpipe.fleet.watch``).
 
 Secrets are stripped at the point of capture: a config hash is taken over the *redacted* ``/server_info``
 and no payload is stored here.
@@ -29,6 +30,22 @@ FieldVerdict = Literal[
 ]
 FleetChangeKind = Literal[
     "joined", "left", "unreadable", "config_changed", "version_changed", "health_changed"
+]
+#: What the fleet watch saw happen to one worker while the evaluation ran (``evalpipe.fleet.watch``).
+FleetEventKind = Literal[
+    "died",  # its /server_info stopped answering (or the router stopped listing it)
+    "returned",  # answering again on its URL with the configuration verified at the start
+    "restarted",  # same configuration, but a new process (its /server_info startup_time changed)
+    "config_changed",  # answering again (or still) with another resolved configuration
+    "joined",  # a worker the start snapshot did not have
+]
+#: What evalpipe did about it.
+FleetEventAction = Literal[
+    "none",
+    "removed_from_router",  # DELETE /workers/{id} on a router evalpipe launched: no request reaches it
+    "readded_to_router",  # POST /workers after its /server_info matched the start again
+    "aborted",  # on_mismatch: abort — the run stopped (resumable)
+    "marked",  # on_mismatch: warn — answers from then on may come from an unverified worker
 ]
 
 
@@ -82,13 +99,37 @@ class FleetSnapshot(Row):
 
 
 class FleetChange(Row):
-    """A difference between the start and end snapshots (each one is an error finding for the audit)."""
+    """A difference between the start and end snapshots: an error finding for the audit, unless the fleet
+    watch saw that worker die and stay gone (its death is then a warning) or saw it change (reported with
+    the answers that may come from it)."""
 
     kind: FleetChangeKind
     url: str
     before: str | None = None
     after: str | None = None
     message: str = Field(description="One line naming the worker and what changed.")
+
+
+class FleetEvent(Row):
+    """One change the fleet watch saw during the evaluation, when, and what was in flight then."""
+
+    at: str = Field(description="UTC ISO-8601 time the watch saw the change.")
+    last_seen_as_started: str | None = Field(
+        default=None,
+        description="UTC ISO-8601 time of the watch's last poll that found this worker as verified at the "
+        "start: the change happened after it (answers from then on may come from the changed worker).",
+    )
+    kind: FleetEventKind
+    url: str
+    message: str = Field(description="One line naming the worker and, for a changed one, the field.")
+    fields: list[str] = Field(
+        default_factory=list, description="config_changed: the /server_info keys whose values differ."
+    )
+    in_flight: list[str] = Field(
+        default_factory=list,
+        description="X-Request-Id of every evaluation request the recording proxy had in flight at ``at``.",
+    )
+    action: FleetEventAction = "none"
 
 
 class WorkerRequestCount(Row):
@@ -124,7 +165,7 @@ class RequestFieldProbe(Row):
 class FleetRecord(Artifact):
     """``server/fleet.json``."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     router_url: str
     router_launched: bool = Field(
         description="evalpipe launched the router (kind: router) or attached to it."
@@ -160,6 +201,14 @@ class FleetRecord(Artifact):
         "invisible to requests.jsonl); None when Prometheus was not available.",
     )
     probe: RequestFieldProbe | None = None
+    watch_interval_s: float | None = Field(
+        default=None,
+        description="Seconds between the fleet watch's polls of /workers and each worker's /server_info "
+        "during the evaluation (None: not watched, e.g. a run directory from before the watch).",
+    )
+    events: list[FleetEvent] = Field(
+        default_factory=list, description="What the fleet watch saw during the evaluation, in order."
+    )
 
 
 class FleetWorkerSummary(Row):
@@ -180,6 +229,37 @@ class FleetWorkerSummary(Row):
     )
 
 
+class FleetEventSummary(Row):
+    """One fleet-watch event in ``summary.json``, joined with ``requests.jsonl``."""
+
+    at: str
+    url: str
+    kind: FleetEventKind
+    action: FleetEventAction
+    message: str
+    fields: list[str] = Field(default_factory=list)
+    in_flight: int = Field(description="Evaluation requests at the server when the watch saw the change.")
+    failed_attempts: int | None = Field(
+        default=None,
+        description="died: attempts that failed from the worker's last good poll until the proxy's re-sends "
+        "were over (None: requests.jsonl unreadable).",
+    )
+    resent: int | None = Field(default=None, description="died: how many of those were sent again.")
+    unanswered: int | None = Field(
+        default=None, description="died: failed requests no later attempt answered (0: nothing was lost)."
+    )
+    answers_after_change: int | None = Field(
+        default=None,
+        description="config_changed / joined under on_mismatch: warn: answers that reached EvalScope after "
+        "the worker's last poll as verified — any of them may come from the unverified worker.",
+    )
+    unverified_answers: list[str] = Field(
+        default_factory=list,
+        description="The X-Request-Id of each of those answers (requests.jsonl names the attempt; a worker's "
+        "own log, where it logs X-Request-Id, tells which of them it served).",
+    )
+
+
 class FleetSummary(Row):
     """The fleet behind a router, as ``server/fleet.json`` recorded it."""
 
@@ -191,4 +271,8 @@ class FleetSummary(Row):
     workers: list[FleetWorkerSummary] = Field(default_factory=list)
     probe: list[FieldProbe] = Field(default_factory=list)
     counters: str = Field(description="Where requests per worker come from, or why they are unknown.")
+    watch_interval_s: float | None = None
+    events: list[FleetEventSummary] = Field(
+        default_factory=list, description="What the fleet watch saw during the evaluation, in order."
+    )
     attribution: str = Field(description="Whether accuracy can be attributed to each worker, said plainly.")

@@ -71,6 +71,8 @@ FindingCode = Literal[
     "fleet_worker_health_changed",
     "fleet_worker_idle",
     "fleet_worker_failures",
+    "fleet_worker_died",
+    "fleet_worker_returned",
     "router_retries",
     "router_request_field_unobservable",
     "fleet_counters_unavailable",
@@ -388,7 +390,7 @@ class GenerationSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 2  # 2: explorer, reviews, speed_not_measured
+    schema_version: int = 2  # 2: explorer, reviews, speed_not_measured, fleet watch events
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

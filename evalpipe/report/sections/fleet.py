@@ -6,6 +6,7 @@ from __future__ import annotations
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import pct, plural
+from evalpipe.report.sentences import event_sentence
 
 
 def fleet_section(summary: Summary) -> list[Block]:
@@ -14,7 +15,13 @@ def fleet_section(summary: Summary) -> list[Block]:
         return []
     how = "launched by evalpipe" if fleet.router_launched else "attached"
     policy = f", policy {fleet.policy}" if fleet.policy else ""
-    state = "every worker verified, none changed" if fleet.verified else "NOT verified (see findings)"
+    died = len({e.url for e in fleet.events if e.kind == "died"})
+    if not fleet.verified:
+        state = "NOT verified (see findings)"
+    elif died:
+        state = f"every worker verified, none changed; {plural(died, 'worker')} died during the run (below)"
+    else:
+        state = "every worker verified, none changed"
     blocks: list[Block] = [
         Heading(2, "Fleet"),
         Paragraph(
@@ -56,5 +63,12 @@ def fleet_section(summary: Summary) -> list[Block]:
         blocks.append(
             Bullets([[C(f.field), T(f": {f.verdict.replace('_', ' ')} — {f.detail}")] for f in fleet.probe])
         )
+    if fleet.watch_interval_s is not None:
+        watched = f"Watched every {fleet.watch_interval_s:g} s during the evaluation"
+        if not fleet.events:
+            blocks.append(Paragraph([T(watched + ": no worker died, returned, joined or changed.")]))
+        else:
+            blocks.append(Paragraph([T(watched + ":")]))
+            blocks.append(Bullets([[T(event_sentence(e))] for e in fleet.events]))
     blocks.append(Paragraph([T(fleet.attribution)]))
     return blocks
