@@ -167,7 +167,7 @@ def watch_server(
         with lock:  # no signal after this: a death the last poll did not see is found here
             done.set()
         gone = deaths()
-        if gone:  # it died in the last poll interval (the evaluation's requests failed fast against it)
+        if gone or changed:  # in the last poll interval (the evaluation's requests failed fast against it)
             dead.extend(gone)
             raise _ServerGone()
     except _ServerGone:
