@@ -259,3 +259,42 @@ def test_a_worker_that_came_back_verified_is_info_and_a_change_let_through_count
     )
     summary = fleet_summary(record, attempts)
     assert not summary.verified and summary.events[0].unverified_answers == ["evalpipe-s-000002"]
+
+
+def test_a_resumed_run_keeps_and_judges_the_earlier_sessions_events(tmp_path: Path) -> None:
+    """A run stopped (aborted, interrupted) and resumed writes a new fleet.json: the events of the session
+    before are carried over (``earlier_events``) and judged knowing the resumed session verified every worker
+    again — an abort or a death whose requests were all answered is information, answers let through from a
+    changed worker (warn: they may sit in EvalScope's cache) stay an error."""
+    from evalpipe.artifacts import write_model
+    from evalpipe.fleet.session import _earlier_events
+
+    aborted = FleetEvent(at=T0, last_seen_as_started=T0, kind="config_changed", url=B, action="aborted",
+                         fields=["kv_cache_dtype"], message=f"worker {B} resolved kv_cache_dtype 'q4_0'")  # fmt: skip
+    first = _record(events=[aborted])
+    path = tmp_path / "fleet.json"
+    assert _earlier_events(path) == []  # a first session has none
+    write_model(path, first)
+    carried = _earlier_events(path)
+    assert carried == [aborted]
+    second = _record(events=[], earlier_events=carried)
+    write_model(path, second)
+    third = _record(events=[], earlier_events=_earlier_events(path))
+    assert third.earlier_events == [aborted]  # a second resume keeps them, oldest first
+    findings = check_fleet(third, [])
+    (earlier,) = [f for f in findings if f.code == "fleet_earlier_session"]
+    assert earlier.severity == "info" and earlier.message.startswith(
+        "before this run directory was resumed: "
+    )
+    assert "fleet_worker_changed" not in [f.code for f in findings]
+    (ev,) = fleet_summary(third, []).events
+    assert ev.earlier_session and ev.action == "aborted"
+
+    marked = aborted.model_copy(update={"action": "marked"})
+    let_through = _record(events=[], earlier_events=[marked])
+    answered = [_attempt(1, "2026-12-03T00:00:12+00:00", 200)]
+    assert ("error", "fleet_worker_changed") in [
+        (f.severity, f.code) for f in check_fleet(let_through, answered)
+    ]
+    path.write_text("{not json", encoding="utf-8")
+    assert _earlier_events(path) == []  # unreadable: nothing carried (logged), the run goes on

@@ -109,7 +109,8 @@ def event_summaries(
     the worker's last poll as verified."""
     out = []
     interval = timedelta(seconds=record.watch_interval_s or 0.0)
-    for e in record.events:
+    sessions = [(e, True) for e in record.earlier_events] + [(e, False) for e in record.events]
+    for e, earlier in sessions:
         row = FleetEventSummary(
             at=e.at,
             url=e.url,
@@ -118,11 +119,12 @@ def event_summaries(
             message=e.message,
             fields=list(e.fields),
             in_flight=len(e.in_flight),
+            earlier_session=earlier,
         )
         since, seen = parse_time(e.last_seen_as_started), parse_time(e.at)
         if attempts is not None and since is not None and seen is not None:
             if e.kind == "died":
-                until = _death_window_end(record, e, seen, interval)
+                until = _death_window_end(record, e, seen, interval, earlier=earlier)
                 failed = [
                     a
                     for a in attempts
@@ -155,13 +157,18 @@ def event_summaries(
     return out
 
 
-def _death_window_end(record: FleetRecord, e: FleetEvent, seen: datetime, interval: timedelta) -> datetime:
+def _death_window_end(
+    record: FleetRecord, e: FleetEvent, seen: datetime, interval: timedelta, *, earlier: bool = False
+) -> datetime:
     """Until when a failed attempt may be the dead worker's: taken out of a launched router's rotation at
-    ``seen``, it gets nothing a moment later; otherwise until the next event on its URL or the end snapshot."""
+    ``seen``, it gets nothing a moment later; otherwise until the next event on its URL or the end of its
+    session (the end snapshot; for an earlier session, the resumed session's start, which verified it again)."""
     if e.action == "removed_from_router":
         return seen + 2 * interval
-    nxt = next((parse_time(x.at) for x in record.events if x.url == e.url and x.at > e.at), None)
-    end = parse_time(record.end.taken_at) if record.end is not None else None
+    events = [*record.earlier_events, *record.events]
+    nxt = next((parse_time(x.at) for x in events if x.url == e.url and x.at > e.at), None)
+    last = record.start if earlier else record.end
+    end = parse_time(last.taken_at) if last is not None else None
     return nxt or end or datetime.max.replace(tzinfo=UTC)
 
 
@@ -198,6 +205,14 @@ def check_fleet(record: FleetRecord, attempts: Sequence[RequestAttempt] | None =
         add(*_CHANGE_FINDING.get(change.kind, _ANY_OTHER_CHANGE), change.message)
     for ev in event_summaries(record, attempts):
         line = event_sentence(ev)
+        if ev.earlier_session:  # the resumed session verified every worker again at its start
+            before = f"before this run directory was resumed: {line}"
+            if ev.action == "marked" or (ev.kind == "died" and ev.unanswered):
+                # answers of an unverified worker may sit in EvalScope's cache; a lost request is still lost
+                add("error", "fleet_worker_changed" if ev.action == "marked" else "fleet_worker_died", before)
+            else:
+                add("info", "fleet_earlier_session", before)
+            continue
         if ev.kind == "died" and ev.url in gone:
             add(
                 "warn" if not ev.unanswered else "error",

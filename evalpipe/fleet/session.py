@@ -25,10 +25,11 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalpipe.artifacts import write_model
-from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, RequestFieldProbe
+from evalpipe.artifacts import read_model, write_model
+from evalpipe.artifacts.schema.fleet import FleetEvent, FleetRecord, FleetSnapshot, RequestFieldProbe
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
@@ -140,6 +141,7 @@ def fleet_session(
         router_version_source=version_source,
         url_rewrites=dict(client.rewrites.mapping),
         start=FleetSnapshot(taken_at=utc_now(), workers=rows, listed_entries=len(entries)),
+        earlier_events=_earlier_events(ctx.files.fleet),
     )
     write_model(ctx.files.fleet, record_)
     _judge(problems, server.on_mismatch, ctx)
@@ -285,6 +287,22 @@ def _probe(
         api_key=ctx.api_key,
         timeout_s=min(cfg.generation.request_timeout_s, 600.0),
     )
+
+
+def _earlier_events(path: Path) -> list[FleetEvent]:
+    """The events of the sessions before this one in the same run directory (``--resume``): this session
+    writes a new record over ``fleet.json``, so what they saw is carried over, oldest first.  A record that
+    cannot be read (a version before the watch, a damaged file) carries nothing and says so in the log."""
+    if not path.is_file():
+        return []
+    try:
+        earlier = read_model(path, FleetRecord)
+    except EvalpipeError as exc:
+        log.warning(
+            "fleet: the earlier session's %s is unreadable, its events are not carried: %s", path, exc
+        )
+        return []
+    return [*earlier.earlier_events, *earlier.events]
 
 
 def _finish(

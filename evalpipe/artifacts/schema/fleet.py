@@ -209,6 +209,11 @@ class FleetRecord(Artifact):
     events: list[FleetEvent] = Field(
         default_factory=list, description="What the fleet watch saw during the evaluation, in order."
     )
+    earlier_events: list[FleetEvent] = Field(
+        default_factory=list,
+        description="What the watch saw in earlier sessions of this run directory (a run stopped — aborted, "
+        "interrupted, killed — and resumed), oldest first: a resume writes a new record and keeps these.",
+    )
 
 
 class FleetWorkerSummary(Row):
@@ -257,6 +262,11 @@ class FleetEventSummary(Row):
         default_factory=list,
         description="The X-Request-Id of each of those answers (requests.jsonl names the attempt; a worker's "
         "own log, where it logs X-Request-Id, tells which of them it served).",
+    )
+    earlier_session: bool = Field(
+        default=False,
+        description="Seen in an earlier session of this run directory, before it was resumed (fleet.json "
+        "earlier_events); the workers were verified again when the resumed session started.",
     )
 
 

@@ -73,6 +73,7 @@ FindingCode = Literal[
     "fleet_worker_failures",
     "fleet_worker_died",
     "fleet_worker_returned",
+    "fleet_earlier_session",
     "router_retries",
     "router_request_field_unobservable",
     "fleet_counters_unavailable",

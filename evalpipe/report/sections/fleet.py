@@ -15,7 +15,7 @@ def fleet_section(summary: Summary) -> list[Block]:
         return []
     how = "launched by evalpipe" if fleet.router_launched else "attached"
     policy = f", policy {fleet.policy}" if fleet.policy else ""
-    died = len({e.url for e in fleet.events if e.kind == "died"})
+    died = len({e.url for e in fleet.events if e.kind == "died" and not e.earlier_session})
     if not fleet.verified:
         state = "NOT verified (see findings)"
     elif died:
@@ -69,6 +69,13 @@ def fleet_section(summary: Summary) -> list[Block]:
             blocks.append(Paragraph([T(watched + ": no worker died, returned, joined or changed.")]))
         else:
             blocks.append(Paragraph([T(watched + ":")]))
-            blocks.append(Bullets([[T(event_sentence(e))] for e in fleet.events]))
+            blocks.append(
+                Bullets(
+                    [
+                        [T(("before the resume: " if e.earlier_session else "") + event_sentence(e))]
+                        for e in fleet.events
+                    ]
+                )
+            )
     blocks.append(Paragraph([T(fleet.attribution)]))
     return blocks
