@@ -38,16 +38,26 @@ def test_the_proposed_design_reaches_its_stated_power_in_simulation() -> None:
 
 
 def test_the_pool_at_22671s_drop_and_the_sequential_rule_at_its_margin() -> None:
-    """120 competition-maths problems at #22671's AIME scores (95.3 -> 76.7): the fixed test's stated power
-    0.98 is met; with no drop the sequential rule at the 10-point margin stops "non-inferior" most of the time
-    and early, and "inferior" at most alpha of the time."""
+    """The sensitive profile's competition-maths pool (153 problems, planned from its members' populations) at
+    #22671's AIME scores (95.3 -> 76.7): the fixed test's stated power (0.996) is met; with no drop the
+    sequential rule at the 10-point margin stops "non-inferior" most of the time and early, and "inferior" at
+    most alpha of the time."""
+    from evalpipe.samplers.mde_plan import pool_input
+
+    cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
+    members = cfg.pools["competition_math"]
+    pool = pool_input("competition_math", members, [population_only(cfg, m, None) or m for m in members])
+    assert not isinstance(pool, str)
+    n = pool.population
+    assert n == pool.n_now == 153
     noise = assumed_noise(0.953)
-    stated = drop_power(120, 0.186, noise, 1)
-    sim = bench.simulate_design(120, noise.second_moment(1), 0.186, paths=PATHS, seed=1, margin_pts=10.0)
+    stated = drop_power(n, 0.186, noise, 1)
+    assert stated > 0.99
+    sim = bench.simulate_design(n, noise.second_moment(1), 0.186, paths=PATHS, seed=1, margin_pts=10.0)
     assert abs(sim.power - stated) < 4 * sim.se(stated) + 1e-3
-    assert sim.non_inferior <= 0.01 and sim.inferior > 0.3  # "non-inferior" beyond the margin: <= alpha
-    null = bench.simulate_design(120, noise.second_moment(1), 0.0, paths=PATHS, seed=2, margin_pts=10.0)
-    assert null.non_inferior > 0.75 and null.inferior <= 0.05 and null.mean_units < 100
+    assert sim.non_inferior <= 0.01 and sim.inferior > 0.4  # "non-inferior" beyond the margin: <= alpha
+    null = bench.simulate_design(n, noise.second_moment(1), 0.0, paths=PATHS, seed=2, margin_pts=10.0)
+    assert null.non_inferior > 0.85 and null.inferior <= 0.05 and null.mean_units < 0.7 * n
 
 
 def test_a_design_with_repeats_reaches_its_stated_power_with_beta_binomial_attempts() -> None:

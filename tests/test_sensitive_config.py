@@ -1,5 +1,6 @@
 """configs/glm-fp8-sensitive.yaml: the seed's 160 unchanged, MATH-500 level 5 from the mirror, and every
-benchmark the mirror lacks (AIME 2026, GPQA-Diamond, LongBench-v2) named as needing the hub."""
+benchmark the mirror lacks (the competition-maths pool's AIME and HMMT years, GPQA-Diamond, LongBench-v2) named
+as needing the hub."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_sensitive_sample_keeps_the_seed_and_names_what_needs_the_hub(
 ) -> None:
     code, out = _sample("glm-fp8-sensitive.yaml", shared_datasets, tmp_path / "sens", capsys)
     assert code == 0
-    for name in ("aime26", "gpqa_diamond", "longbench_v2"):
+    for name in ("aime24", "aime25", "aime26", "hmmt25", "hmmt26", "gpqa_diamond", "longbench_v2"):
         assert f"{name}: no {name}/ under" in out and "needs the hub" in out
     code, _ = _sample("glm-fp8.yaml", shared_datasets, tmp_path / "seed", capsys)
     assert code == 0
@@ -61,7 +62,7 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
     # the optimiser's design: one attempt (Cochran's k* = 0 under the assumed noise), competition maths pooled,
     # the sequential rule at the margin on the pool and GPQA-Diamond
     assert cfg.generation.repeats == 1
-    assert cfg.pools == {"competition_math": ["aime24", "aime25", "aime26", "hmmt25"]}
+    assert cfg.pools == {"competition_math": ["aime24", "aime25", "aime26", "hmmt25", "hmmt26"]}
     assert cfg.generation.sequential is not None
     assert cfg.gates.non_inferiority_margin_pts == {"competition_math": 10.0, "gpqa_diamond": 10.0}
     assert cfg.server.kv_cache_dtype == "fp8_e4m3"
@@ -72,9 +73,11 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
 
 
 def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> None:
-    """The pool and GPQA-Diamond are planned from their modules' populations (no hub); at #22671's BF16 scores
-    under the assumed noise the new design sees both drops with power >= 0.9, the old 30 x 4 AIME only half
-    the time (the README's before/after table)."""
+    """The pool and GPQA-Diamond are planned from their modules' populations (no hub): AIME 30 a year and
+    HMMT February's published counts, 153 problems; at #22671's BF16 scores under the assumed noise the new
+    design sees both drops with power >= 0.9 (the pool >= 0.99, above the 120 problems without HMMT Feb 2026),
+    the old 30 x 4 AIME only half the time (the README's before/after table)."""
+    from evalpipe.benchmarks.competition_math import HMMT_POPULATION
     from evalpipe.samplers.mde_plan import plan_benchmark, pool_input, population_only
     from evalpipe.stats.power import assumed_noise, drop_power
 
@@ -84,13 +87,16 @@ def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> 
     assert all(x is not None for x in inputs)
     known = [x for x in inputs if x is not None]
     pool = pool_input("competition_math", members, list(known))
-    assert not isinstance(pool, str) and (pool.n_now, pool.population) == (120, 120)
+    n_pool = 3 * 30 + HMMT_POPULATION[2025] + HMMT_POPULATION[2026]  # AIME 2024-2026, HMMT Feb 2025 and 2026
+    assert n_pool == 153
+    assert not isinstance(pool, str) and (pool.n_now, pool.population) == (n_pool, n_pool)
     plan = plan_benchmark(cfg, pool, None, 15.0, None, False)
     assert plan.cochran is not None and plan.cochran.repeats == 1 == plan.repeats
-    assert [d.n for d in plan.designs] == [120]  # the whole population already: nothing larger to propose
-    assert plan.designs[0].worst_tokens == 120 * 1 * 3 * 65536
+    assert [d.n for d in plan.designs] == [n_pool]  # the whole population already: nothing larger to propose
+    assert plan.designs[0].worst_tokens == n_pool * 1 * 3 * 65536
     aime, gpqa = assumed_noise(0.953), assumed_noise(0.862)
     assert drop_power(30, 0.186, aime, 4) < 0.55 < 0.95 < drop_power(120, 0.186, aime, 1)
+    assert drop_power(120, 0.186, aime, 1) < 0.99 < drop_power(n_pool, 0.186, aime, 1)
     assert drop_power(198, 0.150, gpqa, 1) > 0.9
 
     # the old design (4 attempts): the rule proposes the same 198 GPQA questions at one attempt, a quarter of
