@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -92,28 +93,21 @@ def paired_units(
     return np.where(u < down, -1.0, np.where(u < down + up, 1.0, 0.0))
 
 
-def simulate_design(
-    n: int,
-    discordance: float,
-    drop: float,
+def _tally(
+    chunks: Iterable[NDArray[np.float64]],
+    fixed_test: Callable[[NDArray[np.float64]], NDArray[np.bool_]],
     *,
     paths: int,
-    seed: int,
-    margin_pts: float | None = None,
-    alpha: float = ALPHA,
+    n: int,
+    margin_pts: float | None,
+    alpha: float,
 ) -> Simulated:
-    """The fixed-n exact McNemar power and, at ``margin_pts``, the sequential rule's verdict rates and units
-    (the planned bet tuned to n; the units run out at n) over ``paths`` simulated runs of n units."""
-    rng = np.random.default_rng(seed)
-    detected = 0
-    inferior = non_inferior = 0
+    """Over simulated runs (chunks of paths × n units of paired differences): how often ``fixed_test``
+    detects the drop and, at ``margin_pts``, the sequential rule's verdict rates and units used."""
+    detected = inferior = non_inferior = 0
     units: list[NDArray[np.int64]] = []
-    for start in range(0, paths, CHUNK):
-        d = paired_units(rng, min(CHUNK, paths - start), n, discordance, drop)
-        control_only = (d < 0).sum(axis=1)
-        total = control_only + (d > 0).sum(axis=1)
-        needed = np.array([_smallest_rejecting_control_only(int(s), alpha) for s in total])
-        detected += int((control_only >= needed).sum())
+    for d in chunks:
+        detected += int(fixed_test(d).sum())
         if margin_pts is not None:
             processes = betting_eprocesses(d, margin_pts, planned_n=n, alpha=alpha)
             used, verdict = first_crossings(processes, alpha, n)
@@ -129,6 +123,33 @@ def simulate_design(
         mean_units=float(all_units.mean()),
         p90_units=float(np.quantile(all_units, 0.9)),
     )
+
+
+def simulate_design(
+    n: int,
+    discordance: float,
+    drop: float,
+    *,
+    paths: int,
+    seed: int,
+    margin_pts: float | None = None,
+    alpha: float = ALPHA,
+) -> Simulated:
+    """The fixed-n exact McNemar power and, at ``margin_pts``, the sequential rule's verdict rates and units
+    (the planned bet tuned to n; the units run out at n) over ``paths`` simulated runs of n units."""
+    rng = np.random.default_rng(seed)
+
+    def fixed_test(d: NDArray[np.float64]) -> NDArray[np.bool_]:
+        control_only = (d < 0).sum(axis=1)
+        total = control_only + (d > 0).sum(axis=1)
+        needed = np.array([_smallest_rejecting_control_only(int(s), alpha) for s in total])
+        detected: NDArray[np.bool_] = control_only >= needed
+        return detected
+
+    chunks = (
+        paired_units(rng, min(CHUNK, paths - start), n, discordance, drop) for start in range(0, paths, CHUNK)
+    )
+    return _tally(chunks, fixed_test, paths=paths, n=n, margin_pts=margin_pts, alpha=alpha)
 
 
 #: Beta(2, 2): E[q(1 − q)] = 1/5, so a noisy sample carries a within-sample variance 2/5 between the arms.
@@ -172,27 +193,17 @@ def simulate_repeats_design(
 
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
     rng = np.random.default_rng(seed)
-    detected = inferior = non_inferior = 0
-    units: list[NDArray[np.int64]] = []
-    for start in range(0, paths, CHUNK):
-        d = repeat_units(rng, min(CHUNK, paths - start), n, k, between, within, drop)
+
+    def score_test(d: NDArray[np.float64]) -> NDArray[np.bool_]:
         total, squares = d.sum(axis=1), np.square(d).sum(axis=1)
-        detected += int(((squares > 0) & (-total > z * np.sqrt(squares))).sum())
-        if margin_pts is not None:
-            processes = betting_eprocesses(d, margin_pts, planned_n=n, alpha=alpha)
-            used, verdict = first_crossings(processes, alpha, n)
-            inferior += int((verdict == -1).sum())
-            non_inferior += int((verdict == 1).sum())
-            units.append(used)
-    all_units = np.concatenate(units) if units else np.full(paths, n)
-    return Simulated(
-        paths=paths,
-        power=detected / paths,
-        inferior=inferior / paths,
-        non_inferior=non_inferior / paths,
-        mean_units=float(all_units.mean()),
-        p90_units=float(np.quantile(all_units, 0.9)),
+        detected: NDArray[np.bool_] = (squares > 0) & (-total > z * np.sqrt(squares))
+        return detected
+
+    chunks = (
+        repeat_units(rng, min(CHUNK, paths - start), n, k, between, within, drop)
+        for start in range(0, paths, CHUNK)
     )
+    return _tally(chunks, score_test, paths=paths, n=n, margin_pts=margin_pts, alpha=alpha)
 
 
 def simulate_any(

@@ -295,3 +295,11 @@ def test_evalscope_log_captured_and_tasks_recorded(run) -> None:
     assert "\x1b[" not in log.split("EvalScope worker for")[1][:2000]  # colours off
     assert len(jsonl(rundir.prompt_hashes)) == 13  # one rendered-prompt record per entry
     assert not list(rundir.hf_cache_dir.iterdir())  # the worker's private dataset cache removed
+    # EvalScope's own HTML report is not rendered (0.3-0.5 s of CPU per benchmark; evalpipe's report and
+    # explorer replace it); its JSON reports, which the outcomes do not need but a reader may, are kept
+    from evalpipe.evalscope_bridge.patches import HTML_REPORT_SKIPPED
+
+    for name in ("gsm8k", "ceval", "ifeval", "live_code_bench"):
+        reports = rundir.evalscope_work_dir(name) / "reports"
+        assert not list(reports.rglob("*.html")) and list(reports.rglob(f"{name}.json")), name
+    assert log.count(f"HTML report generated: {HTML_REPORT_SKIPPED}") == 4

@@ -44,6 +44,7 @@ from evalpipe.evalscope_bridge.patches import (
     prepare_code_execution,
     register_adapter,
     rendered_samples,
+    skip_html_report,
 )
 from evalpipe.evalscope_bridge.protocol import (
     BenchmarkTask,
@@ -234,6 +235,7 @@ class Worker:
         self.errors = ErrorsLog(spec.errors_log)
         self.version: str = evalscope.__version__
         install_disk_guard(channel)
+        skip_html_report()
 
     def run_benchmark(self, item: BenchmarkTask) -> None:
         """One benchmark, start to ``Finished``: set-up, render gate, ``run_task``.  Raises
