@@ -240,12 +240,22 @@ def test_a_worker_killed_mid_run_then_sigterm_then_resume_with_another_kill(tmp_
         later = [a for a in ok if a.messages_sha256 == f.messages_sha256 and a.started_at > f.started_at]
         assert later and later[-1].x_request_id in survivor, f"{f.attempt_id} was not answered again"
 
+    # the first kill (before the SIGTERM) is kept by the resume, judged knowing the fleet was verified again
+    (first,) = record.earlier_events
+    assert first.kind == "died" and first.at < record.start.taken_at
+
     summary = json.loads((out / "summary.json").read_text())
-    ev = summary["fleet"]["events"][0]
+    earlier = [e for e in summary["fleet"]["events"] if e["earlier_session"]]
+    (ev,) = [e for e in summary["fleet"]["events"] if not e["earlier_session"]]
+    assert [e["at"] for e in earlier] == [first.at] and earlier[0]["unanswered"] == 0
     assert ev["failed_attempts"] == len(failed) and ev["resent"] == len(failed) and ev["unanswered"] == 0
     findings = [f for f in summary["findings"] if f["code"] == "fleet_worker_died"]
     assert (
         len(findings) == 1 and findings[0]["severity"] == "warn" and dead.base_url in findings[0]["message"]
+    )
+    (kept,) = [f for f in summary["findings"] if f["code"] == "fleet_earlier_session"]
+    assert kept["severity"] == "info" and kept["message"].startswith(
+        "before this run directory was resumed: "
     )
     report = (out / "report.md").read_text()
     line = next(ln for ln in report.splitlines() if dead.base_url in ln and "stopped answering" in ln)

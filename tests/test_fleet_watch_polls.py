@@ -115,7 +115,7 @@ def _watch(fleet: Fleet, tmp: Path, on_mismatch: str, aborts: list[str]) -> Flee
         interval_s=0.2,
     )
     watch = plan.watch()
-    watch.in_flight = lambda: ["evalpipe-x-000001"]
+    watch.in_flight = lambda since: ["evalpipe-x-000001"] if since is not None else []
     watch.on_abort = aborts.append
     return watch
 

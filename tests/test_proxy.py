@@ -329,11 +329,16 @@ def test_a_fleet_proxy_resends_what_the_router_answered_500_and_records_each_att
         ) as proxy,
     ):
         proxies.append(proxy)
+        before = time.time()
         status, _, got = _post(proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+        between = time.time()
         bad, _, _ = _post(
             proxy.base_url + "/v1/chat/completions", {"messages": [{"role": "user", "content": "bad"}]}
         )
         assert proxy.in_flight_ids() == []
+        # a worker's death is seen up to a watch interval late: what ended since its last good poll counts
+        assert proxy.in_flight_ids(since=before) == sorted(calls)
+        assert proxy.in_flight_ids(since=between) == [calls[-1]]
     attempts = _attempts(rundir)
     assert status == 200 and [a.status for a in attempts] == [500, 500, 200, 400] and bad == 400
     assert json.loads(got)["id"] == attempts[2].attempt_id

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,13 +143,17 @@ def describe_change(url: str, diffs: list[tuple[str, Any, Any]]) -> str:
     return f"worker {url} resolved {key} {now!r} (verified {was!r} at the start{more})"
 
 
+def _epoch(iso: str | None) -> float | None:
+    return datetime.fromisoformat(iso).timestamp() if iso else None
+
+
 class FleetWatch:
     """What the watch knows of each worker, kept for the whole run (the evaluation, then the speed stage);
     :meth:`running` polls every ``plan.interval_s`` in a thread of its own while a stage runs."""
 
     def __init__(self, plan: FleetWatchPlan) -> None:
         self.plan = plan
-        self.in_flight: Callable[[], list[str]] = list
+        self.in_flight: Callable[[float | None], list[str]] = lambda since: []
         self.on_abort: Callable[[str], None] = lambda line: None
         self.aborted: str | None = None
         #: time.time() at which the latest complete poll began (every worker looked at since then)
@@ -169,10 +174,11 @@ class FleetWatch:
     # ------------------------------------------------------------------ thread
     @contextlib.contextmanager
     def running(
-        self, *, in_flight: Callable[[], list[str]], on_abort: Callable[[str], None]
+        self, *, in_flight: Callable[[float | None], list[str]], on_abort: Callable[[str], None]
     ) -> Iterator[None]:
         """Poll while the block runs; ``on_abort(line)`` is called (from the watch's thread) once when
-        ``on_mismatch: abort`` must stop the run; ``in_flight()`` names the requests at the server."""
+        ``on_mismatch: abort`` must stop the run; ``in_flight(since)`` names the requests at the server now
+        and those that ended after ``since`` (``time.time()``)."""
         self.in_flight, self.on_abort = in_flight, on_abort
         self.plan.record.watch_interval_s = self.plan.interval_s
         self._write()
@@ -271,7 +277,9 @@ class FleetWatch:
             url=worker.url,
             message=message,
             fields=fields or [],
-            in_flight=self.in_flight(),
+            # at the server now, or ended since the worker's last good poll: the change happened in between,
+            # and a router fails what a dying worker had before the watch can see it
+            in_flight=self.in_flight(_epoch(worker.last_seen_as_started)),
             action=action,
         )
         with self.plan.lock:

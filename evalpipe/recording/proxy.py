@@ -24,6 +24,7 @@ lifecycle talks to the server directly).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import fcntl
 import itertools
@@ -85,6 +86,8 @@ HOP_BY_HOP = frozenset(
 RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
 #: ``transport_error`` of an attempt the proxy ended because the server exceeded the request timeout.
 UPSTREAM_TIMEOUT = "UpstreamTimeout"
+#: Ended attempts kept for ``in_flight_ids(since)`` (a watch interval's worth at any realistic rate).
+_ENDED_KEPT = 4096
 #: Router answers a fleet's proxy re-sends (``resend_failed``): sglang-router 0.3.2 answers 500 for a request
 #: whose worker died under it (measured), 502/503 when it has no worker to send it to.
 RESEND_STATUSES = frozenset({500, 502, 503})
@@ -304,9 +307,10 @@ class ProxyHandle:
         """Block until every attempt completed so far is on disk (e.g. before reading requests.jsonl)."""
         self._proxy.flush(timeout)
 
-    def in_flight_ids(self) -> list[str]:
-        """X-Request-Id of every evaluation attempt at the server right now (callable from any thread)."""
-        return self._proxy.in_flight_ids()
+    def in_flight_ids(self, since: float | None = None) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server right now and, with ``since`` (``time.time()``),
+        of those that ended after it (callable from any thread)."""
+        return self._proxy.in_flight_ids(since)
 
     def refuse(self, reason: str) -> None:
         """Forward nothing more and let no further answer reach the client (the run is stopping)."""
@@ -343,6 +347,8 @@ class _Proxy:
         #: began after time ``t`` found every worker as verified; answers wait for it.  None: no gate.
         self.gate: Callable[[float], bool] | None = None
         self._in_flight: dict[str, str] = {}
+        #: (time.time() it ended, X-Request-Id) of the latest attempts (``in_flight_ids(since)``)
+        self._ended: collections.deque[tuple[float, str]] = collections.deque(maxlen=_ENDED_KEPT)
         self._in_flight_lock = threading.Lock()
         self.concurrency = concurrency
         self.upstream_timeout_s = upstream_timeout_s
@@ -500,10 +506,15 @@ class _Proxy:
             await asyncio.sleep(0.05)
         return self.refused is None
 
-    def in_flight_ids(self) -> list[str]:
-        """X-Request-Id of every evaluation attempt at the server now (any thread)."""
+    def in_flight_ids(self, since: float | None = None) -> list[str]:
+        """X-Request-Id of every evaluation attempt at the server now (any thread) and, with ``since``
+        (``time.time()``), of every one that ended after it: a worker's death is seen up to a watch interval
+        late, when the router has already failed the requests it caught."""
         with self._in_flight_lock:
-            return sorted(self._in_flight.values())
+            ids = set(self._in_flight.values())
+            if since is not None:
+                ids.update(xrid for ended, xrid in self._ended if ended >= since)
+            return sorted(ids)
 
     def refuse(self, reason: str) -> None:
         """From now on no request is forwarded and no answer reaches the client (503 instead): the run is
@@ -583,7 +594,8 @@ class _Proxy:
         finally:
             self.in_flight -= 1
             with self._in_flight_lock:
-                self._in_flight.pop(attempt_id, None)
+                if self._in_flight.pop(attempt_id, None) is not None and xrid is not None:
+                    self._ended.append((time.time(), xrid))
             if self._slots is not None:
                 self._slots.release()
 

@@ -26,7 +26,7 @@ import logging
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,7 +154,9 @@ def watch_server(
     watcher = threading.Thread(target=poll, name="server-watch", daemon=True)
     stack = contextlib.ExitStack()
     if fleet is not None:
-        in_flight = proxy.in_flight_ids if proxy is not None else list
+        in_flight: Callable[[float | None], list[str]] = (
+            proxy.in_flight_ids if proxy is not None else (lambda since: [])
+        )
         watch = fleet.watch()
         stack.enter_context(watch.running(in_flight=in_flight, on_abort=on_abort))
         if proxy is not None and fleet.on_mismatch == "abort":

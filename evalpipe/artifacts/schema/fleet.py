@@ -127,7 +127,9 @@ class FleetEvent(Row):
     )
     in_flight: list[str] = Field(
         default_factory=list,
-        description="X-Request-Id of every evaluation request the recording proxy had in flight at ``at``.",
+        description="X-Request-Id of every evaluation request the recording proxy had at the server at ``at`` "
+        "or that ended after the worker's last good poll (``last_seen_as_started``): the change happened in "
+        "between, and a router fails what a dying worker held before the watch can see it.",
     )
     action: FleetEventAction = "none"
 
