@@ -50,6 +50,11 @@ SLOW_FIRST = (
     "tests/test_run_cli.py",
     "tests/test_real_model_own_files.py",
     "tests/test_speed_real.py",
+    # added 2026-12-05 (20-45 s each: a real router with two llama.cpp workers, three answer-key servers)
+    "tests/test_fleet_watch.py",
+    "tests/test_sequential_demo.py",
+    "tests/test_fleet_run.py",
+    "tests/test_admission.py",
 )
 
 
