@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -44,13 +45,10 @@ class ResponsesReadResult(dict[str, ResponseRecord]):
     torn_last_member: bool = False
 
 
-def read_response_records(path: Path) -> ResponsesReadResult:
-    """All complete members of a responses file; a torn final member is skipped and flagged."""
-    result = ResponsesReadResult()
-    path = Path(path)
-    if not path.is_file():
-        return result
-    data = path.read_bytes()
+def _members(path: Path, data: bytes) -> Iterator[tuple[int, int, bytes | None]]:
+    """Each gzip member of ``data`` in order: ``(start, end, payload)``; a torn final member (a crash
+    mid-write) ends the walk as ``(start, start, None)``; a corrupt member before the last raises
+    ``ArtifactError`` naming ``path`` (never cut: refused)."""
     view = memoryview(data)
     pos = 0
     while pos < len(data):
@@ -67,44 +65,47 @@ def read_response_records(path: Path) -> ResponsesReadResult:
             parts.append(d.flush())
         except zlib.error as exc:
             if _is_tail(d, data, pos):
-                result.torn_last_member = True
-                break
+                yield pos, pos, None
+                return
             raise ArtifactError(f"{path}: corrupt gzip member at byte {pos} ({exc})") from None
         if not d.eof:
+            yield pos, pos, None
+            return
+        end = fed - len(d.unused_data)
+        yield pos, end, b"".join(parts)
+        pos = end
+
+
+def read_response_records(path: Path) -> ResponsesReadResult:
+    """All complete members of a responses file; a torn final member is skipped and flagged."""
+    result = ResponsesReadResult()
+    path = Path(path)
+    if not path.is_file():
+        return result
+    for start, _, payload in _members(path, path.read_bytes()):
+        if payload is None:
             result.torn_last_member = True
             break
-        payload = b"".join(parts)
-        consumed = fed - pos - len(d.unused_data)
         for line in payload.decode("utf-8").splitlines():
             if not line.strip():
                 continue
             try:
                 rec = ResponseRecord.model_validate_json(line)
             except ValidationError:
-                raise ArtifactError(f"{path}: member at byte {pos} is not a ResponseRecord") from None
+                raise ArtifactError(f"{path}: member at byte {start} is not a ResponseRecord") from None
             result[rec.attempt_id] = rec
-        pos += consumed
     return result
 
 
 def complete_members_end(path: Path) -> int:
     """Byte offset just after the last complete gzip member of ``path`` (its size when none is torn);
     ``ArtifactError`` when a member before the last is corrupt (never cut: refused)."""
-    data = Path(path).read_bytes()
-    pos = 0
-    while pos < len(data):
-        d = zlib.decompressobj(wbits=31)
-        try:
-            d.decompress(data[pos:])
-            d.flush()
-        except zlib.error as exc:
-            if _is_tail(d, data, pos):
-                return pos
-            raise ArtifactError(f"{path}: corrupt gzip member at byte {pos} ({exc})") from None
-        if not d.eof:
-            return pos
-        pos = len(data) - len(d.unused_data)
-    return pos
+    end = 0
+    for start, member_end, payload in _members(Path(path), Path(path).read_bytes()):
+        if payload is None:
+            return start
+        end = member_end
+    return end
 
 
 def _is_tail(d: zlib._Decompress, data: bytes, pos: int) -> bool:
