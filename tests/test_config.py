@@ -66,6 +66,15 @@ def test_error_names_yaml_path_and_line(tmp_path: Path) -> None:
     assert f"{path}:12: benchmarks[2].sampling.per_stratum: must be > 0" in text
 
 
+def test_review_timeout_only_for_a_benchmark_whose_review_runs_code(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE.replace("- name: gsm8k\n", "- name: gsm8k\n    review_timeout_s: 3\n"))
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    assert "benchmarks[0]: review_timeout_s: gsm8k runs no code in its review (no per-test limit)" in str(
+        exc.value
+    )
+
+
 def test_every_error_is_listed_and_exit_code_is_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = BASE.replace("name: t\n", "name: t\nbogus: 1\n").replace("total: 5", "total: -5")
     path = _write(tmp_path, bad)

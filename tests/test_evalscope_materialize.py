@@ -194,6 +194,27 @@ def test_build_task_from_run_config(tmp_path: Path) -> None:
     assert task_differences(task, changed) == ["generation_config"]
 
 
+def test_review_timeout_reaches_evalscopes_benchmark_meta_and_a_change_is_a_task_difference(
+    tmp_path: Path,
+) -> None:
+    """``review_timeout_s`` is EvalScope's ``review_timeout`` (a ``BenchmarkMeta`` field that ``dataset_args``
+    sets); a resume with another limit is a different task."""
+    from evalscope.api.registry import get_benchmark
+    from evalscope.config import TaskConfig
+
+    cfg = run_config({"live_code_bench": 1})
+    kw = {"api_url": "http://h:1/v1", "dataset_dir": tmp_path / "d", "subsets": ["v6"], "work_dir": tmp_path}
+    default = build_task(cfg, "live_code_bench", **kw)
+    assert "review_timeout" not in default["dataset_args"]["live_code_bench"]
+    cfg.benchmark("live_code_bench").review_timeout_s = 2.5
+    task = build_task(cfg, "live_code_bench", **kw)
+    assert task["dataset_args"]["live_code_bench"]["review_timeout"] == 2.5
+    assert task_differences(default, task) == ["dataset_args"]
+    adapter = get_benchmark("live_code_bench", TaskConfig(**task))
+    assert adapter.review_timeout == 2.5
+    assert get_benchmark("live_code_bench", TaskConfig(**default)).review_timeout == 6
+
+
 def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = run_config({"gsm8k": 1})
     cfg.model.thinking = "disabled"

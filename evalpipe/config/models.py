@@ -570,11 +570,23 @@ class BenchmarkConfig(Strict):
         description="Consent to drop sampled prompts that cannot fit the context (scored context_overflow, "
         "listed in context_fit.json) instead of refusing the run.",
     )
+    review_timeout_s: Annotated[float, Field(gt=0, le=600)] | None = Field(
+        default=None,
+        description="A code benchmark's per-test limit in its review, in seconds (EvalScope's review_timeout: "
+        "the adapter's own when unset, LiveCodeBench 6 s). The re-check of a timeout uses the same limit as "
+        "CPU time; outcomes and the report state it.",
+    )
 
     @model_validator(mode="after")
     def _plan_matches(self) -> BenchmarkConfig:
         if isinstance(self.sampling, SamplingPlan) and self.sampling.benchmark not in (None, self.name):
             raise ValueError(f"sampling.benchmark is {self.sampling.benchmark!r}, expected {self.name!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _review_timeout_runs_code(self) -> BenchmarkConfig:
+        if self.review_timeout_s is not None and not _benchmark(self.name).meta.executes_code:
+            raise ValueError(f"review_timeout_s: {self.name} runs no code in its review (no per-test limit)")
         return self
 
     @model_validator(mode="after")

@@ -107,6 +107,8 @@ def build_task(
     }
     if bench.extra_params:
         dataset_args["extra_params"] = dict(bench.extra_params)
+    if bench.review_timeout_s is not None:  # BenchmarkMeta.review_timeout, set from dataset_args
+        dataset_args["review_timeout"] = bench.review_timeout_s
     work = str(Path(work_dir).resolve())
     return {
         "model": cfg.model.served_name,

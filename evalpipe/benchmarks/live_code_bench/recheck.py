@@ -10,7 +10,8 @@ classified, one at a time, in the same test process (``test_process``: EvalScope
 ``testing_util.run_test`` — same compile step, same stdin/call-based harness, same output comparison,
 same result codes) and the same sandbox as the review, on another clock:
 
-* the per-test limit (EvalScope's ``review_timeout``, 6 s) is the CPU time the program used since the
+* the per-test limit (EvalScope's ``review_timeout``: 6 s, or the config's ``review_timeout_s``, read back
+  from the review's metadata) is the CPU time the program used since the
   test started (``ITIMER_PROF``), which other processes on the host cannot consume; a backstop of
   ``WALL_FACTOR`` × the limit ends a program that blocks instead of computing, counted in wall time
   minus the time the process waited for a CPU (its run delay, ``/proc/PID/schedstat``) — so load does
