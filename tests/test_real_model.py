@@ -40,7 +40,7 @@ from evalpipe.server.llamacpp import LoadLog, main, smollm2_path, spawn
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "evalpipe" / "selftest" / "data"
 KV = "q8_0"
-ENGINE_ARGS = ["--ctx-size", "4096", "--parallel", "1", "--threads", "2", "--no-prompt-cache"]
+ENGINE_ARGS = ["--ctx-size", "4096", "--parallel", "1", "--threads", "1", "--no-prompt-cache"]
 
 
 def _require_engine() -> None:
@@ -281,8 +281,9 @@ BARE_SCRIPT = """
 import json, sys
 from evalscope import TaskConfig, run_task
 
-if __name__ == "__main__":
-    run_task(TaskConfig(**json.loads(open(sys.argv[1]).read())))
+if __name__ == "__main__":  # one TaskConfig per file, one after another in this one process
+    for path in sys.argv[1:]:
+        run_task(TaskConfig(**json.loads(open(path).read())))
 """
 
 
@@ -296,6 +297,7 @@ def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
     try:
         script = tmp_path / "bare_evalscope.py"
         script.write_text(BARE_SCRIPT, encoding="utf-8")
+        tasks = []
         for bench in sorted({o["benchmark"] for o in outcomes}):
             ds = real_run / "datasets" / bench
             subsets = sorted({o["subset"] for o in outcomes if o["benchmark"] == bench})
@@ -311,14 +313,16 @@ def test_evalpipe_changes_no_score(real_run: Path, tmp_path: Path) -> None:
                 "work_dir": str(tmp_path / "bare" / bench),
                 "no_timestamp": True,
             }
-            (tmp_path / f"{bench}.json").write_text(json.dumps(task), encoding="utf-8")
-            env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "hf" / bench), "HF_DATASETS_OFFLINE": "1",
-                   "HF_HUB_OFFLINE": "1"}  # fmt: skip
-            done = subprocess.run(
-                [sys.executable, str(script), str(tmp_path / f"{bench}.json")],
-                capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
-            )  # fmt: skip
-            assert done.returncode == 0, done.stderr[-3000:]
+            tasks.append(tmp_path / f"{bench}.json")
+            tasks[-1].write_text(json.dumps(task), encoding="utf-8")
+        # one bare EvalScope process runs the four tasks (its own TaskConfig each): one start-up, not four
+        env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "hf"), "HF_DATASETS_OFFLINE": "1",
+               "HF_HUB_OFFLINE": "1"}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(script), *map(str, tasks)],
+            capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
     finally:
         stop_group(proc, 30.0)
         assert_group_gone(proc.pid)
