@@ -110,6 +110,18 @@ def speed_summary(artifact: SpeedArtifact | None, comparison: SpeedComparison | 
     return summarize_speed(artifact, comparison) if artifact is not None else None
 
 
+def _without_ratio(threshold: float, message: str, *, advisory: bool = False) -> GateResult:
+    """The speed gate of a run that has no ratio to judge: failed, or only reported when ``advisory``."""
+    return GateResult(
+        gate="min_output_throughput_ratio",
+        threshold=threshold,
+        actual=None,
+        passed=False,
+        advisory=advisory,
+        message=message,
+    )
+
+
 def speed_gates(
     gates: GateConfig,
     config: RunConfig | None,
@@ -124,27 +136,21 @@ def speed_gates(
     if threshold is not None and record is not None and record.no_speed:
         waived = record.speed_gate_waived
         return [
-            GateResult(
-                gate="min_output_throughput_ratio",
-                threshold=threshold,
-                actual=None,
-                passed=False,
-                advisory=waived,
-                message=f"{NOT_MEASURED}: "
+            _without_ratio(
+                threshold,
+                f"{NOT_MEASURED}: "
                 + ("waived (--waive-speed-gate)" if waived else "the ratio was not measured; pass "
                    "--waive-speed-gate with --no-speed to sign off on accuracy alone"),
+                advisory=waived,
             )
         ]  # fmt: skip
     if threshold is None or config is None or config.speed is None:
         return []
     if comparison is None:
         return [
-            GateResult(
-                gate="min_output_throughput_ratio",
-                threshold=threshold,
-                actual=None,
-                passed=False,
-                message="no speed comparison (speed_compare.json) beside this run: the ratio needs two variants "
+            _without_ratio(
+                threshold,
+                "no speed comparison (speed_compare.json) beside this run: the ratio needs two variants "
                 "with a speed.json each",
             )
         ]
