@@ -66,9 +66,9 @@ def _regression_runs(tmp_path: Path, *, shuffle: int | None = None) -> tuple[Pat
 def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> None:
     a, b, ids = _regression_runs(tmp_path, shuffle=11)
     result = compare_runs(
-        a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig()
+        a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)
     )
-    assert result.schema_version == 3
+    assert result.schema_version == 4
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and seq.verdict == "inferior" and seq.stop_reason == "crossing"
@@ -107,8 +107,8 @@ def test_row_order_does_not_matter(tmp_path: Path) -> None:
     """Rows in completion order or in manifest order: the same units, the same stop."""
     a1, b1, _ = _regression_runs(tmp_path / "one", shuffle=11)
     a2, b2, _ = _regression_runs(tmp_path / "two", shuffle=None)
-    r1 = compare_runs(a1, b1, margins=lambda _b: 5.0, sequential=SequentialConfig())
-    r2 = compare_runs(a2, b2, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    r1 = compare_runs(a1, b1, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    r2 = compare_runs(a2, b2, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
     s1, s2 = r1.benchmarks[0].sequential, r2.benchmarks[0].sequential
     assert s1 is not None and s2 is not None
     assert s1.model_dump() == s2.model_dump()
@@ -118,18 +118,25 @@ def test_without_the_config_nothing_else_changes(tmp_path: Path) -> None:
     a, b, _ = _regression_runs(tmp_path)
     plain = compare_runs(a, b, margins=lambda _b: 5.0)
     judged = compare_runs(
-        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.01, cap_factor=2.0)
+        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.01, sequential_share=1.0, cap_factor=2.0)
     )
     assert plain.benchmarks[0].sequential is None
     seq = judged.benchmarks[0].sequential
     assert seq is not None and (seq.alpha, seq.cap) == (0.01, 400)
+    # the gate's verdict and its operating characteristic follow the design; nothing else changes
+    assert plain.benchmarks[0].non_inferiority is not None and judged.benchmarks[0].non_inferiority is not None
+    assert plain.benchmarks[0].non_inferiority.basis == "fixed"
+    assert judged.benchmarks[0].non_inferiority.basis == "sequential crossing"
+    design_fields = {"sequential": None, "non_inferiority": None, "operating": None}
     assert (
-        plain.model_dump()
+        plain.model_copy(
+            update={"benchmarks": [plain.benchmarks[0].model_copy(update=design_fields)]}
+        ).model_dump()
         == judged.model_copy(
-            update={"benchmarks": [judged.benchmarks[0].model_copy(update={"sequential": None})]}
+            update={"benchmarks": [judged.benchmarks[0].model_copy(update=design_fields)]}
         ).model_dump()
     )
-    no_margin = compare_runs(a, b, sequential=SequentialConfig())
+    no_margin = compare_runs(a, b, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
     assert no_margin.benchmarks[0].sequential is None  # judged against a margin or not at all
 
 
@@ -139,7 +146,7 @@ def test_inconclusive_when_the_units_run_out(tmp_path: Path) -> None:
     right = {e.source_id for e in manifest.entries[:150]}
     a = _run(tmp_path / "a", manifest, right)
     b = _run(tmp_path / "b", manifest, right)
-    seq = compare_runs(a, b, margins=lambda _b: 1.0, sequential=SequentialConfig()).benchmarks[0].sequential
+    seq = compare_runs(a, b, margins=lambda _b: 1.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)).benchmarks[0].sequential
     assert seq is not None
     assert (seq.verdict, seq.stop_reason, seq.units_used, seq.units_unsent_share) == (
         "inconclusive",
@@ -192,7 +199,7 @@ def test_the_block_carries_its_design_path_and_tokens(tmp_path: Path) -> None:
     from evalpipe.stats.sequential import betting_eprocesses
 
     a, b, ids = _regression_runs(tmp_path, shuffle=11)
-    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
     seq = result.benchmarks[0].sequential
     assert seq is not None and seq.repeats == 1
     test_right, control_right = _right(a), _right(b)
@@ -272,7 +279,7 @@ def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> 
     ordered = sorted(ids, key=lambda s: sequence_key(SEED, BENCH, s))
     _stopped_inside(a, ordered, 90)
     _stopped_inside(b, ordered, 94)  # the control sent a few more in flight: not paired
-    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig())
+    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and block.n_pairs == 90

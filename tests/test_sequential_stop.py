@@ -96,7 +96,7 @@ def _cfg(
 ) -> RunConfig:
     data = config_data(
         benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
-        generation={"concurrency": concurrency, "sequential": {"alpha": 0.05, "batch_units": batch}},
+        generation={"concurrency": concurrency, "sequential": {"alpha": 0.05, "sequential_share": 1.0, "batch_units": batch}},
         variants=[{"name": "test"}, {"name": "control"}, {"name": "again", "repeat_of": "control"}],
         gates={"non_inferiority_margin_pts": {BENCH: 10.0, "ceval": 10.0}},
         pools=pools or {},
@@ -296,7 +296,7 @@ def test_a_pool_is_judged_in_its_own_order_and_each_member_released_its_share(tm
     share of the pool's prefix in the pool's sequence order; the rule judges the pool's units and halts both."""
     data = config_data(
         benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
-        generation={"concurrency": 2, "sequential": {"alpha": 0.05}},
+        generation={"concurrency": 2, "sequential": {"alpha": 0.05, "sequential_share": 1.0}},
         variants=[{"name": "test"}, {"name": "control"}],
         gates={"non_inferiority_margin_pts": {"both": 10.0, BENCH: 10.0}},
         pools={"both": [BENCH, "ceval"]},

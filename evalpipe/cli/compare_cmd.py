@@ -24,7 +24,12 @@ def compare(
         bool,
         typer.Option("--sequential", help="Also judge every block unit by unit (needs --margin)."),
     ] = False,
-    alpha: Annotated[float, typer.Option("--alpha", help="Error bound of each sequential verdict.")] = 0.05,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential).")
+    ] = 0.025,
+    share: Annotated[
+        float, typer.Option("--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look).")
+    ] = 0.5,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     from evalpipe.cli.console import out as console
@@ -38,13 +43,16 @@ def compare(
         raise ConfigError(f"--margin: must be >= 0 points, got {margin:g}")
     if not 0 < alpha < 0.5:
         raise ConfigError(f"--alpha: must lie in (0, 0.5), got {alpha:g}")
+    if not 0 < share <= 1:
+        raise ConfigError(f"--sequential-share: must lie in (0, 1], got {share:g}")
     result = compare_runs(
         run_a,
         run_b,
         label_a=label_a,
         label_b=label_b,
         margins=(lambda _block: margin) if margin is not None else None,
-        sequential=SequentialConfig(alpha=alpha) if sequential else None,
+        sequential=SequentialConfig(alpha=alpha, sequential_share=share) if sequential else None,
+        gate_alpha=alpha,
     )
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:

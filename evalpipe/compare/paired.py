@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Literal
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.compare import (
@@ -23,6 +24,8 @@ from evalpipe.artifacts.schema.compare import (
     Flip,
     NoiseComparison,
     NonInferiorityResult,
+    OperatingCharacteristic,
+    OperatingPoint,
     PairedBenchmark,
     ScoreWithInterval,
     SequentialLook,
@@ -215,8 +218,8 @@ def sequential_fields(
     control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
     n = planned if planned is not None else len(ordered)
     cap = math.ceil(config.cap_factor * n)
-    decision = sequential_decision(test - control, margin_pts, config.alpha, cap=cap, planned_n=n)
-    path = sequential_path(test - control, margin_pts, decision.units_used, config.alpha, planned_n=n)
+    decision = sequential_decision(test - control, margin_pts, config.eprocess_alpha, cap=cap, planned_n=n)
+    path = sequential_path(test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=n)
     rows = [o.get((b, sid)) for o in (oa, ob) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
     tokens = [
@@ -282,6 +285,100 @@ def sequential_fields(
     }
 
 
+#: Paths simulated for a sequential design's operating characteristic in compare.json (Monte-Carlo SE ≤ 0.008).
+OC_PATHS = 4000
+OC_SEED = 20261205
+
+
+def gate_fields(
+    keys: list[tuple[str, str, str]],
+    oa: Outcomes,
+    ob: Outcomes,
+    margin_pts: float,
+    *,
+    sequential: tuple[SequentialConfig, int] | None,
+    planned: int | None,
+    fixed_alpha: float,
+    fields: Mapping[str, object],
+    must_catch_pts: float | None,
+) -> dict[str, object]:
+    """The gate's verdict (``evalpipe.stats.operating``: the fixed look, or the e-processes and, when they never
+    crossed, one fixed look at the rest of α) as ``non_inferiority``, and the design's operating characteristic
+    at the discordance measured here (the A/A pair's when there is one, else the A/B pair's) as ``operating``."""
+    from evalpipe.report.sentences import gate_sentence
+    from evalpipe.stats.operating import GateDesign, gate_verdict, pass_probability
+    from evalpipe.stats.repeats import per_sample_means
+
+    if not keys:
+        return {}
+    seed = sequential[1] if sequential is not None else 0
+    ordered = sorted(keys, key=lambda k: sequence_key(seed, k[0], k[1])) if sequential is not None else keys
+    test = per_sample_means([attempt_scores(oa.get((b, sid))) for b, sid, _ in ordered])
+    control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
+    repeats = max((len(attempt_scores(o.get((b, sid)))) for o in (oa, ob) for b, sid, _ in ordered), default=1)
+    if sequential is None:
+        design = GateDesign(len(ordered), margin_pts, fixed_alpha, None, repeats)
+        planned_n = None
+    else:
+        config = sequential[0]
+        design = GateDesign(len(ordered), margin_pts, config.alpha, config.sequential_share, repeats)
+        planned_n = planned if planned is not None else len(ordered)
+    seq = fields.get("sequential")
+    bounds = (seq.cs_low, seq.cs_high) if isinstance(seq, SequentialResult) else None
+    verdict = gate_verdict(test - control, design, planned_n=planned_n, sequence_bounds=bounds)
+    result = NonInferiorityResult(
+        margin_pts=margin_pts,
+        lower_bound_pts=verdict.lower_bound_pts,
+        upper_bound_pts=verdict.upper_bound_pts,
+        verdict=verdict.verdict,
+        sentence="",
+        basis=verdict.basis,
+        alpha=design.alpha,
+        critical_value=verdict.critical_value,
+    )
+    result = result.model_copy(update={"sentence": gate_sentence(result)})
+    aa, ab = fields.get("aa_discordant"), fields.get("ab_discordant")
+    source: Literal["A/A", "A/B"] = "A/A" if isinstance(aa, Discordance) else "A/B"
+    measured = aa if isinstance(aa, Discordance) else ab
+    if not isinstance(measured, Discordance):
+        return {"non_inferiority": result}
+    planned_design = GateDesign(
+        planned if planned is not None else len(ordered),
+        margin_pts,
+        design.alpha,
+        design.sequential_share,
+        repeats,
+    )
+    drops = [0.0, margin_pts / 100.0]
+    if must_catch_pts is not None:
+        drops.append(must_catch_pts / 100.0)
+    psi = min(max(measured.second_moment, 1e-6), 1.0 - max(drops))
+    points = []
+    for drop in drops:
+        p = pass_probability(planned_design, psi, drop, paths=OC_PATHS, seed=OC_SEED)
+        points.append(
+            OperatingPoint(
+                delta_pts=p.delta_pts,
+                p_pass=p.p_pass,
+                standard_error=p.standard_error,
+                method=p.method,
+                mean_units=p.mean_units,
+            )
+        )
+    operating = OperatingCharacteristic(
+        discordance=psi,
+        discordance_source=source,
+        n=planned_design.n,
+        margin_pts=margin_pts,
+        alpha=design.alpha,
+        sequential_share=design.sequential_share,
+        must_catch_drop_pts=must_catch_pts,
+        paths=OC_PATHS if design.sequential else None,
+        points=points,
+    )
+    return {"non_inferiority": result, "operating": operating}
+
+
 def _paired_block(
     name: str,
     keys: list[tuple[str, str, str]],
@@ -299,6 +396,8 @@ def _paired_block(
     sequential: tuple[SequentialConfig, int] | None = None,
     planned: int | None = None,
     stop_unit: int | None = None,
+    must_catch_pts: float | None = None,
+    fixed_alpha: float | None = None,
 ) -> PairedBenchmark:
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
@@ -373,6 +472,20 @@ def _paired_block(
         fields.update(
             sequential_fields(keys, oa, ob, margin_pts, *sequential, planned=planned, stop_unit=stop_unit)
         )
+    if margin_pts is not None:
+        fields.update(
+            gate_fields(
+                keys,
+                oa,
+                ob,
+                margin_pts,
+                sequential=sequential,
+                planned=planned,
+                fixed_alpha=fixed_alpha if fixed_alpha is not None else (1.0 - confidence) / 2.0,
+                fields=fields,
+                must_catch_pts=must_catch_pts,
+            )
+        )
     return block.model_copy(update=fields)
 
 
@@ -407,6 +520,8 @@ def compare_runs(
     label_aa: str | None = None,
     aa_control: Path | None = None,
     margins: Callable[[str], float | None] | None = None,
+    must_catch: Callable[[str], float | None] | None = None,
+    gate_alpha: float | None = None,
     aa_only: bool = False,
     sequential: SequentialConfig | None = None,
     pools: Mapping[str, list[str]] | None = None,
@@ -436,6 +551,7 @@ def compare_runs(
         _check_paired(rd, rc, read_model(rd.manifest, Manifest), read_model(rc.manifest, Manifest))
         oc, od = _outcomes(rc), _outcomes(rd)
     margin_of = margins or (lambda _name: None)
+    catch_of = must_catch or (lambda _name: None)
 
     la = label_a or _label(ra, "A")
     lb = label_b or _label(rb, "B")
@@ -477,6 +593,8 @@ def compare_runs(
             sequential=(sequential, ma.seed) if sequential is not None and not aa_only else None,
             planned=planned,
             stop_unit=crossed.get(name),
+            must_catch_pts=catch_of(name) if margin is not None else None,
+            fixed_alpha=gate_alpha,
         )
 
     blocks = []

@@ -384,10 +384,17 @@ class SequentialConfig(Strict):
     """Anytime-valid non-inferiority (``evalpipe.stats.sequential``): the paired comparison judged unit by unit."""
 
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = Field(
-        default=0.05,
-        description="Error bound of each verdict: at the margin, 'non-inferior' (K+ >= 1/alpha) and 'inferior' "
-        "(K- >= 1/alpha) are each reached at most alpha of the time, however often the rule looks. The "
-        "margin is gates.non_inferiority_margin_pts of the block.",
+        default=0.025,
+        description="The gate's one-sided error at the margin (gates.non_inferiority_margin_pts), in every path: "
+        "at Delta = -margin a block passes at most alpha of the time, however often the rule looks, wherever it "
+        "stops, and after --extend. 0.025 is the fixed gate's own level (its 95 % two-sided interval). It is "
+        "split (evalpipe.stats.operating): the e-processes run at sequential_share x alpha (K >= 1/that), the one "
+        "fixed look taken when they never cross at the rest.",
+    )
+    sequential_share: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.5,
+        description="Share of alpha the e-processes spend (they stop the run early); the rest goes to one fixed "
+        "look on all the units when nothing crossed. 1: no fixed look (no crossing = inconclusive).",
     )
     cap_factor: Annotated[float, Field(ge=1)] = Field(
         default=1.5,
@@ -407,6 +414,17 @@ class SequentialConfig(Strict):
         description="Units released beyond the prefix judged in every arm (what can be in flight, hence wasted, "
         "at the stop); default generation.concurrency / generation.repeats.",
     )
+
+
+    @property
+    def eprocess_alpha(self) -> float:
+        """The level of each e-process: ``K⁺`` or ``K⁻`` crossing ``1/eprocess_alpha`` decides."""
+        return self.alpha * self.sequential_share
+
+    @property
+    def final_alpha(self) -> float:
+        """The one-sided level of the fixed look taken when the e-processes never crossed (0: none)."""
+        return self.alpha * (1.0 - self.sequential_share)
 
 
 class GenerationConfig(Strict):
@@ -652,6 +670,12 @@ class GateConfig(Strict):
         description="Paired runs: fail when the minimum detectable drop (80 % power) exceeds Y points, or no "
         "drop is detectable. One number for every block, or {benchmark|overall: Y}.",
     )
+    must_catch_drop_pts: dict[str, Annotated[float, Field(gt=0, lt=100)]] = Field(
+        default_factory=dict,
+        description="Per block with a margin: the drop the sign-off must fail (points, test − control), e.g. "
+        "the drop a known bug caused. `evalpipe plan` and compare.json state P(pass) there (the operating "
+        "characteristic); it must exceed the block's margin.",
+    )
     advisory: list[AdvisoryGate] = Field(
         default_factory=list,
         description="Gates evaluated and reported (summary, report, console) but not deciding the verdict "
@@ -665,6 +689,19 @@ class GateConfig(Strict):
             value = getattr(self, name)
             if value is None or value == {}:
                 raise ValueError(f"advisory: {name} is not set (an advisory gate needs its threshold)")
+        return self
+
+    @model_validator(mode="after")
+    def _drops_beyond_margins(self) -> GateConfig:
+        for name, drop in self.must_catch_drop_pts.items():
+            margin = self.points_for("non_inferiority_margin_pts", "all" if name == "overall" else name)
+            if margin is None:
+                raise ValueError(f"must_catch_drop_pts: {name} has no non_inferiority_margin_pts")
+            if drop <= margin:
+                raise ValueError(
+                    f"must_catch_drop_pts: {name}: {drop:g} pts is within the margin ({margin:g} pts), "
+                    "which the gate is built to pass"
+                )
         return self
 
     def points_for(
@@ -687,6 +724,18 @@ class ComponentTest(Strict):
     )
     cwd: str | None = None
     required: bool = False
+
+
+class DesignAssumption(Strict):
+    """What a gated block's design assumes before any run of this release measured it."""
+
+    accuracy: Annotated[float, Field(gt=0, lt=1)] = Field(
+        description="The control's expected accuracy p (2p(1-p) is shown beside the assumed discordance)."
+    )
+    discordance: Annotated[float, Field(gt=0, lt=1)] = Field(
+        description="Share of samples whose correctness differs between two runs with no regression (A/A)."
+    )
+    basis: str = Field(description="Where the discordance comes from: the measurement and how it was carried over.")
 
 
 class RunConfig(Strict):
@@ -714,6 +763,11 @@ class RunConfig(Strict):
     )
     output_root: str = "results"
     dataset_root: str | None = Field(default=None, description="Local mirror root for every benchmark.")
+    design: dict[str, DesignAssumption] = Field(
+        default_factory=dict,
+        description="Per gated block (benchmark or pool): the accuracy and the no-regression discordance "
+        "`evalpipe plan` designs under, with the argument for them; without one it assumes 2p(1-p).",
+    )
     gates: GateConfig = Field(default_factory=GateConfig)
     component_tests: list[ComponentTest] = Field(default_factory=list)
     speed: SpeedConfig | None = Field(

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts.schema.compare import Discordance, SequentialResult
+from evalpipe.artifacts.schema.compare import (
+    Discordance,
+    NonInferiorityResult,
+    OperatingCharacteristic,
+    SequentialResult,
+)
 from evalpipe.artifacts.schema.fleet import FleetEventSummary
 from evalpipe.report.prose import fmt_pts
 
@@ -60,6 +65,55 @@ def non_inferiority_sentence(result: NonInferiority) -> str:
         return f"inferior: the whole 95 % interval lies below -{margin} pts (upper bound {high} pts)"
     drop = fmt_pts(result.excludable_drop_pts)
     return f"inconclusive: the sample cannot exclude a {drop}-pt drop (margin {margin} pts, lower bound {low} pts)"
+
+
+def gate_sentence(result: NonInferiorityResult) -> str:
+    """The gate's verdict and what decided it (``evalpipe.stats.operating``), e.g. "non-inferior within 10 pts
+    (fixed look: lower bound of test − control −4.2 pts at z* = 2.42, one-sided α 0.025)"."""
+    margin = _margin(result.margin_pts)
+    low = _bound(result.lower_bound_pts, result.margin_pts)
+    high = _bound(result.upper_bound_pts, result.margin_pts)
+    alpha = f"one-sided α {result.alpha:g}" if result.alpha is not None else "95 % interval"
+    if result.basis == "sequential crossing":
+        how = f"the e-processes crossed (confidence sequence [{low}, {high}] pts; {alpha} in all)"
+    elif result.basis == "extended: no crossing":
+        return (
+            f"inconclusive: an extended block is judged by its e-processes alone and they never crossed "
+            f"(margin {margin} pts; confidence sequence [{low}, {high}] pts; {alpha})"
+        )
+    else:
+        look = "final look, the e-processes never crossed" if result.basis == "final look" else "fixed look"
+        z = f" at z* = {result.critical_value:.2f}" if result.critical_value is not None else ""
+        how = f"{look}: test − control in [{low}, {high}] pts{z}, {alpha}"
+    if result.verdict == "non-inferior":
+        return f"non-inferior within {margin} pts ({how})"
+    if result.verdict == "inferior":
+        return f"inferior: worse than −{margin} pts ({how})"
+    drop = fmt_pts(max(0.0, -result.lower_bound_pts))
+    return f"inconclusive: cannot exclude a {drop}-pt drop (margin {margin} pts; {how})"
+
+
+def operating_sentence(oc: OperatingCharacteristic) -> str:
+    """E.g. "with the discordance seen here (A/A ψ = 0.080), this design passes a release with no regression
+    98.1 % of the time, one at the margin (−10 pts) 1.2 %, and one with an 18.6-pt drop 0.0 %"."""
+
+    def pct(p: float, se: float) -> str:
+        return f"{100 * p:.1f} %" + (f" ± {100 * se:.1f}" if se > 0 else "")
+
+    parts = []
+    for point in oc.points:
+        if point.delta_pts == 0:
+            parts.append(f"passes a release with no regression {pct(point.p_pass, point.standard_error)} of the time")
+        elif oc.must_catch_drop_pts is not None and abs(point.delta_pts + oc.must_catch_drop_pts) < 1e-9:
+            parts.append(f"one with a {_margin(oc.must_catch_drop_pts)}-pt drop {pct(point.p_pass, point.standard_error)}")
+        else:
+            parts.append(f"one at the margin ({point.delta_pts:+g} pts) {pct(point.p_pass, point.standard_error)}")
+    design = "fixed design" if oc.sequential_share is None else f"sequential design ({oc.sequential_share:g} of α on the e-processes)"
+    how = "exact" if oc.paths is None else f"{oc.paths} simulated paths"
+    return (
+        f"with the discordance seen here ({oc.discordance_source} ψ = {oc.discordance:.3f}), this {design} of "
+        f"{oc.n} units {', '.join(parts)} ({how})"
+    )
 
 
 def sample_size_sentence(plan: SampleSizeNeeded) -> str:

@@ -224,7 +224,7 @@ class SequentialStopper:
         seq = cfg.generation.sequential
         assert seq is not None
         self.arm = arm
-        self.alpha = seq.alpha
+        self.alpha = seq.eprocess_alpha
         self.repeats = cfg.generation.repeats
         self._lock = threading.Lock()
         self._logs: dict[str, JsonlAppender] = {}

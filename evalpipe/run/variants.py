@@ -129,6 +129,7 @@ def run_variants(
             label_aa=labels[again] if again is not None else None,
             aa_control=dirs[noise_pair[0]].root if again is not None else None,
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get("overall" if block == "all" else block),
             sequential=cfg.generation.sequential,
             pools=cfg.pools,
         )
@@ -156,6 +157,7 @@ def run_variants(
             label_a=labels[first],
             label_b=labels[again],
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
+            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get("overall" if block == "all" else block),
             aa_only=True,
             pools=cfg.pools,
         )

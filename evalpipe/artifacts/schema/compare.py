@@ -63,6 +63,45 @@ class NonInferiorityResult(Row):
     upper_bound_pts: float
     verdict: Literal["non-inferior", "inferior", "inconclusive"]
     sentence: str
+    basis: Literal["fixed", "sequential crossing", "final look", "extended: no crossing"] | None = Field(
+        default=None,
+        description="What decided the gate (evalpipe.stats.operating): the fixed look (no sequential rule), the "
+        "e-processes' crossing (the bounds are then the confidence sequence's), the fixed look taken when they "
+        "never crossed, or an extended block whose e-processes never crossed (no second fixed look). None: a "
+        "file written before the gate's rule was recorded (the fixed 95 % interval).",
+    )
+    alpha: float | None = Field(default=None, description="The gate's one-sided error at the margin.")
+    critical_value: float | None = Field(
+        default=None,
+        description="z* of the fixed look: the Bonett-Price bound at z* clears -margin at most alpha of the time "
+        "at the margin, whatever the discordance (exact unconditional calibration). None at a crossing.",
+    )
+
+
+class OperatingPoint(Row):
+    """``P(pass)`` of the block's design at one true difference."""
+
+    delta_pts: float = Field(description="True test − control, points (0: no regression).")
+    p_pass: float
+    standard_error: float = Field(description="Monte-Carlo standard error (0 for exact enumeration).")
+    method: Literal["exact enumeration", "simulation"]
+    mean_units: float = Field(description="Mean units the design judges at this difference (its stop).")
+
+
+class OperatingCharacteristic(Row):
+    """How often this block's design passes, at the discordance this comparison measured."""
+
+    discordance: float = Field(description="Share of units whose correctness differed with no regression.")
+    discordance_source: Literal["A/A", "A/B"] = Field(
+        description="A/A: the control and its repeat; A/B: the pair itself (it also holds any effect)."
+    )
+    n: int
+    margin_pts: float
+    alpha: float
+    sequential_share: float | None = Field(description="None: the fixed design.")
+    must_catch_drop_pts: float | None
+    paths: int | None = Field(description="Simulated paths (sequential design); None: exact.")
+    points: list[OperatingPoint]
 
 
 class SequentialLook(Row):
@@ -219,6 +258,10 @@ class PairedBenchmark(Row):
     non_inferiority: NonInferiorityResult | None = Field(
         default=None, description="Only when gates.non_inferiority_margin_pts names this block."
     )
+    operating: OperatingCharacteristic | None = Field(
+        default=None,
+        description="The gate's operating characteristic at the discordance measured here (blocks with a margin).",
+    )
     sequential: SequentialResult | None = Field(
         default=None,
         description="Only with generation.sequential and a non-inferiority margin for this block.",
@@ -241,7 +284,7 @@ class PairedBenchmark(Row):
 
 
 class CompareResult(Artifact):
-    schema_version: int = 3
+    schema_version: int = 4
     run_a: str
     run_b: str
     label_a: str
