@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -99,6 +99,35 @@ def sequence_key(seed: int, benchmark: str, source_id: str) -> str:
     more thinly has lower keys and would come first; a second, independent key orders the selected samples
     uniformly at random whatever the strata, and never by anything an answer decides."""
     return hashlib.sha256(f"{seed}:sequence:{benchmark}:{source_id}".encode()).hexdigest()
+
+
+def block_order(
+    seed: int, units: Iterable[tuple[str, str]], generation: Mapping[tuple[str, str], int] | None = None
+) -> list[tuple[str, str]]:
+    """A block's units ``(benchmark, source_id)`` in the order the sequential rule consumes them: by
+    generation first (``ExtensionRecord.generation_of``: 0 the first run's entries, 1 those an ``--extend``
+    added, …; a unit not named is of the newest), then by ``sequence_key`` within a generation.
+
+    So after ``--extend`` the old run's units keep their positions — they are the old run's order, which is
+    itself this order one generation down — and the new units follow in their own seeded order: the e-process
+    continues where the old run left it instead of being restarted on a reshuffled sequence."""
+    named = generation or {}
+    newest = max(named.values(), default=-1) + 1
+    return sorted(units, key=lambda u: (named.get(u, newest), sequence_key(seed, u[0], u[1])))
+
+
+def generation_sizes(
+    ordered: Iterable[tuple[str, str]], generation: Mapping[tuple[str, str], int] | None = None
+) -> list[int]:
+    """Units per generation of a block in ``block_order`` (generations without a unit of the block left
+    out): ``[n]`` for a block never extended, ``[n_old, n_new]`` after one ``--extend``."""
+    named = generation or {}
+    newest = max(named.values(), default=-1) + 1
+    counts: dict[int, int] = {}
+    for unit in ordered:
+        g = named.get(unit, newest)
+        counts[g] = counts.get(g, 0) + 1
+    return [counts[g] for g in sorted(counts)]
 
 
 def message_text(content: Any) -> str:

@@ -19,8 +19,9 @@ Sections:
    arm and k = 4 beta-binomial repeats, a look after every unit, aGRAPA and planned bets (n = horizon/2 and
    horizon); and the CS's uniform coverage.
 4. Stop-then-extend: a run capped at 300 units and extended to 1000 continues the same order and the same
-   wealth (the bet re-tuned to the new plan from the extension on); restarting the wealth at 1 on the
-   extension (a "new test") spends α twice.
+   wealth (the bet re-tuned to the new plan from the extension on: what ``planned_n_per_unit([300, 700])``
+   gives the in-run stop and compare); restarting the wealth at 1 on the extension (a "new test") spends α
+   twice.
 5. Negative control: units consumed in completion order, with wrong answers longer than right ones.
 """
 

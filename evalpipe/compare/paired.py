@@ -32,16 +32,18 @@ from evalpipe.artifacts.schema.compare import (
     SequentialResult,
 )
 from evalpipe.artifacts.schema.manifest import Manifest
-from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, is_correct
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attempt_states, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.explore import build_paired_explorer
-from evalpipe.hashing import sequence_key, sha256_hex
+from evalpipe.hashing import block_order, generation_sizes, sha256_hex
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
+from evalpipe.samplers.extend import entry_generations
 from evalpipe.stats.intervals import wilson_interval
+from evalpipe.stats.unit_scores import arm_scores, arm_value
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261202
@@ -118,6 +120,10 @@ def power_fields(
     The noise model is the A/A pair (control vs its repeat) when there is one, else the A/B pair itself
     (``evalpipe.stats.power``); the MDE is for the test the block prints (exact McNemar at one attempt per
     arm, the paired score test with repeats), at the control's accuracy.
+
+    The A/B pair is scored by the paired rule (``evalpipe.stats.unit_scores``, the one the sequential rule
+    uses): every attempt counts, one without an answer 0 in the test arm and 1 in the control arm.  The A/A
+    pair (no arm under test) keeps the summary's attempt scores.
     """
     from evalpipe.report.sentences import aa_sentence, mde_sentence, noise_sentence, non_inferiority_sentence
     from evalpipe.stats.noninferiority import non_inferiority
@@ -127,8 +133,8 @@ def power_fields(
 
     if not keys:
         return {}
-    test = [attempt_scores(oa.get((b, sid))) for b, sid, _ in keys]
-    control = [attempt_scores(ob.get((b, sid))) for b, sid, _ in keys]
+    test = [arm_scores(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in keys]
+    control = [arm_scores(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in keys]
     diff = paired_difference(test, control, confidence)
     out: dict[str, object] = {
         "paired_ci_low": diff.interval[0],
@@ -198,6 +204,8 @@ def sequential_fields(
     seed: int,
     planned: int | None = None,
     stop_unit: int | None = None,
+    generations: Mapping[tuple[str, str], int] | None = None,
+    plan_sizes: list[int] | None = None,
 ) -> dict[str, object]:
     """The block judged unit by unit (``evalpipe.stats.sequential``): units in the seeded sequence order
     (``evalpipe.hashing.sequence_key``, never completion order), the planned bet tuned to the block's n, the
@@ -206,20 +214,30 @@ def sequential_fields(
     ``planned``: the rule stopped sending inside the run (``evalpipe.run.sequential_stop``) — ``keys`` are the
     units sent in every arm, ``planned`` the manifest's units, to which the bets were tuned there and are
     here; the tokens spent are the recorded ones, the fixed design's the same per unit over ``planned``;
-    ``stop_unit`` where it crossed there, on the worker's scores (recorded beside the recomputed stop)."""
+    ``stop_unit`` where it crossed there, on the worker's scores (recorded beside the recomputed stop).
+
+    ``generations`` (``ExtensionRecord.generation_of``): after ``--extend`` the units are in the block order
+    of ``evalpipe.hashing.block_order`` — the old run's units in the old order, then the new ones — and each
+    unit's bet is tuned to its generation's plan (``planned_n_per_unit`` over ``plan_sizes``, the units per
+    generation of the plan; default: of ``keys``), so the e-process continues the old run's.  Unit values by
+    the paired rule of ``evalpipe.stats.unit_scores``, the one the in-run stop applies."""
+    import numpy as np
+
     from evalpipe.report.sentences import sequential_sentence
-    from evalpipe.stats.repeats import per_sample_means
-    from evalpipe.stats.sequential import sequential_decision, sequential_path
+    from evalpipe.stats.sequential import PlannedN, planned_n_per_unit, sequential_decision, sequential_path
 
     if not keys:
         return {}
-    ordered = sorted(keys, key=lambda k: sequence_key(seed, k[0], k[1]))
-    test = per_sample_means([attempt_scores(oa.get((b, sid))) for b, sid, _ in ordered])
-    control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
+    by_unit = {k[:2]: k for k in keys}
+    ordered = [by_unit[u] for u in block_order(seed, by_unit, generations)]
+    test = np.array([arm_value(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in ordered])
+    control = np.array([arm_value(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in ordered])
     n = planned if planned is not None else len(ordered)
+    sizes = plan_sizes if plan_sizes is not None else generation_sizes(by_unit, generations)
+    plan: PlannedN = planned_n_per_unit(sizes) if len(sizes) > 1 else n
     cap = math.ceil(config.cap_factor * n)
-    decision = sequential_decision(test - control, margin_pts, config.eprocess_alpha, cap=cap, planned_n=n)
-    path = sequential_path(test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=n)
+    decision = sequential_decision(test - control, margin_pts, config.eprocess_alpha, cap=cap, planned_n=plan)
+    path = sequential_path(test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=plan)
     rows = [o.get((b, sid)) for o in (oa, ob) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
     tokens = [
@@ -262,6 +280,7 @@ def sequential_fields(
             e_value_inferior=decision.e_value_inferior,
             cs_low=decision.cs_lower,
             cs_high=decision.cs_upper,
+            generations=sizes if len(sizes) > 1 else [],
             units_unsent_share=unit_share,
             output_tokens_unsent_share=token_share,
             repeats=repeats,
@@ -301,31 +320,39 @@ def gate_fields(
     fixed_alpha: float,
     fields: Mapping[str, object],
     must_catch_pts: float | None,
+    generations: Mapping[tuple[str, str], int] | None = None,
+    plan_sizes: list[int] | None = None,
 ) -> dict[str, object]:
     """The gate's verdict (``evalpipe.stats.operating``: the fixed look, or the e-processes and, when they never
     crossed, one fixed look at the rest of α) as ``non_inferiority``, and the design's operating characteristic
     at the discordance measured here (the A/A pair's when there is one, else the A/B pair's) as ``operating``."""
     from evalpipe.report.sentences import gate_sentence
     from evalpipe.stats.operating import GateDesign, gate_verdict, pass_probability
-    from evalpipe.stats.repeats import per_sample_means
+    from evalpipe.stats.sequential import planned_n_per_unit
 
     if not keys:
         return {}
+    import numpy as np
+
+    by_unit = {k[:2]: k for k in keys}
     seed = sequential[1] if sequential is not None else 0
-    ordered = sorted(keys, key=lambda k: sequence_key(seed, k[0], k[1])) if sequential is not None else keys
-    test = per_sample_means([attempt_scores(oa.get((b, sid))) for b, sid, _ in ordered])
-    control = per_sample_means([attempt_scores(ob.get((b, sid))) for b, sid, _ in ordered])
-    repeats = max((len(attempt_scores(o.get((b, sid)))) for o in (oa, ob) for b, sid, _ in ordered), default=1)
+    ordered = [by_unit[u] for u in block_order(seed, by_unit, generations)] if sequential is not None else keys
+    # the paired rule of evalpipe.stats.unit_scores (the in-run stop's): no answer never counts for the test
+    test = np.array([arm_value(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in ordered])
+    control = np.array([arm_value(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in ordered])
+    repeats = max((len(attempt_states(o.get((b, sid)))) for o in (oa, ob) for b, sid, _ in ordered), default=1)
+    sizes = plan_sizes if plan_sizes is not None else generation_sizes(by_unit, generations)
+    extended = sequential is not None and len(sizes) > 1
+    planned_n: int | list[int] | None = None
     if sequential is None:
         design = GateDesign(len(ordered), margin_pts, fixed_alpha, None, repeats)
-        planned_n = None
     else:
         config = sequential[0]
         design = GateDesign(len(ordered), margin_pts, config.alpha, config.sequential_share, repeats)
-        planned_n = planned if planned is not None else len(ordered)
+        planned_n = planned_n_per_unit(sizes) if extended else (planned if planned is not None else len(ordered))
     seq = fields.get("sequential")
     bounds = (seq.cs_low, seq.cs_high) if isinstance(seq, SequentialResult) else None
-    verdict = gate_verdict(test - control, design, planned_n=planned_n, sequence_bounds=bounds)
+    verdict = gate_verdict(test - control, design, planned_n=planned_n, extended=extended, sequence_bounds=bounds)
     result = NonInferiorityResult(
         margin_pts=margin_pts,
         lower_bound_pts=verdict.lower_bound_pts,
@@ -398,6 +425,8 @@ def _paired_block(
     stop_unit: int | None = None,
     must_catch_pts: float | None = None,
     fixed_alpha: float | None = None,
+    generations: Mapping[tuple[str, str], int] | None = None,
+    plan_sizes: list[int] | None = None,
 ) -> PairedBenchmark:
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
@@ -470,7 +499,17 @@ def _paired_block(
     fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
     if sequential is not None and margin_pts is not None:
         fields.update(
-            sequential_fields(keys, oa, ob, margin_pts, *sequential, planned=planned, stop_unit=stop_unit)
+            sequential_fields(
+                keys,
+                oa,
+                ob,
+                margin_pts,
+                *sequential,
+                planned=planned,
+                stop_unit=stop_unit,
+                generations=generations,
+                plan_sizes=plan_sizes,
+            )
         )
     if margin_pts is not None:
         fields.update(
@@ -484,6 +523,8 @@ def _paired_block(
                 fixed_alpha=fixed_alpha if fixed_alpha is not None else (1.0 - confidence) / 2.0,
                 fields=fields,
                 must_catch_pts=must_catch_pts,
+                generations=generations,
+                plan_sizes=plan_sizes,
             )
         )
     return block.model_copy(update=fields)
@@ -558,24 +599,34 @@ def compare_runs(
 
     # the rule stopped sending inside the run: every block pairs only the units every compared arm sent
     sent, crossed = _units_sent([ra, rb, *([RunDir(run_aa)] if run_aa is not None else [])])
+    # --extend: earlier generations first, in their own order (the in-run stop's order too)
+    generations = entry_generations(ra.root)
+
+    def in_order(keys: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        by_unit = {k[:2]: k for k in keys}
+        return [by_unit[u] for u in block_order(ma.seed, by_unit, generations)]
 
     def only_sent(keys: list[tuple[str, str, str]], *, prefix: bool = False) -> list[tuple[str, str, str]]:
-        """Each benchmark's units sent; ``prefix`` (a pool the rule gated): the longest prefix of the block's
-        own sequence order whose units were all sent, the units the rule judged inside the run."""
+        """Each benchmark's units sent: the first ``units_sent_prefix`` of its manifest entries in the block
+        order — the stop counts them in that order, an entry dropped before sending (context fit) holding
+        its place (``SequentialStopper``), so the cut keeps exactly the units the stop counted; ``prefix`` (a
+        pool the rule gated): the longest prefix of the block's own order whose units were all sent, the
+        units the rule judged inside the run."""
         if not sent:
             return keys
         kept: set[tuple[str, str]] = set()
         for bench in dict.fromkeys(k[0] for k in keys):
-            mine = sorted((k for k in keys if k[0] == bench), key=lambda k: sequence_key(ma.seed, k[0], k[1]))
+            mine = in_order([k for k in keys if k[0] == bench])
             kept.update(k[:2] for k in mine[: sent.get(bench, len(mine))])
         if prefix:
-            ordered = sorted(keys, key=lambda k: sequence_key(ma.seed, k[0], k[1]))
+            ordered = in_order(keys)
             cut = next((i for i, k in enumerate(ordered) if k[:2] not in kept), len(ordered))
             kept = {k[:2] for k in ordered[:cut]}
         return [k for k in keys if k[:2] in kept]
 
     def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
         planned = len(keys) if any(k[0] in sent for k in keys) else None
+        plan_sizes = generation_sizes((k[:2] for k in keys), generations)
         keys = only_sent(keys, prefix=name in crossed and len({k[0] for k in keys}) > 1)
         return _paired_block(
             name,
@@ -595,6 +646,8 @@ def compare_runs(
             stop_unit=crossed.get(name),
             must_catch_pts=catch_of(name) if margin is not None else None,
             fixed_alpha=gate_alpha,
+            generations=generations,
+            plan_sizes=plan_sizes,
         )
 
     blocks = []

@@ -293,24 +293,31 @@ def install_evaluator(
             self._predictions = PredictionCount(last_prediction)
 
         def _collect_work_items(self, dataset_dict: Any) -> Any:
-            ctx = super()._collect_work_items(dataset_dict)
+            states: dict[tuple[str, int], Any] = {}  # the cached predictions: their stop reasons
+            if gate is not None:
+                cache = self.cache_manager
+                found = cache.filter_prediction_cache
+
+                def remember(subset: str, dataset: Any) -> Any:
+                    cached_states, remaining = found(subset, dataset)
+                    states.update(((subset, int(ts.sample_id)), ts) for ts in cached_states)
+                    return cached_states, remaining
+
+                cache.filter_prediction_cache = remember
+                try:
+                    ctx = super()._collect_work_items(dataset_dict)
+                finally:
+                    del cache.filter_prediction_cache  # the class's method again
+            else:
+                ctx = super()._collect_work_items(dataset_dict)
             if gate is not None:  # FIFO pool: the order the rule consumes units is the order they are sent
                 ctx.work_items.sort(key=lambda item: gate.position(item.subset, _row(item) // repeats))
             channel.emit(Start(benchmark=benchmark, total=ctx.grand_total, cached=ctx.total_cached))
             if gate is not None:
                 for subset, scores in ctx.cached_scores_by_subset.items():
                     for cached in scores:
-                        value = cached.score.main_value
-                        channel.emit(
-                            Sample(
-                                benchmark=benchmark,
-                                subset=subset,
-                                index=int(cached.sample_id),
-                                ok=True,
-                                correct=1.0 if value == 1.0 else 0.0,
-                                cached=True,
-                            )
-                        )
+                        state = states.get((subset, int(cached.sample_id)))
+                        channel.emit(cached_sample(benchmark, subset, cached, state))
             self._predictions.expect(sum(1 for item in ctx.work_items if item.needs_predict))
             return ctx
 
@@ -370,6 +377,20 @@ def install_evaluator(
 def _row(item: Any) -> int:
     """An EvalScope work item's sample id (``row × repeats + attempt``)."""
     return int(item.sample.id if item.sample is not None else item.task_state.sample_id)
+
+
+def cached_sample(benchmark: str, subset: str, cached: Any, task_state: Any) -> Sample:
+    """The event of a sample scored from EvalScope's cache (a resume or an extension): correct by the same
+    rule as a sample answered now (``_correct``: a budget-exhausted answer is wrong even when its cached
+    review scored 1), read from its cached prediction's stop reason."""
+    return Sample(
+        benchmark=benchmark,
+        subset=subset,
+        index=int(cached.sample_id),
+        ok=True,
+        correct=_correct(task_state, cached),
+        cached=True,
+    )
 
 
 def _correct(task_state: Any, sample_score: Any) -> float:

@@ -20,6 +20,7 @@ from evalpipe.samplers.extend import (
     check_contains,
     floored_allocation,
     plan_allocation,
+    prior_generations,
     selected_allocation,
 )
 from evalpipe.samplers.run import build_manifest, load_datasets
@@ -64,7 +65,13 @@ def extend_stage(
         datasets=datasets,
     )
     plan = ExtensionPlan(
-        old_rd, len(old.entries), len(result.manifest.entries), check.reused, len(check.added), notes
+        old_rd,
+        len(old.entries),
+        len(result.manifest.entries),
+        check.reused,
+        len(check.added),
+        notes,
+        prior_generations(old_rd.root, old),
     )
     return Spine(result.rundir, result.manifest, result.datasets), plan
 
@@ -79,6 +86,7 @@ class ExtensionPlan:
     reused: int
     added: int
     floor_notes: list[str]
+    generations: list[dict[str, list[str]]]
 
     def record(self) -> ExtensionRecord:
         statement = f"extended from {self.old_samples} to {self.new_samples} samples; {self.reused} reused"
@@ -92,4 +100,5 @@ class ExtensionPlan:
             added=self.added,
             floor_notes=self.floor_notes,
             statement=statement,
+            prior_generations=self.generations,
         )

@@ -217,7 +217,7 @@ def run(
                         progress=progress,
                         extending=extension is not None,
                         worker=worker,
-                        stopper=SequentialStopper(sequential_arm, cfg, spine.manifest.seed, index_map)
+                        stopper=_stopper(sequential_arm, cfg, rd, spine.manifest, index_map)
                         if sequential_arm is not None
                         else None,
                     )
@@ -272,6 +272,24 @@ def run(
         raise RunOutOfSpace(exc.message, str(rd.root)) from None
     finally:
         worker.close()
+
+
+def _stopper(
+    arm: SequentialArm, cfg: RunConfig, rd: RunDir, manifest: Manifest, index_map: IndexMap
+) -> SequentialStopper:
+    """This arm's stopper over the manifest's order: earlier generations first after ``--extend``
+    (extension.json), entries the context fit dropped in their places as units without an answer."""
+    from evalpipe.samplers.extend import entry_generations
+
+    materialised = {(e.benchmark, e.source_id) for e in index_map.entries}
+    dropped = [
+        (e.benchmark, e.subset, e.source_id)
+        for e in manifest.entries
+        if (e.benchmark, e.source_id) not in materialised
+    ]
+    return SequentialStopper(
+        arm, cfg, manifest.seed, index_map, generations=entry_generations(rd.root), dropped=dropped
+    )
 
 
 def _fleet_resends(handle: ServerHandle) -> int:

@@ -46,7 +46,8 @@ from evalpipe.artifacts.schema.sequential import (
     SequentialStops,
 )
 from evalpipe.clock import utc_now
-from evalpipe.hashing import sequence_key
+from evalpipe.hashing import block_order, generation_sizes
+from evalpipe.stats.unit_scores import AttemptState, unit_difference
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -132,10 +133,16 @@ def gated_blocks(cfg: RunConfig) -> dict[str, tuple[float, tuple[str, ...]]]:
     return out
 
 
-def in_run_order(seed: int, benchmark: str, rows: Iterable[tuple[str, int, str]]) -> list[tuple[str, int]]:
-    """Rows ``(subset, index, source_id)`` as ``(subset, index)`` in the seeded sequence order."""
-    ordered = sorted(rows, key=lambda r: sequence_key(seed, benchmark, r[2]))
-    return [(subset, index) for subset, index, _ in ordered]
+def in_run_order(
+    seed: int,
+    benchmark: str,
+    rows: Iterable[tuple[str, int, str]],
+    generations: Mapping[tuple[str, str], int] | None = None,
+) -> list[tuple[str, int]]:
+    """Rows ``(subset, index, source_id)`` as ``(subset, index)`` in the block order
+    (``evalpipe.hashing.block_order``: generations first, then the seeded sequence order)."""
+    by_id = {sid: (subset, index) for subset, index, sid in rows}
+    return [by_id[sid] for _, sid in block_order(seed, ((benchmark, sid) for sid in by_id), generations)]
 
 
 @dataclass
@@ -147,6 +154,7 @@ class _Member:
     own: dict[tuple[str, int], SequenceRecord] = field(default_factory=dict)
     released: int = 0
     halted: bool = False
+    dropped: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def n(self) -> int:
@@ -163,9 +171,18 @@ class _Block:
     batch: int
     members: tuple[str, ...]
     order: list[tuple[str, int]]
+    generations: list[int] = field(default_factory=list)
     stop_unit: int | None = None
     verdict: Verdict = "inconclusive"
     partner_ended: bool = False
+
+    @property
+    def planned_n(self) -> int | list[int]:
+        """The planned bet's n: the block's n, or per unit when ``--extend`` grew it (old units keep the n of
+        the plan they were drawn for: ``evalpipe.stats.sequential.planned_n_per_unit``)."""
+        from evalpipe.stats.sequential import planned_n_per_unit
+
+        return planned_n_per_unit(self.generations) if len(self.generations) > 1 else self.n
 
     @property
     def n(self) -> int:
@@ -179,30 +196,42 @@ class _Block:
         return out
 
 
-def unit_values(
-    records: Mapping[tuple[str, int], SequenceRecord], order: Sequence[tuple[str, int]], repeats: int
-) -> list[float]:
-    """The leading units with every attempt done, each the mean of its attempts' correctness (an attempt
-    that failed counts 0, as an unanswered sample does in the summary)."""
-    out: list[float] = []
+def unit_states(
+    records: Mapping[tuple[str, int], SequenceRecord],
+    order: Sequence[tuple[str, int]],
+    repeats: int,
+    dropped: frozenset[tuple[str, int]] = frozenset(),
+) -> list[list[AttemptState]]:
+    """The leading units with every attempt in its final state, each as its attempts' states
+    (``evalpipe.stats.unit_scores``: the one scoring rule compare applies too)."""
+    out: list[list[AttemptState]] = []
     for subset, row in order:
-        value = _unit_value(records, subset, row, repeats)
-        if value is None:
+        states = _unit_states(records, subset, row, repeats, dropped)
+        if states is None:
             return out
-        out.append(value)
+        out.append(states)
     return out
 
 
-def _unit_value(
-    records: Mapping[tuple[str, int], SequenceRecord], subset: str, row: int, repeats: int
-) -> float | None:
-    values = []
+def _unit_states(
+    records: Mapping[tuple[str, int], SequenceRecord],
+    subset: str,
+    row: int,
+    repeats: int,
+    dropped: frozenset[tuple[str, int]],
+) -> list[AttemptState] | None:
+    """A unit's attempt states, or None while one is pending (no record yet, or not sent: beyond the stop).
+    A row dropped before sending (context fit) has no answer in every attempt."""
+    if (subset, row) in dropped:
+        return ["no_answer"] * repeats
+    states: list[AttemptState] = []
     for attempt in range(repeats):
         rec = records.get((subset, row * repeats + attempt))
-        if rec is None or not rec.sent or rec.correct is None:
+        state = rec.attempt_state() if rec is not None else None
+        if state is None:
             return None
-        values.append(rec.correct)
-    return sum(values) / repeats
+        states.append(state)
+    return states
 
 
 def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
@@ -220,7 +249,20 @@ def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
 class SequentialStopper:
     """This arm's side of the rule inside the EvalScope stage (module docstring)."""
 
-    def __init__(self, arm: SequentialArm, cfg: RunConfig, seed: int, index_map: IndexMap) -> None:
+    def __init__(
+        self,
+        arm: SequentialArm,
+        cfg: RunConfig,
+        seed: int,
+        index_map: IndexMap,
+        *,
+        generations: Mapping[tuple[str, str], int] | None = None,
+        dropped: Iterable[tuple[str, str, str]] = (),
+    ) -> None:
+        """``generations``: the run's entries of earlier generations (``--extend``:
+        ``ExtensionRecord.generation_of``), which come first in the block's order, in their old order;
+        ``dropped``: manifest entries ``(benchmark, subset, source_id)`` not materialised (context fit) —
+        they keep their place in the order as units without an answer, so the order is the manifest's."""
         seq = cfg.generation.sequential
         assert seq is not None
         self.arm = arm
@@ -231,23 +273,34 @@ class SequentialStopper:
         self.members: dict[str, _Member] = {}
         self.blocks: dict[str, _Block] = {}
         batch = seq.batch_units or max(1, cfg.generation.concurrency // self.repeats)
+        not_materialised: dict[str, list[tuple[str, str]]] = {}
+        for bench, subset, source_id in dropped:
+            not_materialised.setdefault(bench, []).append((subset, source_id))
         for name, (margin, members) in gated_blocks(cfg).items():
-            keyed: list[tuple[str, int, str]] = []  # (member, position in its order, sequence key)
-            present: list[str] = []  # members the run holds (a benchmark not sampled is not gated)
+            rows: dict[tuple[str, str], tuple[str, int]] = {}  # (member, source_id) → (subset, row)
+            placeholders: dict[str, set[tuple[str, int]]] = {}
             for member in members:
-                keys = sorted(
-                    (sequence_key(seed, member, e.source_id), e.subset, e.index)
-                    for e in index_map.for_benchmark(member)
-                )
-                if not keys:
-                    continue
-                present.append(member)
-                self.members[member] = _Member(member, [(subset, index) for _, subset, index in keys])
-                keyed += [(member, i, key) for i, (key, _, _) in enumerate(keys)]
-            if not keyed:
+                for e in index_map.for_benchmark(member):
+                    rows[(member, e.source_id)] = (e.subset, e.index)
+                for k, (subset, source_id) in enumerate(sorted(not_materialised.get(member, []))):
+                    rows[(member, source_id)] = (subset, -1 - k)  # a row EvalScope never holds
+                    placeholders.setdefault(member, set()).add((subset, -1 - k))
+            if not rows:
                 continue
-            order = [(member, i) for member, i, _ in sorted(keyed, key=lambda x: x[2])]
-            self.blocks[name] = _Block(name, margin, batch, tuple(present), order)
+            units = block_order(seed, rows, generations)
+            present = list(
+                dict.fromkeys(member for member, _ in units)
+            )  # a benchmark not sampled is not gated
+            position: dict[tuple[str, str], int] = {}
+            for member in present:
+                mine = [u for u in units if u[0] == member]
+                position.update((u, i) for i, u in enumerate(mine))
+                self.members[member] = _Member(
+                    member, [rows[u] for u in mine], dropped=frozenset(placeholders.get(member, set()))
+                )
+            order = [(member, position[(member, sid)]) for member, sid in units]
+            sizes = generation_sizes(units, generations)
+            self.blocks[name] = _Block(name, margin, batch, tuple(present), order, sizes)
 
     def path(self, benchmark: str, variant: str) -> Path:
         return self.arm.exchange / benchmark / f"{variant}.jsonl"
@@ -273,7 +326,12 @@ class SequentialStopper:
             return
         correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
         rec = SequenceRecord(
-            subset=event.subset, index=event.index, correct=correct, sent=event.sent, cached=event.cached
+            subset=event.subset,
+            index=event.index,
+            correct=correct,
+            sent=event.sent,
+            cached=event.cached,
+            state=event_state(event),
         )
         with self._lock:
             member.own[(rec.subset, rec.index)] = rec
@@ -281,8 +339,8 @@ class SequentialStopper:
             if log is not None:
                 log.append(rec)
 
-    def _values(self, block: _Block, variant: str) -> list[float]:
-        """The block's leading units complete in ``variant``'s arm, in the block's order."""
+    def _values(self, block: _Block, variant: str) -> list[list[AttemptState]]:
+        """The block's leading units complete in ``variant``'s arm, in the block's order, as attempt states."""
         records: dict[str, Mapping[tuple[str, int], SequenceRecord]] = {}
         for name in block.members:
             if variant == self.arm.variant:
@@ -290,13 +348,14 @@ class SequentialStopper:
                     records[name] = dict(self.members[name].own)
             else:
                 records[name] = read_records(self.path(name, variant))
-        out: list[float] = []
+        out: list[list[AttemptState]] = []
         for bench, position in block.order:
-            subset, row = self.members[bench].order[position]
-            value = _unit_value(records[bench], subset, row, self.repeats)
-            if value is None:
+            member = self.members[bench]
+            subset, row = member.order[position]
+            states = _unit_states(records[bench], subset, row, self.repeats, member.dropped)
+            if states is None:
                 break
-            out.append(value)
+            out.append(states)
         return out
 
     def poll(self, worker: Releases) -> None:
@@ -313,8 +372,10 @@ class SequentialStopper:
                 test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
                 k = min(len(test), len(control))
                 if k:
-                    diffs = [t - c for t, c in zip(test[:k], control[:k], strict=True)]
-                    decision = sequential_decision(diffs, block.margin_pts, self.alpha, planned_n=block.n)
+                    diffs = [unit_difference(t, c) for t, c in zip(test[:k], control[:k], strict=True)]
+                    decision = sequential_decision(
+                        diffs, block.margin_pts, self.alpha, planned_n=block.planned_n
+                    )
                     if decision.stop_reason == "crossing":
                         block.stop_unit, block.verdict = decision.units_used, decision.verdict
             if block.stop_unit is not None:
@@ -375,6 +436,9 @@ class SequentialStopper:
                 )
                 prefix = 0
                 for subset, row in member.order:
+                    if (subset, row) in member.dropped:  # never sent, but done: no answer (_unit_states)
+                        prefix += 1
+                        continue
                     recs = [member.own.get((subset, row * self.repeats + a)) for a in range(self.repeats)]
                     if not all(r is not None and r.sent for r in recs):
                         break
@@ -408,21 +472,35 @@ def not_sent(
     root: Path, seed: int, entries: Iterable[tuple[str, str]], predicted: set[tuple[str, str]]
 ) -> set[tuple[str, str]]:
     """Entries ``(benchmark, source_id)`` this run never sent because the rule stopped it
-    (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the sequence order and without
-    a prediction (a unit cut between its attempts was sent and stays)."""
+    (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the block's order
+    (``evalpipe.hashing.block_order``, generations first after ``--extend``) and without a prediction (a unit
+    cut between its attempts was sent and stays)."""
     from evalpipe.artifacts import RunDir, read_model
+    from evalpipe.samplers.extend import entry_generations
 
     path = RunDir(root).sequential_stop
     if not path.is_file():
         return set()
 
     prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
-    by: dict[str, list[str]] = {}
+    generations = entry_generations(root)
+    by: dict[str, list[tuple[str, str]]] = {}
     for bench, sid in entries:
         if bench in prefix:
-            by.setdefault(bench, []).append(sid)
+            by.setdefault(bench, []).append((bench, sid))
     out: set[tuple[str, str]] = set()
-    for bench, sids in by.items():
-        ordered = sorted(sids, key=lambda sid: sequence_key(seed, bench, sid))
-        out.update((bench, sid) for sid in ordered[prefix[bench] :] if (bench, sid) not in predicted)
+    for bench, units in by.items():
+        ordered = block_order(seed, units, generations)
+        out.update(u for u in ordered[prefix[bench] :] if u not in predicted)
     return out
+
+
+def event_state(event: Sample) -> AttemptState | None:
+    """The final state of the attempt an event reports: None when not sent (beyond the stop); no_answer when
+    it failed (EvalScope retried inside the worker: the event is final); else correct/wrong by the summary's
+    rule as the worker applied it (``patches._correct``: a budget-exhausted answer is wrong, cached ones too)."""
+    if not event.sent:
+        return None
+    if not event.ok:
+        return "no_answer"
+    return "correct" if event.correct == 1.0 else "wrong"

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest, ManifestEntry
+from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.config.models import SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key
@@ -159,3 +162,26 @@ def _prefix_problems(old: Manifest, new: Manifest) -> list[str]:
                 f"the new rank order ({len(prefix - ids)} new entries rank before old ones)"
             )
     return problems
+
+
+def entry_generations(root: Path) -> dict[tuple[str, str], int]:
+    """The run's entries of earlier generations (``ExtensionRecord.generation_of``); empty for a run that was
+    not extended, or whose extension.json predates the generations (one generation)."""
+    rd = RunDir(Path(root))
+    if not rd.extension.is_file():
+        return {}
+    return read_model(rd.extension, ExtensionRecord).generation_of()
+
+
+def prior_generations(old_root: Path, old: Manifest) -> list[dict[str, list[str]]]:
+    """The generations an extension of the run at ``old_root`` (manifest ``old``) records: the old run's own
+    earlier generations (its extension.json), then the old run's new entries as one more generation — so the
+    order of a chain of extensions is kept recursively (``evalpipe.hashing.block_order``)."""
+    rd = RunDir(Path(old_root))
+    earlier = read_model(rd.extension, ExtensionRecord).prior_generations if rd.extension.is_file() else []
+    seen = {(b, sid) for generation in earlier for b, sids in generation.items() for sid in sids}
+    own: dict[str, list[str]] = {}
+    for e in old.entries:
+        if (e.benchmark, e.source_id) not in seen:
+            own.setdefault(e.benchmark, []).append(e.source_id)
+    return [*earlier, {b: sorted(sids) for b, sids in own.items()}]

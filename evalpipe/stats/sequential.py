@@ -69,6 +69,7 @@ Everything here is vectorised along the last axis so that simulations pass a (pa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -83,6 +84,54 @@ TRUNCATION = 0.5
 """WSR's ``c``: every bet is at most ``c`` times the largest one that keeps the wealth positive."""
 
 FloatArray = NDArray[np.float64]
+
+PlannedN = int | Sequence[int]
+"""The planned n of the planned bet: one n for every unit, or one per unit (an extended block, below)."""
+
+
+def planned_n_per_unit(generation_sizes: Sequence[int]) -> list[int]:
+    """The planned n of every unit of a block grown by ``--extend``: the units of generation ``g`` keep the
+    bet tuned to the plan they were drawn for, the cumulative size ``n_1 + … + n_g``.
+
+    Why this keeps the guarantee: an extension is decided after the old units were judged, so the plan size
+    of unit ``t`` is fixed before ``X_t`` is seen — the bet ``λ_t`` stays predictable (WSR §2 asks no more of
+    it), and the e-process of the extended block is the old block's e-process continued, its wealth on the
+    old units unchanged.  Restarting instead (re-tuning every bet to the new n and re-ordering the old units
+    among the new) looks at the same data twice under two processes, and Ville's inequality bounds neither
+    union of looks."""
+    sizes = list(generation_sizes)
+    if not sizes or any(size < 1 for size in sizes):
+        raise ValueError(f"every generation needs at least one unit, got {sizes}")
+    out: list[int] = []
+    total = 0
+    for size in sizes:
+        total += size
+        out += [total] * size
+    return out
+
+
+def _planned_array(planned_n: PlannedN, units: int) -> FloatArray | int:
+    """``planned_n`` as the bets use it: an int, or the first ``units`` per-unit values (refuses a list
+    shorter than the units or holding an n < 1)."""
+    if isinstance(planned_n, int):
+        if planned_n < 1:
+            raise ValueError(f"planned n must be >= 1, got {planned_n}")
+        return planned_n
+    per_unit = np.asarray(list(planned_n), dtype=np.float64)
+    if per_unit.ndim != 1 or per_unit.shape[0] < units:
+        raise ValueError(f"a per-unit planned n needs one value for each of the {units} units")
+    if np.any(per_unit < 1):
+        raise ValueError("every per-unit planned n must be >= 1")
+    out: FloatArray = per_unit[:units]
+    return out
+
+
+def final_planned_n(planned_n: PlannedN | None) -> int | None:
+    """The plan the last unit was tuned to (a per-unit plan's last value): the n a report names."""
+    if planned_n is None or isinstance(planned_n, int):
+        return planned_n
+    values = list(planned_n)
+    return int(values[-1]) if values else None
 
 
 def to_unit_interval(differences: ArrayLike) -> FloatArray:
@@ -144,17 +193,17 @@ def agrapa_bets(x: FloatArray, m: float, truncation: float = TRUNCATION) -> tupl
 
 
 def planned_bets(
-    x: FloatArray, m: float, planned_n: int, alpha: float, truncation: float = TRUNCATION
+    x: FloatArray, m: float, planned_n: PlannedN, alpha: float, truncation: float = TRUNCATION
 ) -> tuple[FloatArray, FloatArray]:
     """``(λ⁺_t, λ⁻_t)``: WSR's predictable plug-in bet for a planned n, ``sqrt(2 log(1/α)/(n σ̂²_{t−1}))``
     (WSR §3, fixed-time choice; confseq ``lambda_predmix_eb(fixed_n=n)``), the same on both sides, truncated at
-    ``c/(1 − m)`` (module docstring)."""
+    ``c/(1 − m)`` (module docstring).  ``planned_n`` per unit (``planned_n_per_unit``): unit ``t`` is tuned to
+    its own ``n_t``, known before ``X_t`` (an extension is decided after the old units), so still predictable."""
     if not 0.0 < truncation < 1.0:
         raise ValueError(f"truncation must lie in (0, 1), got {truncation}")
-    if planned_n < 1:
-        raise ValueError(f"planned n must be >= 1, got {planned_n}")
+    n = _planned_array(planned_n, x.shape[-1])
     _, variance_prev = _regularised_moments(x)
-    bet = np.sqrt(2.0 * math.log(1.0 / alpha) / (planned_n * variance_prev))
+    bet = np.sqrt(2.0 * math.log(1.0 / alpha) / (n * variance_prev))
     both: FloatArray = np.minimum(bet, truncation / (1.0 - m))
     return both, both.copy()
 
@@ -163,13 +212,13 @@ def betting_eprocesses(
     differences: ArrayLike,
     margin_pts: float,
     *,
-    planned_n: int | None = None,
+    planned_n: PlannedN | None = None,
     alpha: float = 0.05,
     truncation: float = TRUNCATION,
 ) -> BettingProcesses:
     """``K⁺_t = ∏(1 + λ⁺_i(X_i − m))`` and ``K⁻_t = ∏(1 − λ⁻_i(X_i − m))`` (WSR §4–5; module docstring),
     accumulated as sums of logarithms; the planned bet when ``planned_n`` is given (``alpha`` is its level),
-    aGRAPA otherwise."""
+    aGRAPA otherwise (an int, or one n per unit: ``planned_n_per_unit``)."""
     x = to_unit_interval(differences)
     m = null_mean(margin_pts)
     if planned_n is None:
@@ -271,13 +320,13 @@ def sequential_decision(
     alpha: float = 0.05,
     cap: int | None = None,
     *,
-    planned_n: int | None = None,
+    planned_n: PlannedN | None = None,
 ) -> SequentialDecision:
     """The rule of the module docstring on one sequence of paired differences in consumption order:
     the verdict at the first crossing of ``1/α`` by ``K⁺`` or ``K⁻`` (WSR §4–5, Ville's inequality), or
     "inconclusive" at the cap / the last unit; the e-values and the running intersection of the
-    PrPl-EB confidence sequence (WSR Theorem 2) at the stop.  The planned bet when ``planned_n`` is given,
-    aGRAPA otherwise."""
+    PrPl-EB confidence sequence (WSR Theorem 2) at the stop.  The planned bet when ``planned_n`` is given
+    (one n, or one per unit for an extended block: ``planned_n_per_unit``), aGRAPA otherwise."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     d = np.asarray(differences, dtype=np.float64)
@@ -306,7 +355,7 @@ def sequential_decision(
         margin_pts=margin_pts,
         alpha=alpha,
         bets="aGRAPA" if planned_n is None else "planned",
-        planned_n=planned_n,
+        planned_n=final_planned_n(planned_n),
         cap=len(d) if cap is None else cap,
         units_available=len(d),
         units_used=stop,
@@ -351,7 +400,7 @@ def sequential_path(
     stop: int,
     alpha: float = 0.05,
     *,
-    planned_n: int | None = None,
+    planned_n: PlannedN | None = None,
     looks: int = 10,
 ) -> SequentialPath:
     """The looks of ``sequential_decision`` on the same sequence, thinned to about ``looks`` entries up to

@@ -186,6 +186,13 @@ class SequentialResult(Row):
         description="When stopped_in_run: recorded output tokens (both arms) of the units sent after the "
         "verdict's unit — in flight or released ahead at the stop, the waste the batch bounds.",
     )
+    generations: list[int] = Field(
+        default_factory=list,
+        description="Units of the block per generation in sequence order when --extend grew it (the old "
+        "run's units first, in its order, then each extension's): the e-process continued across them, each "
+        "unit's bet tuned to the plan of its generation (cumulative sizes). Empty: one generation (never "
+        "extended).",
+    )
     max_e_value_non_inferior: float | None = Field(default=None, description="Largest K+ up to the stop.")
     max_e_value_inferior: float | None = Field(default=None, description="Largest K- up to the stop.")
     look_every: int | None = Field(

@@ -13,6 +13,7 @@ from pydantic import Field
 from evalpipe.artifacts.schema.base import Row
 from evalpipe.config.code_execution import SandboxKind
 from evalpipe.sandbox.run import Denial
+from evalpipe.stats.unit_scores import AttemptState
 
 FailureClass = Literal[
     "ok",
@@ -251,3 +252,28 @@ def attempt_scores(row: OutcomeRow | None) -> list[float]:
         return [1.0 if is_correct(row) else 0.0]
     answered = [1.0 if a.correct else 0.0 for a in row.attempts if a.failure_class not in UNANSWERED_CLASSES]
     return answered or [0.0]
+
+
+#: Attempt classes without a valid answer to judge (``evalpipe.stats.unit_scores``: ``no_answer``): the
+#: unanswered ones and those whose review raised or never came (API or scoring error).
+NO_ANSWER_CLASSES: frozenset[str] = UNANSWERED_CLASSES | {"missing_review", "scoring_error"}
+
+
+def _state(failure_class: str, score: float | None, correct: bool) -> AttemptState:
+    if failure_class in BUDGET_CLASSES:
+        return "wrong"  # an answer that exhausted its budget is wrong, whatever its review scored
+    if failure_class in NO_ANSWER_CLASSES or score is None:
+        return "no_answer"
+    return "correct" if correct else "wrong"
+
+
+def attempt_states(row: OutcomeRow | None) -> list[AttemptState]:
+    """Every attempt's final state for the paired scoring rule (``evalpipe.stats.unit_scores``): correct by
+    ``is_correct``; wrong for any other answer (a budget-exhausted one included); no_answer for a missing
+    row, a dropped entry (``context_overflow``), an attempt that failed after its retries, or one without a
+    review score.  Every attempt counts: none is dropped (the rule says how an unanswered one counts)."""
+    if row is None:
+        return ["no_answer"]
+    if not row.attempts:
+        return [_state(row.failure_class, row.score, is_correct(row))]
+    return [_state(a.failure_class, a.score, a.correct) for a in row.attempts]

@@ -34,9 +34,14 @@ class RunRecord(Artifact):
 
 
 class ExtensionRecord(Artifact):
-    """``extension.json``: this run grew from ``extended_from`` (same seed, the old selection contained)."""
+    """``extension.json``: this run grew from ``extended_from`` (same seed, the old selection contained).
 
-    schema_version: int = 1
+    ``prior_generations`` is what keeps the sequential rule's order across extensions
+    (``evalpipe.hashing.block_order``): the entries of every earlier run of the chain, oldest first, each
+    under the generation that first selected it; this run's own new entries are the next generation.  A
+    version-1 file has none: its run is read as one generation (as those runs were judged)."""
+
+    schema_version: int = 2  # 2: prior_generations
     extended_from: str
     old_samples: int
     new_samples: int
@@ -46,3 +51,18 @@ class ExtensionRecord(Artifact):
         default_factory=list, description="Strata kept at the old run's n_h above the larger plan's."
     )
     statement: str
+    prior_generations: list[dict[str, list[str]]] = Field(
+        default_factory=list,
+        description="Per earlier generation (oldest first; the old run's own is last): benchmark → source_ids "
+        "first selected in that generation.  Entries not named are this run's generation.  Empty (a "
+        "version-1 file): one generation.",
+    )
+
+    def generation_of(self) -> dict[tuple[str, str], int]:
+        """``(benchmark, source_id)`` → generation (0 the oldest) for every entry of an earlier generation."""
+        out: dict[tuple[str, str], int] = {}
+        for number, generation in enumerate(self.prior_generations):
+            for benchmark, source_ids in generation.items():
+                for source_id in source_ids:
+                    out.setdefault((benchmark, source_id), number)
+        return out

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.stats.unit_scores import AttemptState
 
 InRunStopReason = Literal["crossing", "units exhausted", "partner ended"]
 
@@ -32,6 +33,21 @@ class SequenceRecord(Row):
     )
     sent: bool
     cached: bool = False
+    state: AttemptState | None = Field(
+        default=None,
+        description="The attempt's final state for the scoring rule (evalpipe.stats.unit_scores); None in "
+        "files written before it (read from correct) and for a row not sent.",
+    )
+
+    def attempt_state(self) -> AttemptState | None:
+        """The final state of the attempt, or None when it has none (not sent: beyond the stop)."""
+        if not self.sent:
+            return None
+        if self.state is not None:
+            return self.state
+        if self.correct is None:
+            return "no_answer"
+        return "correct" if self.correct == 1.0 else "wrong"
 
 
 class ArmEnded(Artifact):
@@ -61,7 +77,8 @@ class BenchmarkStop(Row):
     units_sent_prefix: int = Field(
         description="Leading units of the sequence order with every attempt sent: what the paired comparison "
         "uses (the pool is FIFO in that order, so the units sent are such a prefix but for attempts cut at "
-        "the halt)."
+        "the halt).  The order is the manifest's (evalpipe.hashing.block_order): an entry dropped before "
+        "sending (context fit) holds its place and counts as done, with no answer."
     )
     units_complete: int = Field(description="Units with every attempt done in this arm.")
     stop_unit: int | None = Field(
