@@ -177,7 +177,7 @@ N = 40
 def _cfg() -> RunConfig:
     data = config_data(
         benchmarks=[entry(BENCH, subset="main")],
-        generation={"concurrency": 3, "sequential": {"alpha": 0.05, "batch_units": 3}},
+        generation={"concurrency": 3, "sequential": {"alpha": 0.05, "sequential_share": 1.0, "batch_units": 3}},
         variants=[{"name": "test"}, {"name": "control"}],
         gates={"non_inferiority_margin_pts": {BENCH: 10.0}},
     )
@@ -288,7 +288,7 @@ def test_a_resumed_stop_reaches_the_same_stop_and_compare_recomputes_it(tmp_path
     oa = {(BENCH, s): _row(s, states[s]) for s in ids}
     ob = {(BENCH, s): _row(s, "correct") for s in ids}
     keys = [(BENCH, s, "all") for s in ordered[: expected.units_used]]
-    seq = _seq(sequential_fields(keys, oa, ob, 10.0, SequentialConfig(alpha=0.05), SEED, planned=N))
+    seq = _seq(sequential_fields(keys, oa, ob, 10.0, SequentialConfig(alpha=0.05, sequential_share=1.0), SEED, planned=N))
     assert (seq.units_used, seq.verdict) == (expected.units_used, expected.verdict)
 
 
