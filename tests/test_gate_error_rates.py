@@ -121,3 +121,15 @@ def test_gate_verdict_is_gate_codes_on_one_sequence() -> None:
             verdict = gate_verdict(d, design)
             assert {1: "non-inferior", -1: "inferior", 0: "inconclusive"}[int(codes[0])] == verdict.verdict
             assert verdict.units_used == int(units[0])
+
+
+def test_an_extended_block_takes_no_second_fixed_look() -> None:
+    """60 agreeing units: the e-processes (at 0.0125) never reach 80, the fixed look passes; once the block is
+    an extension of a 30-unit run, the fixed look was spent there, so the verdict is the e-processes' alone."""
+    from evalpipe.stats.operating import gate_verdict
+
+    design = GateDesign(60, MARGIN, ALPHA, 0.5)
+    fresh = gate_verdict(np.zeros(60), design)
+    assert (fresh.verdict, fresh.basis) == ("non-inferior", "final look")
+    grown = gate_verdict(np.zeros(60), design, planned_n=[30] * 30 + [60] * 30, extended=True)
+    assert (grown.verdict, grown.basis) == ("inconclusive", "extended: no crossing")

@@ -1,0 +1,1 @@
+"""`evalpipe plan`: designs and their operating characteristics (the statistics are `evalpipe.stats`)."""

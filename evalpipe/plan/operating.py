@@ -1,0 +1,167 @@
+"""``evalpipe plan``'s operating characteristic: per gated block and for the whole sign-off, how often the gate
+passes a release with no regression, one at the margin and one with the drop it must catch, with the tokens each
+design spends.
+
+The statistics are ``evalpipe.stats.operating`` (the gate's rule, exact for the fixed look, simulated for the
+sequential design); this module decides their inputs:
+
+* the blocks: every benchmark or pool with ``gates.non_inferiority_margin_pts`` (``overall`` is not planned);
+* n: the block's plan (``PlanInput.n_now``); the margin, α and sequential share from the config (the fixed design is
+  always shown beside the sequential one);
+* the discordance: measured on RUN (``--from RUN``: its A/A pair, else its A/B pair, at the config's repeats),
+  else the config's ``design:`` assumption for the block (with its argument), and always 2p(1 − p) at the assumed
+  accuracy beside it — the discordance of two runs that agree no more than chance;
+* tokens: output tokens per attempt measured on RUN, else the ``max_tokens`` budget (an upper bound). With
+  variants run **in turn** the control runs first and whole (nothing to stop it against), the test arm and the A/A
+  arm stop at the verdict: ``n + (arms − 1) E[units]``; run **together** (``parallel_variants`` or one endpoint per
+  variant) every arm stops: ``arms · E[units]``; the fixed design ``arms · n``; the worst case every attempt at
+  its budget over the whole plan.
+
+The sign-off passes only when every gated block passes; blocks are independent samples, so the whole sign-off's
+``P(pass)`` is the product of the blocks' (at no regression; and at every block's must-catch drop at once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalpipe.config.models import RunConfig
+from evalpipe.stats.operating import GateDesign, PassProbability, pass_probability
+
+#: Simulated paths per point of a sequential design in ``evalpipe plan`` (Monte-Carlo SE ≤ 0.008).
+PLAN_PATHS = 4000
+PLAN_SEED = 20261205
+
+
+@dataclass(frozen=True)
+class DiscordanceCase:
+    """One discordance the block is evaluated under, and where it comes from."""
+
+    label: str
+    discordance: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class DesignRow:
+    """One design of one block under one discordance: P(pass) at 0, −margin, −drop and its tokens."""
+
+    block: str
+    design: str
+    case: DiscordanceCase
+    at_zero: PassProbability
+    at_margin: PassProbability
+    at_drop: PassProbability | None
+    tokens_fixed: float
+    tokens_in_turn: float
+    tokens_together: float
+    tokens_worst: float
+
+
+def block_designs(
+    cfg: RunConfig, block: str, n: int, repeats: int
+) -> list[tuple[str, GateDesign]]:
+    """The fixed design and (when the config has one) the sequential design of a gated block."""
+    margin = cfg.gates.points_for("non_inferiority_margin_pts", block)
+    assert margin is not None
+    seq = cfg.generation.sequential
+    alpha = seq.alpha if seq is not None else 0.025
+    out = [("fixed", GateDesign(n, margin, alpha, None, repeats))]
+    if seq is not None:
+        out.append((f"sequential (share {seq.sequential_share:g})", GateDesign(n, margin, alpha, seq.sequential_share, repeats)))
+    return out
+
+
+def design_rows(
+    cfg: RunConfig,
+    block: str,
+    n: int,
+    repeats: int,
+    cases: list[DiscordanceCase],
+    tokens_per_attempt: float,
+    budget: int,
+) -> list[DesignRow]:
+    """Every design of the block under every discordance case."""
+    arms = max(1, len(cfg.variants))
+    drop_pts = cfg.gates.must_catch_drop_pts.get(block)
+    rows = []
+    for label, design in block_designs(cfg, block, n, repeats):
+        for case in cases:
+            psi = min(case.discordance, 1.0 - max(design.margin_pts, drop_pts or 0.0) / 100.0)
+
+            def at(drop: float, design: GateDesign = design, psi: float = psi) -> PassProbability:
+                return pass_probability(design, psi, drop, paths=PLAN_PATHS, seed=PLAN_SEED)
+
+            zero = at(0.0)
+            per_unit = repeats * tokens_per_attempt
+            rows.append(
+                DesignRow(
+                    block=block,
+                    design=label,
+                    case=case,
+                    at_zero=zero,
+                    at_margin=at(design.margin_pts / 100.0),
+                    at_drop=at(drop_pts / 100.0) if drop_pts is not None else None,
+                    tokens_fixed=arms * n * per_unit,
+                    tokens_in_turn=(n + (arms - 1) * zero.mean_units) * per_unit,
+                    tokens_together=arms * zero.mean_units * per_unit,
+                    tokens_worst=arms * n * repeats * budget,
+                )
+            )
+    return rows
+
+
+def _pct(p: PassProbability | None) -> str:
+    if p is None:
+        return "—"
+    text = f"{p.p_pass:.3f}"
+    return text + (f"±{p.standard_error:.3f}" if p.standard_error > 0 else "")
+
+
+def _tokens(x: float) -> str:
+    return f"{x / 1e6:.2f} M"
+
+
+def row_line(row: DesignRow, drop_pts: float | None) -> str:
+    """One row: design, discordance, P(pass) at 0 / −margin / −drop, expected tokens in turn / together."""
+    drop = f"−{drop_pts:g}" if drop_pts is not None else "drop"
+    seq = not row.design.startswith("fixed")
+    spend = (
+        f"expected {_tokens(row.tokens_in_turn)} in turn / {_tokens(row.tokens_together)} together "
+        f"(mean {row.at_zero.mean_units:.0f} units at Δ = 0)"
+        if seq
+        else f"{_tokens(row.tokens_fixed)}"
+    )
+    return (
+        f"    {row.design:<22} ψ {row.case.discordance:.3f} ({row.case.label}): P(pass | 0) {_pct(row.at_zero)}, "
+        f"| −{row.at_margin.delta_pts * -1:g}) {_pct(row.at_margin)}, | {drop}) {_pct(row.at_drop)}; "
+        f"output tokens {spend}; worst {_tokens(row.tokens_worst)}"
+    )
+
+
+def signoff_lines(rows: list[DesignRow]) -> list[str]:
+    """The whole sign-off per (design kind, discordance label): products over the blocks and summed tokens."""
+    out = []
+    keys = sorted({(r.design.split(" ")[0], r.case.label) for r in rows})
+    for kind, label in keys:
+        chosen = [r for r in rows if r.design.split(" ")[0] == kind and r.case.label == label]
+        zero = drop = 1.0
+        has_drop = all(r.at_drop is not None for r in chosen)
+        for r in chosen:
+            zero *= r.at_zero.p_pass
+            if r.at_drop is not None:
+                drop *= r.at_drop.p_pass
+        in_turn = sum(r.tokens_in_turn for r in chosen)
+        together = sum(r.tokens_together for r in chosen)
+        fixed = sum(r.tokens_fixed for r in chosen)
+        tokens = (
+            f"expected {_tokens(in_turn)} in turn / {_tokens(together)} together (fixed {_tokens(fixed)})"
+            if kind == "sequential"
+            else f"{_tokens(fixed)}"
+        )
+        catch = f", P(pass | every block's must-catch drop) {drop:.4f}" if has_drop else ""
+        out.append(
+            f"  sign-off, {kind} design, {label} discordance ({len(chosen)} gated blocks): "
+            f"P(pass | no regression) {zero:.3f}{catch}; output tokens {tokens}"
+        )
+    return out
