@@ -11,8 +11,10 @@ import typer
 def plan(
     config: Annotated[Path, typer.Argument(help="Run config YAML")],
     mde: Annotated[
-        float, typer.Option("--mde", help="Target minimum detectable drop, in points (80 % power).")
-    ],
+        float | None,
+        typer.Option("--mde", help="Target minimum detectable drop, in points (80 % power); without it only the "
+        "gate's operating characteristic is printed."),
+    ] = None,
     from_run: Annotated[
         Path | None,
         typer.Option("--from", help="A finished run (a variants root with compare.json, or a single run)."),
@@ -30,17 +32,19 @@ def plan(
     from evalpipe.cli.console import out as console
     from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
+    from evalpipe.plan.operating import plan_operating_lines
     from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs, pool_input, write_plan
 
-    if mde <= 0:
+    if mde is not None and mde <= 0:
         raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")
     cfg = load_config(config)
     inputs, manifest = plan_inputs(cfg, dataset_root, from_run)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
-    for block in [*inputs, *pools]:
+    for block in [*inputs, *pools] if mde is not None else []:
         if isinstance(block, str):
             console.print(block, markup=False, soft_wrap=True)
             continue
+        assert mde is not None
         result = plan_benchmark(cfg, block, manifest, mde, from_run, write)
         for line in result.lines():
             console.print(line, markup=False, soft_wrap=True)
@@ -49,6 +53,8 @@ def plan(
             path.parent.mkdir(parents=True, exist_ok=True)
             write_plan(result.new_plan, path)
             console.print(f"  plan → {path}", markup=False, soft_wrap=True)
+    for line in plan_operating_lines(cfg, [*inputs, *pools], manifest, from_run):
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

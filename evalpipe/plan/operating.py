@@ -165,3 +165,68 @@ def signoff_lines(rows: list[DesignRow]) -> list[str]:
             f"P(pass | no regression) {zero:.3f}{catch}; output tokens {tokens}"
         )
     return out
+
+
+def discordance_cases(
+    cfg: RunConfig, block: str, measured_noise: float | None, measured_source: str | None, accuracy: float | None
+) -> list[DiscordanceCase]:
+    """The discordances a block is evaluated under (module docstring): measured on RUN, the config's argued
+    assumption, and 2p(1 − p) at the assumed (or measured) accuracy."""
+    out = []
+    if measured_noise is not None:
+        out.append(DiscordanceCase(f"measured {measured_source}", measured_noise, f"measured on RUN ({measured_source})"))
+    assumption = cfg.design.get(block)
+    if assumption is not None:
+        out.append(DiscordanceCase("argued", assumption.discordance, assumption.basis))
+    p = accuracy if accuracy is not None else (assumption.accuracy if assumption is not None else 0.5)
+    out.append(DiscordanceCase("2p(1-p)", 2 * p * (1 - p), f"2p(1-p) at accuracy {p:.3f}: runs agreeing no more than chance"))
+    return out
+
+
+def plan_operating_lines(cfg: RunConfig, inputs: list[object], manifest: object, run: object) -> list[str]:
+    """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring)."""
+    from pathlib import Path
+
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.samplers.mde_plan import PlanInput, measured, token_cost
+
+    gated = {
+        x.benchmark: x
+        for x in inputs
+        if isinstance(x, PlanInput) and cfg.gates.points_for("non_inferiority_margin_pts", x.benchmark) is not None
+    }
+    if not gated:
+        return []
+    seq = cfg.generation.sequential
+    alpha = seq.alpha if seq is not None else 0.025
+    lines = [
+        f"operating characteristic of the gate (one-sided α {alpha:g} at each margin; "
+        f"{'sequential share ' + format(seq.sequential_share, 'g') + ' of α on the e-processes, the rest one fixed look' if seq else 'fixed look only'}; "
+        f"exact for the fixed look, {PLAN_PATHS} simulated paths for the sequential design; {max(1, len(cfg.variants))} arm(s)):"
+    ]
+    rows: list[DesignRow] = []
+    k = cfg.generation.repeats
+    for name, block in gated.items():
+        noise_value: float | None = None
+        source: str | None = None
+        accuracy: float | None = None
+        if run is not None and isinstance(manifest, Manifest):
+            noise, accuracy, _ = measured(Path(str(run)), manifest, name, block.members)
+            if noise is not None:
+                noise_value, source = noise.second_moment(k), noise.source.upper().replace("AA", "A/A").replace("AB", "A/B")
+        cost = token_cost(cfg, Path(str(run)) if run is not None else None, manifest if isinstance(manifest, Manifest) else None, name, block.members)
+        cases = discordance_cases(cfg, name, noise_value, source, accuracy)
+        drop = cfg.gates.must_catch_drop_pts.get(name)
+        margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
+        lines.append(
+            f"  {name}: n {block.n_now} × {k}, margin {margin:g} pts, must-catch drop "
+            f"{format(drop, 'g') + ' pts' if drop is not None else 'not set (gates.must_catch_drop_pts)'}; "
+            f"{cost.basis}"
+        )
+        for case in cases:
+            lines.append(f"    ψ {case.discordance:.3f} ({case.label}): {case.basis}")
+        block_rows = design_rows(cfg, name, block.n_now, k, cases, cost.output_per_attempt, cost.budget)
+        rows += block_rows
+        lines += [row_line(r, drop) for r in block_rows]
+    lines += signoff_lines(rows)
+    return lines
