@@ -24,7 +24,7 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
-from evalpipe.report.sentences import sequential_design_line
+from evalpipe.report.sentences import operating_sentence, sequential_design_line
 
 
 def _allocation(sampling: BenchmarkSampling) -> str:
@@ -184,6 +184,8 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
         if b.sequential is not None:
             out.append(f"Sequential ({b.benchmark}): {sequential_design_line(b.sequential, b.members)}.")
+        if b.operating is not None:
+            out.append(f"Operating characteristic ({b.benchmark}): {operating_sentence(b.operating)}.")
     return out
 
 

@@ -33,6 +33,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.explore.collect import Arm, Key, arm_card, cut, load_arm
 from evalpipe.hashing import prompt_sha256, sha256_hex
+from evalpipe.report.sentences import operating_sentence
 
 DEFAULT_LIMIT_BYTES = 20_000_000
 #: characters of head and tail an unflagged sample's long text keeps, tier by tier (None: whole)
@@ -104,6 +105,7 @@ def _stats(b: PairedBenchmark) -> BlockStats:
         ci_high_pts=None if high is None else round(100 * high, 2),
         mde_pts=b.mde_pts,
         non_inferiority=b.non_inferiority.sentence if b.non_inferiority is not None else None,
+        operating=operating_sentence(b.operating) if b.operating is not None else None,
         aa=b.aa_sentence,
         aa_flips=b.aa_discordant.discordant if b.aa_discordant is not None else None,
         line=b.line,

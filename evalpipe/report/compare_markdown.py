@@ -9,7 +9,7 @@ from __future__ import annotations
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
 from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
-from evalpipe.report.sentences import sequential_design_line
+from evalpipe.report.sentences import operating_sentence, sequential_design_line
 
 
 def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None = None) -> str:
@@ -93,6 +93,8 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
             )
         if b.sequential:
             lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
+        if b.operating:
+            lines.append(f"- {b.benchmark}: {operating_sentence(b.operating)}")
     lines.append("")
     by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
     if by_length:

@@ -132,6 +132,10 @@ class BlockStats(Row):
     ci_high_pts: float | None
     mde_pts: float | None
     non_inferiority: str | None
+    operating: str | None = Field(
+        default=None,
+        description="The gate's operating characteristic at the discordance measured here, in words.",
+    )
     aa: str | None = Field(description="The A/A noise in words.")
     aa_flips: int | None
     line: str
