@@ -130,6 +130,29 @@ def generation_sizes(
     return [counts[g] for g in sorted(counts)]
 
 
+#: Request seeds are kept below 2**31: llama.cpp reads a request's ``seed`` into a uint32 (``-1``, i.e.
+#: 0xFFFFFFFF, meaning "random"), and a positive 31-bit value is an int every OpenAI-compatible server and
+#: client accepts whatever its integer width.
+ATTEMPT_SEED_MASK = 0x7FFF_FFFF
+
+
+def attempt_seed(seed: int | None, benchmark: str, source_id: str, attempt: int) -> int | None:
+    """The request seed of one attempt at one sample: the first 8 bytes of
+    ``sha256(f"{seed}:attempt-seed:{benchmark}:{source_id}:{attempt}")``, big-endian, masked to 31 bits;
+    None (send no seed) when ``generation.seed`` is None.
+
+    Why per attempt: with one seed on every request, a server that honours it (llama.cpp; SGLang with
+    deterministic inference) answers every repeat of a sample identically, so repeats cost N× and measure no
+    within-sample noise.  Why from the sample and not the arm: every arm of a paired run sends attempt k of
+    a sample the same seed (common random numbers), so the arms' draws are coupled and the difference
+    between them is the server's, not the dice's.  A function of (seed, benchmark, source_id, attempt) only:
+    the same on a retry, a resume, or a later extension of the run."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:attempt-seed:{benchmark}:{source_id}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & ATTEMPT_SEED_MASK
+
+
 def message_text(content: Any) -> str:
     """Text of a chat message ``content``: a string, or the concatenated text parts of a part list."""
     if content is None:

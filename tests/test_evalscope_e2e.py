@@ -27,6 +27,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
+from evalpipe.hashing import attempt_seed
 
 GSM8K = {  # test-split line → role
     0: "correct",
@@ -251,12 +252,14 @@ def test_requests_carry_the_configured_generation_settings(run) -> None:
     assert by_bench["gsm8k"].max_tokens == 256
     assert by_bench["ceval"].max_tokens == 32768  # default_max_tokens
     body = by_bench["gsm8k"].body
-    assert (body["model"], body["temperature"], body["top_p"], body["seed"]) == (
-        "scripted-model",
-        0.0,
-        1.0,
-        42,
-    )
+    assert (body["model"], body["temperature"], body["top_p"]) == ("scripted-model", 0.0, 1.0)
+    # generation.seed 42 is sent as the sample's own seed of attempt 0 (evalpipe.hashing.attempt_seed)
+    gsm8k = [e.source_id for e in run["manifest"].entries if e.benchmark == "gsm8k"]
+    assert body["seed"] in {attempt_seed(42, "gsm8k", sid, 0) for sid in gsm8k}
+    seeds = [
+        r.body.get("seed") for r in run["requests"] if (r.rule or "").startswith("gsm8k") and r.status == 200
+    ]
+    assert len(set(seeds)) == len(seeds)  # one attempt per sample: one seed each
 
 
 def test_materialized_rows_reach_evalscope_byte_for_byte(run) -> None:

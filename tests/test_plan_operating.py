@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalpipe.config.loader import load_config
-from evalpipe.plan.operating import discordance_cases, design_rows, plan_operating_lines
+from evalpipe.plan.operating import design_rows, discordance_cases, plan_operating_lines
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "glm-fp8-sensitive.yaml"
 GATED = {"competition_math": 153, "gpqa_diamond": 198}

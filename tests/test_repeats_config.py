@@ -72,3 +72,23 @@ def test_gate_points_per_block() -> None:
     assert one.points_for("max_mde_pts", "ceval") is None
     with pytest.raises(ValidationError):
         GateConfig(non_inferiority_margin_pts=-1)
+
+
+def test_request_seeds_per_attempt_index() -> None:
+    """Each EvalScope sample index (position × repeats + attempt) gets its attempt's seed; no run seed, none."""
+    from evalpipe.evalscope_bridge.task import generation_config, request_seeds
+    from evalpipe.hashing import attempt_seed
+
+    entries = [("main", 0, "a"), ("main", 1, "b")]
+    seeds = request_seeds(_cfg(generation={"repeats": 2}), "gsm8k", entries, 2)
+    assert seeds == {
+        "main": {
+            evalscope_index(p, k, 2): attempt_seed(42, "gsm8k", sid, k)
+            for _, p, sid in entries
+            for k in range(2)
+        }
+    }
+    assert len(set(seeds["main"].values())) == 4
+    unseeded = _cfg(generation={"repeats": 2, "seed": None})
+    assert request_seeds(unseeded, "gsm8k", entries, 2) is None
+    assert "seed" not in generation_config(unseeded, "gsm8k")

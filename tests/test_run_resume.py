@@ -23,7 +23,7 @@ from evalpipe.artifacts.schema.outcomes import CacheRepair
 from evalpipe.evalscope_bridge.layout import predictions_file, reviews_file
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.runner import WorkerProcess
-from evalpipe.hashing import normalize_newlines
+from evalpipe.hashing import attempt_seed, normalize_newlines
 from evalpipe.run import pipeline
 from evalpipe.sources.load import load_benchmark
 
@@ -49,6 +49,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
         result = pipeline.run(cfg, endpoint=first.base_url, dataset_root=shared_datasets, out=run_dir)
         assert [o.failure_class for o in result.outcomes] == ["ok"] * N
         assert len(first.requests) == N
+        first_seeds = {r.last_user: r.body["seed"] for r in first.requests}
         rundir = RunDir(run_dir)
         tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks)
         model_id = tasks.tasks[0].model_id
@@ -92,6 +93,12 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     with ScriptedServer(rules, served_name=cfg.model.served_name) as second:
         resumed = pipeline.run(cfg, endpoint=second.base_url, dataset_root=shared_datasets, resume=resume_dir)
         asked = [r.last_user or "" for r in second.requests]
+        # a re-sent sample carries the seed it was first sent with, though its position moved
+        resent = {r.last_user: r.body["seed"] for r in second.requests}
+        assert resent == {u: first_seeds[u] for u in resent}
+        assert sorted(resent.values()) == sorted(
+            attempt_seed(42, "gsm8k", after[i].source_id, 0) for i in moved
+        )
     # exactly the moved entries were re-requested, each once; index 2 was reused
     assert len(asked) == len(moved)
     for i in moved:

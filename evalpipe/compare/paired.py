@@ -35,6 +35,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attempt_states, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
+from evalpipe.compare.seeds import attempt_seed_check
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.explore import build_paired_explorer
@@ -114,7 +115,9 @@ def power_fields(
     od: Outcomes | None = None,
 ) -> dict[str, object]:
     """The issue-18 fields of a block: paired interval and test over every attempt, A/B and A/A
-    discordance, whether A/B exceeds the A/A noise, the MDE at 80 % power and the non-inferiority verdict.
+    discordance, whether A/B exceeds the A/A noise, the MDE at 80 % power and the non-inferiority verdict;
+    with repeats, the attempts' recorded seeds and the samples whose attempts answered alike
+    (``evalpipe.compare.seeds``).
 
     ``oc`` is the repeat run and ``od`` the run it repeats (default: the control ``ob``).
     The noise model is the A/A pair (control vs its repeat) when there is one, else the A/B pair itself
@@ -144,6 +147,9 @@ def power_fields(
         "ab_discordant": _discordance(test, control),
     }
     repeats = max(len(x) for x in control)
+    seeds = attempt_seed_check(keys, oa, ob)
+    if seeds is not None:
+        out["attempt_seeds"] = seeds
     if oc is not None:
         base_rows = od if od is not None else ob
         base = [attempt_scores(base_rows.get((b, sid))) for b, sid, _ in keys]

@@ -430,7 +430,11 @@ class SequentialConfig(Strict):
 class GenerationConfig(Strict):
     temperature: Annotated[float, Field(ge=0)] = 0.0
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
-    seed: int | None = 42
+    seed: int | None = Field(
+        default=42,
+        description="Request seeds derive from it: attempt k of a sample sends evalpipe.hashing.attempt_seed("
+        "seed, benchmark, source_id, k), distinct per attempt and the same in every arm; null sends none.",
+    )
     n: Annotated[int, Field(gt=0)] = 1
     repeats: Annotated[int, Field(ge=1)] = Field(
         default=1,

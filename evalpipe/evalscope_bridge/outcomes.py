@@ -241,11 +241,15 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
                 cache[key] = (preds, n_p, revs, n_r)
         return cache[key]
 
-    # reasoning tokens as the server reported them, from the proxy's record of the response EvalScope used
+    # reasoning tokens as the server reported them, and the seed the request carried, from the proxy's record
+    # of the response EvalScope used
     reasoning_tokens: dict[str, int] = {}
+    seeds: dict[str, int] = {}
     for attempt in read_jsonl(rundir.requests_log, RequestAttempt):
         if attempt.response_id and attempt.usage is not None and attempt.usage.reasoning_tokens is not None:
             reasoning_tokens[attempt.response_id] = attempt.usage.reasoning_tokens
+        if attempt.response_id and attempt.seed is not None:
+            seeds[attempt.response_id] = attempt.seed
     by_source = {(e.benchmark, e.source_id): e for e in index_map.entries}
     dropped = _dropped(rundir)
     # one per benchmark: what its post_review hook loads, it loads once per run; programs it runs again
@@ -273,7 +277,7 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             errs = errors.get((entry.benchmark, entry.subset, idx), {})
             fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
             row = _row(entry, pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail,
-                       hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens)  # fmt: skip
+                       hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens, seeds)  # fmt: skip
             spec = find(entry.benchmark)
             if spec is not None and review is not None:
                 context = contexts.get(entry.benchmark)
@@ -296,6 +300,7 @@ def _with_attempts(tried: list[OutcomeRow], position: int, repeats: int) -> Outc
             index=evalscope_index(position, i, repeats),
             response_id=r.response_id,
             response_sha256=r.response_sha256,
+            request_seed=r.request_seed,
             score=r.score,
             failure_class=r.failure_class,
             correct=is_correct(r),
@@ -318,6 +323,7 @@ def _row(
     failure_detail: str | None,
     expected_prompt: str | None,
     reasoning_tokens: dict[str, int] | None = None,
+    seeds: dict[str, int] | None = None,
 ) -> OutcomeRow:
     out = model_output(pred) if pred else None
     choice = first_choice(out)
@@ -357,6 +363,7 @@ def _row(
         n_predictions=n_predictions,
         n_reviews=n_reviews,
         response_id=(out or {}).get("id"),
+        request_seed=(seeds or {}).get(response_id) if isinstance(response_id, str) else None,
         stop_reason=choice.get("stop_reason") if choice else None,
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),

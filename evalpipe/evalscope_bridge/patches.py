@@ -6,8 +6,9 @@ Changes (each installed per benchmark, before its ``run_task``; read in EvalScop
 * ``register_adapter``: an adapter EvalScope does not ship is registered by the module its benchmark names;
 * ``prepare_code_execution``: a benchmark that executes model-written code reviews in the run's sandbox;
 * ``install_evaluator``: an ``Evaluator`` subclass per benchmark that hands the adapter to the render gate
-  before any request, reports progress, and records each sample whose request or review raised
-  (EvalScope's ``ignore_errors`` only counts them);
+  before any request, reports progress, records each sample whose request or review raised
+  (EvalScope's ``ignore_errors`` only counts them), and gives each attempt's request its own seed
+  (``seeded_model``);
 * ``install_disk_guard`` (once per worker): EvalScope's prediction/review cache writer appends each line
   whole or not at all, and a write the file system refuses (full, over quota, read-only) is reported to the
   parent at once (``Failed`` with the file) — EvalScope itself logs such an error per sample and carries on;
@@ -271,6 +272,7 @@ def install_evaluator(
     last_prediction: Callable[[], None] = lambda: None,
     gate: SequenceGate | None = None,
     repeats: int = 1,
+    request_seeds: dict[str, dict[int, int]] | None = None,
 ) -> None:
     """Register an Evaluator for ``benchmark`` that hands its adapter to ``on_adapter`` (the render gate:
     its loaded samples are reported before any request), reports progress and per-sample errors, and calls
@@ -279,7 +281,11 @@ def install_evaluator(
     With a ``gate`` (``generation.sequential``): the work items go in the gate's order (row ``id // repeats``:
     EvalScope numbers attempt copies ``row × repeats + attempt``), each request waits for the parent's
     release and a halted row raises ``NotSent`` (reported with ``sent`` false, not as an error), and every
-    sample's correctness is reported for the rule's looks — the cached ones' too, from their cached score."""
+    sample's correctness is reported for the rule's looks — the cached ones' too, from their cached score.
+
+    With ``request_seeds`` (subset → sample index → seed): each sample's request goes through a copy of the
+    model whose generation config carries that sample's seed (``seeded_model``); a sample without one is
+    refused rather than sent with the task-wide seed."""
     from evalscope.api.registry import EVALUATOR_REGISTRY
     from evalscope.evaluator.evaluator import DefaultEvaluator
 
@@ -291,6 +297,7 @@ def install_evaluator(
             super().__init__(benchmark, *args, **kwargs)
             on_adapter(benchmark)
             self._predictions = PredictionCount(last_prediction)
+            self._subset = threading.local()  # the subset of the work item this thread is predicting
 
         def _collect_work_items(self, dataset_dict: Any) -> Any:
             states: dict[tuple[str, int], Any] = {}  # the cached predictions: their stop reasons
@@ -323,12 +330,22 @@ def install_evaluator(
 
         def _predict_sample(self, sample: Any, model_prediction_dir: str) -> Any:
             try:  # EvalScope's retries happen inside: a return or a raise here is the sample's last request
-                return super()._predict_sample(sample, model_prediction_dir)
+                if request_seeds is None:
+                    return super()._predict_sample(sample, model_prediction_dir)
+                subset = self._subset.name
+                seed = request_seeds.get(subset, {}).get(int(sample.id))
+                if seed is None:
+                    raise RuntimeError(f"{benchmark} {subset}[{sample.id}]: no request seed for this attempt")
+                # EvalScope's _predict_sample with the model swapped for the attempt's (its one call)
+                return self.benchmark.run_inference(
+                    model=seeded_model(self.model, seed), sample=sample, output_dir=model_prediction_dir
+                )
             finally:
                 self._predictions.returned()
 
         def _process_work_item(self, item: Any, model_prediction_dir: str) -> Any:
             index = _row(item)
+            self._subset.name = item.subset  # read by _predict_sample, which this thread calls next
             try:
                 if gate is not None and item.needs_predict and not gate.admit(item.subset, index // repeats):
                     self._predictions.returned()  # never sent: it will not return either
@@ -372,6 +389,20 @@ def install_evaluator(
             return result
 
     EVALUATOR_REGISTRY[benchmark] = EvalpipeEvaluator
+
+
+def seeded_model(model: Any, seed: int) -> Any:
+    """A shallow copy of EvalScope's ``Model`` whose generation config carries ``seed``: it shares the API
+    client (connections, retries), and every request of the sample — a retry after a failure too — sends
+    this seed.  ``Model.generate`` merges a call's own config over ``model.config``, so an adapter that passes
+    one keeps it, with this seed unless it sets its own."""
+    import copy
+
+    from evalscope.api.model import GenerateConfig
+
+    out = copy.copy(model)
+    out.config = model.config.merge(GenerateConfig(seed=seed))
+    return out
 
 
 def _row(item: Any) -> int:

@@ -150,10 +150,12 @@ class WorkerProcess:
         together: bool = False,
         code_sandbox: SandboxRecord | None = None,
         sequences: dict[str, list[tuple[str, int]]] | None = None,
+        request_seeds: dict[str, dict[str, dict[int, int]]] | None = None,
     ) -> None:
         """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
         side (``together``); ``sequences``: the
-        benchmarks whose rows go in that order and only as far as ``release`` lets them (``halt`` ends them)."""
+        benchmarks whose rows go in that order and only as far as ``release`` lets them (``halt`` ends them);
+        ``request_seeds``: benchmark → subset → sample index → the seed of that attempt's request."""
         self.spawn()
         assert self._log is not None and self._channel_fd is not None
         with self._routes:  # before the spec is sent: every event the worker emits has its queue
@@ -170,7 +172,12 @@ class WorkerProcess:
         )
         spec = WorkerSpec(
             benchmarks=[
-                BenchmarkTask(benchmark=name, task=task, sequence=(sequences or {}).get(name))
+                BenchmarkTask(
+                    benchmark=name,
+                    task=task,
+                    sequence=(sequences or {}).get(name),
+                    request_seeds=(request_seeds or {}).get(name),
+                )
                 for name, task in tasks
             ],
             together=together,

@@ -48,6 +48,7 @@ from evalpipe.evalscope_bridge.task import (
     build_task,
     check_generation,
     evalscope_index,
+    request_seeds,
     task_differences,
     task_repeats,
 )
@@ -420,11 +421,18 @@ def _run_benchmarks(
                 sequence = stopper.sequence(plan[0])
                 if sequence is not None:
                     sequences[plan[0]] = sequence
+        seeds = {
+            name: request_seeds(
+                cfg, name, ((e.subset, e.index, e.source_id) for e in entries), task_repeats(task)
+            )
+            for name, entries, _, task in planned
+        }
         worker.start(
             [(planned[i][0], planned[i][3]) for i in order],
             together=together,
             code_sandbox=code_sandbox,
             sequences=sequences,
+            request_seeds={name: s for name, s in seeds.items() if s is not None},
         )
         running: dict[Future[tuple[Ran, int]], tuple[BenchmarkStage, str]] = {}
         for i in order:

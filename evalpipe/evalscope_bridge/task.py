@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
+from evalpipe.hashing import attempt_seed
 from evalpipe.server.chat_template import thinking_kwargs
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
@@ -139,6 +141,23 @@ def evalscope_index(position: int, attempt: int, repeats: int) -> int:
     times in a row and renumbers (``MemoryDataset.reindex``: id = position × repeats + attempt, group_id =
     position)."""
     return position * repeats + attempt
+
+
+def request_seeds(
+    cfg: RunConfig, benchmark: str, entries: Iterable[tuple[str, int, str]], repeats: int
+) -> dict[str, dict[int, int]] | None:
+    """Subset → EvalScope sample index → the seed its request carries, for entries ``(subset, position,
+    source_id)``: attempt k of a sample sends ``attempt_seed(generation.seed, benchmark, source_id, k)``
+    (distinct per attempt, the same in every arm of a paired run); None when the run sets no seed."""
+    if cfg.generation.seed is None:
+        return None
+    out: dict[str, dict[int, int]] = {}
+    for subset, position, source_id in entries:
+        for attempt in range(repeats):
+            seed = attempt_seed(cfg.generation.seed, benchmark, source_id, attempt)
+            assert seed is not None
+            out.setdefault(subset, {})[evalscope_index(position, attempt, repeats)] = seed
+    return out
 
 
 def task_repeats(task: dict[str, Any]) -> int:

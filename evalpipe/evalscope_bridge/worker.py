@@ -287,6 +287,7 @@ class Worker:
                     last_prediction=lambda: self.turns.done(name),
                     gate=sequence,
                     repeats=int(item.task.get("repeats") or 1),
+                    request_seeds=item.request_seeds,
                 )
                 prepare_code_execution(name, self.spec.code_sandbox)
 

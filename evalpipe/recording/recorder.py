@@ -102,6 +102,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
             msg_hash = prompt_sha256(messages)
     max_tokens = req.get("max_tokens", req.get("max_completion_tokens"))
     template_kwargs = req.get("chat_template_kwargs")
+    seed = req.get("seed")
     resp = parse_response(response_body, meta[M_CTYPE])
     text = resp.get("text")
     model = req.get("model")
@@ -118,6 +119,7 @@ def build_attempt(meta: list[Any], request_body: bytes, response_body: bytes) ->
         messages_sha256=msg_hash,
         model=model if isinstance(model, str) else None,
         max_tokens=max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         stream=bool(req.get("stream")) or bool(meta[M_STREAM]),
         chat_template_kwargs=template_kwargs if isinstance(template_kwargs, dict) else None,
         status=meta[M_STATUS],

@@ -6,10 +6,29 @@ non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with
 
 from __future__ import annotations
 
-from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
 from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import operating_sentence, sequential_design_line
+
+
+def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> str:
+    """One line on the attempts' request seeds and the samples whose attempts returned identical text."""
+    n = check.samples
+    if check.seeded == 0:
+        seeds = f"attempt seeds: none recorded (checked: 0/{n} samples)"
+    elif check.distinct == check.seeded and check.common == check.seeded:
+        seeds = f"attempt seeds: distinct per attempt, identical across arms (checked: {check.seeded}/{n} samples)"
+    else:
+        seeds = (
+            f"attempt seeds: distinct per attempt in {check.distinct} of {check.seeded} samples, identical "
+            f"across arms in {check.common} of {check.seeded} (checked: {check.seeded}/{n} samples)"
+        )
+    same = (
+        f"{label_a}: {check.identical_a} of {check.compared_a}, {label_b}: {check.identical_b} of "
+        f"{check.compared_b} samples' {check.repeats} attempts returned identical text"
+    )
+    return f"{seeds}; {same}"
 
 
 def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None = None) -> str:
@@ -95,6 +114,16 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
             lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
         if b.operating:
             lines.append(f"- {b.benchmark}: {operating_sentence(b.operating)}")
+        if b.attempt_seeds is not None:
+            lines.append(
+                f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}"
+            )
+            if b.attempt_seeds.common < b.attempt_seeds.seeded:
+                lines.append(
+                    f"- {b.benchmark}: the arms sent different seeds for "
+                    f"{b.attempt_seeds.seeded - b.attempt_seeds.common} sample(s) "
+                    f"({', '.join(b.attempt_seeds.differing_across_arms)}): their draws are not coupled"
+                )
     lines.append("")
     by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
     if by_length:

@@ -43,6 +43,31 @@ class Discordance(Row):
     )
 
 
+class AttemptSeedCheck(Row):
+    """With generation.repeats > 1: the seeds the attempts' requests carried, as recorded by each arm's proxy
+    (``OutcomeRow.attempts[].request_seed``), and how many samples' attempts answered byte for byte alike.
+
+    Attempts of a sample should carry distinct seeds and every arm the same ones (common random numbers,
+    ``evalpipe.hashing.attempt_seed``).  At temperature > 0, many samples whose attempts returned identical
+    text mean the server ignored the seed or the temperature: the repeats then measure no noise."""
+
+    repeats: int = Field(description="Attempts per sample (the most either arm recorded).")
+    samples: int = Field(description="Samples of the block.")
+    seeded: int = Field(description="Samples with a recorded seed for every attempt in both arms.")
+    distinct: int = Field(
+        description="Of seeded: every attempt's seed differs from the others', in both arms."
+    )
+    common: int = Field(description="Of seeded: arm A's seed of each attempt equals arm B's.")
+    compared_a: int = Field(description="Samples with a response hash for every attempt in arm A.")
+    identical_a: int = Field(description="Of compared_a: every attempt's response was byte-identical.")
+    compared_b: int = Field(description="Samples with a response hash for every attempt in arm B.")
+    identical_b: int = Field(description="Of compared_b: every attempt's response was byte-identical.")
+    differing_across_arms: list[str] = Field(
+        default_factory=list,
+        description="Source ids (benchmark/source_id, the first 20) whose seeds differ between the arms.",
+    )
+
+
 class NoiseComparison(Row):
     """Does A/B change more samples' correctness than the A/A control (exact McNemar on the indicators)?"""
 
@@ -256,6 +281,9 @@ class PairedBenchmark(Row):
         'changed on 0 of 52 samples".',
     )
     noise_vs_ab: NoiseComparison | None = None
+    attempt_seeds: AttemptSeedCheck | None = Field(
+        default=None, description="Only with generation.repeats > 1 in either arm."
+    )
     mde_pts: float | None = Field(
         default=None,
         description="Smallest drop detected with 80 % power, two-sided alpha 0.05 (None: no drop is).",

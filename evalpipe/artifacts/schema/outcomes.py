@@ -103,6 +103,11 @@ class AttemptOutcome(Row):
     index: int = Field(description="EvalScope's sample index of the attempt (position × repeats + attempt).")
     response_id: str | None = None
     response_sha256: str | None = Field(default=None, description="sha256 of the final answer text.")
+    request_seed: int | None = Field(
+        default=None,
+        description="The seed the attempt's answered request carried (requests.jsonl, joined on response_id); "
+        "None when it carried none or no recorded request answered it.",
+    )
     score: float | None = None
     failure_class: FailureClass
     correct: bool = Field(description="Counted correct by the summary's one rule (is_correct).")
@@ -120,6 +125,11 @@ class OutcomeRow(Row):
     n_predictions: int = Field(description="Prediction records found for this index (should be 1).")
     n_reviews: int = Field(description="Review records found for this index (should be 1).")
     response_id: str | None = Field(default=None, description="model_output.id (the proxy's attempt rid).")
+    request_seed: int | None = Field(
+        default=None,
+        description="The seed the answered request carried (requests.jsonl, joined on response_id): attempt "
+        "0's; each attempt's is in attempts.  None when it carried none or no recorded request answered it.",
+    )
     stop_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None

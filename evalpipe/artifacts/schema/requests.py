@@ -39,6 +39,11 @@ class RequestAttempt(Row):
     messages_sha256: str | None = Field(default=None, description="evalpipe.hashing.prompt_sha256(messages)")
     model: str | None = None
     max_tokens: int | None = None
+    seed: int | None = Field(
+        default=None,
+        description="The request body's seed (evalpipe.hashing.attempt_seed of the sample and attempt); None "
+        "when the request carried none.",
+    )
     stream: bool = False
     chat_template_kwargs: dict[str, Any] | None = Field(
         default=None,
