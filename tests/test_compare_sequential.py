@@ -298,3 +298,31 @@ def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> 
         f"stopped inside the run, {N - 90} of {N} planned units and about 55 % of "
         "the fixed design's output tokens never sent"
     )
+
+
+def test_the_comparison_states_its_operating_characteristic_at_the_measured_discordance(tmp_path: Path) -> None:
+    """compare.json's ``operating`` and compare.md: P(pass) at no regression, at the margin and at the must-catch
+    drop for this block's design, at the A/B discordance measured here (no A/A arm)."""
+    from evalpipe.stats.operating import GateDesign, fixed_pass_probability
+
+    a, b, _ = _regression_runs(tmp_path)
+    result = compare_runs(a, b, margins=lambda _b: 5.0, must_catch=lambda _b: 20.0)
+    block = result.benchmarks[0]
+    oc = block.operating
+    assert oc is not None and oc.discordance_source == "A/B" and oc.sequential_share is None
+    assert oc.n == block.n_pairs and oc.must_catch_drop_pts == 20.0
+    assert [p.delta_pts for p in oc.points] == [0.0, -5.0, -20.0]
+    assert block.ab_discordant is not None
+    assert oc.discordance == pytest.approx(block.ab_discordant.second_moment)
+    for point in oc.points:  # the fixed design: exact, the gate's own look
+        design = GateDesign(oc.n, 5.0, oc.alpha)
+        expected = fixed_pass_probability(design.n, oc.discordance, -point.delta_pts / 100, 5.0, oc.alpha)
+        assert point.method == "exact enumeration" and point.p_pass == pytest.approx(expected)
+    assert oc.points[1].p_pass <= 0.025
+    md = compare_markdown(result)
+    assert f"with the discordance seen here (A/B ψ = {oc.discordance:.3f}), this fixed design of {oc.n} units" in md
+    assert "one with a 20-pt drop" in md
+    judged = compare_runs(
+        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.025, sequential_share=0.5)
+    ).benchmarks[0].operating
+    assert judged is not None and judged.paths == 4000 and judged.points[0].method == "simulation"
