@@ -236,3 +236,30 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
     assert current.gpu_hours_worst == pytest.approx(current.worst_tokens / 300.0 / 3600.0)
     text = "\n".join(plan.lines())
     assert f"{current.gpu_hours_expected:.3g} GPU-hours expected" in text and "  GPU time: " in text
+
+
+def test_the_operating_characteristic_under_the_discordance_a_paired_run_measured(tmp_path: Path) -> None:
+    """``plan --from RUN``: the gated block's OC under the A/B discordance RUN's compare.json measured, beside
+    2p(1-p) at RUN's control accuracy; tokens from RUN's control."""
+    from evalpipe.compare import compare_runs, write_compare
+    from evalpipe.plan.operating import plan_operating_lines
+
+    manifest = one_stratum_manifest(1, {"aime26": [f"p{i:02d}" for i in range(30)]}, kind="hub")
+    root = tmp_path / "paired"
+    right = {f"p{i:02d}" for i in range(24)}
+    write_scored_run(root / "a", manifest, lambda e: e.source_id in right - {"p00", "p01"}, output_tokens=lambda e, ok: 1000)
+    write_scored_run(root / "b", manifest, lambda e: e.source_id in right, output_tokens=lambda e, ok: 1000)
+    write_compare(compare_runs(root / "a", root / "b", margins=lambda _b: 10.0), root)
+    cfg_path = write_config(
+        tmp_path / "c.yaml",
+        benchmarks=[entry("aime26", total=30)],
+        generation={"max_tokens": {"aime26": 65536}},
+        gates={"non_inferiority_margin_pts": {"aime26": 10}, "must_catch_drop_pts": {"aime26": 20}},
+    )
+    cfg = load_config(cfg_path)
+    target = PlanInput(benchmark="aime26", n_now=30, population=90, plan=manifest.benchmarks[0].plan)
+    text = "\n".join(plan_operating_lines(cfg, [target], manifest, root))
+    assert "ψ 0.067 (measured A/B)" in text  # 2 of 30 discordant
+    assert "ψ 0.320 (2p(1-p)): 2p(1-p) at accuracy 0.800" in text
+    assert "mean 1000 output tokens per attempt" in text
+    assert "sign-off, fixed design, measured A/B discordance (1 gated blocks)" in text
