@@ -21,6 +21,7 @@ from evalpipe.compare.paired import compare_runs
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
+from evalpipe.explore.collect import arm_card, load_arm
 from evalpipe.hashing import attempt_seed
 from evalpipe.recording.proxy import recording_proxy
 from evalpipe.report.compare_markdown import compare_markdown
@@ -79,6 +80,10 @@ def test_attempt_seeds_distinct_per_attempt_common_across_arms(tmp_path: Path, s
         for sid in ids:
             assert [a.request_seed for a in rows[sid].attempts] == expected[sid]
             assert rows[sid].request_seed == expected[sid][0]
+            # the explorer shows them: per attempt of the sample and per HTTP request
+            card = arm_card(load_arm(run), ("gsm8k", sid), None)
+            assert [r.request_seed for r in card.repeats] == expected[sid]
+            assert {a.seed for a in card.attempts} == set(expected[sid])
 
     # compare: every sample checked; A (seed honoured) as its responses show, B (seed ignored) all identical
     rows_a = {r.source_id: r for r in read_jsonl(run_a / "outcomes.jsonl", OutcomeRow)}

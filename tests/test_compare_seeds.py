@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from helpers.config import entry, write_config
+
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.compare import AttemptSeedCheck
 from evalpipe.artifacts.schema.outcomes import AttemptOutcome, OutcomeRow
-from evalpipe.compare.seeds import attempt_seed_check
+from evalpipe.compare.seeds import attempt_seed_check, run_temperature
 from evalpipe.report.compare_markdown import attempt_seeds_line
 
 
@@ -88,3 +93,22 @@ def test_all_good_line_and_no_check_without_repeats() -> None:
     )
     single = _outcomes(*(r.model_copy(update={"attempts": []}) for r in rows.values()))
     assert attempt_seed_check(KEYS, single, single) is None
+
+
+def test_line_names_the_temperature() -> None:
+    rows = _outcomes(*(_row(k[1], [2 * i, 2 * i + 1], ["x", "x"]) for i, k in enumerate(KEYS)))
+    check = attempt_seed_check(KEYS, rows, rows)
+    assert check is not None
+    hot = attempt_seeds_line(check.model_copy(update={"temperature": 0.8}), "A", "B")
+    assert hot.endswith("A: 4 of 4, B: 4 of 4 samples' 2 attempts returned identical text at temperature 0.8")
+    greedy = attempt_seeds_line(check.model_copy(update={"temperature": 0.0}), "A", "B")
+    assert greedy.endswith("at temperature 0 (greedy: identical attempts expected)")
+
+
+def test_run_temperature_from_the_runs_config_copy(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path)
+    assert run_temperature(rundir) is None  # no config.yaml
+    write_config(rundir.config_copy, benchmarks=[entry("gsm8k")], generation={"temperature": 0.7})
+    assert run_temperature(rundir) == 0.7
+    rundir.config_copy.write_text("generation: {temperature: -1}\n", encoding="utf-8")
+    assert run_temperature(rundir) is None  # unreadable: unknown, never a guess

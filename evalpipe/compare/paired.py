@@ -35,7 +35,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attempt_states, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
-from evalpipe.compare.seeds import attempt_seed_check
+from evalpipe.compare.seeds import attempt_seed_check, run_temperature, with_temperature
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.explore import build_paired_explorer
@@ -677,6 +677,11 @@ def compare_runs(
         pooled.append(paired_block(pool, keys, margin_of(pool)).model_copy(update={"members": list(members)}))
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
+    if any(b.attempt_seeds is not None for b in blocks):  # repeats: the seeds' check names the temperature
+        temperature = run_temperature(ra)
+        blocks = [with_temperature(b, temperature) for b in blocks]
+        pooled = [with_temperature(b, temperature) for b in pooled]
+        overall = with_temperature(overall, temperature) if overall is not None else None
     if aa_only:  # the pair IS the noise: no A/B discordance, nothing to hold against it
         blocks = [_aa_only_block(b) for b in blocks]
         pooled = [_aa_only_block(b) for b in pooled]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evalpipe.artifacts.schema.compare import AttemptSeedCheck
+from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.compare import AttemptSeedCheck, PairedBenchmark
 from evalpipe.artifacts.schema.outcomes import AttemptOutcome, OutcomeRow
+from evalpipe.errors import ConfigError
 
 #: Source ids of differing seeds listed in compare.json (the count is whole).
 _LISTED = 20
@@ -72,4 +74,28 @@ def attempt_seed_check(
         compared_b=len(same_b),
         identical_b=sum(same_b),
         differing_across_arms=differing[:_LISTED],
+    )
+
+
+def run_temperature(rundir: RunDir) -> float | None:
+    """``generation.temperature`` of the run's own config copy; None without a readable one."""
+    from evalpipe.config.loader import load_config
+
+    if not rundir.config_copy.is_file():
+        return None
+    try:
+        return load_config(rundir.config_copy, check_plans=False).generation.temperature
+    except ConfigError:
+        return None
+
+
+def with_temperature(block: PairedBenchmark, temperature: float | None) -> PairedBenchmark:
+    """The block (and its length buckets) with the run's temperature beside its attempt-seed check."""
+    if block.attempt_seeds is None:
+        return block
+    return block.model_copy(
+        update={
+            "attempt_seeds": block.attempt_seeds.model_copy(update={"temperature": temperature}),
+            "by_length": [with_temperature(x, temperature) for x in block.by_length],
+        }
     )

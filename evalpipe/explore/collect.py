@@ -159,6 +159,7 @@ def arm_card(arm: Arm, key: Key, keep: int | None) -> ArmCard:
                 failure_class=a.failure_class,
                 correct=a.correct,
                 response_sha256=a.response_sha256,
+                request_seed=a.request_seed,
             )
             for a in row.attempts
         ],
@@ -171,6 +172,7 @@ def _attempt(a: RequestAttempt, used_ids: set[str]) -> AttemptInfo:
         x_request_id=a.x_request_id,
         response_id=a.response_id,
         status=a.status,
+        seed=a.seed,
         finish_reason=a.finish_reason,
         latency_s=a.latency_s,
         failure=None if attempt_ok(a) else attempt_failure(a),

@@ -28,6 +28,10 @@ def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> s
         f"{label_a}: {check.identical_a} of {check.compared_a}, {label_b}: {check.identical_b} of "
         f"{check.compared_b} samples' {check.repeats} attempts returned identical text"
     )
+    if check.temperature is not None:
+        same += f" at temperature {check.temperature:g}"
+        if check.temperature == 0:
+            same += " (greedy: identical attempts expected)"
     return f"{seeds}; {same}"
 
 

@@ -52,6 +52,11 @@ class AttemptSeedCheck(Row):
     text mean the server ignored the seed or the temperature: the repeats then measure no noise."""
 
     repeats: int = Field(description="Attempts per sample (the most either arm recorded).")
+    temperature: float | None = Field(
+        default=None,
+        description="generation.temperature of run A (config.yaml); at 0 identical attempts are expected. "
+        "None: unknown.",
+    )
     samples: int = Field(description="Samples of the block.")
     seeded: int = Field(description="Samples with a recorded seed for every attempt in both arms.")
     distinct: int = Field(

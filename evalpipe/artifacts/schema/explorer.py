@@ -34,6 +34,7 @@ class AttemptInfo(Row):
     x_request_id: str | None = None
     response_id: str | None = None
     status: int | None = None
+    seed: int | None = Field(default=None, description="The seed the request carried (requests.jsonl).")
     finish_reason: str | None = None
     latency_s: float | None = None
     failure: str | None = Field(
@@ -48,6 +49,7 @@ class RepeatInfo(Row):
     failure_class: str
     correct: bool
     response_sha256: str | None = None
+    request_seed: int | None = None
 
 
 class ArmCard(Row):

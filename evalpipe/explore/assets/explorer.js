@@ -229,8 +229,8 @@
       ["finish reason", (a) => fmt(a.finish_reason)],
       ["tokens (output / reasoning / input)", (a) => fmt(a.output_tokens) + " / " + fmt(a.reasoning_tokens) + " / " + fmt(a.input_tokens)],
       ["latency", (a) => a.latency_s === undefined || a.latency_s === null ? "—" : a.latency_s.toFixed(2) + " s"],
-      ["attempts", (a) => el("ul", {class: "attempts"}, (a.attempts || []).map((t) => el("li", {class: t.used ? "used" : ""}, el("code", {text: t.attempt_id}), " HTTP " + fmt(t.status) + (t.failure ? " (" + t.failure + ")" : "") + (t.used ? " — used" : "") + ", X-Request-Id ", el("code", {text: fmt(t.x_request_id)}), ", response ", el("code", {text: fmt(t.response_id)}))))],
-      ["repeats", (a) => (a.repeats || []).length ? a.repeats.map((r) => "#" + r.attempt + " " + r.failure_class + (r.correct ? " ✓" : " ✗")).join(", ") : "one attempt"],
+      ["attempts", (a) => el("ul", {class: "attempts"}, (a.attempts || []).map((t) => el("li", {class: t.used ? "used" : ""}, el("code", {text: t.attempt_id}), " HTTP " + fmt(t.status) + (t.failure ? " (" + t.failure + ")" : "") + (t.used ? " — used" : "") + ", X-Request-Id ", el("code", {text: fmt(t.x_request_id)}), ", response ", el("code", {text: fmt(t.response_id)}), ", seed ", el("code", {text: t.seed === null || t.seed === undefined ? "—" : String(t.seed)}))))],
+      ["repeats", (a) => (a.repeats || []).length ? a.repeats.map((r) => "#" + r.attempt + " " + r.failure_class + (r.correct ? " ✓" : " ✗") + (r.request_seed === undefined || r.request_seed === null ? "" : " (seed " + r.request_seed + ")")).join(", ") : "one attempt"],
       ["response sha256", (a) => el("code", {text: fmt(a.response_sha256)})],
     ];
     return el("table", {class: "fields"},
