@@ -17,7 +17,7 @@ from evalpipe.artifacts.schema.outcomes import AttemptOutcome, OutcomeRow, attem
 from evalpipe.artifacts.schema.sequential import SequenceRecord
 from evalpipe.evalscope_bridge.patches import cached_sample
 from evalpipe.evalscope_bridge.protocol import Sample
-from evalpipe.run.sequential_stop import event_state
+from evalpipe.run.sequential_stop import sequence_record
 from evalpipe.stats.unit_scores import AttemptState, arm_scores, arm_value, unit_difference
 
 TABLE: dict[tuple[AttemptState, AttemptState], float] = {
@@ -78,15 +78,7 @@ def _row(failure_class: str, score: float | None, **extra: object) -> OutcomeRow
 
 def _state_in_run(event: Sample) -> AttemptState | None:
     """What the stopper judges: the worker's event through the exchange record."""
-    correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
-    rec = SequenceRecord(
-        subset=event.subset,
-        index=event.index,
-        correct=correct,
-        sent=event.sent,
-        cached=event.cached,
-        state=event_state(event),
-    )
+    rec = sequence_record(event)
     return SequenceRecord.model_validate_json(rec.model_dump_json()).attempt_state()
 
 

@@ -13,8 +13,11 @@ Order of precedence (one verdict per run):
 Score gates compare the sample score and its Wilson lower bound (the numbers in the table).
 
 Paired gates (``non_inferiority_margin_pts``, ``max_mde_pts``) judge the variant under test (the first
-variant) from the ``compare.json`` handed to the audit; they never recompute a statistic.  Inconclusive
-fails like inferior (an underpowered sign-off is not a pass); a gate without a paired comparison fails.
+variant) from the ``compare.json`` handed to the audit; they never recompute a statistic.  The non-inferiority
+gate reads the block's ``non_inferiority``, which compare wrote by the gate's one rule
+(``evalpipe.stats.operating``: the calibrated fixed look, or the e-processes' crossing and else one final look,
+or an extended block's e-processes alone — its ``basis`` says which).  Inconclusive fails like inferior (an
+underpowered sign-off is not a pass); a gate without a paired comparison fails.
 
 A gate named in ``gates.advisory`` is evaluated and reported the same way but never decides the verdict.
 """

@@ -665,9 +665,11 @@ class GateConfig(Strict):
     )
     non_inferiority_margin_pts: PointsPerBlock | None = Field(
         default=None,
-        description="Paired runs: the variant under test passes only when the 95 % lower bound of test − "
-        "control clears −X points; inconclusive and inferior fail. One number for every benchmark and "
-        "overall, or {benchmark|overall: X}.",
+        description="Paired runs: the variant under test passes only when test − control is shown above −X "
+        "points at one-sided error 0.025 (the Bonett-Price bound at a critical value calibrated to hold that at "
+        "the margin whatever the discordance; with generation.sequential, its alpha split between the "
+        "e-processes and one final look: evalpipe.stats.operating); inconclusive and inferior fail. One number "
+        "for every benchmark and overall, or {benchmark|overall: X}.",
     )
     max_mde_pts: PointsPerBlock | None = Field(
         default=None,

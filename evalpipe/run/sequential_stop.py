@@ -324,15 +324,7 @@ class SequentialStopper:
         member = self.members.get(benchmark)
         if member is None or (event.cached and (event.subset, event.index) in member.own):
             return
-        correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
-        rec = SequenceRecord(
-            subset=event.subset,
-            index=event.index,
-            correct=correct,
-            sent=event.sent,
-            cached=event.cached,
-            state=event_state(event),
-        )
+        rec = sequence_record(event)
         with self._lock:
             member.own[(rec.subset, rec.index)] = rec
             log = self._logs.get(benchmark)
@@ -493,6 +485,19 @@ def not_sent(
         ordered = block_order(seed, units, generations)
         out.update(u for u in ordered[prefix[bench] :] if u not in predicted)
     return out
+
+
+def sequence_record(event: Sample) -> SequenceRecord:
+    """The exchange record of one worker event: its final state (``event_state``) and the legacy ``correct``."""
+    correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)
+    return SequenceRecord(
+        subset=event.subset,
+        index=event.index,
+        correct=correct,
+        sent=event.sent,
+        cached=event.cached,
+        state=event_state(event),
+    )
 
 
 def event_state(event: Sample) -> AttemptState | None:
