@@ -83,7 +83,12 @@ class ManifestEntry(Row):
     stratum_selected: int = Field(description="n_h")
     weight: float = Field(description="N_h / n_h: the design weight for population-weighted estimates.")
     generated: GeneratedItem | None = Field(
-        default=None, description="A generated record's parameters (KV-cache probe); None for read records."
+        default=None,
+        # Written only when set: read records' entries keep the bytes they had before generated benchmarks
+        # existed, so every earlier manifest.json (and the manifest_sha256 that compare.json, reviews and the
+        # explorer pin) is unchanged by this field.
+        exclude_if=lambda v: v is None,
+        description="A generated record's parameters (KV-cache probe); absent for read records.",
     )
 
 
