@@ -9,6 +9,14 @@ measured in tokens (``generate.py``) — so the dataset's fingerprint, each reco
 entry's ``generated`` block (seed, task, length, placement, targets, measured offsets, context sha256) are
 re-derived by ``evalpipe verify``: an item that does not regenerate byte for byte is a difference.
 
+Items derive from the spec's ``seed``, not the config's ``sampling_seed``, on purpose: the folder is the
+dataset, so its fingerprint (pinned in configs as ``fingerprint``) and every record's sha256 are functions
+of the folder's bytes alone, as for every read benchmark.  ``sampling_seed`` then does what it does
+everywhere — choose which of these records a run takes — and a run re-sampled with another seed (``plan``,
+``build_manifest(seed=…)``) draws from the same population instead of a different one.  Feeding the
+sampling seed into generation would need ``load_local`` (the contract every benchmark meets) to take the
+run's seed and would make the dataset's identity change with the selection seed.
+
 Lengths whose prompt would not fit ``context_length`` (the server's context per sequence) are dropped with
 one line on stderr naming them: a probe never asks the server to truncate.  Strata: ``length``, ``task``,
 ``placement``, ``length_task``, ``length_placement``; every one that names a length gives the KV-cache view
