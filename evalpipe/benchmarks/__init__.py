@@ -42,6 +42,7 @@ _MODULES = (
     "gpqa_diamond",
     "general_mcq",
     "general_qa",
+    "kv_probe",
 )
 
 

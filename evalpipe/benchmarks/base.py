@@ -33,7 +33,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
 from evalpipe.artifacts.schema.metrics import MetricResult
 from evalpipe.artifacts.schema.outcomes import FailureClass, OutcomeRow
-from evalpipe.artifacts.schema.sources import SourceFile
+from evalpipe.artifacts.schema.sources import GeneratedItem, SourceFile
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.selftest import bundled_data_dir
@@ -294,6 +294,11 @@ class Benchmark(ABC):
 
     def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
         """The context-length bucket of ``stratum`` under ``stratify_by`` (KV-cache view); None: none."""
+        return None
+
+    def generated_item(self, record: SourceRecord) -> GeneratedItem | None:
+        """How a generated record was made, recorded in its manifest entry (and re-derived by ``verify``);
+        None for a benchmark whose records are read from files."""
         return None
 
     # -- materialisation and preflight

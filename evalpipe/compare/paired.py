@@ -35,6 +35,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attempt_states, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.benchmarks import length_buckets
+from evalpipe.compare.length_verdict import length_verdict
 from evalpipe.compare.seeds import attempt_seed_check, run_temperature, with_temperature
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
@@ -670,6 +671,7 @@ def compare_runs(
                 ).model_copy(update={"length": length})
                 for length, bucket_of in buckets
             ]
+            paired.length_verdict = length_verdict(block.benchmark, paired.by_length)
         blocks.append(paired)
     pooled = []
     for pool, members in (pools or {}).items():

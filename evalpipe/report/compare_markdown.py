@@ -148,6 +148,8 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
                 f"{diff} | {len(x.flips)} |"
             )
         lines.append("")
+        lines += [f"- {b.length_verdict}" for b in result.benchmarks if b.length_verdict]
+        lines.append("")
     for b in result.benchmarks:
         lines.append(f"- {b.line}")
     flips = [f for b in result.benchmarks for f in b.flips]

@@ -23,6 +23,7 @@ from evalpipe.artifacts.schema.manifest import (
 )
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
+from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.loader import resolve_plan
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError, FingerprintMismatch
@@ -69,6 +70,7 @@ def select_benchmark(
     allocation floored at the old run's n_h, ``evalpipe.samplers.extend.floored_allocation``)."""
     name = data.benchmark
     check_plan(plan, name)
+    spec = benchmark_spec(name)
     fp = data.eval.fingerprint
     drift = False
     if pinned is not None and pinned != fp:
@@ -124,6 +126,7 @@ def select_benchmark(
                 stratum_population=n_pop,
                 stratum_selected=n_sel,
                 weight=n_pop / n_sel,
+                generated=spec.generated_item(rec),
             )
             selected.append((entry, rec))
     if short:

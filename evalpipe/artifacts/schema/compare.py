@@ -321,6 +321,13 @@ class PairedBenchmark(Row):
         description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
         "length stratum), shortest first.",
     )
+    length_verdict: str | None = Field(
+        default=None,
+        # written only for blocks with length buckets: every other block's bytes stay as before
+        exclude_if=lambda v: v is None,
+        description="One line naming the first length where the candidate (A) falls behind: the first "
+        "by_length block whose 95 % interval of A - B lies wholly below zero (compare/length_verdict.py).",
+    )
 
 
 class CompareResult(Artifact):

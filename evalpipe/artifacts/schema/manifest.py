@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.sources import GeneratedItem
 from evalpipe.config.models import SamplingPlan
 
 SELECTION_RULE = (
@@ -81,6 +82,14 @@ class ManifestEntry(Row):
     stratum_population: int = Field(description="N_h")
     stratum_selected: int = Field(description="n_h")
     weight: float = Field(description="N_h / n_h: the design weight for population-weighted estimates.")
+    generated: GeneratedItem | None = Field(
+        default=None,
+        # Written only when set: read records' entries keep the bytes they had before generated benchmarks
+        # existed, so every earlier manifest.json (and the manifest_sha256 that compare.json, reviews and the
+        # explorer pin) is unchanged by this field.
+        exclude_if=lambda v: v is None,
+        description="A generated record's parameters (KV-cache probe); absent for read records.",
+    )
 
 
 class Manifest(Artifact):
