@@ -24,6 +24,10 @@ from evalpipe.stats.operating import (
     unit_probabilities,
 )
 
+#: By hand in the integration tier: no process is started, but 20 000 paths per path kind cost ~25 s of CPU,
+#: which would double the unit tier (``make test`` runs them; ``make test-fast`` does not).
+pytestmark = pytest.mark.integration
+
 ALPHA = 0.025
 PATHS = 20_000
 MARGIN = 10.0

@@ -46,6 +46,7 @@ def test_same_layout_and_fields_as_the_local_mirror(shared_datasets: Path) -> No
         "longbench_v2",  # tests/make_longbench_miniature.py
         *("aime24", "aime25", "aime26", "hmmt25", "hmmt26", "gpqa_diamond"),  # hub only (GPQA: never copied)
         *("general_mcq", "general_qa"),  # your own files: there is no real copy of these
+        "kv_probe",  # generated from its probe.json: there is nothing to copy
     }
     assert {p.name for p in DATA.iterdir() if p.is_dir()} - no_copy_here == {
         p.name for p in shared_datasets.iterdir() if p.is_dir()
