@@ -80,3 +80,23 @@ def test_lengths_beyond_the_context_are_dropped_with_one_line(
 def test_a_bad_spec_names_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"probe.json: lengths: .*1000.*not on the grid"):
         benchmark("kv_probe").load_local(_write(tmp_path, {**SPEC, "lengths": [1000]}), None)
+
+
+def test_a_right_answer_stated_as_a_sentence_scores_by_evalscopes_own_rule() -> None:
+    """The accepted answers include the value stated as the question's sentence, in the normal form EvalScope's
+    TriviaQA extraction gives a sentence answer, so EvalScope's ``acc`` (whole-alternative match) scores it 1 —
+    and a wrong value still 0."""
+    from evalscope.benchmarks.trivia_qa.trivia_qa_adapter import normalize_answer
+    from evalscope.metrics.nlp.metrics import Accuracy
+
+    from evalpipe.benchmarks.kv_probe.spec import TASKS
+    from evalpipe.benchmarks.kv_probe.tasks import Draw, build
+
+    acc = Accuracy(allow_inclusion=True)
+    for task in ("word", "two_digit", "repeated_key", "single_key", "multi_key"):
+        item = build(task, Draw(7, f"{task}-0"))
+        value = item.answers[0]
+        said = item.question.replace("What is the", "The").rstrip("?") + f" is {value}."
+        assert acc.apply([normalize_answer(said)], [list(item.answers)]) == [1.0], (task, said, item.answers)
+        assert acc.apply([normalize_answer(said.replace(value, "0"))], [list(item.answers)]) == [0.0]
+    assert set(TASKS) >= {"word", "two_digit"}

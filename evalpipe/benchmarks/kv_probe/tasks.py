@@ -67,6 +67,15 @@ class TaskItem:
     answers: tuple[str, ...]
 
 
+def _stated(value: str, statement: str) -> tuple[str, ...]:
+    """The value alone, and the value stated as the question's own sentence (TriviaQA's normal form: lowercase,
+    no article, no punctuation) — exact match accepts either, as TriviaQA accepts an answer's aliases.  Why: a
+    small model answers "The special magic number is 48." rather than "ANSWER: 48"; EvalScope 1.14's
+    ``acc`` with ``allow_inclusion`` matches whole alternatives, not substrings, so without the stated form a
+    right retrieval would score 0 (measured: SmolLM2-135M, 16 of 16 right retrievals scored 0)."""
+    return (value, statement)
+
+
 def _all_orders(values: list[str]) -> tuple[str, ...]:
     return tuple(" ".join(p) for p in permutations(values))
 
@@ -74,20 +83,30 @@ def _all_orders(values: list[str]) -> tuple[str, ...]:
 def build(task: TaskName, draw: Draw) -> TaskItem:
     if task == "word":
         w = draw.pick(ANSWER_WORDS)
-        return TaskItem((f"The special magic word is {w}.",), "What is the special magic word?", (w,))
+        return TaskItem(
+            (f"The special magic word is {w}.",),
+            "What is the special magic word?",
+            _stated(w, f"special magic word is {w}"),
+        )
     if task == "two_digit":
         n = str(draw.number(10, 99))
-        return TaskItem((f"The special magic number is {n}.",), "What is the special magic number?", (n,))
+        return TaskItem(
+            (f"The special magic number is {n}.",),
+            "What is the special magic number?",
+            _stated(n, f"special magic number is {n}"),
+        )
     if task == "repeated_key":
         w = draw.pick(ANSWER_WORDS)
         sentence = f"The special magic word is {w}."
-        return TaskItem((sentence, sentence, sentence), "What is the special magic word?", (w,))
+        return TaskItem(
+            (sentence, sentence, sentence), "What is the special magic word?", _stated(w, f"special magic word is {w}")
+        )
     if task == "single_key":
         key, n = draw.pick(KEY_WORDS), str(draw.number(100000, 999999))
         return TaskItem(
             (f"One of the special magic numbers for {key} is: {n}.",),
             f"What is the special magic number for {key}?",
-            (n,),
+            _stated(n, f"special magic number for {key.replace('-', ' ')} is {n}"),
         )
     if task == "multi_key":
         keys = draw.distinct(KEY_WORDS, 4)
@@ -95,7 +114,11 @@ def build(task: TaskName, draw: Draw) -> TaskItem:
         evidence = tuple(
             f"One of the special magic numbers for {k} is: {v}." for k, v in zip(keys, values, strict=True)
         )
-        return TaskItem(evidence, f"What is the special magic number for {keys[0]}?", (values[0],))
+        return TaskItem(
+            evidence,
+            f"What is the special magic number for {keys[0]}?",
+            _stated(values[0], f"special magic number for {keys[0].replace('-', ' ')} is {values[0]}"),
+        )
     if task == "multi_value":
         key = draw.pick(KEY_WORDS)
         values = [str(draw.number(100000, 999999)) for _ in range(3)]
