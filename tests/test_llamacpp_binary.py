@@ -40,7 +40,7 @@ def test_the_binary_gets_the_launchers_settings_as_llama_server_flags(tmp_path: 
     assert llama_server_argv(s, 4321) == [
         str(exe), "--model", str(model.resolve()), "--host", "127.0.0.1", "--port", "4321", "--alias", "smollm2",
         "--ctx-size", "8192", "--parallel", "2", "--threads", "3", "--threads-batch", "3",
-        "--cache-type-k", "q4_0", "--cache-type-v", "q8_0", "--n-gpu-layers", "999", "--seed", "7",
+        "--cache-type-k", "q4_0", "--cache-type-v", "q8_0", "--verbosity", "4", "--n-gpu-layers", "999", "--seed", "7",
         "--no-cache-prompt", "--cache-ram", "0",
     ]  # fmt: skip
 
@@ -69,7 +69,7 @@ def test_server_info_reports_what_the_binary_resolved(tmp_path: Path) -> None:
         stop_group(proc, 10.0)
     assert info["kv_cache_dtype"] == "q4_0" and info["cache_type_k"] == info["cache_type_v"] == "q4_0"
     assert info["n_ctx"] == 4096 and info["n_ctx_per_slot"] == 2048 and info["n_parallel"] == 2
-    assert info["n_threads"] == 1 and info["prompt_cache"] is False
+    assert info["n_threads"] == 1 and info["prompt_cache"] is False and info["flash_attention"] is True
     assert info["n_gpu_layers"] == 999 and info["offloaded_layers"] == "30/30"
     assert info["version"] == f"b1-fake000 (llama-server {exe.resolve()})"
     assert info["build"]["version_output"].startswith("version: 1 (fake000)")

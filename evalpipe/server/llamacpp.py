@@ -92,6 +92,7 @@ class LoadLog:
     )
     _KV = re.compile(r"llama_kv_cache: size = .*K \((\w+)\):.*V \((\w+)\):")
     _OFFLOADED = re.compile(r"offloaded (\d+/\d+) layers to GPU")
+    _FLASH = re.compile(r"flash_attn\s+=\s+(enabled|disabled)")  # llama_context's line, aligned with spaces
 
     def feed(self, line: str) -> None:
         self.lines += 1
@@ -105,9 +106,10 @@ class LoadLog:
         m = self._OFFLOADED.search(line)
         if m:
             self.offloaded_layers = m.group(1)
-        if "Flash Attention enabled" in line:
+        fa = self._FLASH.search(line)
+        if "Flash Attention enabled" in line or (fa and fa.group(1) == "enabled"):
             self.flash_attention = True
-        elif "Flash Attention disabled" in line or "flash_attn = disabled" in line:
+        elif "Flash Attention disabled" in line or (fa and fa.group(1) == "disabled"):
             self.flash_attention = False
         if "prompt cache is enabled" in line:
             self.prompt_cache = line.split("load_model:", 1)[-1].strip()
@@ -332,12 +334,15 @@ class Engine:
 
 def llama_server_argv(s: Settings, internal_port: int) -> list[str]:
     """The ``llama-server`` command line for ``s``: the same settings ``common_params`` gives xllamacpp, as
-    llama.cpp's own flags, on loopback at ``internal_port``."""
+    llama.cpp's own flags, on loopback at ``internal_port``.  Verbosity 4, as xllamacpp's: below it
+    llama-server prints none of the context, KV-cache, flash-attention and offload lines ``LoadLog`` reads
+    (seen with llama.cpp 0c1e570)."""
     assert s.llama_server is not None
     argv = [str(s.llama_server), "--model", str(s.model), "--host", "127.0.0.1", "--port", str(internal_port),
             "--alias", s.served_name, "--ctx-size", str(s.ctx_size), "--parallel", str(s.parallel),
             "--threads", str(s.threads), "--threads-batch", str(s.threads),
-            "--cache-type-k", s.cache_type_k, "--cache-type-v", s.cache_type_v]  # fmt: skip
+            "--cache-type-k", s.cache_type_k, "--cache-type-v", s.cache_type_v,
+            "--verbosity", "4"]  # fmt: skip
     if s.n_gpu_layers is not None:
         argv += ["--n-gpu-layers", str(s.n_gpu_layers)]
     if s.seed is not None:

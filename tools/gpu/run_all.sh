@@ -55,6 +55,7 @@ while (($#)); do
   esac
   shift
 done
+((dry)) && summary="$work/summary-dry-run.txt"  # a dry run's lines stay out of the measurements' summary
 cd "$repo"
 export PYTHONUNBUFFERED=1
 mkdir -p "$out" "$work/logs"
@@ -95,13 +96,14 @@ run() {
 
 pids=()
 # start_llama NAME SLOTS CTX [FLAGS…]: a llama-server on loopback serving the model as smollm2, prompt reuse
-# off (as perf/bench_overhead.py's own servers); prints its URL into the variable `url`.
+# off (as perf/bench_overhead.py's own servers), verbosity 4 (the level at which its log says how many layers
+# it offloaded and which KV cache types it built); sets the variable `url`.
 start_llama() {
   local name="$1" slots="$2" ctx="$3" port
   shift 3
   port=$((18100 + ${#pids[@]}))
   local argv=("$server" --model "$gguf" --host 127.0.0.1 --port "$port" --alias smollm2 --n-gpu-layers "$ngl"
-              --parallel "$slots" --ctx-size "$ctx" --no-cache-prompt --cache-ram 0 "$@")
+              --parallel "$slots" --ctx-size "$ctx" --no-cache-prompt --cache-ram 0 --verbosity 4 "$@")
   [[ -n "${THREADS:-}" ]] && argv+=(--threads "$THREADS")
   url="http://127.0.0.1:$port"
   echo "\$ ${argv[*]} > $work/logs/$name.log" | tee -a "$summary"

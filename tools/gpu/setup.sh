@@ -17,8 +17,9 @@
 #       waits for the build, and smoke-tests llama-server on the GPU (every layer offloaded, one completion).
 #
 # Everything goes to $GPU_ROOT (default /tmp/gpu): bin/llama-server, the model link, logs.  Set LLAMA_CUDA=OFF
-# to build the same target for the CPU (how this script was checked on a machine without a GPU).  Logs that
-# matter are copied under $OUT when it is set (the device tool brings $OUT back).
+# to build the same target for the CPU (how this script was checked on a machine without a GPU; `configure`
+# alone also ran there with CUDA on).  Logs that matter are copied under $OUT when it is set (the device tool
+# brings $OUT back).  Parts: build (configure + compile), configure, python (the wheels), wait [S], smoke.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -49,21 +50,90 @@ verify_manifest() {
   log "$dir: $n files match MANIFEST"
 }
 
-build() {
+# cuBLAS for the CUDA build: the toolkit's own when it has one; else the pip wheel PyTorch brings
+# (nvidia-cublas: nvidia/cu13/{include,lib}, libraries only as .so.13, which CMake's find_library does not
+# take): a shim folder with the cuBLAS headers and .so links, handed to CMake as search path, include path
+# and build RPATH.  (The CUDA 13.0 toolkit on the machine that wrote this is assembled from pip wheels and has
+# no cuBLAS; whether the device image's has is not known: both are handled.)
+cublas_args=()
+find_cublas() {
+  local inc dir shim so name
+  for inc in /usr/local/cuda/include /usr/local/cuda/targets/x86_64-linux/include; do
+    [[ -f "$inc/cublas_v2.h" ]] && { log "cuBLAS: the toolkit's ($inc)"; return 0; }
+  done
+  dir="$("$py" - <<'PY'
+import importlib.util
+import pathlib
+
+spec = importlib.util.find_spec("nvidia")
+for base in (spec.submodule_search_locations or []) if spec else []:
+    for sub in ("cu13", "cublas"):
+        d = pathlib.Path(base) / sub
+        if (d / "include" / "cublas_v2.h").is_file():
+            print(d)
+            raise SystemExit
+PY
+)"
+  [[ -n "$dir" ]] || { log "cuBLAS: neither in the toolkit nor a pip nvidia-cublas: CMake will say what it misses"; return 0; }
+  shim="$root/cublas"
+  rm -rf "$shim" && mkdir -p "$shim/include" "$shim/lib"
+  for inc in "$dir"/include/cublas*.h "$dir"/include/nvblas.h; do [[ -f "$inc" ]] && ln -sf "$inc" "$shim/include/"; done
+  for so in "$dir"/lib/libcublas*.so.*; do
+    name="${so##*/}"
+    ln -sf "$so" "$shim/lib/$name"
+    ln -sf "$so" "$shim/lib/${name%%.so.*}.so"
+  done
+  cublas_args=(-DCMAKE_LIBRARY_PATH="$shim/lib" -DCMAKE_CUDA_FLAGS="-I$shim/include" -DCMAKE_CXX_FLAGS="-I$shim/include"
+               -DCMAKE_BUILD_RPATH="$shim/lib")
+  log "cuBLAS: pip's, $dir (shim $shim)"
+}
+
+# The driver library ggml-cuda links for its virtual-memory pool (CUDA::cuda_driver): the toolkit's stub when
+# it has one, else the driver's own libcuda.so.1 (ldconfig) linked into the shim; with neither (a machine
+# without a GPU: how this was checked) the pool is built without it (GGML_CUDA_NO_VMM).
+find_cuda_driver() {
+  local found
+  for found in /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so; do
+    [[ -f "$found" ]] && { log "libcuda: the toolkit's stub"; return 0; }
+  done
+  found="$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')"
+  if [[ -z "$found" ]]; then
+    found="$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -n 1 || true)"
+  fi
+  if [[ -n "$found" ]]; then
+    mkdir -p "$root/cublas/lib"
+    ln -sf "$found" "$root/cublas/lib/libcuda.so"
+    [[ " ${cublas_args[*]} " == *CMAKE_LIBRARY_PATH* ]] || cublas_args+=(-DCMAKE_LIBRARY_PATH="$root/cublas/lib")
+    log "libcuda: the driver's, $found"
+  else
+    cublas_args+=(-DGGML_CUDA_NO_VMM=ON)
+    log "libcuda: none on this machine: GGML_CUDA_NO_VMM=ON"
+  fi
+}
+
+configure() {
   local src="$root/src/llama.cpp" bld="$root/build" gen=() cudac=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  if [[ "$cuda" == ON ]] && ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    cudac=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  if [[ "$cuda" == ON ]]; then
+    if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+      cudac=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+    fi
+    find_cublas
+    find_cuda_driver
   fi
   # server target only; no tests, examples, app or web UI (the UI would be fetched from a hub: off), no
-  # OpenSSL (loopback HTTP only); static libraries so that bin/llama-server stands alone
-  cmake -S "$src" -B "$bld" "${gen[@]}" "${cudac[@]}" -DCMAKE_BUILD_TYPE=Release \
+  # OpenSSL (loopback HTTP only); static llama/ggml libraries so that bin/llama-server stands alone
+  cmake -S "$src" -B "$bld" "${gen[@]}" "${cudac[@]}" "${cublas_args[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_CUDA="$cuda" -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMIT="$commit"
-  cmake --build "$bld" --target llama-server -j "$jobs"
+}
+
+build() {
+  configure
+  cmake --build "$root/build" --target llama-server -j "$jobs"
   mkdir -p "$root/bin"
-  cp "$bld/bin/llama-server" "$root/bin/llama-server"
+  cp "$root/build/bin/llama-server" "$root/bin/llama-server"
   "$root/bin/llama-server" --version
 }
 
@@ -131,8 +201,9 @@ stage1() {
 
 smoke() {
   local port=18080 pid ok=0
+  # verbosity 4: below it llama-server prints no "offloaded N/M layers to GPU" line
   "$root/bin/llama-server" -m "$root/$gguf_name" --host 127.0.0.1 --port $port -ngl 999 -np 1 -c 2048 \
-    > "$root/smoke.log" 2>&1 &
+    --verbosity 4 > "$root/smoke.log" 2>&1 &
   pid=$!
   for _ in $(seq 120); do
     if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; then ok=1; break; fi
@@ -174,8 +245,9 @@ case "${1:-}" in
   stage1) stage1 ;;
   stage2) stage2 ;;
   build) build ;;
+  configure) configure ;;
   python) install_python ;;
   wait) wait_build "${2:-540}" ;;
   smoke) smoke ;;
-  *) echo "usage: bash tools/gpu/setup.sh stage1|stage2   (build|python|wait [S]|smoke: parts of them)" >&2; exit 2 ;;
+  *) echo "usage: bash tools/gpu/setup.sh stage1|stage2   (build|configure|python|wait [S]|smoke: parts of them)" >&2; exit 2 ;;
 esac
