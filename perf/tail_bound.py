@@ -12,9 +12,12 @@ server for that workload.
 
     .venv/bin/python perf/tail_bound.py RUN_DIR [--concurrency 4] [--curve 1,1.20,1.30,1.39]
     .venv/bin/python perf/tail_bound.py RUN_DIR --curve linear      # a GPU-like server
+    .venv/bin/python perf/tail_bound.py RUN_DIR --curve-json slots.json   # a measured curve
 
 ``--curve``: relative throughput with 1..concurrency requests in flight (``perf/slot_scaling.py`` measures
 the end points on llama.cpp); ``linear`` = k (a decode step costs the same for 1 or k rows).
+``--curve-json``: ``perf/slot_scaling.py --json``'s output; its measured levels (say 1, 2, 4, 8) give the
+rate at every k by linear interpolation between neighbouring levels, flat past the largest.
 """
 
 from __future__ import annotations
@@ -23,6 +26,27 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+
+
+def curve_from_levels(ratio_to_one: dict[int, float], concurrency: int) -> list[float]:
+    """Relative throughput at 1..``concurrency`` in flight from the levels measured (ratios to one in flight):
+    linear between neighbouring measured levels, the largest level's past it (no extrapolated gain)."""
+    levels = sorted(ratio_to_one)
+    if not levels or levels[0] != 1:
+        raise SystemExit("curve: the measured levels must include 1 in flight")
+    rate = []
+    for k in range(1, concurrency + 1):
+        if k >= levels[-1]:
+            rate.append(ratio_to_one[levels[-1]])
+            continue
+        hi = next(level for level in levels if level >= k)
+        lo = max(level for level in levels if level <= k)
+        if hi == lo:
+            rate.append(ratio_to_one[lo])
+        else:
+            w = (k - lo) / (hi - lo)
+            rate.append(ratio_to_one[lo] + w * (ratio_to_one[hi] - ratio_to_one[lo]))
+    return rate
 
 
 def simulate(lengths: list[int], concurrency: int, rate: list[float]) -> float:
@@ -56,8 +80,12 @@ def main() -> None:
     ap.add_argument(
         "--curve", default="1,1.20,1.30,1.39", help="relative tokens/s at 1..concurrency in flight"
     )
+    ap.add_argument("--curve-json", type=Path, default=None, help="perf/slot_scaling.py --json output")
     args = ap.parse_args()
-    if args.curve == "linear":
+    if args.curve_json is not None:
+        measured = json.loads(args.curve_json.read_text(encoding="utf-8"))["ratio_to_one"]
+        rate = curve_from_levels({int(k): float(v) for k, v in measured.items()}, args.concurrency)
+    elif args.curve == "linear":
         rate = [float(k) for k in range(1, args.concurrency + 1)]
     else:
         rate = [float(x) for x in args.curve.split(",")]
@@ -71,7 +99,7 @@ def main() -> None:
     for b, v in lengths.items():
         print(f"{b:16s} {len(v):3d} samples, output tokens {sorted(v)}")
     sequential, pipelined = bound(lengths, args.concurrency, rate)
-    print(f"curve {rate}: sequential {sequential:.1f}, pipelined {pipelined:.1f} (units of one request's "
+    print(f"curve {[round(r, 3) for r in rate]}: sequential {sequential:.1f}, pipelined {pipelined:.1f} (units of one request's "
           f"token time) — best ratio pipelined/sequential {pipelined / sequential:.3f}")  # fmt: skip
 
 

@@ -14,8 +14,14 @@ The KV cache types and context sizes are read from llama.cpp's own load log (``l
 show up as a verification mismatch.  The log is teed from file descriptor 2 (the native code writes there
 directly) to the real stderr, i.e. ``server/server.log``.
 
-Exit 2 with one line for bad input: a missing model file, an unknown cache type, a port in use, or a
-missing ``xllamacpp`` (``pip install -e '.[model-demo]'``).
+``--llama-server PATH`` puts a ``llama-server`` binary behind the same front instead of xllamacpp's in-process
+server (a CUDA build, where no prebuilt CPU wheel will do: the GPU run of issue 40, ``tools/gpu/``): the
+binary is started on the private port with the same settings as llama.cpp flags (``--n-gpu-layers`` too),
+its log is read line by line for the same context and KV-cache facts, and ``/server_info`` says which binary
+and how many layers it offloaded.
+
+Exit 2 with one line for bad input: a missing model file, an unknown cache type, a port in use, a missing
+``xllamacpp`` (``pip install -e '.[model-demo]'``) or ``--llama-server`` binary.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -74,6 +81,7 @@ class LoadLog:
     flash_attention: bool | None = None
     n_threads: int | None = None
     prompt_cache: str | None = None
+    offloaded_layers: str | None = None  # "31/31": llama.cpp's "offloaded N/M layers to GPU"
     lines: int = 0
     ready: threading.Event = field(default_factory=threading.Event)
 
@@ -83,6 +91,8 @@ class LoadLog:
         (re.compile(r"llama threadpool init, n_threads = (\d+)"), "n_threads", int),
     )
     _KV = re.compile(r"llama_kv_cache: size = .*K \((\w+)\):.*V \((\w+)\):")
+    _OFFLOADED = re.compile(r"offloaded (\d+/\d+) layers to GPU")
+    _FLASH = re.compile(r"flash_attn\s+=\s+(enabled|disabled)")  # llama_context's line, aligned with spaces
 
     def feed(self, line: str) -> None:
         self.lines += 1
@@ -93,9 +103,13 @@ class LoadLog:
         m = self._KV.search(line)
         if m:
             self.cache_type_k, self.cache_type_v = m.group(1), m.group(2)
-        if "Flash Attention enabled" in line:
+        m = self._OFFLOADED.search(line)
+        if m:
+            self.offloaded_layers = m.group(1)
+        fa = self._FLASH.search(line)
+        if "Flash Attention enabled" in line or (fa and fa.group(1) == "enabled"):
             self.flash_attention = True
-        elif "Flash Attention disabled" in line or "flash_attn = disabled" in line:
+        elif "Flash Attention disabled" in line or (fa and fa.group(1) == "disabled"):
             self.flash_attention = False
         if "prompt cache is enabled" in line:
             self.prompt_cache = line.split("load_model:", 1)[-1].strip()
@@ -149,6 +163,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=None, help="default sampling seed")
     p.add_argument(
+        "--llama-server",
+        default=None,
+        help="a llama-server binary to run behind the front instead of xllamacpp (e.g. a CUDA build)",
+    )
+    p.add_argument(
+        "--n-gpu-layers",
+        type=int,
+        default=None,
+        help="layers to offload to the GPU (--llama-server only; default: the binary's own)",
+    )
+    p.add_argument(
         "--no-prompt-cache",
         action="store_true",
         help="switch prompt reuse off (cache_prompt=False, cache_ram_mib=0): timings then do not depend on "
@@ -171,6 +196,8 @@ class Settings:
     seed: int | None
     prompt_cache: bool
     argv: list[str]
+    llama_server: Path | None = None
+    n_gpu_layers: int | None = None
 
 
 def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
@@ -197,6 +224,13 @@ def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
         raise UsageError(f"--port {ns.port}: must be 1-65535")
     if port_in_use(ns.host, ns.port):
         raise UsageError(f"--port {ns.port}: already in use on {ns.host}")
+    binary = None
+    if ns.llama_server is not None:
+        binary = Path(ns.llama_server).expanduser().resolve()
+        if not binary.is_file() or not os.access(binary, os.X_OK):
+            raise UsageError(f"--llama-server {ns.llama_server}: no such executable")
+    elif ns.n_gpu_layers is not None:
+        raise UsageError("--n-gpu-layers: only with --llama-server (xllamacpp's wheels are CPU builds)")
     return Settings(
         model=model.resolve(),
         host=ns.host,
@@ -210,6 +244,8 @@ def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
         seed=ns.seed,
         prompt_cache=not ns.no_prompt_cache,
         argv=argv,
+        llama_server=binary,
+        n_gpu_layers=ns.n_gpu_layers,
     )
 
 
@@ -296,6 +332,106 @@ class Engine:
         }
 
 
+def llama_server_argv(s: Settings, internal_port: int) -> list[str]:
+    """The ``llama-server`` command line for ``s``: the same settings ``common_params`` gives xllamacpp, as
+    llama.cpp's own flags, on loopback at ``internal_port``.  Verbosity 4, as xllamacpp's: below it
+    llama-server prints none of the context, KV-cache, flash-attention and offload lines ``LoadLog`` reads
+    (seen with llama.cpp 0c1e570)."""
+    assert s.llama_server is not None
+    argv = [str(s.llama_server), "--model", str(s.model), "--host", "127.0.0.1", "--port", str(internal_port),
+            "--alias", s.served_name, "--ctx-size", str(s.ctx_size), "--parallel", str(s.parallel),
+            "--threads", str(s.threads), "--threads-batch", str(s.threads),
+            "--cache-type-k", s.cache_type_k, "--cache-type-v", s.cache_type_v,
+            "--verbosity", "4"]  # fmt: skip
+    if s.n_gpu_layers is not None:
+        argv += ["--n-gpu-layers", str(s.n_gpu_layers)]
+    if s.seed is not None:
+        argv += ["--seed", str(s.seed)]
+    if not s.prompt_cache:
+        argv += ["--no-cache-prompt", "--cache-ram", "0"]
+    return argv
+
+
+class BinaryEngine(Engine):
+    """``--llama-server``: llama.cpp's own server binary as a child process on the private port.  Its output
+    is passed on to this process's stderr line by line and parsed into the same ``LoadLog``; it is ready
+    when its own ``/health`` answers 200, and it ends with this process (``close``, or the process group's
+    signal)."""
+
+    def __init__(self, settings: Settings, log: LoadLog) -> None:
+        super().__init__(settings, log)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.build = {}
+        self.xllamacpp_version = None
+
+    def load(self) -> None:
+        try:
+            binary = self.settings.llama_server
+            assert binary is not None
+            version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+            self.build = {
+                "llama_server": str(binary),
+                "version_output": (version.stdout + version.stderr).strip(),
+            }
+            self.model_sha256 = file_sha256(self.settings.model)
+            argv = llama_server_argv(self.settings, self.internal_port)
+            print(f"evalpipe.server.llamacpp: starting {' '.join(argv)}", file=sys.stderr, flush=True)
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            threading.Thread(target=self._pump, name="llama-server-log", daemon=True).start()
+            self._wait_healthy(timeout=600.0)
+        except Exception as exc:  # reported on /health and in the log; the process then exits 1
+            self.error = f"{type(exc).__name__}: {exc}"
+            print(f"evalpipe.server.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
+            self.close()
+        finally:
+            self.loaded.set()
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", errors="replace")
+            sys.stderr.write(line)
+            self.log.feed(line.rstrip("\n"))
+        sys.stderr.flush()
+
+    def _wait_healthy(self, timeout: float) -> None:
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.internal_port}/health"
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited with {self.proc.returncode} while loading")
+            with contextlib.suppress(urllib.error.URLError, OSError):
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            time.sleep(0.1)
+        raise RuntimeError(f"llama-server not healthy within {timeout:g} s")
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def server_info(self) -> dict[str, Any]:
+        info = super().server_info()
+        build_info = self.props.get("build_info") or "llama-server"
+        info["version"] = f"{build_info} (llama-server {self.settings.llama_server})"
+        info["n_gpu_layers"] = self.settings.n_gpu_layers
+        info["offloaded_layers"] = self.log.offloaded_layers
+        info["resolved_from"] = (
+            "llama-server's load log (context, KV cache types, threads, offload) and /props"
+        )
+        return info
+
+
 def _dist_version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -307,7 +443,7 @@ def _dist_version(name: str) -> str | None:
 
 async def serve(settings: Settings, log: LoadLog) -> int:
     """Front on the public port; llama.cpp behind it.  Returns the exit code."""
-    engine = Engine(settings, log)
+    engine = BinaryEngine(settings, log) if settings.llama_server else Engine(settings, log)
     # llama.cpp closes the connection after a streamed response; a pooled connection reused after that fails
     # with ServerDisconnectedError (an HTTP 500 to the client): one fresh connection per request instead
     session = aiohttp.ClientSession(
@@ -342,6 +478,8 @@ async def serve(settings: Settings, log: LoadLog) -> int:
     finally:
         await session.close()
         engine.server = None  # the native destructor stops llama.cpp's loop
+        if isinstance(engine, BinaryEngine):
+            engine.close()
 
 
 class LlamaCppFront(ModelServer):
@@ -457,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         settings = settings_from(parse_args(argv), [sys.executable, "-m", "evalpipe.server.llamacpp", *argv])
-        if importlib.util.find_spec("xllamacpp") is None:
+        if settings.llama_server is None and importlib.util.find_spec("xllamacpp") is None:
             raise UsageError(
                 "xllamacpp is not installed (pip install -e '.[model-demo]', or make demo-model)"
             )
@@ -465,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evalpipe.server.llamacpp: {exc}", file=sys.stderr)
         return 2
     log = LoadLog()
-    tee_stderr(log)
+    if settings.llama_server is None:  # the native code writes to fd 2 itself; a binary's output is piped
+        tee_stderr(log)
     return asyncio.run(serve(settings, log))
 
 
