@@ -240,8 +240,10 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
 def test_adapter_facts_match_installed_evalscope(shared_datasets: Path) -> None:
     """Drift test: the splits/subsets evalpipe writes are the ones EvalScope's adapters read."""
     code = (
-        "import json\nfrom evalscope.api.registry import get_benchmark\nout = {}\n"
+        "import json\nfrom evalscope.api.registry import get_benchmark\n"
+        "from evalpipe.benchmarks import benchmark\nout = {}\n"
         f"for n in {sorted(REGISTRY)!r}:\n"
+        "    benchmark(n).register_evalscope_adapter()  # an adapter evalpipe registers (kv_probe) first\n"
         "    m = get_benchmark(n).benchmark_meta\n"
         "    out[n] = [m.eval_split, m.train_split, m.subset_list, m.few_shot_random]\n"
         "print('FACTS' + json.dumps(out))\n"
