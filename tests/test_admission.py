@@ -244,11 +244,10 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     assert min(r.arrived for r in ife) >= last_gsm8k_answer  # one after the other
     # IFEval was loaded and its prompts checked while GSM8K generated, so all that stood between GSM8K's last
     # answer and IFEval's first request was its turn (before: a whole run_task start-up, dataset load and
-    # render check in that gap, 3.3-3.8 s).  Asserted by order, which load cannot reorder: the parent
-    # recorded every IFEval prompt (the render check) before the server had GSM8K's last answer ready.
-    recorded = [_t(h.recorded_at) for h in read_jsonl(rundir.prompt_hashes, PromptHashRecord)
-                if h.benchmark == "ifeval"]  # fmt: skip
-    assert len(recorded) == 2 and max(recorded) <= last_gsm8k_answer, (recorded, last_gsm8k_answer)
+    # render check in that gap).  Asserted by the order of the worker's log lines, which load cannot reorder
+    # (a timestamp check here failed on a loaded CI host: the render check outlasted GSM8K's 3 s answers).
+    recorded = [h for h in read_jsonl(rundir.prompt_hashes, PromptHashRecord) if h.benchmark == "ifeval"]
+    assert len(recorded) == 2
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     assert log.index("ifeval: EvalScope task starts") < log.index("Benchmark gsm8k evaluation finished")
     used = read_model(rundir.timings, StageTimings).utilisation
