@@ -135,7 +135,9 @@ def start_scripted(tmp: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
 
 
-def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, names: list[str]) -> Path:
+def write_config(
+    tmp: Path, per_benchmark: int, work: Workload, schedule: str, names: list[str], unsandboxed: bool = False
+) -> Path:
     benchmarks = []
     for name in names:
         folder = BENCHES[name]
@@ -165,6 +167,8 @@ def write_config(tmp: Path, per_benchmark: int, work: Workload, schedule: str, n
         "benchmarks": benchmarks,
         "output_root": str(tmp / "results"),
     }
+    if unsandboxed:  # a written decision, as the config schema demands (bare EvalScope's review is unsandboxed)
+        cfg["code_execution"] = {"sandbox": "none", "allow_unsandboxed": True}
     path = tmp / "bench-overhead.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     return path
@@ -262,6 +266,14 @@ def main() -> None:
         "least the workload's concurrency in slots)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
+    ap.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run LiveCodeBench's programs without evalpipe's sandbox (code_execution.sandbox: none, "
+        "allow_unsandboxed: true) on a disposable machine that has neither bubblewrap nor working user "
+        "namespaces — the GPU device image (tools/gpu/run_all.sh decides); bare EvalScope's review is "
+        "unsandboxed either way",
+    )
     args = ap.parse_args()
     load = WORKLOADS[args.workload]
     per_benchmark = args.per_benchmark or load.per_benchmark
@@ -281,7 +293,7 @@ def main() -> None:
         )
         server = f"one {args.server} server ({load.concurrency} slots)"
     try:
-        config = write_config(tmp, per_benchmark, load, args.schedule, names)
+        config = write_config(tmp, per_benchmark, load, args.schedule, names, args.unsandboxed)
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
         _, _ = run_evalpipe(config, base, tmp / "warm")
         datasets = tmp / "warm" / "datasets"

@@ -171,6 +171,32 @@ def test_bench_overhead_checks_the_endpoint_it_is_given(llama: FakeLlama) -> Non
         other.close()
 
 
+def test_bench_overhead_unsandboxed_is_a_written_decision_the_config_accepts(tmp_path: Path) -> None:
+    """On the device image (no bubblewrap, user namespaces refusing the sandbox's mounts) ``--unsandboxed``
+    writes the config's own opt-out, which validates; without it the config keeps the default sandbox."""
+    from evalpipe.config.loader import load_config
+
+    load = bench_overhead.WORKLOADS["tails"]
+    names = list(bench_overhead.BENCHES)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain = load_config(bench_overhead.write_config(tmp_path / "a", 1, load, "pipelined", names))
+    opted = load_config(bench_overhead.write_config(tmp_path / "b", 1, load, "pipelined", names, True))
+    assert (opted.code_execution.sandbox, opted.code_execution.allow_unsandboxed) == ("none", True)
+    assert plain.code_execution.sandbox != "none"
+
+
+def test_the_tokenizer_travels_in_call_two_and_call_two_makes_room_for_it() -> None:
+    mib = 1024 * 1024
+    roomy = payload.split_point(tree=4 * mib, fixed_call1=22 * mib, model_size=89 * mib)
+    tight = payload.split_point(tree=4 * mib, fixed_call1=22 * mib, model_size=89 * mib, fixed_call2=2 * mib)
+    assert roomy == tight  # call 1 still takes all it can; call 2's room only shrinks
+    with pytest.raises(SystemExit, match="does not fit two calls"):
+        payload.split_point(tree=4 * mib, fixed_call1=22 * mib, model_size=89 * mib, fixed_call2=30 * mib)
+    setup = (ROOT / "tools/gpu/setup.sh").read_text(encoding="utf-8")
+    assert "tokenizer.tar.xz" in setup and "cache_root" in setup
+
+
 @pytest.mark.parametrize(
     ("rel", "kept"),
     [

