@@ -167,7 +167,9 @@ def write_config(
         "benchmarks": benchmarks,
         "output_root": str(tmp / "results"),
     }
-    if unsandboxed:  # a written decision, as the config schema demands (bare EvalScope's review is unsandboxed)
+    if (
+        unsandboxed
+    ):  # a written decision, as the config schema demands (bare EvalScope's review is unsandboxed)
         cfg["code_execution"] = {"sandbox": "none", "allow_unsandboxed": True}
     path = tmp / "bench-overhead.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
