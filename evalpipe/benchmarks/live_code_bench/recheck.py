@@ -12,7 +12,8 @@ same result codes) and the same sandbox as the review, on another clock:
 
 * the per-test limit (EvalScope's ``review_timeout``: 6 s, or the config's ``review_timeout_s``, read back
   from the review's metadata) is the CPU time the program used since the
-  test started (``ITIMER_PROF``), which other processes on the host cannot consume; a backstop of
+  test started (``ITIMER_PROF`` wakes the check, ``process_time()`` decides: the timer's tick charge runs
+  ahead of the real CPU time under load), which other processes on the host cannot consume; a backstop of
   ``WALL_FACTOR`` × the limit ends a program that blocks instead of computing, counted in wall time
   minus the time the process waited for a CPU (its run delay, ``/proc/PID/schedstat``) — so load does
   not count there either; the global limit over all tests is measured the same way (with a hard cap of

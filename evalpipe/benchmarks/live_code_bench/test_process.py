@@ -235,8 +235,6 @@ def run_tests(
 
 
 def _child(fd: int) -> None:
-    import functools
-
     from evalscope.benchmarks.live_code_bench import testing_util
     from evalscope.benchmarks.live_code_bench.pass_k_utils import compute_metrics_from_results
 
@@ -255,7 +253,7 @@ def _child(fd: int) -> None:
     limit, factor = float(job["timeout"]), float(job["wall_factor"])
 
     if job["clock"] == "cpu":
-        backstop: dict[str, float] = {"limit": 0.0, "wall0": 0.0, "delay0": 0.0}
+        backstop: dict[str, float] = {"limit": 0.0, "wall0": 0.0, "delay0": 0.0, "cpu_limit": 0.0, "cpu0": 0.0}
 
         def on_tick(signum: int, frame: Any) -> None:
             # the wall-clock backstop, on the program's own time: wall time minus the time it waited for a CPU
@@ -267,10 +265,24 @@ def _child(fd: int) -> None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 raise testing_util.TimeoutException
 
+        def on_prof(signum: int, frame: Any) -> None:
+            # ITIMER_PROF is charged by the scheduler tick, and on a loaded host it runs ahead of the CPU
+            # time the process really had (seen: an infinite loop stopped at 1.755 s of process_time() under
+            # a 2.0 s limit).  The limit is the program's CPU time, exactly: an early signal re-arms for what
+            # is left, and only a signal at or past the limit stops the test (EvalScope's handler).
+            if backstop["cpu_limit"] <= 0:
+                return
+            left = backstop["cpu_limit"] - (time.process_time() - backstop["cpu0"])
+            if left > 0.0:
+                signal.setitimer(signal.ITIMER_PROF, max(left, 0.001))
+                return
+            testing_util.timeout_handler(False, signum, frame)
+
         def cpu_alarm(seconds: float) -> None:
             # EvalScope arms one wall-clock timer per test (SIGALRM, from ``run_test``'s handler); here the
-            # limit is the program's CPU time (SIGPROF, EvalScope's handler) plus the backstop above,
-            # checked every TICK_S.  0 disarms both.
+            # limit is the program's CPU time (SIGPROF, checked against process_time() by ``on_prof``) plus
+            # the backstop above, checked every TICK_S.  0 disarms both.
+            backstop.update(cpu_limit=seconds, cpu0=time.process_time())
             signal.setitimer(signal.ITIMER_PROF, seconds)
             if seconds:
                 backstop.update(limit=seconds * factor, wall0=time.monotonic(), delay0=run_delay_s() or 0.0)
@@ -280,7 +292,7 @@ def _child(fd: int) -> None:
                 backstop["limit"] = 0.0
                 signal.setitimer(signal.ITIMER_REAL, 0)
 
-        signal.signal(signal.SIGPROF, functools.partial(testing_util.timeout_handler, False))
+        signal.signal(signal.SIGPROF, on_prof)
         testing_util._set_alarm = cpu_alarm
     wall0, cpu0 = time.monotonic(), time.process_time()
     results, metadata = testing_util.run_test(
