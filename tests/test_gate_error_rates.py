@@ -10,7 +10,10 @@ bound (z = 1.96) at small discordance, a second fixed look after an extension, a
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -31,6 +34,16 @@ pytestmark = pytest.mark.integration
 ALPHA = 0.025
 PATHS = 20_000
 MARGIN = 10.0
+
+
+def _bench_gate_oc() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_gate_oc", Path(__file__).parents[1] / "perf/bench_gate_oc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _limit(alpha: float = ALPHA, paths: int = PATHS) -> float:
@@ -80,20 +93,9 @@ def test_extend_once_and_twice_at_the_margin(generations: tuple[int, ...]) -> No
 
 def test_a_restarted_e_process_after_an_extension_is_a_negative_control() -> None:
     """What --extend did before: each larger run judged afresh (its units re-ordered, bets re-tuned, from unit
-    1) — 100 → 300 → 1000 units, a path passing when any run passes — exceeds α."""
-    gain, loss = unit_probabilities(0.1, MARGIN / 100)
-    rng = np.random.default_rng(4)
-    passed = 0
-    for _ in range(PATHS // 2000):
-        draw = rng.random((2000, 1000))
-        d = np.where(draw < gain, 1.0, np.where(draw < gain + loss, -1.0, 0.0))
-        hit = np.zeros(2000, dtype=bool)
-        for size in (100, 300, 1000):
-            fresh = rng.permuted(d[:, :size], axis=1)  # the old units scattered through the new order
-            codes, _, _ = gate_codes(fresh, GateDesign(size, MARGIN, ALPHA, 1.0))
-            hit |= codes == 1
-        passed += int(hit.sum())
-    assert passed / PATHS > _limit()
+    1) — 100 → 300 → 1000 units, a path passing when any run passes — exceeds α.  The simulation is the one
+    ``perf/bench_gate_oc.py`` prints."""
+    assert _bench_gate_oc().restarted_extension_passes(PATHS, MARGIN, ALPHA) > _limit()
 
 
 def test_a_pool_of_unequal_members_at_the_margin() -> None:
