@@ -5,7 +5,12 @@ Everything outside ``evalpipe/benchmarks/`` asks this registry (``benchmark(name
 (or package) here declaring ``BENCHMARK`` plus one line in ``_MODULES``; the order there is the order of
 ``BenchmarkName`` in the config schema.
 
-A benchmark outside evalpipe registers through the environment: ``EVALPIPE_BENCHMARK_MODULES`` lists
+A benchmark outside evalpipe registers as an installed package's entry point in the group
+``evalpipe.benchmarks`` (``[project.entry-points."evalpipe.benchmarks"] my_bench = "my_evals.my_bench"``: the
+name is the benchmark's, the value the module declaring ``BENCHMARK``), registered after the built-ins in
+the order of their names — installing the package is all it takes, in every process (the EvalScope worker
+and the answer-key server see the same installed packages).  Or through the environment, for a module that
+is not installed: ``EVALPIPE_BENCHMARK_MODULES`` lists
 importable modules (comma-separated, e.g. ``my_evals.my_bench``), each declaring ``BENCHMARK`` like a
 built-in one, registered after the built-ins in that order.  It is read once, when this package is first
 imported — before the config models build ``BenchmarkName`` from the registry — so it must be set in the
@@ -18,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from importlib import import_module
+from importlib.metadata import entry_points
 from types import MappingProxyType, ModuleType
 
 from evalpipe.benchmarks.base import Benchmark, KeyItem
@@ -25,6 +31,8 @@ from evalpipe.errors import ConfigError
 
 #: Environment variable naming extra benchmark modules (comma-separated import paths).
 PLUGINS_ENV = "EVALPIPE_BENCHMARK_MODULES"
+#: Entry-point group of installed packages' benchmark modules (name = the benchmark, value = its module).
+ENTRY_POINT_GROUP = "evalpipe.benchmarks"
 
 # Module names under evalpipe/benchmarks/, each declaring ``BENCHMARK`` (its EvalScope adapter name).
 _MODULES = (
@@ -59,32 +67,50 @@ def _declared(module: ModuleType, origin: str) -> Benchmark:
     return spec
 
 
-def _plugin(path: str) -> ModuleType:
+def _plugin(path: str, origin: str) -> ModuleType:
     try:
         return import_module(path)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (path == exc.name or path.startswith(exc.name + ".")):  # not a dependency
-            raise ConfigError(
-                f"{PLUGINS_ENV}: benchmark module {path!r} not found (is it on PYTHONPATH?)"
-            ) from None
+            where = "is it on PYTHONPATH?" if origin == PLUGINS_ENV else "is its package installed whole?"
+            raise ConfigError(f"{origin}: benchmark module {path!r} not found ({where})") from None
         raise
 
 
+def _installed() -> list[tuple[str, str]]:
+    """``(origin, module)`` of every installed package's ``evalpipe.benchmarks`` entry point, by name."""
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    out = []
+    for ep in found:
+        dist = ep.dist.name if ep.dist is not None else "an installed package"
+        origin = f"entry point {ENTRY_POINT_GROUP}:{ep.name} of {dist}"
+        if ep.attr or ep.name != ep.module.rpartition(".")[2]:
+            raise ConfigError(
+                f"{origin}: the value must be the module declaring BENCHMARK, named after the benchmark "
+                f'(e.g. {ep.name} = "my_package.{ep.name}"), got {ep.value!r}'
+            )
+        out.append((origin, ep.module))
+    return out
+
+
 def _build() -> Mapping[str, Benchmark]:
-    """The built-in modules in ``_MODULES`` order, then the environment's."""
+    """The built-in modules in ``_MODULES`` order, then installed packages' entry points, then the
+    environment's."""
     declared = [
-        _declared(import_module(f"evalpipe.benchmarks.{m}"), "evalpipe/benchmarks/__init__.py")
+        (_declared(import_module(f"evalpipe.benchmarks.{m}"), "evalpipe/benchmarks/__init__.py"), "evalpipe")
         for m in _MODULES
     ]
+    declared += [(_declared(_plugin(module, origin), origin), origin) for origin, module in _installed()]
     extra = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
-    declared += [_declared(_plugin(p), PLUGINS_ENV) for p in extra]
+    declared += [(_declared(_plugin(p, PLUGINS_ENV), PLUGINS_ENV), PLUGINS_ENV) for p in extra]
     registry: dict[str, Benchmark] = {}
-    for spec in declared:
-        if spec.meta.name in registry:
-            raise ConfigError(
-                f"benchmark {spec.meta.name!r} is registered twice ({PLUGINS_ENV}: {', '.join(extra)})"
-            )
-        registry[spec.meta.name] = spec
+    where: dict[str, str] = {}
+    for spec, origin in declared:
+        name = spec.meta.name
+        if name in registry:
+            also = f"{PLUGINS_ENV}: {', '.join(extra)}" if origin == PLUGINS_ENV else origin
+            raise ConfigError(f"benchmark {name!r} is registered twice ({where[name]}; {also})")
+        registry[name], where[name] = spec, origin
     return MappingProxyType(registry)
 
 
@@ -92,6 +118,7 @@ def _build() -> Mapping[str, Benchmark]:
 REGISTRY: Mapping[str, Benchmark] = _build()
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "PLUGINS_ENV",
     "REGISTRY",
     "Benchmark",

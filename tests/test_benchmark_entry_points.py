@@ -1,0 +1,65 @@
+"""An installed package adds a benchmark without editing evalpipe: its ``evalpipe.benchmarks`` entry point
+(laid out as pip installs it — a ``.dist-info`` folder with ``entry_points.txt`` beside the module on the
+path) registers the module after the built-ins, in every process that imports evalpipe."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DUMMY = Path(__file__).resolve().parent / "fixtures" / "contract_dummy"
+
+
+def _installed(site: Path, entry: str) -> dict[str, str]:
+    """The contract dummy benchmark in ``site`` as an installed distribution declaring ``entry``."""
+    shutil.copytree(DUMMY, site)
+    info = site / "contract_dummy_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: contract-dummy-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[evalpipe.benchmarks]\n{entry}\n")
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in os.environ.items() if k != "EVALPIPE_BENCHMARK_MODULES"}
+    return {**env, "PYTHONPATH": path}
+
+
+def _python(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_an_installed_entry_point_registers_its_benchmark_after_the_built_ins(tmp_path: Path) -> None:
+    env = _installed(tmp_path / "site", "contract_dummy = contract_dummy")
+    done = _python(
+        env,
+        "from evalpipe.benchmarks import REGISTRY, _MODULES, benchmark\n"
+        "from evalpipe.config.models import BenchmarkConfig\n"
+        "names = tuple(REGISTRY)\n"
+        "assert names[: len(_MODULES)] == _MODULES and names[len(_MODULES):] == ('contract_dummy',), names\n"
+        "print(benchmark('contract_dummy').meta.name)\n"
+        "print(BenchmarkConfig.model_validate({'name': 'contract_dummy', 'sampling': {'stratify_by': 'none', 'total': 1, 'allocation': 'uniform'}}).name)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["contract_dummy", "contract_dummy"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("contract_dummy = contract_dummy:BENCHMARK", "the value must be the module declaring BENCHMARK"),
+        ("other_name = contract_dummy", "the value must be the module declaring BENCHMARK"),
+        (
+            "contract_dummy = not_there.contract_dummy",
+            "benchmark module 'not_there.contract_dummy' not found",
+        ),
+    ],
+)
+def test_a_malformed_entry_point_is_one_line_naming_it(tmp_path: Path, entry: str, message: str) -> None:
+    env = _installed(tmp_path / "site", entry)
+    done = _python(env, "import evalpipe.benchmarks")
+    assert done.returncode != 0
+    assert "entry point evalpipe.benchmarks:" in done.stderr and "contract-dummy-plugin" in done.stderr
+    assert message in done.stderr
