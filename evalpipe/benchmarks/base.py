@@ -301,6 +301,19 @@ class Benchmark(ABC):
         None for a benchmark whose records are read from files."""
         return None
 
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> dict[str, Any]:
+        """The raw record a generated entry's recorded parameters give, made again from the generator's spec
+        (``spec_file``, the record's ``file``); ``verify-sample`` compares its sha256 with the manifest's."""
+        raise DataError(f"{self.meta.name}: records are read, not generated; nothing to regenerate")
+
+    def beyond_context(
+        self, records: Sequence[SourceRecord], context: int, source: str
+    ) -> tuple[list[str], str | None]:
+        """The records built for more context than ``context`` (tokens per request, as the server resolved
+        it: ``source``) and one line naming the lengths dropped and why.  Default: none — a read benchmark's
+        prompts are checked against the context by the context-fit estimate instead."""
+        return [], None
+
     # -- materialisation and preflight
 
     def materialize_row(self, record: SourceRecord, pinned: bool, where: str) -> dict[str, Any]:

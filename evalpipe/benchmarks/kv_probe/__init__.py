@@ -18,7 +18,11 @@ sampling seed into generation would need ``load_local`` (the contract every benc
 run's seed and would make the dataset's identity change with the selection seed.
 
 Lengths whose prompt would not fit ``context_length`` (the server's context per sequence) are dropped with
-one line on stderr naming them: a probe never asks the server to truncate.  Strata: ``length``, ``task``,
+one line on stderr naming them: a probe never asks the server to truncate.  Once the server is up, the
+context its ``/server_info`` resolved caps the lengths again (``beyond_context``): the sampled items of longer
+lengths stay in the manifest and are dropped before anything is sent, listed in ``context_fit.json`` with the
+line naming the lengths, the context and its source, and scored ``context_overflow`` like every consented
+drop (the selection stays a function of the folder and the seed, whichever server a variant gets).  Strata: ``length``, ``task``,
 ``placement``, ``length_task``, ``length_placement``; every one that names a length gives the KV-cache view
 (paired result per length bucket in compare.json).
 """
@@ -26,14 +30,14 @@ one line on stderr naming them: a probe never asks the server to truncate.  Stra
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts.schema.sources import GeneratedItem, SourceFile
 from evalpipe.benchmarks.base import Benchmark, BenchmarkMeta, HubRows, HubSplits, KeyItem, local_data
-from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, read_spec
-from evalpipe.errors import ConfigError
+from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, TASKS, read_spec
+from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split
 
@@ -41,10 +45,10 @@ NAME = "kv_probe"
 LENGTH_STRATA = ("length", "length_task", "length_placement")
 
 
-def dropped_line(dropped: list[int], context_length: int, reserve: int) -> str:
+def dropped_line(dropped: list[int], context_length: int, reserve: int, source: str = "probe.json") -> str:
     return (
         f"kv_probe: lengths {', '.join(map(str, dropped))} dropped: with {reserve} tokens reserved for the "
-        f"template and the answer they exceed the server's context of {context_length} tokens"
+        f"template and the answer they exceed the server's context of {context_length} tokens ({source})"
     )
 
 
@@ -103,6 +107,36 @@ class KVProbe(Benchmark):
 
     def generated_item(self, record: SourceRecord) -> GeneratedItem | None:
         return GeneratedItem.model_validate(record.raw["probe"])
+
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> dict[str, Any]:
+        from evalpipe.benchmarks.kv_probe.generate import Measure, generate_item
+        from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
+
+        spec = read_spec(spec_file.parent).model_copy(update={"seed": item.seed, "page_size": item.page_size})
+        counter, prefix = resolve_tokenizer(spec.tokenizer, spec_file.parent)
+        if counter.name != item.tokenizer:
+            raise DataError(
+                f"{source_id}: recorded with tokenizer {item.tokenizer}, {spec_file} now names {counter.name}"
+            )
+        task = next((t for t in TASKS if t == item.task), None)
+        if task is None:
+            raise DataError(f"{source_id}: task {item.task!r} is not a kv_probe task")
+        m = Measure(counter, prefix)
+        return generate_item(spec, m, task, item.length, item.placement, item.depth, item.index)
+
+    def beyond_context(
+        self, records: Sequence[SourceRecord], context: int, source: str
+    ) -> tuple[list[str], str | None]:
+        if not records:
+            return [], None
+        spec = read_spec(Path(records[0].file).parent)
+        reserve = spec.reserve_tokens
+        lengths = sorted({int(r.raw["probe"]["length"]) for r in records})
+        dropped = [n for n in lengths if n + reserve > context]
+        if not dropped:
+            return [], None
+        ids = [r.source_id for r in records if int(r.raw["probe"]["length"]) in dropped]
+        return ids, dropped_line(dropped, context, reserve, source)
 
     def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
         return stratum.split("/", 1)[0] if stratify_by in LENGTH_STRATA else None
