@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,63 @@ def _empty_fit() -> ContextFit:
         benchmarks=[],
         overlong=[],
     )
+
+
+# ---------------------------------------------------------------- verify-sample regenerates every item
+
+
+@pytest.fixture
+def copy_of_run(capped, tmp_path: Path) -> Path:
+    result, _ = capped
+    # the copy points at the same probe folder (run.json's dataset location): only the run's files change
+    return Path(shutil.copytree(result.rundir.root, tmp_path / "run"))
+
+
+def test_verify_regenerates_every_item_from_its_recorded_parameters(copy_of_run: Path) -> None:
+    from evalpipe.samplers import verify_sample
+
+    result = verify_sample(copy_of_run)
+    assert result.identical, result.differences
+    assert all(e.generated is not None for e in result.manifest.entries)
+
+
+def _flip_one_byte(path: Path, index: int, old: bytes, new: bytes) -> None:
+    lines = path.read_bytes().split(b"\n")
+    assert old in lines[index]
+    lines[index] = lines[index].replace(old, new, 1)
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_tampered_materialised_row_is_named(copy_of_run: Path) -> None:
+    from evalpipe.artifacts.schema.evalscope import IndexMap
+    from evalpipe.samplers import verify_sample
+
+    index_map = read_model(copy_of_run / "index_map.json", IndexMap)
+    entry = index_map.entries[1]
+    path = copy_of_run / "datasets" / "kv_probe" / entry.subset / "test.jsonl"
+    _flip_one_byte(path, entry.index, b"The ", b"Tha ")  # one byte of the context
+    result = verify_sample(copy_of_run)
+    assert not result.identical
+    assert result.differences == [
+        f"kv_probe {entry.source_id}: materialised row datasets/kv_probe/{entry.subset}/test.jsonl:"
+        f"{entry.index + 1} differs from the regenerated item"
+    ]
+
+
+def test_a_tampered_manifest_hash_is_named(copy_of_run: Path) -> None:
+    from evalpipe.samplers import verify_sample
+
+    manifest = copy_of_run / "manifest.json"
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    entry = raw["entries"][2]
+    good = entry["record_sha256"]
+    entry["record_sha256"] = ("0" if good[0] != "0" else "1") + good[1:]  # one byte of the recorded hash
+    manifest.write_text(json.dumps(raw, indent=2), encoding="utf-8")
+    result = verify_sample(copy_of_run)
+    assert not result.identical
+    named = [d for d in result.differences if d.startswith(f"kv_probe {entry['source_id']}: ")]
+    assert (
+        f"kv_probe {entry['source_id']}: regenerated from its recorded parameters, sha256 {good} != the "
+        f"manifest's {entry['record_sha256']}" in named
+    )
+    assert all(entry["source_id"] in d for d in result.differences if "manifest content" not in d)

@@ -301,9 +301,10 @@ class Benchmark(ABC):
         None for a benchmark whose records are read from files."""
         return None
 
-    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> dict[str, Any]:
-        """The raw record a generated entry's recorded parameters give, made again from the generator's spec
-        (``spec_file``, the record's ``file``); ``verify-sample`` compares its sha256 with the manifest's."""
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
+        """The record a generated entry's recorded parameters give, made again from the generator's spec
+        (``spec_file``, the records' ``file``); ``verify-sample`` compares it with the manifest's hash and
+        the materialised row."""
         raise DataError(f"{self.meta.name}: records are read, not generated; nothing to regenerate")
 
     def beyond_context(

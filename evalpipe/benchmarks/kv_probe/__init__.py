@@ -108,7 +108,7 @@ class KVProbe(Benchmark):
     def generated_item(self, record: SourceRecord) -> GeneratedItem | None:
         return GeneratedItem.model_validate(record.raw["probe"])
 
-    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> dict[str, Any]:
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
         from evalpipe.benchmarks.kv_probe.generate import Measure, generate_item
         from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
 
@@ -121,8 +121,12 @@ class KVProbe(Benchmark):
         task = next((t for t in TASKS if t == item.task), None)
         if task is None:
             raise DataError(f"{source_id}: task {item.task!r} is not a kv_probe task")
-        m = Measure(counter, prefix)
-        return generate_item(spec, m, task, item.length, item.placement, item.depth, item.index)
+        raw = generate_item(
+            spec, Measure(counter, prefix), task, item.length, item.placement, item.depth, item.index
+        )
+        if raw["question_id"] != source_id:
+            raise DataError(f"{source_id}: its recorded parameters give the id {raw['question_id']}")
+        return _record(raw, str(spec_file), item.index)
 
     def beyond_context(
         self, records: Sequence[SourceRecord], context: int, source: str
