@@ -83,6 +83,15 @@ class KeyItem:
         return f"{self.benchmark}:{self.source_id}"
 
 
+@dataclass(frozen=True)
+class PlannedItem:
+    """One item a generator's spec would make, known without making it (``Benchmark.planned_items``): its
+    strata and the prompt tokens it is built to (``evalpipe plan`` prices prefill from them)."""
+
+    strata: Mapping[str, str]
+    input_tokens: int
+
+
 @dataclass(frozen=True, slots=True)
 class HubSplits:
     """What a hub load yields: the evaluation split and the few-shot split (if any)."""
@@ -306,6 +315,11 @@ class Benchmark(ABC):
         (``spec_file``, the records' ``file``); ``verify-sample`` compares it with the manifest's hash and
         the materialised row."""
         raise DataError(f"{self.meta.name}: records are read, not generated; nothing to regenerate")
+
+    def planned_items(self, directory: Path) -> list[PlannedItem] | None:
+        """Every item the local folder ``directory`` would give, counted without loading or generating it
+        (``evalpipe plan``: n, N and prefill tokens with no data read); None: only loading the data tells."""
+        return None
 
     def beyond_context(
         self, records: Sequence[SourceRecord], context: int, source: str

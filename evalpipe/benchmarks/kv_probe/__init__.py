@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts.schema.sources import GeneratedItem, SourceFile
-from evalpipe.benchmarks.base import Benchmark, BenchmarkMeta, HubRows, HubSplits, KeyItem, local_data
+from evalpipe.benchmarks.base import (
+    Benchmark,
+    BenchmarkMeta,
+    HubRows,
+    HubSplits,
+    KeyItem,
+    PlannedItem,
+    local_data,
+)
 from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, TASKS, read_spec
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
@@ -52,19 +60,22 @@ def dropped_line(dropped: list[int], context_length: int, reserve: int, source: 
     )
 
 
+def _strata(length: str, task: str, placement: str) -> dict[str, str]:
+    return {
+        "length": length,
+        "task": task,
+        "placement": placement,
+        "length_task": f"{length}/{task}",
+        "length_placement": f"{length}/{placement}",
+    }
+
+
 def _record(raw: dict[str, Any], file: str, row: int) -> SourceRecord:
     probe = raw["probe"]
-    length, task, placement = str(probe["length"]), probe["task"], probe["placement"]
     return SourceRecord(
         benchmark=NAME,
         subset="default",
-        stratum_fields={
-            "length": length,
-            "task": task,
-            "placement": placement,
-            "length_task": f"{length}/{task}",
-            "length_placement": f"{length}/{placement}",
-        },
+        stratum_fields=_strata(str(probe["length"]), probe["task"], probe["placement"]),
         source_id=raw["question_id"],
         file=file,
         row=row,
@@ -127,6 +138,21 @@ class KVProbe(Benchmark):
         if raw["question_id"] != source_id:
             raise DataError(f"{source_id}: its recorded parameters give the id {raw['question_id']}")
         return _record(raw, str(spec_file), item.index)
+
+    def planned_items(self, directory: Path) -> list[PlannedItem] | None:
+        """The spec's items (after its own context cap) without generating them: no tokenizer is loaded; each
+        is priced at its context length (the template, question and answer reserve come on top)."""
+        from evalpipe.benchmarks.kv_probe.generate import placements
+
+        spec = read_spec(directory)
+        lengths, _ = spec.fitting_lengths()
+        return [
+            PlannedItem(_strata(str(length), task, name), length)
+            for length in lengths
+            for task in spec.tasks
+            for name, _ in placements(spec, length)
+            for _ in range(spec.items_per_cell)
+        ]
 
     def beyond_context(
         self, records: Sequence[SourceRecord], context: int, source: str
