@@ -66,9 +66,13 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
     assert cfg.generation.sequential is not None
     assert (cfg.generation.sequential.alpha, cfg.generation.sequential.sequential_share) == (0.025, 1.0)
     # the gate designed for both error rates (README "Sensitive sign-off profile", tests/test_plan_operating.py)
-    assert cfg.gates.non_inferiority_margin_pts == {"competition_math": 13.0, "gpqa_diamond": 13.0}
-    assert cfg.gates.must_catch_drop_pts == {"competition_math": 18.6, "gpqa_diamond": 15.0}
-    assert set(cfg.design) == {"competition_math", "gpqa_diamond"}
+    assert cfg.gates.non_inferiority_margin_pts == {
+        "competition_math": 13.0,
+        "gpqa_diamond": 13.0,
+        "kv_probe": 9.0,
+    }
+    assert cfg.gates.must_catch_drop_pts == {"competition_math": 18.6, "gpqa_diamond": 15.0, "kv_probe": 13.0}
+    assert set(cfg.design) == {"competition_math", "gpqa_diamond", "kv_probe"}
     assert cfg.server.kv_cache_dtype == "fp8_e4m3"
     for name in cfg.pools["competition_math"]:
         assert cfg.max_tokens_for(name) == 65536

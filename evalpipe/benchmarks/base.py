@@ -83,6 +83,15 @@ class KeyItem:
         return f"{self.benchmark}:{self.source_id}"
 
 
+@dataclass(frozen=True)
+class PlannedItem:
+    """One item a generator's spec would make, known without making it (``Benchmark.planned_items``): its
+    strata and the prompt tokens it is built to (``evalpipe plan`` prices prefill from them)."""
+
+    strata: Mapping[str, str]
+    input_tokens: int
+
+
 @dataclass(frozen=True, slots=True)
 class HubSplits:
     """What a hub load yields: the evaluation split and the few-shot split (if any)."""
@@ -300,6 +309,25 @@ class Benchmark(ABC):
         """How a generated record was made, recorded in its manifest entry (and re-derived by ``verify``);
         None for a benchmark whose records are read from files."""
         return None
+
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
+        """The record a generated entry's recorded parameters give, made again from the generator's spec
+        (``spec_file``, the records' ``file``); ``verify-sample`` compares it with the manifest's hash and
+        the materialised row."""
+        raise DataError(f"{self.meta.name}: records are read, not generated; nothing to regenerate")
+
+    def planned_items(self, directory: Path) -> list[PlannedItem] | None:
+        """Every item the local folder ``directory`` would give, counted without loading or generating it
+        (``evalpipe plan``: n, N and prefill tokens with no data read); None: only loading the data tells."""
+        return None
+
+    def beyond_context(
+        self, records: Sequence[SourceRecord], context: int, source: str
+    ) -> tuple[list[str], str | None]:
+        """The records built for more context than ``context`` (tokens per request, as the server resolved
+        it: ``source``) and one line naming the lengths dropped and why.  Default: none — a read benchmark's
+        prompts are checked against the context by the context-fit estimate instead."""
+        return [], None
 
     # -- materialisation and preflight
 

@@ -78,7 +78,9 @@ def verify(
         sample_ok, line = sample_verdict(recorded, result.manifest, *key)
         console.print(line, markup=False, soft_wrap=True)
     if result.identical and sample_ok:
-        console.print(f"identical: {len(result.manifest.entries)} entries re-derived from the datasets")
+        generated = sum(e.generated is not None for e in recorded.entries)
+        also = f"; {generated} generated items regenerated from their recorded parameters" if generated else ""
+        console.print(f"identical: {len(result.manifest.entries)} entries re-derived from the datasets{also}")
         return
     console.print(f"[bold red]DIFFERENT[/]: {len(result.differences)} difference(s)")
     for line in result.differences:

@@ -120,6 +120,11 @@ class AnswerKeyConfig(Strict):
         description="The directory of benchmark folders the server answers (e.g. gsm8k/, math_500/ as the "
         "sources' local copies hold them; relative to this file); default: evalpipe's bundled miniatures.",
     )
+    context_length: Annotated[int, Field(gt=0)] | None = Field(
+        default=None,
+        description="Tokens per request the server reports in /server_info (context_length, as SGLang "
+        "reports it): a scripted server with a small context; nothing is enforced.",
+    )
 
 
 class RouterWorker(Strict):

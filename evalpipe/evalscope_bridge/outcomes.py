@@ -190,8 +190,10 @@ def _dropped(rundir: RunDir) -> dict[tuple[str, str], str]:
     fit = read_model(rundir.context_fit, ContextFit)
     return {
         (p.benchmark, p.source_id): (
-            f"prompt ~{p.prompt_tokens} tokens ({fit.estimator}) + max_tokens {p.max_tokens} > context length "
-            f"{fit.context_length}: dropped, not sent"
+            f"{p.reason}: dropped, not sent"
+            if p.reason is not None  # a length beyond the context the server resolved
+            else f"prompt ~{p.prompt_tokens} tokens ({fit.estimator}) + max_tokens {p.max_tokens} > context "
+            f"length {fit.context_length}: dropped, not sent"
         )
         for p in fit.overlong
     }

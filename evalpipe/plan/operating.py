@@ -11,7 +11,9 @@ sequential design); this module decides their inputs:
 * the discordance: measured on RUN (``--from RUN``: its A/A pair, else its A/B pair, at the config's repeats),
   else the config's ``design:`` assumption for the block (with its argument), and always 2p(1 − p) at the assumed
   accuracy beside it — the discordance of two runs that agree no more than chance;
-* tokens: output tokens per attempt measured on RUN, else the ``max_tokens`` budget (an upper bound). With
+* tokens: output (decode) tokens per attempt measured on RUN, else the ``max_tokens`` budget (an upper bound);
+  input (prefill) tokens per sample measured on RUN, else what the block's items are built to when a
+  generator's spec says so before any run (kv_probe), else unknown (said so) — printed apart, once per sample. With
   variants run **in turn** the control runs first and whole (nothing to stop it against), the test arm and the A/A
   arm stop at the verdict: ``n + (arms − 1) E[units]``; run **together** (``parallel_variants`` or one endpoint per
   variant) every arm stops: ``arms · E[units]``; the fixed design ``arms · n``; the worst case every attempt at
@@ -56,6 +58,11 @@ class DesignRow:
     tokens_in_turn: float
     tokens_together: float
     tokens_worst: float
+    #: Prompt (prefill) tokens: the same units × arms, once per sample (the prefix cache serves its repeats);
+    #: None where no run measured them and the block's items are not counted before a run.
+    input_fixed: float | None = None
+    input_in_turn: float | None = None
+    input_together: float | None = None
 
 
 def block_designs(
@@ -80,6 +87,7 @@ def design_rows(
     cases: list[DiscordanceCase],
     tokens_per_attempt: float,
     budget: int,
+    input_per_sample: float | None = None,
 ) -> list[DesignRow]:
     """Every design of the block under every discordance case."""
     arms = max(1, len(cfg.variants))
@@ -94,6 +102,8 @@ def design_rows(
 
             zero = at(0.0)
             per_unit = repeats * tokens_per_attempt
+            units_in_turn = n + (arms - 1) * zero.mean_units
+            prefill = input_per_sample
             rows.append(
                 DesignRow(
                     block=block,
@@ -103,9 +113,12 @@ def design_rows(
                     at_margin=at(design.margin_pts / 100.0),
                     at_drop=at(drop_pts / 100.0) if drop_pts is not None else None,
                     tokens_fixed=arms * n * per_unit,
-                    tokens_in_turn=(n + (arms - 1) * zero.mean_units) * per_unit,
+                    tokens_in_turn=units_in_turn * per_unit,
                     tokens_together=arms * zero.mean_units * per_unit,
                     tokens_worst=arms * n * repeats * budget,
+                    input_fixed=arms * n * prefill if prefill is not None else None,
+                    input_in_turn=units_in_turn * prefill if prefill is not None else None,
+                    input_together=arms * zero.mean_units * prefill if prefill is not None else None,
                 )
             )
     return rows
@@ -122,20 +135,27 @@ def _tokens(x: float) -> str:
     return f"{x / 1e6:.2f} M"
 
 
+def _spend(seq: bool, fixed: float | None, in_turn: float | None, together: float | None) -> str:
+    if fixed is None or in_turn is None or together is None:
+        return "unknown before a run"
+    if seq:
+        return f"expected {_tokens(in_turn)} in turn / {_tokens(together)} together"
+    return _tokens(fixed)
+
+
 def row_line(row: DesignRow, drop_pts: float | None) -> str:
-    """One row: design, discordance, P(pass) at 0 / −margin / −drop, expected tokens in turn / together."""
+    """One row: design, discordance, P(pass) at 0 / −margin / −drop, then its input (prefill) and output
+    (decode) tokens apart — expected in turn / together for a sequential design."""
     drop = f"−{drop_pts:g}" if drop_pts is not None else "drop"
     seq = not row.design.startswith("fixed")
-    spend = (
-        f"expected {_tokens(row.tokens_in_turn)} in turn / {_tokens(row.tokens_together)} together "
-        f"(mean {row.at_zero.mean_units:.0f} units at Δ = 0)"
-        if seq
-        else f"{_tokens(row.tokens_fixed)}"
-    )
+    units = f" (mean {row.at_zero.mean_units:.0f} units at Δ = 0)" if seq else ""
+    decode = _spend(seq, row.tokens_fixed, row.tokens_in_turn, row.tokens_together)
+    prefill = _spend(seq, row.input_fixed, row.input_in_turn, row.input_together)
     return (
         f"    {row.design:<22} ψ {row.case.discordance:.3f} ({row.case.label}): P(pass | 0) {_pct(row.at_zero)}, "
         f"| −{row.at_margin.delta_pts * -1:g}) {_pct(row.at_margin)}, | {drop}) {_pct(row.at_drop)}; "
-        f"output tokens {spend}; worst {_tokens(row.tokens_worst)}"
+        f"input (prefill) tokens {prefill}; output (decode) tokens {decode}{units}; "
+        f"worst output {_tokens(row.tokens_worst)}"
     )
 
 
@@ -159,10 +179,23 @@ def signoff_lines(rows: list[DesignRow]) -> list[str]:
             if kind == "sequential"
             else f"{_tokens(fixed)}"
         )
+        priced = [r for r in chosen if r.input_fixed is not None]
+        p_fixed = sum(r.input_fixed or 0.0 for r in priced)
+        p_turn = sum(r.input_in_turn or 0.0 for r in priced)
+        p_together = sum(r.input_together or 0.0 for r in priced)
+        prefill = (
+            f"expected {_tokens(p_turn)} in turn / {_tokens(p_together)} together (fixed {_tokens(p_fixed)})"
+            if kind == "sequential"
+            else _tokens(p_fixed)
+        )
+        if len(priced) < len(chosen):
+            unknown = ", ".join(r.block for r in chosen if r.input_fixed is None)
+            prefill += f" over {len(priced)} of {len(chosen)} blocks ({unknown}: unknown before a run)"
         catch = f", P(pass | every block's must-catch drop) {drop:.4f}" if has_drop else ""
         out.append(
             f"  sign-off, {kind} design, {label} discordance ({len(chosen)} gated blocks): "
-            f"P(pass | no regression) {zero:.3f}{catch}; output tokens {tokens}"
+            f"P(pass | no regression) {zero:.3f}{catch}; input (prefill) tokens {prefill}; "
+            f"output (decode) tokens {tokens}"
         )
     return out
 
@@ -218,15 +251,29 @@ def plan_operating_lines(cfg: RunConfig, inputs: list[object], manifest: object,
         cases = discordance_cases(cfg, name, noise_value, source, accuracy)
         drop = cfg.gates.must_catch_drop_pts.get(name)
         margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
+        prefill, prefill_basis = _input_per_sample(cost.input_per_sample, cost.measured, block)
         lines.append(
             f"  {name}: n {block.n_now} × {k}, margin {margin:g} pts, must-catch drop "
             f"{format(drop, 'g') + ' pts' if drop is not None else 'not set (gates.must_catch_drop_pts)'}; "
-            f"{cost.basis}"
+            f"input: {prefill_basis}; output: {cost.basis}"
         )
         for case in cases:
             lines.append(f"    ψ {case.discordance:.3f} ({case.label}): {case.basis}")
-        block_rows = design_rows(cfg, name, block.n_now, k, cases, cost.output_per_attempt, cost.budget)
+        block_rows = design_rows(
+            cfg, name, block.n_now, k, cases, cost.output_per_attempt, cost.budget, input_per_sample=prefill
+        )
         rows += block_rows
         lines += [row_line(r, drop) for r in block_rows]
     lines += signoff_lines(rows)
     return lines
+
+
+def _input_per_sample(measured: float | None, is_measured: bool, block: object) -> tuple[float | None, str]:
+    """Prompt tokens per sample and where they come from: measured on RUN, else what the block's plan input
+    knows before a run (a generator's spec), else unknown (said so)."""
+    if is_measured and measured is not None:
+        return measured, f"mean {measured:.0f} prompt tokens per sample measured on RUN"
+    known = getattr(block, "input_per_sample", None)
+    if isinstance(known, float | int):
+        return float(known), f"{known:.0f} prompt tokens per sample ({getattr(block, 'input_basis', '')})"
+    return None, "prompt tokens not known before a run (--from RUN measures them)"

@@ -3,7 +3,8 @@
     sample (``evalpipe.run.sample``; reload the run's manifest on --resume; ``evalpipe.run.extend`` on --extend)
       → materialize the sampled records for EvalScope (datasets/, index_map.json)
       → preflight + component tests (launched servers only)
-      → launch (or attach to) the server, verify its resolved /server_info
+      → launch (or attach to) the server, verify its resolved /server_info; lengths beyond the context it
+        resolved are dropped (kv_probe: ``server.context_fit.cap_to_served_context``) and re-materialized
       → recording proxy between EvalScope and the server (requests.jsonl, responses.jsonl.gz)
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
       → speed benchmark on the same server, no proxy (``speed:``; speed.json)
@@ -16,13 +17,14 @@ is compared with the others (``evalpipe.run.variants``).
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
@@ -48,7 +50,7 @@ from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.run.torn_files import repair_torn_files
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
-from evalpipe.server.context_fit import check_context_fit, dropped_entries
+from evalpipe.server.context_fit import cap_to_served_context, check_context_fit, dropped_entries
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server, watch_server
 from evalpipe.server.preflight import punkt_needed, run_preflight
@@ -192,6 +194,19 @@ def run(
         mark = time.perf_counter()
         with managed_server(cfg, server, rd, variant=variant) as handle:
             clock.add("launch", time.perf_counter() - mark)
+            # lengths beyond the context the server resolved are dropped before anything is sent
+            capped = cap_to_served_context(
+                fit, spine.manifest, spine.datasets, _served_info(rd), cfg.max_tokens_for
+            )
+            if capped is not None:
+                for line in capped.served_drops[len(fit.served_drops) :]:
+                    _notice(progress)(line)
+                fit = capped
+                write_model(rd.context_fit, fit)
+                skip = dropped_entries(fit, cfg)
+                index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=skip)
+                if extension is not None:
+                    seed_from_run(extension.old, rd, index_map, cfg.generation.repeats)
             # the proxy is the run's one admission point: never more than generation.concurrency attempts
             # at the server, whichever benchmark sends them; request_timeout_s counts server time only
             with (
@@ -272,6 +287,22 @@ def run(
         raise RunOutOfSpace(exc.message, str(rd.root)) from None
     finally:
         worker.close()
+
+
+def _served_info(rd: RunDir) -> dict[str, Any] | None:
+    """The server's saved ``/server_info``; behind a router, the worker resolving the least context (every
+    request may land on any of them)."""
+    from evalpipe.server.served_context import served_context
+
+    def read(path: Path) -> object:
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    if rd.server_info.is_file():
+        info = read(rd.server_info)
+        return info if isinstance(info, dict) else None
+    workers = [read(p) for p in sorted(rd.server_dir.glob("workers/*/server_info.json"))]
+    sized = [(c[0], w) for w in workers if isinstance(w, dict) and (c := served_context(w)) is not None]
+    return min(sized, key=lambda t: t[0])[1] if sized else None
 
 
 def _stopper(

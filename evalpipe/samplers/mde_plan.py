@@ -39,8 +39,10 @@ proposed too.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import CompareResult
@@ -63,6 +65,9 @@ from evalpipe.stats.power import (
     sample_size_for_mde,
 )
 
+if TYPE_CHECKING:
+    from evalpipe.benchmarks.base import PlannedItem
+
 #: Repeats tried when the target is out of reach at one attempt (A/A noise model only).
 REPEATS_TRIED = (2, 4, 8)
 
@@ -78,6 +83,10 @@ class PlanInput:
     block: BenchmarkSampling | None = None  # None: planned from the module's population, data not loaded
     basis: str = "N from the data"
     members: tuple[str, ...] = ()  # a pool (config pools:): its benchmarks; empty for one benchmark
+    #: Prompt (prefill) tokens per sample known before any run (a generator's spec: the lengths its items are
+    #: built to), with where the number comes from; None: only a run measures them.
+    input_per_sample: float | None = None
+    input_basis: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -154,7 +163,13 @@ class BenchmarkPlan:
                     "run an A/A control (a variant with repeat_of) to measure it"
                 )
         if self.cost is not None:
-            out.append(f"  cost: {self.cost.basis}")
+            prompt = self.cost.input_per_sample
+            prefill = (
+                f"{prompt:.0f} prompt tokens per sample"
+                if prompt is not None
+                else "prompt tokens unknown before a run"
+            )
+            out.append(f"  cost: input (prefill) {prefill}; output (decode) {self.cost.basis}")
             if self.cost.rate_basis is not None:
                 out.append(f"  GPU time: {self.cost.rate_basis}")
             out += [f"  {design_cost_sentence(d)}" for d in self.designs]
@@ -398,6 +413,9 @@ def plan_benchmark(
             )
     arms = max(1, len(cfg.variants))
     cost = token_cost(cfg, run, manifest, name, block.members)
+    # prompt tokens a generator's spec knows before any run (kv_probe): priced apart from the output
+    if cost.input_per_sample is None and block.input_per_sample is not None:
+        cost = replace(cost, input_per_sample=block.input_per_sample)
     designs = [
         _design(f"current design ({arms} arm{'s' if arms != 1 else ''})", n_now, k, target, noise, arms, cost)
     ]
@@ -498,9 +516,14 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
     from evalpipe.benchmarks import benchmark
     from evalpipe.config.loader import resolve_plan
 
-    meta = benchmark(name).meta
+    spec = benchmark(name)
+    meta = spec.meta
     plan = resolve_plan(cfg, name)
     bench = cfg.benchmark(name)
+    if dataset_root is None and not cfg.dataset_root and bench.source.local and plan.filter is None:
+        items = spec.planned_items(cfg.resolve_path(bench.source.local))
+        if items is not None:
+            return _planned(name, plan, items)
     if dataset_root is not None or cfg.dataset_root or bench.source.local:
         return None
     subset = bench.subset
@@ -514,6 +537,28 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
         population=meta.population,
         plan=plan,
         basis="N from the benchmark module; data not loaded, it would not change n or N",
+    )
+
+
+def _planned(name: str, plan: SamplingPlan, items: list[PlannedItem]) -> PlanInput:
+    """n and N of ``plan`` over the items a generator's spec would make (``Benchmark.planned_items``), and
+    their mean prompt tokens: what the hash-ranked selection takes, counted per stratum."""
+    field = plan.stratify_by
+    chosen = [i for i in items if plan.strata is None or i.strata.get(field) in plan.strata]
+    sizes = Counter(i.strata.get(field, "") if field != "none" else "" for i in chosen)
+    if plan.per_stratum is not None:
+        n = sum(min(plan.per_stratum, size) for size in sizes.values())
+    else:
+        n = min(plan.total or 0, len(chosen))
+    mean_input = sum(i.input_tokens for i in chosen) / len(chosen) if chosen else None
+    return PlanInput(
+        benchmark=name,
+        n_now=n,
+        population=len(chosen),
+        plan=plan,
+        basis="N from the generator's spec: items counted, not generated",
+        input_per_sample=mean_input,
+        input_basis="the mean context length of the spec's items; template and question come on top",
     )
 
 
@@ -554,6 +599,7 @@ def pool_input(name: str, members: list[str], inputs: list[PlanInput | str]) -> 
         return f"{name} (pool): not planned — {', '.join(missing)} could not be planned"
     parts = [found[m] for m in members]
     bases = sorted({x.basis for x in parts})
+    known = all(x.input_per_sample is not None for x in parts) and sum(x.n_now for x in parts) > 0
     return PlanInput(
         benchmark=name,
         n_now=sum(x.n_now for x in parts),
@@ -561,4 +607,9 @@ def pool_input(name: str, members: list[str], inputs: list[PlanInput | str]) -> 
         plan=parts[0].plan,
         basis=f"pool of {', '.join(members)}; " + "; ".join(bases),
         members=tuple(members),
+        input_per_sample=sum((x.input_per_sample or 0.0) * x.n_now for x in parts)
+        / sum(x.n_now for x in parts)
+        if known
+        else None,
+        input_basis="; ".join(sorted({x.input_basis for x in parts if x.input_basis})) if known else None,
     )

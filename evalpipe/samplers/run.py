@@ -29,6 +29,7 @@ from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError, FingerprintMismatch
 from evalpipe.hashing import rank_key, sha256_hex, sha256_json
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
+from evalpipe.samplers.regenerate import generated_differences
 from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
 from evalpipe.sources.base import BenchmarkData, SourceRecord
 from evalpipe.sources.load import load_benchmark
@@ -316,7 +317,8 @@ class VerifyResult:
 
 
 def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyResult:
-    """Re-derive the selection from the datasets and the plans/seed recorded in the manifest."""
+    """Re-derive the selection from the datasets and the plans/seed recorded in the manifest; regenerate every
+    generated entry from its recorded parameters (``evalpipe.samplers.regenerate``)."""
     from evalpipe.config.loader import load_config
 
     rundir = RunDir(run_dir)
@@ -344,6 +346,9 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
         cfg, datasets, allow_drift=run.allow_dataset_drift, plans=plans, seed=recorded.seed
     )
     diffs = diff_manifests(recorded, rederived)
+    # generated items (kv_probe): each made again from its own recorded parameters, against the manifest's
+    # hash and the run's materialised row
+    diffs += generated_differences(rundir, recorded, datasets, cfg)
     return VerifyResult(identical=not diffs, differences=diffs, manifest=rederived)
 
 

@@ -94,6 +94,7 @@ class ServerState:
     request_timeout_s: float | None = None  # the deadline evalpipe's proxy puts on server time, if told
     wrong_share: dict[str, float] = field(default_factory=dict)  # planted regression: benchmark → share wrong
     benchmarks: list[str] | None = None  # answer only these (None: every benchmark folder of data_dir)
+    context_length: int | None = None  # reported in /server_info as SGLang reports its context
     key: AnswerKey | None = None
     ready: bool = False
     fired: dict[str, int] = field(default_factory=dict)  # fault → times it fired
@@ -130,7 +131,9 @@ def _error(status: int, message: str, err_type: str) -> web.Response:
 def server_info_dict(state: ServerState) -> dict[str, Any]:
     """Resolved server arguments, named as SGLang names them, plus the answer-key settings."""
     key = state.key
+    context = {} if state.context_length is None else {"context_length": state.context_length}
     return {
+        **context,
         "model_path": str(state.data_dir),
         "tokenizer_path": None,
         "served_model_name": state.served_model_name,
@@ -520,6 +523,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--thinking", choices=THINKING_MODES, default="off", help="answer as a thinking model")
     p.add_argument("--reasoning-parser", default=None, help="reported in /server_info (as SGLang reports it)")
     p.add_argument("--data-dir", type=Path, default=None, help="default: the bundled datasets")
+    p.add_argument(
+        "--context-length",
+        type=int,
+        default=None,
+        help="tokens per request reported in /server_info as context_length (SGLang's key); nothing enforced",
+    )
     p.add_argument("--startup-delay", type=float, default=0.0, help="seconds /health stays 503 after loading")
     p.add_argument(
         "--request-timeout-s",
@@ -573,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         request_timeout_s=args.request_timeout_s,
         wrong_share=args.wrong_share,
         benchmarks=args.benchmarks,
+        context_length=args.context_length,
     )
     return asyncio.run(serve(state))
 

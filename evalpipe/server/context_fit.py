@@ -7,7 +7,9 @@ the heuristic refuses a prompt rather than letting one through.  The text estima
 benchmark module says the prompt is built from (``prompt_text``; default its question field) plus a
 fixed margin for the adapter's template and the chat template.  The context length is
 ``model.context_length`` or, for a local model, ``max_position_embeddings`` of its ``config.json``;
-when neither is known the check is skipped and says so.
+when neither is known the check is skipped and says so.  Once the server is up, a benchmark built to
+context lengths (kv_probe) is capped at the context the server resolved in ``/server_info``
+(``cap_to_served_context``): its longer lengths are dropped before anything is sent, with one line each.
 
 Overlong prompts abort the run (exit 2) unless the benchmark consents with ``drop_overlong: true``:
 then they are dropped before materialisation, listed in ``context_fit.json`` and scored
@@ -20,12 +22,14 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from evalpipe.artifacts.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import PreflightError
+from evalpipe.server.served_context import served_context
 from evalpipe.sources.base import BenchmarkData
 
 TEMPLATE_MARGIN_TOKENS = 512
@@ -130,4 +134,61 @@ def check_context_fit(
 
 
 def dropped_entries(report: ContextFit, cfg: RunConfig) -> set[tuple[str, str]]:
-    return {(p.benchmark, p.source_id) for p in report.overlong if cfg.benchmark(p.benchmark).drop_overlong}
+    """Entries left out of materialisation: overlong with the benchmark's consent, or beyond the served
+    context of a benchmark built to lengths (``reason`` set)."""
+    return {
+        (p.benchmark, p.source_id)
+        for p in report.overlong
+        if p.reason is not None or cfg.benchmark(p.benchmark).drop_overlong
+    }
+
+
+def cap_to_served_context(
+    fit: ContextFit,
+    manifest: Manifest,
+    datasets: Mapping[str, BenchmarkData],
+    info: Mapping[str, Any] | None,
+    max_tokens: Callable[[str], int],
+) -> ContextFit | None:
+    """``fit`` with the entries a benchmark built to lengths (``Benchmark.beyond_context``) dropped for the
+    context the server resolved in ``info`` (its ``/server_info``), each with its benchmark's line; None when
+    the server names no context or nothing more is dropped.  The manifest is untouched: the entries stay,
+    and materialisation skips them (``dropped_entries``) as it skips every consented drop."""
+    resolved = served_context(info) if info is not None else None
+    if resolved is None:
+        return None
+    tokens, _, source = resolved
+    already = {(p.benchmark, p.source_id) for p in fit.overlong}
+    added: list[PromptFit] = []
+    lines: list[str] = []
+    blocks = list(fit.benchmarks)
+    for i, block in enumerate(blocks):
+        name = block.benchmark
+        records = {r.source_id: r for r in datasets[name].eval.records}
+        entries = {e.source_id: e for e in manifest.entries_for(name)}
+        sampled = [records[sid] for sid in entries if sid in records]
+        ids, line = benchmark_spec(name).beyond_context(sampled, tokens, source)
+        new = [sid for sid in ids if (name, sid) not in already]
+        if not new or line is None:
+            continue
+        lines.append(line)
+        budget = max_tokens(name)
+        for sid in new:
+            probe = records[sid].raw.get("probe") or {}
+            prompt = int(probe.get("context_start", 0)) + int(probe.get("context_tokens", 0))
+            added.append(PromptFit(benchmark=name, source_id=sid, stratum=entries[sid].stratum,
+                                   prompt_tokens=prompt, max_tokens=budget, fits=False, reason=line))  # fmt: skip
+        blocks[i] = block.model_copy(
+            update={"overlong": block.overlong + len(new), "dropped": block.dropped + len(new)}
+        )
+    if not added:
+        return None
+    return fit.model_copy(
+        update={
+            "benchmarks": blocks,
+            "overlong": [*fit.overlong, *added],
+            "served_context_length": tokens,
+            "served_context_source": source,
+            "served_drops": [*fit.served_drops, *lines],
+        }
+    )

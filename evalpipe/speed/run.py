@@ -28,6 +28,7 @@ from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.server.fetch import read_json
+from evalpipe.server.served_context import served_context
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
 from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
@@ -49,10 +50,6 @@ from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
 SPEED_JSON = "speed.json"
 SPEED_DIR = "speed"
 COMPARE_JSON = "speed_compare.json"
-#: ``/server_info`` keys that bound one request's tokens, in the order they are trusted, and what they bound:
-#: evalpipe's llama.cpp front reports the per-slot context; SGLang its context length or, once a model is
-#: loaded, the longest prompt it accepts.
-CONTEXT_KEYS = (("n_ctx_per_slot", "total"), ("context_length", "total"), ("max_req_input_len", "input"))
 Progress = Callable[[str], None]
 
 
@@ -91,17 +88,7 @@ def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str,
         info = None
     if not isinstance(info, dict):
         return _llama_cpp_props_context(base_url, api_key)
-    states = info.get("internal_states")
-    candidates = [
-        info,
-        *(states[:1] if isinstance(states, list) and states and isinstance(states[0], dict) else []),
-    ]
-    for key, scope in CONTEXT_KEYS:
-        for source in candidates:
-            value = source.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value, scope, f"{key} from /server_info"
-    return _llama_cpp_props_context(base_url, api_key)
+    return served_context(info) or _llama_cpp_props_context(base_url, api_key)
 
 
 def _llama_cpp_props_context(base_url: str, api_key: str | None) -> tuple[int, str, str] | None:

@@ -3,7 +3,9 @@
 A prompt whose estimate plus its output budget exceeds the model's context would be truncated or
 rejected by the server; the preflight refuses the run, or — with ``drop_overlong`` consent for that
 benchmark — drops those entries before materialisation and lists them here (their outcome rows are
-``context_overflow`` and count as incorrect).
+``context_overflow`` and count as incorrect).  A benchmark built to context lengths (kv_probe) is capped
+again once the server is up, at the context its ``/server_info`` resolved: the lengths beyond it are dropped
+the same way, each with the line saying which lengths and why (``reason``, ``served_drops``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ class PromptFit(Row):
     prompt_tokens: int = Field(description="Estimated prompt tokens (record text + template margin).")
     max_tokens: int = Field(description="Output budget of the benchmark.")
     fits: bool
+    reason: str | None = Field(
+        default=None,
+        description="Why it was dropped when not by this estimate: the line naming the lengths beyond the "
+        "context the server resolved (a benchmark built to lengths, e.g. kv_probe); None: by the estimate.",
+    )
 
 
 class BenchmarkFit(Row):
@@ -47,3 +54,16 @@ class ContextFit(Artifact):
     template_margin_tokens: int
     benchmarks: list[BenchmarkFit]
     overlong: list[PromptFit] = Field(description="Every prompt that does not fit, dropped or not.")
+    served_context_length: int | None = Field(
+        default=None,
+        description="The context per request the server resolved (/server_info), once it was up; None: it "
+        "reports none, or no benchmark asked for it.",
+    )
+    served_context_source: str | None = Field(
+        default=None, description="The /server_info key served_context_length was read from."
+    )
+    served_drops: list[str] = Field(
+        default_factory=list,
+        description="One line per benchmark whose lengths beyond the served context were dropped before any "
+        "item was sent: which lengths, and the context and its source.",
+    )

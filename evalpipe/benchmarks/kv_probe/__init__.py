@@ -18,7 +18,11 @@ sampling seed into generation would need ``load_local`` (the contract every benc
 run's seed and would make the dataset's identity change with the selection seed.
 
 Lengths whose prompt would not fit ``context_length`` (the server's context per sequence) are dropped with
-one line on stderr naming them: a probe never asks the server to truncate.  Strata: ``length``, ``task``,
+one line on stderr naming them: a probe never asks the server to truncate.  Once the server is up, the
+context its ``/server_info`` resolved caps the lengths again (``beyond_context``): the sampled items of longer
+lengths stay in the manifest and are dropped before anything is sent, listed in ``context_fit.json`` with the
+line naming the lengths, the context and its source, and scored ``context_overflow`` like every consented
+drop (the selection stays a function of the folder and the seed, whichever server a variant gets).  Strata: ``length``, ``task``,
 ``placement``, ``length_task``, ``length_placement``; every one that names a length gives the KV-cache view
 (paired result per length bucket in compare.json).
 """
@@ -26,14 +30,22 @@ one line on stderr naming them: a probe never asks the server to truncate.  Stra
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts.schema.sources import GeneratedItem, SourceFile
-from evalpipe.benchmarks.base import Benchmark, BenchmarkMeta, HubRows, HubSplits, KeyItem, local_data
-from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, read_spec
-from evalpipe.errors import ConfigError
+from evalpipe.benchmarks.base import (
+    Benchmark,
+    BenchmarkMeta,
+    HubRows,
+    HubSplits,
+    KeyItem,
+    PlannedItem,
+    local_data,
+)
+from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, TASKS, read_spec
+from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split
 
@@ -41,26 +53,29 @@ NAME = "kv_probe"
 LENGTH_STRATA = ("length", "length_task", "length_placement")
 
 
-def dropped_line(dropped: list[int], context_length: int, reserve: int) -> str:
+def dropped_line(dropped: list[int], context_length: int, reserve: int, source: str = "probe.json") -> str:
     return (
         f"kv_probe: lengths {', '.join(map(str, dropped))} dropped: with {reserve} tokens reserved for the "
-        f"template and the answer they exceed the server's context of {context_length} tokens"
+        f"template and the answer they exceed the server's context of {context_length} tokens ({source})"
     )
+
+
+def _strata(length: str, task: str, placement: str) -> dict[str, str]:
+    return {
+        "length": length,
+        "task": task,
+        "placement": placement,
+        "length_task": f"{length}/{task}",
+        "length_placement": f"{length}/{placement}",
+    }
 
 
 def _record(raw: dict[str, Any], file: str, row: int) -> SourceRecord:
     probe = raw["probe"]
-    length, task, placement = str(probe["length"]), probe["task"], probe["placement"]
     return SourceRecord(
         benchmark=NAME,
         subset="default",
-        stratum_fields={
-            "length": length,
-            "task": task,
-            "placement": placement,
-            "length_task": f"{length}/{task}",
-            "length_placement": f"{length}/{placement}",
-        },
+        stratum_fields=_strata(str(probe["length"]), probe["task"], probe["placement"]),
         source_id=raw["question_id"],
         file=file,
         row=row,
@@ -103,6 +118,55 @@ class KVProbe(Benchmark):
 
     def generated_item(self, record: SourceRecord) -> GeneratedItem | None:
         return GeneratedItem.model_validate(record.raw["probe"])
+
+    def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
+        from evalpipe.benchmarks.kv_probe.generate import Measure, generate_item
+        from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
+
+        spec = read_spec(spec_file.parent).model_copy(update={"seed": item.seed, "page_size": item.page_size})
+        counter, prefix = resolve_tokenizer(spec.tokenizer, spec_file.parent)
+        if counter.name != item.tokenizer:
+            raise DataError(
+                f"{source_id}: recorded with tokenizer {item.tokenizer}, {spec_file} now names {counter.name}"
+            )
+        task = next((t for t in TASKS if t == item.task), None)
+        if task is None:
+            raise DataError(f"{source_id}: task {item.task!r} is not a kv_probe task")
+        raw = generate_item(
+            spec, Measure(counter, prefix), task, item.length, item.placement, item.depth, item.index
+        )
+        if raw["question_id"] != source_id:
+            raise DataError(f"{source_id}: its recorded parameters give the id {raw['question_id']}")
+        return _record(raw, str(spec_file), item.index)
+
+    def planned_items(self, directory: Path) -> list[PlannedItem] | None:
+        """The spec's items (after its own context cap) without generating them: no tokenizer is loaded; each
+        is priced at its context length (the template, question and answer reserve come on top)."""
+        from evalpipe.benchmarks.kv_probe.generate import placements
+
+        spec = read_spec(directory)
+        lengths, _ = spec.fitting_lengths()
+        return [
+            PlannedItem(_strata(str(length), task, name), length)
+            for length in lengths
+            for task in spec.tasks
+            for name, _ in placements(spec, length)
+            for _ in range(spec.items_per_cell)
+        ]
+
+    def beyond_context(
+        self, records: Sequence[SourceRecord], context: int, source: str
+    ) -> tuple[list[str], str | None]:
+        if not records:
+            return [], None
+        spec = read_spec(Path(records[0].file).parent)
+        reserve = spec.reserve_tokens
+        lengths = sorted({int(r.raw["probe"]["length"]) for r in records})
+        dropped = [n for n in lengths if n + reserve > context]
+        if not dropped:
+            return [], None
+        ids = [r.source_id for r in records if int(r.raw["probe"]["length"]) in dropped]
+        return ids, dropped_line(dropped, context, reserve, source)
 
     def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
         return stratum.split("/", 1)[0] if stratify_by in LENGTH_STRATA else None

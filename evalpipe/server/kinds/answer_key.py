@@ -49,6 +49,8 @@ class AnswerKeyKind(Kind):
         if ak is not None and ak.data_dir is not None:
             argv += ["--data-dir", str(cfg.resolve_path(str(ak.data_dir)))]
             argv += ["--benchmarks", ",".join(b.name for b in cfg.benchmarks)]
+        if ak is not None and ak.context_length is not None:
+            argv += ["--context-length", str(ak.context_length)]
         if cfg.model.reasoning_parser != NO_REASONING_PARSER:
             argv += ["--reasoning-parser", cfg.model.reasoning_parser]
         return argv
