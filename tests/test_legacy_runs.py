@@ -10,15 +10,16 @@ and give the numbers the old commit wrote.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fixtures_rundir import run_cli
 
-from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts import read_jsonl, read_model, recorded_run
 from evalpipe.artifacts.schema.bundle import BundleIndex
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.context_fit import ContextFit
@@ -32,6 +33,8 @@ from evalpipe.artifacts.schema.server import LaunchRecord, PreflightReport, Serv
 from evalpipe.artifacts.schema.sources import SourcesRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.config.models import RunConfig
+from evalpipe.samplers.mde_plan import measured, token_cost
 from evalpipe.selftest import bundled_data_dir
 
 OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs"
@@ -156,6 +159,28 @@ def test_explore_reads_the_old_compare(name: str, tmp_path: Path) -> None:
     assert run_cli(["explore", str(root / "clean")]) == 0
 
 
+@pytest.mark.parametrize("name", FIXTURES)
+def test_plan_measures_the_old_pair_where_it_now_lies(name: str, tmp_path: Path) -> None:
+    """``plan --from`` reads the arms beside the unpacked compare.json, not at the paths it recorded (gone)."""
+    root = unpack(name, tmp_path) / "run"
+    recorded = Path(raw(root / "compare.json")["run_b"])
+    assert not recorded.is_relative_to(tmp_path)
+    manifest = read_model(root / "manifest.json", Manifest)
+    noise, accuracy, _ = measured(root, manifest, "gsm8k")
+    assert noise is not None and noise.source == "ab"
+    assert noise.between == pytest.approx(0.2)  # the one flip of five samples
+    assert accuracy == 1.0
+    cost = token_cost(cast(RunConfig, _Budget()), root, manifest, "gsm8k")
+    assert cost.measured and cost.output_per_attempt < 2048  # the control's tokens, not the budget's bound
+
+
+class _Budget:
+    """The one thing ``token_cost`` asks of the config: the benchmark's output budget."""
+
+    def max_tokens_for(self, name: str) -> int:
+        return 2048
+
+
 def test_replay_of_an_old_run(tmp_path: Path) -> None:
     """The 2026-12-05 run's ``faults`` arm (run.json and summary.json v2) replayed from its response log."""
     run = unpack("2026-12-05-1dccca2", tmp_path) / "run" / "faults"
@@ -174,3 +199,18 @@ def test_reproduce_an_old_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code = run_cli(["reproduce", str(bundle), "--dataset-root", str(bundled_data_dir()), "--out", str(out)])
     assert code == 0
     assert "REPRODUCED" in capsys.readouterr().out
+
+
+def test_recorded_run_prefers_the_arm_beside_the_file(tmp_path: Path) -> None:
+    here, there = tmp_path / "root", tmp_path / "elsewhere"
+    for arm in (here / "clean", there / "clean"):
+        arm.mkdir(parents=True)
+        (arm / "manifest.json").write_text("{}", encoding="utf-8")
+    sha = hashlib.sha256(b"{}").hexdigest()
+    assert recorded_run(str(there / "clean"), here, sha) == here / "clean"
+    assert recorded_run(str(there / "clean"), tmp_path / "empty", sha) == there / "clean"
+    assert (
+        recorded_run(str(there / "clean"), here, "0" * 64) == there / "clean"
+    )  # neither matches: as recorded
+    (here / "clean" / "manifest.json").write_text("{ }", encoding="utf-8")
+    assert recorded_run(str(there / "clean"), here, sha) == there / "clean"  # beside, but another manifest

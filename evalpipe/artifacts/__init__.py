@@ -22,7 +22,7 @@ from evalpipe.artifacts.io import (
     write_jsonl_atomic,
     write_model,
 )
-from evalpipe.artifacts.rundir import RunDir, ServerFiles
+from evalpipe.artifacts.rundir import RunDir, ServerFiles, recorded_run
 
 __all__ = [
     "JsonlAppender",
@@ -35,6 +35,7 @@ __all__ = [
     "check_schema_version",
     "read_jsonl",
     "read_model",
+    "recorded_run",
     "write_jsonl_atomic",
     "write_model",
 ]
