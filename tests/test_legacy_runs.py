@@ -2,8 +2,9 @@
 
 ``tests/fixtures/old_runs/<date>-<commit>/run.tar.gz`` holds a paired run (two arms, ``faults`` and ``clean``,
 and the root's compare.json) written by that commit, and the oldest one also a ``publish`` bundle of its
-``faults`` arm; ``tests/fixtures/old_runs/README.md`` says how they were made.  Between them they hold
-compare.json v1, v2 and v3, run.json and summary.json v1 and v2.  Each test unpacks a fresh copy (the
+``faults`` arm, and one an extension of another (``run --extend``); ``tests/fixtures/old_runs/README.md``
+says how they were made.  Between them they hold compare.json v1, v2 and v3, run.json and summary.json v1
+and v2, extension.json v1.  Each test unpacks a fresh copy (the
 commands write beside the files they read) and checks that the old versions were read — not rewritten —
 and give the numbers the old commit wrote.
 """
@@ -28,7 +29,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.requests import RequestAttempt
-from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.run import ExtensionRecord, RunRecord
 from evalpipe.artifacts.schema.server import LaunchRecord, PreflightReport, ServerVerification
 from evalpipe.artifacts.schema.sources import SourcesRecord
 from evalpipe.artifacts.schema.summary import Summary
@@ -42,6 +43,7 @@ OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs"
 FIXTURES = {
     "2026-12-03-6f89fa1": {"compare": 1, "run": 1, "summary": 1},
     "2026-12-04-2d2c482": {"compare": 2, "run": 1, "summary": 1},
+    "2026-12-04-2d2c482-extended": {"compare": 2, "run": 1, "summary": 1, "extension": 1},
     "2026-12-05-1dccca2": {"compare": 3, "run": 2, "summary": 2},
 }
 WHOLE_FILES = {
@@ -49,6 +51,7 @@ WHOLE_FILES = {
     "compare.json": CompareResult,
     "context_fit.json": ContextFit,
     "evalscope_tasks.json": EvalscopeTasks,
+    "extension.json": ExtensionRecord,
     "index_map.json": IndexMap,
     "launch.json": LaunchRecord,
     "manifest.json": Manifest,
@@ -77,6 +80,11 @@ PAIRED_NUMBERS = (
     "both_wrong",
     "mcnemar_p",
 )
+
+
+def gsm8k_samples(name: str) -> int:
+    """GSM8K's samples in a fixture: the extended run grew them from 5 to 8."""
+    return 8 if "extension" in FIXTURES[name] else 5
 
 
 def unpack(name: str, dest: Path) -> Path:
@@ -112,6 +120,10 @@ def test_every_versioned_file_reads_at_its_old_version(name: str, tmp_path: Path
     assert raw(root / "run" / "compare.json")["schema_version"] == versions["compare"]
     assert raw(root / "run" / "faults" / "run.json")["schema_version"] == versions["run"]
     assert raw(root / "run" / "faults" / "summary.json")["schema_version"] == versions["summary"]
+    if "extension" in versions:
+        extension = root / "run" / "faults" / "extension.json"
+        assert raw(extension)["schema_version"] == versions["extension"]
+        assert read_model(extension, ExtensionRecord).prior_generations == []  # v1: read as one generation
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -126,7 +138,9 @@ def test_audit_recomputes_the_old_summary(name: str, tmp_path: Path) -> None:
     def scores(summary: dict[str, Any]) -> list[tuple[str, int, int]]:
         return [(b["benchmark"], b["correct"], b["scored"]) for b in summary["benchmarks"]]
 
-    assert scores(new) == scores(old) == [("ceval", 3, 3), ("gsm8k", 4, 5)]
+    assert scores(new) == scores(old)
+    n = gsm8k_samples(name)
+    assert scores(old) == [("ceval", 3, 3), ("gsm8k", n - 1, n)]
     assert (run / "explorer.html").is_file()
 
 
@@ -168,7 +182,7 @@ def test_plan_measures_the_old_pair_where_it_now_lies(name: str, tmp_path: Path)
     manifest = read_model(root / "manifest.json", Manifest)
     noise, accuracy, _ = measured(root, manifest, "gsm8k")
     assert noise is not None and noise.source == "ab"
-    assert noise.between == pytest.approx(0.2)  # the one flip of five samples
+    assert noise.between == pytest.approx(1 / gsm8k_samples(name))  # the truncated answer: one flip
     assert accuracy == 1.0
     cost = token_cost(cast(RunConfig, _Budget()), root, manifest, "gsm8k")
     assert cost.measured and cost.output_per_attempt < 2048  # the control's tokens, not the budget's bound
