@@ -2,9 +2,9 @@
 
 Every stage reads and writes run-directory files through the names re-exported here: ``RunDir`` (and a
 server's ``ServerFiles``) spell the file names (``rundir``), and the one reader/writer (``io``) writes whole
-files atomically, appends logs line by line and refuses a schema version newer than the code.  The versioned
-models those files hold are ``evalpipe.artifacts.schema.<file>``; they are not re-exported here because they
-embed the feature packages' own types (the config's ``SamplingPlan``, the ``ServerKind`` literal, the
+files atomically, appends logs line by line, refuses a schema version newer than the code and lifts an
+older one in memory (``migrations``).  The versioned models those files hold are
+``evalpipe.artifacts.schema.<file>``; they are not re-exported here because they embed the feature packages' own types (the config's ``SamplingPlan``, the ``ServerKind`` literal, the
 sandbox's denials, the speed summary) whose modules write through this face themselves: re-exporting the
 models would make every writer import every feature package, an import cycle.  Secrets are masked before
 anything reaches a file (``redact``).
@@ -19,10 +19,11 @@ from evalpipe.artifacts.io import (
     check_schema_version,
     read_jsonl,
     read_model,
+    upgraded,
     write_jsonl_atomic,
     write_model,
 )
-from evalpipe.artifacts.rundir import RunDir, ServerFiles
+from evalpipe.artifacts.rundir import RunDir, ServerFiles, recorded_run
 
 __all__ = [
     "JsonlAppender",
@@ -35,6 +36,8 @@ __all__ = [
     "check_schema_version",
     "read_jsonl",
     "read_model",
+    "recorded_run",
+    "upgraded",
     "write_jsonl_atomic",
     "write_model",
 ]

@@ -3,7 +3,9 @@
 * whole-file artifacts are written atomically: temp file in the same directory, fsync, rename;
 * logs (``*.jsonl``) are append-only, one JSON object per line, flushed per line; a torn last line
   (crash mid-write) is tolerated by the reader and reported, never silently merged;
-* versioned models are refused when they come from a newer schema than this code knows;
+* versioned models are refused when they come from a newer schema than this code knows, and an older
+  version is lifted to the current one in memory before validation (``evalpipe.artifacts.migrations``;
+  the file is never rewritten);
 * a write the file system refuses (full, over quota, read-only) is ``DiskFull`` naming the file, the stage and
   the free space, and leaves the file as it was (``evalpipe.artifacts.disk``).
 """
@@ -21,6 +23,7 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from evalpipe.artifacts.disk import append_whole, disk_errors
+from evalpipe.artifacts.migrations import upgrade
 from evalpipe.errors import ArtifactError
 
 M = TypeVar("M", bound=BaseModel)
@@ -70,7 +73,7 @@ def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel | dict[str, Any]]) -
 
 
 def read_model(path: Path, model: type[M]) -> M:
-    """Read a versioned artifact; refuse a newer ``schema_version`` than the model's."""
+    """Read a versioned artifact; refuse a newer ``schema_version`` than the model's, lift an older one."""
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"{path}: missing")
@@ -78,7 +81,7 @@ def read_model(path: Path, model: type[M]) -> M:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{path}: unreadable JSON ({exc})") from None
-    check_schema_version(path, raw, model)
+    raw = upgraded(path, raw, model)
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -95,6 +98,15 @@ def check_schema_version(path: Path, raw: Any, model: type[BaseModel]) -> None:
         raise ArtifactError(
             f"{path}: schema_version {found} is newer than this evalpipe understands ({current}); upgrade evalpipe"
         )
+
+
+def upgraded(path: Path, raw: Any, model: type[BaseModel]) -> Any:
+    """``raw`` checked (a newer version is refused) and lifted to ``model``'s current version."""
+    check_schema_version(path, raw, model)
+    field = model.model_fields.get("schema_version")
+    if field is None or not isinstance(field.default, int):
+        return raw
+    return upgrade(path, raw, model.__name__, field.default)
 
 
 def _errors(exc: ValidationError) -> list[str]:
@@ -170,6 +182,7 @@ def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult[Any]
                 break
             raise ArtifactError(f"{path}:{i}: malformed JSON line") from None
         if model is not None:
+            obj = upgraded(Path(f"{path}:{i}"), obj, model)
             try:
                 obj = model.model_validate(obj)
             except ValidationError as exc:

@@ -5,6 +5,7 @@ Stages talk through these files, so each stage can be re-run alone against an ex
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,3 +251,21 @@ class RunDir:
     @property
     def events_log(self) -> Path:
         return self.logs_dir / "events.jsonl"
+
+
+def recorded_run(recorded: str, beside: Path, manifest_sha256: str | None = None) -> Path:
+    """The run directory a file recorded by path (``compare.json``'s ``run_a``/``run_b``/``run_aa``), for a
+    reader of that file in ``beside`` (the directory holding it).
+
+    The recorded path is where the run was when the file was written; a paired root copied, moved, unpacked
+    from an archive or opened on another machine holds its arms beside ``compare.json`` under the same names.
+    So the directory of that name in ``beside`` comes first, the recorded path second; with
+    ``manifest_sha256`` a candidate counts only when its ``manifest.json`` has that hash (the pair's manifest).
+    Neither: the recorded path, for the caller to report missing."""
+    for candidate in (Path(beside) / Path(recorded).name, Path(recorded)):
+        manifest = RunDir(candidate).manifest
+        if not manifest.is_file():
+            continue
+        if manifest_sha256 is None or hashlib.sha256(manifest.read_bytes()).hexdigest() == manifest_sha256:
+            return candidate
+    return Path(recorded)

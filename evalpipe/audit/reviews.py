@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evalpipe.artifacts import RunDir, atomic_write_bytes, check_schema_version
+from evalpipe.artifacts import RunDir, atomic_write_bytes, upgraded
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import REVIEW_VERDICTS, ReviewsFile, ReviewsRecord
 from evalpipe.errors import ArtifactError, ConfigError
@@ -28,7 +28,7 @@ def parse_reviews(path: Path, data: bytes, manifest: Manifest, manifest_sha256: 
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not JSON ({exc})") from None
     try:
-        check_schema_version(path, raw, ReviewsFile)
+        raw = upgraded(path, raw, ReviewsFile)  # a newer version refused, an older one lifted
     except ArtifactError as exc:
         raise ConfigError(exc.message) from None
     try:

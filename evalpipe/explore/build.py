@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.artifacts import RunDir, atomic_write_text
+from evalpipe.artifacts import RunDir, atomic_write_text, recorded_run
 from evalpipe.artifacts.schema.compare import CompareResult, PairedBenchmark
 from evalpipe.artifacts.schema.explorer import (
     ArmInfo,
@@ -65,18 +65,25 @@ def build_run_explorer(run_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES)
 def build_paired_explorer(
     comparison: CompareResult, out_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES
 ) -> Built:
-    """``OUT/explorer.html`` for a paired comparison (A under test, B the control), flips first."""
-    control = load_arm(Path(comparison.run_b), comparison.label_b)
-    test = load_arm(Path(comparison.run_a), comparison.label_a)
+    """``OUT/explorer.html`` for a paired comparison (A under test, B the control), flips first; the arms
+    are read beside ``OUT``'s compare.json when they are there (a moved or unpacked root), else where
+    compare.json recorded them (``recorded_run``)."""
+
+    def arm(recorded: str) -> Path:
+        return recorded_run(recorded, Path(out_dir), comparison.manifest_sha256)
+
+    run_a = arm(comparison.run_a)
+    control = load_arm(arm(comparison.run_b), comparison.label_b)
+    test = load_arm(run_a, comparison.label_a)
     aa: tuple[Arm, Arm] | None = None
     if comparison.run_aa is not None and not comparison.aa_only:
-        aa = (control, load_arm(Path(comparison.run_aa), comparison.label_aa))
+        aa = (control, load_arm(arm(comparison.run_aa), comparison.label_aa))
     stats = [_stats(b) for b in [*comparison.benchmarks, *comparison.pools]]
     if comparison.overall is not None:
         stats.append(_stats(comparison.overall))
     title = f"{comparison.label_a} vs {comparison.label_b}: every sample, flips first"
     out = RunDir(Path(out_dir))
-    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, Path(comparison.run_a))
+    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a)
 
 
 def flip_kind(control: Arm, test: Arm, key: Key) -> FlipKind:

@@ -44,13 +44,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts import RunDir, read_jsonl, read_model, recorded_run
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import RunConfig, SamplingPlan
-from evalpipe.errors import ConfigError
+from evalpipe.errors import ArtifactError, ConfigError
 from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
 from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
 from evalpipe.stats.design import RepeatsChoice, expected_tokens, gpu_hours, optimal_repeats
@@ -199,6 +199,22 @@ def _comparison(run: Path) -> CompareResult | None:
     return read_model(path, CompareResult) if path.is_file() else None
 
 
+def _arm(run: Path, cmp: CompareResult, recorded: str) -> Path:
+    """An arm of RUN's compare.json: beside it when it is there (a moved root), else where it was recorded."""
+    return recorded_run(recorded, run, cmp.manifest_sha256)
+
+
+def _arm_rows(run: Path, cmp: CompareResult, recorded: str) -> dict[tuple[str, str], OutcomeRow]:
+    """The outcomes of an arm of RUN's compare.json; a missing arm is an error, not an empty arm (its noise
+    would read as none)."""
+    arm = _arm(run, cmp, recorded)
+    if not RunDir(arm).outcomes.is_file():
+        raise ArtifactError(
+            f"{run / 'compare.json'}: arm {recorded} not found (no outcomes.jsonl beside it or at that path)"
+        )
+    return _rows(arm)
+
+
 def _summary_score(run: Path, benchmark: str) -> float | None:
     path = RunDir(run).summary
     if not path.is_file():
@@ -226,7 +242,7 @@ def measured(
         block = next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == benchmark), None)
         if block is None and not members:
             return None, None, f"{benchmark} is not in {run / 'compare.json'}"
-        control = _rows(Path(cmp.run_b))
+        control = _arm_rows(run, cmp, cmp.run_b)
         b_scores = [attempt_scores(control.get(k)) for k in keys]
         if block is not None and block.b.score is not None:
             p = block.b.score
@@ -235,13 +251,13 @@ def measured(
         else:
             p = 0.5
         if cmp.aa_only:  # A is the control's first run, B its repeat: the pair is the noise
-            first = _rows(Path(cmp.run_a))
+            first = _arm_rows(run, cmp, cmp.run_a)
             noise = noise_from_runs([attempt_scores(first.get(k)) for k in keys], b_scores, "aa")
         elif cmp.run_aa is not None:
-            again = _rows(Path(cmp.run_aa))
+            again = _arm_rows(run, cmp, cmp.run_aa)
             noise = noise_from_runs(b_scores, [attempt_scores(again.get(k)) for k in keys], "aa")
         else:
-            test = _rows(Path(cmp.run_a))
+            test = _arm_rows(run, cmp, cmp.run_a)
             noise = noise_from_runs([attempt_scores(test.get(k)) for k in keys], b_scores, "ab")
         return noise, p, f"control score in {run}"
     score = None if members else _summary_score(run, benchmark)
@@ -275,7 +291,7 @@ def token_cost(
     if run is None or manifest is None:
         return bound
     cmp = _comparison(run)
-    source = Path(cmp.run_b) if cmp is not None else run
+    source = _arm(run, cmp, cmp.run_b) if cmp is not None else run
     if not RunDir(source).outcomes.is_file():
         return bound
     rows = _rows(source)

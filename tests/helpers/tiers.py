@@ -115,6 +115,8 @@ INTEGRATION_COMMANDS: dict[tuple[str, ...], str] = {
     ("demo",): "a pipeline run",
     ("selftest",): "a pipeline run",
     ("speed",): "speed client processes",
+    ("replay",): "the EvalScope worker",
+    ("reproduce",): "the EvalScope worker",
     ("server", "preflight"): "SGLang probed in a child process, nvidia-smi",
     ("server", "command"): "SGLang probed in a child process",
 }
