@@ -35,6 +35,8 @@ def test_sensitive_sample_keeps_the_seed_and_names_what_needs_the_hub(
     assert code == 0
     for name in ("aime24", "aime25", "aime26", "hmmt25", "hmmt26", "gpqa_diamond", "longbench_v2"):
         assert f"{name}: no {name}/ under" in out and "needs the hub" in out
+    # the generated probe needs no hub: --dataset-root stands in for its local folder, and the note says so
+    assert "kv_probe: no kv_probe/ under" in out and "in place of its source.local folder glm-fp8-kv-probe" in out
     code, _ = _sample("glm-fp8.yaml", shared_datasets, tmp_path / "seed", capsys)
     assert code == 0
     seed_bytes = (tmp_path / "seed" / "manifest.json").read_bytes()

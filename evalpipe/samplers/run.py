@@ -221,6 +221,13 @@ def without_missing_mirrors(cfg: RunConfig, dataset_root: Path) -> tuple[RunConf
         if meta.user_files or (Path(dataset_root) / folder).is_dir():
             kept.append(bench)  # in the mirror, or your own files (never on the hub)
             continue
+        if bench.source.local is not None:  # a local folder (a generator's spec), which --dataset-root replaces
+            notes.append(
+                f"{bench.name}: no {folder}/ under {dataset_root}, which --dataset-root reads in place of its "
+                f"source.local folder {bench.source.local}; left out of this sample — sample without "
+                "--dataset-root to include it"
+            )
+            continue
         hub = bench.source.hub or f"the dataset id EvalScope's {bench.name} adapter declares"
         notes.append(
             f"{bench.name}: no {folder}/ under {dataset_root}, so it needs the hub ({bench.source.hub_backend}: "
