@@ -48,3 +48,77 @@ def test_no_length_behind_and_no_buckets() -> None:
         "kv_probe: the candidate is behind at no length (256)"
     )
     assert length_verdict("gsm8k", []) is None
+
+
+def test_the_placement_grid_counts_each_cell_and_marks_where_the_candidate_lost() -> None:
+    """``placement_grid`` groups a generated benchmark's units by (length, placement), lengths ascending and
+    placements as first met, each cell the paired block's counts split by flip direction; the markdown grid
+    marks the candidate's losses ▼ and gains ▲."""
+    from types import SimpleNamespace
+
+    from evalpipe.artifacts.schema.compare import PlacementCell
+    from evalpipe.compare.paired import placement_grid
+    from evalpipe.report.compare_markdown import placement_grid_lines
+
+    def item(length: int, placement: str) -> SimpleNamespace:
+        return SimpleNamespace(length=length, placement=placement)
+
+    keys = [("kv_probe", f"i{n}", "s") for n in range(6)]
+    generated = {
+        ("kv_probe", "i0"): item(1024, "d10"),
+        ("kv_probe", "i1"): item(256, "d10"),
+        ("kv_probe", "i2"): item(256, "page_after"),
+        ("kv_probe", "i3"): item(256, "d10"),
+        ("kv_probe", "i4"): item(1024, "page_after"),
+        ("kv_probe", "i5"): item(1024, "d10"),
+    }
+    # A wrong where B is right on i0 and i5 (1024, d10); A right where B is wrong on i2
+    score = {
+        "i0": (0.0, 1.0),
+        "i1": (1.0, 1.0),
+        "i2": (1.0, 0.0),
+        "i3": (1.0, 1.0),
+        "i4": (0.0, 0.0),
+        "i5": (0.0, 1.0),
+    }
+    seen: list[str] = []
+
+    def block_of(name: str, cell: list[tuple[str, str, str]]) -> SimpleNamespace:
+        seen.append(name)
+        flips = [
+            SimpleNamespace(score_a=score[k[1]][0], score_b=score[k[1]][1])
+            for k in cell
+            if score[k[1]][0] != score[k[1]][1]
+        ]
+        return SimpleNamespace(
+            n_pairs=len(cell),
+            a=SimpleNamespace(correct=sum(int(score[k[1]][0]) for k in cell)),
+            b=SimpleNamespace(correct=sum(int(score[k[1]][1]) for k in cell)),
+            flips=flips,
+        )
+
+    grid = placement_grid(keys, generated, block_of)  # type: ignore[arg-type]
+    assert seen == [
+        "kv_probe 256 d10",
+        "kv_probe 256 page_after",
+        "kv_probe 1024 d10",
+        "kv_probe 1024 page_after",
+    ]
+    assert grid == [
+        PlacementCell(length=256, placement="d10", n_pairs=2, a_correct=2, b_correct=2, a_only=0, b_only=0),
+        PlacementCell(
+            length=256, placement="page_after", n_pairs=1, a_correct=1, b_correct=0, a_only=1, b_only=0
+        ),
+        PlacementCell(length=1024, placement="d10", n_pairs=2, a_correct=0, b_correct=2, a_only=0, b_only=2),
+        PlacementCell(
+            length=1024, placement="page_after", n_pairs=1, a_correct=0, b_correct=0, a_only=0, b_only=0
+        ),
+    ]
+    lines = placement_grid_lines(SimpleNamespace(benchmark="kv_probe", by_placement=grid), "q4_0", "f16")  # type: ignore[arg-type]
+    assert lines[2:6] == [
+        "| Length | d10 | page_after |",
+        "|---|---|---|",
+        "| 256 | 2/2 of 2 | 1/0 of 1 ▲1 |",
+        "| 1024 | 0/2 of 2 ▼2 | 0/0 of 1 |",
+    ]
+    assert placement_grid_lines(SimpleNamespace(benchmark="gsm8k", by_placement=[]), "a", "b") == []  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ from evalpipe.artifacts.schema.compare import (
     OperatingCharacteristic,
     OperatingPoint,
     PairedBenchmark,
+    PlacementCell,
     ScoreWithInterval,
     SequentialLook,
     SequentialResult,
@@ -34,6 +35,7 @@ from evalpipe.artifacts.schema.compare import (
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attempt_states, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.sources import GeneratedItem
 from evalpipe.benchmarks import length_buckets
 from evalpipe.compare.length_verdict import length_verdict
 from evalpipe.compare.seeds import attempt_seed_check, run_temperature, with_temperature
@@ -555,6 +557,37 @@ def _outcomes(rundir: RunDir) -> dict[tuple[str, str], OutcomeRow]:
     return {(r.benchmark, r.source_id): r for r in rows}
 
 
+def placement_grid(
+    keys: list[tuple[str, str, str]],
+    generated: Mapping[tuple[str, str], GeneratedItem | None],
+    block_of: Callable[[str, list[tuple[str, str, str]]], PairedBenchmark],
+) -> list[PlacementCell]:
+    """A generated benchmark's length × placement grid: each cell the paired block of its items (``block_of``,
+    the same statistics as every block), reduced to its counts; lengths ascending, placements in manifest
+    order."""
+    cells: dict[tuple[int, str], list[tuple[str, str, str]]] = {}
+    for key in keys:
+        item = generated[key[:2]]
+        assert item is not None
+        cells.setdefault((item.length, item.placement), []).append(key)
+    out = []
+    for (length, placement), cell in sorted(cells.items(), key=lambda kv: kv[0][0]):
+        block = block_of(f"{keys[0][0]} {length} {placement}", cell)
+        a_only = sum(1 for f in block.flips if (f.score_a or 0.0) > (f.score_b or 0.0))
+        out.append(
+            PlacementCell(
+                length=length,
+                placement=placement,
+                n_pairs=block.n_pairs,
+                a_correct=block.a.correct,
+                b_correct=block.b.correct,
+                a_only=a_only,
+                b_only=len(block.flips) - a_only,
+            )
+        )
+    return out
+
+
 def compare_runs(
     run_a: Path,
     run_b: Path,
@@ -672,6 +705,11 @@ def compare_runs(
                 for length, bucket_of in buckets
             ]
             paired.length_verdict = length_verdict(block.benchmark, paired.by_length)
+        generated = {(e.benchmark, e.source_id): e.generated for e in ma.entries if e.benchmark == block.benchmark}
+        if keys and all(g is not None for g in generated.values()):
+            paired.by_placement = placement_grid(
+                keys, generated, lambda name, cell: paired_block(name, only_sent(cell), None)
+            )
         blocks.append(paired)
     pooled = []
     for pool, members in (pools or {}).items():

@@ -6,7 +6,7 @@ non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with
 
 from __future__ import annotations
 
-from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult
+from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult, PairedBenchmark
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
 from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import operating_sentence, sequential_design_line
@@ -33,6 +33,35 @@ def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> s
         if check.temperature == 0:
             same += " (greedy: identical attempts expected)"
     return f"{seeds}; {same}"
+
+
+def placement_grid_lines(block: PairedBenchmark, label_a: str, label_b: str) -> list[str]:
+    """A generated benchmark's length × placement grid: each cell ``A/B of n``, marked with the flips where
+    the candidate (A) lost the evidence B found (``▼k``) and the reverse (``▲k``)."""
+    if not block.by_placement:
+        return []
+    placements = list(dict.fromkeys(c.placement for c in block.by_placement))
+    lengths = sorted({c.length for c in block.by_placement})
+    cell = {(c.length, c.placement): c for c in block.by_placement}
+    lines = [
+        f"{block.benchmark}: correct {label_a} / {label_b} of n, by context length (rows) and where the evidence "
+        f"sat (columns); ▼k = k flips where {label_a} lost what {label_b} found, ▲k the reverse:",
+        "",
+        "| Length | " + " | ".join(placements) + " |",
+        "|---|" + "---|" * len(placements),
+    ]
+    for length in lengths:
+        row = []
+        for placement in placements:
+            c = cell.get((length, placement))
+            if c is None:
+                row.append("–")
+                continue
+            marks = (f" ▼{c.b_only}" if c.b_only else "") + (f" ▲{c.a_only}" if c.a_only else "")
+            row.append(f"{c.a_correct}/{c.b_correct} of {c.n_pairs}{marks}")
+        lines.append(f"| {length} | " + " | ".join(row) + " |")
+    lines.append("")
+    return lines
 
 
 def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None = None) -> str:
@@ -150,6 +179,8 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
         lines.append("")
         lines += [f"- {b.length_verdict}" for b in result.benchmarks if b.length_verdict]
         lines.append("")
+    for b in result.benchmarks:
+        lines += placement_grid_lines(b, result.label_a, result.label_b)
     for b in result.benchmarks:
         lines.append(f"- {b.line}")
     flips = [f for b in result.benchmarks for f in b.flips]

@@ -244,6 +244,20 @@ class SequentialResult(Row):
     sentence: str
 
 
+class PlacementCell(Row):
+    """One cell of a generated benchmark's length × placement grid (the KV-cache probe): the paired counts of
+    the items of one context length whose evidence sat at one placement (a depth, a KV page edge, beyond the
+    sparse indexer's window)."""
+
+    length: int = Field(description="Context length asked for (tokens), from the entries' recorded generation.")
+    placement: str = Field(description="dNN (depth in percent), page_before, page_after or beyond_top_k.")
+    n_pairs: int
+    a_correct: int
+    b_correct: int
+    a_only: int = Field(description="Flips A right, B wrong.")
+    b_only: int = Field(description="Flips B right, A wrong: where the candidate falls behind.")
+
+
 class PairedBenchmark(Row):
     benchmark: str
     n_pairs: int
@@ -320,6 +334,13 @@ class PairedBenchmark(Row):
         default_factory=list,
         description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
         "length stratum), shortest first.",
+    )
+    by_placement: list[PlacementCell] = Field(
+        default_factory=list,
+        # written only for generated benchmarks: every other block's bytes stay as before
+        exclude_if=lambda v: not v,
+        description="A generated benchmark's length × placement grid (shortest length first, then placement "
+        "as first met in the manifest): where in the context the candidate loses its evidence.",
     )
     length_verdict: str | None = Field(
         default=None,
