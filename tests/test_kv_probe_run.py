@@ -184,3 +184,79 @@ def test_a_tampered_manifest_hash_is_named(copy_of_run: Path) -> None:
         f"manifest's {entry['record_sha256']}" in named
     )
     assert all(entry["source_id"] in d for d in result.differences if "manifest content" not in d)
+
+
+def test_the_explorer_highlights_each_items_evidence_where_it_sits(capped) -> None:
+    """The run's explorer: every sent probe item's prompt marks its evidence sentences (drawn again from the
+    item's seed and id), at the place the generator put them."""
+    import base64
+    import gzip
+    import re
+
+    from evalpipe.artifacts.schema.explorer import ExplorerData, SampleCard
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.benchmarks import benchmark
+    from evalpipe.explore import build_run_explorer
+
+    result, _ = capped
+    run = result.rundir.root
+    html = build_run_explorer(run).path.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', html, re.S)
+    assert m is not None
+    data = ExplorerData.model_validate_json(m.group(1))
+    entries = {e.source_id: e for e in read_model(run / "manifest.json", Manifest).entries}
+    marked = 0
+    for sample in data.samples:
+        card = SampleCard.model_validate_json(gzip.decompress(base64.b64decode(sample.card)))
+        user = [x for x in card.prompt if x.role == "user"]
+        if not user:
+            continue  # dropped before sending: no prompt recorded
+        entry = entries[sample.source_id]
+        assert entry.generated is not None
+        needles = benchmark("kv_probe").evidence(entry.generated, entry.source_id)
+        shown = [user[-1].content[s.start : s.end] for s in user[-1].evidence]
+        assert needles and shown and set(shown) <= set(needles), (sample.source_id, shown, needles)
+        marked += 1
+    assert marked == 4  # the 256-token items that were sent (2 tasks x 2 depths)
+
+
+def test_a_long_prompt_keeps_head_tail_and_a_window_around_each_evidence() -> None:
+    from evalpipe.explore.collect import EVIDENCE_WINDOW, evidence_cut
+
+    filler = "".join(f"w{i:05d} " for i in range(3000))  # 21 000 characters
+    needle = "The special magic word is lantern."
+    text = filler[:9000] + needle + filler[9000:]
+    shown, cut, spans = evidence_cut(text, 1000, [needle])
+    assert cut is not None and cut.evidence_windows == 1 and cut.chars == len(text)
+    assert [shown[s.start : s.end] for s in spans] == [needle]
+    assert shown.startswith(text[:1000]) and shown.endswith(text[-1000:])
+    assert text[9000 - EVIDENCE_WINDOW : 9000 + len(needle) + EVIDENCE_WINDOW] in shown
+    assert shown.count("characters not kept in this page") == 2
+    whole, none, spans = evidence_cut(text, None, [needle])  # a flagged card: whole, still marked
+    assert whole == text and none is None and [whole[s.start : s.end] for s in spans] == [needle]
+    short, none, spans = evidence_cut("no evidence here", 1000, [needle])
+    assert short == "no evidence here" and none is None and spans == []
+
+
+def test_the_evidence_is_marked_in_a_real_browser(capped) -> None:
+    """The explorer draws each evidence span as a <mark>, its text the evidence sentence, and runs nothing."""
+    from helpers.browser import chromium, open_page
+
+    from evalpipe.explore import build_run_explorer
+
+    result, _ = capped
+    path = build_run_explorer(result.rundir.root).path
+    with chromium() as browser:
+        opened = open_page(browser, path)
+        page = opened.page
+        marks: list[str] = []
+        for li in page.locator("#queue li").all():
+            li.click()
+            marks = [m.text_content() or "" for m in page.locator("mark.evidence").all()]
+            if marks:
+                break
+        assert marks and all(
+            m.startswith(("The special magic", "One of the special magic")) for m in marks
+        ), marks
+        assert not opened.errors and not opened.dialogs
+        opened.close()

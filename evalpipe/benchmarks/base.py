@@ -310,6 +310,11 @@ class Benchmark(ABC):
         None for a benchmark whose records are read from files."""
         return None
 
+    def evidence(self, item: GeneratedItem, source_id: str) -> tuple[str, ...]:
+        """The evidence sentences a generated item placed in its context, verbatim (the explorer highlights
+        them and keeps a window around each when it cuts a long prompt); () for a read benchmark."""
+        return ()
+
     def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
         """The record a generated entry's recorded parameters give, made again from the generator's spec
         (``spec_file``, the records' ``file``); ``verify-sample`` compares it with the manifest's hash and

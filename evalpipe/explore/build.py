@@ -31,7 +31,8 @@ from evalpipe.artifacts.schema.explorer import (
 )
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
-from evalpipe.explore.collect import Arm, Key, arm_card, cut, load_arm
+from evalpipe.benchmarks import benchmark as benchmark_of
+from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.report.sentences import operating_sentence
 
@@ -138,8 +139,9 @@ class _Sample:
 
 
 def _card(
-    arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str
-) -> SampleCard:
+    arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str,
+    needles: tuple[str, ...] = (),
+) -> SampleCard:  # fmt: skip
     first = arms[-1]  # the arm under test (paired) or the one arm
     prompt = next((a.prompts[key] for a in reversed(arms) if key in a.prompts), None)
     expected = next(
@@ -158,9 +160,9 @@ def _card(
         sent = {r.prompt_sha256 for a in arms if (r := a.outcomes.get(key)) and r.prompt_sha256}
         verified = expected is not None and prompt_sha256(whole) == expected and sent <= {expected}
         for role, text in prompt:
-            kept, c = cut(text, keep, None)
+            kept, c, spans = evidence_cut(text, keep, needles if role == "user" else ())
             prompt_cut = prompt_cut or c
-            messages.append(PromptMessage(role=role, content=kept))
+            messages.append(PromptMessage(role=role, content=kept, evidence=spans))
     row = first.outcomes.get(key)
     return SampleCard(
         prompt=messages,
@@ -199,7 +201,10 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
             if paired
             else not (rows[0] and rows[0].failure_class == "ok")
         )
-        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key)
+        needles = (
+            benchmark_of(e.benchmark).evidence(e.generated, e.source_id) if e.generated is not None else ()
+        )
+        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key, needles)
         texts = [m.content for m in card.prompt if m.role == "user"][-1:] + [
             a.answer or "" for a in card.arms
         ]

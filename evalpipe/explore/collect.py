@@ -8,11 +8,13 @@ prediction (``evalscope_bridge.prompts``), the rest from ``outcomes.jsonl`` and 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model
-from evalpipe.artifacts.schema.explorer import ArmCard, AttemptInfo, RepeatInfo, Truncation
+from evalpipe.artifacts.schema.explorer import ArmCard, AttemptInfo, RepeatInfo, TextSpan, Truncation
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
 from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
@@ -106,6 +108,53 @@ def cut(text: str, keep: int | None, body: Body | None) -> tuple[str, Truncation
         responses_line=body.line if body else None,
         body_sha256=body.sha256 if body else None,
     )
+
+
+#: characters kept on each side of an evidence sentence when a long prompt is cut
+EVIDENCE_WINDOW = 240
+
+
+def evidence_cut(
+    text: str, keep: int | None, needles: Sequence[str]
+) -> tuple[str, Truncation | None, list[TextSpan]]:
+    """``text`` with the evidence ``needles`` located (every occurrence, as spans of the shown text): whole,
+    or — when ``keep`` cuts it — its head and tail plus a window of ``EVIDENCE_WINDOW`` characters around each
+    evidence sentence, so a long-context card shows where the evidence sat and what surrounded it."""
+    found = sorted(
+        (m.start(), m.start() + len(n))
+        for n in dict.fromkeys(needles)
+        if n
+        for m in re.finditer(re.escape(n), text)
+    )
+    shown, truncation = cut(text, keep, None)
+    if truncation is None:
+        return text, None, [TextSpan(start=a, end=b) for a, b in found]
+    if not found:
+        return shown, truncation, []
+    assert keep is not None
+    kept = [(0, keep)] + [
+        (max(0, a - EVIDENCE_WINDOW), min(len(text), b + EVIDENCE_WINDOW)) for a, b in found
+    ]
+    kept.append((len(text) - keep, len(text)))
+    merged: list[list[int]] = []
+    for a, b in sorted(kept):
+        if merged and a <= merged[-1][1] + 200:  # a gap shorter than its marker is shown whole
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    if len(merged) == 1:  # the windows joined head and tail: nothing is cut after all
+        return text, None, [TextSpan(start=a, end=b) for a, b in found]
+    out, spans, at = [], [], 0
+    for i, (a, b) in enumerate(merged):
+        if i:
+            gap = a - merged[i - 1][1]
+            out.append(f"\n\n[… {gap:,} characters not kept in this page …]\n\n")
+            at += len(out[-1])
+        out.append(text[a:b])
+        spans += [TextSpan(start=at + s - a, end=at + e - a) for s, e in found if a <= s and e <= b]
+        at += b - a
+    windows = sum(1 for a, b in merged if a != 0 and b != len(text))
+    return "".join(out), truncation.model_copy(update={"evidence_windows": windows}), spans
 
 
 def arm_card(arm: Arm, key: Key, keep: int | None) -> ArmCard:

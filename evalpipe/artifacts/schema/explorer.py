@@ -27,6 +27,12 @@ class Truncation(Row):
         description="1-based line of the response in ``zcat responses.jsonl.gz`` (one member, one line).",
     )
     body_sha256: str | None = Field(default=None, description="sha256 of that response body as recorded.")
+    evidence_windows: int | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Windows kept around the evidence of a generated long-context item (the KV-cache probe) "
+        "between the head and the tail.",
+    )
 
 
 class AttemptInfo(Row):
@@ -78,9 +84,21 @@ class ArmCard(Row):
     repeats: list[RepeatInfo]
 
 
+class TextSpan(Row):
+    """Characters ``[start, end)`` of a shown text."""
+
+    start: int
+    end: int
+
+
 class PromptMessage(Row):
     role: str
     content: str
+    evidence: list[TextSpan] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="Where the evidence of a generated item (the KV-cache probe) sits in ``content``: highlighted.",
+    )
 
 
 class SampleCard(Row):

@@ -119,6 +119,14 @@ class KVProbe(Benchmark):
     def generated_item(self, record: SourceRecord) -> GeneratedItem | None:
         return GeneratedItem.model_validate(record.raw["probe"])
 
+    def evidence(self, item: GeneratedItem, source_id: str) -> tuple[str, ...]:
+        """The item's evidence sentences, drawn again from its seed and id (no tokenizer: the draw alone
+        decides them, ``generate.generate_item``)."""
+        from evalpipe.benchmarks.kv_probe.tasks import Draw, build
+
+        task = next((t for t in TASKS if t == item.task), None)
+        return build(task, Draw(item.seed, source_id)).evidence if task is not None else ()
+
     def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
         from evalpipe.benchmarks.kv_probe.generate import Measure, generate_item
         from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer

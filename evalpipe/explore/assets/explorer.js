@@ -146,10 +146,25 @@
   }
 
   // ---------------------------------------------------------------- the card
+  // a prompt message as text, its evidence spans (a generated long-context item) marked; never parsed as HTML
+  function withEvidence(m) {
+    const spans = (m.evidence || []).slice().sort((a, b) => a.start - b.start);
+    if (!spans.length) return el("pre", {text: m.content});
+    const parts = [];
+    let at = 0;
+    for (const s of spans) {
+      if (s.start < at) continue;
+      parts.push(m.content.slice(at, s.start), el("mark", {class: "evidence", title: "evidence", text: m.content.slice(s.start, s.end)}));
+      at = s.end;
+    }
+    parts.push(m.content.slice(at));
+    return el("pre", {class: "has-evidence"}, ...parts);
+  }
   function pointer(cut) {
     if (!cut) return null;
     const where = cut.responses_line ? "line " + fmt(cut.responses_line) + " of zcat responses.jsonl.gz (body sha256 " + (cut.body_sha256 || "—") + ")" : "the prompt of the sample's prediction row in the run's evalscope/ folder";
-    return el("p", {class: "cut", text: "Kept: first and last " + fmt(cut.kept_head) + " of " + fmt(cut.chars) + " characters. Whole text: " + where + "."});
+    const windows = cut.evidence_windows ? " and " + fmt(cut.evidence_windows) + " window(s) around the evidence" : "";
+    return el("p", {class: "cut", text: "Kept: first and last " + fmt(cut.kept_head) + " of " + fmt(cut.chars) + " characters" + windows + ". Whole text: " + where + "."});
   }
   function traceView(arm, side) {
     const box = el("div", {class: "trace"});
@@ -278,7 +293,7 @@
     const prompt = el("details", {class: "prompt"},
       el("summary", {}, el("strong", {text: "Prompt, as sent"}), " (" + (c.prompt || []).length + " message(s), " + fmt(chars) + " characters) sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
         c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "no prompt recorded")),
-      ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), el("pre", {text: m.content}))),
+      ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), withEvidence(m))),
       pointer(c.prompt_cut));
     prompt.open = chars <= 1500;
     put(body, prompt);
