@@ -38,7 +38,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("compare", "report"),
     ("config", "benchmarks"),
     ("config", "server"),
-    ("errors", "artifacts"),
     ("evalscope_bridge", "run"),
     ("explore", "report"),
     ("fleet", "server"),

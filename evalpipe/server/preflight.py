@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
+class PreflightRefused(PreflightError):
+    """The preflight rules ran and at least one failed; ``report`` holds every rule's outcome."""
+
+    def __init__(self, message: str, *, details: list[str] | None = None, report: PreflightReport) -> None:
+        super().__init__(message, details=details)
+        self.report = report
+
+
 def run_preflight(
     cfg: RunConfig,
     server: ServerConfig,
@@ -34,11 +42,11 @@ def run_preflight(
     env: Mapping[str, str] | None = None,
     rundir: RunDir | None = None,
 ) -> PreflightReport:
-    """Evaluate every rule; raise PreflightError (exit 2) naming the flag if any fails.
+    """Evaluate every rule; raise PreflightRefused (a PreflightError: exit 2) naming the flag if any fails.
 
     ``env`` is the environment the server would get (default: ours plus ``server.env``).  With
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
-    error carries the report as ``exc.report``.
+    ``PreflightRefused`` carries the report as ``exc.report``.
     """
     from evalpipe.artifacts import write_model
     from evalpipe.artifacts.redact import redact_argv
@@ -65,7 +73,7 @@ def run_preflight(
         fails = report.failures
         first = fails[0].message
         more = f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""
-        raise PreflightError(
+        raise PreflightRefused(
             f"preflight: {first}{more}", details=[c.message for c in fails[1:]], report=report
         )
     return report
