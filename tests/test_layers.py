@@ -25,7 +25,6 @@ import layers  # noqa: E402
 CLOSING_EDGES: set[tuple[str, str]] = {
     ("artifacts", "config"),
     ("artifacts", "sandbox"),
-    ("artifacts", "server"),
     ("artifacts", "speed"),
     ("audit", "explore"),
     ("audit", "report"),
