@@ -177,8 +177,8 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
 
     from evalpipe.artifacts import write_model
     from evalpipe.artifacts.schema.provenance import GpuInfo, Provenance
+    from evalpipe.artifacts.schema.speed import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
     from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-    from evalpipe.speed.model import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
     from evalpipe.speed.run import SPEED_JSON
 
     run, manifest = _run_with_tokens(tmp_path / "run", 30)

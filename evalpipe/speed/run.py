@@ -26,14 +26,7 @@ from pathlib import Path
 
 from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
-from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-from evalpipe.server.fetch import read_json
-from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
-from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
-from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
-from evalpipe.speed.compare import SpeedComparison, compare_speed
-from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.model import (
+from evalpipe.artifacts.schema.speed import (
     ClientInfo,
     LoadAverage,
     Problem,
@@ -43,6 +36,13 @@ from evalpipe.speed.model import (
     SpeedArtifact,
     WorkloadRounds,
 )
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.server.fetch import read_json
+from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
+from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
+from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
+from evalpipe.speed.compare import SpeedComparison, compare_speed
+from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
 from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
 
