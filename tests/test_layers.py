@@ -26,7 +26,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("artifacts", "config"),
     ("audit", "explore"),
     ("audit", "report"),
-    ("audit", "run"),
     ("benchmarks", "sandbox"),
     ("benchmarks", "selftest"),
     ("benchmarks", "sources"),
