@@ -34,7 +34,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("compare", "report"),
     ("config", "benchmarks"),
     ("config", "server"),
-    ("evalscope_bridge", "run"),
     ("explore", "report"),
     ("fleet", "server"),
     ("recording", "fleet"),

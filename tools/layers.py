@@ -17,7 +17,7 @@ type-only (``kind == "type-only"``), so a loop through type-only edges alone is 
 
 The intended order (issue 38, "layers you can see"), lowest first::
 
-    core (errors, hashing, clock, io-like leaves) < artifacts < stats < config < plugins
+    core (errors, hashing, clock, progress, io-like leaves) < artifacts < stats < config < plugins
     (benchmarks, server, sources, sandbox, speed, fleet, …) < stages < analysis (compare, audit, plan)
     < presentation (report, explore) < run < cli
 
@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "hashing": 0,
     "clock": 0,
+    "progress": 0,
     "processes": 0,
     # versioned artifact models and their one reader/writer
     "artifacts": 1,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import EvalpipeError, RunStopped
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,7 @@ from evalpipe.server.variants import effective_server
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.speed.barrier import SpeedCoordinator
 
 RUN_LOG = "run.log"

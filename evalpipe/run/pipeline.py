@@ -56,7 +56,7 @@ from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.summary import Summary
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.server.kinds.base import ServerHandle
     from evalpipe.speed.barrier import VariantBarrier
 

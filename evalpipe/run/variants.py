@@ -31,7 +31,7 @@ from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.stage_clock import StageClock
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.speed.compare import SpeedComparison
 
 

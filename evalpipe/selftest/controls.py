@@ -27,7 +27,7 @@ from evalpipe.errors import ConfigError
 from evalpipe.selftest import bundled_data_dir
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
 
 NEGATIVE_MAX_SCORE = 0.10
 
