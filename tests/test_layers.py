@@ -46,7 +46,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("selftest", "run"),
     ("selftest", "server"),
     ("server", "benchmarks"),
-    ("server", "evalscope_bridge"),
     ("server", "fleet"),
     ("server", "recording"),
     ("server", "sources"),

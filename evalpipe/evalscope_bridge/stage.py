@@ -242,7 +242,7 @@ def run_evalscope(
     the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
     (without one it starts its own).  ``stopper``: the sequential rule stopping inside a paired run
     (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases."""
-    from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
+    from evalpipe.server.nltk_data import punkt_tab_available
 
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())
