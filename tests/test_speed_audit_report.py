@@ -15,8 +15,8 @@ from helpers.speed_client import StandInClient
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
-from evalpipe.audit.run import audit_run
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.run.audit import audit_run
 from evalpipe.speed import run, stage
 from evalpipe.speed.errors import SpeedSetupError
 

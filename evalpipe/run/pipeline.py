@@ -258,7 +258,7 @@ def run(
         summary = None
         if audit:
             # the audit runs last: its report and statistics modules (~0.3-0.6 s) load after EvalScope has run
-            from evalpipe.audit.run import audit_run
+            from evalpipe.run.audit import audit_run
 
             with clock.stage("audit"):
                 summary = audit_run(rd.root)

@@ -173,7 +173,7 @@ def run_variants(
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
     if len(compares) == 1:  # the variants' reports now cite the paired comparison (and their gates)
-        from evalpipe.audit.run import audit_run  # loaded when the audit runs, as in pipeline.run
+        from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
 
         for name in names:
             results[name].summary = audit_run(
