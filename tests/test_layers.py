@@ -41,7 +41,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("server", "sources"),
     ("sources", "benchmarks"),
     ("speed", "server"),
-    ("samplers", "report"),
 }
 
 
