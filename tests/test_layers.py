@@ -32,7 +32,6 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("config", "server"),
     ("fleet", "server"),
     ("recording", "fleet"),
-    ("sandbox", "benchmarks"),
     ("selftest", "benchmarks"),
     ("selftest", "server"),
     ("server", "benchmarks"),

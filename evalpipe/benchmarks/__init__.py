@@ -16,7 +16,7 @@ A module is named after its benchmark (its EvalScope adapter name); a name regis
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import import_module
 from types import MappingProxyType, ModuleType
 
@@ -97,6 +97,7 @@ __all__ = [
     "Benchmark",
     "KeyItem",
     "benchmark",
+    "code_benchmarks",
     "display_name",
     "find",
     "length_buckets",
@@ -119,6 +120,16 @@ def benchmark(name: str) -> Benchmark:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(REGISTRY)})") from None
+
+
+def code_benchmarks(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` whose benchmark executes model-written code."""
+    out = []
+    for name in names:
+        spec = find(name)
+        if spec is not None and spec.meta.executes_code:
+            out.append(name)
+    return out
 
 
 def display_name(name: str) -> str:

@@ -37,7 +37,7 @@ from evalpipe.artifacts.schema.evalscope import (
     PromptHashRecord,
 )
 from evalpipe.artifacts.schema.outcomes import CacheRepair
-from evalpipe.benchmarks import REGISTRY, display_name
+from evalpipe.benchmarks import REGISTRY, code_benchmarks, display_name
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
@@ -265,7 +265,9 @@ def run_evalscope(
         else:
             logger.warning(message)
     # the run's code sandbox (resolved by the preflight; resolved here when the stage runs on its own)
-    code_sandbox = sandbox_for_run(cfg.code_execution, rundir, [d.benchmark for d in index_map.datasets])
+    code_sandbox = sandbox_for_run(
+        cfg.code_execution, rundir, code_benchmarks([d.benchmark for d in index_map.datasets])
+    )
     previous = _load_tasks(rundir) if resume else None
     if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):

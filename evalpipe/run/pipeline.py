@@ -30,6 +30,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.timings import StageTime
 from evalpipe.audit.utilisation import utilisation_of_run
+from evalpipe.benchmarks import code_benchmarks
 from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError, DiskFull, RunInterrupted, RunOutOfSpace
@@ -169,7 +170,7 @@ def run(
             sandbox_for_run(
                 cfg.code_execution,
                 rd,
-                [d.benchmark for d in index_map.datasets],
+                code_benchmarks([d.benchmark for d in index_map.datasets]),
                 fresh=True,
                 say=_notice(progress),
             )
