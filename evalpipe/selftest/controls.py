@@ -22,9 +22,9 @@ from pathlib import Path
 import evalpipe
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.models import AnswerKeyConfig, RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.selftest import bundled_data_dir
 
 NEGATIVE_MAX_SCORE = 0.10
 
