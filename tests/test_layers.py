@@ -31,10 +31,8 @@ CLOSING_EDGES: set[tuple[str, str]] = {
     ("config", "server"),
     ("fleet", "server"),
     ("recording", "fleet"),
-    ("server", "benchmarks"),
     ("server", "fleet"),
     ("server", "recording"),
-    ("server", "sources"),
     ("sources", "benchmarks"),
     ("speed", "server"),
 }

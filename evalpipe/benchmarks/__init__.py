@@ -103,6 +103,7 @@ __all__ = [
     "length_buckets",
     "names",
     "primary_metric",
+    "punkt_needed",
     "stratifications",
 ]
 
@@ -130,6 +131,12 @@ def code_benchmarks(names: Sequence[str]) -> list[str]:
         if spec is not None and spec.meta.executes_code:
             out.append(name)
     return out
+
+
+def punkt_needed(names: Sequence[str]) -> str | None:
+    """Display names of those of ``names`` whose scoring needs NLTK punkt_tab (None: none)."""
+    needing = [benchmark(n).meta.display_name for n in names if benchmark(n).meta.nltk_module]
+    return ", ".join(needing) or None
 
 
 def display_name(name: str) -> str:

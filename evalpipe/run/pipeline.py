@@ -30,7 +30,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.timings import StageTime
 from evalpipe.audit.utilisation import utilisation_of_run
-from evalpipe.benchmarks import code_benchmarks
+from evalpipe.benchmarks import code_benchmarks, punkt_needed
 from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError, DiskFull, RunInterrupted, RunOutOfSpace
@@ -42,6 +42,7 @@ from evalpipe.evalscope_bridge.stage import StageResult, run_evalscope
 from evalpipe.evalscope_bridge.task import check_generation
 from evalpipe.processes.signals import Terminated
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.run.context_fit import check_context_fit, dropped_entries
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.provenance import collect_provenance, run_component_tests
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
@@ -49,10 +50,9 @@ from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.run.torn_files import repair_torn_files
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
-from evalpipe.server.context_fit import check_context_fit, dropped_entries
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server, watch_server
-from evalpipe.server.preflight import punkt_needed, run_preflight
+from evalpipe.server.preflight import run_preflight
 from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ def run(
                 run_preflight(
                     cfg,
                     server,
-                    punkt_needed=punkt_needed(cfg),
+                    punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]),
                     variant=variant,
                     rundir=rd,
                 )

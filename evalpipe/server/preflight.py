@@ -79,24 +79,19 @@ def run_preflight(
     return report
 
 
-def punkt_needed(cfg: RunConfig) -> str | None:
-    """Display names of the configured benchmarks whose scoring needs NLTK punkt_tab (None: none)."""
-    from evalpipe.benchmarks import benchmark
-
-    names = [
-        benchmark(b.name).meta.display_name for b in cfg.benchmarks if benchmark(b.name).meta.nltk_module
-    ]
-    return ", ".join(names) or None
-
-
 def preflight_for(
-    cfg: RunConfig, variant: str | None = None, *, rundir: RunDir | None = None
+    cfg: RunConfig,
+    variant: str | None = None,
+    *,
+    punkt_needed: str | None,
+    rundir: RunDir | None = None,
 ) -> PreflightReport:
-    """Convenience for the CLI and the pipeline: effective server for ``variant``, NLTK needs from the config."""
+    """Convenience for the CLI: effective server for ``variant``; ``punkt_needed`` as ``run_preflight`` takes it
+    (``evalpipe.benchmarks.punkt_needed``: the caller asks the registry, the server package does not)."""
     from evalpipe.server.variants import effective_server
 
     server = effective_server(cfg, variant)
     try:
-        return run_preflight(cfg, server, punkt_needed=punkt_needed(cfg), variant=variant, rundir=rundir)
+        return run_preflight(cfg, server, punkt_needed=punkt_needed, variant=variant, rundir=rundir)
     except ConfigError as exc:  # e.g. the API key variable missing while building the argv
         raise PreflightError(exc.message, details=exc.details) from None
