@@ -4,9 +4,16 @@ before, and the checker sees every kind of import.
 ``tools/layers.py`` collapses every ``import`` of ``evalpipe.X`` (module level, inside functions, under
 ``if TYPE_CHECKING:``) into an edge between first-level packages and ranks the packages in the order of issue
 38 (core < artifacts < stats < config < plugins < stages < analysis < presentation < run < cli).  The package
-graph still has cycles; ``CLOSING_EDGES`` is a ratchet: the exact set of edges inside a cycle that do not go
+graph still has one cycle; ``CLOSING_EDGES`` is a ratchet: the exact set of edges inside it that do not go
 down that order.  A new one fails here (put the code where the layers say instead); a removed one fails here
 too, so the set is shrunk in the same commit and cannot grow back.
+
+What holds the remaining cycle together is by design, for now: ``artifacts → config → benchmarks/server →
+artifacts``.  The manifest embeds ``SamplingPlan``, whose ``benchmark`` and ``stratify_by`` are literals built
+from the benchmark registry (``audits/manifest.schema.json`` lists the registered names), and ``ServerConfig``
+validates by asking its kind; the benchmarks and the server kinds write and read artifact models.  Every
+plugin that imports ``artifacts`` and is imported by one of those sits in the same component, so the sideways
+edges among plugins (``server ↔ fleet``, ``benchmarks ↔ sources`` …) are listed too.
 """
 
 from __future__ import annotations
@@ -52,6 +59,12 @@ def test_package_cycles_are_closed_only_by_the_known_edges() -> None:
     assert CLOSING_EDGES - found == set(), (
         f"edges no longer close a cycle: remove them from CLOSING_EDGES: {sorted(CLOSING_EDGES - found)}"
     )
+
+
+def test_one_package_cycle_remains() -> None:
+    assert layers.package_graph().cycles() == [
+        ["artifacts", "benchmarks", "config", "fleet", "recording", "sandbox", "server", "sources", "speed"]
+    ]
 
 
 def test_every_package_has_a_layer() -> None:
