@@ -6,10 +6,6 @@ User errors print one clean line (no traceback, never local variables: they can 
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from evalpipe.artifacts.schema.server import PreflightReport
 
 
 class ExitCode(IntEnum):
@@ -55,13 +51,8 @@ class FingerprintMismatch(DataError):
 
 class PreflightError(EvalpipeError):
     """The server launch would fail or would not test what the config claims (a usage error: nothing was
-    launched).  ``report`` holds every rule's outcome when the rules ran."""
-
-    def __init__(
-        self, message: str, *, details: list[str] | None = None, report: PreflightReport | None = None
-    ) -> None:
-        super().__init__(message, details=details)
-        self.report = report
+    launched).  When the rules ran, the error is ``evalpipe.server.preflight.PreflightRefused``, which holds
+    every rule's outcome as ``report`` (there, so that this leaf module imports no artifact model)."""
 
 
 class ServerError(EvalpipeError):

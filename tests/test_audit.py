@@ -19,8 +19,9 @@ from fixtures_rundir import (
 
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.summary import Summary
-from evalpipe.audit.run import audit_run, build_summary
+from evalpipe.audit.run import build_summary
 from evalpipe.errors import ArtifactError
+from evalpipe.run.audit import audit_run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from evalscope_helpers import gsm8k_answer, picked_run, run_config
 from scripted_server import Rule, ScriptedServer
 
-from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.run.audit import audit_run
 
 ROLES = ("correct", "wrong", "truncated", "http500")
 

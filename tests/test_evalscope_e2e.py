@@ -24,10 +24,10 @@ from evalpipe.artifacts.schema.evalscope import (
     PromptHashRecord,
 )
 from evalpipe.evalscope_bridge.materialize import materialize
-from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.hashing import attempt_seed
+from evalpipe.server.nltk_data import punkt_tab_available
 
 GSM8K = {  # test-split line → role
     0: "correct",

@@ -174,7 +174,7 @@ def test_a_reviews_file_that_does_not_fit_is_one_line_and_exit_2(
 
 
 def test_an_unreadable_response_log_leaves_the_audit_whole_and_says_why(tmp_path: Path) -> None:
-    from evalpipe.audit.run import audit_run
+    from evalpipe.run.audit import audit_run
 
     run = _pair(tmp_path, 2, flips=1, trace=5) / "test"
     first = audit_run(run)

@@ -9,9 +9,9 @@ from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_f
 
 from evalpipe.artifacts.schema.summary import Finding, RequestAudit
 from evalpipe.audit.gates import AuditErrorFound, GateFailed, decide, evaluate_gates, raise_for_verdict
-from evalpipe.audit.run import audit_run
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import ExitCode
+from evalpipe.run.audit import audit_run
 
 
 def _failed(summary) -> list[tuple[str, str | None]]:  # type: ignore[no-untyped-def]

@@ -107,7 +107,7 @@ def test_lengths_beyond_the_served_context_are_dropped_before_sending(capped) ->
 
 def test_a_server_without_a_context_drops_nothing() -> None:
     from evalpipe.artifacts.schema.manifest import Manifest
-    from evalpipe.server.context_fit import cap_to_served_context
+    from evalpipe.run.context_fit import cap_to_served_context
 
     empty = Manifest(seed=0, benchmarks=[], entries=[])
     assert cap_to_served_context(_empty_fit(), empty, {}, {"version": "x"}, lambda _: 64) is None

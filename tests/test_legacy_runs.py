@@ -34,9 +34,9 @@ from evalpipe.artifacts.schema.server import LaunchRecord, PreflightReport, Serv
 from evalpipe.artifacts.schema.sources import SourcesRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.models import RunConfig
 from evalpipe.samplers.mde_plan import measured, token_cost
-from evalpipe.selftest import bundled_data_dir
 
 OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs"
 #: fixture directory -> the versions its files were written at (compare.json, run.json, summary.json)

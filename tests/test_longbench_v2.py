@@ -13,15 +13,15 @@ import pytest
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.context_fit import ContextFit
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.compare.paired import compare_runs
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.errors import DataError, PreflightError
 from evalpipe.run import pipeline
-from evalpipe.selftest import bundled_data_dir
+from evalpipe.run.context_fit import estimator, heuristic_tokens
 from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import demo_config_path
-from evalpipe.server.context_fit import estimator, heuristic_tokens
 from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "longbench_v2"

@@ -13,9 +13,9 @@ from helpers.registry_controls import RegistryControls
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import benchmark
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.errors import DataError
 from evalpipe.samplers.strata import check_plan
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, truncated_response
 from evalpipe.sources.load import load_local
 

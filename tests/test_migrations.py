@@ -18,14 +18,13 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.errors import ArtifactError, ExitCode
 
-#: packages whose models are files a stage writes (the speed stage keeps its models beside its code)
+#: packages whose models are files a stage writes (every versioned model is in artifacts/schema, the speed
+#: stage's too; its barrier file stays beside its code)
 MODEL_MODULES = [
     *(
         f"evalpipe.artifacts.schema.{m.name}"
         for m in pkgutil.iter_modules(evalpipe.artifacts.schema.__path__)
     ),
-    "evalpipe.speed.model",
-    "evalpipe.speed.compare",
     "evalpipe.speed.barrier",
 ]
 

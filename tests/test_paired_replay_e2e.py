@@ -20,8 +20,8 @@ from scipy.stats import binomtest
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.cli.main import main
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.controls import fault_targets
 
 

@@ -23,6 +23,7 @@ from evalpipe.benchmarks import benchmark
 from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import DataError
+from evalpipe.report.plan import plan_lines
 from evalpipe.samplers import mde_plan
 from evalpipe.samplers.mde_plan import PlanInput, plan_benchmark, token_cost
 from evalpipe.sources.load import load_benchmark
@@ -133,7 +134,7 @@ def test_cost_from_a_run_and_the_designs(tmp_path: Path) -> None:
         proposed.power == pytest.approx(drop_power(90, 0.15, plan.noise, 1))
         and proposed.power > current.power
     )
-    text = "\n".join(plan.lines())
+    text = "\n".join(plan_lines(plan))
     assert "output tokens expected" in text
     # no A/A noise measured: the assumed noise has no within-sample part, so Cochran's k* is 0 whatever the
     # costs — one attempt, which the config already asks for (no design at another k is added)
@@ -177,8 +178,8 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
 
     from evalpipe.artifacts import write_model
     from evalpipe.artifacts.schema.provenance import GpuInfo, Provenance
+    from evalpipe.artifacts.schema.speed import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
     from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-    from evalpipe.speed.model import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
     from evalpipe.speed.run import SPEED_JSON
 
     run, manifest = _run_with_tokens(tmp_path / "run", 30)
@@ -234,7 +235,7 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
     current = plan.designs[0]
     assert current.gpu_hours_expected == pytest.approx(current.expected_tokens / 300.0 / 3600.0)
     assert current.gpu_hours_worst == pytest.approx(current.worst_tokens / 300.0 / 3600.0)
-    text = "\n".join(plan.lines())
+    text = "\n".join(plan_lines(plan))
     assert f"{current.gpu_hours_expected:.3g} GPU-hours expected" in text and "  GPU time: " in text
 
 

@@ -74,18 +74,19 @@ def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
 
 
 def test_the_mde_plan_prices_the_probes_prefill_too() -> None:
+    from evalpipe.report.plan import plan_lines
     from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs
 
     cfg = load_config(CONFIG)
     inputs, _ = plan_inputs(cfg, None, None)
     probe = next(x for x in inputs if not isinstance(x, str) and x.benchmark == "kv_probe")
     aime = next(x for x in inputs if not isinstance(x, str) and x.benchmark == "aime26")
-    probe_lines = plan_benchmark(cfg, probe, None, 15.0, None, False).lines()
+    probe_lines = plan_lines(plan_benchmark(cfg, probe, None, 15.0, None, False))
     assert (
         "  cost: input (prefill) 37547 prompt tokens per sample; output (decode) no run measured: 4096"
         in "\n".join(probe_lines)
     )
-    aime_lines = plan_benchmark(cfg, aime, None, 15.0, None, False).lines()
+    aime_lines = plan_lines(plan_benchmark(cfg, aime, None, 15.0, None, False))
     assert (
         "  cost: input (prefill) prompt tokens unknown before a run; output (decode) no run measured"
         in "\n".join(aime_lines)

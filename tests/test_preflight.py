@@ -12,7 +12,7 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.server import PreflightReport
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError
-from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
+from evalpipe.server.nltk_data import punkt_tab_available
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.raw_fp8 import check_raw_fp8_rules
 

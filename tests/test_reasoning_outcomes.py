@@ -10,12 +10,12 @@ import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample
 from test_evalscope_outcomes import ENTRY, pred, review
 
-from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.outcomes import _row, classify
 from evalpipe.recording.reasoning import split_message, split_text
 from evalpipe.recording.recorder import build_attempt
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.sections.failures import failure_paragraph, reasoning_line
+from evalpipe.run.audit import audit_run
 
 # ---------------------------------------------------------------- the split
 

@@ -220,8 +220,8 @@ def test_thinking_toggle_without_a_known_toggle_is_a_config_error(tmp_path: Path
 def test_report_shows_the_verification_of_the_real_payload(tmp_path: Path) -> None:
     from fixtures_rundir import RunDirBuilder, Sample
 
-    from evalpipe.audit.run import audit_run
     from evalpipe.report.markdown import render_markdown
+    from evalpipe.run.audit import audit_run
 
     cfg = load_config(GLM_CONFIG, check_plans=False)
     b = RunDirBuilder(tmp_path / "run")

@@ -17,11 +17,11 @@ from scripted_server import Rule, ScriptedServer
 
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.audit.run import audit_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.run.audit import audit_run
 from evalpipe.stats.intervals import clustered_mean
 
 ROLES = ("right", "wrong", "flips", "http500_once")

@@ -12,12 +12,12 @@ from fixtures_rundir import Attempt, RunDirBuilder, Sample, clean_run, planted_f
 from evalpipe.artifacts import write_model
 from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
 from evalpipe.artifacts.schema.summary import Summary
-from evalpipe.audit.run import audit_run
 from evalpipe.report.html import render_html
 from evalpipe.report.markdown import render_markdown
 from evalpipe.report.plot import score_plot
 from evalpipe.report.sections.failures import failure_paragraph
 from evalpipe.report.sections.request_audit import request_paragraph
+from evalpipe.run.audit import audit_run
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from evalpipe.benchmarks import REGISTRY
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.loader import load_config, resolve_plan
 from evalpipe.config.models import AnswerKeyConfig
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 from evalpipe.sources.load import load_local
 

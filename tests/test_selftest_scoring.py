@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from evalpipe.benchmarks import REGISTRY, names
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.loader import load_config
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import AnswerKey, KeyItem, Reply
 from evalpipe.selftest.controls import demo_config_path
 

@@ -24,8 +24,8 @@ import pytest
 from helpers.server_process import ServerProcess
 
 from evalpipe.benchmarks import names
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.processes.group import signal_group
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 
 MODULE = "evalpipe.selftest.answer_key_server"

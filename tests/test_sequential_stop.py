@@ -22,6 +22,7 @@ from helpers.config import config_data, entry
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.sequential import SequentialStops
+from evalpipe.audit.inputs import not_sent
 from evalpipe.config.models import GenerationConfig, RunConfig, SequentialConfig, ServerVariant
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.evalscope_bridge.scheduling import SequenceGate
@@ -32,7 +33,6 @@ from evalpipe.run.sequential_stop import (
     arm_for,
     gated_blocks,
     in_run_order,
-    not_sent,
 )
 from evalpipe.stats.sequential import sequential_decision
 

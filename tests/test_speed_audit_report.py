@@ -14,11 +14,11 @@ from fixtures_rundir import clean_run
 from helpers.speed_client import StandInClient
 
 from evalpipe.artifacts import read_model
-from evalpipe.audit.run import audit_run
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.run.audit import audit_run
 from evalpipe.speed import run, stage
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.model import SpeedArtifact
 
 WORKLOADS = [
     SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2),

@@ -7,9 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
+from evalpipe.artifacts.schema.speed import (
+    ClientInfo,
+    LatencyStats,
+    RoundRecord,
+    SpeedArtifact,
+    WorkloadRounds,
+)
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed, compare_workload
-from evalpipe.speed.model import ClientInfo, LatencyStats, RoundRecord, SpeedArtifact, WorkloadRounds
 
 
 def _round(

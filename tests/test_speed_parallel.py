@@ -31,6 +31,7 @@ from helpers.speed_client import StandInClient
 from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.loader import load_config
 from evalpipe.config.speed import SpeedConfig
@@ -40,7 +41,6 @@ from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.stage import SPEED_ERROR
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"

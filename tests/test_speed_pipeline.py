@@ -17,10 +17,10 @@ from helpers.paired_demo import PairedDemo
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.model import SpeedArtifact
 
 
 @pytest.fixture(scope="module")

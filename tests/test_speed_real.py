@@ -39,13 +39,13 @@ import pytest
 from aiohttp import web
 
 from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.processes.group import stop_group
 from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, SpeedTarget, prepare, run_speed_alternating
 from evalpipe.speed.tokenizer import resolve
 from evalpipe.stats.ratio import ratio_interval

@@ -13,10 +13,10 @@ import pytest
 from helpers.speed_client import StandInClient
 
 from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.model import SpeedArtifact
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
 

@@ -46,7 +46,7 @@ def test_a_fixture_that_starts_processes_makes_its_users_integration() -> None:
     finding = classify(None, {"tmp_path": None, "registry_controls": conftest.registry_controls})
     assert finding is not None and finding.source == "fixture"
     assert finding.path[0] == "fixture registry_controls" and finding.path[-1] == (
-        "evalpipe.selftest.controls.run_selftest"
+        "evalpipe.run.selftest.run_selftest"
     )
     assert classify(None, {"pytester": None}) == Finding("fixture", ("fixture pytester", "a nested pytest"))
     assert classify(None, {"tmp_path": None, "repo_root": conftest.repo_root}) is None

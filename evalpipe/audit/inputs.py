@@ -9,6 +9,7 @@ error-severity finding, never a crash.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -21,10 +22,12 @@ from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.artifacts.schema.summary import Finding
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError
+from evalpipe.hashing import block_order
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -98,14 +101,38 @@ def _optional_jsonl(rd: RunDir, path: Path, model: type[M], findings: list[Findi
     return list(rows), rows.torn_last_line
 
 
+def not_sent(
+    root: Path, seed: int, entries: Iterable[tuple[str, str]], predicted: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """Entries ``(benchmark, source_id)`` this run never sent because the sequential rule
+    (``evalpipe.run.sequential_stop``) stopped it, as ``sequential_stop.json`` records: of a gated benchmark, after its sent prefix in the block's order
+    (``evalpipe.hashing.block_order``, generations first after ``--extend``) and without a prediction (a unit
+    cut between its attempts was sent and stays)."""
+    from evalpipe.samplers.extend import entry_generations
+
+    path = RunDir(root).sequential_stop
+    if not path.is_file():
+        return set()
+
+    prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
+    generations = entry_generations(root)
+    by: dict[str, list[tuple[str, str]]] = {}
+    for bench, sid in entries:
+        if bench in prefix:
+            by.setdefault(bench, []).append((bench, sid))
+    out: set[tuple[str, str]] = set()
+    for bench, units in by.items():
+        ordered = block_order(seed, units, generations)
+        out.update(u for u in ordered[prefix[bench] :] if u not in predicted)
+    return out
+
+
 def _drop_not_sent(
     rd: RunDir, manifest: Manifest, rows: list[OutcomeRow]
 ) -> tuple[Manifest, list[OutcomeRow], dict[str, tuple[int, int]]]:
     """The samples the sequential rule stopped before sending (``evalpipe.run.sequential_stop``) are not part
     of what this run measured: the audit's sample is the units sent (a prefix of the seeded sequence order,
     itself a uniformly random order of the sample), and the limitations say how many were never sent."""
-    from evalpipe.run.sequential_stop import not_sent
-
     predicted = {(r.benchmark, r.source_id) for r in rows if r.failure_class != "missing_prediction"}
     dropped = not_sent(
         rd.root, manifest.seed, ((e.benchmark, e.source_id) for e in manifest.entries), predicted

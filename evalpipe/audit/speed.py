@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.summary import Finding, GateResult
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import ArtifactError
 from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.model import SpeedArtifact
 from evalpipe.speed.run import SPEED_JSON, read_speed
 from evalpipe.speed.stage import SPEED_ERROR
 from evalpipe.speed.summary import SpeedSummary, summarize_speed

@@ -21,7 +21,7 @@ A module is named after its benchmark (its EvalScope adapter name); a name regis
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
 from types import MappingProxyType, ModuleType
@@ -124,11 +124,13 @@ __all__ = [
     "Benchmark",
     "KeyItem",
     "benchmark",
+    "code_benchmarks",
     "display_name",
     "find",
     "length_buckets",
     "names",
     "primary_metric",
+    "punkt_needed",
     "stratifications",
 ]
 
@@ -146,6 +148,22 @@ def benchmark(name: str) -> Benchmark:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(REGISTRY)})") from None
+
+
+def code_benchmarks(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` whose benchmark executes model-written code."""
+    out = []
+    for name in names:
+        spec = find(name)
+        if spec is not None and spec.meta.executes_code:
+            out.append(name)
+    return out
+
+
+def punkt_needed(names: Sequence[str]) -> str | None:
+    """Display names of those of ``names`` whose scoring needs NLTK punkt_tab (None: none)."""
+    needing = [benchmark(n).meta.display_name for n in names if benchmark(n).meta.nltk_module]
+    return ", ".join(needing) or None
 
 
 def display_name(name: str) -> str:

@@ -16,7 +16,7 @@ answer key's positive (100 %) and negative (≤ 10 %) controls through the whole
 
 Import rule: a benchmark module (and this one) imports only modules that do not import the registry —
 ``errors``, ``hashing``, ``sources.base``, ``schema.{sources,outcomes,evalscope,metrics}``,
-``selftest``/``selftest.faults`` — at module level *and* inside functions: the config models build their
+``benchmarks.faults`` — at module level *and* inside functions: the config models build their
 ``BenchmarkName`` literal from the registry, so reaching ``config`` (or ``schema.summary``/``schema.manifest``,
 which embed it) from here would be an import cycle.
 """
@@ -34,13 +34,18 @@ from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, Materia
 from evalpipe.artifacts.schema.metrics import MetricResult
 from evalpipe.artifacts.schema.outcomes import FailureClass, OutcomeRow
 from evalpipe.artifacts.schema.sources import GeneratedItem, SourceFile
+from evalpipe.benchmarks.faults import Fault
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.sandbox.launcher import ProgramLauncher
-from evalpipe.selftest import bundled_data_dir
-from evalpipe.selftest.faults import Fault
 from evalpipe.sources.base import BenchmarkData, RecordHasher, SourceRecord, Split, read_rows
 
 T = TypeVar("T")
+
+
+def bundled_data_dir() -> Path:
+    """Root of the bundled miniature datasets, one directory per benchmark's ``mirror_dir`` (package data of
+    ``evalpipe/selftest/data/``, read by path: the self-test package runs the answer key over this registry)."""
+    return Path(__file__).resolve().parents[1] / "selftest" / "data"
 
 
 class RecordBuilder(Protocol):

@@ -84,8 +84,8 @@ def audit(
     """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html, explorer.html; exit
     0/1/2/3."""
     from evalpipe.audit.gates import raise_for_verdict
-    from evalpipe.audit.run import audit_run
     from evalpipe.compare import comparison_beside
+    from evalpipe.run.audit import audit_run
     from evalpipe.speed.stage import speed_comparison_beside
 
     if reviews is not None:

@@ -41,7 +41,7 @@ class BenchmarkListing(BaseModel):
 def listings() -> list[BenchmarkListing]:
     """Every registered benchmark, in registry order."""
     from evalpipe.benchmarks import REGISTRY
-    from evalpipe.selftest import bundled_data_dir
+    from evalpipe.benchmarks.base import bundled_data_dir
     from evalpipe.selftest.answer_key import AnswerKey
 
     key = AnswerKey.load(bundled_data_dir())

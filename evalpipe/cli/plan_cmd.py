@@ -33,6 +33,7 @@ def plan(
     from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
     from evalpipe.plan.operating import plan_operating_lines
+    from evalpipe.report.plan import plan_lines
     from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs, pool_input, write_plan
 
     if mde is not None and mde <= 0:
@@ -46,7 +47,7 @@ def plan(
             continue
         assert mde is not None
         result = plan_benchmark(cfg, block, manifest, mde, from_run, write)
-        for line in result.lines():
+        for line in plan_lines(result):
             console.print(line, markup=False, soft_wrap=True)
         if result.new_plan is not None:
             path = out / f"{block.benchmark}.yaml"

@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
     from evalpipe.artifacts.schema.timings import StageTime
     from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.run.pipeline import RunResult
-    from evalpipe.run.progress import ProgressDisplay
 
 
 def run(

@@ -28,7 +28,8 @@ def selftest(out: Out = None) -> None:
 
     from evalpipe.cli.console import out as console
     from evalpipe.cli.run_cmd import _setup
-    from evalpipe.selftest.controls import demo_config_path, run_selftest
+    from evalpipe.run.selftest import run_selftest
+    from evalpipe.selftest.controls import demo_config_path
 
     config = demo_config_path()
     cfg, progress_factory = _setup(config)

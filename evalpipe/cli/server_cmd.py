@@ -65,17 +65,16 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
 @app.command("preflight")
 def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
+    from evalpipe.benchmarks import punkt_needed
     from evalpipe.cli.console import err, out
     from evalpipe.config.loader import load_config
-    from evalpipe.errors import PreflightError
-    from evalpipe.server.preflight import preflight_for
+    from evalpipe.server.preflight import PreflightRefused, preflight_for
 
     cfg = load_config(config, check_plans=False)
     try:
-        report = preflight_for(cfg, variant)
-    except PreflightError as exc:
-        if exc.report is not None:
-            _print_checks(exc.report, out)
+        report = preflight_for(cfg, variant, punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]))
+    except PreflightRefused as exc:
+        _print_checks(exc.report, out)
         raise
     _print_checks(report, out)
     for w in report.warnings:

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from evalpipe.artifacts.schema.server import ServerKind
 from evalpipe.benchmarks import benchmark as _benchmark
 from evalpipe.benchmarks import names as _benchmark_names
 from evalpipe.benchmarks import stratifications as _stratifications
 from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.config.speed import SpeedConfig
-from evalpipe.server.kinds import ServerKind
 
 # The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
 # Literal built at import time, so pydantic validates against (and the JSON schema lists) what is

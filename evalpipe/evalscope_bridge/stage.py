@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalpipe.artifacts import JsonlAppender, RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.evalscope import (
@@ -37,7 +37,7 @@ from evalpipe.artifacts.schema.evalscope import (
     PromptHashRecord,
 )
 from evalpipe.artifacts.schema.outcomes import CacheRepair
-from evalpipe.benchmarks import REGISTRY, display_name
+from evalpipe.benchmarks import REGISTRY, code_benchmarks, display_name
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
@@ -56,10 +56,26 @@ from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.sandbox import SandboxRecord
-    from evalpipe.run.progress import ProgressDisplay
-    from evalpipe.run.sequential_stop import SequentialStopper
+    from evalpipe.progress import ProgressDisplay
 
 logger = logging.getLogger(__name__)
+
+
+class SequentialGate(Protocol):
+    """What the stage asks of the sequential rule stopping inside a paired run
+    (``evalpipe.run.sequential_stop.SequentialStopper`` implements it; the stage never imports the run)."""
+
+    def sequence(self, benchmark: str) -> list[tuple[str, int]] | None: ...
+
+    def begin(self, benchmark: str) -> None: ...
+
+    def observe(self, benchmark: str, event: Sample) -> None: ...
+
+    def poll(self, worker: WorkerProcess) -> None: ...
+
+    def finish(self, benchmark: str) -> None: ...
+
+    def write(self, rundir: RunDir) -> None: ...
 
 
 class RenderingChanged(EvalpipeError):
@@ -175,7 +191,7 @@ class _ProgressSink:
         progress: ProgressDisplay | None,
         benchmark: str,
         total: int,
-        stopper: SequentialStopper | None = None,
+        stopper: SequentialGate | None = None,
     ) -> None:
         self.progress = progress
         self.benchmark = benchmark
@@ -217,7 +233,7 @@ def run_evalscope(
     progress: ProgressDisplay | None = None,
     extending: bool = False,
     worker: WorkerProcess | None = None,
-    stopper: SequentialStopper | None = None,
+    stopper: SequentialGate | None = None,
 ) -> StageResult:
     """Run every materialized benchmark through EvalScope against ``api_url``.
 
@@ -226,7 +242,7 @@ def run_evalscope(
     the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
     (without one it starts its own).  ``stopper``: the sequential rule stopping inside a paired run
     (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases."""
-    from evalpipe.evalscope_bridge.nltk_data import punkt_tab_available
+    from evalpipe.server.nltk_data import punkt_tab_available
 
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())
@@ -249,7 +265,9 @@ def run_evalscope(
         else:
             logger.warning(message)
     # the run's code sandbox (resolved by the preflight; resolved here when the stage runs on its own)
-    code_sandbox = sandbox_for_run(cfg.code_execution, rundir, [d.benchmark for d in index_map.datasets])
+    code_sandbox = sandbox_for_run(
+        cfg.code_execution, rundir, code_benchmarks([d.benchmark for d in index_map.datasets])
+    )
     previous = _load_tasks(rundir) if resume else None
     if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
@@ -387,7 +405,7 @@ def _run_benchmarks(
     progress: ProgressDisplay | None,
     code_sandbox: SandboxRecord | None,
     worker: WorkerProcess | None = None,
-    stopper: SequentialStopper | None = None,
+    stopper: SequentialGate | None = None,
 ) -> None:
     """Every benchmark in one worker, one thread each there and one reader thread each here.
 

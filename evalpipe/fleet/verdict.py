@@ -19,7 +19,7 @@ from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
 from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
 
 if TYPE_CHECKING:
-    from evalpipe.server.kinds import ServerKind
+    from evalpipe.artifacts.schema.server import ServerKind
 
 #: Resolved values every worker must share whether or not the config pins them (SGLang's names and those
 #: of evalpipe's llama.cpp launcher).  Ports, hosts, seeds and runtime counters legitimately differ.

@@ -23,7 +23,7 @@ from evalpipe.config.models import ReplayConfig, RunConfig
 from evalpipe.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
 
 REQUIRED = ("manifest", "run_record", "config_copy", "outcomes", "requests_log", "responses_log", "summary")
 

@@ -4,7 +4,7 @@
       → materialize the sampled records for EvalScope (datasets/, index_map.json)
       → preflight + component tests (launched servers only)
       → launch (or attach to) the server, verify its resolved /server_info; lengths beyond the context it
-        resolved are dropped (kv_probe: ``server.context_fit.cap_to_served_context``) and re-materialized
+        resolved are dropped (kv_probe: ``run.context_fit.cap_to_served_context``) and re-materialized
       → recording proxy between EvalScope and the server (requests.jsonl, responses.jsonl.gz)
       → EvalScope per benchmark (render → identity checks → cache repair on resume → run)
       → speed benchmark on the same server, no proxy (``speed:``; speed.json)
@@ -32,6 +32,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.timings import StageTime
 from evalpipe.audit.utilisation import utilisation_of_run
+from evalpipe.benchmarks import code_benchmarks, punkt_needed
 from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError, DiskFull, RunInterrupted, RunOutOfSpace
@@ -43,6 +44,7 @@ from evalpipe.evalscope_bridge.stage import StageResult, run_evalscope
 from evalpipe.evalscope_bridge.task import check_generation
 from evalpipe.processes.signals import Terminated
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.run.context_fit import cap_to_served_context, check_context_fit, dropped_entries
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.provenance import collect_provenance, run_component_tests
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
@@ -50,15 +52,14 @@ from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.run.torn_files import repair_torn_files
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
-from evalpipe.server.context_fit import cap_to_served_context, check_context_fit, dropped_entries
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server, watch_server
-from evalpipe.server.preflight import punkt_needed, run_preflight
+from evalpipe.server.preflight import run_preflight
 from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.summary import Summary
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.server.kinds.base import ServerHandle
     from evalpipe.speed.barrier import VariantBarrier
 
@@ -171,7 +172,7 @@ def run(
             sandbox_for_run(
                 cfg.code_execution,
                 rd,
-                [d.benchmark for d in index_map.datasets],
+                code_benchmarks([d.benchmark for d in index_map.datasets]),
                 fresh=True,
                 say=_notice(progress),
             )
@@ -179,7 +180,7 @@ def run(
                 run_preflight(
                     cfg,
                     server,
-                    punkt_needed=punkt_needed(cfg),
+                    punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]),
                     variant=variant,
                     rundir=rd,
                 )
@@ -273,7 +274,7 @@ def run(
         summary = None
         if audit:
             # the audit runs last: its report and statistics modules (~0.3-0.6 s) load after EvalScope has run
-            from evalpipe.audit.run import audit_run
+            from evalpipe.run.audit import audit_run
 
             with clock.stage("audit"):
                 summary = audit_run(rd.root)

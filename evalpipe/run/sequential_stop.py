@@ -460,33 +460,6 @@ class SequentialStopper:
             write_model(rundir.sequential_stop, self.stops())
 
 
-def not_sent(
-    root: Path, seed: int, entries: Iterable[tuple[str, str]], predicted: set[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """Entries ``(benchmark, source_id)`` this run never sent because the rule stopped it
-    (``sequential_stop.json``): of a gated benchmark, after its sent prefix in the block's order
-    (``evalpipe.hashing.block_order``, generations first after ``--extend``) and without a prediction (a unit
-    cut between its attempts was sent and stays)."""
-    from evalpipe.artifacts import RunDir, read_model
-    from evalpipe.samplers.extend import entry_generations
-
-    path = RunDir(root).sequential_stop
-    if not path.is_file():
-        return set()
-
-    prefix = {s.benchmark: s.units_sent_prefix for s in read_model(path, SequentialStops).benchmarks}
-    generations = entry_generations(root)
-    by: dict[str, list[tuple[str, str]]] = {}
-    for bench, sid in entries:
-        if bench in prefix:
-            by.setdefault(bench, []).append((bench, sid))
-    out: set[tuple[str, str]] = set()
-    for bench, units in by.items():
-        ordered = block_order(seed, units, generations)
-        out.update(u for u in ordered[prefix[bench] :] if u not in predicted)
-    return out
-
-
 def sequence_record(event: Sample) -> SequenceRecord:
     """The exchange record of one worker event: its final state (``event_state``) and the legacy ``correct``."""
     correct = None if not event.sent else (event.correct if event.correct is not None else 0.0)

@@ -31,7 +31,7 @@ from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.stage_clock import StageClock
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
     from evalpipe.speed.compare import SpeedComparison
 
 
@@ -173,7 +173,7 @@ def run_variants(
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
     if len(compares) == 1:  # the variants' reports now cite the paired comparison (and their gates)
-        from evalpipe.audit.run import audit_run  # loaded when the audit runs, as in pipeline.run
+        from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
 
         for name in names:
             results[name].summary = audit_run(

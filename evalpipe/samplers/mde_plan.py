@@ -51,7 +51,6 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ArtifactError, ConfigError
-from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
 from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
 from evalpipe.stats.design import RepeatsChoice, expected_tokens, gpu_hours, optimal_repeats
 from evalpipe.stats.power import (
@@ -144,50 +143,6 @@ class BenchmarkPlan:
     cost: TokenCost | None = None
     designs: list[Design] = field(default_factory=list)
     cochran: RepeatsChoice | None = None
-
-    def lines(self) -> list[str]:
-        """What ``evalpipe plan`` prints for this benchmark."""
-        out = [
-            f"{self.benchmark}: n now {self.n_now} of N = {self.population} ({self.population_basis}); "
-            f"accuracy {self.base_accuracy:.3f} ({self.accuracy_source}); noise: {self.noise.basis}",
-            f"  now: {mde_sentence(self.mde_now)}",
-            f"  {sample_size_sentence(self.needed)}",
-        ]
-        if not self.needed.reachable and self.mde_at_population is not None:
-            out.append(f"  with all {self.population}: {mde_sentence(self.mde_at_population)}")
-            for alt in self.with_repeats:
-                out.append(f"  with repeats: {sample_size_sentence(alt)}")
-            if self.noise.source != "aa":
-                out.append(
-                    "  repeats are not credited: only an A/A noise (within-sample) shrinks with repeats; "
-                    "run an A/A control (a variant with repeat_of) to measure it"
-                )
-        if self.cost is not None:
-            prompt = self.cost.input_per_sample
-            prefill = (
-                f"{prompt:.0f} prompt tokens per sample"
-                if prompt is not None
-                else "prompt tokens unknown before a run"
-            )
-            out.append(f"  cost: input (prefill) {prefill}; output (decode) {self.cost.basis}")
-            if self.cost.rate_basis is not None:
-                out.append(f"  GPU time: {self.cost.rate_basis}")
-            out += [f"  {design_cost_sentence(d)}" for d in self.designs]
-        if self.cochran is not None and self.noise.within == 0.0:
-            out.append(
-                "  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = 0: this noise has no within-sample part (τ² = 0), so "
-                "repeats buy nothing and each attempt is better spent on a new sample while unused ones remain: "
-                f"{self.cochran.repeats} attempt per sample"
-            )
-        elif self.cochran is not None:
-            c = self.cochran
-            k_star = "∞" if math.isinf(c.k_star) else f"{c.k_star:.2f}"
-            out.append(
-                f"  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = {k_star} (c0 = {c.sample_cost:.0f} prompt tokens per sample, "
-                f"c1 = {c.attempt_cost:.0f} output tokens per attempt): {c.repeats} attempt(s) per sample"
-            )
-        out += [f"  {note}" for note in self.notes]
-        return out
 
 
 def _rows(run: Path) -> dict[tuple[str, str], OutcomeRow]:

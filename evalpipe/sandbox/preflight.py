@@ -119,18 +119,6 @@ def sandbox_line(record: SandboxRecord) -> str:
     )
 
 
-def code_benchmarks(names: Sequence[str]) -> list[str]:
-    """Those of ``names`` whose benchmark executes model-written code."""
-    from evalpipe.benchmarks import find
-
-    out = []
-    for name in names:
-        spec = find(name)
-        if spec is not None and spec.meta.executes_code:
-            out.append(name)
-    return out
-
-
 def for_run(
     config: CodeExecutionConfig,
     rundir: RunDir,
@@ -139,13 +127,15 @@ def for_run(
     fresh: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> SandboxRecord | None:
-    """The run's sandbox record: None when none of ``benchmarks`` executes code; else the one in the run
+    """The run's sandbox record: None when ``benchmarks`` (the run's benchmarks that execute model-written code:
+    ``evalpipe.benchmarks.code_benchmarks``, asked by the caller so that the sandbox needs no registry) is
+    empty; else the one in the run
     directory (unless ``fresh``: resolve again, as the preflight of a run or a resume does) or a new one,
     written there.  A resumed run whose host now resolves to another sandbox is refused: its programs
     would not all have run in the sandbox its report names."""
     from evalpipe.artifacts import read_model, write_model
 
-    names = code_benchmarks(benchmarks)
+    names = list(benchmarks)
     if not names:
         return None
     recorded = read_model(rundir.code_sandbox, SandboxRecord) if rundir.code_sandbox.is_file() else None

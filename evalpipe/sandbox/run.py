@@ -40,10 +40,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
+from evalpipe.artifacts.schema.sandbox import Denial as Denial  # re-exported: the sandbox's own vocabulary
+from evalpipe.artifacts.schema.sandbox import DenialKind as DenialKind
+from evalpipe.artifacts.schema.sandbox import ProcessLimit as ProcessLimit
 from evalpipe.config.code_execution import MIB, SandboxKind, SandboxLimits
 from evalpipe.sandbox.cgroup import PidsCgroup, pids_parent
 from evalpipe.sandbox.view import SANDBOX_TMP, FilesystemView, interpreter_view, sandbox_environment
@@ -59,28 +62,6 @@ PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "pressure")
 STAGE_SETUP_FAILED = 125
 #: Bytes of stdout/stderr kept in a result (the rest is counted as truncated).
 OUTPUT_CAP = 1 * MIB
-
-DenialKind = Literal[
-    "network",
-    "filesystem",
-    "environment",
-    "processes",
-    "address_space",
-    "file_size",
-    "cpu_time",
-    "wall_time",
-    "sandbox_setup",
-]
-ProcessLimit = Literal["rlimit", "cgroup", "not_enforced"]
-
-
-class Denial(BaseModel):
-    """One thing the sandbox refused the program, with the evidence (an exception line, a signal)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: DenialKind
-    detail: str
 
 
 class SandboxResult(BaseModel):

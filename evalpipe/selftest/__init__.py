@@ -5,14 +5,6 @@ is launched through the same lifecycle code path as SGLang and answers every bun
 gold answer (positive control) or from a different item's gold answer (negative control), with
 planted faults the audit must find.  The datasets under ``data/`` were written for evalpipe (no item
 is copied from a benchmark) in each benchmark's native schema and in the layout of the local mirror
-``../shared/datasets``, so the ordinary source loaders read them.
+``../shared/datasets``, so the ordinary source loaders read them; ``evalpipe.benchmarks.base.bundled_data_dir``
+names their root (each benchmark's default data), so that the benchmarks need not import this package.
 """
-
-from __future__ import annotations
-
-from pathlib import Path
-
-
-def bundled_data_dir() -> Path:
-    """Root of the bundled datasets (package data: ``gsm8k/``, ``ceval/``, ``ifeval/``, ``livecodebench/``)."""
-    return Path(__file__).resolve().parent / "data"

@@ -23,10 +23,12 @@ from typing import Any, Literal, get_args
 
 from evalpipe.benchmarks import REGISTRY, benchmark, find
 from evalpipe.benchmarks.base import KeyItem, fenced
+from evalpipe.benchmarks.faults import (
+    FAULTS as FAULTS,  # re-exported: the server and the tests import it here
+)
+from evalpipe.benchmarks.faults import Fault as Fault
 from evalpipe.errors import DataError
 from evalpipe.hashing import message_text
-from evalpipe.selftest.faults import FAULTS as FAULTS  # re-exported: the server and the tests import it here
-from evalpipe.selftest.faults import Fault as Fault
 
 Mode = Literal["positive", "negative"]
 Thinking = Literal["off", "reasoning_content", "inline"]

@@ -51,10 +51,9 @@ from typing import Any
 from aiohttp import web
 
 from evalpipe import __version__
-from evalpipe.benchmarks.base import KeyItem
+from evalpipe.benchmarks.base import KeyItem, bundled_data_dir
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import message_text
-from evalpipe.selftest import bundled_data_dir
 from evalpipe.selftest.answer_key import (
     FAULTS,
     MODES,

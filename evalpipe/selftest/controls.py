@@ -1,7 +1,8 @@
 """Positive and negative controls of the whole pipeline, and the guarantees they must meet.
 
 ``evalpipe selftest`` runs the bundled demo config twice through the real pipeline (answer-key server
-launched like SGLang, recording proxy, EvalScope, audit):
+launched like SGLang, recording proxy, EvalScope, audit; ``evalpipe.run.selftest.run_selftest`` runs them,
+beside the pipeline: this module says what to plant and how to judge, and imports no run):
 
 * **positive control with planted faults**: every sample scores 1 except exactly the planted faults
   that change a score (truncation → budget_exhausted, thinking until the budget →
@@ -17,17 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import evalpipe
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.models import AnswerKeyConfig, RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.selftest import bundled_data_dir
-
-if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
 
 NEGATIVE_MAX_SCORE = 0.10
 
@@ -130,36 +127,3 @@ def check_negative(summary: Summary) -> list[str]:
             f"negative control: verdict {summary.verdict} (exit {summary.exit_code}); gates should fail"
         )
     return problems
-
-
-def run_selftest(
-    out_root: Path, *, config: Path | None = None, progress: ProgressDisplay | None = None
-) -> list[ControlCheck]:
-    """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
-    ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
-    for the demo config)."""
-    from evalpipe.config.loader import load_config
-    from evalpipe.run import pipeline
-
-    cfg = load_config(config or demo_config_path())
-    configured = {b.name for b in cfg.benchmarks}
-    targets = fault_targets()
-    faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]
-    checks: list[ControlCheck] = []
-    pos = pipeline.run(
-        control_config(cfg, mode="positive", faults=faults), out=out_root / "positive", progress=progress
-    )
-    assert pos.summary is not None
-    checks.append(
-        ControlCheck(
-            "positive control + planted faults",
-            pos.summary,
-            check_positive(pos.summary, pos.outcomes, faults),
-        )
-    )
-    neg = pipeline.run(
-        control_config(cfg, mode="negative", faults=[]), out=out_root / "negative", progress=progress
-    )
-    assert neg.summary is not None
-    checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
-    return checks

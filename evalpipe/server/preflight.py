@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
+class PreflightRefused(PreflightError):
+    """The preflight rules ran and at least one failed; ``report`` holds every rule's outcome."""
+
+    def __init__(self, message: str, *, details: list[str] | None = None, report: PreflightReport) -> None:
+        super().__init__(message, details=details)
+        self.report = report
+
+
 def run_preflight(
     cfg: RunConfig,
     server: ServerConfig,
@@ -34,11 +42,11 @@ def run_preflight(
     env: Mapping[str, str] | None = None,
     rundir: RunDir | None = None,
 ) -> PreflightReport:
-    """Evaluate every rule; raise PreflightError (exit 2) naming the flag if any fails.
+    """Evaluate every rule; raise PreflightRefused (a PreflightError: exit 2) naming the flag if any fails.
 
     ``env`` is the environment the server would get (default: ours plus ``server.env``).  With
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
-    error carries the report as ``exc.report``.
+    ``PreflightRefused`` carries the report as ``exc.report``.
     """
     from evalpipe.artifacts import write_model
     from evalpipe.artifacts.redact import redact_argv
@@ -65,30 +73,25 @@ def run_preflight(
         fails = report.failures
         first = fails[0].message
         more = f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""
-        raise PreflightError(
+        raise PreflightRefused(
             f"preflight: {first}{more}", details=[c.message for c in fails[1:]], report=report
         )
     return report
 
 
-def punkt_needed(cfg: RunConfig) -> str | None:
-    """Display names of the configured benchmarks whose scoring needs NLTK punkt_tab (None: none)."""
-    from evalpipe.benchmarks import benchmark
-
-    names = [
-        benchmark(b.name).meta.display_name for b in cfg.benchmarks if benchmark(b.name).meta.nltk_module
-    ]
-    return ", ".join(names) or None
-
-
 def preflight_for(
-    cfg: RunConfig, variant: str | None = None, *, rundir: RunDir | None = None
+    cfg: RunConfig,
+    variant: str | None = None,
+    *,
+    punkt_needed: str | None,
+    rundir: RunDir | None = None,
 ) -> PreflightReport:
-    """Convenience for the CLI and the pipeline: effective server for ``variant``, NLTK needs from the config."""
+    """Convenience for the CLI: effective server for ``variant``; ``punkt_needed`` as ``run_preflight`` takes it
+    (``evalpipe.benchmarks.punkt_needed``: the caller asks the registry, the server package does not)."""
     from evalpipe.server.variants import effective_server
 
     server = effective_server(cfg, variant)
     try:
-        return run_preflight(cfg, server, punkt_needed=punkt_needed(cfg), variant=variant, rundir=rundir)
+        return run_preflight(cfg, server, punkt_needed=punkt_needed, variant=variant, rundir=rundir)
     except ConfigError as exc:  # e.g. the API key variable missing while building the argv
         raise PreflightError(exc.message, details=exc.details) from None

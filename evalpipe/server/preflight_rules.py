@@ -228,7 +228,7 @@ def check_gpus(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightCh
 def check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:
     if not punkt_needed:
         return []
-    from evalpipe.evalscope_bridge.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
+    from evalpipe.server.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
 
     if punkt_tab_available():
         return [ok("nltk_punkt_tab", f"NLTK punkt_tab found ({punkt_needed} sentence counting)")]

@@ -18,20 +18,22 @@ workload.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
-from pydantic import Field
+from evalpipe.artifacts.schema.speed import RoundRecord, Schedule, SpeedArtifact
 
-from evalpipe.artifacts.schema.base import Artifact, Row
-from evalpipe.speed.model import RoundRecord, Schedule, SpeedArtifact
+# re-exported: the models of speed_compare.json, which this module computes
+from evalpipe.artifacts.schema.speed_compare import Direction as Direction
+from evalpipe.artifacts.schema.speed_compare import GateOutcome as GateOutcome
+from evalpipe.artifacts.schema.speed_compare import MetricName as MetricName
+from evalpipe.artifacts.schema.speed_compare import MetricRatio as MetricRatio
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison as SpeedComparison
+from evalpipe.artifacts.schema.speed_compare import Verdict as Verdict
+from evalpipe.artifacts.schema.speed_compare import WorkloadComparison as WorkloadComparison
 from evalpipe.stats.ratio import median, ratio_interval
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261203
 CONFIDENCE = 0.95
-MetricName = Literal["output_throughput", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50"]
-Direction = Literal["better", "worse", "inconclusive"]
-Verdict = Literal["faster", "slower", "inconclusive"]
 METHOD = (
     "ratio test/control of the median across rounds; {confidence:.0%} percentile bootstrap over whole rounds "
     "({resamples} resamples, numpy seed {seed}; round pairs resampled together when the rounds alternated)"
@@ -46,58 +48,6 @@ METRICS: dict[MetricName, tuple[Callable[[RoundRecord], float | None], bool]] = 
     "itl_p99": (lambda r: r.itl_ms.p99, False),
     "e2e_p50": (lambda r: r.e2e_ms.median, False),
 }
-
-
-class MetricRatio(Row):
-    metric: MetricName
-    higher_is_better: bool
-    control_rounds: list[float | None]
-    test_rounds: list[float | None]
-    control_median: float | None
-    test_median: float | None
-    ratio: float | None = Field(description="median(test rounds) / median(control rounds)")
-    ci_low: float | None
-    ci_high: float | None
-    direction: Direction
-
-
-class GateOutcome(Row):
-    gate: Literal["min_output_throughput_ratio"] = "min_output_throughput_ratio"
-    threshold: float
-    actual: float | None
-    passed: bool
-    message: str
-
-
-class WorkloadComparison(Row):
-    workload: str
-    rounds_control: int
-    rounds_test: int
-    complete: bool = Field(
-        description="Every round of both variants completed every request, each of the requested lengths."
-    )
-    same_prompts: bool | None = Field(
-        description="Round r of both variants had the same prompt set (None: unknown)."
-    )
-    metrics: list[MetricRatio]
-    verdict: Verdict
-    reason: str
-    gate: GateOutcome | None = None
-    line: str = Field(description='e.g. "in32-out16-c2: output throughput x1.04 [0.97, 1.10] — inconclusive"')
-
-
-class SpeedComparison(Artifact):
-    schema_version: int = 1
-    control: str
-    test: str
-    client: str
-    schedule: Schedule
-    method: str
-    confidence: float
-    bootstrap_resamples: int
-    bootstrap_seed: int
-    workloads: list[WorkloadComparison]
-    gate_passed: bool | None = Field(description="None when no gate was asked for.")
 
 
 def _direction(lo: float | None, hi: float | None, higher_is_better: bool, usable: bool) -> Direction:

@@ -26,15 +26,7 @@ from pathlib import Path
 
 from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
-from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-from evalpipe.server.fetch import read_json
-from evalpipe.server.served_context import served_context
-from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
-from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
-from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
-from evalpipe.speed.compare import SpeedComparison, compare_speed
-from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.model import (
+from evalpipe.artifacts.schema.speed import (
     ClientInfo,
     LoadAverage,
     Problem,
@@ -44,6 +36,14 @@ from evalpipe.speed.model import (
     SpeedArtifact,
     WorkloadRounds,
 )
+from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.server.fetch import read_json
+from evalpipe.server.served_context import served_context
+from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
+from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
+from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
+from evalpipe.speed.compare import SpeedComparison, compare_speed
+from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
 from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
 

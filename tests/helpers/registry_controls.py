@@ -4,7 +4,7 @@ The config is the demo config (``configs/demo.yaml``: answer-key server, generat
 one entry per benchmark: the demo's own entry where it has one, otherwise the benchmark's bundled
 miniature sampled by ``samplers/demo/<name>.yaml`` — or, without that file, every bundled record.
 Every benchmark gets a ``min_score`` gate of 0.5, so the negative control must fail the gates.
-``evalpipe.selftest.controls.run_selftest`` runs it: the positive control with every fault whose target
+``evalpipe.run.selftest.run_selftest`` runs it: the positive control with every fault whose target
 is among the benchmarks, then the negative control, one EvalScope worker for each run.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.benchmarks import benchmark
-from evalpipe.selftest.controls import ControlCheck, demo_config_path, run_selftest
+from evalpipe.run.selftest import run_selftest
+from evalpipe.selftest.controls import ControlCheck, demo_config_path
 from helpers.config import config_data, write_config
 
 REPO = Path(__file__).resolve().parents[2]

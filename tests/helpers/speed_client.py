@@ -10,9 +10,9 @@ import json
 import sys
 from pathlib import Path
 
+from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod
 from evalpipe.config.speed import SpeedClientName, SpeedConfig
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan
-from evalpipe.speed.model import LatencyStats, PercentileMethod
 
 SCRIPT = """
 import json, sys, time

@@ -71,7 +71,7 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.run.pipeline.run": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.run.variants.run_variants": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.run.parallel_variants.run_at_once": "variant processes",
-    "evalpipe.selftest.controls.run_selftest": "a pipeline run (server, recorder, EvalScope worker)",
+    "evalpipe.run.selftest.run_selftest": "a pipeline run (server, recorder, EvalScope worker)",
     "evalscope.run_task": "an EvalScope run",
     "evalscope.run.run_task": "an EvalScope run",
     # server preflight: SGLang probed in a child, nvidia-smi

@@ -11,8 +11,8 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Row
+from evalpipe.artifacts.schema.sandbox import Denial
 from evalpipe.config.code_execution import SandboxKind
-from evalpipe.sandbox.run import Denial
 from evalpipe.stats.unit_scores import AttemptState
 
 FailureClass = Literal[

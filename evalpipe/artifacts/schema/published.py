@@ -57,13 +57,13 @@ def fleet_schema() -> dict[str, Any]:
 
 
 def speed_schema() -> dict[str, Any]:
-    from evalpipe.speed.model import SpeedArtifact
+    from evalpipe.artifacts.schema.speed import SpeedArtifact
 
     return _schema(SpeedArtifact)
 
 
 def speed_compare_schema() -> dict[str, Any]:
-    from evalpipe.speed.compare import SpeedComparison
+    from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 
     return _schema(SpeedComparison)
 

@@ -1,12 +1,37 @@
-"""``code_sandbox.json``: the sandbox that ran the model-written code of a run, resolved at preflight."""
+"""``code_sandbox.json``: the sandbox that ran the model-written code of a run, resolved at preflight; and what
+a sandbox denied a program (``Denial``, recorded in outcome rows).  ``evalpipe.sandbox.run`` produces them and
+re-exports them; they live here so that the artifact models need not import the sandbox."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
 from evalpipe.config.code_execution import SandboxKind, SandboxLimits, SandboxRequest
-from evalpipe.sandbox.run import ProcessLimit
+
+DenialKind = Literal[
+    "network",
+    "filesystem",
+    "environment",
+    "processes",
+    "address_space",
+    "file_size",
+    "cpu_time",
+    "wall_time",
+    "sandbox_setup",
+]
+ProcessLimit = Literal["rlimit", "cgroup", "not_enforced"]
+
+
+class Denial(BaseModel):
+    """One thing the sandbox refused the program, with the evidence (an exception line, a signal)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: DenialKind
+    detail: str
 
 
 class SandboxStartup(Row):

@@ -5,12 +5,19 @@ Secrets are stripped at the point of capture (``evalpipe.artifacts.redact``); th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
-from evalpipe.server.kinds import ServerKind
+
+#: The server kinds, in registry order: each name is a module of ``evalpipe.server.kinds`` (which re-exports
+#: this literal as its registry).  Defined here, with the models that record it, so that the artifact and
+#: config models can name a kind without importing the server package.
+ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command", "router"]
+
+#: The registered kind names, in registry order.
+KIND_NAMES: tuple[str, ...] = get_args(ServerKind)
 
 
 class LaunchRecord(Artifact):

@@ -19,8 +19,9 @@ from evalpipe.artifacts.schema.metrics import MetricResult as MetricResult
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.reviews import ReviewsRecord
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.artifacts.schema.speed import LoadAverage, Schedule
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.timings import ServerUtilisation
-from evalpipe.speed.summary import SpeedSummary
 
 Severity = Literal["error", "warn", "info"]
 
@@ -388,6 +389,48 @@ class GenerationSummary(Row):
     top_p: float | None
     seed: int | None
     seed_effective: bool | None
+
+
+class SpeedRow(Row):
+    """One workload of this variant, across its rounds."""
+
+    workload: str
+    input_len: int
+    output_len: int
+    concurrency: int
+    rounds: int
+    usable_rounds: int = Field(description="Rounds that completed every request at the requested lengths.")
+    requested: int = Field(description="Measured requests per round.")
+    completed: list[int] = Field(description="Completed requests, round by round.")
+    output_throughput_rounds: list[float | None] = Field(description="tok/s, round by round.")
+    output_throughput: float | None = Field(description="Median across rounds, tok/s.")
+    output_throughput_min: float | None
+    output_throughput_max: float | None
+    input_throughput: float | None = Field(description="Median across rounds, prompt tok/s.")
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    itl_p50_ms: float | None
+    itl_p99_ms: float | None
+    e2e_p50_ms: float | None
+
+
+class SpeedSummary(Row):
+    variant: str
+    client: str
+    client_version: str
+    percentile_method: str | None
+    schedule: Schedule
+    rounds: int = Field(description="Rounds per workload the config asked for.")
+    load_before: LoadAverage | None
+    load_after: LoadAverage | None
+    rows: list[SpeedRow]
+    seed_workload: str | None = Field(
+        description="The workload whose input throughput fills the results table's speed-benchmark columns "
+        "(the config's first)."
+    )
+    comparison: SpeedComparison | None = Field(
+        default=None, description="speed_compare.json of the paired variants, when there is one."
+    )
 
 
 class Summary(Artifact):

@@ -6,17 +6,13 @@ order of ``server.kind`` in the config schema.  Everything outside this package 
 readiness paths, preflight rules, what its ``/server_info`` can verify, how the report describes it) and
 never branches on the name.
 
-This module imports nothing: the config and artifact models build their ``kind`` field from the literal,
-and the kind modules read those models (a cycle otherwise).
+The literal itself lives in ``evalpipe.artifacts.schema.server``, below the config and artifact models that
+build their ``kind`` field from it (the kind modules read those models: a cycle otherwise); adding a kind is
+one name there and one module here.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-ServerKind = Literal["sglang", "answer_key", "endpoint", "replay", "command", "router"]
-
-#: The registered kind names, in registry order.
-KIND_NAMES: tuple[str, ...] = get_args(ServerKind)
+from evalpipe.artifacts.schema.server import KIND_NAMES, ServerKind
 
 __all__ = ["KIND_NAMES", "ServerKind"]

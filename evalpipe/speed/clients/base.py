@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evalpipe.artifacts.redact import REDACTED, redact, redact_text
+from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod, RawFile
 from evalpipe.config.speed import JSONScalar, SpeedClientName, SpeedConfig, SpeedWorkload
-from evalpipe.speed.model import LatencyStats, PercentileMethod, RawFile
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod
 from evalpipe.config.speed import SpeedClientName, SpeedConfig
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, finite, sha256_of_prompts
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.model import LatencyStats, PercentileMethod
 
 OUTPUT_NAME = "evalscope"
 EXTRA = "speed"

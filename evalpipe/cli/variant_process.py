@@ -1,8 +1,10 @@
 """One variant of a run with ``parallel_variants``, in a process of its own (started by
-``evalpipe.run.parallel_variants``): ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
+``evalpipe.run.parallel_variants``): ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
 
 Not a user command: the parent ``evalpipe run`` prepares ``DIR`` and reads it back once this process ends.
-Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline.
+Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline;
+in ``cli`` because it is a command line all the same (arguments, consoles, error → exit code): from ``run`` it
+closed the package cycle ``run → cli → run``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import EvalpipeError, RunStopped
 
 if TYPE_CHECKING:
-    from evalpipe.run.progress import ProgressDisplay
+    from evalpipe.progress import ProgressDisplay
 
 
 def main(argv: list[str] | None = None) -> int:
-    """One variant's run in its own process: ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
+    """One variant's run in its own process: ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
 
     ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
     EvalScope outputs is resumed.  Exit code: 0 once the run is audited (the parent decides the verdict from

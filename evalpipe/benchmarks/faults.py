@@ -1,7 +1,8 @@
 """The faults the answer-key server can plant (one announced item each), as a type.
 
 Its own module so that a benchmark module can declare which faults target its items
-(``BenchmarkMeta.default_faults``) without importing the answer key, which imports the registry.
+(``BenchmarkMeta.default_faults``) without importing the answer key (``evalpipe.selftest``), which imports
+the registry.
 """
 
 from __future__ import annotations

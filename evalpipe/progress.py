@@ -1,5 +1,8 @@
 """What the stages ask of a progress display, so that either kind fits: rich's ``Progress`` (bars on a
-terminal) or ``evalpipe.cli.console.LineProgress`` (one line per benchmark in a log)."""
+terminal) or ``evalpipe.cli.console.LineProgress`` (one line per benchmark in a log).
+
+A leaf at the top of the package: the stages (``evalscope_bridge``, ``run``, ``replay``, ``selftest``) name it
+in their signatures, and from ``run/`` it made the EvalScope stage import the package that runs it."""
 
 from __future__ import annotations
 

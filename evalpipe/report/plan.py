@@ -1,0 +1,52 @@
+"""What ``evalpipe plan`` prints for one benchmark: the plan's numbers (``evalpipe.samplers.mde_plan``) in words.
+
+Text is made where it is shown: the planner returns a ``BenchmarkPlan`` and imports no sentence.
+"""
+
+from __future__ import annotations
+
+import math
+
+from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
+from evalpipe.samplers.mde_plan import BenchmarkPlan
+
+
+def plan_lines(plan: BenchmarkPlan) -> list[str]:
+    """What ``evalpipe plan`` prints for this benchmark."""
+    out = [
+        f"{plan.benchmark}: n now {plan.n_now} of N = {plan.population} ({plan.population_basis}); "
+        f"accuracy {plan.base_accuracy:.3f} ({plan.accuracy_source}); noise: {plan.noise.basis}",
+        f"  now: {mde_sentence(plan.mde_now)}",
+        f"  {sample_size_sentence(plan.needed)}",
+    ]
+    if not plan.needed.reachable and plan.mde_at_population is not None:
+        out.append(f"  with all {plan.population}: {mde_sentence(plan.mde_at_population)}")
+        for alt in plan.with_repeats:
+            out.append(f"  with repeats: {sample_size_sentence(alt)}")
+        if plan.noise.source != "aa":
+            out.append(
+                "  repeats are not credited: only an A/A noise (within-sample) shrinks with repeats; "
+                "run an A/A control (a variant with repeat_of) to measure it"
+            )
+    if plan.cost is not None:
+        prompt = plan.cost.input_per_sample
+        prefill = f"{prompt:.0f} prompt tokens per sample" if prompt is not None else "prompt tokens unknown before a run"
+        out.append(f"  cost: input (prefill) {prefill}; output (decode) {plan.cost.basis}")
+        if plan.cost.rate_basis is not None:
+            out.append(f"  GPU time: {plan.cost.rate_basis}")
+        out += [f"  {design_cost_sentence(d)}" for d in plan.designs]
+    if plan.cochran is not None and plan.noise.within == 0.0:
+        out.append(
+            "  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = 0: this noise has no within-sample part (τ² = 0), so "
+            "repeats buy nothing and each attempt is better spent on a new sample while unused ones remain: "
+            f"{plan.cochran.repeats} attempt per sample"
+        )
+    elif plan.cochran is not None:
+        c = plan.cochran
+        k_star = "∞" if math.isinf(c.k_star) else f"{c.k_star:.2f}"
+        out.append(
+            f"  Cochran's k* = sqrt((c0/c1)(τ²/ω²)) = {k_star} (c0 = {c.sample_cost:.0f} prompt tokens per sample, "
+            f"c1 = {c.attempt_cost:.0f} output tokens per attempt): {c.repeats} attempt(s) per sample"
+        )
+    out += [f"  {note}" for note in plan.notes]
+    return out

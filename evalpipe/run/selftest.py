@@ -1,0 +1,55 @@
+"""The self-test's two controls, run through the real pipeline (``evalpipe selftest``).
+
+What to plant and how to judge the results is ``evalpipe.selftest.controls`` (which imports no run); running
+both controls is here, beside the pipeline they run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalpipe.config.loader import load_config
+from evalpipe.run import pipeline
+from evalpipe.selftest.controls import (
+    FAULT_EXPECTATIONS,
+    ControlCheck,
+    check_negative,
+    check_positive,
+    control_config,
+    demo_config_path,
+    fault_targets,
+)
+
+if TYPE_CHECKING:
+    from evalpipe.progress import ProgressDisplay
+
+
+def run_selftest(
+    out_root: Path, *, config: Path | None = None, progress: ProgressDisplay | None = None
+) -> list[ControlCheck]:
+    """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
+    ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
+    for the demo config)."""
+    cfg = load_config(config or demo_config_path())
+    configured = {b.name for b in cfg.benchmarks}
+    targets = fault_targets()
+    faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]
+    checks: list[ControlCheck] = []
+    pos = pipeline.run(
+        control_config(cfg, mode="positive", faults=faults), out=out_root / "positive", progress=progress
+    )
+    assert pos.summary is not None
+    checks.append(
+        ControlCheck(
+            "positive control + planted faults",
+            pos.summary,
+            check_positive(pos.summary, pos.outcomes, faults),
+        )
+    )
+    neg = pipeline.run(
+        control_config(cfg, mode="negative", faults=[]), out=out_root / "negative", progress=progress
+    )
+    assert neg.summary is not None
+    checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
+    return checks

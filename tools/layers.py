@@ -1,0 +1,283 @@
+"""The package-level import graph of ``evalpipe/``: which first-level packages import which, and the cycles.
+
+A *package* is a first-level subpackage or module of ``evalpipe/`` (``artifacts``, ``report``, ``errors``,
+…); ``evalpipe/__init__.py`` itself (the package face, importing nothing of evalpipe) is not one.  An edge
+``a → b`` means some module under ``a`` names ``evalpipe.b`` (or something inside it) in an ``import`` or
+``from … import`` statement, or in ``importlib.import_module(...)`` with a string constant or an
+``f"evalpipe.b.{…}"`` prefix.  Every such statement counts, wherever it sits: at module level, inside a
+function, and under ``if TYPE_CHECKING:``.
+
+Type-only imports count as full edges.  The question this graph answers is "what must a reader understand
+before this package", and a parameter annotated with ``config.models.ServerConfig`` ties a module to that
+model as surely as a call does; a layer rule that type-only imports could climb would let the layers be
+climbed by adding a ``TYPE_CHECKING`` block.  Each edge also says whether *every* import behind it is
+type-only (``kind == "type-only"``), so a loop through type-only edges alone is visible as such.
+(``tests/test_import_graph.py`` checks the *module* graph of imports that execute and leaves
+``TYPE_CHECKING`` out; this module is the stricter, coarser view.)
+
+The intended order (issue 38, "layers you can see"), lowest first::
+
+    core (errors, hashing, clock, progress, io-like leaves) < artifacts < stats < config < plugins
+    (benchmarks, server, sources, sandbox, speed, fleet, …) < stages < analysis (compare, audit, plan)
+    < presentation (report, explore) < run < cli
+
+A cycle is a strongly connected component of more than one package; the edges *closing* it are those of its
+edges that do not go down that order (a climbing or sideways edge inside the component): removing them all
+leaves the component acyclic.
+
+    python tools/layers.py            # prints packages, edges, cycles and their closing edges
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = "evalpipe"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+
+#: Layer of each first-level package, lowest first (a package missing here ranks above everything, so a new
+#: package is reported until it is placed).
+LAYERS: dict[str, int] = {
+    # core: leaves every layer may use
+    "errors": 0,
+    "hashing": 0,
+    "clock": 0,
+    "progress": 0,
+    "processes": 0,
+    # versioned artifact models and their one reader/writer
+    "artifacts": 1,
+    # pure statistics
+    "stats": 2,
+    # run configuration
+    "config": 3,
+    # plugins: benchmarks, servers, data, execution back ends
+    "sources": 4,
+    "benchmarks": 4,
+    "sandbox": 4,
+    "server": 4,
+    "recording": 4,
+    "replay": 4,
+    "speed": 4,
+    "fleet": 4,
+    "samplers": 4,
+    "selftest": 4,
+    # stages a run goes through
+    "evalscope_bridge": 5,
+    # analysis of finished runs
+    "compare": 6,
+    "audit": 6,
+    "plan": 6,
+    # presentation
+    "report": 7,
+    "explore": 7,
+    # orchestration and the command line
+    "run": 8,
+    "cli": 9,
+}
+UNPLACED = max(LAYERS.values()) + 1
+
+
+@dataclass
+class Edge:
+    """``source → target`` with every place that makes it (``path:line``) and whether all are type-only."""
+
+    source: str
+    target: str
+    sites: list[str] = field(default_factory=list)
+    type_only: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "type-only" if self.type_only else "runtime"
+
+
+def _package_of(dotted: str) -> str | None:
+    """``evalpipe.a.b.c`` → ``a``; ``None`` outside evalpipe or for the root package itself."""
+    parts = dotted.split(".")
+    if parts[0] != PACKAGE or len(parts) < 2 or not parts[1]:
+        return None
+    return parts[1]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(tree: ast.AST) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node of ``tree`` with whether it sits in the body of an ``if TYPE_CHECKING:``."""
+    todo: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while todo:
+        node, typing_only = todo.pop()
+        yield node, typing_only
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.append((node.test, typing_only))
+            todo.extend((n, True) for n in node.body)
+            todo.extend((n, typing_only) for n in node.orelse)
+            continue
+        todo.extend((n, typing_only) for n in ast.iter_child_nodes(node))
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _targets(node: ast.AST, module: str, is_pkg: bool) -> list[str]:
+    """The dotted names ``node`` imports (empty for a node that is no import)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = module.split(".") if is_pkg else module.split(".")[:-1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join([*anchor, base] if base else anchor)
+        return [f"{base}.{a.name}" for a in node.names]
+    if isinstance(node, ast.Call) and node.args:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        arg = node.args[0]
+        if name != "import_module":
+            return []
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return [arg.value]
+        if isinstance(arg, ast.JoinedStr) and arg.values:
+            head = arg.values[0]
+            if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                return [head.value]
+    return []
+
+
+@dataclass
+class PackageGraph:
+    packages: list[str]
+    edges: dict[tuple[str, str], Edge]
+
+    def successors(self, package: str) -> list[str]:
+        return sorted(t for (s, t) in self.edges if s == package)
+
+    def cycles(self) -> list[list[str]]:
+        """Strongly connected components of more than one package (Tarjan), each sorted, biggest first."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        on_stack: set[str] = set()
+        out: list[list[str]] = []
+
+        def visit(v: str) -> None:
+            index[v] = low[v] = len(index)
+            stack.append(v)
+            on_stack.add(v)
+            for w in self.successors(v):
+                if w not in index:
+                    visit(w)
+                    low[v] = min(low[v], low[w])
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if low[v] == index[v]:
+                component: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+
+        for v in self.packages:
+            if v not in index:
+                visit(v)
+        return sorted(out, key=lambda c: (-len(c), c))
+
+    def closing_edges(self) -> list[Edge]:
+        """The edges inside a cycle that do not go down the layer order: the ones to remove."""
+        out: list[Edge] = []
+        for component in self.cycles():
+            members = set(component)
+            for (s, t), edge in sorted(self.edges.items()):
+                if s in members and t in members and rank(s) <= rank(t):
+                    out.append(edge)
+        return out
+
+    def climbing_edges(self) -> list[Edge]:
+        """Every edge from a lower layer to a higher one, in a cycle or not."""
+        return [e for (s, t), e in sorted(self.edges.items()) if rank(s) < rank(t)]
+
+
+def rank(package: str) -> int:
+    return LAYERS.get(package, UNPLACED)
+
+
+def package_graph(root: Path = ROOT) -> PackageGraph:
+    """The package graph of the package at ``root`` (a directory named ``evalpipe``)."""
+    packages = sorted(
+        p.stem if p.is_file() else p.name
+        for p in root.iterdir()
+        if (p.is_file() and p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()
+    )
+    edges: dict[tuple[str, str], Edge] = {}
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        source = _package_of(module)
+        if source is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, typing_only in _walk(tree):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                dest = _package_of(target)
+                if dest is None or dest == source or dest not in packages:
+                    continue
+                edge = edges.setdefault((source, dest), Edge(source, dest))
+                site = f"{path.relative_to(root.parent).as_posix()}:{getattr(node, 'lineno', 0)}"
+                if site not in edge.sites:
+                    edge.sites.append(site)
+                edge.type_only = edge.type_only and typing_only
+    for edge in edges.values():
+        edge.sites.sort(key=lambda s: (s.rpartition(":")[0], int(s.rpartition(":")[2])))
+    return PackageGraph(packages, dict(sorted(edges.items())))
+
+
+def describe(graph: PackageGraph) -> str:
+    cycles = graph.cycles()
+    lines = [
+        f"packages: {len(graph.packages)}",
+        f"edges: {len(graph.edges)} ({sum(not e.type_only for e in graph.edges.values())} runtime)",
+        f"cycles (SCCs > 1): {len(cycles)}",
+        f"biggest SCC: {max((len(c) for c in cycles), default=0)}",
+        "",
+        "graph (package [layer] → imports):",
+    ]
+    for p in graph.packages:
+        lines.append(f"  {p} [{rank(p)}] → {', '.join(graph.successors(p)) or '-'}")
+    for c in cycles:
+        lines.append("")
+        lines.append(f"cycle of {len(c)}: {', '.join(c)}")
+    closing = graph.closing_edges()
+    if closing:
+        lines.append("")
+        lines.append("edges closing them (not going down the layers):")
+        for e in closing:
+            lines.append(f"  {e.source} → {e.target} ({e.kind}): {', '.join(e.sites)}")
+    unplaced = [p for p in graph.packages if p not in LAYERS]
+    if unplaced:
+        lines.append("")
+        lines.append(f"packages without a layer: {', '.join(unplaced)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    print(describe(package_graph()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
