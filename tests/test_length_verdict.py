@@ -122,3 +122,24 @@ def test_the_placement_grid_counts_each_cell_and_marks_where_the_candidate_lost(
         "| 1024 | 0/2 of 2 ▼2 | 0/0 of 1 |",
     ]
     assert placement_grid_lines(SimpleNamespace(benchmark="gsm8k", by_placement=[]), "a", "b") == []  # type: ignore[arg-type]
+
+
+def test_the_explorer_stats_carry_the_placement_grid() -> None:
+    """The explorer's statistics panel gets a generated block's grid as compare.json holds it (its JS draws it,
+    the ▼ cells marked); other blocks carry none."""
+    from evalpipe.artifacts.schema.compare import PairedBenchmark, PlacementCell
+    from evalpipe.explore.build import _stats
+
+    cell = PlacementCell(
+        length=512, placement="page_before", n_pairs=2, a_correct=1, b_correct=2, a_only=0, b_only=1
+    )
+    fields = dict(
+        benchmark="kv_probe", n_pairs=2, a_only=0, b_only=1, paired_p=None, mcnemar_p=1.0, paired_test=None,
+        paired_ci_low=None, paired_ci_high=None, diff_ci_low=-0.5, diff_ci_high=0.0, mde_pts=None,
+        non_inferiority=None, operating=None, aa_sentence=None, aa_discordant=None, line="kv_probe: -50 pts",
+    )  # fmt: skip
+    stats = _stats(PairedBenchmark.model_construct(**fields, by_placement=[cell]))
+    assert stats.placement_grid == [cell]
+    assert "placement_grid" in stats.model_dump(exclude_none=True)
+    plain = _stats(PairedBenchmark.model_construct(**fields, by_placement=[]))
+    assert "placement_grid" not in plain.model_dump_json()  # written only for generated benchmarks

@@ -117,6 +117,7 @@ def _stats(b: PairedBenchmark) -> BlockStats:
         aa=b.aa_sentence,
         aa_flips=b.aa_discordant.discordant if b.aa_discordant is not None else None,
         line=b.line,
+        placement_grid=b.by_placement,
     )
 
 

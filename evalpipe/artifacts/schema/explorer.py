@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.compare import PlacementCell
 from evalpipe.artifacts.schema.reviews import FlipKind
 
 
@@ -159,6 +160,11 @@ class BlockStats(Row):
     aa: str | None = Field(description="The A/A noise in words.")
     aa_flips: int | None
     line: str
+    placement_grid: list[PlacementCell] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="A generated benchmark's length × placement cells (compare.json by_placement).",
+    )
 
 
 class ArmInfo(Row):

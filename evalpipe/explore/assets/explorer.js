@@ -358,6 +358,23 @@
     s.addEventListener("change", () => { state[name] = s.value; state.key = ""; applyFilters(); });
     return s;
   }
+  // a generated benchmark's length x placement grid: test/control correct of n, the flips marked
+  function placementGrid(b) {
+    const cells = b.placement_grid;
+    const places = [...new Set(cells.map((c) => c.placement))];
+    const lengths = [...new Set(cells.map((c) => c.length))].sort((x, y) => x - y);
+    const at = {};
+    for (const c of cells) at[c.length + "/" + c.placement] = c;
+    const cell = (length, place) => {
+      const c = at[length + "/" + place];
+      if (!c) return el("td", {class: "dim", text: "–"});
+      return el("td", {class: c.b_only ? "grid-lost" : c.a_only ? "grid-gained" : null, title: c.a_correct + " of " + c.n_pairs + " right in " + DATA.arms[DATA.arms.length - 1].label + ", " + c.b_correct + " in " + DATA.arms[0].label},
+        c.a_correct + "/" + c.b_correct + " of " + c.n_pairs, c.b_only ? el("span", {class: "bad-text", text: " ▼" + c.b_only}) : null, c.a_only ? el("span", {text: " ▲" + c.a_only}) : null);
+    };
+    return el("details", {open: true, class: "grid"}, el("summary", {text: b.block + ": by context length and where the evidence sat (▼ the test arm lost what the control found)"}),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "length"}), places.map((p) => el("th", {text: p})))),
+        el("tbody", {}, lengths.map((n) => el("tr", {}, el("td", {text: fmt(n)}), places.map((p) => cell(n, p)))))));
+  }
   function statsPanel() {
     const box = el("section", {class: "stats"});
     if (!PAIRED) {
@@ -373,6 +390,7 @@
       const lines = [b.non_inferiority ? "non-inferiority: " + b.non_inferiority : null, b.operating, b.aa].filter(Boolean);
       if (lines.length) box.append(el("p", {class: "dim"}, el("strong", {text: b.block + ": "}), lines.join(" · ")));
     }
+    for (const b of DATA.stats) if (b.placement_grid && b.placement_grid.length) box.append(placementGrid(b));
     const counts = {};
     for (const s of DATA.samples) {
       const k = s.benchmark + " / " + s.stratum;
