@@ -260,3 +260,20 @@ def test_the_evidence_is_marked_in_a_real_browser(capped) -> None:
         ), marks
         assert not opened.errors and not opened.dialogs
         opened.close()
+
+
+def test_the_report_shows_each_length_by_evidence_placement(capped) -> None:
+    """summary.json carries the probe's correct / n per (length, placement) — every manifest entry in its cell,
+    a dropped one counted wrong — and report.md/.html show the grid."""
+    from evalpipe.artifacts.schema.summary import Summary
+
+    result, _ = capped
+    run = result.rundir.root
+    summary = read_model(run / "summary.json", Summary)
+    (probe,) = [b for b in summary.benchmarks if b.benchmark == "kv_probe"]
+    cells = {(c.length, c.placement): (c.correct, c.n) for c in probe.by_placement}
+    assert set(cells) == {(n, p) for n in (256, 512, 1024) for p in ("d10", "d90")}
+    assert all(cells[(256, p)] == (2, 2) for p in ("d10", "d90"))  # the answer key answers what was sent
+    assert all(cells[(n, p)] == (0, 2) for n in (512, 1024) for p in ("d10", "d90"))  # dropped: counted wrong
+    for name in ("report.md", "report.html"):
+        assert "by context length and evidence placement" in (run / name).read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ from evalpipe.artifacts.schema.summary import (
     Interval,
     LengthStats,
     LengthStratumResult,
+    PlacementResult,
     ReasoningLength,
     RepeatsResult,
     StratifiedEstimate,
@@ -65,6 +66,27 @@ def length_results(
             )
         )
     return out
+
+
+def placement_results(
+    entries: list[ManifestEntry], rows: dict[SampleKey, OutcomeRow]
+) -> list[PlacementResult]:
+    """A generated benchmark's correct / n per (length, placement) cell; [] unless every entry was generated."""
+    if not entries or any(e.generated is None for e in entries):
+        return []
+    cells: dict[tuple[int, str], list[ManifestEntry]] = {}
+    for e in entries:
+        assert e.generated is not None
+        cells.setdefault((e.generated.length, e.generated.placement), []).append(e)
+    return [
+        PlacementResult(
+            length=length,
+            placement=placement,
+            n=len(es),
+            correct=sum(1 for e in es if is_correct(rows.get((e.benchmark, e.source_id)))),
+        )
+        for (length, placement), es in sorted(cells.items(), key=lambda kv: kv[0][0])
+    ]
 
 
 def strata_results(
@@ -279,6 +301,7 @@ def benchmark_results(
                 strata=strata,
                 secondary=spec.secondary_metrics(found) if spec else [],
                 by_length=length_results(name, sampling, entries, rows),
+                by_placement=placement_results(entries, rows),
                 failures=failure_counts(entries, rows),
                 max_tokens=budget,
                 requests=request_audit(entries, linkage, name, inputs.attempts_torn),

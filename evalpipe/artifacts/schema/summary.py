@@ -129,6 +129,16 @@ class LengthStratumResult(Row):
     interval: Interval | None
 
 
+class PlacementResult(Row):
+    """A generated benchmark's items of one context length whose evidence sat at one placement (the KV-cache
+    probe): how many the run answered correctly."""
+
+    length: int
+    placement: str = Field(description="dNN (depth in percent), page_before, page_after or beyond_top_k.")
+    n: int
+    correct: int
+
+
 class FailureCount(Row):
     label: str = Field(description="failure_class, or failure_class:ExceptionType for runtime errors.")
     failure_class: str
@@ -273,6 +283,12 @@ class BenchmarkResult(Row):
     by_length: list[LengthStratumResult] = Field(
         default_factory=list,
         description="Score by context-length bucket, shortest first (benchmarks with a length stratum only).",
+    )
+    by_placement: list[PlacementResult] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="A generated benchmark's correct / n by context length and evidence placement, lengths "
+        "ascending, placements as first met (written only for generated benchmarks).",
     )
     failures: list[FailureCount]
     max_tokens: int | None = Field(description="Output-token budget (config, else the request log).")

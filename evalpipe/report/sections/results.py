@@ -3,6 +3,8 @@ per-context-length view of benchmarks sampled by length."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from evalpipe.artifacts.schema.summary import BenchmarkResult, Summary
 from evalpipe.report.blocks import Block, C, Heading, Inline, Paragraph, T, Table
 from evalpipe.report.prose import ci_text, pct, rate
@@ -84,6 +86,21 @@ def _length_table(b: BenchmarkResult) -> Table:
     )
 
 
+def _placement_table(b: BenchmarkResult) -> Table:
+    places = list(dict.fromkeys(c.placement for c in b.by_placement))
+    lengths = sorted({c.length for c in b.by_placement})
+    cell = {(c.length, c.placement): c for c in b.by_placement}
+
+    def shown(length: int, place: str) -> str:
+        c = cell.get((length, place))
+        return "–" if c is None else f"{c.correct}/{c.n}"
+
+    rows: list[list[Inline]] = [[[T(str(n))], *[[T(shown(n, p))] for p in places]] for n in lengths]
+    right: Literal["left", "right"] = "right"
+    align: list[Literal["left", "right"]] = ["left", *[right] * len(places)]
+    return Table(headers=["Context length", *places], rows=rows, align=align)
+
+
 def results_section(summary: Summary) -> list[Block]:
     headers = results_headers(summary)
     speed = _speed_input(summary)
@@ -136,4 +153,18 @@ def results_section(summary: Summary) -> list[Block]:
                 )
             )
             blocks.append(_length_table(b))
+        if b.by_placement:
+            blocks.append(Heading(3, f"{b.display_name} by context length and evidence placement"))
+            blocks.append(
+                Paragraph(
+                    [
+                        T(
+                            "Correct / items at each context length (rows) with the evidence at each placement "
+                            "(columns: a depth in percent, one token before or on a KV page edge, beyond the sparse "
+                            "indexer's window). Paired runs: compare.md and the explorer mark the flips per cell."
+                        )
+                    ]
+                )
+            )
+            blocks.append(_placement_table(b))
     return blocks
