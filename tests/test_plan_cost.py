@@ -178,7 +178,13 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
 
     from evalpipe.artifacts import write_model
     from evalpipe.artifacts.schema.provenance import GpuInfo, Provenance
-    from evalpipe.artifacts.schema.speed import ClientInfo, RoundRecord, SpeedArtifact, WorkloadRounds
+    from evalpipe.artifacts.schema.speed import (
+        ClientInfo,
+        LatencyStats,
+        RoundRecord,
+        SpeedArtifact,
+        WorkloadRounds,
+    )
     from evalpipe.config.speed import SpeedConfig, SpeedWorkload
     from evalpipe.speed.run import SPEED_JSON
 
@@ -198,9 +204,11 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
             requested=4,
             completed=4 if i < 2 else 0,
             output_throughput=tput,
+            input_tokens=128 if i < 2 else None,
+            ttft_ms=LatencyStats(median=ttft),
             percentile_method="nearest-rank",
         )
-        for i, tput in enumerate([1000.0, 1400.0, 50.0])
+        for i, (tput, ttft) in enumerate([(1000.0, 100.0), (1400.0, 200.0), (50.0, 5.0)])
     ]
     workload = SpeedWorkload(input_len=32, output_len=16, concurrency=1)
     speed = SpeedArtifact(
@@ -237,6 +245,14 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
     assert current.gpu_hours_worst == pytest.approx(current.worst_tokens / 300.0 / 3600.0)
     text = "\n".join(plan_lines(plan))
     assert f"{current.gpu_hours_expected:.3g} GPU-hours expected" in text and "  GPU time: " in text
+    # the prefill's rate: concurrency 1 × 32 prompt tokens per request / median TTFT (0.1 s, 0.2 s) = 320 and
+    # 160 tokens/s, their mean over 4 GPUs; the timed-out round is not averaged in
+    assert cost.prefill_per_gpu_s == pytest.approx(240.0 / 4)
+    assert cost.prefill_basis is not None and "60 prompt tokens/s per GPU of prefill" in cost.prefill_basis
+    assert "  GPU time of the prefill: " in text
+    assert cost.input_per_sample == 200  # the run's mean prompt
+    prompt = 200 * current.n * current.repeats * plan.arms
+    assert f"{prompt / 60.0 / 3600.0:.3g} GPU-hours of prefill beside" in text
 
 
 def test_the_operating_characteristic_under_the_discordance_a_paired_run_measured(tmp_path: Path) -> None:

@@ -106,6 +106,10 @@ class TokenCost:
     #: ``provenance.json``): the designs' GPU-hours; None without one.
     tokens_per_gpu_s: float | None = None
     rate_basis: str | None = None
+    #: Prompt tokens per second per GPU the serving benchmark's time to first token implies (prefill); None
+    #: without one.
+    prefill_per_gpu_s: float | None = None
+    prefill_basis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class BenchmarkPlan:
     cost: TokenCost | None = None
     designs: list[Design] = field(default_factory=list)
     cochran: RepeatsChoice | None = None
+    arms: int = 1  # the config's variants: every arm sends every prompt
 
 
 def _rows(run: Path) -> dict[tuple[str, str], OutcomeRow]:
@@ -264,6 +269,7 @@ def token_cost(
         basis += f" ({r_mean:.0f} of them reasoning)"
     basis += f" over {len(found)} samples of {source} (worst case: the {budget}-token budget)"
     rate, rate_basis = decode_rate(source)
+    prefill, prefill_basis = prefill_rate(source)
     return TokenCost(
         output_per_attempt=out,
         reasoning_per_attempt=r_mean,
@@ -273,6 +279,43 @@ def token_cost(
         basis=basis,
         tokens_per_gpu_s=rate,
         rate_basis=rate_basis,
+        prefill_per_gpu_s=prefill,
+        prefill_basis=prefill_basis,
+    )
+
+
+def prefill_rate(run: Path) -> tuple[float | None, str | None]:
+    """Prompt tokens per second per GPU that ``run``'s serving benchmark implies for the prefill: per completed
+    round, the workload's concurrency × its mean prompt per request over the median time to first token (the
+    requests in flight prefill together), averaged over rounds, over the GPUs ``provenance.json`` recorded.
+    An estimate of the same kind as ``decode_rate``'s: a first token also waits for a slot and for the decode
+    steps of the requests in flight, so the prefill rate it gives is a lower bound and the GPU time an upper
+    one.  ``(None, why)`` when it cannot be derived, ``(None, None)`` without a speed benchmark."""
+    from evalpipe.artifacts.schema.provenance import Provenance
+    from evalpipe.speed.run import SPEED_JSON, read_speed
+
+    path = Path(run) / SPEED_JSON
+    if not path.is_file():
+        return None, None
+    speed = read_speed(path)
+    rates = [
+        w.workload.concurrency * (r.input_tokens / r.completed) / (r.ttft_ms.median / 1000.0)
+        for w in speed.workloads
+        for r in w.rounds
+        if not r.timed_out and r.completed and r.input_tokens and r.ttft_ms.median
+    ]
+    if not rates:
+        return None, f"{path} holds no completed round with prompt tokens and a time to first token: no prefill rate"
+    prov = RunDir(run).provenance
+    gpus = len(read_model(prov, Provenance).gpus) if prov.is_file() else 0
+    mean = sum(rates) / len(rates)
+    if gpus == 0:
+        return None, f"{mean:.0f} prompt tokens/s of prefill implied by {path}, but no GPU recorded: no GPU-hours"
+    per_gpu = mean / gpus
+    return per_gpu, (
+        f"{per_gpu:.0f} prompt tokens/s per GPU of prefill ({mean:.0f} over {gpus} GPU(s): concurrency × prompt "
+        f"tokens per request / median time to first token, the mean of {len(rates)} speed round(s) of {path}; a "
+        "lower bound on the rate, the first token also waits for the decode of the requests in flight)"
     )
 
 
@@ -441,6 +484,7 @@ def plan_benchmark(
         population_basis=block.basis,
         cost=cost,
         designs=designs,
+        arms=arms,
         cochran=cochran,
     )
 
