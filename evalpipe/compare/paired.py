@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
 from evalpipe.artifacts.schema.compare import (
@@ -48,6 +48,10 @@ from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.samplers.extend import entry_generations
 from evalpipe.stats.intervals import wilson_interval
 from evalpipe.stats.unit_scores import arm_scores, arm_value
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261202
@@ -204,6 +208,32 @@ SEQUENCE_ORDER = (
 )
 
 
+def ordered_units(
+    keys: list[tuple[str, str, str]],
+    oa: Outcomes,
+    ob: Outcomes,
+    seed: int,
+    generations: Mapping[tuple[str, str], int] | None,
+    *,
+    block_ordered: bool = True,
+) -> tuple[list[tuple[str, str, str]], NDArray[np.float64], NDArray[np.float64]]:
+    """The block's units in the order the rule judges them (``evalpipe.hashing.block_order``; ``keys``' own
+    order when ``block_ordered`` is off: the fixed look, which no order changes) and each unit's test and control
+    value by the paired rule of ``evalpipe.stats.unit_scores`` (the in-run stop's): no answer never counts for
+    the test arm.  One place for the sequential fields and the gate."""
+    import numpy as np
+
+    by_unit = {k[:2]: k for k in keys}
+    ordered = [by_unit[u] for u in block_order(seed, by_unit, generations)] if block_ordered else list(keys)
+    test = np.array(
+        [arm_value(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in ordered], dtype=float
+    )
+    control = np.array(
+        [arm_value(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in ordered], dtype=float
+    )
+    return ordered, test, control
+
+
 def sequential_fields(
     keys: list[tuple[str, str, str]],
     oa: Outcomes,
@@ -230,7 +260,6 @@ def sequential_fields(
     unit's bet is tuned to its generation's plan (``planned_n_per_unit`` over ``plan_sizes``, the units per
     generation of the plan; default: of ``keys``), so the e-process continues the old run's.  Unit values by
     the paired rule of ``evalpipe.stats.unit_scores``, the one the in-run stop applies."""
-    import numpy as np
 
     from evalpipe.report.sentences import sequential_sentence
     from evalpipe.stats.sequential import PlannedN, planned_n_per_unit, sequential_decision, sequential_path
@@ -238,15 +267,15 @@ def sequential_fields(
     if not keys:
         return {}
     by_unit = {k[:2]: k for k in keys}
-    ordered = [by_unit[u] for u in block_order(seed, by_unit, generations)]
-    test = np.array([arm_value(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in ordered])
-    control = np.array([arm_value(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in ordered])
+    ordered, test, control = ordered_units(keys, oa, ob, seed, generations)
     n = planned if planned is not None else len(ordered)
     sizes = plan_sizes if plan_sizes is not None else generation_sizes(by_unit, generations)
     plan: PlannedN = planned_n_per_unit(sizes) if len(sizes) > 1 else n
     cap = math.ceil(config.cap_factor * n)
     decision = sequential_decision(test - control, margin_pts, config.eprocess_alpha, cap=cap, planned_n=plan)
-    path = sequential_path(test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=plan)
+    path = sequential_path(
+        test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=plan
+    )
     rows = [o.get((b, sid)) for o in (oa, ob) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
     tokens = [
@@ -341,15 +370,15 @@ def gate_fields(
 
     if not keys:
         return {}
-    import numpy as np
 
     by_unit = {k[:2]: k for k in keys}
     seed = sequential[1] if sequential is not None else 0
-    ordered = [by_unit[u] for u in block_order(seed, by_unit, generations)] if sequential is not None else keys
-    # the paired rule of evalpipe.stats.unit_scores (the in-run stop's): no answer never counts for the test
-    test = np.array([arm_value(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in ordered])
-    control = np.array([arm_value(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in ordered])
-    repeats = max((len(attempt_states(o.get((b, sid)))) for o in (oa, ob) for b, sid, _ in ordered), default=1)
+    ordered, test, control = ordered_units(
+        keys, oa, ob, seed, generations, block_ordered=sequential is not None
+    )
+    repeats = max(
+        (len(attempt_states(o.get((b, sid)))) for o in (oa, ob) for b, sid, _ in ordered), default=1
+    )
     sizes = plan_sizes if plan_sizes is not None else generation_sizes(by_unit, generations)
     extended = sequential is not None and len(sizes) > 1
     planned_n: int | list[int] | None = None
@@ -358,10 +387,14 @@ def gate_fields(
     else:
         config = sequential[0]
         design = GateDesign(len(ordered), margin_pts, config.alpha, config.sequential_share, repeats)
-        planned_n = planned_n_per_unit(sizes) if extended else (planned if planned is not None else len(ordered))
+        planned_n = (
+            planned_n_per_unit(sizes) if extended else (planned if planned is not None else len(ordered))
+        )
     seq = fields.get("sequential")
     bounds = (seq.cs_low, seq.cs_high) if isinstance(seq, SequentialResult) else None
-    verdict = gate_verdict(test - control, design, planned_n=planned_n, extended=extended, sequence_bounds=bounds)
+    verdict = gate_verdict(
+        test - control, design, planned_n=planned_n, extended=extended, sequence_bounds=bounds
+    )
     result = NonInferiorityResult(
         margin_pts=margin_pts,
         lower_bound_pts=verdict.lower_bound_pts,
@@ -705,7 +738,9 @@ def compare_runs(
                 for length, bucket_of in buckets
             ]
             paired.length_verdict = length_verdict(block.benchmark, paired.by_length)
-        generated = {(e.benchmark, e.source_id): e.generated for e in ma.entries if e.benchmark == block.benchmark}
+        generated = {
+            (e.benchmark, e.source_id): e.generated for e in ma.entries if e.benchmark == block.benchmark
+        }
         if keys and all(g is not None for g in generated.values()):
             paired.by_placement = placement_grid(
                 keys, generated, lambda name, cell: paired_block(name, only_sent(cell), None)
