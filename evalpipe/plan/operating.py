@@ -25,10 +25,17 @@ The sign-off passes only when every gated block passes; blocks are independent s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalpipe.config.models import RunConfig
 from evalpipe.stats.operating import GateDesign, PassProbability, pass_probability
+
+if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.samplers.mde_plan import PlanInput
 
 #: Simulated paths per point of a sequential design in ``evalpipe plan`` (Monte-Carlo SE ≤ 0.008).
 PLAN_PATHS = 4000
@@ -65,9 +72,7 @@ class DesignRow:
     input_together: float | None = None
 
 
-def block_designs(
-    cfg: RunConfig, block: str, n: int, repeats: int
-) -> list[tuple[str, GateDesign]]:
+def block_designs(cfg: RunConfig, block: str, n: int, repeats: int) -> list[tuple[str, GateDesign]]:
     """The fixed design and (when the config has one) the sequential design of a gated block."""
     margin = cfg.gates.points_for("non_inferiority_margin_pts", block)
     assert margin is not None
@@ -75,7 +80,12 @@ def block_designs(
     alpha = seq.alpha if seq is not None else 0.025
     out = [("fixed", GateDesign(n, margin, alpha, None, repeats))]
     if seq is not None:
-        out.append((f"sequential (share {seq.sequential_share:g})", GateDesign(n, margin, alpha, seq.sequential_share, repeats)))
+        out.append(
+            (
+                f"sequential (share {seq.sequential_share:g})",
+                GateDesign(n, margin, alpha, seq.sequential_share, repeats),
+            )
+        )
     return out
 
 
@@ -201,32 +211,45 @@ def signoff_lines(rows: list[DesignRow]) -> list[str]:
 
 
 def discordance_cases(
-    cfg: RunConfig, block: str, measured_noise: float | None, measured_source: str | None, accuracy: float | None
+    cfg: RunConfig,
+    block: str,
+    measured_noise: float | None,
+    measured_source: str | None,
+    accuracy: float | None,
 ) -> list[DiscordanceCase]:
     """The discordances a block is evaluated under (module docstring): measured on RUN, the config's argued
     assumption, and 2p(1 − p) at the assumed (or measured) accuracy."""
     out = []
     if measured_noise is not None:
-        out.append(DiscordanceCase(f"measured {measured_source}", measured_noise, f"measured on RUN ({measured_source})"))
+        out.append(
+            DiscordanceCase(
+                f"measured {measured_source}", measured_noise, f"measured on RUN ({measured_source})"
+            )
+        )
     assumption = cfg.design.get(block)
     if assumption is not None:
         out.append(DiscordanceCase("argued", assumption.discordance, assumption.basis))
     p = accuracy if accuracy is not None else (assumption.accuracy if assumption is not None else 0.5)
-    out.append(DiscordanceCase("2p(1-p)", 2 * p * (1 - p), f"2p(1-p) at accuracy {p:.3f}: runs agreeing no more than chance"))
+    out.append(
+        DiscordanceCase(
+            "2p(1-p)", 2 * p * (1 - p), f"2p(1-p) at accuracy {p:.3f}: runs agreeing no more than chance"
+        )
+    )
     return out
 
 
-def plan_operating_lines(cfg: RunConfig, inputs: list[object], manifest: object, run: object) -> list[str]:
-    """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring)."""
-    from pathlib import Path
-
-    from evalpipe.artifacts.schema.manifest import Manifest
+def plan_operating_lines(
+    cfg: RunConfig, inputs: Sequence[PlanInput | str], manifest: Manifest | None, run: Path | None
+) -> list[str]:
+    """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring);
+    ``inputs`` are ``plan_inputs``' (a ``str``: a benchmark that cannot be planned, skipped here)."""
     from evalpipe.samplers.mde_plan import PlanInput, measured, token_cost
 
     gated = {
         x.benchmark: x
         for x in inputs
-        if isinstance(x, PlanInput) and cfg.gates.points_for("non_inferiority_margin_pts", x.benchmark) is not None
+        if isinstance(x, PlanInput)
+        and cfg.gates.points_for("non_inferiority_margin_pts", x.benchmark) is not None
     }
     if not gated:
         return []
@@ -243,11 +266,14 @@ def plan_operating_lines(cfg: RunConfig, inputs: list[object], manifest: object,
         noise_value: float | None = None
         source: str | None = None
         accuracy: float | None = None
-        if run is not None and isinstance(manifest, Manifest):
-            noise, accuracy, _ = measured(Path(str(run)), manifest, name, block.members)
+        if run is not None and manifest is not None:
+            noise, accuracy, _ = measured(run, manifest, name, block.members)
             if noise is not None:
-                noise_value, source = noise.second_moment(k), noise.source.upper().replace("AA", "A/A").replace("AB", "A/B")
-        cost = token_cost(cfg, Path(str(run)) if run is not None else None, manifest if isinstance(manifest, Manifest) else None, name, block.members)
+                noise_value, source = (
+                    noise.second_moment(k),
+                    noise.source.upper().replace("AA", "A/A").replace("AB", "A/B"),
+                )
+        cost = token_cost(cfg, run, manifest, name, block.members)
         cases = discordance_cases(cfg, name, noise_value, source, accuracy)
         drop = cfg.gates.must_catch_drop_pts.get(name)
         margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
