@@ -32,7 +32,9 @@ UNREADABLE = "<unreadable>"
 #: Modules calling ``import_module`` with a target that is not in the source, each with why the target is
 #: never an evalpipe module (``test_non_literal_import_targets_are_outside_evalpipe`` checks the registry).
 NON_LITERAL_IMPORTS = {
-    "evalpipe.benchmarks": "EVALPIPE_BENCHMARK_MODULES: benchmark modules outside evalpipe",
+    "evalpipe.benchmarks": "EVALPIPE_BENCHMARK_MODULES and evalpipe.benchmarks entry points: benchmark modules "
+    "outside evalpipe",
+    "evalpipe.server.kinds.registry": "evalpipe.server_kinds entry points: server-kind modules outside evalpipe",
     "evalpipe.benchmarks.base": "Benchmark.meta.evalscope_module: the EvalScope adapter module a benchmark names",
     "evalpipe.evalscope_bridge.patches": "Benchmark.meta.nltk_module: EvalScope's module holding the NLTK check",
 }

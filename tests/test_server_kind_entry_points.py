@@ -1,0 +1,80 @@
+"""An installed package adds a server kind without editing evalpipe: its ``evalpipe.server_kinds`` entry point
+(a ``.dist-info`` with ``entry_points.txt`` on the path, as pip installs it) names a module declaring ``KIND``;
+the config's ``server.kind`` accepts the name and the registry hands the pipeline that kind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PLUGIN = '''
+from typing import ClassVar
+
+from evalpipe.server.kinds.command import CommandKind
+
+
+class ContainerKind(CommandKind):
+    """A kind of its own: the command kind's launch, under another name (what a site's wrapper would be)."""
+
+    name: ClassVar[str] = "{name}"
+
+
+KIND = ContainerKind()
+'''
+
+
+def _installed(site: Path, entry: str, name: str = "container") -> dict[str, str]:
+    site.mkdir()
+    (site / "container_kind.py").write_text(PLUGIN.format(name=name), encoding="utf-8")
+    info = site / "container_kind-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: container-kind\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[evalpipe.server_kinds]\n{entry}\n")
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def _python(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_an_installed_kind_is_registered_and_the_config_accepts_it(tmp_path: Path) -> None:
+    env = _installed(tmp_path / "site", "container = container_kind")
+    done = _python(
+        env,
+        "from evalpipe.server.kinds.registry import kinds, server_kind\n"
+        "from evalpipe.config.models import ServerConfig\n"
+        "names = [k.name for k in kinds()]\n"
+        "assert names == ['sglang', 'answer_key', 'endpoint', 'replay', 'command', 'router', 'container'], names\n"
+        "server = ServerConfig.model_validate({'kind': 'container', 'command': ['srv', '--port', '{port}']})\n"
+        "print(server.kind, type(server_kind(server.kind)).__name__)\n"
+        "try:\n"
+        "    ServerConfig.model_validate({'kind': 'container'})\n"
+        "except ValueError as exc:\n"
+        "    print('refused:', 'command' in str(exc))\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["container ContainerKind", "refused: True"]  # its own config check
+
+
+@pytest.mark.parametrize(
+    ("entry", "name", "message"),
+    [
+        ("command = container_kind", "command", "'command' is a built-in server kind"),
+        ("container = container_kind:KIND", "container", "the value must be the module declaring KIND"),
+        ("container = container_kind", "other", "must declare KIND, a Kind named 'container'"),
+        ("container = not_there.kind", "container", "module 'not_there.kind' not found"),
+    ],
+)
+def test_a_malformed_kind_entry_point_is_one_line_naming_it(
+    tmp_path: Path, entry: str, name: str, message: str
+) -> None:
+    env = _installed(tmp_path / "site", entry, name)
+    done = _python(env, "import evalpipe.server.kinds.registry")
+    assert done.returncode != 0
+    assert "entry point evalpipe.server_kinds:" in done.stderr and "container-kind" in done.stderr
+    assert message in done.stderr
