@@ -111,3 +111,23 @@ def test_upgrade_does_not_mutate_its_input(tmp_path: Path) -> None:
     raw = {"schema_version": 1, "benchmarks": []}
     out = upgrade(tmp_path / "compare.json", raw, "CompareResult", 4)
     assert out["schema_version"] == 4 and raw["schema_version"] == 1
+
+
+def test_summary_v2_speed_seed_workload_is_read_as_lead_workload(tmp_path: Path) -> None:
+    """Summary v3 renamed ``speed.seed_workload`` ('seed' meant the random seed everywhere else): a v2 file's
+    value moves to ``lead_workload``; a summary without a speed part is unchanged but for its version."""
+    raw = {
+        "schema_version": 2,
+        "run_id": "r",
+        "speed": {"variant": "a", "seed_workload": "in128", "rows": []},
+    }
+    lifted = upgrade(tmp_path / "summary.json", raw, "Summary", 3)
+    assert (
+        lifted["speed"] == {"variant": "a", "lead_workload": "in128", "rows": []}
+        and lifted["schema_version"] == 3
+    )
+    assert raw["speed"]["seed_workload"] == "in128"  # the parsed input is not mutated
+    assert upgrade(tmp_path / "s.json", {"schema_version": 2, "speed": None}, "Summary", 3) == {
+        "schema_version": 3,
+        "speed": None,
+    }

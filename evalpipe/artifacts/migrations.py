@@ -76,12 +76,27 @@ STEPS: tuple[Step, ...] = (
         "None/empty: v1 had no explorer, no review export, no --no-speed and no fleet watch.",
     ),
     Step(
+        "Summary",
+        2,
+        "v3: speed.seed_workload renamed lead_workload (the workload whose throughput fills the results table: "
+        "'seed' meant the random seed elsewhere). The value moves unchanged.",
+        lift=lambda raw: _renamed_speed_workload(raw),
+    ),
+    Step(
         "FleetRecord",
         1,
         "v2 (fd21561): the watch during the evaluation (events, earlier_events, watch_interval_s). Empty/None: "
         "v1 took the start and end snapshots only.",
     ),
 )
+
+def _renamed_speed_workload(raw: Raw) -> Raw:
+    speed = raw.get("speed")
+    if isinstance(speed, dict) and "seed_workload" in speed:
+        speed = {("lead_workload" if k == "seed_workload" else k): v for k, v in speed.items()}
+        return {**raw, "speed": speed}
+    return raw
+
 
 #: (model class name, from_version) -> step
 TABLE: dict[tuple[str, int], Step] = {(s.model, s.from_version): s for s in STEPS}

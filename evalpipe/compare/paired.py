@@ -121,7 +121,7 @@ def power_fields(
     confidence: float,
     od: Outcomes | None = None,
 ) -> dict[str, object]:
-    """The issue-18 fields of a block: paired interval and test over every attempt, A/B and A/A
+    """The paired fields of a block: paired interval and test over every attempt, A/B and A/A
     discordance, whether A/B exceeds the A/A noise, the MDE at 80 % power and the non-inferiority verdict;
     with repeats, the attempts' recorded seeds and the samples whose attempts answered alike
     (``evalpipe.compare.seeds``).

@@ -7,7 +7,7 @@ sglang.bench_serving --dataset-name random-ids --random-range-ratio 1 --max-conc
 workloads.  Every round sends the same seeded prompts to every variant (``seed + round``), so the
 variants differ only in the server.
 
-``rounds`` is at least 3 (the issue's floor) and 5 by default: the bootstrap interval over rounds that the
+``rounds`` is at least 3 and 5 by default: the bootstrap interval over rounds that the
 paired comparison reports covers the true ratio only ~76 % of the time at 3 rounds and ~93 % at 5 (seeded
 simulation in ``tests/test_stats_ratio.py``), so fewer rounds give intervals that look surer than they are.
 """

@@ -1,8 +1,7 @@
 """Everything evalpipe knows about SGLang's router (PyPI ``sglang-router``), in one place.
 
 Measured against sglang-router 0.3.2 (``sgl-model-gateway 0.3.2``, rustc 1.92) with logging workers,
-evalpipe's scripted server and its llama.cpp launcher; the commands and payloads are in the project notes
-(issue 19 findings).  When the router is upgraded, this module is the one to re-check:
+evalpipe's scripted server and its llama.cpp launcher.  When the router is upgraded, this module is the one to re-check:
 
 - ``GET /workers`` lists ``{"workers": [{"id", "url", "model_id", "worker_type", "is_healthy", "load",
   "metadata": {...}}, ...], "total", "stats"}``; with ``--dp-aware`` one entry per data-parallel rank,

@@ -15,7 +15,7 @@ show up as a verification mismatch.  The log is teed from file descriptor 2 (the
 directly) to the real stderr, i.e. ``server/server.log``.
 
 ``--llama-server PATH`` puts a ``llama-server`` binary behind the same front instead of xllamacpp's in-process
-server (a CUDA build, where no prebuilt CPU wheel will do: the GPU run of issue 40, ``tools/gpu/``): the
+server (a CUDA build, where no prebuilt CPU wheel will do: the GPU run, ``tools/gpu/``): the
 binary is started on the private port with the same settings as llama.cpp flags (``--n-gpu-layers`` too),
 its log is read line by line for the same context and KV-cache facts, and ``/server_info`` says which binary
 and how many layers it offloaded.

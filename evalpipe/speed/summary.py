@@ -64,6 +64,6 @@ def summarize_speed(artifact: SpeedArtifact, comparison: SpeedComparison | None)
         load_before=artifact.load_before,
         load_after=artifact.load_after,
         rows=rows,
-        seed_workload=rows[0].workload if rows else None,
+        lead_workload=rows[0].workload if rows else None,
         comparison=comparison,
     )

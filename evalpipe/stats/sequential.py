@@ -39,7 +39,7 @@ and WSR's truncation ``c = 1/2`` (``trunc_scale``):
   ``λ⁺_t = λ⁻_t = min(λ_t, c/(1 − m))`` (``c/(1 − m) ≤ c/m`` as ``m ≤ 1/2``).  Each factor pair multiplies to
   ``1 − λ²(X − m)² ≤ 1``, so ``K⁺K⁻ ≤ 1`` and the two cannot both reach ``1/α``.  Tuned to the plan it stops where the fixed-n test would decide, earlier
   when the truth is far from the margin (``perf/bench_sequential.py``: 165 / 426 / 403 mean units at +5 / 0 /
-  −10 points against the issue's 169 / 426 / 400, fixed n 495).
+  −10 points against the design's targets 169 / 426 / 400, fixed n 495).
 * **aGRAPA** (WSR §5.1, "approximate growth rate adaptive to the particular alternative"; confseq
   ``lambda_aKelly``): ``λ_t = (μ̂_{t−1} − m) / (σ̂²_{t−1} + (μ̂_{t−1} − m)²)``, split by sign:
   ``λ⁺_t = min(max(λ_t, 0), c/m)``, ``λ⁻_t = min(max(−λ_t, 0), c/(1 − m))`` — only one side bets at a time.
@@ -60,7 +60,7 @@ predictable, this module follows the paper).  ``P(∃t: Δ ∉ C_t) ≤ α``, so
 (``2C − 1``); should the intersection be empty (probability ≤ α) the interval ``C_t`` at the stop is reported.
 
 **The rule** (``sequential_decision``): after each unit, "non-inferior" at the first ``t`` with
-``K⁺_t ≥ 1/α``, "inferior" at the first with ``K⁻_t ≥ 1/α``; at the cap (the issue's default: 1.5 × the
+``K⁺_t ≥ 1/α``, "inferior" at the first with ``K⁻_t ≥ 1/α``; at the cap (default: 1.5 × the
 fixed-n plan) or when the units run out, "inconclusive".
 
 Everything here is vectorised along the last axis so that simulations pass a (paths × units) array.

@@ -440,7 +440,7 @@ class SpeedSummary(Row):
     load_before: LoadAverage | None
     load_after: LoadAverage | None
     rows: list[SpeedRow]
-    seed_workload: str | None = Field(
+    lead_workload: str | None = Field(
         description="The workload whose input throughput fills the results table's speed-benchmark columns "
         "(the config's first)."
     )
@@ -450,7 +450,7 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 2  # 2: explorer, reviews, speed_not_measured, fleet watch events
+    schema_version: int = 3  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

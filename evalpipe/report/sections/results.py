@@ -29,9 +29,9 @@ def results_headers(summary: Summary) -> list[str]:
 def _speed_input(summary: Summary) -> tuple[str, float | None, float | None] | None:
     """(workload, input tok/s, per GPU) of the seed's workload, when the run has a speed benchmark."""
     sp = summary.speed
-    if sp is None or sp.seed_workload is None:
+    if sp is None or sp.lead_workload is None:
         return None
-    row = next(r for r in sp.rows if r.workload == sp.seed_workload)
+    row = next(r for r in sp.rows if r.workload == sp.lead_workload)
     tp = summary.server.tp_size  # per GPU as for the evaluation traffic: divided by the verified TP size
     per_gpu = row.input_throughput / tp if row.input_throughput is not None and tp else None
     return row.workload, row.input_throughput, per_gpu
