@@ -28,6 +28,10 @@ from pathlib import Path
 
 PACKAGE = "evalpipe"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+sys.path.insert(0, str(ROOT.parent / "tools"))
+
+import layers  # noqa: E402  (tools/layers.py: the Tarjan the package graph uses too)
+
 UNREADABLE = "<unreadable>"
 #: Modules calling ``import_module`` with a target that is not in the source, each with why the target is
 #: never an evalpipe module (``test_non_literal_import_targets_are_outside_evalpipe`` checks the registry).
@@ -146,43 +150,9 @@ def import_graph(
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
-    try:
-        for v in sorted(graph):
-            if v not in index:
-                visit(v)
-    finally:
-        sys.setrecursionlimit(limit)
-    return out
+    """Strongly connected components of more than one module, each sorted (``tools/layers.py``'s Tarjan, the
+    one the package graph uses)."""
+    return layers.strongly_connected(graph, lambda v: graph[v])
 
 
 def _path(graph: dict[str, set[str]], component: list[str]) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,6 +156,49 @@ def _targets(node: ast.AST, module: str, is_pkg: bool) -> list[str]:
     return []
 
 
+def strongly_connected(nodes: Iterable[str], successors: Callable[[str], Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan 1972), each sorted, in discovery order
+    over ``nodes`` sorted: the cycles of an import graph (packages here, modules in
+    ``tests/test_import_graph.py``)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    ordered = sorted(nodes)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(successors(v)):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(ordered) + 100))
+    try:
+        for v in ordered:
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return out
+
+
 @dataclass
 class PackageGraph:
     packages: list[str]
@@ -165,38 +208,8 @@ class PackageGraph:
         return sorted(t for (s, t) in self.edges if s == package)
 
     def cycles(self) -> list[list[str]]:
-        """Strongly connected components of more than one package (Tarjan), each sorted, biggest first."""
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        stack: list[str] = []
-        on_stack: set[str] = set()
-        out: list[list[str]] = []
-
-        def visit(v: str) -> None:
-            index[v] = low[v] = len(index)
-            stack.append(v)
-            on_stack.add(v)
-            for w in self.successors(v):
-                if w not in index:
-                    visit(w)
-                    low[v] = min(low[v], low[w])
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if low[v] == index[v]:
-                component: list[str] = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    component.append(w)
-                    if w == v:
-                        break
-                if len(component) > 1:
-                    out.append(sorted(component))
-
-        for v in self.packages:
-            if v not in index:
-                visit(v)
-        return sorted(out, key=lambda c: (-len(c), c))
+        """Strongly connected components of more than one package, each sorted, biggest first."""
+        return sorted(strongly_connected(self.packages, self.successors), key=lambda c: (-len(c), c))
 
     def closing_edges(self) -> list[Edge]:
         """The edges inside a cycle that do not go down the layer order: the ones to remove."""
