@@ -223,7 +223,7 @@ def _tokens(x: float) -> str:
 
 def main() -> None:
     from evalpipe.config.loader import load_config
-    from evalpipe.samplers.mde_plan import (
+    from evalpipe.plan.mde import (
         BenchmarkPlan,
         PlanInput,
         plan_benchmark,

@@ -101,7 +101,7 @@ def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.config.loader import load_config
-    from evalpipe.samplers.mde_plan import plan_benchmark
+    from evalpipe.plan.mde import plan_benchmark
     from evalpipe.selftest.controls import demo_config_path
 
     root, _, compares = aa_run
@@ -190,7 +190,7 @@ def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
 def test_plan_from_an_aa_only_run_takes_its_noise(aa_only_run) -> None:
     from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.manifest import Manifest
-    from evalpipe.samplers.mde_plan import measured
+    from evalpipe.plan.mde import measured
 
     root, _, _ = aa_only_run
     manifest = read_model(root.manifest, Manifest)

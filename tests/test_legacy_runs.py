@@ -36,7 +36,7 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.models import RunConfig
-from evalpipe.samplers.mde_plan import measured, token_cost
+from evalpipe.plan.mde import measured, token_cost
 
 OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs"
 #: fixture directory -> the versions its files were written at (compare.json, run.json, summary.json)

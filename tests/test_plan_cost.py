@@ -23,9 +23,9 @@ from evalpipe.benchmarks import benchmark
 from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import DataError
+from evalpipe.plan import mde as mde_plan
+from evalpipe.plan.mde import PlanInput, plan_benchmark, token_cost
 from evalpipe.report.plan import plan_lines
-from evalpipe.samplers import mde_plan
-from evalpipe.samplers.mde_plan import PlanInput, plan_benchmark, token_cost
 from evalpipe.sources.load import load_benchmark
 from evalpipe.stats.power import assumed_noise, drop_power
 

@@ -30,7 +30,7 @@ def test_the_sensitive_profile_passes_good_releases_and_fails_22671() -> None:
 
 
 def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
-    from evalpipe.samplers.mde_plan import plan_inputs, pool_input
+    from evalpipe.plan.mde import plan_inputs, pool_input
 
     cfg = load_config(CONFIG)
     inputs, manifest = plan_inputs(cfg, None, None)
@@ -48,7 +48,7 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
 def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
     """The KV probe is counted from its spec without generating it (no tokenizer needed): 4 tasks x 6 placements
     x 2 items x 6 lengths, priced at the mean length it is built to; its cost is prefill, the pool's decode."""
-    from evalpipe.samplers.mde_plan import plan_inputs, pool_input
+    from evalpipe.plan.mde import plan_inputs, pool_input
 
     cfg = load_config(CONFIG)
     inputs, manifest = plan_inputs(cfg, None, None)
@@ -74,8 +74,8 @@ def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
 
 
 def test_the_mde_plan_prices_the_probes_prefill_too() -> None:
+    from evalpipe.plan.mde import plan_benchmark, plan_inputs
     from evalpipe.report.plan import plan_lines
-    from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs
 
     cfg = load_config(CONFIG)
     inputs, _ = plan_inputs(cfg, None, None)

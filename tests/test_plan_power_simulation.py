@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from evalpipe.config.loader import load_config
-from evalpipe.samplers.mde_plan import plan_benchmark, population_only
+from evalpipe.plan.mde import plan_benchmark, population_only
 from evalpipe.stats.power import assumed_noise, drop_power
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_the_pool_at_22671s_drop_and_the_sequential_rule_at_its_margin() -> None
     #22671's AIME scores (95.3 -> 76.7): the fixed test's stated power (0.996) is met; with no drop the
     sequential rule at the 10-point margin stops "non-inferior" most of the time and early, and "inferior" at
     most alpha of the time."""
-    from evalpipe.samplers.mde_plan import pool_input
+    from evalpipe.plan.mde import pool_input
 
     cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
     members = cfg.pools["competition_math"]

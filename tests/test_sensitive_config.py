@@ -88,7 +88,7 @@ def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> 
     design sees both drops with power >= 0.9 (the pool >= 0.99, above the 120 problems without HMMT Feb 2026),
     the old 30 x 4 AIME only half the time (the README's before/after table)."""
     from evalpipe.benchmarks.competition_math import HMMT_POPULATION
-    from evalpipe.samplers.mde_plan import plan_benchmark, pool_input, population_only
+    from evalpipe.plan.mde import plan_benchmark, pool_input, population_only
     from evalpipe.stats.power import assumed_noise, drop_power
 
     cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")

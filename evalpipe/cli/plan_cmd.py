@@ -32,9 +32,9 @@ def plan(
     from evalpipe.cli.console import out as console
     from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
+    from evalpipe.plan.mde import plan_benchmark, plan_inputs, pool_input, write_plan
     from evalpipe.plan.operating import plan_operating_lines
     from evalpipe.report.plan import plan_lines
-    from evalpipe.samplers.mde_plan import plan_benchmark, plan_inputs, pool_input, write_plan
 
     if mde is not None and mde <= 0:
         raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")

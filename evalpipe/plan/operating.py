@@ -35,7 +35,7 @@ from evalpipe.stats.operating import GateDesign, PassProbability, pass_probabili
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.manifest import Manifest
-    from evalpipe.samplers.mde_plan import PlanInput
+    from evalpipe.plan.mde import PlanInput
 
 #: Simulated paths per point of a sequential design in ``evalpipe plan`` (Monte-Carlo SE ≤ 0.008).
 PLAN_PATHS = 4000
@@ -243,7 +243,7 @@ def plan_operating_lines(
 ) -> list[str]:
     """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring);
     ``inputs`` are ``plan_inputs``' (a ``str``: a benchmark that cannot be planned, skipped here)."""
-    from evalpipe.samplers.mde_plan import PlanInput, measured, token_cost
+    from evalpipe.plan.mde import PlanInput, measured, token_cost
 
     gated = {
         x.benchmark: x

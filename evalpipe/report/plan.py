@@ -1,4 +1,4 @@
-"""What ``evalpipe plan`` prints for one benchmark: the plan's numbers (``evalpipe.samplers.mde_plan``) in words.
+"""What ``evalpipe plan`` prints for one benchmark: the plan's numbers (``evalpipe.plan.mde``) in words.
 
 Text is made where it is shown: the planner returns a ``BenchmarkPlan`` and imports no sentence.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
+from evalpipe.plan.mde import BenchmarkPlan
 from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
-from evalpipe.samplers.mde_plan import BenchmarkPlan
 
 
 def prefill_lines(plan: BenchmarkPlan) -> list[str]:

@@ -20,7 +20,7 @@ from evalpipe.artifacts.schema.fleet import FleetEventSummary
 from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
-    from evalpipe.samplers.mde_plan import Design
+    from evalpipe.plan.mde import Design
     from evalpipe.stats.noninferiority import NonInferiority
     from evalpipe.stats.paired import ExcessDiscordance
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
