@@ -126,6 +126,10 @@ class Design:
     tokens_measured: bool
     gpu_hours_expected: float | None = None
     gpu_hours_worst: float | None = None
+    #: Prompt tokens the design prefills (one prompt per attempt, every arm) where a run measured the prompts,
+    #: and their GPU-hours at the speed stage's prefill rate; None where either is not known.
+    prompt_tokens: float | None = None
+    gpu_hours_prefill: float | None = None
 
 
 @dataclass(frozen=True)
@@ -305,12 +309,18 @@ def prefill_rate(run: Path) -> tuple[float | None, str | None]:
         if not r.timed_out and r.completed and r.input_tokens and r.ttft_ms.median
     ]
     if not rates:
-        return None, f"{path} holds no completed round with prompt tokens and a time to first token: no prefill rate"
+        return (
+            None,
+            f"{path} holds no completed round with prompt tokens and a time to first token: no prefill rate",
+        )
     prov = RunDir(run).provenance
     gpus = len(read_model(prov, Provenance).gpus) if prov.is_file() else 0
     mean = sum(rates) / len(rates)
     if gpus == 0:
-        return None, f"{mean:.0f} prompt tokens/s of prefill implied by {path}, but no GPU recorded: no GPU-hours"
+        return (
+            None,
+            f"{mean:.0f} prompt tokens/s of prefill implied by {path}, but no GPU recorded: no GPU-hours",
+        )
     per_gpu = mean / gpus
     return per_gpu, (
         f"{per_gpu:.0f} prompt tokens/s per GPU of prefill ({mean:.0f} over {gpus} GPU(s): concurrency × prompt "
@@ -356,6 +366,7 @@ def decode_rate(run: Path) -> tuple[float | None, str | None]:
 def _design(
     label: str, n: int, k: int, target: float, noise: NoiseModel, arms: int, cost: TokenCost
 ) -> Design:
+    prompt = expected_tokens(n, k, arms, cost.input_per_sample) if cost.input_per_sample is not None else None
     return Design(
         label=label,
         n=n,
@@ -372,6 +383,10 @@ def _design(
         else None,
         gpu_hours_worst=gpu_hours(expected_tokens(n, k, arms, float(cost.budget)), cost.tokens_per_gpu_s)
         if cost.tokens_per_gpu_s
+        else None,
+        prompt_tokens=prompt,
+        gpu_hours_prefill=gpu_hours(prompt, cost.prefill_per_gpu_s)
+        if prompt is not None and cost.prefill_per_gpu_s
         else None,
     )
 

@@ -12,19 +12,18 @@ from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample
 
 
 def prefill_lines(plan: BenchmarkPlan) -> list[str]:
-    """The prefill's GPU time beside the decode's, for each design (prompt tokens: one prompt per attempt, every
-    arm), where a speed stage gave a prefill rate and a run measured the prompts."""
+    """The prefill's GPU time beside the decode's, for each design (``Design.prompt_tokens`` and
+    ``gpu_hours_prefill``), where a speed stage gave a prefill rate and a run measured the prompts."""
     cost = plan.cost
     if cost is None or cost.prefill_basis is None:
         return []
-    if cost.prefill_per_gpu_s is None or cost.input_per_sample is None:
-        return [f"  GPU time of the prefill: {cost.prefill_basis}"]
     out = [f"  GPU time of the prefill: {cost.prefill_basis}"]
     for d in plan.designs:
-        prompt_tokens = cost.input_per_sample * d.n * d.repeats * plan.arms
-        hours = prompt_tokens / cost.prefill_per_gpu_s / 3600.0
+        if d.prompt_tokens is None or d.gpu_hours_prefill is None:
+            continue
         out.append(
-            f"  {d.label}: {prompt_tokens / 1e6:.3g} M prompt (prefill) tokens, {hours:.3g} GPU-hours of prefill"
+            f"  {d.label}: {d.prompt_tokens / 1e6:.3g} M prompt (prefill) tokens, {d.gpu_hours_prefill:.3g} "
+            "GPU-hours of prefill"
             + (f" beside {d.gpu_hours_expected:.3g} of decode" if d.gpu_hours_expected is not None else "")
         )
     return out
@@ -49,7 +48,11 @@ def plan_lines(plan: BenchmarkPlan) -> list[str]:
             )
     if plan.cost is not None:
         prompt = plan.cost.input_per_sample
-        prefill = f"{prompt:.0f} prompt tokens per sample" if prompt is not None else "prompt tokens unknown before a run"
+        prefill = (
+            f"{prompt:.0f} prompt tokens per sample"
+            if prompt is not None
+            else "prompt tokens unknown before a run"
+        )
         out.append(f"  cost: input (prefill) {prefill}; output (decode) {plan.cost.basis}")
         if plan.cost.rate_basis is not None:
             out.append(f"  GPU time: {plan.cost.rate_basis}")

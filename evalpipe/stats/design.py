@@ -73,12 +73,14 @@ def optimal_repeats(
 
 
 def expected_tokens(samples: int, repeats: int, arms: int, tokens_per_attempt: float) -> float:
-    """Output tokens of a design: ``samples × repeats × arms × tokens_per_attempt``."""
+    """Tokens of a design: ``samples × repeats × arms × tokens_per_attempt`` (output tokens, or the prompt
+    tokens every attempt sends)."""
     return float(samples * repeats * arms) * tokens_per_attempt
 
 
 def gpu_hours(tokens: float, output_tokens_per_gpu_s: float) -> float:
-    """GPU-hours a design's output tokens take at a measured decode rate: ``tokens / (rate per GPU) / 3600``.
+    """GPU-hours a design's output tokens take at a measured decode rate: ``tokens / (rate per GPU) / 3600``
+    (its prompt tokens likewise at a prefill rate).
 
     The rate is a serving benchmark's (``speed.json``: output tokens per second of the whole server over its
     GPUs), so this is the time the server is busy decoding at that benchmark's concurrency — an estimate
