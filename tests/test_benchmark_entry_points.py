@@ -4,13 +4,11 @@ path) registers the module after the built-ins, in every process that imports ev
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.dist_info import install_dist_info, run_python
 
 DUMMY = Path(__file__).resolve().parent / "fixtures" / "contract_dummy"
 
@@ -18,22 +16,12 @@ DUMMY = Path(__file__).resolve().parent / "fixtures" / "contract_dummy"
 def _installed(site: Path, entry: str) -> dict[str, str]:
     """The contract dummy benchmark in ``site`` as an installed distribution declaring ``entry``."""
     shutil.copytree(DUMMY, site)
-    info = site / "contract_dummy_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: contract-dummy-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[evalpipe.benchmarks]\n{entry}\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    env = {k: v for k, v in os.environ.items() if k != "EVALPIPE_BENCHMARK_MODULES"}
-    return {**env, "PYTHONPATH": path}
-
-
-def _python(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return install_dist_info(site, "contract-dummy-plugin", "evalpipe.benchmarks", entry)
 
 
 def test_an_installed_entry_point_registers_its_benchmark_after_the_built_ins(tmp_path: Path) -> None:
     env = _installed(tmp_path / "site", "contract_dummy = contract_dummy")
-    done = _python(
+    done = run_python(
         env,
         "from evalpipe.benchmarks import REGISTRY, _MODULES, benchmark\n"
         "from evalpipe.config.models import BenchmarkConfig\n"
@@ -59,7 +47,7 @@ def test_an_installed_entry_point_registers_its_benchmark_after_the_built_ins(tm
 )
 def test_a_malformed_entry_point_is_one_line_naming_it(tmp_path: Path, entry: str, message: str) -> None:
     env = _installed(tmp_path / "site", entry)
-    done = _python(env, "import evalpipe.benchmarks")
+    done = run_python(env, "import evalpipe.benchmarks")
     assert done.returncode != 0
     assert "entry point evalpipe.benchmarks:" in done.stderr and "contract-dummy-plugin" in done.stderr
     assert message in done.stderr

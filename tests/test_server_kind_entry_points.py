@@ -4,12 +4,10 @@ the config's ``server.kind`` accepts the name and the registry hands the pipelin
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.dist_info import install_dist_info, run_python
 
 PLUGIN = '''
 from typing import ClassVar
@@ -30,21 +28,12 @@ KIND = ContainerKind()
 def _installed(site: Path, entry: str, name: str = "container") -> dict[str, str]:
     site.mkdir()
     (site / "container_kind.py").write_text(PLUGIN.format(name=name), encoding="utf-8")
-    info = site / "container_kind-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: container-kind\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[evalpipe.server_kinds]\n{entry}\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path}
-
-
-def _python(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return install_dist_info(site, "container-kind", "evalpipe.server_kinds", entry)
 
 
 def test_an_installed_kind_is_registered_and_the_config_accepts_it(tmp_path: Path) -> None:
     env = _installed(tmp_path / "site", "container = container_kind")
-    done = _python(
+    done = run_python(
         env,
         "from evalpipe.server.kinds.registry import kinds, server_kind\n"
         "from evalpipe.config.models import ServerConfig\n"
@@ -74,7 +63,7 @@ def test_a_malformed_kind_entry_point_is_one_line_naming_it(
     tmp_path: Path, entry: str, name: str, message: str
 ) -> None:
     env = _installed(tmp_path / "site", entry, name)
-    done = _python(env, "import evalpipe.server.kinds.registry")
+    done = run_python(env, "import evalpipe.server.kinds.registry")
     assert done.returncode != 0
     assert "entry point evalpipe.server_kinds:" in done.stderr and "container-kind" in done.stderr
     assert message in done.stderr
