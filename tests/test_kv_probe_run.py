@@ -277,3 +277,48 @@ def test_the_report_shows_each_length_by_evidence_placement(capped) -> None:
     assert all(cells[(n, p)] == (0, 2) for n in (512, 1024) for p in ("d10", "d90"))  # dropped: counted wrong
     for name in ("report.md", "report.html"):
         assert "by context length and evidence placement" in (run / name).read_text(encoding="utf-8")
+
+
+def test_hostile_text_inside_an_evidence_mark_shows_as_text(capped, tmp_path: Path) -> None:
+    """The evidence path of the explorer (``withEvidence``) draws a marked span as text: a prompt whose marked
+    evidence is an HTML payload shows it literally, runs nothing and loads nothing."""
+    import base64
+    import gzip
+    import re
+
+    from helpers.browser import chromium, open_page
+
+    from evalpipe.artifacts.schema.explorer import ExplorerData, SampleCard, TextSpan
+    from evalpipe.explore import build_run_explorer
+    from evalpipe.explore.page import render_page
+
+    result, _ = capped
+    html = build_run_explorer(result.rundir.root).path.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', html, re.S)
+    assert m is not None
+    data = ExplorerData.model_validate_json(m.group(1))
+    hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    for sample in data.samples:
+        card = SampleCard.model_validate_json(gzip.decompress(base64.b64decode(sample.card)))
+        for message in card.prompt:
+            if message.evidence:
+                message.content = "before " + hostile + " after"
+                message.evidence = [TextSpan(start=7, end=7 + len(hostile))]
+        packed = gzip.compress(card.model_dump_json(exclude_none=True).encode("utf-8"), mtime=0)
+        sample.card = base64.b64encode(packed).decode("ascii")
+    page_path = tmp_path / "explorer.html"
+    page_path.write_text(render_page(data), encoding="utf-8")
+    with chromium() as browser:
+        opened = open_page(browser, page_path)
+        page = opened.page
+        marks: list[str] = []
+        for li in page.locator("#queue li").all():
+            li.click()
+            marks = [x.text_content() or "" for x in page.locator("mark.evidence").all()]
+            if marks:
+                break
+        assert marks == [hostile]
+        assert page.locator("mark.evidence img, mark.evidence script").count() == 0
+        assert not opened.dialogs and not opened.errors
+        assert not [r for r in opened.requests if not r.startswith("file://")]
+        opened.close()
