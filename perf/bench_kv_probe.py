@@ -28,15 +28,15 @@ sys.path.insert(0, str(REPO))
 from evalpipe.artifacts import RunDir, read_jsonl  # noqa: E402
 from evalpipe.artifacts.schema.outcomes import OutcomeRow  # noqa: E402
 from evalpipe.compare import compare_runs  # noqa: E402
-from evalpipe.config.loader import load_config  # noqa: E402
 from evalpipe.config.models import RunConfig, ServerVariant  # noqa: E402
 from evalpipe.report.compare_markdown import compare_markdown  # noqa: E402
+from evalpipe.resolve import load_run  # noqa: E402
 
 
 def _config(path: Path, work: Path, lengths: list[int] | None, gsm8k: int, q8: bool) -> RunConfig:
     """The demo config with the probe's lengths, GSM8K's size and (optionally) a q8_0 arm overridden; the
     probe folder and sampler are rewritten under ``work`` and named by absolute path."""
-    cfg = load_config(path)
+    cfg = load_run(path).config
     benches = []
     for b in cfg.benchmarks:
         if b.name == "kv_probe" and lengths is not None:

@@ -222,7 +222,6 @@ def _tokens(x: float) -> str:
 
 
 def main() -> None:
-    from evalpipe.config.loader import load_config
     from evalpipe.plan.mde import (
         BenchmarkPlan,
         PlanInput,
@@ -230,6 +229,7 @@ def main() -> None:
         pool_input,
         population_only,
     )
+    from evalpipe.resolve import load_run
     from evalpipe.stats.power import assumed_noise
 
     parser = argparse.ArgumentParser(
@@ -243,7 +243,7 @@ def main() -> None:
     parser.add_argument("--accuracy", action="append", default=[], help="NAME=P: plan NAME at accuracy P")
     args = parser.parse_args()
     accuracy = {k: float(v) for k, v in (a.split("=", 1) for a in args.accuracy)}
-    cfg = load_config(args.config)
+    cfg = load_run(args.config).config
     inputs: list[PlanInput | str] = []
     for bench in cfg.benchmarks:
         known = population_only(cfg, bench.name, None)

@@ -63,8 +63,8 @@ def time_plain_sha256(path: Path) -> float:
 
 def time_evalpipe(path: Path) -> tuple[float, int]:
     from evalpipe.config.models import SamplingPlan
+    from evalpipe.samplers.loading import load_local
     from evalpipe.samplers.run import select_benchmark
-    from evalpipe.sources.load import load_local
 
     plan = SamplingPlan(benchmark="live_code_bench", stratify_by="difficulty", per_stratum=6)
     t0 = time.perf_counter()

@@ -13,8 +13,8 @@ from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config.models import RunConfig
 from evalpipe.samplers import build_manifest
+from evalpipe.samplers.loading import load_benchmark
 from evalpipe.sources.base import BenchmarkData
-from evalpipe.sources.load import load_benchmark
 
 SUBSETS = {"gsm8k": "main", "ifeval": "default", "live_code_bench": "release_v6"}
 FEW_SHOT = {"gsm8k": 4, "ceval": 5, "ifeval": 0, "live_code_bench": 0}

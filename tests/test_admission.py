@@ -143,8 +143,8 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     (tail) request instead of after it."""
     from evalpipe.artifacts import atomic_write_bytes
     from evalpipe.benchmarks.gsm8k import gsm8k_id
+    from evalpipe.samplers.loading import load_benchmark
     from evalpipe.samplers.run import effective_config_bytes
-    from evalpipe.sources.load import load_benchmark
 
     lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[:3]]
@@ -215,7 +215,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
     """``schedule: sequential`` keeps the old behaviour: IFEval's first request only after GSM8K's last answer,
     never more than ``concurrency`` at the server."""
     from evalpipe.benchmarks.gsm8k import gsm8k_id
-    from evalpipe.sources.load import load_benchmark
+    from evalpipe.samplers.loading import load_benchmark
 
     lines = (shared_datasets / "gsm8k" / "test.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines[:2]]

@@ -35,9 +35,9 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.samplers import build_manifest
+from evalpipe.samplers.loading import load_benchmark
 from evalpipe.sandbox.launcher import ProgramLauncher
 from evalpipe.sandbox.probe import resolve
-from evalpipe.sources.load import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "evalpipe" / "selftest" / "data" / "livecodebench"

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from evalpipe.cli.main import app, main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import load_run
 
 runner = CliRunner()
 
@@ -67,11 +68,14 @@ def test_error_names_yaml_path_and_line(tmp_path: Path) -> None:
 
 
 def test_review_timeout_only_for_a_benchmark_whose_review_runs_code(tmp_path: Path) -> None:
-    path = _write(tmp_path, BASE.replace("- name: gsm8k\n", "- name: gsm8k\n    review_timeout_s: 3\n"))
+    text = BASE.replace("per_stratum: 0", "per_stratum: 1")
+    path = _write(tmp_path, text.replace("- name: gsm8k\n", "- name: gsm8k\n    review_timeout_s: 3\n"))
+    load_config(path)  # plain data: whether gsm8k's review runs code is its plugin's to say
     with pytest.raises(ConfigError) as exc:
-        load_config(path)
-    assert "benchmarks[0]: review_timeout_s: gsm8k runs no code in its review (no per-test limit)" in str(
-        exc.value
+        load_run(path)
+    assert (
+        f"{path}:5: benchmarks[0]: review_timeout_s: gsm8k runs no code in its review (no per-test limit)"
+        in ("\n".join(exc.value.details))
     )
 
 
@@ -123,8 +127,10 @@ def test_config_schema_command_prints_json_schema() -> None:
 def test_endpoint_kind_requires_url(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
-        BASE.replace('server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}', "server: {kind: endpoint}"),
+        BASE.replace(
+            'server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}', "server: {kind: endpoint}"
+        ).replace("per_stratum: 0", "per_stratum: 1"),
     )
     with pytest.raises(ConfigError) as exc:
-        load_config(path)
+        load_run(path)
     assert "server: endpoint is required when kind is 'endpoint'" in str(exc.value)

@@ -261,7 +261,7 @@ def test_adapter_facts_match_installed_evalscope(shared_datasets: Path) -> None:
         assert few_shot_random is False  # the first few_shot rows of the few-shot split are the shots
         if f.default_subset is not None and not f.regrouped:
             assert f.default_subset in subsets
-    from evalpipe.sources.load import load_local
+    from evalpipe.samplers.loading import load_local
 
     for name, spec in REGISTRY.items():  # the loaders name their splits as the adapter does
         f = spec.meta

@@ -28,10 +28,10 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.fleet import check_fleet
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RouterConfig
-from evalpipe.fleet.launcher import RouterProcess
-from evalpipe.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.processes.group import group_alive
 from evalpipe.server import fetch
+from evalpipe.server.fleet.launcher import RouterProcess
+from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.server.lifecycle import managed_server
 from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer

@@ -9,15 +9,15 @@ import sys
 import pytest
 
 from evalpipe.artifacts.schema.fleet import WorkerRequestCount
-from evalpipe.fleet.client import (
+from evalpipe.recording.request_id import attempt_id_of, x_request_id
+from evalpipe.server.fleet.client import (
     UrlRewrites,
     fold_request_counts,
     fold_workers,
     request_count_delta,
     router_base,
 )
-from evalpipe.fleet.request_id import attempt_id_of, x_request_id
-from evalpipe.fleet.sglang_router import (
+from evalpipe.server.fleet.sglang_router import (
     RouterLaunchSpec,
     parse_prometheus,
     parse_workers,
@@ -187,8 +187,8 @@ def test_fleet_modules_import_without_sglang_router() -> None:
     the extra to install."""
     code = (
         "import sys; sys.modules['sglang_router'] = None\n"
-        "import evalpipe.fleet.launcher, evalpipe.fleet.probe, evalpipe.fleet.snapshot\n"
-        "from evalpipe.fleet.launcher import require_router\n"
+        "import evalpipe.server.fleet.launcher, evalpipe.server.fleet.probe, evalpipe.server.fleet.snapshot\n"
+        "from evalpipe.server.fleet.launcher import require_router\n"
         "try:\n    require_router()\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
-from evalpipe.fleet.client import RouterClient, request_count_delta
-from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterLaunchError, RouterUnreachable
-from evalpipe.fleet.launcher import RouterProcess
-from evalpipe.fleet.probe import default_checks, probe_request_fields
-from evalpipe.fleet.request_id import x_request_id
-from evalpipe.fleet.sglang_router import RouterLaunchSpec
-from evalpipe.fleet.snapshot import fleet_changes, take_snapshot
+from evalpipe.recording.request_id import x_request_id
 from evalpipe.server import fetch
+from evalpipe.server.fleet.client import RouterClient, request_count_delta
+from evalpipe.server.fleet.errors import NoHealthyWorkers, NotARouter, RouterLaunchError, RouterUnreachable
+from evalpipe.server.fleet.launcher import RouterProcess
+from evalpipe.server.fleet.probe import default_checks, probe_request_fields
+from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
+from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot
 from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer
 
@@ -144,7 +144,7 @@ def test_x_request_id_reaches_the_worker_and_is_echoed(
     assert res.ok and res.headers["x-request-id"] == rid
     (seen,) = [r for r in a.requests + b.requests if r.last_user == "x-request-id probe"]
     assert {k.lower(): v for k, v in seen.headers.items()}["x-request-id"] == rid
-    # what sglang-router 0.3.2 does to the body on the way (FORWARDING in evalpipe.fleet.sglang_router)
+    # what sglang-router 0.3.2 does to the body on the way (FORWARDING in evalpipe.server.fleet.sglang_router)
     assert seen.body["max_completion_tokens"] == 3 and "max_tokens" not in seen.body
     assert "rid" not in seen.body and "evalpipe_extra" not in seen.body
     assert seen.body["data_parallel_rank"] in (0, 1) or seen in b.requests

@@ -9,12 +9,8 @@ Every import that runs counts: ``import``/``from … import`` at module level an
 walk cannot read must be listed in ``NON_LITERAL_IMPORTS`` with the reason it cannot reach back into
 evalpipe.
 
-Imports under ``if TYPE_CHECKING:`` are left out: they never execute.  One loop exists through them, by
-design: ``ServerConfig`` validates by asking its kind (``config.models`` → ``server.kinds.registry`` → the kind
-modules), and the kind modules (and the SGLang/chat-template helpers they use) annotate their parameters with
-the config models.  Breaking it would take the kind check out of the config model, losing the YAML line in
-its error; ``test_kinds_read_the_config_models_only_for_type_checking`` (test_server_kinds.py) keeps that
-edge type-only.
+Imports under ``if TYPE_CHECKING:`` are left out here: they never execute (``tools/layers.py``, the package
+view, counts them too, and ``tests/test_layers.py`` finds no package cycle even with them).
 
 A cycle between two modules means neither can be understood (or imported) without the other; the fix is to
 move the shared piece to where both can import it, never to hide an import inside a function.

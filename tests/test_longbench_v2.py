@@ -20,9 +20,9 @@ from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSour
 from evalpipe.errors import DataError, PreflightError
 from evalpipe.run import pipeline
 from evalpipe.run.context_fit import estimator, heuristic_tokens
+from evalpipe.samplers.loading import load_local
 from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import demo_config_path
-from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "longbench_v2"
 REPO = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.errors import DataError
+from evalpipe.samplers.loading import load_local
 from evalpipe.samplers.strata import check_plan
 from evalpipe.selftest.answer_key import AnswerKey, truncated_response
-from evalpipe.sources.load import load_local
 
 BUNDLED = bundled_data_dir() / "math_500"
 REPO = Path(__file__).resolve().parents[1]

@@ -185,13 +185,13 @@ def test_evalpipe_sample_stratifies_by_the_configured_column(tmp_path: Path) -> 
 
 
 def test_config_refuses_columns_for_a_fixed_schema_and_a_column_plan_without_column(tmp_path: Path) -> None:
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
 
     good = _csv(tmp_path / "mine.csv", MCQ)
     with pytest.raises(ConfigError, match="stratify_column names no column"):
-        load_config(_config(tmp_path, {"local": str(good)}, {"stratify_by": "column", "per_stratum": 1}))
+        load_run(_config(tmp_path, {"local": str(good)}, {"stratify_by": "column", "per_stratum": 1}))
     with pytest.raises(ConfigError, match="there is no hub copy"):
-        load_config(_config(tmp_path, {"local": str(good), "hub": "someone/somewhere"}))
+        load_run(_config(tmp_path, {"local": str(good), "hub": "someone/somewhere"}))
 
 
 def test_verify_sample_rederives_your_file_and_sees_an_edit(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from evalpipe.errors import DataError
 from evalpipe.plan import mde as mde_plan
 from evalpipe.plan.mde import PlanInput, plan_benchmark, token_cost
 from evalpipe.report.plan import plan_lines
-from evalpipe.sources.load import load_benchmark
+from evalpipe.samplers.loading import load_benchmark
 from evalpipe.stats.power import assumed_noise, drop_power
 
 

@@ -25,7 +25,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.hashing import attempt_seed, normalize_newlines
 from evalpipe.run import pipeline
-from evalpipe.sources.load import load_benchmark
+from evalpipe.samplers.loading import load_benchmark
 
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
 

@@ -19,8 +19,8 @@ from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, DataError, FingerprintMismatch
 from evalpipe.samplers import largest_remainder, sample_run, verify_sample
+from evalpipe.samplers.loading import load_local
 from evalpipe.samplers.run import build_manifest, load_datasets
-from evalpipe.sources.load import load_local
 
 
 @pytest.fixture(scope="module")
@@ -406,7 +406,7 @@ def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path,
     """Without a local mirror the hub ids EvalScope declares are used; rows as a hub client returns them
     (integer ids, empty explanation) go through the same canonicalisation. No network: the client is stubbed."""
     import evalpipe.sources.hub as hub
-    from evalpipe.sources.load import load_benchmark
+    from evalpipe.samplers.loading import load_benchmark
 
     local = load_local("ceval", shared_datasets / "ceval")
     by_subject: dict[tuple[str, str], list[dict]] = {}
@@ -420,7 +420,7 @@ def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path,
         asked.append((repo, subset, split))
         return iter(by_subject.get((subset, split), []))
 
-    monkeypatch.setattr(hub, "_load_split", fake_split)
+    monkeypatch.setattr(hub, "load_split", fake_split)
     monkeypatch.setattr(hub, "hub_unreachable", lambda backend: None)  # as if the hub answered
     body = {"name": "ceval", "sampling": {"stratify_by": "subject", "per_stratum": 1}}
     data = load_benchmark(load_config(_cfg(tmp_path, body)), "ceval")

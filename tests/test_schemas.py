@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.artifacts.schema.published import PUBLISHED, render
+from evalpipe.resolve.published import PUBLISHED, render
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))

@@ -35,15 +35,20 @@ def test_an_installed_kind_is_registered_and_the_config_accepts_it(tmp_path: Pat
     env = _installed(tmp_path / "site", "container = container_kind")
     done = run_python(
         env,
-        "from evalpipe.server.kinds.registry import kinds, server_kind\n"
-        "from evalpipe.config.models import ServerConfig\n"
+        "from evalpipe.server.kinds.registry import kinds\n"
+        "from evalpipe.config.models import RunConfig\n"
+        "from evalpipe.errors import ConfigError\n"
+        "from evalpipe.resolve import resolve\n"
         "names = [k.name for k in kinds()]\n"
         "assert names == ['sglang', 'answer_key', 'endpoint', 'replay', 'command', 'router', 'container'], names\n"
-        "server = ServerConfig.model_validate({'kind': 'container', 'command': ['srv', '--port', '{port}']})\n"
-        "print(server.kind, type(server_kind(server.kind)).__name__)\n"
+        "base = {'name': 't', 'model': {'path': '/m', 'served_name': 'm'},\n"
+        "        'benchmarks': [{'name': 'gsm8k', 'sampling': {'total': 3, 'allocation': 'uniform'}}]}\n"
+        "server = {'kind': 'container', 'command': ['srv', '--port', '{port}']}\n"
+        "resolved = resolve(RunConfig.model_validate({**base, 'server': server}))\n"
+        "print(resolved.config.server.kind, type(resolved.kind).__name__)\n"
         "try:\n"
-        "    ServerConfig.model_validate({'kind': 'container'})\n"
-        "except ValueError as exc:\n"
+        "    resolve(RunConfig.model_validate({**base, 'server': {'kind': 'container'}}))\n"
+        "except ConfigError as exc:\n"
         "    print('refused:', 'command' in str(exc))\n",
     )
     assert done.returncode == 0, done.stderr

@@ -25,7 +25,8 @@ from evalpipe.artifacts import ServerFiles
 from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, PreflightReport, ServerVerification
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, PreflightError, ServerError
-from evalpipe.server.kinds import KIND_NAMES, ServerKind
+from evalpipe.resolve.published import config_schema
+from evalpipe.server.kinds import KIND_NAMES, BuiltinKind
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServerHandle
 from evalpipe.server.kinds.endpoint import openai_base_url
 from evalpipe.server.kinds.registry import kinds, server_kind
@@ -76,14 +77,14 @@ def _config(tmp_path: Path, kind: Kind, **server: Any) -> RunConfig:
 
 
 def test_the_literal_is_the_registry_and_every_module_is_registered() -> None:
-    assert get_args(ServerKind) == KIND_NAMES == tuple(k.name for k in kinds())
+    assert get_args(BuiltinKind) == KIND_NAMES == tuple(k.name for k in kinds())
     modules = {p.stem for p in KINDS_DIR.glob("*.py")} - {"__init__", "base", "registry"}
-    assert modules == set(KIND_NAMES), "a module in evalpipe/server/kinds/ whose name is not in ServerKind"
+    assert modules == set(KIND_NAMES), "a module in evalpipe/server/kinds/ whose name is not in BuiltinKind"
     with pytest.raises(
         KeyError, match=re.escape(f"no server kind named 'nope' (registered: {', '.join(KIND_NAMES)})")
     ):
         server_kind("nope")
-    schema = RunConfig.model_json_schema()
+    schema = config_schema()  # the published schema lists the registered kinds
     assert schema["$defs"]["ServerConfig"]["properties"]["kind"]["enum"] == list(KIND_NAMES)
 
 

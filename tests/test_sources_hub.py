@@ -17,6 +17,7 @@ import pytest
 
 from evalpipe.config.models import BenchmarkConfig, SamplingPlan
 from evalpipe.errors import DataError
+from evalpipe.samplers import loading
 from evalpipe.sources import hub
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,7 +62,7 @@ def test_an_unreachable_hub_is_one_english_line_without_calling_the_client(
     monkeypatch.setitem(sys.modules, "modelscope", client)
     started = time.monotonic()
     with pytest.raises(DataError) as caught:
-        hub.load_from_hub(_ceval())
+        loading.load_from_hub(_ceval())
     assert time.monotonic() - started < hub.HUB_CHECK_TIMEOUT_S + 1
     line = caught.value.message
     assert "\n" not in line and line.isascii(), line
@@ -87,7 +88,7 @@ def test_a_hub_client_error_in_chinese_becomes_its_class_name_in_one_english_lin
     client.MsDataset = types.SimpleNamespace(load=load)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "modelscope", client)
     with pytest.raises(DataError) as caught:
-        hub.load_from_hub(_ceval())
+        loading.load_from_hub(_ceval())
     line = caught.value.message
     assert line.isascii() and "\n" not in line, line
     assert line.startswith("benchmark ceval: cannot load evalscope/ceval from the modelscope hub (")

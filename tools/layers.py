@@ -15,11 +15,16 @@ type-only (``kind == "type-only"``), so a loop through type-only edges alone is 
 (``tests/test_import_graph.py`` checks the *module* graph of imports that execute and leaves
 ``TYPE_CHECKING`` out; this module is the stricter, coarser view.)
 
-The intended order (issue 38, "layers you can see"), lowest first::
+The order, lowest first::
 
-    core (errors, hashing, clock, progress, io-like leaves) < artifacts < stats < config < plugins
-    (benchmarks, server, sources, sandbox, speed, fleet, …) < stages < analysis (compare, audit, plan)
-    < presentation (report, explore) < run < cli
+    core (errors, hashing, clock, progress, processes) < config (plain data), stats < artifacts
+    < plugins (sources, sandbox, recording, server, speed, benchmarks, samplers, selftest) < resolve
+    < stages (evalscope_bridge) < analysis (compare, audit, plan) < presentation (report, explore)
+    < orchestration (run, replay) < cli
+
+``config`` sits under ``artifacts`` because the artifact models record config sections (the manifest its
+sampling plan, ``speed.json`` its speed settings) and the config, plain data, imports nothing but ``errors``.
+Plugins share a layer: an edge between two of them is allowed as long as it closes no cycle.
 
 A cycle is a strongly connected component of more than one package; the edges *closing* it are those of its
 edges that do not go down that order (a climbing or sideways edge inside the component): removing them all
@@ -48,23 +53,22 @@ LAYERS: dict[str, int] = {
     "clock": 0,
     "progress": 0,
     "processes": 0,
-    # versioned artifact models and their one reader/writer
-    "artifacts": 1,
-    # pure statistics
-    "stats": 2,
-    # run configuration
-    "config": 3,
-    # plugins: benchmarks, servers, data, execution back ends
-    "sources": 4,
-    "benchmarks": 4,
-    "sandbox": 4,
-    "server": 4,
-    "recording": 4,
-    "replay": 4,
-    "speed": 4,
-    "fleet": 4,
-    "samplers": 4,
-    "selftest": 4,
+    # the run configuration as plain data (names of plugins are strings), and pure statistics
+    "config": 1,
+    "stats": 1,
+    # versioned artifact models (they record config sections) and their one reader/writer
+    "artifacts": 2,
+    # plugins: data, execution back ends, servers, benchmarks
+    "sources": 3,
+    "sandbox": 3,
+    "recording": 3,
+    "server": 3,
+    "speed": 3,
+    "benchmarks": 3,
+    "samplers": 3,
+    "selftest": 3,
+    # the resolve step: a config's plugin names looked up
+    "resolve": 4,
     # stages a run goes through
     "evalscope_bridge": 5,
     # analysis of finished runs
@@ -74,8 +78,9 @@ LAYERS: dict[str, int] = {
     # presentation
     "report": 7,
     "explore": 7,
-    # orchestration and the command line
+    # orchestration (a run; a recorded run served back and re-run; a published bundle) and the command line
     "run": 8,
+    "replay": 8,
     "cli": 9,
 }
 UNPLACED = max(LAYERS.values()) + 1

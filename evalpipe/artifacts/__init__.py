@@ -4,9 +4,8 @@ Every stage reads and writes run-directory files through the names re-exported h
 server's ``ServerFiles``) spell the file names (``rundir``), and the one reader/writer (``io``) writes whole
 files atomically, appends logs line by line, refuses a schema version newer than the code and lifts an
 older one in memory (``migrations``).  The versioned models those files hold are
-``evalpipe.artifacts.schema.<file>``; they are not re-exported here because they embed the feature packages' own types (the config's ``SamplingPlan``, the ``ServerKind`` literal, the
-sandbox's denials, the speed summary) whose modules write through this face themselves: re-exporting the
-models would make every writer import every feature package, an import cycle.  Secrets are masked before
+``evalpipe.artifacts.schema.<file>``, imported from there by the stages that write or read them (re-exporting
+every model here would make each writer import all of them).  Secrets are masked before
 anything reaches a file (``redact``).
 """
 

@@ -15,10 +15,10 @@ app = typer.Typer(help="Validate run configs; print the config JSON Schema.", no
 def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) -> None:
     """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
     from evalpipe.cli.console import out
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.server.chat_template import thinking_kwargs
 
-    cfg = load_config(config)
+    cfg = load_run(config).config
     thinking_kwargs(cfg)  # model.thinking needs a reasoning parser with a known toggle
     out.print(
         f"{config}: valid ({len(cfg.benchmarks)} benchmarks: {', '.join(b.name for b in cfg.benchmarks)})"
@@ -28,6 +28,6 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
 @app.command("schema")
 def schema() -> None:
     """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
-    from evalpipe.artifacts.schema.published import config_schema
+    from evalpipe.resolve.published import config_schema
 
     typer.echo(json.dumps(config_schema(), indent=2, ensure_ascii=False))

@@ -12,8 +12,11 @@ def plan(
     config: Annotated[Path, typer.Argument(help="Run config YAML")],
     mde: Annotated[
         float | None,
-        typer.Option("--mde", help="Target minimum detectable drop, in points (80 % power); without it only the "
-        "gate's operating characteristic is printed."),
+        typer.Option(
+            "--mde",
+            help="Target minimum detectable drop, in points (80 % power); without it only the "
+            "gate's operating characteristic is printed.",
+        ),
     ] = None,
     from_run: Annotated[
         Path | None,
@@ -30,15 +33,15 @@ def plan(
     """Per benchmark and per pool: n now, the noise it assumes, the MDE now, the n a target MDE needs
     (reachable or not) and the cost of the current and the proposed design."""
     from evalpipe.cli.console import out as console
-    from evalpipe.config.loader import load_config
     from evalpipe.errors import ConfigError
     from evalpipe.plan.mde import plan_benchmark, plan_inputs, pool_input, write_plan
     from evalpipe.plan.operating import plan_operating_lines
     from evalpipe.report.plan import plan_lines
+    from evalpipe.resolve import load_run
 
     if mde is not None and mde <= 0:
         raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")
-    cfg = load_config(config)
+    cfg = load_run(config).config
     inputs, manifest = plan_inputs(cfg, dataset_root, from_run)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     for block in [*inputs, *pools] if mde is not None else []:

@@ -170,9 +170,9 @@ def _progress() -> Progress | LineProgress:
 
 
 def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
 
-    return load_config(config), _progress
+    return load_run(config).config, _progress
 
 
 def finish(result: RunResult) -> None:

@@ -30,12 +30,12 @@ def sample(
 ) -> None:
     """Load the datasets, select the samples, write manifest.json and sampled_ids.csv."""
     from evalpipe.cli.console import out as console
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.samplers import sample_run
     from evalpipe.samplers.run import without_missing_mirrors
     from evalpipe.samplers.table import sampling_table
 
-    cfg = load_config(config)
+    cfg = load_run(config).config
     if dataset_root is not None:  # sample what the mirror holds; name what needs the hub
         cfg, missing = without_missing_mirrors(cfg, dataset_root)
         for line in missing:
@@ -79,7 +79,9 @@ def verify(
         console.print(line, markup=False, soft_wrap=True)
     if result.identical and sample_ok:
         generated = sum(e.generated is not None for e in recorded.entries)
-        also = f"; {generated} generated items regenerated from their recorded parameters" if generated else ""
+        also = (
+            f"; {generated} generated items regenerated from their recorded parameters" if generated else ""
+        )
         console.print(f"identical: {len(result.manifest.entries)} entries re-derived from the datasets{also}")
         return
     console.print(f"[bold red]DIFFERENT[/]: {len(result.differences)} difference(s)")

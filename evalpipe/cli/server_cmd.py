@@ -40,12 +40,12 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     is printed as a reference to its environment variable, never as its value.
     """
     from evalpipe.cli.console import err
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.sglang_env import server_env
     from evalpipe.server.variants import effective_server
 
-    cfg = load_config(config, check_plans=False)
+    cfg = load_run(config, check_plans=False).config
     server = effective_server(cfg, variant)
     kind = server_kind(server.kind)
     version = kind.engine_version(server_env(server)) if kind.launches_process else None
@@ -67,10 +67,10 @@ def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
     from evalpipe.benchmarks import punkt_needed
     from evalpipe.cli.console import err, out
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.server.preflight import PreflightRefused, preflight_for
 
-    cfg = load_config(config, check_plans=False)
+    cfg = load_run(config, check_plans=False).config
     try:
         report = preflight_for(cfg, variant, punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]))
     except PreflightRefused as exc:

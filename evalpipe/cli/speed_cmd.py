@@ -57,10 +57,10 @@ def speed(
 
     from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.speed.run import COMPARE_JSON, speed_command
 
-    cfg = load_config(config, check_plans=False)
+    cfg = load_run(config, check_plans=False).config
     if cfg.speed is None:
         raise ConfigError(f"{config}: no speed: section")
     endpoints = _endpoints(endpoint, list(variant or []))

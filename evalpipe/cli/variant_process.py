@@ -66,13 +66,13 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.artifacts.schema.run import RunRecord
-    from evalpipe.config.loader import load_config
+    from evalpipe.resolve import load_run
     from evalpipe.run import pipeline
     from evalpipe.run.sample import Spine, load_manifest_datasets
     from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
 
-    cfg = load_config(Path(args.config))
+    cfg = load_run(Path(args.config)).config
     if args.no_speed:  # the waiver only matters to the audit, which reads it from run.json
         cfg = cfg.accuracy_only()
     rd = RunDir(Path(args.dir))

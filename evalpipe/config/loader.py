@@ -124,8 +124,32 @@ def load_plan(path: Path, *, benchmark: str | None = None) -> SamplingPlan:
     return plan
 
 
+class YamlLines:
+    """Where a field of a loaded YAML file is: ``where(loc)`` is ``path:line`` (or ``path``) for a field path
+    such as ``("benchmarks", 2, "name")`` — so a check run after loading (the resolve step) names the line."""
+
+    def __init__(self, path: Path, node: yaml.Node | None) -> None:
+        self.path, self._node = path, node
+
+    @classmethod
+    def of(cls, path: Path) -> YamlLines:
+        return cls(Path(path), _read_yaml(Path(path))[1])
+
+    def where(self, loc: tuple[Any, ...]) -> str:
+        line = _line_of(self._node, loc) if self._node is not None else None
+        return f"{self.path}:{line}" if line else str(self.path)
+
+
 def load_config(path: Path, *, check_plans: bool = True) -> RunConfig:
-    """Load and validate a run config; with ``check_plans`` also load every referenced plan."""
+    """Load and validate a run config as plain data; with ``check_plans`` also load every referenced plan.
+
+    Whether its names are registered (benchmarks, the server kind) is not checked here: that is the resolve
+    step's (``evalpipe.resolve.load_run``), which every command that acts on a config goes through."""
+    return load_config_lines(path, check_plans=check_plans)[0]
+
+
+def load_config_lines(path: Path, *, check_plans: bool = True) -> tuple[RunConfig, YamlLines]:
+    """:func:`load_config`, with where each of its fields sits in the file."""
     path = Path(path)
     data, node = _read_yaml(path)
     cfg = _validate(RunConfig, data, path, node)
@@ -141,7 +165,7 @@ def load_config(path: Path, *, check_plans: bool = True) -> RunConfig:
                 errors.extend(exc.details)
         if errors:
             raise ConfigError(f"{path}: invalid sampling plan(s)", details=errors)
-    return cfg
+    return cfg, YamlLines(path, node)
 
 
 def resolve_plan(cfg: RunConfig, benchmark: str) -> SamplingPlan:

@@ -10,26 +10,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from evalpipe.artifacts.schema.server import ServerKind
-from evalpipe.benchmarks import benchmark as _benchmark
-from evalpipe.benchmarks import names as _benchmark_names
-from evalpipe.benchmarks import stratifications as _stratifications
 from evalpipe.config.code_execution import CodeExecutionConfig
+from evalpipe.config.registry_names import BenchmarkName, ServerKindName, StratifyBy
 from evalpipe.config.speed import SpeedConfig
 
-# The registered benchmarks (evalpipe/benchmarks/__init__.py) and the stratifications they offer: a
-# Literal built at import time, so pydantic validates against (and the JSON schema lists) what is
-# registered.  A type checker cannot evaluate the registry: to it they are plain strings.
-if TYPE_CHECKING:
-    BenchmarkName = str
-    StratifyBy = str
-else:
-    BenchmarkName = Literal[_benchmark_names()]
-    StratifyBy = Literal[_stratifications()]
 #: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
 COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")
 
@@ -139,7 +127,7 @@ class RouterWorker(Strict):
         default=None,
         description="Base URL of a running worker (http://host:port): attached, never started or stopped.",
     )
-    kind: ServerKind | None = Field(
+    kind: ServerKindName | None = Field(
         default=None, description="Launch this worker as this server kind (sglang, command, answer_key)."
     )
     host: str | None = Field(default=None, description="Launched worker's host (default: server.host).")
@@ -274,7 +262,7 @@ class ServerConfig(Strict):
     ``kind: router`` launches sglang-router in front of the ``router.workers`` (launched or running).
     """
 
-    kind: ServerKind = "sglang"
+    kind: ServerKindName = "sglang"
     endpoint: str | None = Field(default=None, description="Base URL of a running server (kind: endpoint).")
     command: list[str] | None = Field(
         default=None,
@@ -332,10 +320,6 @@ class ServerConfig(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
-        # imported here: the kinds read these models (their modules import them only for type checking)
-        from evalpipe.server.kinds.registry import server_kind
-
-        server_kind(self.kind).check_config(self)  # ValueError naming the kind's own section
         if self.command is not None:
             _check_placeholders(self.command)
         if self.ready_path is not None and not self.ready_path.startswith("/"):
@@ -419,7 +403,6 @@ class SequentialConfig(Strict):
         description="Units released beyond the prefix judged in every arm (what can be in flight, hence wasted, "
         "at the stop); default generation.concurrency / generation.repeats.",
     )
-
 
     @property
     def eprocess_alpha(self) -> float:
@@ -610,32 +593,6 @@ class BenchmarkConfig(Strict):
             raise ValueError(f"sampling.benchmark is {self.sampling.benchmark!r}, expected {self.name!r}")
         return self
 
-    @model_validator(mode="after")
-    def _review_timeout_runs_code(self) -> BenchmarkConfig:
-        if self.review_timeout_s is not None and not _benchmark(self.name).meta.executes_code:
-            raise ValueError(f"review_timeout_s: {self.name} runs no code in its review (no per-test limit)")
-        return self
-
-    @model_validator(mode="after")
-    def _own_files(self) -> BenchmarkConfig:
-        """Columns are named only for a benchmark that reads your own files, which has no hub copy."""
-        meta = _benchmark(self.name).meta
-        src = self.source
-        if not meta.user_files:
-            for key in ("id_column", "stratify_column"):
-                if getattr(src, key) is not None:
-                    raise ValueError(
-                        f"source.{key}: {self.name} has a fixed schema; columns are named only for a "
-                        "benchmark that reads your own files (general_mcq, general_qa)"
-                    )
-            return self
-        if src.hub is not None:
-            raise ValueError(f"source.hub: {self.name} reads your own files; there is no hub copy")
-        plan = self.sampling
-        if isinstance(plan, SamplingPlan) and plan.stratify_by == "column" and src.stratify_column is None:
-            raise ValueError("sampling.stratify_by is 'column' but source.stratify_column names no column")
-        return self
-
     @field_validator("subset")
     @classmethod
     def _nonempty(cls, v: str | None) -> str | None:
@@ -746,7 +703,9 @@ class DesignAssumption(Strict):
     discordance: Annotated[float, Field(gt=0, lt=1)] = Field(
         description="Share of samples whose correctness differs between two runs with no regression (A/A)."
     )
-    basis: str = Field(description="Where the discordance comes from: the measurement and how it was carried over.")
+    basis: str = Field(
+        description="Where the discordance comes from: the measurement and how it was carried over."
+    )
 
 
 class RunConfig(Strict):

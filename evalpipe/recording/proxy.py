@@ -5,7 +5,7 @@ one ``RequestAttempt`` line per attempt in ``requests.jsonl`` and the response b
 ``responses.jsonl.gz`` (replay without a GPU).  Bodies and responses are forwarded unchanged (streaming
 SSE included) except that chat/completions JSON bodies get a unique SGLang ``rid`` per attempt, which
 SGLang returns as the response ``id`` — so a response identifies the attempt that produced it, retries
-included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.fleet.request_id``): SGLang's
+included — and carry an ``X-Request-Id`` derived from the attempt id (``evalpipe.recording.request_id``): SGLang's
 router drops the body ``rid`` but forwards the header to the worker and echoes it.  With ``api_key`` the
 proxy sends the server's key itself (``Authorization: Bearer``, replacing the client's): the EvalScope
 worker never holds it (``processes.environment``).
@@ -45,8 +45,6 @@ from typing import Any
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.disk import disk_full
 from evalpipe.errors import ServerError
-from evalpipe.fleet.request_id import HEADER as X_REQUEST_ID
-from evalpipe.fleet.request_id import x_request_id
 from evalpipe.processes.environment import worker_environment
 from evalpipe.recording.recorder import (
     DISK_FULL,
@@ -63,6 +61,8 @@ from evalpipe.recording.recorder import (
     M_STREAM,
     encode_frame,
 )
+from evalpipe.recording.request_id import HEADER as X_REQUEST_ID
+from evalpipe.recording.request_id import x_request_id
 from evalpipe.recording.upstream import UpstreamClient, UpstreamProtocolError
 
 RID_PATHS = frozenset({"/v1/chat/completions", "/v1/completions"})

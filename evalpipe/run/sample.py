@@ -16,8 +16,8 @@ from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.samplers import sample_run
+from evalpipe.samplers.loading import load_benchmark, load_local
 from evalpipe.sources.base import BenchmarkData
-from evalpipe.sources.load import load_benchmark, load_local
 
 
 @dataclass

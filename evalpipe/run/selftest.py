@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.config.loader import load_config
+from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
 from evalpipe.selftest.controls import (
     FAULT_EXPECTATIONS,
@@ -31,7 +31,7 @@ def run_selftest(
     """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
     ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
     for the demo config)."""
-    cfg = load_config(config or demo_config_path())
+    cfg = load_run(config or demo_config_path()).config
     configured = {b.name for b in cfg.benchmarks}
     targets = fault_targets()
     faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]

@@ -29,10 +29,10 @@ from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError, FingerprintMismatch
 from evalpipe.hashing import rank_key, sha256_hex, sha256_json
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
+from evalpipe.samplers.loading import load_benchmark
 from evalpipe.samplers.regenerate import generated_differences
 from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
 from evalpipe.sources.base import BenchmarkData, SourceRecord
-from evalpipe.sources.load import load_benchmark
 
 
 @dataclass
@@ -341,7 +341,7 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     for bench in cfg.benchmarks:
         recorded_local = next(b.dataset.is_local for b in recorded.benchmarks if b.benchmark == bench.name)
         if dataset_root is None and recorded_local and run.dataset_locations.get(bench.name):
-            from evalpipe.sources.load import load_local
+            from evalpipe.samplers.loading import load_local
 
             datasets[bench.name] = load_local(
                 bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset, source=bench.source

@@ -1,4 +1,6 @@
-"""Hub loading: the dataset ids EvalScope's adapters declare, via ModelScope or Hugging Face.
+"""Hub loading: one split of a hub dataset, via ModelScope or Hugging Face, and the offline check before it.
+
+Which dataset (the ids EvalScope's adapter declares) is the benchmark's to say: ``evalpipe.samplers.loading``.
 
 Only used when a benchmark has no local mirror; needs network access to the hub (never in tests).
 Rows are passed through the same canonicalisation as local files, so hashes and fingerprints agree
@@ -26,26 +28,8 @@ from urllib.parse import urlsplit
 
 from evalpipe.config.models import BenchmarkConfig
 from evalpipe.errors import DataError
-from evalpipe.sources.base import BenchmarkData, canonical_value
+from evalpipe.sources.base import canonical_value
 
-
-def adapter_dataset_ids(name: str) -> tuple[str, str | None, list[str]]:
-    """(ModelScope id, HF id, subset list) that EvalScope's adapter for ``name`` declares."""
-    import evalscope.benchmarks  # noqa: F401  (registers the adapters)
-    from evalscope.api.registry import BENCHMARK_REGISTRY
-
-    from evalpipe.benchmarks import find
-
-    spec = find(name)
-    if spec is not None:
-        spec.register_evalscope_adapter()
-    meta = BENCHMARK_REGISTRY.get(name)
-    if meta is None:
-        raise DataError(f"EvalScope has no benchmark named {name!r}")
-    return meta.dataset_id, getattr(meta, "hf_dataset_id", None), list(meta.subset_list)
-
-
-#: Seconds the reachability check may take (name resolution and TCP connect together).
 HUB_CHECK_TIMEOUT_S = 5.0
 #: Where to get a local copy instead, in every hub failure line.
 MIRROR_HINT = (
@@ -115,9 +99,7 @@ def _why(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def _load_split(
-    bench: BenchmarkConfig, repo: str, subset: str | None, split: str
-) -> Iterable[dict[str, Any]]:
+def load_split(bench: BenchmarkConfig, repo: str, subset: str | None, split: str) -> Iterable[dict[str, Any]]:
     try:
         if bench.source.hub_backend == "huggingface":
             from datasets import load_dataset
@@ -134,30 +116,3 @@ def _load_split(
         raise hub_failure(bench, repo, f"{where}: {_why(exc)}") from None
     for row in ds:
         yield {k: canonical_value(v) for k, v in dict(row).items()}
-
-
-def load_from_hub(bench: BenchmarkConfig) -> BenchmarkData:
-    ms_id, hf_id, subsets = adapter_dataset_ids(bench.name)
-    repo = bench.source.hub or (hf_id if bench.source.hub_backend == "huggingface" else ms_id)
-    if not repo:
-        raise DataError(f"{bench.name}: no hub dataset id declared by EvalScope; configure source.hub")
-    unreachable = hub_unreachable(bench.source.hub_backend)
-    if unreachable is not None:  # offline: one bounded check instead of the client's own deadline
-        raise hub_failure(bench, repo, f"hub not reachable: {unreachable}")
-    where = f"{bench.source.hub_backend}:{repo}@{bench.source.revision or 'default'}"
-    from evalpipe.benchmarks import benchmark
-
-    def rows(subset: str | None, split: str) -> Iterable[dict[str, Any]]:
-        return _load_split(bench, repo, subset, split)
-
-    splits = benchmark(bench.name).load_hub(rows, where, bench.subset, subsets)
-    ev, fs = splits.eval, splits.fewshot
-    return BenchmarkData(
-        benchmark=bench.name,
-        kind="hub",
-        location=where,
-        eval=ev,
-        fewshot=fs,
-        hub_id=repo,
-        revision=bench.source.revision,
-    )

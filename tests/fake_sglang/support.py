@@ -8,8 +8,8 @@ from typing import Any
 
 from helpers.config import write_config
 
-from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
+from evalpipe.resolve import load_run
 
 FAKE_SGLANG_DIR = Path(__file__).resolve().parent
 #: The server tests' model: a directory ``model`` beside the config (with a config.json) served as fake-model.
@@ -41,7 +41,7 @@ def server_config(
         benchmarks=[{"name": b, "sampling": {"per_stratum": 1}} for b in benchmarks],
         **sections,
     )
-    return load_config(path, check_plans=False)
+    return load_run(path, check_plans=False).config
 
 
 def fake_nvidia_smi(bin_dir: Path, gpus: list[tuple[str, str]], cuda: str = "12.8") -> Path:

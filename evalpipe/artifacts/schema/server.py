@@ -5,37 +5,16 @@ Secrets are stripped at the point of capture (``evalpipe.artifacts.redact``); th
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.config.registry_names import ServerKindName
 
-#: The built-in server kinds, in registry order: each name is a module of ``evalpipe.server.kinds`` (which
-#: re-exports the literal as its registry).  Defined here, with the models that record it, so that the
-#: artifact and config models can name a kind without importing the server package.
-BuiltinKind = Literal["sglang", "answer_key", "endpoint", "replay", "command", "router"]
-BUILTIN_KIND_NAMES: tuple[str, ...] = get_args(BuiltinKind)
-
-#: Entry-point group of installed packages' server kinds (name = the kind, value = the module declaring
-#: ``KIND``): only the names are read here (no module is imported); ``server.kinds.registry`` loads them.
-KIND_ENTRY_POINT_GROUP = "evalpipe.server_kinds"
-
-
-def _installed_kind_names() -> tuple[str, ...]:
-    return tuple(
-        sorted({ep.name for ep in entry_points(group=KIND_ENTRY_POINT_GROUP)} - set(BUILTIN_KIND_NAMES))
-    )
-
-
-#: The registered kind names, in registry order: the built-ins, then installed packages' by name.
-KIND_NAMES: tuple[str, ...] = BUILTIN_KIND_NAMES + _installed_kind_names()
-
-if TYPE_CHECKING:
-    ServerKind = BuiltinKind  # the type checker knows the built-ins; an installed kind is a name at run time
-else:
-    ServerKind = Literal[KIND_NAMES]
+#: A server kind's name, as the config names it: a string here (a record stays readable where the kind's plugin
+#: is not installed); the published schemas list the registered kinds.
+ServerKind = ServerKindName
 
 
 class LaunchRecord(Artifact):

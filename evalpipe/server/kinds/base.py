@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles
     from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, ServerVerification
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.fleet.watch import FleetWatchPlan
+    from evalpipe.server.fleet.watch import FleetWatchPlan
 
 
 @dataclass
@@ -57,7 +57,7 @@ class ServerHandle:
     log_path: Path | None = None  # the launched process's log
     #: A fleet's launched workers: the run ends promptly when any of them dies, as when the router does.
     members: list[ServerHandle] = field(default_factory=list)
-    #: A fleet behind a router: what the fleet watch needs (``evalpipe.fleet.watch.FleetWatchPlan``); then a
+    #: A fleet behind a router: what the fleet watch needs (``evalpipe.server.fleet.watch.FleetWatchPlan``); then a
     #: launched worker's death is the watch's to record, not the end of the run.
     fleet_watch: FleetWatchPlan | None = None
 

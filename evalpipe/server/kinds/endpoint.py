@@ -6,7 +6,7 @@ server settings (as SGLang names them, or as another engine reports them); a ser
 
 An endpoint that lists workers on ``/workers`` is SGLang's router: its own ``/server_info`` is 404 and its
 ``/get_server_info`` a stub, so it is never read as a server configuration.  Instead every worker behind it
-is verified as ``kind: router`` verifies the workers it launched (``evalpipe.fleet.session``), with the
+is verified as ``kind: router`` verifies the workers it launched (``evalpipe.server.fleet.session``), with the
 attach settings of ``server.router`` when the config has them (its Prometheus URL, version, URL rewrites).
 """
 
@@ -58,8 +58,8 @@ class EndpointKind(Kind):
     @contextlib.contextmanager
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Attach; a router (it answers ``/workers`` with a listing) is verified worker by worker."""
-        from evalpipe.fleet.client import RouterClient
-        from evalpipe.fleet.session import fleet_session
+        from evalpipe.server.fleet.client import RouterClient
+        from evalpipe.server.fleet.session import fleet_session
 
         server = ctx.server
         handle = ctx.attach(self.base_url(server), ready_paths=self.ready_paths(server))
@@ -106,7 +106,7 @@ def openai_base_url(endpoint: str) -> str:
 def _expected_workers(ctx: ServeContext, server: ServerConfig) -> list[Any]:
     """The workers ``server.router.workers`` says must be behind the router (URLs only: nothing is launched
     when attaching; a ``kind`` entry is refused)."""
-    from evalpipe.fleet.session import PlannedWorker, attached_view
+    from evalpipe.server.fleet.session import PlannedWorker, attached_view
 
     router = server.router
     planned = []

@@ -1,6 +1,6 @@
-"""The server-kind registry: ``server_kind(name)`` for every name of ``ServerKind``.
+"""The server-kind registry: ``server_kind(name)`` for every name of ``KIND_NAMES``.
 
-Each built-in name of the ``ServerKind`` literal (``evalpipe.server.kinds``) is the module
+Each built-in name (``evalpipe.server.kinds.BuiltinKind``) is the module
 ``evalpipe/server/kinds/<name>.py``, which declares ``KIND``; an installed package adds a kind with an entry
 point in the group ``evalpipe.server_kinds`` (``my_kind = "my_package.my_kind"``: the kind's name, the module
 declaring ``KIND``), registered after the built-ins by name — the config's ``server.kind`` accepts it and the
@@ -14,9 +14,8 @@ from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 
-from evalpipe.artifacts.schema.server import BUILTIN_KIND_NAMES, KIND_ENTRY_POINT_GROUP
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds import KIND_NAMES
+from evalpipe.server.kinds import BUILTIN_KIND_NAMES, KIND_ENTRY_POINT_GROUP, KIND_NAMES
 from evalpipe.server.kinds.base import Kind
 
 __all__ = ["Kind", "kinds", "server_kind"]

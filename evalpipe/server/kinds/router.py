@@ -7,7 +7,7 @@ own log under ``server/workers/<n>/``).  Workers start first and are waited for 
 then the router, which is ready only when every worker is listed healthy.  Everything is stopped as one on
 the way out: the router, then the workers.
 
-What the run talks to is the router, but what it verifies is each worker (``evalpipe.fleet.session``): the
+What the run talks to is the router, but what it verifies is each worker (``evalpipe.server.fleet.session``): the
 router's own ``/server_info`` is 404.  Every value the top-level settings pin must be resolved by every
 worker — a worker's ``overrides`` change how it is launched, never what it is verified against.  Attaching to
 a running router is ``kind: endpoint`` (it is recognised from its ``/workers``).
@@ -28,7 +28,7 @@ from evalpipe.server.preflight_rules import check_port, fail, ok
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import PreflightCheck
     from evalpipe.config.models import RouterConfig, RouterWorker, RunConfig, ServerConfig
-    from evalpipe.fleet.sglang_router import RouterLaunchSpec
+    from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 
 
 class RouterKind(Kind):
@@ -87,7 +87,7 @@ class RouterKind(Kind):
         python: str | None = None,
     ) -> list[str]:
         """The router's argv (worker URLs of launched workers on port 0 show port 0 until launch)."""
-        from evalpipe.fleet.sglang_router import router_argv
+        from evalpipe.server.fleet.sglang_router import router_argv
 
         urls = [self._worker_url(server, w, i) for i, w in enumerate(_router(server).workers)]
         spec = launch_spec(cfg, server, urls, resolve_secrets=resolve_secrets)
@@ -137,8 +137,8 @@ class RouterKind(Kind):
     # ------------------------------------------------------------------ preflight
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         """sglang-router installed, the router's ports free, and each launched worker's own preflight."""
-        from evalpipe.fleet.errors import RouterNotInstalled
-        from evalpipe.fleet.launcher import require_router
+        from evalpipe.server.fleet.errors import RouterNotInstalled
+        from evalpipe.server.fleet.launcher import require_router
 
         server_kind = self.kind_of
         from evalpipe.server.sglang_env import server_env
@@ -172,10 +172,10 @@ class RouterKind(Kind):
     @contextlib.contextmanager
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Workers first (all started, then each waited for), then the router, then the fleet verified."""
-        from evalpipe.fleet.client import RouterClient
-        from evalpipe.fleet.launcher import require_router, wait_registered
-        from evalpipe.fleet.session import PlannedWorker, attached_view, fleet_session
-        from evalpipe.fleet.sglang_router import METRICS_PATH, router_argv
+        from evalpipe.server.fleet.client import RouterClient
+        from evalpipe.server.fleet.launcher import require_router, wait_registered
+        from evalpipe.server.fleet.session import PlannedWorker, attached_view, fleet_session
+        from evalpipe.server.fleet.sglang_router import METRICS_PATH, router_argv
 
         server_kind = self.kind_of
         from evalpipe.server.ports import free_port
@@ -261,7 +261,7 @@ def worker_launch_server(
     """How a launched worker is started: the top-level settings with its kind, host, port and environment,
     then its ``overrides``.  ValueError naming ``router.workers[index]`` when that is not a valid server.
     ``kind_of``: the kind registry's lookup (``server_kind``)."""
-    from evalpipe.server.variants import with_overrides
+    from evalpipe.server.overrides import with_overrides
 
     where = f"router.workers[{index}]"
     assert worker.kind is not None
@@ -282,7 +282,7 @@ def worker_launch_server(
         deep=True,
     )
     try:
-        return with_overrides(base, worker.overrides, f"{where}.overrides", where)
+        return with_overrides(base, worker.overrides, f"{where}.overrides", where, kind_of)
     except ConfigError as exc:
         raise ValueError("; ".join([exc.message, *exc.details])) from None
 
@@ -298,7 +298,7 @@ def launch_spec(
 ) -> RouterLaunchSpec:
     """The router's launch settings from the config (``--request-timeout-secs`` at least the run's own
     request timeout: the router's 1800 s default would cut a long thinking answer)."""
-    from evalpipe.fleet.sglang_router import RouterLaunchSpec
+    from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
     from evalpipe.server.sglang_flags import API_KEY_PLACEHOLDER_PREFIX
 
     router = _router(server)

@@ -42,9 +42,9 @@ from evalpipe.artifacts import write_model
 from evalpipe.artifacts.schema.fleet import FleetEvent, FleetEventAction, FleetEventKind, FleetRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError
-from evalpipe.fleet.client import FleetMember, RouterClient
-from evalpipe.fleet.snapshot import config_sha256, config_view
-from evalpipe.fleet.verdict import AGREEMENT_KEYS
+from evalpipe.server.fleet.client import FleetMember, RouterClient
+from evalpipe.server.fleet.snapshot import config_sha256, config_view
+from evalpipe.server.fleet.verdict import AGREEMENT_KEYS
 
 log = logging.getLogger("evalpipe.server")
 

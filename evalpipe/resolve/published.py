@@ -1,4 +1,10 @@
-"""JSON Schemas published in ``audits/`` (kept in sync with the models by a test)."""
+"""JSON Schemas published in ``audits/`` (kept in sync with the models by a test).
+
+The models name plugins with plain strings (``evalpipe.config.registry_names``); a published schema lists the
+names registered here — each string marked with the registry it names gets that registry's names as its
+``enum`` — so an editor validating a config against ``audits/config.schema.json`` knows every benchmark and
+server kind, as it did when those fields were literals.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,36 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from evalpipe.config.registry_names import REGISTRY_MARKER
+
+
+def registry_names() -> dict[str, tuple[str, ...]]:
+    """Each registry's names, in registry order (the order the schema's ``enum`` lists them)."""
+    from evalpipe.benchmarks import names, stratifications
+    from evalpipe.server.kinds.registry import kinds
+
+    return {
+        "benchmarks": names(),
+        "stratifications": stratifications(),
+        "server_kinds": tuple(k.name for k in kinds()),
+    }
+
+
+def fill_registry_names(schema: Any, names: dict[str, tuple[str, ...]]) -> Any:
+    """``schema`` with every registry-marked string given its registry's names as ``enum`` (marker removed)."""
+    if isinstance(schema, list):
+        return [fill_registry_names(v, names) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: fill_registry_names(v, names) for k, v in schema.items() if k != REGISTRY_MARKER}
+    if REGISTRY_MARKER in schema:
+        out["enum"] = list(names[schema[REGISTRY_MARKER]])
+    return out
+
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema(mode="validation")
+    filled: dict[str, Any] = fill_registry_names(model.model_json_schema(mode="validation"), registry_names())
+    return filled
 
 
 def config_schema() -> dict[str, Any]:

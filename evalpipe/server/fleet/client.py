@@ -16,8 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evalpipe.artifacts.schema.fleet import WorkerRequestCount
-from evalpipe.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
-from evalpipe.fleet.sglang_router import (
+from evalpipe.server import fetch
+from evalpipe.server.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
+from evalpipe.server.fleet.sglang_router import (
     READINESS_PATH,
     WORKER_PATH,
     WORKERS_PATH,
@@ -27,7 +28,6 @@ from evalpipe.fleet.sglang_router import (
     split_rank,
     worker_outcomes,
 )
-from evalpipe.server import fetch
 
 
 def router_base(url: str) -> str:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalpipe.artifacts.schema.fleet import FieldProbe, FieldVerdict, RequestFieldProbe
-from evalpipe.fleet.request_id import HEADER, x_request_id
-from evalpipe.fleet.sglang_router import FORWARDING, Forwarding
+from evalpipe.recording.request_id import HEADER, x_request_id
 from evalpipe.server import fetch
+from evalpipe.server.fleet.sglang_router import FORWARDING, Forwarding
 
 PROMPT = "Write a long story about a cat who lives in a lighthouse."
 BASE_MAX_TOKENS = 12

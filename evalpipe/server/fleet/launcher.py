@@ -28,9 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from evalpipe.fleet.client import FleetMember, RouterClient
-from evalpipe.fleet.errors import NotARouter, RouterLaunchError, RouterNotInstalled, RouterUnreachable
-from evalpipe.fleet.sglang_router import (
+from evalpipe.processes.group import StopMethod, spawn, stop_group
+from evalpipe.server.fleet.client import FleetMember, RouterClient
+from evalpipe.server.fleet.errors import NotARouter, RouterLaunchError, RouterNotInstalled, RouterUnreachable
+from evalpipe.server.fleet.sglang_router import (
     INSTALL_HINT,
     METRICS_PATH,
     MODULE,
@@ -40,7 +41,6 @@ from evalpipe.fleet.sglang_router import (
     router_argv,
     split_rank,
 )
-from evalpipe.processes.group import StopMethod, spawn, stop_group
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the router colours its log even into a file
 

@@ -1,0 +1,150 @@
+"""The resolve step: a plain-data run config, its plugins looked up — a frozen :class:`ResolvedRun`.
+
+``evalpipe.config`` reads YAML into models that depend on nothing but ``errors``: a benchmark, a
+stratification and a server kind are strings there.  This step, one layer above the plugins, asks the
+registries what those strings name and runs the checks only a plugin can answer — a benchmark whose review
+runs no code takes no ``review_timeout_s``, a benchmark with a fixed schema names no columns, each kind's own
+section of ``server:`` (``Kind.check_config``) — and reports every failure as one line naming the YAML file,
+line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
+
+Every command that acts on a config goes through :func:`load_run`; reading a recorded run's ``config.yaml``
+for its numbers (audit, compare) needs only :func:`evalpipe.config.loader.load_config`, so a run whose
+benchmark plugin is not installed here can still be audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from evalpipe.benchmarks import REGISTRY as BENCHMARKS
+from evalpipe.benchmarks import Benchmark, stratifications
+from evalpipe.config.loader import YamlLines, format_loc, load_config_lines, resolve_plan
+from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingPlan
+from evalpipe.errors import ConfigError
+from evalpipe.server.kinds.registry import Kind, kinds, server_kind
+
+__all__ = ["ResolvedRun", "load_run", "resolve"]
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A run config whose names were found: each configured benchmark's plugin and the server's kind."""
+
+    config: RunConfig
+    benchmarks: Mapping[str, Benchmark]
+    kind: Kind
+
+    def benchmark(self, name: str) -> Benchmark:
+        return self.benchmarks[name]
+
+
+def one_of(names: tuple[str, ...], got: str) -> str:
+    """The message a validation error gives for a value outside a fixed set (the models' literal wording)."""
+    quoted = [repr(n) for n in names]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"must be one of {listed} (got {got!r})"
+
+
+class _Findings:
+    """Failures of the resolve step, each placed on its YAML line."""
+
+    def __init__(self, lines: YamlLines | None) -> None:
+        self.lines = lines
+        self.found: list[str] = []
+
+    def add(self, loc: tuple[Any, ...], message: str, *, lines: YamlLines | None = None) -> None:
+        where = lines or self.lines
+        prefix = f"{where.where(loc)}: " if where is not None else ""
+        self.found.append(f"{prefix}{format_loc(loc)}: {message}")
+
+
+def _check_benchmark(i: int, bench: BenchmarkConfig, spec: Benchmark, findings: _Findings) -> None:
+    """The checks of a configured benchmark that only its plugin can answer."""
+    meta = spec.meta
+    at = ("benchmarks", i)
+    if bench.review_timeout_s is not None and not meta.executes_code:
+        findings.add(at, f"review_timeout_s: {bench.name} runs no code in its review (no per-test limit)")
+    src = bench.source
+    if not meta.user_files:
+        for key in ("id_column", "stratify_column"):
+            if getattr(src, key) is not None:
+                findings.add(
+                    at,
+                    f"source.{key}: {bench.name} has a fixed schema; columns are named only for a benchmark "
+                    "that reads your own files (general_mcq, general_qa)",
+                )
+        return
+    if src.hub is not None:
+        findings.add(at, f"source.hub: {bench.name} reads your own files; there is no hub copy")
+    plan = bench.sampling
+    if isinstance(plan, SamplingPlan) and plan.stratify_by == "column" and src.stratify_column is None:
+        findings.add(at, "sampling.stratify_by is 'column' but source.stratify_column names no column")
+
+
+def _check_plan(cfg: RunConfig, i: int, bench: BenchmarkConfig, findings: _Findings) -> None:
+    """The plan's stratification is one some benchmark offers (inline: on the config's line; a plan file:
+    on the plan file's)."""
+    known = stratifications()
+    if isinstance(bench.sampling, SamplingPlan):
+        if bench.sampling.stratify_by not in known:
+            findings.add(
+                ("benchmarks", i, "sampling", "stratify_by"), one_of(known, bench.sampling.stratify_by)
+            )
+        return
+    plan = resolve_plan(cfg, bench.name)
+    if plan.stratify_by not in known:
+        path = cfg.resolve_path(bench.sampling)
+        findings.add(("stratify_by",), one_of(known, plan.stratify_by), lines=YamlLines.of(path))
+
+
+def _check_server(cfg: RunConfig, findings: _Findings) -> Kind | None:
+    server = cfg.server
+    names = tuple(k.name for k in kinds())
+    if server.kind not in names:
+        findings.add(("server", "kind"), one_of(names, server.kind))
+        return None
+    if server.router is not None:
+        for j, worker in enumerate(server.router.workers):
+            if worker.kind is not None and worker.kind not in names:
+                findings.add(("server", "router", "workers", j, "kind"), one_of(names, worker.kind))
+        if len(findings.found):
+            return None
+    kind = server_kind(server.kind)
+    try:
+        kind.check_config(server)
+    except ValueError as exc:
+        findings.add(("server",), str(exc))
+    return kind
+
+
+def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool = True) -> ResolvedRun:
+    """``cfg`` with its plugins looked up; ConfigError listing every failure on its line otherwise.
+
+    ``check_plans``: also check the stratification of plans kept in their own files (loading them)."""
+    findings = _Findings(lines)
+    found: dict[str, Benchmark] = {}
+    registered = tuple(BENCHMARKS)
+    for i, bench in enumerate(cfg.benchmarks):
+        spec = BENCHMARKS.get(bench.name)
+        if spec is None:
+            findings.add(("benchmarks", i, "name"), one_of(registered, bench.name))
+            continue
+        found[bench.name] = spec
+        _check_benchmark(i, bench, spec, findings)
+        if check_plans or isinstance(bench.sampling, SamplingPlan):
+            _check_plan(cfg, i, bench, findings)
+    kind = _check_server(cfg, findings)
+    if findings.found or kind is None:
+        where = lines.path if lines is not None else cfg.config_path or "config"
+        raise ConfigError(f"{where}: {len(findings.found)} error(s)", details=findings.found)
+    return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind)
+
+
+def load_run(path: Path, *, check_plans: bool = True) -> ResolvedRun:
+    """Read a run config (``evalpipe.config.loader``) and resolve it."""
+    cfg, lines = load_config_lines(path, check_plans=check_plans)
+    return resolve(cfg, lines, check_plans=check_plans)
