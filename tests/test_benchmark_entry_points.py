@@ -24,11 +24,15 @@ def test_an_installed_entry_point_registers_its_benchmark_after_the_built_ins(tm
     done = run_python(
         env,
         "from evalpipe.benchmarks import REGISTRY, _MODULES, benchmark\n"
-        "from evalpipe.config.models import BenchmarkConfig\n"
+        "from evalpipe.config.models import RunConfig\n"
+        "from evalpipe.resolve import resolve\n"
         "names = tuple(REGISTRY)\n"
         "assert names[: len(_MODULES)] == _MODULES and names[len(_MODULES):] == ('contract_dummy',), names\n"
         "print(benchmark('contract_dummy').meta.name)\n"
-        "print(BenchmarkConfig.model_validate({'name': 'contract_dummy', 'sampling': {'stratify_by': 'none', 'total': 1, 'allocation': 'uniform'}}).name)\n",
+        "cfg = RunConfig.model_validate({'name': 't', 'model': {'path': '/m', 'served_name': 'm'},\n"
+        "    'server': {'kind': 'endpoint', 'endpoint': 'http://127.0.0.1:1'},\n"
+        "    'benchmarks': [{'name': 'contract_dummy', 'sampling': {'total': 1, 'allocation': 'uniform'}}]})\n"
+        "print(resolve(cfg).benchmark('contract_dummy').meta.name)\n",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["contract_dummy", "contract_dummy"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "evalpipe"
-TOP_LEVEL_LEAVES = {"__init__.py", "errors.py", "hashing.py", "clock.py", "progress.py"}
+TOP_LEVEL_LEAVES = {"__init__.py", "errors.py", "hashing.py", "clock.py", "progress.py", "registry.py"}
 
 
 def _readme_packages() -> set[str]:

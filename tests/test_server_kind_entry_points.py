@@ -60,7 +60,7 @@ def test_an_installed_kind_is_registered_and_the_config_accepts_it(tmp_path: Pat
     [
         ("command = container_kind", "command", "'command' is a built-in server kind"),
         ("container = container_kind:KIND", "container", "the value must be the module declaring KIND"),
-        ("container = container_kind", "other", "must declare KIND, a Kind named 'container'"),
+        ("container = container_kind", "other", "it must declare KIND, a Kind named 'container'"),
         ("container = not_there.kind", "container", "module 'not_there.kind' not found"),
     ],
 )

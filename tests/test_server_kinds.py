@@ -26,7 +26,8 @@ from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, Prefl
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, PreflightError, ServerError
 from evalpipe.resolve.published import config_schema
-from evalpipe.server.kinds import KIND_NAMES, BuiltinKind
+from evalpipe.server.kinds import BUILTIN_KIND_NAMES as KIND_NAMES
+from evalpipe.server.kinds import BuiltinKind
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServerHandle
 from evalpipe.server.kinds.endpoint import openai_base_url
 from evalpipe.server.kinds.registry import kinds, server_kind

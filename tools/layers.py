@@ -17,7 +17,7 @@ type-only (``kind == "type-only"``), so a loop through type-only edges alone is 
 
 The order, lowest first::
 
-    core (errors, hashing, clock, progress, processes) < config (plain data), stats < artifacts
+    core (errors, hashing, clock, progress, processes, registry) < config (plain data), stats < artifacts
     < plugins (sources, sandbox, recording, server, speed, benchmarks, samplers, selftest) < resolve
     < stages (evalscope_bridge) < analysis (compare, audit, plan) < presentation (report, explore)
     < orchestration (run, replay) < cli
@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "clock": 0,
     "progress": 0,
     "processes": 0,
+    "registry": 0,
     # the run configuration as plain data (names of plugins are strings), and pure statistics
     "config": 1,
     "stats": 1,

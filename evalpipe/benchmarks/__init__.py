@@ -20,14 +20,11 @@ A module is named after its benchmark (its EvalScope adapter name); a name regis
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from importlib import import_module
-from importlib.metadata import entry_points
-from types import MappingProxyType, ModuleType
 
 from evalpipe.benchmarks.base import Benchmark, KeyItem
-from evalpipe.errors import ConfigError
+from evalpipe.registry import Registered, Registry
 
 #: Environment variable naming extra benchmark modules (comma-separated import paths).
 PLUGINS_ENV = "EVALPIPE_BENCHMARK_MODULES"
@@ -54,68 +51,28 @@ _MODULES = (
 )
 
 
-def _declared(module: ModuleType, origin: str) -> Benchmark:
-    path = module.__name__
-    spec = getattr(module, "BENCHMARK", None)
-    if not isinstance(spec, Benchmark):
-        raise ConfigError(f"{origin}: module {path} declares no BENCHMARK (a Benchmark instance)")
-    if spec.meta.name != path.rpartition(".")[2]:
-        raise ConfigError(
-            f"{origin}: module {path} declares benchmark {spec.meta.name!r}; "
-            "a benchmark module is named after its benchmark (its EvalScope adapter name)"
-        )
-    return spec
-
-
-def _plugin(path: str, origin: str) -> ModuleType:
-    try:
-        return import_module(path)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (path == exc.name or path.startswith(exc.name + ".")):  # not a dependency
-            where = "is it on PYTHONPATH?" if origin == PLUGINS_ENV else "is its package installed whole?"
-            raise ConfigError(f"{origin}: benchmark module {path!r} not found ({where})") from None
-        raise
-
-
-def _installed() -> list[tuple[str, str]]:
-    """``(origin, module)`` of every installed package's ``evalpipe.benchmarks`` entry point, by name."""
-    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-    out = []
-    for ep in found:
-        dist = ep.dist.name if ep.dist is not None else "an installed package"
-        origin = f"entry point {ENTRY_POINT_GROUP}:{ep.name} of {dist}"
-        if ep.attr or ep.name != ep.module.rpartition(".")[2]:
-            raise ConfigError(
-                f"{origin}: the value must be the module declaring BENCHMARK, named after the benchmark "
-                f'(e.g. {ep.name} = "my_package.{ep.name}"), got {ep.value!r}'
-            )
-        out.append((origin, ep.module))
-    return out
+def _registry() -> Registry[Benchmark]:
+    return Registry(
+        sort="benchmark",
+        attribute="BENCHMARK",
+        cls=Benchmark,
+        name_of=lambda spec: spec.meta.name,
+        builtins=_MODULES,
+        import_builtin=lambda m: import_module(f"evalpipe.benchmarks.{m}"),
+        group=ENTRY_POINT_GROUP,
+        environment=PLUGINS_ENV,
+        module_named_after=True,
+    )
 
 
 def _build() -> Mapping[str, Benchmark]:
     """The built-in modules in ``_MODULES`` order, then installed packages' entry points, then the
-    environment's."""
-    declared = [
-        (_declared(import_module(f"evalpipe.benchmarks.{m}"), "evalpipe/benchmarks/__init__.py"), "evalpipe")
-        for m in _MODULES
-    ]
-    declared += [(_declared(_plugin(module, origin), origin), origin) for origin, module in _installed()]
-    extra = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
-    declared += [(_declared(_plugin(p, PLUGINS_ENV), PLUGINS_ENV), PLUGINS_ENV) for p in extra]
-    registry: dict[str, Benchmark] = {}
-    where: dict[str, str] = {}
-    for spec, origin in declared:
-        name = spec.meta.name
-        if name in registry:
-            also = f"{PLUGINS_ENV}: {', '.join(extra)}" if origin == PLUGINS_ENV else origin
-            raise ConfigError(f"benchmark {name!r} is registered twice ({where[name]}; {also})")
-        registry[name], where[name] = spec, origin
-    return MappingProxyType(registry)
+    environment's (``evalpipe.registry``)."""
+    return _registry().build()
 
 
 #: Every registered benchmark by name, in registration order (read-only).
-REGISTRY: Mapping[str, Benchmark] = _build()
+REGISTRY: Mapping[str, Benchmark] = Registered("benchmark", _build())
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -144,10 +101,7 @@ def find(name: str) -> Benchmark | None:
 
 
 def benchmark(name: str) -> Benchmark:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(REGISTRY)})") from None
+    return REGISTRY[name]  # KeyError naming the registered ones
 
 
 def code_benchmarks(names: Sequence[str]) -> list[str]:
