@@ -1,6 +1,6 @@
 """Wall-time overhead of ``evalpipe run`` over a bare EvalScope run of the same samples, same server.
 
-One real llama.cpp server (SmolLM2-135M-Instruct via ``python -m evalpipe.server.llamacpp``, prompt reuse
+One real llama.cpp server (SmolLM2-135M-Instruct via ``python -m evalpipe.engines.llamacpp``, prompt reuse
 off: with it on, whichever run goes second reuses the first one's prompt KV and looks 2–3× faster) serves
 both sides.  Rounds alternate the order (evalpipe first, then bare first, …) so that a noisy neighbour
 hits both alike, and the medians are compared.
@@ -55,7 +55,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evalpipe.server.llamacpp import spawn
+from evalpipe.engines.llamacpp import spawn
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "evalpipe" / "selftest" / "data"

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evalpipe.engines.llamacpp import spawn
 from evalpipe.processes.group import stop_group
-from evalpipe.server.llamacpp import spawn
 
 
 def _complete(base: str, prompt: str, tokens: int) -> int:

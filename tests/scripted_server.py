@@ -29,7 +29,7 @@ glm-fp8.yaml) as ``/server_info`` if given, and exits on SIGTERM/SIGINT.  ``--an
 question with TEXT (no rules file needed).  Like many real servers (llama-server, vLLM) it can go without
 SGLang's info routes (``--no-server-info``: no ``/server_info``, no ``/model_info``), without ``/health``
 (``--no-health``), or never finish loading (``--never-ready``: ``/health`` 503) — launched by the tests as
-``server.kind: command``.  The shared routes and the serve loop are evalpipe's (``evalpipe.server.http_base``).
+``server.kind: command``.  The shared routes and the serve loop are evalpipe's (``evalpipe.engines.http_base``).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+from evalpipe.engines.http_base import ModelServer, ServerThread, serve_until_signalled  # noqa: E402
 from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256  # noqa: E402
-from evalpipe.server.http_base import ModelServer, ServerThread, serve_until_signalled  # noqa: E402
 
 
 @dataclass

@@ -38,9 +38,9 @@ from evalpipe.artifacts.schema.evalscope import IndexMap, PromptHashRecord
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import PLUGINS_ENV, REGISTRY, Benchmark, names
 from evalpipe.benchmarks.base import bundled_data_dir
+from evalpipe.engines.answer_key import AnswerKey
 from evalpipe.errors import ConfigError
 from evalpipe.samplers.strata import check_plan
-from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import FAULT_EXPECTATIONS, NEGATIVE_MAX_SCORE, fault_targets
 from evalpipe.sources.base import BenchmarkData, read_rows
 

@@ -190,7 +190,7 @@ def test_config_rejects_unknown_placeholder_and_missing_command(tmp_path: Path) 
             ExitCode.SERVER,
         ),
         (  # refused before launching: a usage error
-            ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "{model_path}", "--port", "{port}"],
+            ["{python}", "-m", "evalpipe.engines.llamacpp", "--model", "{model_path}", "--port", "{port}"],
             "error: preflight: model.path missing.gguf:",
             ExitCode.USAGE,
         ),

@@ -21,7 +21,7 @@ from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.router import worker_launch_server
 
 ROOT = Path(__file__).resolve().parents[1]
-LLAMA = ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--port", "{port}",
+LLAMA = ["{python}", "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--port", "{port}",
          "--kv-cache-dtype", "{kv_cache_dtype}"]  # fmt: skip
 
 

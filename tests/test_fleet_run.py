@@ -28,16 +28,16 @@ from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.processes.group import group_alive
-from evalpipe.server.llamacpp import smollm2_path
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
-#: the launcher's access line for a request that reached the worker (evalpipe.server.llamacpp)
+#: the launcher's access line for a request that reached the worker (evalpipe.engines.llamacpp)
 ACCESS = re.compile(r"evalpipe\.server\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
 
 
 def _config(tmp: Path, *, second: dict[str, Any] | None = None) -> Path:
-    command = ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--host", "{host}",
+    command = ["{python}", "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--host", "{host}",
                "--port", "{port}", "--served-model-name", "{served_name}", "--kv-cache-dtype", "{kv_cache_dtype}",
                "--ctx-size", "2048", "--parallel", "1", "--threads", "1", "--no-prompt-cache"]  # fmt: skip
     cfg = {
@@ -155,7 +155,7 @@ def test_a_mixed_fleet_is_refused_before_any_sample(tmp_path: Path) -> None:
     assert not (out / "requests.jsonl").exists()
     for i in range(2):  # both were up and answered /server_info; not one chat request reached either
         log = (out / "server" / "workers" / str(i) / "server.log").read_text()
-        assert "evalpipe.server.llamacpp: ready:" in log
+        assert "evalpipe.engines.llamacpp: ready:" in log
         assert not ACCESS.search(log), f"a chat request reached worker {i}"
     record = read_model(out / "server" / "fleet.json", FleetRecord)
     assert not record.verified and record.probe is None and record.end is None

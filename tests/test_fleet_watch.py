@@ -35,10 +35,10 @@ from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
+from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.processes.group import group_alive, signal_group
 from evalpipe.processes.group import spawn as spawn_group
 from evalpipe.server import fetch
-from evalpipe.server.llamacpp import smollm2_path
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
 ACCESS = re.compile(r"evalpipe\.server\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
@@ -47,7 +47,7 @@ INTERVAL_S = 0.5
 
 
 def _engine(kv: str, host: str = "{host}", port: str = "{port}") -> list[str]:
-    return ["{python}" if host == "{host}" else sys.executable, "-m", "evalpipe.server.llamacpp", "--model",
+    return ["{python}" if host == "{host}" else sys.executable, "-m", "evalpipe.engines.llamacpp", "--model",
             "smollm2", "--host", host, "--port", port, "--served-model-name", "smollm2", "--kv-cache-dtype", kv,
             "--ctx-size", "2048", "--parallel", "1", "--threads", "1", "--no-prompt-cache"]  # fmt: skip
 

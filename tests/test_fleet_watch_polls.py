@@ -18,10 +18,10 @@ from aiohttp import web
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot
+from evalpipe.engines.http_base import ServerThread
 from evalpipe.server.fleet.client import FleetMember, RouterClient
 from evalpipe.server.fleet.snapshot import worker_record
 from evalpipe.server.fleet.watch import FleetWatch, FleetWatchPlan
-from evalpipe.server.http_base import ServerThread
 
 INFO: dict[str, Any] = {
     "engine": "llama.cpp",

@@ -1,4 +1,4 @@
-"""``evalpipe.server.http_base``: the routes every model server shares and the serve loop, written once.
+"""``evalpipe.engines.http_base``: the routes every model server shares and the serve loop, written once.
 
 The servers built on it (answer-key, replay, the llama.cpp front, the test doubles) are tested on their own
 behaviour elsewhere; this is what they inherit: ``/health`` 503 until ready, the info documents and their
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from evalpipe.server.http_base import ModelServer, ServerThread, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, ServerThread, serve_until_signalled
 
 
 class _Server(ModelServer):

@@ -20,8 +20,8 @@ from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.config.loader import load_config
+from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.run import pipeline
-from evalpipe.server.llamacpp import smollm2_path
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {
@@ -39,7 +39,7 @@ name: kv-probe-real
 model: {{path: SmolLM2-135M-Instruct.Q4_1.gguf, served_name: smollm2}}
 server:
   kind: command
-  command: ["{{python}}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--host", "{{host}}",
+  command: ["{{python}}", "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--host", "{{host}}",
             "--port", "{{port}}", "--served-model-name", "{{served_name}}", "--kv-cache-dtype", "{{kv_cache_dtype}}",
             "--ctx-size", "1024", "--parallel", "1", "--threads", "1", "--no-prompt-cache"]
   host: 127.0.0.1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from evalpipe.engines.llamacpp import UsageError, llama_server_argv, parse_args, settings_from, spawn
 from evalpipe.processes.group import stop_group
-from evalpipe.server.llamacpp import UsageError, llama_server_argv, parse_args, settings_from, spawn
 
 FAKE = Path(__file__).resolve().parent / "fake_llama_server.py"
 

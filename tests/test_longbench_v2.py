@@ -17,11 +17,11 @@ from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.compare.paired import compare_runs
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
+from evalpipe.engines.answer_key import AnswerKey
 from evalpipe.errors import DataError, PreflightError
 from evalpipe.run import pipeline
 from evalpipe.run.context_fit import estimator, heuristic_tokens
 from evalpipe.samplers.loading import load_local
-from evalpipe.selftest.answer_key import AnswerKey
 from evalpipe.selftest.controls import demo_config_path
 
 BUNDLED = bundled_data_dir() / "longbench_v2"

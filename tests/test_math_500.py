@@ -14,10 +14,10 @@ from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks.base import bundled_data_dir
+from evalpipe.engines.answer_key import AnswerKey, truncated_response
 from evalpipe.errors import DataError
 from evalpipe.samplers.loading import load_local
 from evalpipe.samplers.strata import check_plan
-from evalpipe.selftest.answer_key import AnswerKey, truncated_response
 
 BUNDLED = bundled_data_dir() / "math_500"
 REPO = Path(__file__).resolve().parents[1]

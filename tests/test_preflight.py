@@ -12,9 +12,9 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.server import PreflightReport
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError
+from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
 from evalpipe.server.nltk_data import punkt_tab_available
 from evalpipe.server.preflight import run_preflight
-from evalpipe.server.raw_fp8 import check_raw_fp8_rules
 
 GLM = {
     "tp_size": 8,

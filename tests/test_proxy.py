@@ -22,10 +22,10 @@ from helpers.server_process import ServerProcess
 
 from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.engines.http_base import ServerThread
 from evalpipe.hashing import prompt_sha256
 from evalpipe.recording.proxy import ProxyHandle, inject_rid, recording_proxy
 from evalpipe.recording.responses import read_response_records, read_responses
-from evalpipe.server.http_base import ServerThread
 from evalpipe.server.ports import free_port
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]

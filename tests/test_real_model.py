@@ -1,6 +1,6 @@
 """A real model on a real engine: SmolLM2-135M-Instruct on llama.cpp (xllamacpp), end to end.
 
-One ``evalpipe run`` (``server.kind: command`` → ``python -m evalpipe.server.llamacpp``) over a few
+One ``evalpipe run`` (``server.kind: command`` → ``python -m evalpipe.engines.llamacpp``) over a few
 bundled samples of all four benchmarks, then sample by sample:
 
 * usage in ``requests.jsonl`` = usage in EvalScope's predictions = ``outcomes.jsonl``;
@@ -34,8 +34,8 @@ from helpers.browser import chromium, open_page
 from helpers.config import entry, write_config
 from helpers.server_process import assert_group_gone
 
+from evalpipe.engines.llamacpp import LoadLog, main, smollm2_path, spawn
 from evalpipe.processes.group import stop_group
-from evalpipe.server.llamacpp import LoadLog, main, smollm2_path, spawn
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "evalpipe" / "selftest" / "data"
@@ -82,7 +82,7 @@ def test_launcher_bad_input_is_one_line_exit_2(
 ) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"evalpipe.server.llamacpp: {message}")
+    assert len(err) == 1 and err[0].startswith(f"evalpipe.engines.llamacpp: {message}")
 
 
 def test_launcher_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,7 +129,7 @@ def test_back_to_back_requests_through_the_launcher_never_fail(tmp_path: Path) -
 
 
 def _config(tmp: Path) -> Path:
-    cmd = ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--host", "{host}",
+    cmd = ["{python}", "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--host", "{host}",
            "--port", "{port}", "--served-model-name", "{served_name}", "--kv-cache-dtype", "{kv_cache_dtype}",
            *ENGINE_ARGS]  # fmt: skip
     return write_config(

@@ -24,8 +24,8 @@ import yaml
 from helpers.server_process import assert_group_gone
 from test_real_model import BARE_SCRIPT, ENGINE_ARGS, KV, _require_engine
 
+from evalpipe.engines.llamacpp import spawn
 from evalpipe.processes.group import stop_group
-from evalpipe.server.llamacpp import spawn
 
 MAX_TOKENS = 32
 ROWS = [
@@ -48,7 +48,7 @@ def _write_set(folder: Path) -> Path:
 
 
 def _config(tmp: Path, own: Path) -> Path:
-    cmd = ["{python}", "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--host", "{host}",
+    cmd = ["{python}", "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--host", "{host}",
            "--port", "{port}", "--served-model-name", "{served_name}", "--kv-cache-dtype", "{kv_cache_dtype}",
            *ENGINE_ARGS]  # fmt: skip
     cfg = {

@@ -21,13 +21,13 @@ from helpers.server_process import assert_group_gone
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.compare.paired import compare_runs
+from evalpipe.engines.llamacpp import smollm2_path, spawn
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.hashing import attempt_seed
 from evalpipe.processes.group import stop_group
 from evalpipe.recording.proxy import recording_proxy
-from evalpipe.server.llamacpp import smollm2_path, spawn
 
 N, K = 2, 2
 

@@ -17,8 +17,8 @@ from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.evalscope_bridge.task import generation_config
 from evalpipe.server.chat_template import thinking_kwargs
+from evalpipe.server.kinds.sglang.flags import build_argv, resolved_value
 from evalpipe.server.preflight import run_preflight
-from evalpipe.server.sglang_flags import build_argv, resolved_value
 from evalpipe.server.verify import mismatches, verify
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,9 +13,9 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
 from evalpipe.audit.checks import check_replay_misses
+from evalpipe.engines.replay_queues import build_plan
+from evalpipe.engines.replay_server import build_app
 from evalpipe.hashing import prompt_sha256
-from evalpipe.replay.queues import build_plan
-from evalpipe.replay.server import build_app
 
 MESSAGES = [{"role": "user", "content": "What is 1+1?"}]
 

@@ -17,8 +17,8 @@ from evalpipe.benchmarks import REGISTRY
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.loader import load_config, resolve_plan
 from evalpipe.config.models import AnswerKeyConfig
+from evalpipe.engines.answer_key import FAULTS, AnswerKey
 from evalpipe.samplers.loading import load_local
-from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 
 DATA = bundled_data_dir()
 LIVE_CODE_BENCH_FILE = "code_generation_lite_v5_v6_subset.jsonl"

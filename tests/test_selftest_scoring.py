@@ -22,7 +22,7 @@ import pytest
 from evalpipe.benchmarks import REGISTRY, names
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.loader import load_config
-from evalpipe.selftest.answer_key import AnswerKey, KeyItem, Reply
+from evalpipe.engines.answer_key import AnswerKey, KeyItem, Reply
 from evalpipe.selftest.controls import demo_config_path
 
 MODEL = "answer-key"
@@ -196,7 +196,7 @@ def test_truncated_reply_has_no_final_answer(
     bench: str, key: AnswerKey, adapters: dict[str, Any], prompted: dict[str, Prompted]
 ) -> None:
     """The truncate fault's text for each benchmark it can target scores wrong (nothing extractable)."""
-    from evalpipe.selftest.answer_key import truncated_response
+    from evalpipe.engines.answer_key import truncated_response
 
     for it in (i for i in key.items if i.benchmark == bench):
         reply = Reply(truncated_response(it), "length", "truncate")
@@ -223,7 +223,7 @@ def _code_items(key: AnswerKey) -> list[KeyItem]:
 def test_live_code_bench_reference_solutions_pass_negative_and_faults_fail(
     tmp_path: Path, key: AnswerKey, adapters: dict[str, Any], prompted: dict[str, Prompted]
 ) -> None:
-    from evalpipe.selftest.answer_key import truncated_response
+    from evalpipe.engines.answer_key import truncated_response
 
     items = _code_items(key)
     assert {it.func_name is None for it in items} == {True, False}  # stdin and functional styles

@@ -25,10 +25,10 @@ from helpers.server_process import ServerProcess
 
 from evalpipe.benchmarks import names
 from evalpipe.benchmarks.base import bundled_data_dir
+from evalpipe.engines.answer_key import FAULTS, AnswerKey
 from evalpipe.processes.group import signal_group
-from evalpipe.selftest.answer_key import FAULTS, AnswerKey
 
-MODULE = "evalpipe.selftest.answer_key_server"
+MODULE = "evalpipe.engines.answer_key_server"
 SERVED = "answer-key-test"
 ALL_FAULTS = ",".join(FAULTS)
 LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")

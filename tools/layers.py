@@ -18,7 +18,7 @@ type-only (``kind == "type-only"``), so a loop through type-only edges alone is 
 The order, lowest first::
 
     core (errors, hashing, clock, progress, processes, registry) < config (plain data), stats < artifacts
-    < plugins (sources, sandbox, recording, server, speed, benchmarks, samplers, selftest) < resolve
+    < plugins (sources, sandbox, recording, server, engines, speed, benchmarks, samplers, selftest) < resolve
     < stages (evalscope_bridge) < analysis (compare, audit, plan) < presentation (report, explore)
     < orchestration (run, replay) < cli
 
@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "benchmarks": 3,
     "samplers": 3,
     "selftest": 3,
+    "engines": 3,
     # the resolve step: a config's plugin names looked up
     "resolve": 4,
     # stages a run goes through

@@ -2,7 +2,7 @@
 
     python tools/llamacpp_native_server.py --port N [the launcher's flags: --kv-cache-dtype q4_0 --threads 1 …]
 
-Takes exactly ``python -m evalpipe.server.llamacpp``'s flags and builds llama.cpp's parameters with the
+Takes exactly ``python -m evalpipe.engines.llamacpp``'s flags and builds llama.cpp's parameters with the
 launcher's own ``common_params``, but serves llama.cpp's native server on ``--port`` directly (``/health``,
 ``/props``, ``/tokenize``, ``/v1/completions``…; no ``/server_info``).  ``tools/measure_speed_kv.py`` uses it
 to keep evalpipe's front out of the measured path.  (It was written while the launcher's front dropped an
@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from evalpipe.server.llamacpp import UsageError, common_params, parse_args, settings_from
+from evalpipe.engines.llamacpp import UsageError, common_params, parse_args, settings_from
 from evalpipe.server.ports import free_port
 
 

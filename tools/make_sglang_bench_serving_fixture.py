@@ -52,7 +52,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from evalpipe.server.llamacpp import spawn
+from evalpipe.engines.llamacpp import spawn
 from evalpipe.server.ports import free_port
 from evalpipe.speed.tokenizer import resolve
 

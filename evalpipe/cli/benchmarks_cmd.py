@@ -42,7 +42,7 @@ def listings() -> list[BenchmarkListing]:
     """Every registered benchmark, in registry order."""
     from evalpipe.benchmarks import REGISTRY
     from evalpipe.benchmarks.base import bundled_data_dir
-    from evalpipe.selftest.answer_key import AnswerKey
+    from evalpipe.engines.answer_key import AnswerKey
 
     key = AnswerKey.load(bundled_data_dir())
     out = []

@@ -257,7 +257,7 @@ class ServerConfig(Strict):
     ``kind: sglang`` launches ``python -m sglang.launch_server`` with flags built for the installed
     SGLang version; ``kind: answer_key`` launches evalpipe's self-test server through the same code
     path; ``kind: command`` launches any OpenAI-compatible server from the argv in ``command`` (e.g.
-    ``python -m evalpipe.server.llamacpp``), through the same lifecycle; ``kind: endpoint`` attaches to
+    ``python -m evalpipe.engines.llamacpp``), through the same lifecycle; ``kind: endpoint`` attaches to
     ``endpoint`` (a running server, or a running sglang-router: then every worker is verified);
     ``kind: router`` launches sglang-router in front of the ``router.workers`` (launched or running).
     """

@@ -38,12 +38,12 @@ from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
 from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
-from evalpipe.server import sglang_flags as flags
 from evalpipe.server.kinds.base import ServerHandle
 from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.sglang import flags
+from evalpipe.server.kinds.sglang.env import server_env
 from evalpipe.server.ports import free_port
 from evalpipe.server.readiness import get_json, log_tail, wait_ready
-from evalpipe.server.sglang_env import server_env
 from evalpipe.server.verify import mismatches, verify
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ a :class:`PreflightCheck`; a ``fail`` aborts with exit 2 and a message naming th
 shown loudly and recorded.  Rules for every kind: the API key variable is set, ``extra_args`` set no flag
 the config already controls, NLTK ``punkt_tab`` is there when IFEval-like scoring needs it.  Everything
 else is the server kind's (``Kind.preflight``): for SGLang the argv parses with the installed SGLang's own
-parser, the parser names exist, the raw-FP8 TileLang policy (``evalpipe.server.raw_fp8``), the model path,
+parser, the parser names exist, the raw-FP8 TileLang policy (``evalpipe.server.kinds.sglang.raw_fp8``), the model path,
 the GPUs; for launched servers the port is free; for ``command`` the executable exists.
 """
 
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from evalpipe.artifacts.schema.server import PreflightCheck, PreflightReport
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.sglang.env import server_env
 from evalpipe.server.preflight_rules import check_api_key, check_extra_args, check_punkt
-from evalpipe.server.sglang_env import server_env
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir

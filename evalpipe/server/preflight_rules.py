@@ -4,7 +4,7 @@ A rule checks one thing before any GPU time is spent and names the flag (or conf
 ``fail`` aborts the launch with exit 2, ``warn`` is shown loudly and recorded, ``skipped`` says what could not
 be checked here.  Which rules apply is the server kind's decision (``Kind.preflight``); the API key,
 ``extra_args`` and NLTK rules apply to every kind (``evalpipe.server.preflight``).  The raw-FP8 TileLang
-policy has its own module (``evalpipe.server.raw_fp8``).
+policy has its own module (``evalpipe.server.kinds.sglang.raw_fp8``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.server import PreflightCheck
 from evalpipe.server import gpus as gpu_mod
-from evalpipe.server import sglang_flags as flags
 from evalpipe.server.chat_template import NO_REASONING_PARSER
+from evalpipe.server.kinds.sglang import flags
+from evalpipe.server.kinds.sglang.env import SglangProbe, dry_parse
 from evalpipe.server.ports import port_in_use
-from evalpipe.server.sglang_env import SglangProbe, dry_parse
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig

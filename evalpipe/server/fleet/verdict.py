@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
-from evalpipe.server.sglang_flags import internal_state_values, normalize, resolved_value
+from evalpipe.server.kinds.sglang.flags import internal_state_values, normalize, resolved_value
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import ServerKind

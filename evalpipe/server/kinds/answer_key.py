@@ -1,6 +1,6 @@
 """``server.kind: answer_key`` — evalpipe's self-test server, launched through the same path as SGLang.
 
-It answers the bundled items from their gold answers (``evalpipe.selftest.answer_key_server``), reports its
+It answers the bundled items from their gold answers (``evalpipe.engines.answer_key_server``), reports its
 resolved arguments as SGLang names them, and is verified on what it can resolve: the served name and the
 reasoning parser.  ``server.answer_key`` is optional (positive mode, no faults, no thinking).
 """
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import ServerVerification
     from evalpipe.config.models import RunConfig, ServerConfig
 
-MODULE = "evalpipe.selftest.answer_key_server"
+MODULE = "evalpipe.engines.answer_key_server"
 
 
 class AnswerKeyKind(Kind):

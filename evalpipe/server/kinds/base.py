@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalpipe.errors import ConfigError
+from evalpipe.server.kinds.sglang.flags import KERNEL_NAMES, resolved_expectations
 from evalpipe.server.preflight_rules import check_port
-from evalpipe.server.sglang_flags import KERNEL_NAMES, resolved_expectations
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles

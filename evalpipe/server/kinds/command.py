@@ -3,7 +3,7 @@
 The argv's placeholders are filled from the config here, so the launched command, ``launch.json`` and
 ``evalpipe server command`` all show the same thing.  ``{kv_cache_dtype}`` lets a ``variants:`` override
 of ``kv_cache_dtype`` reach the server (the paired KV-cache control), and ``{python}`` is this
-interpreter, so ``{python} -m evalpipe.server.llamacpp`` runs in evalpipe's own environment.
+interpreter, so ``{python} -m evalpipe.engines.llamacpp`` runs in evalpipe's own environment.
 
 Such a server is not SGLang: its ``/server_info`` (when it has one, like evalpipe's llama.cpp launcher) can
 confirm only the KV cache dtype and the served name, a missing one leaves the resolved configuration

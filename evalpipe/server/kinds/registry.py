@@ -1,7 +1,7 @@
 """The server-kind registry: ``server_kind(name)`` for every registered kind (``evalpipe.registry``).
 
-Each built-in name (``evalpipe.server.kinds.BuiltinKind``) is the module ``evalpipe/server/kinds/<name>.py``,
-which declares ``KIND``; an installed package adds a kind with an entry point in the group
+Each built-in name (``evalpipe.server.kinds.BuiltinKind``) is the module ``evalpipe/server/kinds/<name>.py`` (or,
+for a kind with a folder of its own, ``<name>/kind.py``), which declares ``KIND``; an installed package adds a kind with an entry point in the group
 ``evalpipe.server_kinds`` (``my_kind = "my_package.my_kind"``: the kind's name, the module declaring ``KIND``),
 registered after the built-ins by name — the config's ``server.kind`` resolves to it and the pipeline asks it
 like any other.  Loading refuses a module whose ``KIND`` is not a :class:`Kind` of that name, so a
@@ -11,12 +11,21 @@ registration cannot silently point at the wrong module, and an installed kind th
 from __future__ import annotations
 
 from importlib import import_module
+from types import ModuleType
 
 from evalpipe.registry import Registered, Registry
 from evalpipe.server.kinds import BUILTIN_KIND_NAMES, KIND_ENTRY_POINT_GROUP
 from evalpipe.server.kinds.base import Kind
 
 __all__ = ["Kind", "kinds", "server_kind"]
+
+def _import_builtin(name: str) -> ModuleType:
+    """A built-in kind's module: ``kinds/<name>.py``, or ``kinds/<name>/kind.py`` for a kind with a folder of its
+    own (whose ``__init__`` imports nothing, so its vocabulary can be read without loading the kind)."""
+    if name == "sglang":
+        return import_module("evalpipe.server.kinds.sglang.kind")
+    return import_module(f"evalpipe.server.kinds.{name}")
+
 
 _REGISTRY: Registered[Kind] = Registered(
     "server kind",
@@ -26,7 +35,7 @@ _REGISTRY: Registered[Kind] = Registered(
         cls=Kind,
         name_of=lambda kind: kind.name,
         builtins=BUILTIN_KIND_NAMES,
-        import_builtin=lambda name: import_module(f"evalpipe.server.kinds.{name}"),
+        import_builtin=_import_builtin,
         group=KIND_ENTRY_POINT_GROUP,
     ).build(),
 )

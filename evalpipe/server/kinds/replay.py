@@ -1,6 +1,6 @@
 """``server.kind: replay`` — serve a sign-off bundle's recorded responses (``evalpipe replay``).
 
-The replay server (``evalpipe.replay.server``) answers each prompt from the recorded responses and serves the
+The replay server (``evalpipe.engines.replay_server``) answers each prompt from the recorded responses and serves the
 recorded ``/server_info``, so verification checks the original server's resolved settings again.  ``evalpipe
 replay`` builds this server section itself; the run skips the preflight (nothing of the original host —
 model, GPUs, SGLang — is needed to replay).
@@ -17,7 +17,7 @@ from evalpipe.server.kinds.base import Kind
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
 
-MODULE = "evalpipe.replay.server"
+MODULE = "evalpipe.engines.replay_server"
 
 
 class ReplayKind(Kind):

@@ -141,7 +141,7 @@ class RouterKind(Kind):
         from evalpipe.server.fleet.launcher import require_router
 
         server_kind = self.kind_of
-        from evalpipe.server.sglang_env import server_env
+        from evalpipe.server.kinds.sglang.env import server_env
 
         checks: list[PreflightCheck] = []
         try:
@@ -299,7 +299,7 @@ def launch_spec(
     """The router's launch settings from the config (``--request-timeout-secs`` at least the run's own
     request timeout: the router's 1800 s default would cut a long thinking answer)."""
     from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
-    from evalpipe.server.sglang_flags import API_KEY_PLACEHOLDER_PREFIX
+    from evalpipe.server.kinds.sglang.flags import API_KEY_PLACEHOLDER_PREFIX
 
     router = _router(server)
     timeout = router.request_timeout_s or math.ceil(cfg.generation.request_timeout_s)

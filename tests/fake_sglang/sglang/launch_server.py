@@ -16,7 +16,7 @@ a graceful shutdown, and it returns the request body's ``rid`` as the response `
 .json``, made by ``tools/make_sglang_server_info_fixture.py``) with this launch's arguments written where the
 real payload holds them: the top level and every per-DP ``internal_states`` entry; ``launch_command`` is the
 argv joined by spaces.  Like SGLang, it reports ``api_key`` and the ``--api-key`` value in ``launch_command``.
-The shared routes and the serve loop are evalpipe's (``evalpipe.server.http_base``).
+The shared routes and the serve loop are evalpipe's (``evalpipe.engines.http_base``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from evalpipe.server.http_base import ModelServer, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, serve_until_signalled
 from sglang import __version__
 from sglang.srt.server_args import ServerArgs, prepare_server_args
 

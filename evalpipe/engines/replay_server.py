@@ -1,9 +1,9 @@
 """The replay server: serves a bundle's recorded responses, launched like SGLang.
 
-``python -m evalpipe.replay.server --bundle DIR --host H --port P --served-model-name NAME
+``python -m evalpipe.engines.replay_server --bundle DIR --host H --port P --served-model-name NAME
 --miss-log PATH``.  ``/server_info`` and ``/model_info`` return the recorded (redacted) documents, so
 the launcher's verification checks the original server's resolved settings again.  A chat request is
-answered from the queue of its prompt hash (``evalpipe.replay.queues``); the body's ``id`` becomes the
+answered from the queue of its prompt hash (``evalpipe.engines.replay_queues``); the body's ``id`` becomes the
 request's ``rid`` like SGLang.  A request with no recorded answer left gets HTTP 404 (type
 ``replay_miss``) and a line in the miss log, which the audit reports as an error.
 """
@@ -23,9 +23,9 @@ from typing import Any
 from aiohttp import web
 
 from evalpipe.artifacts import RunDir
+from evalpipe.engines.http_base import ModelServer, log_to_stderr, serve_until_signalled
+from evalpipe.engines.replay_queues import ReplayPlan, build_plan
 from evalpipe.hashing import prompt_sha256, sha256_hex
-from evalpipe.replay.queues import ReplayPlan, build_plan
-from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled
 
 log = logging.getLogger("evalpipe.replay")
 
@@ -131,7 +131,7 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m evalpipe.replay.server", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m evalpipe.engines.replay_server", description=__doc__.splitlines()[0])
     p.add_argument("--bundle", type=Path, required=True)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)

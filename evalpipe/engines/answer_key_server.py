@@ -1,6 +1,6 @@
 """The answer-key server: an OpenAI-compatible server that answers the bundled items from gold answers.
 
-Run as ``python -m evalpipe.selftest.answer_key_server --host H --port P --served-model-name NAME
+Run as ``python -m evalpipe.engines.answer_key_server --host H --port P --served-model-name NAME
 --mode positive|negative [--faults duplicate_request,truncate,http_500_once,index_error,reasoning_budget]
 [--thinking off|reasoning_content|inline] [--reasoning-parser NAME] [--data-dir DIR] [--startup-delay S]`` — the argv evalpipe's launcher builds for ``server.kind:
 answer_key``.  It behaves like SGLang where the pipeline depends on it: ``/health`` answers 503 while
@@ -52,9 +52,7 @@ from aiohttp import web
 
 from evalpipe import __version__
 from evalpipe.benchmarks.base import KeyItem, bundled_data_dir
-from evalpipe.errors import EvalpipeError
-from evalpipe.hashing import message_text
-from evalpipe.selftest.answer_key import (
+from evalpipe.engines.answer_key import (
     FAULTS,
     MODES,
     THINKING_MODES,
@@ -65,7 +63,9 @@ from evalpipe.selftest.answer_key import (
     prompt_text,
     thinking_text,
 )
-from evalpipe.server.http_base import ModelServer, log_to_stderr, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, log_to_stderr, serve_until_signalled
+from evalpipe.errors import EvalpipeError
+from evalpipe.hashing import message_text
 
 log = logging.getLogger("evalpipe.answer_key")
 
@@ -511,7 +511,7 @@ def _faults_arg(value: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m evalpipe.selftest.answer_key_server",
+        prog="python -m evalpipe.engines.answer_key_server",
         description="OpenAI-compatible answer-key server for evalpipe's self-test (bundled items only).",
     )
     p.add_argument("--host", default="127.0.0.1")

@@ -1,8 +1,8 @@
 """``server.kind: sglang`` — ``python -m sglang.launch_server`` with flags built for the installed SGLang.
 
-The argv and the ``/server_info`` keys are SGLang knowledge (``evalpipe.server.sglang_flags``); the
+The argv and the ``/server_info`` keys are SGLang knowledge (``evalpipe.server.kinds.sglang.flags``); the
 preflight runs SGLang's own argument parser on the argv, checks the parser names against the installed
-SGLang, the raw-FP8 TileLang policy (``evalpipe.server.raw_fp8``), the model directory, the GPUs and the
+SGLang, the raw-FP8 TileLang policy (``evalpipe.server.kinds.sglang.raw_fp8``), the model directory, the GPUs and the
 port.  SGLang always serves ``/server_info``, so a missing one is a mismatch, never "unverifiable".
 """
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.server import preflight_rules as rules
 from evalpipe.server.kinds.base import Kind, KindPreflight, gpu_footprint
-from evalpipe.server.raw_fp8 import check_raw_fp8_rules
-from evalpipe.server.sglang_env import probe_sglang
-from evalpipe.server.sglang_flags import build_argv
+from evalpipe.server.kinds.sglang.env import probe_sglang
+from evalpipe.server.kinds.sglang.flags import build_argv
+from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig

