@@ -3,7 +3,7 @@
 Everything outside ``evalpipe/benchmarks/`` asks this registry (``benchmark(name)``, ``find(name)``,
 ``names()``, ``REGISTRY`` to iterate) and never names a benchmark.  A built-in benchmark is a module
 (or package) here declaring ``BENCHMARK`` plus one line in ``_MODULES``; the order there is the order of
-``BenchmarkName`` in the config schema.
+the benchmark enum in the published config schema (``make schemas``).
 
 A benchmark outside evalpipe registers as an installed package's entry point in the group
 ``evalpipe.benchmarks`` (``[project.entry-points."evalpipe.benchmarks"] my_bench = "my_evals.my_bench"``: the
@@ -13,9 +13,10 @@ and the answer-key server see the same installed packages).  Or through the envi
 is not installed: ``EVALPIPE_BENCHMARK_MODULES`` lists
 importable modules (comma-separated, e.g. ``my_evals.my_bench``), each declaring ``BENCHMARK`` like a
 built-in one, registered after the built-ins in that order.  It is read once, when this package is first
-imported — before the config models build ``BenchmarkName`` from the registry — so it must be set in the
+imported, so it must be set in the
 environment of the process (child processes inherit it: the EvalScope worker, the answer-key server).
 A module is named after its benchmark (its EvalScope adapter name); a name registered twice is refused.
+The three ways are ``evalpipe.registry.Registry``'s, shared with the server kinds.
 """
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ and stable, record hashes independent of file format and line endings, declared 
 bundled data, the materialised dataset loading back through EvalScope at the mapped indices, and the
 answer key's positive (100 %) and negative (≤ 10 %) controls through the whole pipeline.
 
-Import rule: a benchmark module (and this one) imports only modules that do not import the registry —
-``errors``, ``hashing``, ``sources.base``, ``schema.{sources,outcomes,evalscope,metrics}``,
-``benchmarks.faults`` — at module level *and* inside functions: the config models build their
-``BenchmarkName`` literal from the registry, so reaching ``config`` (or ``schema.summary``/``schema.manifest``,
-which embed it) from here would be an import cycle.
+Import rule: a benchmark module (and this one) imports nothing that imports the registry
+(``evalpipe.benchmarks``), which imports every benchmark module: the layers below the plugins (``errors``,
+``hashing``, ``config``, ``artifacts``, ``sources``) and the plugins that do not ask for benchmarks
+(``sandbox``, ``speed``) are free to use; ``tests/test_import_graph.py`` and ``tests/test_layers.py`` fail on a
+cycle.
 """
 
 from __future__ import annotations
