@@ -12,12 +12,15 @@ server for that workload.
 
     .venv/bin/python perf/tail_bound.py RUN_DIR [--concurrency 4] [--curve 1,1.20,1.30,1.39]
     .venv/bin/python perf/tail_bound.py RUN_DIR --curve linear      # a GPU-like server
-    .venv/bin/python perf/tail_bound.py RUN_DIR --curve-json slots.json   # a measured curve
+    .venv/bin/python perf/tail_bound.py RUN_DIR --curve-json slots.json   # a measured curve (medians)
+    .venv/bin/python perf/tail_bound.py RUN_DIR --curve-json slots.json --round 1   # one round's curve
 
 ``--curve``: relative throughput with 1..concurrency requests in flight (``perf/slot_scaling.py`` measures
 the end points on llama.cpp); ``linear`` = k (a decode step costs the same for 1 or k rows).
 ``--curve-json``: ``perf/slot_scaling.py --json``'s output; its measured levels (say 1, 2, 4, 8) give the
-rate at every k by linear interpolation between neighbouring levels, flat past the largest.
+rate at every k by linear interpolation between neighbouring levels, flat past the largest (a level is a
+number in flight: levels 1, 2, 4, 8 are not k = 1..4).  ``--round N``: that round's ratios instead of the
+medians across rounds.  ``RUN_DIR`` may also be an ``outcomes.jsonl`` file itself.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 
 def curve_from_levels(ratio_to_one: dict[int, float], concurrency: int) -> list[float]:
@@ -47,6 +51,26 @@ def curve_from_levels(ratio_to_one: dict[int, float], concurrency: int) -> list[
             w = (k - lo) / (hi - lo)
             rate.append(ratio_to_one[lo] + w * (ratio_to_one[hi] - ratio_to_one[lo]))
     return rate
+
+
+def measured_curve(slots: dict[str, Any], concurrency: int, round_number: int | None = None) -> list[float]:
+    """The rate at 1..``concurrency`` in flight from ``perf/slot_scaling.py --json``'s output: the medians
+    across rounds, or round ``round_number``'s ratios."""
+    if round_number is None:
+        measured = slots["ratio_to_one"]
+    else:
+        measured = {k: v[round_number - 1] for k, v in slots["ratio_to_one_per_round"].items()}
+    return curve_from_levels({int(k): float(v) for k, v in measured.items()}, concurrency)
+
+
+def answer_lengths(run: Path) -> dict[str, list[int]]:
+    """Each benchmark's answers' output tokens in index order, from a run's ``outcomes.jsonl`` (or the file)."""
+    path = run if run.is_file() else run / "outcomes.jsonl"
+    by_benchmark: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for line in path.open(encoding="utf-8"):
+        r = json.loads(line)
+        by_benchmark[r["benchmark"]].append((r["index"], int(r.get("output_tokens") or 0)))
+    return {b: [n for _, n in sorted(v)] for b, v in by_benchmark.items()}
 
 
 def simulate(lengths: list[int], concurrency: int, rate: list[float]) -> float:
@@ -81,21 +105,17 @@ def main() -> None:
         "--curve", default="1,1.20,1.30,1.39", help="relative tokens/s at 1..concurrency in flight"
     )
     ap.add_argument("--curve-json", type=Path, default=None, help="perf/slot_scaling.py --json output")
+    ap.add_argument("--round", type=int, default=None, help="with --curve-json: that round's curve (1-based)")
     args = ap.parse_args()
     if args.curve_json is not None:
-        measured = json.loads(args.curve_json.read_text(encoding="utf-8"))["ratio_to_one"]
-        rate = curve_from_levels({int(k): float(v) for k, v in measured.items()}, args.concurrency)
+        rate = measured_curve(json.loads(args.curve_json.read_text(encoding="utf-8")), args.concurrency, args.round)
     elif args.curve == "linear":
         rate = [float(k) for k in range(1, args.concurrency + 1)]
     else:
         rate = [float(x) for x in args.curve.split(",")]
     if len(rate) != args.concurrency:
         raise SystemExit(f"--curve: {len(rate)} values for concurrency {args.concurrency}")
-    rows = [json.loads(line) for line in (args.run_dir / "outcomes.jsonl").open(encoding="utf-8")]
-    by_benchmark: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for r in rows:
-        by_benchmark[r["benchmark"]].append((r["index"], int(r.get("output_tokens") or 0)))
-    lengths = {b: [n for _, n in sorted(v)] for b, v in by_benchmark.items()}
+    lengths = answer_lengths(args.run_dir)
     for b, v in lengths.items():
         print(f"{b:16s} {len(v):3d} samples, output tokens {sorted(v)}")
     sequential, pipelined = bound(lengths, args.concurrency, rate)

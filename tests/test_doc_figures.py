@@ -58,3 +58,60 @@ def test_the_sensitive_profiles_documented_operating_figures_are_plans_output(se
     assert f"{probe[3]} input tokens fixed, {probe[4]} output tokens at most" in docs
     config = (REPO / "configs" / "glm-fp8-sensitive.yaml").read_text(encoding="utf-8")
     assert f"P(pass | no regression) stays {signoff}" in config
+
+
+# ---------------------------------------------------------------- the GPU figures: the recorded outputs
+
+GPU = REPO / "perf" / "results" / "gpu_h200_20261205"
+
+
+def _tail_bound(concurrency: int, curve: str) -> float:
+    """``perf/tail_bound.py`` on the committed answer lengths and slot curve (as ``tail_bound.txt`` runs it)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "perf"))
+    import tail_bound
+
+    lengths = tail_bound.answer_lengths(GPU / "kv_f16.outcomes.jsonl")
+    slots = json.loads((GPU / "slots.json").read_text(encoding="utf-8"))
+    if curve == "linear":
+        rate = [float(k) for k in range(1, concurrency + 1)]
+    else:
+        rate = tail_bound.measured_curve(slots, concurrency, None if curve == "median" else int(curve))
+    sequential, pipelined = tail_bound.bound(lengths, concurrency, rate)
+    return round(pipelined / sequential, 3)
+
+
+def test_the_gpu_figures_are_the_recorded_outputs() -> None:
+    """README's "On a GPU" paragraph and docs/performance.md's table quote the files under
+    perf/results/gpu_h200_20261205/ — and the bound, recomputed here from the committed curve and lengths."""
+    import json
+
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    perf = " ".join((REPO / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    slots = json.loads((GPU / "slots.json").read_text(encoding="utf-8"))
+    at_64 = slots["ratio_to_one_per_round"]["64"][0]
+    assert f"×{at_64:.2f} at 64 requests in flight" in readme and f"**×{at_64:.2f} at 64**" in perf
+    pipelined = _one(r"ratio evalpipe / bare: ([0-9.]+)", (GPU / "summary.txt").read_text()).group(1)
+    sequential = _one(
+        r"ratio evalpipe / bare: ([0-9.]+)", (GPU / "overhead-tails-sequential.txt").read_text()
+    )
+    assert f"**{pipelined}×** bare EvalScope's wall time" in readme and f"ratio **{pipelined}**" in perf
+    assert (
+        f"the sequential one {sequential.group(1)}×" in readme and f"ratio **{sequential.group(1)}**" in perf
+    )
+    best = _tail_bound(4, "1")
+    assert f"{best:.3f}" == _one(
+        r"best ratio pipelined/sequential ([0-9.]+)", (GPU / "tail_bound.txt").read_text()
+    ).group(1)
+    assert f"bounds any schedule at {best:.3f}×" in readme
+    assert (
+        f"best pipelined/sequential **{best:.3f}** at 4 in flight, {_tail_bound(2, '1'):.3f} at 2; the median "
+        f"curve (×0.39 at 2–4): {_tail_bound(4, 'median'):.3f}" in perf
+    )
+    assert f"linear: {_tail_bound(4, 'linear'):.3f} / {_tail_bound(2, 'linear'):.3f}" in perf
+    speed = json.loads((GPU / "compare-kv_q4_0-vs-kv_f16.speed_compare.json").read_text(encoding="utf-8"))
+    out = next(m for w in speed["workloads"] for m in w["metrics"] if m["metric"] == "output_throughput")
+    quoted = f"×{out['ratio']:.3f} [{out['ci_low']:.3f}, {out['ci_high']:.3f}]"
+    assert f"output throughput {quoted}" in readme and f"output throughput **{quoted}**" in perf

@@ -101,3 +101,28 @@ def test_demo_config_is_found(repo_root: Path) -> None:
     from evalpipe.selftest.controls import demo_config_path
 
     assert demo_config_path() == repo_root / "configs" / "demo.yaml"
+
+
+def test_the_readme_demo_excerpt_is_what_the_demo_prints(controls, repo_root: Path) -> None:
+    """The README's excerpt of ``make demo`` (its faults run) quotes the positive control's numbers: each row's
+    correct / scored, score and Wilson interval (throughput columns vary by host; the findings lines depend on
+    which sample each planted fault hits, which the control moves when it adds every benchmark: not checked)."""
+    import re
+
+    positive = controls[0].summary
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    excerpt = readme[readme.index("run demo-answer-key-…/faults") :].split("```")[0]
+    rows = re.findall(
+        r"^ (\S[^│]*?) +│ +(\d+)/(\d+) │ +([0-9.]+) % │ +\[([0-9.]+), ([0-9.]+)\] %", excerpt, re.M
+    )
+    assert len(rows) == 4, excerpt
+    by_label = {f"{b.display_name} / {b.metric}": b for b in positive.benchmarks}
+    for label, correct, scored, score, lower, upper in rows:
+        b = by_label[label]
+        assert b.interval is not None and b.score is not None
+        assert (int(correct), int(scored)) == (b.correct, b.scored), label
+        assert (score, lower, upper) == (
+            f"{100 * b.score:.1f}",
+            f"{100 * b.interval.lower:.1f}",
+            f"{100 * b.interval.upper:.1f}",
+        ), label
