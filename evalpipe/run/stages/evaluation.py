@@ -103,7 +103,7 @@ EVALSCOPE = Stage(
         file(AT.evalscope_log),
         file(AT.evalscope_tasks),
         file(AT.prompt_hashes),
-        file(AT.evalscope_errors, only="a sample whose request or review raised inside EvalScope"),
+        file(AT.evalscope_errors),  # one line per sample whose request or review raised inside EvalScope
         file(AT.cache_repairs, only="a resume that dropped cached rows that did not match their entries"),
         file(AT.sequential_stop, only="a variant whose sequential rule stops inside the run"),
         file(AT.replay_misses, only="the replay server, for requests it holds no recorded answer to"),
