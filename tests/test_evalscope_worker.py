@@ -187,6 +187,9 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
     from evalpipe.errors import DataError
     from evalpipe.processes.group import group_alive
     from evalpipe.run import pipeline
+    from evalpipe.run.options import FreshRun, ServerTarget
+    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.stages import preparation
 
     spawned: list[int] = []
     spawn = WorkerProcess.spawn
@@ -201,11 +204,15 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
         raise DataError("materialize failed (test)")
 
     monkeypatch.setattr(WorkerProcess, "spawn", recording_spawn)
-    monkeypatch.setattr(pipeline, "materialize", failing_materialize)  # the name the stage sequence calls
+    monkeypatch.setattr(
+        preparation, "materialize", failing_materialize
+    )  # the name the materialize stage calls
     cfg = run_config({"gsm8k": 1})
     out = tmp_path / "run"
     with pytest.raises(DataError, match="materialize failed"):
-        pipeline.run(cfg, endpoint="http://127.0.0.1:9", dataset_root=shared_datasets, out=out)
+        pipeline.run(
+            RunPlan(cfg, FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
+        )
     rundir = RunDir(out)
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     assert re.findall(r"worker pid (\d+)", log) == [str(spawned[0])]

@@ -19,6 +19,9 @@ from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.run import pipeline
+from evalpipe.run.options import ExtendedRun, FreshRun, ServerTarget
+from evalpipe.run.plan import RunPlan
+from evalpipe.run.sample import sample_stage
 from evalpipe.selftest.controls import demo_config_path
 
 NOWHERE = "http://127.0.0.1:9"  # never asked: the refusal comes first
@@ -39,8 +42,9 @@ def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
     return out
 
 
-def _run(cfg: RunConfig, out: Path, srv: ScriptedServer, **kw) -> pipeline.RunResult:
-    return pipeline.run(cfg, endpoint=srv.base_url, out=out, **kw)
+def _run(cfg: RunConfig, out: Path, srv: ScriptedServer, extend: Path | None = None) -> pipeline.RunResult:
+    origin = FreshRun(out) if extend is None else ExtendedRun(extend, out)
+    return pipeline.run(RunPlan(cfg, origin, ServerTarget(endpoint=srv.base_url)))
 
 
 def _facts(rows: list[OutcomeRow]) -> set[tuple[str, str, str, float | None, str | None]]:
@@ -90,11 +94,12 @@ def test_extend_refuses_a_selection_that_does_not_contain_the_old_one(tmp_path: 
     """The refusal reads only the old run's manifest.json: the sample stage writes it (as the run's first
     stage does), and the refusal comes before any server is launched or asked."""
     small = _cfg(3, 1)
-    pipeline.sample_stage(small, dataset_root=None, out=tmp_path / "small", allow_drift=False)
+    sample_stage(small, dataset_root=None, out=tmp_path / "small", allow_drift=False)
     other_seed = _cfg(6, 2).model_copy(update={"sampling_seed": 7})
     other_seed._config_path = small.config_path
     with pytest.raises(ConfigError) as err:
-        pipeline.run(other_seed, endpoint=NOWHERE, out=tmp_path / "grown", extend=tmp_path / "small")
+        grown = ExtendedRun(tmp_path / "small", tmp_path / "grown")
+        pipeline.run(RunPlan(other_seed, grown, ServerTarget(endpoint=NOWHERE)))
     assert "does not contain the old one" in str(err.value)
     assert any("seed" in d for d in err.value.details)
     assert not (tmp_path / "grown").exists()

@@ -22,6 +22,8 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.config.loader import load_config
 from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.run import pipeline
+from evalpipe.run.options import FreshRun
+from evalpipe.run.plan import RunPlan
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {
@@ -67,7 +69,7 @@ def test_the_probe_on_llama_cpp_places_its_evidence_inside_what_the_server_proce
     sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
     config.write_text(CONFIG.format(sampler=sampler, data=data), encoding="utf-8")
 
-    result = pipeline.run(load_config(config), out=tmp_path / "run")
+    result = pipeline.run(RunPlan(load_config(config), FreshRun(out=tmp_path / "run")))
 
     run = result.rundir.root
     entries = read_model(run / "manifest.json", Manifest).entries

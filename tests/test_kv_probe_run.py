@@ -17,7 +17,10 @@ from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.benchmarks.kv_probe import dropped_line
 from evalpipe.config.loader import load_config
 from evalpipe.run import pipeline
+from evalpipe.run.options import FreshRun
 from evalpipe.run.pipeline import RunResult
+from evalpipe.run.plan import RunPlan
+from evalpipe.run.stages import state
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {"seed": 11, "tasks": ["word", "two_digit"], "lengths": [256, 512, 1024], "depths": [0.1, 0.9]}
@@ -63,12 +66,12 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, list[st
             lines.append(record.getMessage())
 
     handler = Keep(level=logging.INFO)
-    log = logging.getLogger(pipeline.__name__)
+    log = logging.getLogger(state.__name__)  # where a stage's notice goes without a progress display
     old_level = log.level
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        result = pipeline.run(load_config(_config(root, CONTEXT)), out=root / "run")
+        result = pipeline.run(RunPlan(load_config(_config(root, CONTEXT)), FreshRun(out=root / "run")))
     finally:
         log.removeHandler(handler)
         log.setLevel(old_level)

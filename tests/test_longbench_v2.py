@@ -21,6 +21,8 @@ from evalpipe.engines.answer_key import AnswerKey
 from evalpipe.errors import DataError, PreflightError
 from evalpipe.run import pipeline
 from evalpipe.run.context_fit import estimator, heuristic_tokens
+from evalpipe.run.options import FreshRun
+from evalpipe.run.plan import RunPlan
 from evalpipe.samplers.loading import load_local
 from evalpipe.selftest.controls import demo_config_path
 
@@ -134,7 +136,7 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
     with pytest.raises(
         PreflightError, match=r"2 sampled prompt\(s\) do not fit the context length 24,000"
     ) as exc:
-        pipeline.run(_cfg("positive", drop=False), out=tmp_path / "run")
+        pipeline.run(RunPlan(_cfg("positive", drop=False), FreshRun(out=tmp_path / "run")))
     assert all("long" in d for d in exc.value.details)
     assert not (tmp_path / "run" / "index_map.json").exists()
 
@@ -142,7 +144,10 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("lbv2")
-    return {mode: pipeline.run(_cfg(mode, drop=True), out=root / mode) for mode in ("positive", "negative")}
+    return {
+        mode: pipeline.run(RunPlan(_cfg(mode, drop=True), FreshRun(out=root / mode)))
+        for mode in ("positive", "negative")
+    }
 
 
 def test_dropped_with_consent_and_reported(runs) -> None:

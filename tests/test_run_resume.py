@@ -25,6 +25,8 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.hashing import attempt_seed, normalize_newlines
 from evalpipe.run import pipeline
+from evalpipe.run.options import FreshRun, ResumedRun, ServerTarget
+from evalpipe.run.plan import RunPlan
 from evalpipe.samplers.loading import load_benchmark
 
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
@@ -46,7 +48,8 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     run_dir, resume_dir = tmp_path / "run", tmp_path / "resume"
     rules = _rules(shared_datasets)
     with ScriptedServer(rules, served_name=cfg.model.served_name) as first:
-        result = pipeline.run(cfg, endpoint=first.base_url, dataset_root=shared_datasets, out=run_dir)
+        fresh = FreshRun(out=run_dir, dataset_root=shared_datasets)
+        result = pipeline.run(RunPlan(cfg, fresh, ServerTarget(endpoint=first.base_url)))
         assert [o.failure_class for o in result.outcomes] == ["ok"] * N
         assert len(first.requests) == N
         first_seeds = {r.last_user: r.body["seed"] for r in first.requests}
@@ -91,7 +94,8 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     with open(preds_path, "ab") as fh:
         fh.write(b'{"index": 2, "model": "scripted-mo')
     with ScriptedServer(rules, served_name=cfg.model.served_name) as second:
-        resumed = pipeline.run(cfg, endpoint=second.base_url, dataset_root=shared_datasets, resume=resume_dir)
+        again = ResumedRun(resume_dir, dataset_root=shared_datasets)
+        resumed = pipeline.run(RunPlan(cfg, again, ServerTarget(endpoint=second.base_url)))
         asked = [r.last_user or "" for r in second.requests]
         # a re-sent sample carries the seed it was first sent with, though its position moved
         resent = {r.last_user: r.body["seed"] for r in second.requests}

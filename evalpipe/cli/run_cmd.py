@@ -105,17 +105,17 @@ def run(
                                  allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
             from evalpipe.run import pipeline
+            from evalpipe.run.options import ServerTarget, origin_from_flags
+            from evalpipe.run.plan import RunPlan
 
-            result = pipeline.run(
-                cfg,
-                endpoint=endpoint,
-                dataset_root=dataset_root,
+            origin = origin_from_flags(
                 out=out,
                 resume=resume,
-                allow_drift=allow_dataset_drift,
-                progress=progress,
                 extend=extend,
+                dataset_root=dataset_root,
+                allow_drift=allow_dataset_drift,
             )
+            result = pipeline.run(RunPlan(cfg, origin, ServerTarget(endpoint=endpoint)), progress)
     except RunStopped as exc:
         exc.resume_command = resume_command(
             config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg

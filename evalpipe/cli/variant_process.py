@@ -68,6 +68,8 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.artifacts.schema.run import RunRecord
     from evalpipe.resolve import load_run
     from evalpipe.run import pipeline
+    from evalpipe.run.options import Coordination, ParentSpeed, SampledRun, ServerTarget
+    from evalpipe.run.plan import RunPlan
     from evalpipe.run.sample import Spine, load_manifest_datasets
     from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
@@ -86,19 +88,18 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     if arm is not None:
         arm.begin()
     try:
-        pipeline.run(
-            cfg,
-            dataset_root=dataset_root,
-            resume=rd.root if resuming else None,
-            progress=progress,
-            variant=args.variant,
-            spine=Spine(rd, manifest, datasets),
-            speed_by_parent=args.speed_by_parent,
-            speed_barrier=VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid)
-            if args.speed_barrier
-            else None,
-            sequential_arm=arm,
+        barrier = (
+            VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid) if args.speed_barrier else None
         )
+        plan = RunPlan(
+            cfg,
+            SampledRun(Spine(rd, manifest, datasets), resuming=resuming),
+            ServerTarget(variant=args.variant),
+            Coordination(
+                parent_speed=ParentSpeed(barrier) if args.speed_by_parent else None, sequential_arm=arm
+            ),
+        )
+        pipeline.run(plan, progress)
     finally:
         if arm is not None:
             arm.end()

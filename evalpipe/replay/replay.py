@@ -129,6 +129,8 @@ def replay(
 ) -> ReplayResult:
     from evalpipe.replay.publish import check_bundle
     from evalpipe.run import pipeline
+    from evalpipe.run.options import SampledRun
+    from evalpipe.run.plan import RunPlan
     from evalpipe.run.sample import Spine, load_manifest_datasets
 
     src = RunDir(Path(source))
@@ -146,7 +148,7 @@ def replay(
     rcfg = replay_config(cfg, run, src, dest)
     manifest = read_model(dest.manifest, Manifest)
     datasets = load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
-    result = pipeline.run(rcfg, spine=Spine(dest, manifest, datasets), progress=progress)
+    result = pipeline.run(RunPlan(rcfg, SampledRun(Spine(dest, manifest, datasets))), progress)
     original = list(read_jsonl(src.outcomes, OutcomeRow))
     diffs = compare_outcomes(original, result.outcomes)
     if result.summary is not None:

@@ -42,7 +42,7 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
     """Reload a run's manifest (never re-sample) and the datasets its records come from."""
     rd = RunDir(Path(run_dir))
     if not rd.manifest.is_file():
-        raise ConfigError(f"--resume {rd.root}: no manifest.json (not a run directory)")
+        raise not_a_run_directory(rd.root)
     manifest = read_model(rd.manifest, Manifest)
     run = read_model(rd.run_record, RunRecord) if rd.run_record.is_file() else None
     if run is not None:
@@ -58,6 +58,11 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
             )
     datasets = load_manifest_datasets(cfg, manifest, run, dataset_root=dataset_root)
     return Spine(rd, manifest, datasets)
+
+
+def not_a_run_directory(run_dir: Path) -> ConfigError:
+    """The refusal of ``--resume`` on a directory without a manifest: a resume never samples."""
+    return ConfigError(f"--resume {RunDir(Path(run_dir)).root}: no manifest.json (not a run directory)")
 
 
 def _speed_flags(no_speed: bool, waived: bool) -> str:

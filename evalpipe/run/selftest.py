@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
+from evalpipe.run.options import FreshRun
+from evalpipe.run.plan import RunPlan
 from evalpipe.selftest.controls import (
     FAULT_EXPECTATIONS,
     ControlCheck,
@@ -36,9 +38,8 @@ def run_selftest(
     targets = fault_targets()
     faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]
     checks: list[ControlCheck] = []
-    pos = pipeline.run(
-        control_config(cfg, mode="positive", faults=faults), out=out_root / "positive", progress=progress
-    )
+    positive = control_config(cfg, mode="positive", faults=faults)
+    pos = pipeline.run(RunPlan(positive, FreshRun(out=out_root / "positive")), progress)
     assert pos.summary is not None
     checks.append(
         ControlCheck(
@@ -47,9 +48,8 @@ def run_selftest(
             check_positive(pos.summary, pos.outcomes, faults),
         )
     )
-    neg = pipeline.run(
-        control_config(cfg, mode="negative", faults=[]), out=out_root / "negative", progress=progress
-    )
+    negative = control_config(cfg, mode="negative", faults=[])
+    neg = pipeline.run(RunPlan(negative, FreshRun(out=out_root / "negative")), progress)
     assert neg.summary is not None
     checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
     return checks

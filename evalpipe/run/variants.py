@@ -24,8 +24,10 @@ from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.extend import ExtensionPlan, extend_stage
+from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
 from evalpipe.run.pipeline import RunResult, run
+from evalpipe.run.plan import RunPlan
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.stage_clock import StageClock
@@ -107,9 +109,8 @@ def run_variants(
             for name in names:
                 on_variant_done(name, results[name])
     else:
-        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, dataset_root=dataset_root,
-                               progress=progress, on_variant_done=on_variant_done,
-                               extension=extension)  # fmt: skip
+        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, progress=progress,
+                               on_variant_done=on_variant_done, extension=extension)  # fmt: skip
     compare_start = time.perf_counter()
     compares: list[Path] = []
     speed_comparison: SpeedComparison | None = None
@@ -192,7 +193,6 @@ def _run_in_turn(
     dirs: dict[str, RunDir],
     *,
     resume: Path | None,
-    dataset_root: Path | None,
     progress: ProgressDisplay | None,
     on_variant_done: Callable[[str, RunResult], None] | None,
     extension: ExtensionPlan | None = None,
@@ -219,18 +219,18 @@ def _run_in_turn(
             if arm is not None:
                 arm.begin()
             try:
-                results[name] = run(
-                    cfg,
-                    dataset_root=dataset_root,
-                    resume=sub.root if resuming else None,
-                    progress=progress,
-                    variant=name,
-                    spine=spine,
-                    extension=replace(extension, old=RunDir(extension.old.root / name))
+                own_extension = (
+                    replace(extension, old=RunDir(extension.old.root / name))
                     if extension is not None and not resuming
-                    else None,
-                    sequential_arm=arm,
+                    else None
                 )
+                plan = RunPlan(
+                    cfg,
+                    SampledRun(spine, resuming=resuming, extension=own_extension),
+                    ServerTarget(variant=name),
+                    Coordination(sequential_arm=arm),
+                )
+                results[name] = run(plan, progress)
             finally:
                 if arm is not None:
                     arm.end()

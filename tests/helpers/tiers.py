@@ -69,6 +69,7 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.evalscope_bridge.prestart.prestart": "the EvalScope worker, started before the run",
     "evalpipe.evalscope_bridge.stage.run_evalscope": "the EvalScope worker",
     "evalpipe.run.pipeline.run": "a pipeline run (server, recorder, EvalScope worker)",
+    "evalpipe.run.runner.execute": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.run.variants.run_variants": "a pipeline run (server, recorder, EvalScope worker)",
     "evalpipe.run.parallel_variants.run_at_once": "variant processes",
     "evalpipe.run.selftest.run_selftest": "a pipeline run (server, recorder, EvalScope worker)",
