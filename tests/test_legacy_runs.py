@@ -3,8 +3,8 @@
 ``tests/fixtures/old_runs/<date>-<commit>/run.tar.gz`` holds a paired run (two arms, ``faults`` and ``clean``,
 and the root's compare.json) written by that commit, and the oldest one also a ``publish`` bundle of its
 ``faults`` arm, and one an extension of another (``run --extend``); ``tests/fixtures/old_runs/README.md``
-says how they were made.  Between them they hold compare.json v1, v2 and v3, run.json and summary.json v1
-and v2, extension.json v1.  Each test unpacks a fresh copy (the
+says how they were made.  Between them they hold compare.json v1 to v4, run.json v1 and v2, summary.json v1
+to v3, extension.json v1.  Each test unpacks a fresh copy (the
 commands write beside the files they read) and checks that the old versions were read — not rewritten —
 and give the numbers the old commit wrote.
 """
@@ -45,6 +45,7 @@ FIXTURES = {
     "2026-12-04-2d2c482": {"compare": 2, "run": 1, "summary": 1},
     "2026-12-04-2d2c482-extended": {"compare": 2, "run": 1, "summary": 1, "extension": 1},
     "2026-12-05-1dccca2": {"compare": 3, "run": 2, "summary": 2},
+    "2026-12-05-0e06fc0": {"compare": 4, "run": 2, "summary": 3},
 }
 WHOLE_FILES = {
     "bundle.json": BundleIndex,
