@@ -25,17 +25,22 @@ def compare(
         typer.Option("--sequential", help="Also judge every block unit by unit (needs --margin)."),
     ] = False,
     alpha: Annotated[
-        float, typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential).")
+        float,
+        typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential)."),
     ] = 0.025,
     share: Annotated[
-        float, typer.Option("--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look).")
+        float,
+        typer.Option(
+            "--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look)."
+        ),
     ] = 0.5,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     from evalpipe.cli.console import out as console
-    from evalpipe.compare import compare_runs, write_compare
+    from evalpipe.compare import compare_runs
     from evalpipe.config.models import SequentialConfig
     from evalpipe.errors import ConfigError
+    from evalpipe.run.compare_files import write_compare
 
     if sequential and margin is None:
         raise ConfigError("--sequential judges against a margin: give --margin X")

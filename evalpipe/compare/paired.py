@@ -4,7 +4,8 @@ Refuses unless both runs used the identical manifest (same fingerprints and entr
 rendered prompt per sample: otherwise a difference could come from the inputs, not the server.
 Per benchmark: both scores with Wilson intervals, the difference with a seeded paired-bootstrap
 percentile interval, the exact McNemar test on the discordant pairs, and the flips (the statistics are
-``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``; ``compare.md`` is ``evalpipe.report.compare_markdown``).
+``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``; ``evalpipe.run.compare_files`` writes compare.json
+with its pages, compare.md and explorer.html).
 Scores: correct as the summary counts it (`is_correct`: a budget-exhausted answer is incorrect even when
 EvalScope scored the truncated text 1); an entry without a score (API or scoring error, missing row) counts as wrong,
 the same denominator rule as the audit.
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import (
     CompareResult,
     Discordance,
@@ -41,9 +42,7 @@ from evalpipe.compare.length_verdict import length_verdict
 from evalpipe.compare.seeds import attempt_seed_check, run_temperature, with_temperature
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
-from evalpipe.explore import build_paired_explorer
 from evalpipe.hashing import block_order, generation_sizes, sha256_hex
-from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.samplers.extend import entry_generations
 from evalpipe.stats.intervals import wilson_interval
@@ -835,18 +834,6 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
             f"runs rendered different prompts for {len(mismatched)} sample(s): refusing to compare",
             details=mismatched[:20],
         )
-
-
-def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
-    """compare.json, explorer.html (every sample of the pair, flips first) and compare.md, which links it."""
-    from evalpipe.artifacts import atomic_write_text
-
-    out_dir = Path(out_dir)
-    json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"
-    write_model(json_path, result)
-    explorer = build_paired_explorer(result, out_dir).record
-    atomic_write_text(md_path, compare_markdown(result, explorer=explorer))
-    return json_path, md_path
 
 
 def comparison_beside(run_dir: Path) -> CompareResult | None:
