@@ -40,6 +40,8 @@ def compare(
     from evalpipe.compare import compare_runs
     from evalpipe.config.models import SequentialConfig
     from evalpipe.errors import ConfigError
+    from evalpipe.report.compare_sentences import paired_line, verdict_sentence
+    from evalpipe.report.sentences import sequential_sentence
     from evalpipe.run.compare_files import write_compare
 
     if sequential and margin is None:
@@ -61,11 +63,13 @@ def compare(
     )
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
-        console.print(b.line, soft_wrap=True)
+        console.print(paired_line(b, result.label_a, result.label_b), soft_wrap=True)
         if b.non_inferiority is not None:
-            console.print(f"  non-inferiority: {b.non_inferiority.sentence}", markup=False, soft_wrap=True)
+            console.print(
+                f"  non-inferiority: {verdict_sentence(b.non_inferiority)}", markup=False, soft_wrap=True
+            )
         if b.sequential is not None:
-            console.print(f"  {b.sequential.sentence}", markup=False, soft_wrap=True)
+            console.print(f"  {sequential_sentence(b.sequential)}", markup=False, soft_wrap=True)
     console.print(f"compare.json → {json_path}\ncompare.md → {md_path}")
 
 
