@@ -3,8 +3,9 @@
 Three variants on one manifest: ``faults`` (under test), ``clean`` (control) and ``clean_again``
 (``repeat_of: clean``, relaunched) — the session's ``paired_demo`` run, shared with the replay and speed
 tests; the A/A-only run (no A/B control) is this module's own.  compare.json must carry the A/B and A/A
-discordance, the noise sentence, the MDE with the A/A noise model and the non-inferiority verdict of every
-configured block; the gates judge the variant under test from it (inconclusive fails), never the control.
+discordance, A/B against that noise, the MDE with the A/A noise model and the non-inferiority verdict of every
+configured block, as numbers (compare.md, the report and the gates say them in words); the gates judge the
+variant under test from it (inconclusive fails), never the control.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ import json
 import pytest
 from helpers.paired_demo import PairedDemo, gsm8k_ceval
 
+from evalpipe.artifacts import read_model
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import GateConfig, ServerVariant
+from evalpipe.report.compare_sentences import block_mde_sentence, mde_basis_text, verdict_sentence
+from evalpipe.report.sentences import aa_sentence
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
@@ -38,7 +43,7 @@ def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
     assert set(results) == {"faults", "clean", "clean_again"}
     assert compares == [root.root / "compare.json"]  # one A/B comparison; the repeat is its noise
     cmp = json.loads(compares[0].read_text())
-    assert cmp["schema_version"] == 4 and cmp["run_aa"].endswith("clean_again")
+    assert cmp["schema_version"] == 5 and cmp["run_aa"].endswith("clean_again")
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     gsm, ceval = by["gsm8k"], by["ceval"]
     # A/B: the truncated answer is the one flip; A/A: the answer-key server is deterministic
@@ -46,8 +51,11 @@ def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
     assert gsm["aa_discordant"]["discordant"] == 0 and gsm["aa_discordant"]["responses_differed"] == 0
     assert gsm["aa_discordant"]["responses_compared"] == gsm["n_pairs"]
     assert gsm["noise_vs_ab"]["ab_changed"] == 1 and gsm["noise_vs_ab"]["aa_changed"] == 0
-    assert "not distinguishable from the server's own noise" in gsm["noise_vs_ab"]["sentence"]
-    assert gsm["mde_basis"].startswith("A/A") and "exact McNemar" in gsm["mde_basis"]
+    assert gsm["noise_vs_ab"]["n_samples"] == gsm["n_pairs"] and gsm["noise_vs_ab"]["exceeds"] is False
+    basis = gsm["mde_basis"]
+    assert (basis["noise"], basis["method"]) == ("A/A", "exact McNemar")
+    assert (basis["repeats"], basis["within"], basis["power"]) == (1, None, 0.8)  # one attempt each
+    assert basis["second_moment"] == gsm["aa_discordant"]["second_moment"] == 0.0
     # k = 1: the paired test is the exact McNemar the table prints
     assert gsm["paired_test"] == "exact McNemar" and gsm["paired_p"] == pytest.approx(gsm["mcnemar_p"])
     # the Bonett-Price interval does not collapse when nothing flipped
@@ -60,7 +68,12 @@ def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
     assert ceval["non_inferiority"]["verdict"] == "inconclusive"
     assert cmp["overall"]["non_inferiority"] is None  # no margin named the overall block
     md = (root.root / "compare.md").read_text()
-    assert "MDE (80 %)" in md and "A/A control" in md and ceval["non_inferiority"]["sentence"] in md
+    typed = read_model(compares[0], CompareResult)
+    ceval_block = next(b for b in typed.benchmarks if b.benchmark == "ceval")
+    assert ceval_block.non_inferiority is not None
+    assert "MDE (80 %)" in md and "A/A control" in md
+    assert f"; {verdict_sentence(ceval_block.non_inferiority)}; " in md
+    assert "not distinguishable from the server's own noise (exact McNemar p = 1); " in md
 
 
 def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
@@ -77,9 +90,14 @@ def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     assert mde["gsm8k"].actual == by["gsm8k"]["mde_pts"]
     assert test.verdict == "gate_failed" and test.exit_code == 1
-    # the report states what the comparison could see, in compare.json's own words
+    # the report states what the comparison could see, in the words its numbers make
     said = " ".join(test.limitations)
-    assert f"Power (gsm8k): {by['gsm8k']['aa_sentence']}; {by['gsm8k']['mde_sentence']}" in said
+    gsm = next(b for b in read_model(compares[0], CompareResult).benchmarks if b.benchmark == "gsm8k")
+    assert gsm.aa_discordant is not None
+    assert f"Power (gsm8k): {aa_sentence(gsm.aa_discordant)}; {block_mde_sentence(gsm)}; " in said
+    assert mde["gsm8k"].message.endswith(
+        f": {block_mde_sentence(gsm)} ({mde_basis_text(gsm.mde_basis, gsm.n_pairs)})"
+    )
     for control in ("clean", "clean_again"):  # a control's own audit carries no paired gate
         s = results[control].summary
         assert s is not None
@@ -97,8 +115,6 @@ def test_paired_gate_without_a_control_fails(tmp_path) -> None:
 
 
 def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
-    from evalpipe.artifacts import read_model
-    from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.config.loader import load_config
     from evalpipe.plan.mde import plan_benchmark
@@ -139,8 +155,6 @@ def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
-    from evalpipe.artifacts import read_model
-    from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.cli.run_cmd import power_lines
 
     root, results, compares = aa_only_run
@@ -153,14 +167,15 @@ def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
         assert aa is not None and aa.n_pairs == block.n_pairs
         # the answer-key server answers identically: nothing differed, and the words say so
         assert (aa.discordant, aa.responses_differed, aa.responses_compared) == (0, 0, block.n_pairs)
-        assert block.aa_sentence == (
+        assert power_lines(block)[0] == (
             f"A/A: 0 of {block.n_pairs} responses differed byte for byte; the score changed on 0 of "
             f"{block.n_pairs} samples (0 better the first time, 0 the second)"
         )
         # no A/B ran: nothing restates the A/A pair as an A/B one
         assert block.ab_discordant is None and block.noise_vs_ab is None
-        assert block.mde_basis is not None and block.mde_basis.startswith("A/A")
-        assert block.mde_sentence is not None and block.mde_sentence in power_lines(block)[1]
+        assert block.mde_basis is not None and block.mde_basis.noise == "A/A"
+        mde_line = block_mde_sentence(block)
+        assert mde_line is not None and power_lines(block)[1] == f"MDE: {mde_line}"
     md = (root.root / "compare.md").read_text()
     assert "## A/A control: clean vs its repeat clean again" in md and "No A/B control ran" in md
     # the advisory non-inferiority gate is reported but does not decide; max_mde_pts does

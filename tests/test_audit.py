@@ -433,7 +433,9 @@ def test_budget_exhausted_counts_incorrect_even_if_scored_correct(tmp_path: Path
 
 # --- paired control: the comparison is handed in, never read from beside the run directory ---------------
 def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp_path: Path) -> None:
-    from evalpipe.compare import compare_runs, write_compare
+    from evalpipe.compare import compare_runs
+    from evalpipe.report.compare_sentences import paired_line
+    from evalpipe.run.compare_files import write_compare
 
     root = tmp_path / "run"
     for name in ("fp8", "bf16"):
@@ -444,7 +446,7 @@ def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp
         b.write()
     comparison = compare_runs(root / "fp8", root / "bf16", label_a="FP8", label_b="BF16")
     write_compare(comparison, root)  # RUN/compare.json, where `evalpipe run` writes it for two variants
-    cited = "; ".join(b.line for b in comparison.benchmarks) + " (compare.json)"
+    cited = "; ".join(paired_line(b, "FP8", "BF16") for b in comparison.benchmarks) + " (compare.json)"
     assert cited.startswith("FP8 vs BF16 (ifeval): +0.0 pts")
 
     # the audit reads only its own directory: RUN/compare.json is not looked at

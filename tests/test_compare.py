@@ -18,6 +18,7 @@ from evalpipe.compare.paired import CompareRefused
 from evalpipe.config.loader import load_config
 from evalpipe.hashing import sha256_hex
 from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.report.compare_sentences import paired_line
 from evalpipe.samplers import sample_run
 
 
@@ -98,10 +99,12 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     assert live_code_bench.diff_ci_low <= live_code_bench.difference <= live_code_bench.diff_ci_high
     again = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
     assert again.model_dump() == res.model_dump()
-    assert live_code_bench.line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
-    assert "McNemar p = 1, 3 flips" in live_code_bench.line
+    line = paired_line(live_code_bench, res.label_a, res.label_b)
+    assert line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
+    assert line.endswith("McNemar p = 1, 3 flips") and live_code_bench.repeats == 1
     md = compare_markdown(res)
     assert "| gsm8k | 25/30 | 25/30 | +0.0 |" in md
+    assert f"- {line}\n" in md
 
 
 def test_truncated_answer_scored_1_is_incorrect_as_in_the_summary(base_run: Path, tmp_path: Path) -> None:
@@ -151,5 +154,5 @@ def test_cli_writes_compare_json(base_run: Path, tmp_path: Path) -> None:
     rc = main(["compare", str(ra), str(rb), "--out", str(tmp_path / "cmp")])
     assert rc == 0
     data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert data["schema_version"] == 4 and data["benchmarks"][0]["a_only"] == 1
+    assert data["schema_version"] == 5 and data["benchmarks"][0]["a_only"] == 1
     assert (tmp_path / "cmp" / "compare.md").is_file()

@@ -21,6 +21,7 @@ from evalpipe.audit.gates import paired_gates
 from evalpipe.compare import compare_runs
 from evalpipe.config.models import GateConfig, RunConfig, SequentialConfig
 from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.report.compare_sentences import verdict_sentence
 from evalpipe.stats.paired import paired_difference
 
 SEED = 3
@@ -86,7 +87,7 @@ def test_gate_judges_the_pool_by_name(tmp_path: Path) -> None:
     assert gate.benchmark == "competition_math" and gate.threshold == 10.0
     assert result.pools[0].non_inferiority is not None
     assert gate.passed == (result.pools[0].non_inferiority.verdict == "non-inferior")
-    assert gate.message.startswith(f"competition_math: {result.pools[0].non_inferiority.sentence}")
+    assert gate.message == f"competition_math: {verdict_sentence(result.pools[0].non_inferiority)}"
 
 
 @pytest.mark.parametrize(

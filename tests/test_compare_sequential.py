@@ -9,7 +9,6 @@ field is unchanged.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -19,7 +18,8 @@ from helpers.config import config_data
 from helpers.scored_runs import one_stratum_manifest, write_scored_run
 from pydantic import ValidationError
 
-from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import (
     Manifest,
 )
@@ -28,6 +28,8 @@ from evalpipe.compare import compare_runs
 from evalpipe.config.models import RunConfig, SequentialConfig
 from evalpipe.hashing import sequence_key
 from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.report.compare_sentences import verdict_sentence
+from evalpipe.report.sentences import sequential_sentence
 from evalpipe.stats.sequential import sequential_decision
 
 SEED = 7
@@ -68,10 +70,11 @@ def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> 
     result = compare_runs(
         a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)
     )
-    assert result.schema_version == 4
+    assert result.schema_version == 5
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and seq.verdict == "inferior" and seq.stop_reason == "crossing"
+    assert seq.sequence_seed == SEED
 
     # the same decision, recomputed from the outcomes in sequence-key order
     test_right, control_right = _right(a), _right(b)
@@ -94,9 +97,13 @@ def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> 
     assert seq.output_tokens_unsent_share == pytest.approx(
         sum(tokens[s] for s in after) / sum(tokens.values())
     )
-    assert seq.sentence.startswith(f"sequential: inferior beyond -5 pts after {seq.units_used} of 200 units")
-    assert "unsent" in seq.sentence
-    assert seq.sentence in compare_markdown(result)
+    sentence = sequential_sentence(seq)
+    assert sentence.startswith(f"sequential: inferior beyond -5 pts after {seq.units_used} of 200 units")
+    assert sentence.endswith(
+        f"stopping there leaves {100 * len(after) / N:.0f} % of the units and "
+        f"{100 * seq.output_tokens_unsent_share:.0f} % of the output tokens unsent"
+    )
+    assert sentence in compare_markdown(result)
 
 
 def _right(run: Path) -> set[str]:
@@ -155,7 +162,10 @@ def test_inconclusive_when_the_units_run_out(tmp_path: Path) -> None:
         0.0,
     )
     assert seq.output_tokens_unsent_share == 0.0
-    assert seq.sentence.startswith("sequential: inconclusive when the units ran out after 200 of 200 units")
+    assert sequential_sentence(seq).startswith(
+        "sequential: inconclusive when the units ran out after 200 of 200 units"
+    )
+    assert "unsent" not in sequential_sentence(seq)  # nothing was left
 
 
 def test_config_needs_a_margin_and_forbids_unknown_fields() -> None:
@@ -185,9 +195,11 @@ def test_compare_cli_judges_sequentially(tmp_path: Path, capsys: pytest.CaptureF
     out = tmp_path / "out"
     assert _cli(["compare", str(a), str(b), "--margin", "5", "--sequential", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    block = json.loads((out / "compare.json").read_text())["benchmarks"][0]
-    assert block["sequential"]["verdict"] == "inferior"
-    assert block["sequential"]["sentence"] in text and block["non_inferiority"]["sentence"] in text
+    block = read_model(out / "compare.json", CompareResult).benchmarks[0]
+    assert block.sequential is not None and block.sequential.verdict == "inferior"
+    assert block.non_inferiority is not None
+    assert f"  {sequential_sentence(block.sequential)}\n" in text
+    assert f"  non-inferiority: {verdict_sentence(block.non_inferiority)}\n" in text
     assert _cli(["compare", str(a), str(b), "--sequential", "--out", str(out)]) == 2
     assert "--sequential judges against a margin" in capsys.readouterr().err
 
@@ -294,7 +306,7 @@ def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> 
     )
     assert seq.output_tokens_spent == spent and seq.output_tokens_fixed == round(spent * N / 90)
     assert seq.units_unsent_share == pytest.approx((N - 90) / N)
-    assert seq.sentence.endswith(
+    assert sequential_sentence(seq).endswith(
         f"stopped inside the run, {N - 90} of {N} planned units and about 55 % of "
         "the fixed design's output tokens never sent"
     )

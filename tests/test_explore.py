@@ -18,9 +18,10 @@ from helpers.text_runs import Answer, write_text_run
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.explorer import ExplorerData, SampleCard
 from evalpipe.cli.main import main
-from evalpipe.compare import compare_runs, write_compare
+from evalpipe.compare import compare_runs
 from evalpipe.explore import build_paired_explorer, build_run_explorer
 from evalpipe.hashing import sha256_hex
+from evalpipe.run.compare_files import write_compare
 
 HOSTILE = (
     "</script><script>alert(1)</script> <img src=x onerror=alert(1)> \u2028 \u2029 ' & javascript:alert(1)"

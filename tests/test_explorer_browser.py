@@ -30,6 +30,7 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.cli.main import main
 from evalpipe.compare import compare_runs
 from evalpipe.explore import build_paired_explorer
+from evalpipe.report.sentences import aa_sentence
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -120,7 +121,7 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     stats = page.locator("section.stats").inner_text()
     for block in cmp.benchmarks:
         assert block.benchmark in stats
-        assert block.aa_sentence is not None and block.aa_sentence in stats
+        assert block.aa_discordant is not None and aa_sentence(block.aa_discordant) in stats
     # the retried C-Eval request (HTTP 500 once): both attempts listed, the used one marked
     retried = next(
         k for k, r in test_rows.items() if r.benchmark == "ceval" and _attempts(Path(cmp.run_a), r) > 1

@@ -3,8 +3,8 @@
 ``tests/fixtures/old_runs/<date>-<commit>/run.tar.gz`` holds a paired run (two arms, ``faults`` and ``clean``,
 and the root's compare.json) written by that commit, and the oldest one also a ``publish`` bundle of its
 ``faults`` arm, and one an extension of another (``run --extend``); ``tests/fixtures/old_runs/README.md``
-says how they were made.  Between them they hold compare.json v1, v2 and v3, run.json and summary.json v1
-and v2, extension.json v1.  Each test unpacks a fresh copy (the
+says how they were made.  Between them they hold compare.json v1 to v4, run.json v1 and v2, summary.json v1
+to v3, extension.json v1.  Each test unpacks a fresh copy (the
 commands write beside the files they read) and checks that the old versions were read — not rewritten —
 and give the numbers the old commit wrote.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tarfile
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +38,7 @@ from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.models import RunConfig
 from evalpipe.plan.mde import measured, token_cost
+from evalpipe.report.compare_markdown import compare_markdown
 
 OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs"
 #: fixture directory -> the versions its files were written at (compare.json, run.json, summary.json)
@@ -45,6 +47,7 @@ FIXTURES = {
     "2026-12-04-2d2c482": {"compare": 2, "run": 1, "summary": 1},
     "2026-12-04-2d2c482-extended": {"compare": 2, "run": 1, "summary": 1, "extension": 1},
     "2026-12-05-1dccca2": {"compare": 3, "run": 2, "summary": 2},
+    "2026-12-05-0e06fc0": {"compare": 4, "run": 2, "summary": 3},
 }
 WHOLE_FILES = {
     "bundle.json": BundleIndex,
@@ -160,6 +163,31 @@ def test_compare_gives_the_old_numbers(name: str, tmp_path: Path) -> None:
         assert after["a"] == before["a"] and after["b"] == before["b"]
     gsm8k = next(b for b in old["benchmarks"] if b["benchmark"] == "gsm8k")
     assert (gsm8k["a_only"], gsm8k["b_only"]) == (0, 1)  # the truncated answer is the one flip
+
+
+def test_the_v4_sentences_are_written_again_from_the_numbers(tmp_path: Path) -> None:
+    """compare.json v4 stored its sentences; v5 stores only the numbers they were made from.  Read through the
+    migration, today's renderers give the old commit's compare.md and the audit's paired-control and power
+    lines byte for byte."""
+    root = unpack("2026-12-05-0e06fc0", tmp_path) / "run"
+    old_md = (root / "compare.md").read_text(encoding="utf-8")
+    # the old page linked its explorer.html, which the fixture does not keep: the same page without the link
+    linked = re.compile(r"\nRead the flips side by side, every sample of both runs: [^\n]*\n")
+    assert len(linked.findall(old_md)) == 1
+    result = read_model(root / "compare.json", CompareResult)
+    assert compare_markdown(result) == linked.sub("", old_md)
+
+    faults = root / "faults"
+    old = raw(faults / "summary.json")
+    assert run_cli(["audit", str(faults)]) == 0
+    new = raw(faults / "summary.json")
+    assert old["paired_control"].startswith("answer-key + faults vs answer-key clean (ceval): +0.0 pts")
+    assert new["paired_control"] == old["paired_control"]
+
+    def power(summary: dict[str, Any]) -> list[str]:
+        return [x for x in summary["limitations"] if x.startswith("Power (")]
+
+    assert len(power(old)) == 3 and power(new) == power(old)  # ceval, gsm8k and all
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -4,7 +4,7 @@ below zero, not the first with a negative point estimate, and says so when no le
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import PairedBenchmark
-from evalpipe.compare.length_verdict import length_verdict
+from evalpipe.report.length_verdict import length_verdict
 
 
 def _block(length: str, diff: float, low: float, high: float, *, paired: bool = True) -> PairedBenchmark:
@@ -136,10 +136,11 @@ def test_the_explorer_stats_carry_the_placement_grid() -> None:
     fields = dict(
         benchmark="kv_probe", n_pairs=2, a_only=0, b_only=1, paired_p=None, mcnemar_p=1.0, paired_test=None,
         paired_ci_low=None, paired_ci_high=None, diff_ci_low=-0.5, diff_ci_high=0.0, mde_pts=None,
-        non_inferiority=None, operating=None, aa_sentence=None, aa_discordant=None, line="kv_probe: -50 pts",
+        non_inferiority=None, operating=None, aa_discordant=None, difference=-0.5, repeats=1, flips=[],
     )  # fmt: skip
-    stats = _stats(PairedBenchmark.model_construct(**fields, by_placement=[cell]))
+    stats = _stats(PairedBenchmark.model_construct(**fields, by_placement=[cell]), "q4_0", "f16")
     assert stats.placement_grid == [cell]
     assert "placement_grid" in stats.model_dump(exclude_none=True)
-    plain = _stats(PairedBenchmark.model_construct(**fields, by_placement=[]))
+    assert stats.line == "q4_0 vs f16 (kv_probe): -50.0 pts [-50.0, +0.0], McNemar p = 1, 0 flips"
+    plain = _stats(PairedBenchmark.model_construct(**fields, by_placement=[]), "q4_0", "f16")
     assert "placement_grid" not in plain.model_dump_json()  # written only for generated benchmarks

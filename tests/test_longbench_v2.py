@@ -195,6 +195,4 @@ def test_compare_carries_difference_and_flips_per_length(runs, tmp_path: Path) -
     md = compare_markdown(result)
     assert "By context length" in md
     # the positive arm is better at every length: the verdict names none, and compare.md carries the line
-    assert b.length_verdict == "longbench_v2: the candidate is behind at no length (short, medium, long)"
-    assert f"- {b.length_verdict}" in md
-    assert all(x.length_verdict is None for x in b.by_length)
+    assert "\n- longbench_v2: the candidate is behind at no length (short, medium, long)\n" in md

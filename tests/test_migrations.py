@@ -14,6 +14,7 @@ from pydantic import BaseModel
 import evalpipe.artifacts.schema
 from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.migrations import STEPS, TABLE, upgrade
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.errors import ArtifactError, ExitCode
@@ -131,3 +132,74 @@ def test_summary_v2_speed_seed_workload_is_read_as_lead_workload(tmp_path: Path)
         "schema_version": 3,
         "speed": None,
     }
+
+
+def _v4_block(**fields: object) -> dict[str, object]:
+    """A compare.json v4 block as its writer left it: the numbers and the sentences made from them."""
+    score = {"correct": 4, "scored": 5, "score": 0.8, "ci_low": 0.4, "ci_high": 0.96}
+    return {
+        "benchmark": "gsm8k", "n_pairs": 5, "a": score, "b": score, "difference": -0.2, "diff_ci_low": -0.6,
+        "diff_ci_high": 0.0, "both_correct": 4, "a_only": 0, "b_only": 1, "both_wrong": 0, "mcnemar_p": 1.0,
+        "flips": [], "line": "A vs B (gsm8k): -20.0 pts [-60.0, +0.0], McNemar p = 1, 0 flips",
+        **fields,
+    }  # fmt: skip
+
+
+def test_compare_v4_keeps_the_numbers_its_sentences_were_made_from(tmp_path: Path) -> None:
+    """compare.json v5 dropped the sentences: a v4 file's sentences go, what only they said (the attempts, the
+    MDE's noise model, the sequence seed) is read back into the typed fields, and the file then validates."""
+    sequential = {
+        "margin_pts": 5.0, "alpha": 0.05, "bets": "planned", "planned_n": 5, "cap": 8,
+        "order": 'sha256(f"42:sequence:{benchmark}:{source_id}") ascending (evalpipe.hashing.sequence_key)',
+        "units_available": 5, "units_used": 5, "verdict": "inconclusive", "stop_reason": "units exhausted",
+        "e_value_non_inferior": 1.2, "e_value_inferior": 0.8, "cs_low": -0.5, "cs_high": 0.3,
+        "units_unsent_share": 0.0, "output_tokens_unsent_share": None, "sentence": "sequential: inconclusive …",
+    }  # fmt: skip
+    bucket = _v4_block(
+        length="short",
+        line="A vs B (gsm8k short): -20.0 pts [-60.0, +0.0], McNemar p = 1, 0 flips (first of 3 attempts)",
+    )
+    block = _v4_block(
+        line="A vs B (gsm8k): -20.0 pts [-60.0, +0.0], McNemar p = 1, 0 flips (first of 3 attempts)",
+        aa_sentence="A/A: the score changed on 0 of 5 samples (0 better the first time, 0 the second)",
+        noise_vs_ab={"ab_changed": 1, "aa_changed": 0, "ab_only": 1, "aa_only": 0, "p_value": 1.0,
+                     "exceeds": False, "sentence": "A/B changed 1 of 5 answers, …"},
+        mde_pts=None,
+        mde_basis="A/A mean squared difference 0.0250 over 5 samples with repeats (within-sample variance 0.0312 "
+        "per attempt, between 0.0000); normal approximation (score test), 3 attempt(s) per arm",
+        mde_sentence="this sample (5 samples) cannot detect a drop of any size with 80 % power; …",
+        non_inferiority={"margin_pts": 5.0, "lower_bound_pts": -60.0, "upper_bound_pts": 10.0,
+                         "verdict": "inconclusive", "sentence": "inconclusive: …", "basis": "fixed"},
+        sequential=sequential,
+        by_length=[bucket],
+        length_verdict="gsm8k: the candidate is behind at no length (short)",
+    )  # fmt: skip
+    raw = {
+        "schema_version": 4, "run_a": "/a", "run_b": "/b", "label_a": "A", "label_b": "B",
+        "manifest_sha256": "0" * 64, "bootstrap_resamples": 10, "bootstrap_seed": 1,
+        "method": "paired bootstrap (percentile, 10 resamples …)", "benchmarks": [block], "overall": _v4_block(),
+    }  # fmt: skip
+    lifted = upgrade(tmp_path / "compare.json", raw, "CompareResult", 5)
+    assert "method" not in lifted and raw["method"]  # the input is not mutated
+    (got,) = lifted["benchmarks"]
+    assert not {"line", "aa_sentence", "mde_sentence", "length_verdict"} & set(got)
+    assert got["repeats"] == got["by_length"][0]["repeats"] == 3 and lifted["overall"]["repeats"] == 1
+    assert got["mde_basis"] == {
+        "noise": "A/A", "second_moment": 0.025, "within": 0.0312, "between": 0.0,
+        "method": "normal approximation (score test)", "repeats": 3, "power": 0.8, "alpha": 0.05,
+    }  # fmt: skip
+    assert got["noise_vs_ab"]["n_samples"] == 5 and "sentence" not in got["noise_vs_ab"]
+    assert "sentence" not in got["non_inferiority"]
+    assert got["sequential"]["sequence_seed"] == 42
+    assert not {"order", "sentence"} & set(got["sequential"])
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    read = read_model(path, CompareResult)
+    assert read.schema_version == 5 and read.benchmarks[0].mde_basis is not None
+
+
+def test_compare_v4_basis_that_does_not_read_back_is_dropped(tmp_path: Path) -> None:
+    """An MDE basis in no form v2-v4 wrote is not guessed at: the MDE stays, its basis is None."""
+    raw = {"schema_version": 4, "benchmarks": [_v4_block(mde_pts=7.4, mde_basis="something else")]}
+    (got,) = upgrade(tmp_path / "compare.json", raw, "CompareResult", 5)["benchmarks"]
+    assert got["mde_pts"] == 7.4 and got["mde_basis"] is None

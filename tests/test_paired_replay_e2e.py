@@ -55,7 +55,10 @@ def test_variants_share_the_manifest_and_compare_exactly(paired) -> None:
     assert gsm["flips"][0]["failure_a"] == "budget_exhausted" and gsm["flips"][0]["failure_b"] == "ok"
     assert gsm["mcnemar_p"] == pytest.approx(binomtest(0, 1, 0.5).pvalue)
     assert (by["ceval"]["a_only"], by["ceval"]["b_only"]) == (0, 0)
-    assert "1 flip" in gsm["line"]
+    assert (
+        len(gsm["flips"]) == 1
+        and "McNemar p = 1, 1 flip\n" in compares[0].with_name("compare.md").read_text()
+    )
 
 
 @pytest.fixture(scope="module")

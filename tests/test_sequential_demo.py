@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.config.loader import load_config
+from evalpipe.report.sentences import sequential_sentence
 from evalpipe.run.variants import run_variants
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo-sequential.yaml"
@@ -61,7 +63,8 @@ def test_a_planted_regression_and_an_unchanged_benchmark_both_stop_inside_the_ru
             # advancing together: nothing sent beyond a batch past the verdict's unit, never all the plan
             assert seq["units_used"] <= stop.units_sent_prefix <= stop.units_sent
             assert stop.units_sent <= seq["units_used"] + stop.batch_units < planned, variant
-        assert seq["sentence"] in md and "never sent" in seq["sentence"]
+        sentence = sequential_sentence(SequentialResult.model_validate(seq))
+        assert sentence in md and sentence.endswith("never sent") and seq["stopped_in_run"]
         assert f"{seq['verdict']} at {seq['units_used']}/{seq['units_available']}" in md
     for variant in cfg.variants:
         report = (root.root / variant.name / "report.md").read_text()

@@ -11,8 +11,10 @@ import json
 
 import pytest
 
+from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, SequentialConfig, ServerVariant
+from evalpipe.report.sentences import sequential_sentence
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 
@@ -45,9 +47,7 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
     gsm, ceval = by["gsm8k"], by["ceval"]
     seq = gsm["sequential"]
     assert seq is not None and seq["units_available"] == gsm["n_pairs"] and seq["planned_n"] == gsm["n_pairs"]
-    assert seq["verdict"] in ("non-inferior", "inferior", "inconclusive") and seq["sentence"].startswith(
-        "sequential:"
-    )
+    assert seq["verdict"] in ("non-inferior", "inferior", "inconclusive")
     assert ceval["sequential"] is None  # no margin for ceval alone
     (pool,) = cmp["pools"]
     assert pool["benchmark"] == "both" and pool["members"] == ["gsm8k", "ceval"]
@@ -57,7 +57,10 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
     )
     assert pool["sequential"]["units_available"] == pool["n_pairs"]
     assert pool["non_inferiority"]["margin_pts"] == 50.0
-    assert seq["sentence"] in (root.root / "compare.md").read_text()
+    assert (
+        f"; {sequential_sentence(SequentialResult.model_validate(seq))}; "
+        in (root.root / "compare.md").read_text()
+    )
     # the design and the path (compare.json's looks, compare.md's column and line, the report's line)
     assert seq["repeats"] == 1 and seq["looks"] and seq["looks"][-1]["unit"] == seq["units_used"]
     assert seq["output_tokens_fixed"] is None or seq["output_tokens_spent"] <= seq["output_tokens_fixed"]

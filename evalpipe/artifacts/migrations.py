@@ -9,13 +9,15 @@ refused before any step runs (``check_schema_version``).
 What each bump changed, from the models' history (``git log -p`` on ``evalpipe/artifacts/schema/``, formerly
 ``evalpipe/schema/``): every change so far only added fields (or widened a ``Literal``), and each added field's
 default says what an older writer meant — an A/A control, a gate basis, a ``--no-speed`` flag or a fleet watch
-that did not exist then.  So the steps below set the version and change nothing else; each says why that is
-right.  A bump that renames, removes, retypes or newly requires a field must transform the data in its step
-(``tests/test_migrations.py`` fails when a bump has no step).
+that did not exist then.  So those steps set the version and change nothing else; each says why that is
+right.  A bump that renames, removes, retypes or newly requires a field transforms the data in its step
+(``tests/test_migrations.py`` fails when a bump has no step): Summary v3 renamed a field, CompareResult v5
+dropped the sentences for the typed values they were written from.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +57,18 @@ STEPS: tuple[Step, ...] = (
         3,
         "v4 (fe10a91): non_inferiority.basis/alpha/critical_value and the block's operating characteristic. "
         "None is the model's documented reading of an older file: the fixed 95 % interval (z = 1.96), which is "
-        "the rule v1-v3 judged by; its stored sentence says so.",
+        "the rule v1-v3 judged by; its verdict is worded so (evalpipe.report.compare_sentences.verdict_sentence).",
+    ),
+    Step(
+        "CompareResult",
+        4,
+        "v5: numbers only. Dropped: the sentences (line, aa_sentence, mde_sentence, length_verdict, and "
+        "sentence of noise_vs_ab, non_inferiority and sequential: evalpipe.report writes them from the "
+        "numbers) and method (fixed text around bootstrap_resamples and bootstrap_seed). Typed from the old "
+        "text: repeats (the line's 'first of N attempts', else 1), mde_basis (its string read back into "
+        "fields; None when it does not read), noise_vs_ab.n_samples (the block's n_pairs) and "
+        "sequential.sequence_seed (the seed in its order).",
+        lift=lambda raw: _compare_numbers_only(raw),
     ),
     Step(
         "RunRecord",
@@ -90,12 +103,84 @@ STEPS: tuple[Step, ...] = (
     ),
 )
 
+
 def _renamed_speed_workload(raw: Raw) -> Raw:
     speed = raw.get("speed")
     if isinstance(speed, dict) and "seed_workload" in speed:
         speed = {("lead_workload" if k == "seed_workload" else k): v for k, v in speed.items()}
         return {**raw, "speed": speed}
     return raw
+
+
+#: compare.json v4's mde_basis: "{A/A|A/B} mean squared difference {m2:.4f} over {n} samples" then either
+#: ", one attempt each" or " with repeats (within-sample variance {w:.4f} per attempt, between {b:.4f})",
+#: then "; {method}, {k} attempt(s) per arm" (the only form v2-v4 wrote)
+_MDE_BASIS = re.compile(
+    r"(?P<noise>A/A|A/B) mean squared difference (?P<m2>[0-9.]+) over \d+ samples"
+    r"(?:, one attempt each| with repeats \(within-sample variance (?P<within>[0-9.]+) per attempt, "
+    r"between (?P<between>[0-9.]+)\))"
+    r"; (?P<method>exact McNemar|normal approximation \(score test\)), (?P<repeats>\d+) attempt\(s\) per arm"
+)
+_FIRST_OF = re.compile(r"\(first of (\d+) attempts\)$")
+_SEQUENCE_SEED = re.compile(r'^sha256\(f"(-?\d+):sequence:')
+
+
+def _mde_basis(text: object) -> Raw | None:
+    """The v4 string as fields; the power and level are the ones every v2-v4 writer used (80 %, two-sided
+    0.05: ``evalpipe.stats.power``'s defaults, which compare never overrode)."""
+    found = _MDE_BASIS.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    within, between = found["within"], found["between"]
+    return {
+        "noise": found["noise"],
+        "second_moment": float(found["m2"]),
+        "within": float(within) if within is not None else None,
+        "between": float(between) if between is not None else None,
+        "method": found["method"],
+        "repeats": int(found["repeats"]),
+        "power": 0.8,
+        "alpha": 0.05,
+    }
+
+
+def _block_numbers_only(block: Raw) -> Raw:
+    """One paired block of compare.json v4 (and its length buckets) without its sentences."""
+    prose = {"line", "aa_sentence", "mde_sentence", "length_verdict"}
+    out = {k: v for k, v in block.items() if k not in prose}
+    line = block.get("line")
+    first_of = _FIRST_OF.search(line) if isinstance(line, str) else None
+    out.setdefault("repeats", int(first_of.group(1)) if first_of else 1)
+    if "mde_basis" in block:
+        out["mde_basis"] = _mde_basis(block["mde_basis"])
+    noise = block.get("noise_vs_ab")
+    if isinstance(noise, dict):
+        noise = {k: v for k, v in noise.items() if k != "sentence"}
+        noise.setdefault("n_samples", block.get("n_pairs"))
+        out["noise_vs_ab"] = noise
+    verdict = block.get("non_inferiority")
+    if isinstance(verdict, dict):
+        out["non_inferiority"] = {k: v for k, v in verdict.items() if k != "sentence"}
+    sequential = block.get("sequential")
+    if isinstance(sequential, dict):
+        sequential = {k: v for k, v in sequential.items() if k not in ("sentence", "order")}
+        seed = _SEQUENCE_SEED.match(block["sequential"].get("order") or "")
+        if seed is not None:  # without it validation names the missing field
+            sequential["sequence_seed"] = int(seed.group(1))
+        out["sequential"] = sequential
+    if isinstance(block.get("by_length"), list):
+        out["by_length"] = [_block_numbers_only(x) if isinstance(x, dict) else x for x in block["by_length"]]
+    return out
+
+
+def _compare_numbers_only(raw: Raw) -> Raw:
+    out = {k: v for k, v in raw.items() if k != "method"}
+    for key in ("benchmarks", "pools"):
+        if isinstance(raw.get(key), list):
+            out[key] = [_block_numbers_only(b) if isinstance(b, dict) else b for b in raw[key]]
+    if isinstance(raw.get("overall"), dict):
+        out["overall"] = _block_numbers_only(raw["overall"])
+    return out
 
 
 #: (model class name, from_version) -> step

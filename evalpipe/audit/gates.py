@@ -39,6 +39,7 @@ from evalpipe.artifacts.schema.summary import (
 )
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import EvalpipeError, ExitCode
+from evalpipe.report.compare_sentences import block_mde_sentence, mde_basis_text, verdict_sentence
 
 #: A per-benchmark score gate: its name, thresholds by benchmark, what it compares, and how to read it.
 ScoreGate = tuple[GateName, dict[str, float], str, Callable[[BenchmarkResult], float | None]]
@@ -185,7 +186,7 @@ def paired_gates(
                 ni = block.non_inferiority
                 ok = ni is not None and ni.verdict == "non-inferior"
                 message = (
-                    f"{label}: {ni.sentence}"
+                    f"{label}: {verdict_sentence(ni)}"
                     if ni
                     else f"{label}: no non-inferiority verdict in compare.json"
                 )
@@ -197,7 +198,8 @@ def paired_gates(
                 head = (
                     f"MDE {actual:.1f} pts {sign} max {threshold:g} pts" if actual is not None else "no MDE"
                 )
-                message = f"{label}: {head}: {block.mde_sentence} ({block.mde_basis})"
+                basis = mde_basis_text(block.mde_basis, block.n_pairs)
+                message = f"{label}: {head}: {block_mde_sentence(block)} ({basis})"
             results.append(
                 GateResult(
                     gate=gate, benchmark=label, threshold=threshold, actual=actual, passed=ok, message=message

@@ -24,6 +24,7 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
+from evalpipe.report.compare_sentences import paired_line, power_sentences
 from evalpipe.report.sentences import operating_sentence, sequential_design_line
 
 
@@ -155,7 +156,8 @@ def paired_control(inputs: RunInputs, comparison: CompareResult | None) -> str |
     if comparison is not None and (
         this is None or this in (Path(comparison.run_a).name, Path(comparison.run_b).name)
     ):
-        return "; ".join(b.line for b in comparison.benchmarks) + " (compare.json)"
+        lines = (paired_line(b, comparison.label_a, comparison.label_b) for b in comparison.benchmarks)
+        return "; ".join(lines) + " (compare.json)"
     return f"variants {names} configured; this run directory is variant {this or 'unknown'}"
 
 
@@ -173,13 +175,7 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
         *comparison.pools,
         *([comparison.overall] if comparison.overall else []),
     ]:
-        said = [
-            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
-        ]
-        if b.non_inferiority is not None:
-            said.append(b.non_inferiority.sentence)
-        if b.sequential is not None:
-            said.append(b.sequential.sentence)
+        said = power_sentences(b)
         if said:
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
         if b.sequential is not None:

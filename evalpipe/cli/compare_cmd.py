@@ -25,17 +25,24 @@ def compare(
         typer.Option("--sequential", help="Also judge every block unit by unit (needs --margin)."),
     ] = False,
     alpha: Annotated[
-        float, typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential).")
+        float,
+        typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential)."),
     ] = 0.025,
     share: Annotated[
-        float, typer.Option("--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look).")
+        float,
+        typer.Option(
+            "--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look)."
+        ),
     ] = 0.5,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     from evalpipe.cli.console import out as console
-    from evalpipe.compare import compare_runs, write_compare
+    from evalpipe.compare import compare_runs
     from evalpipe.config.models import SequentialConfig
     from evalpipe.errors import ConfigError
+    from evalpipe.report.compare_sentences import paired_line, verdict_sentence
+    from evalpipe.report.sentences import sequential_sentence
+    from evalpipe.run.compare_files import write_compare
 
     if sequential and margin is None:
         raise ConfigError("--sequential judges against a margin: give --margin X")
@@ -56,11 +63,13 @@ def compare(
     )
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
-        console.print(b.line, soft_wrap=True)
+        console.print(paired_line(b, result.label_a, result.label_b), soft_wrap=True)
         if b.non_inferiority is not None:
-            console.print(f"  non-inferiority: {b.non_inferiority.sentence}", markup=False, soft_wrap=True)
+            console.print(
+                f"  non-inferiority: {verdict_sentence(b.non_inferiority)}", markup=False, soft_wrap=True
+            )
         if b.sequential is not None:
-            console.print(f"  {b.sequential.sentence}", markup=False, soft_wrap=True)
+            console.print(f"  {sequential_sentence(b.sequential)}", markup=False, soft_wrap=True)
     console.print(f"compare.json → {json_path}\ncompare.md → {md_path}")
 
 

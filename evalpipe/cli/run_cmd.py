@@ -226,6 +226,7 @@ def execute_variants(
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
+    from evalpipe.report.compare_sentences import paired_line
     from evalpipe.run.variants import run_variants
 
     root, results, compares = run_variants(
@@ -251,7 +252,7 @@ def execute_variants(
         what = "A/A control (no A/B)" if cmp.aa_only else "paired control"
         console.rule(f"{what}: {cmp.label_a} vs {cmp.label_b}")
         for b in [*cmp.benchmarks, *cmp.pools, *([cmp.overall] if cmp.overall else [])]:
-            console.print(b.line, soft_wrap=True)
+            console.print(paired_line(b, cmp.label_a, cmp.label_b), soft_wrap=True)
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
         console.print(f"compare.json → {path}")
@@ -268,13 +269,21 @@ def execute_variants(
 
 def power_lines(block: PairedBenchmark) -> list[str]:
     """What a compare.json block says about noise, power and non-inferiority, one sentence a line."""
-    said = [x for x in (block.aa_sentence, block.noise_vs_ab.sentence if block.noise_vs_ab else None) if x]
-    if block.mde_sentence:
-        said.append(f"MDE: {block.mde_sentence}")
+    from evalpipe.report.compare_sentences import block_mde_sentence, verdict_sentence
+    from evalpipe.report.sentences import aa_sentence, noise_sentence, sequential_sentence
+
+    said = []
+    if block.aa_discordant is not None:
+        said.append(aa_sentence(block.aa_discordant))
+    if block.noise_vs_ab is not None:
+        said.append(noise_sentence(block.noise_vs_ab))
+    mde = block_mde_sentence(block)
+    if mde:
+        said.append(f"MDE: {mde}")
     if block.non_inferiority is not None:
-        said.append(f"non-inferiority: {block.non_inferiority.sentence}")
+        said.append(f"non-inferiority: {verdict_sentence(block.non_inferiority)}")
     if block.sequential is not None:
-        said.append(block.sequential.sentence)
+        said.append(sequential_sentence(block.sequential))
     return said
 
 

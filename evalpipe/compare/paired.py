@@ -4,7 +4,8 @@ Refuses unless both runs used the identical manifest (same fingerprints and entr
 rendered prompt per sample: otherwise a difference could come from the inputs, not the server.
 Per benchmark: both scores with Wilson intervals, the difference with a seeded paired-bootstrap
 percentile interval, the exact McNemar test on the discordant pairs, and the flips (the statistics are
-``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``; ``compare.md`` is ``evalpipe.report.compare_markdown``).
+``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``).  Numbers only: the words are made where they are
+shown (``evalpipe.report``; ``evalpipe.run.compare_files`` writes compare.json with its pages).
 Scores: correct as the summary counts it (`is_correct`: a budget-exhausted answer is incorrect even when
 EvalScope scored the truncated text 1); an entry without a score (API or scoring error, missing row) counts as wrong,
 the same denominator rule as the audit.
@@ -17,11 +18,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import (
     CompareResult,
     Discordance,
     Flip,
+    MdeBasis,
     NoiseComparison,
     NonInferiorityResult,
     OperatingCharacteristic,
@@ -37,14 +39,10 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores, attem
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.sources import GeneratedItem
 from evalpipe.benchmarks import length_buckets
-from evalpipe.compare.length_verdict import length_verdict
 from evalpipe.compare.seeds import attempt_seed_check, run_temperature, with_temperature
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
-from evalpipe.explore import build_paired_explorer
 from evalpipe.hashing import block_order, generation_sizes, sha256_hex
-from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.report.prose import fmt_signed_pts_from_fraction
 from evalpipe.samplers.extend import entry_generations
 from evalpipe.stats.intervals import wilson_interval
 from evalpipe.stats.unit_scores import arm_scores, arm_value
@@ -53,12 +51,10 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from evalpipe.stats.power import MinimumDetectableEffect
+
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261202
-METHOD = (
-    "paired bootstrap (percentile, {n} resamples of samples with replacement, numpy seed {seed}); "
-    "exact McNemar test (statsmodels, binomial on discordant pairs); Wilson intervals per run"
-)
 
 
 class CompareRefused(EvalpipeError):
@@ -135,7 +131,6 @@ def power_fields(
     uses): every attempt counts, one without an answer 0 in the test arm and 1 in the control arm.  The A/A
     pair (no arm under test) keeps the summary's attempt scores.
     """
-    from evalpipe.report.sentences import aa_sentence, mde_sentence, noise_sentence, non_inferiority_sentence
     from evalpipe.stats.noninferiority import non_inferiority
     from evalpipe.stats.paired import excess_discordance, paired_difference
     from evalpipe.stats.power import minimum_detectable_effect, noise_from_runs
@@ -146,12 +141,13 @@ def power_fields(
     test = [arm_scores(attempt_states(oa.get((b, sid))), "test") for b, sid, _ in keys]
     control = [arm_scores(attempt_states(ob.get((b, sid))), "control") for b, sid, _ in keys]
     diff = paired_difference(test, control, confidence)
+    ab = _discordance(test, control)
     out: dict[str, object] = {
         "paired_ci_low": diff.interval[0],
         "paired_ci_high": diff.interval[1],
         "paired_test": diff.test,
         "paired_p": diff.p_value,
-        "ab_discordant": _discordance(test, control),
+        "ab_discordant": ab,
     }
     repeats = max(len(x) for x in control)
     seeds = attempt_seed_check(keys, oa, ob)
@@ -168,7 +164,6 @@ def power_fields(
             update={"responses_compared": compared, "responses_differed": differed}
         )
         out["aa_discordant"] = aa
-        out["aa_sentence"] = aa_sentence(aa)
         t, c = per_sample_means(test), per_sample_means(control)
         c1, c2 = per_sample_means(base), per_sample_means(again)
         excess = excess_discordance(
@@ -180,17 +175,16 @@ def power_fields(
             aa_changed=excess.aa_changed,
             ab_only=excess.ab_only,
             aa_only=excess.aa_only,
+            n_samples=excess.n_samples,
             p_value=excess.p_value,
             exceeds=excess.exceeds,
-            sentence=noise_sentence(excess),
         )
-        noise = noise_from_runs(base, again, "aa")
+        noise, pair = noise_from_runs(base, again, "aa"), (aa, base, again)
     else:
-        noise = noise_from_runs(test, control, "ab")
+        noise, pair = noise_from_runs(test, control, "ab"), (ab, test, control)
     mde = minimum_detectable_effect(len(keys), noise, repeats, base_accuracy=diff.control_mean)
     out["mde_pts"] = mde.mde_pts
-    out["mde_basis"] = f"{noise.basis}; {mde.method}, {repeats} attempt(s) per arm"
-    out["mde_sentence"] = mde_sentence(mde)
+    out["mde_basis"] = _mde_basis(mde, *pair)
     if margin_pts is not None:
         verdict = non_inferiority(diff.interval, margin_pts)
         out["non_inferiority"] = NonInferiorityResult(
@@ -198,14 +192,27 @@ def power_fields(
             lower_bound_pts=verdict.lower_bound_pts,
             upper_bound_pts=verdict.upper_bound_pts,
             verdict=verdict.verdict,
-            sentence=non_inferiority_sentence(verdict),
         )
     return out
 
 
-SEQUENCE_ORDER = (
-    'sha256(f"{seed}:sequence:{benchmark}:{source_id}") ascending (evalpipe.hashing.sequence_key)'
-)
+def _mde_basis(
+    mde: MinimumDetectableEffect, noise_pair: Discordance, first: list[list[float]], second: list[list[float]]
+) -> MdeBasis:
+    """The MDE's noise model and power calculation as numbers: the noise pair's mean squared per-sample
+    difference (its ``Discordance.second_moment``, the statistic ``noise_from_runs`` starts from) and, when
+    either run of the pair has repeats, the within/between split it made of it."""
+    repeated = any(len(attempts) > 1 for attempts in (*first, *second))
+    return MdeBasis(
+        noise="A/A" if mde.noise.source == "aa" else "A/B",
+        second_moment=noise_pair.second_moment,
+        within=mde.noise.within if repeated else None,
+        between=mde.noise.between if repeated else None,
+        method=mde.method,
+        repeats=mde.repeats,
+        power=mde.power,
+        alpha=mde.alpha,
+    )
 
 
 def ordered_units(
@@ -261,7 +268,6 @@ def sequential_fields(
     generation of the plan; default: of ``keys``), so the e-process continues the old run's.  Unit values by
     the paired rule of ``evalpipe.stats.unit_scores``, the one the in-run stop applies."""
 
-    from evalpipe.report.sentences import sequential_sentence
     from evalpipe.stats.sequential import PlannedN, planned_n_per_unit, sequential_decision, sequential_path
 
     if not keys:
@@ -309,7 +315,7 @@ def sequential_fields(
             bets=decision.bets,
             planned_n=decision.planned_n,
             cap=decision.cap,
-            order=SEQUENCE_ORDER.replace("{seed}", str(seed), 1),
+            sequence_seed=seed,
             units_available=decision.units_available,
             units_used=decision.units_used,
             verdict=decision.verdict,
@@ -330,9 +336,6 @@ def sequential_fields(
             looks=looks,
             first_crossing_non_inferior=path.first_crossing_non_inferior,
             first_crossing_inferior=path.first_crossing_inferior,
-            sentence=sequential_sentence(
-                decision, token_share, sent=(len(ordered), planned) if planned is not None else None
-            ),
             stopped_in_run=planned is not None,
             units_planned=planned,
             units_sent=len(ordered) if planned is not None else None,
@@ -364,7 +367,6 @@ def gate_fields(
     """The gate's verdict (``evalpipe.stats.operating``: the fixed look, or the e-processes and, when they never
     crossed, one fixed look at the rest of α) as ``non_inferiority``, and the design's operating characteristic
     at the discordance measured here (the A/A pair's when there is one, else the A/B pair's) as ``operating``."""
-    from evalpipe.report.sentences import gate_sentence
     from evalpipe.stats.operating import GateDesign, gate_verdict, pass_probability
     from evalpipe.stats.sequential import planned_n_per_unit
 
@@ -400,12 +402,10 @@ def gate_fields(
         lower_bound_pts=verdict.lower_bound_pts,
         upper_bound_pts=verdict.upper_bound_pts,
         verdict=verdict.verdict,
-        sentence="",
         basis=verdict.basis,
         alpha=design.alpha,
         critical_value=verdict.critical_value,
     )
-    result = result.model_copy(update={"sentence": gate_sentence(result)})
     aa, ab = fields.get("aa_discordant"), fields.get("ab_discordant")
     source: Literal["A/A", "A/B"] = "A/A" if isinstance(aa, Discordance) else "A/B"
     measured = aa if isinstance(aa, Discordance) else ab
@@ -453,8 +453,6 @@ def _paired_block(
     keys: list[tuple[str, str, str]],
     oa: dict[tuple[str, str], OutcomeRow],
     ob: dict[tuple[str, str], OutcomeRow],
-    label_a: str,
-    label_b: str,
     *,
     resamples: int,
     seed: int,
@@ -505,25 +503,19 @@ def _paired_block(
     lo: float | None = None
     hi: float | None = None
     p: float | None = None
-    line = f"{label_a} vs {label_b} ({name}): no samples"
     if n:
         diff = sum(a_vals) / n - sum(b_vals) / n  # = sa.score - sb.score
         lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
         p = exact_mcnemar_p(a_only, b_only)
-        line = (
-            f"{label_a} vs {label_b} ({name}): {fmt_signed_pts_from_fraction(diff)} pts "
-            f"[{fmt_signed_pts_from_fraction(lo)}, {fmt_signed_pts_from_fraction(hi)}], "
-            f"McNemar p = {p:.3g}, {len(flips)} flip{'s' if len(flips) != 1 else ''}"
-        )
-        repeats = max(
-            (len(r.attempts) for key in keys for r in (oa.get(key[:2]), ob.get(key[:2])) if r is not None),
-            default=0,
-        )
-        if repeats > 1:  # these columns are the first attempt's; the paired_* fields use every attempt
-            line += f" (first of {repeats} attempts)"
+    # a, b and the flips count each sample's first attempt; the paired_* fields every attempt
+    attempts = max(
+        (len(r.attempts) for key in keys for r in (oa.get(key[:2]), ob.get(key[:2])) if r is not None),
+        default=1,
+    )
     block = PairedBenchmark(
         benchmark=name,
         n_pairs=n,
+        repeats=max(attempts, 1),  # a row with no attempt recorded still asked once
         a=sa,
         b=sb,
         difference=diff,
@@ -536,7 +528,6 @@ def _paired_block(
         mcnemar_p=p,
         flips=flips,
         prompt_hash_unverified=unverified,
-        line=line,
     )
     fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
     if sequential is not None and margin_pts is not None:
@@ -706,8 +697,6 @@ def compare_runs(
             keys,
             oa,
             ob,
-            la,
-            lb,
             resamples=resamples,
             seed=seed,
             confidence=confidence,
@@ -737,7 +726,6 @@ def compare_runs(
                 ).model_copy(update={"length": length})
                 for length, bucket_of in buckets
             ]
-            paired.length_verdict = length_verdict(block.benchmark, paired.by_length)
         generated = {
             (e.benchmark, e.source_id): e.generated for e in ma.entries if e.benchmark == block.benchmark
         }
@@ -775,7 +763,6 @@ def compare_runs(
         bootstrap_resamples=resamples,
         bootstrap_seed=seed,
         confidence=confidence,
-        method=METHOD.format(n=resamples, seed=seed),
         benchmarks=blocks,
         pools=pooled,
         overall=overall,
@@ -835,18 +822,6 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
             f"runs rendered different prompts for {len(mismatched)} sample(s): refusing to compare",
             details=mismatched[:20],
         )
-
-
-def write_compare(result: CompareResult, out_dir: Path) -> tuple[Path, Path]:
-    """compare.json, explorer.html (every sample of the pair, flips first) and compare.md, which links it."""
-    from evalpipe.artifacts import atomic_write_text
-
-    out_dir = Path(out_dir)
-    json_path, md_path = out_dir / "compare.json", out_dir / "compare.md"
-    write_model(json_path, result)
-    explorer = build_paired_explorer(result, out_dir).record
-    atomic_write_text(md_path, compare_markdown(result, explorer=explorer))
-    return json_path, md_path
 
 
 def comparison_beside(run_dir: Path) -> CompareResult | None:

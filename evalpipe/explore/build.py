@@ -34,7 +34,8 @@ from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.hashing import prompt_sha256, sha256_hex
-from evalpipe.report.sentences import operating_sentence
+from evalpipe.report.compare_sentences import paired_line, verdict_sentence
+from evalpipe.report.sentences import aa_sentence, operating_sentence
 
 DEFAULT_LIMIT_BYTES = 20_000_000
 #: characters of head and tail an unflagged sample's long text keeps, tier by tier (None: whole)
@@ -79,9 +80,12 @@ def build_paired_explorer(
     aa: tuple[Arm, Arm] | None = None
     if comparison.run_aa is not None and not comparison.aa_only:
         aa = (control, load_arm(arm(comparison.run_aa), comparison.label_aa))
-    stats = [_stats(b) for b in [*comparison.benchmarks, *comparison.pools]]
-    if comparison.overall is not None:
-        stats.append(_stats(comparison.overall))
+    blocks = [
+        *comparison.benchmarks,
+        *comparison.pools,
+        *([comparison.overall] if comparison.overall else []),
+    ]
+    stats = [_stats(b, comparison.label_a, comparison.label_b) for b in blocks]
     title = f"{comparison.label_a} vs {comparison.label_b}: every sample, flips first"
     out = RunDir(Path(out_dir))
     return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a)
@@ -99,7 +103,8 @@ def flip_kind(control: Arm, test: Arm, key: Key) -> FlipKind:
     return "same"
 
 
-def _stats(b: PairedBenchmark) -> BlockStats:
+def _stats(b: PairedBenchmark, label_a: str, label_b: str) -> BlockStats:
+    """The block's numbers and sentences for the statistics panel (``label_a`` under test)."""
     low = b.paired_ci_low if b.paired_ci_low is not None else b.diff_ci_low
     high = b.paired_ci_high if b.paired_ci_high is not None else b.diff_ci_high
     return BlockStats(
@@ -112,11 +117,11 @@ def _stats(b: PairedBenchmark) -> BlockStats:
         ci_low_pts=None if low is None else round(100 * low, 2),
         ci_high_pts=None if high is None else round(100 * high, 2),
         mde_pts=b.mde_pts,
-        non_inferiority=b.non_inferiority.sentence if b.non_inferiority is not None else None,
+        non_inferiority=verdict_sentence(b.non_inferiority) if b.non_inferiority is not None else None,
         operating=operating_sentence(b.operating) if b.operating is not None else None,
-        aa=b.aa_sentence,
+        aa=aa_sentence(b.aa_discordant) if b.aa_discordant is not None else None,
         aa_flips=b.aa_discordant.discordant if b.aa_discordant is not None else None,
-        line=b.line,
+        line=paired_line(b, label_a, label_b),
         placement_grid=b.by_placement,
     )
 

@@ -1,13 +1,16 @@
 """``compare.md``: the paired comparison (``compare.json``) as the report section a reader opens.
 
 Differences are test − control (A − B) in signed points; the sentences it lists (A/A noise, MDE,
-non-inferiority) were written into ``compare.json`` by ``evalpipe.compare`` with ``evalpipe.report.sentences``.
+non-inferiority, the length verdict, one line per benchmark) are made here from ``compare.json``'s numbers
+(``evalpipe.report.compare_sentences``).
 """
 
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult, PairedBenchmark
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
+from evalpipe.report.compare_sentences import mde_basis_text, paired_line, power_sentences
+from evalpipe.report.length_verdict import length_verdict
 from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.report.sentences import operating_sentence, sequential_design_line
 
@@ -114,7 +117,9 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
     for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)
-        mde = f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_sentence else "–")
+        mde = (
+            f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_basis is not None else "–")
+        )
         ni = b.non_inferiority.verdict if b.non_inferiority else "–"
         seq = (
             f"{b.sequential.verdict} at {b.sequential.units_used}/{b.sequential.units_available}"
@@ -127,22 +132,15 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
         )
     lines.append("")
     for b in blocks:
-        said = [
-            x for x in (b.aa_sentence, b.mde_sentence, b.noise_vs_ab.sentence if b.noise_vs_ab else None) if x
-        ]
-        if b.non_inferiority:
-            said.append(b.non_inferiority.sentence)
-        if b.sequential:
-            said.append(b.sequential.sentence)
+        said = power_sentences(b)
         if b.paired_ci_low is not None and b.paired_ci_high is not None:
             said.append(
                 f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "
                 f"{b.paired_test} p = {b.paired_p:.3g}"
             )
         if said:
-            lines.append(
-                f"- {b.benchmark}: " + "; ".join(said) + (f" ({b.mde_basis})" if b.mde_basis else "")
-            )
+            basis = mde_basis_text(b.mde_basis, b.n_pairs)
+            lines.append(f"- {b.benchmark}: " + "; ".join(said) + (f" ({basis})" if basis else ""))
         if b.sequential:
             lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
         if b.operating:
@@ -177,12 +175,13 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
                 f"{diff} | {len(x.flips)} |"
             )
         lines.append("")
-        lines += [f"- {b.length_verdict}" for b in result.benchmarks if b.length_verdict]
+        verdicts = (length_verdict(b.benchmark, b.by_length) for b in result.benchmarks)
+        lines += [f"- {verdict}" for verdict in verdicts if verdict]
         lines.append("")
     for b in result.benchmarks:
         lines += placement_grid_lines(b, result.label_a, result.label_b)
     for b in result.benchmarks:
-        lines.append(f"- {b.line}")
+        lines.append(f"- {paired_line(b, result.label_a, result.label_b)}")
     flips = [f for b in result.benchmarks for f in b.flips]
     if flips:
         lines.append("")

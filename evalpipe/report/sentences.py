@@ -1,6 +1,7 @@
 """The report's sentences for power, non-inferiority, sample-size plans and the A/A noise.
 
-One place decides the wording so that compare.md, the report and ``evalpipe plan`` say the same thing.
+One place decides the wording so that compare.md, the report, the terminal, the explorer and ``evalpipe plan``
+say the same thing; compare.json holds only the numbers they are made from.
 Numbers are in points with one decimal (signed bounds with an ASCII minus, as ``compare.md`` prints
 differences); a bound that would print equal to the margin gets more decimals, so a sentence never
 reads "lower bound -2.0 pts" next to "non-inferior within 2 pts".
@@ -8,7 +9,7 @@ reads "lower bound -2.0 pts" next to "non-inferior within 2 pts".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from evalpipe.artifacts.schema.compare import (
     Discordance,
@@ -21,10 +22,37 @@ from evalpipe.report.prose import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
     from evalpipe.plan.mde import Design
-    from evalpipe.stats.noninferiority import NonInferiority
-    from evalpipe.stats.paired import ExcessDiscordance
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
-    from evalpipe.stats.sequential import SequentialDecision
+
+
+class IntervalVerdict(Protocol):
+    """An interval of test − control judged against a margin: compare.json's ``non_inferiority`` or the
+    statistic it was made from (``evalpipe.stats.noninferiority.NonInferiority``)."""
+
+    @property
+    def margin_pts(self) -> float: ...
+    @property
+    def lower_bound_pts(self) -> float: ...
+    @property
+    def upper_bound_pts(self) -> float: ...
+    @property
+    def verdict(self) -> Literal["non-inferior", "inferior", "inconclusive"]: ...
+
+
+class ExcessNoise(Protocol):
+    """A/B's changed answers against the A/A control's: compare.json's ``noise_vs_ab`` or the statistic it
+    was made from (``evalpipe.stats.paired.ExcessDiscordance``)."""
+
+    @property
+    def n_samples(self) -> int: ...
+    @property
+    def ab_changed(self) -> int: ...
+    @property
+    def aa_changed(self) -> int: ...
+    @property
+    def p_value(self) -> float: ...
+    @property
+    def exceeds(self) -> bool: ...
 
 
 def _margin(value: float) -> str:
@@ -40,22 +68,29 @@ def _bound(value: float, margin: float) -> str:
     return f"{value:+.{decimals}f}"
 
 
-def mde_sentence(mde: MinimumDetectableEffect) -> str:
-    """E.g. "this sample detects a drop of ≥ 7.4 pts with 80 % power; smaller regressions cannot be ruled out"."""
-    power = f"{mde.power * 100:g} %"
-    if mde.mde_pts is None:
+def mde_words(mde_pts: float | None, n: int, power: float) -> str:
+    """E.g. "this sample detects a drop of ≥ 7.4 pts with 80 % power; smaller regressions cannot be ruled out";
+    ``mde_pts`` None: no drop is detected with that power at ``n`` samples."""
+    said = f"{power * 100:g} %"
+    if mde_pts is None:
         return (
-            f"this sample ({mde.n} samples) cannot detect a drop of any size with {power} power; "
+            f"this sample ({n} samples) cannot detect a drop of any size with {said} power; "
             "no regression can be ruled out"
         )
     return (
-        f"this sample detects a drop of ≥ {fmt_pts(mde.mde_pts)} pts with {power} power; "
+        f"this sample detects a drop of ≥ {fmt_pts(mde_pts)} pts with {said} power; "
         "smaller regressions cannot be ruled out"
     )
 
 
-def non_inferiority_sentence(result: NonInferiority) -> str:
-    """ "non-inferior within 2 pts", "inferior", or "inconclusive: the sample cannot exclude a 9.1-pt drop"."""
+def mde_sentence(mde: MinimumDetectableEffect) -> str:
+    """``mde_words`` of a computed MDE (``evalpipe plan``)."""
+    return mde_words(mde.mde_pts, mde.n, mde.power)
+
+
+def non_inferiority_sentence(result: IntervalVerdict) -> str:
+    """The fixed 95 % interval's verdict: "non-inferior within 2 pts", "inferior", or "inconclusive: the
+    sample cannot exclude a 9.1-pt drop" (the drop: ``−lower bound``, at least 0)."""
     margin = _margin(result.margin_pts)
     low = _bound(result.lower_bound_pts, result.margin_pts)
     high = _bound(result.upper_bound_pts, result.margin_pts)
@@ -63,7 +98,7 @@ def non_inferiority_sentence(result: NonInferiority) -> str:
         return f"non-inferior within {margin} pts (95 % lower bound of test − control: {low} pts)"
     if result.verdict == "inferior":
         return f"inferior: the whole 95 % interval lies below -{margin} pts (upper bound {high} pts)"
-    drop = fmt_pts(result.excludable_drop_pts)
+    drop = fmt_pts(max(0.0, -result.lower_bound_pts))
     return f"inconclusive: the sample cannot exclude a {drop}-pt drop (margin {margin} pts, lower bound {low} pts)"
 
 
@@ -103,12 +138,22 @@ def operating_sentence(oc: OperatingCharacteristic) -> str:
     parts = []
     for point in oc.points:
         if point.delta_pts == 0:
-            parts.append(f"passes a release with no regression {pct(point.p_pass, point.standard_error)} of the time")
+            parts.append(
+                f"passes a release with no regression {pct(point.p_pass, point.standard_error)} of the time"
+            )
         elif oc.must_catch_drop_pts is not None and abs(point.delta_pts + oc.must_catch_drop_pts) < 1e-9:
-            parts.append(f"one with a {_margin(oc.must_catch_drop_pts)}-pt drop {pct(point.p_pass, point.standard_error)}")
+            parts.append(
+                f"one with a {_margin(oc.must_catch_drop_pts)}-pt drop {pct(point.p_pass, point.standard_error)}"
+            )
         else:
-            parts.append(f"one at the margin ({point.delta_pts:+g} pts) {pct(point.p_pass, point.standard_error)}")
-    design = "fixed design" if oc.sequential_share is None else f"sequential design ({oc.sequential_share:g} of α on the e-processes)"
+            parts.append(
+                f"one at the margin ({point.delta_pts:+g} pts) {pct(point.p_pass, point.standard_error)}"
+            )
+    design = (
+        "fixed design"
+        if oc.sequential_share is None
+        else f"sequential design ({oc.sequential_share:g} of α on the e-processes)"
+    )
     how = "exact" if oc.paths is None else f"{oc.paths} simulated paths"
     return (
         f"with the discordance seen here ({oc.discordance_source} ψ = {oc.discordance:.3f}), this {design} of "
@@ -129,7 +174,7 @@ def sample_size_sentence(plan: SampleSizeNeeded) -> str:
     return text
 
 
-def noise_sentence(result: ExcessDiscordance) -> str:
+def noise_sentence(result: ExcessNoise) -> str:
     """E.g. "A/B changed 12 of 160 answers, the A/A control 3: more than the server's own noise (p = 0.035)"."""
     head = (
         f"A/B changed {result.ab_changed} of {result.n_samples} answers, the A/A control {result.aa_changed}"
@@ -151,34 +196,34 @@ def aa_sentence(aa: Discordance) -> str:
     return "A/A: " + "; ".join(said)
 
 
-def sequential_sentence(
-    decision: SequentialDecision, tokens_unsent_share: float | None, *, sent: tuple[int, int] | None = None
-) -> str:
+def sequential_sentence(seq: SequentialResult) -> str:
     """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
-    sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent"."""
-    margin = _margin(decision.margin_pts)
-    threshold = f"1/{decision.alpha:g}"
-    cs = f"confidence sequence [{decision.cs_lower_pts:+.1f}, {decision.cs_upper_pts:+.1f}] pts"
-    used = f"{decision.units_used} of {decision.units_available} units"
-    if decision.verdict == "non-inferior":
-        head = f"non-inferior within {margin} pts after {used} (K+ = {decision.e_value_non_inferior:.3g} ≥ {threshold}; {cs})"
-    elif decision.verdict == "inferior":
-        head = f"inferior beyond -{margin} pts after {used} (K- = {decision.e_value_inferior:.3g} ≥ {threshold}; {cs})"
+    sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent";
+    when the rule stopped inside the run, what was never sent."""
+    margin = _margin(seq.margin_pts)
+    threshold = f"1/{seq.alpha:g}"
+    cs = f"confidence sequence [{100.0 * seq.cs_low:+.1f}, {100.0 * seq.cs_high:+.1f}] pts"
+    used = f"{seq.units_used} of {seq.units_available} units"
+    if seq.verdict == "non-inferior":
+        head = f"non-inferior within {margin} pts after {used} (K+ = {seq.e_value_non_inferior:.3g} ≥ {threshold}; {cs})"
+    elif seq.verdict == "inferior":
+        head = f"inferior beyond -{margin} pts after {used} (K- = {seq.e_value_inferior:.3g} ≥ {threshold}; {cs})"
     else:
-        where = "at the cap" if decision.stop_reason == "cap" else "when the units ran out"
+        where = "at the cap" if seq.stop_reason == "cap" else "when the units ran out"
         head = (
-            f"inconclusive {where} after {used}, margin {margin} pts (K+ = {decision.e_value_non_inferior:.3g}, "
-            f"K- = {decision.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
+            f"inconclusive {where} after {used}, margin {margin} pts (K+ = {seq.e_value_non_inferior:.3g}, "
+            f"K- = {seq.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
         )
-    if sent is not None:  # the rule stopped sending inside the run: what was really not sent
-        units, planned = sent
-        saved = f"{planned - units} of {planned} planned units"
+    tokens_unsent_share = seq.output_tokens_unsent_share
+    if seq.stopped_in_run and seq.units_sent is not None and seq.units_planned is not None:
+        saved = f"{seq.units_planned - seq.units_sent} of {seq.units_planned} planned units"
         if tokens_unsent_share is not None:
             saved += f" and about {100 * tokens_unsent_share:.0f} % of the fixed design's output tokens"
         return f"sequential: {head}; stopped inside the run, {saved} never sent"
-    if decision.units_left == 0:
+    units_left = seq.units_available - seq.units_used
+    if units_left == 0:
         return f"sequential: {head}"
-    saved = f"{100 * decision.units_left / decision.units_available:.0f} % of the units"
+    saved = f"{100 * units_left / seq.units_available:.0f} % of the units"
     if tokens_unsent_share is not None:
         saved += f" and {100 * tokens_unsent_share:.0f} % of the output tokens"
     return f"sequential: {head}; stopping there leaves {saved} unsent"

@@ -18,11 +18,12 @@ from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.compare import compare_runs, write_compare
+from evalpipe.compare import compare_runs
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
+from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
@@ -130,7 +131,9 @@ def run_variants(
             label_aa=labels[again] if again is not None else None,
             aa_control=dirs[noise_pair[0]].root if again is not None else None,
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get("overall" if block == "all" else block),
+            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
+                "overall" if block == "all" else block
+            ),
             sequential=cfg.generation.sequential,
             pools=cfg.pools,
         )
@@ -158,7 +161,9 @@ def run_variants(
             label_a=labels[first],
             label_b=labels[again],
             margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get("overall" if block == "all" else block),
+            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
+                "overall" if block == "all" else block
+            ),
             aa_only=True,
             pools=cfg.pools,
         )

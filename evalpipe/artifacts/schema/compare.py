@@ -1,4 +1,8 @@
-"""``compare.json`` — a paired comparison of two runs on the identical manifest."""
+"""``compare.json`` — a paired comparison of two runs on the identical manifest.
+
+Numbers and typed values only: every sentence a reader sees (compare.md, the report, the terminal, the
+explorer) is made from these fields where it is shown (``evalpipe.report``), so a wording change never
+changes the file and a reader of the file never parses English."""
 
 from __future__ import annotations
 
@@ -80,9 +84,9 @@ class NoiseComparison(Row):
     aa_changed: int
     ab_only: int
     aa_only: int
+    n_samples: int = Field(description="Samples of the block (the denominator of both counts).")
     p_value: float
     exceeds: bool
-    sentence: str
 
 
 class NonInferiorityResult(Row):
@@ -92,7 +96,6 @@ class NonInferiorityResult(Row):
     lower_bound_pts: float
     upper_bound_pts: float
     verdict: Literal["non-inferior", "inferior", "inconclusive"]
-    sentence: str
     basis: Literal["fixed", "sequential crossing", "final look", "extended: no crossing"] | None = Field(
         default=None,
         description="What decided the gate (evalpipe.stats.operating): the fixed look (no sequential rule), the "
@@ -154,7 +157,11 @@ class SequentialResult(Row):
     )
     planned_n: int | None = Field(description="The fixed-n plan the bets are tuned to (the block's units).")
     cap: int = Field(description="Units after which the rule ends inconclusive (cap_factor x planned_n).")
-    order: str = Field(description="How units were ordered: the seeded sequence key, never completion order.")
+    sequence_seed: int = Field(
+        description="The manifest's sampling seed that orders the units: ascending "
+        'sha256(f"{seed}:sequence:{benchmark}:{source_id}") (evalpipe.hashing.sequence_key), never completion '
+        "order; after --extend each generation's units in that order, the older first (generations)."
+    )
     units_available: int
     units_used: int = Field(description="Units consumed when the rule stopped.")
     verdict: Literal["non-inferior", "inferior", "inconclusive"]
@@ -241,7 +248,6 @@ class SequentialResult(Row):
     first_crossing_inferior: int | None = Field(
         default=None, description="The same for K- (the 'inferior' side)."
     )
-    sentence: str
 
 
 class PlacementCell(Row):
@@ -249,7 +255,9 @@ class PlacementCell(Row):
     the items of one context length whose evidence sat at one placement (a depth, a KV page edge, beyond the
     sparse indexer's window)."""
 
-    length: int = Field(description="Context length asked for (tokens), from the entries' recorded generation.")
+    length: int = Field(
+        description="Context length asked for (tokens), from the entries' recorded generation."
+    )
     placement: str = Field(description="dNN (depth in percent), page_before, page_after or beyond_top_k.")
     n_pairs: int
     a_correct: int
@@ -258,12 +266,44 @@ class PlacementCell(Row):
     b_only: int = Field(description="Flips B right, A wrong: where the candidate falls behind.")
 
 
+class MdeBasis(Row):
+    """What ``mde_pts`` assumed (``evalpipe.stats.power``): the pair whose disagreement is the noise, and the
+    power calculation of the test the block prints (exact McNemar at one attempt per arm, the paired score
+    test with repeats) at the control's accuracy."""
+
+    noise: Literal["A/A", "A/B"] = Field(
+        description="A/A: the control against its repeat (the server's own noise); A/B: the pair itself (it "
+        "also holds any effect), when no repeat ran."
+    )
+    second_moment: float = Field(description="Mean squared per-sample difference of that pair.")
+    within: float | None = Field(
+        default=None,
+        description="With repeats in either run of that pair: the within-sample variance per attempt, both "
+        "arms together. None: one attempt each (the pair's second moment is then all within for A/A, all "
+        "between for A/B).",
+    )
+    between: float | None = Field(
+        default=None,
+        description="With repeats: the part of second_moment the within-sample noise does not explain.",
+    )
+    method: Literal["exact McNemar", "normal approximation (score test)"]
+    repeats: int = Field(description="Attempts per arm the MDE is computed for.")
+    power: float = Field(description="The power at which mde_pts is detected.")
+    alpha: float = Field(description="Two-sided level of the test.")
+
+
 class PairedBenchmark(Row):
     benchmark: str
     n_pairs: int
+    repeats: int = Field(
+        default=1,
+        description="The most attempts a sample recorded in either arm. Above 1, a, b, difference, "
+        "diff_ci_*, mcnemar_p and flips count each sample's first attempt; paired_* and the discordance "
+        "fields every attempt.",
+    )
     a: ScoreWithInterval = Field(
-        description="A's correct samples (with generation.repeats: the first attempt; paired_* and the "
-        "discordance fields use every attempt, and the line says so)."
+        description="A's correct samples (with repeats: the first attempt; paired_* and the discordance "
+        "fields use every attempt)."
     )
     b: ScoreWithInterval
     difference: float | None = Field(description="score_a - score_b (fraction; x100 for points).")
@@ -286,18 +326,13 @@ class PairedBenchmark(Row):
         "collapse to [0, 0] when nothing flipped); the non-inferiority verdict uses it.",
     )
     paired_ci_high: float | None = None
-    paired_test: str | None = Field(
+    paired_test: Literal["exact McNemar", "paired score test"] | None = Field(
         default=None, description="exact McNemar (one attempt per arm) or paired score test (repeats)."
     )
     paired_p: float | None = Field(default=None, description="p of paired_test over every attempt.")
     ab_discordant: Discordance | None = None
     aa_discordant: Discordance | None = Field(
         default=None, description="The control against its repeat_of run (the noise); None without one."
-    )
-    aa_sentence: str | None = Field(
-        default=None,
-        description='The A/A noise in words, e.g. "A/A: 13 of 52 responses differed byte for byte; the score '
-        'changed on 0 of 52 samples".',
     )
     noise_vs_ab: NoiseComparison | None = None
     attempt_seeds: AttemptSeedCheck | None = Field(
@@ -307,8 +342,9 @@ class PairedBenchmark(Row):
         default=None,
         description="Smallest drop detected with 80 % power, two-sided alpha 0.05 (None: no drop is).",
     )
-    mde_basis: str | None = Field(default=None, description="The noise model and the power method.")
-    mde_sentence: str | None = None
+    mde_basis: MdeBasis | None = Field(
+        default=None, description="The noise model and the power calculation; None: no MDE was computed."
+    )
     non_inferiority: NonInferiorityResult | None = Field(
         default=None, description="Only when gates.non_inferiority_margin_pts names this block."
     )
@@ -319,9 +355,6 @@ class PairedBenchmark(Row):
     sequential: SequentialResult | None = Field(
         default=None,
         description="Only with generation.sequential and a non-inferiority margin for this block.",
-    )
-    line: str = Field(
-        description='Report line, e.g. "FP8 raw vs BF16 KV: -1.9 pts [-6.3, 2.5], McNemar p = 0.62, 3 flips".'
     )
     length: str | None = Field(
         default=None, description="Context-length bucket of this block (a block inside by_length)."
@@ -342,17 +375,14 @@ class PairedBenchmark(Row):
         description="A generated benchmark's length × placement grid (shortest length first, then placement "
         "as first met in the manifest): where in the context the candidate loses its evidence.",
     )
-    length_verdict: str | None = Field(
-        default=None,
-        # written only for blocks with length buckets: every other block's bytes stay as before
-        exclude_if=lambda v: v is None,
-        description="One line naming the first length where the candidate (A) falls behind: the first "
-        "by_length block whose 95 % interval of A - B lies wholly below zero (compare/length_verdict.py).",
-    )
 
 
 class CompareResult(Artifact):
-    schema_version: int = 4
+    """Per block: Wilson intervals per run, the paired-bootstrap percentile interval of the difference
+    (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
+    (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
+
+    schema_version: int = 5
     run_a: str
     run_b: str
     label_a: str
@@ -367,10 +397,9 @@ class CompareResult(Artifact):
         "aa_discordant is A vs B, the server's own noise, and the MDE is what an A/B of this size could see.",
     )
     manifest_sha256: str = Field(description="sha256 of the (identical) manifest.json of both runs.")
-    bootstrap_resamples: int
-    bootstrap_seed: int
+    bootstrap_resamples: int = Field(description="Resamples of the paired bootstrap (diff_ci_low/high).")
+    bootstrap_seed: int = Field(description="numpy seed of the paired bootstrap.")
     confidence: float = 0.95
-    method: str
     benchmarks: list[PairedBenchmark]
     pools: list[PairedBenchmark] = Field(
         default_factory=list,
