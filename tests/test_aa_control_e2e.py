@@ -19,11 +19,11 @@ from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import GateConfig, ServerVariant
-from evalpipe.report.compare_sentences import block_mde_sentence, mde_basis_text, verdict_sentence
-from evalpipe.report.sentences import aa_sentence
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
+from evalpipe.words.compare import block_mde_sentence, mde_basis_text, verdict_sentence
+from evalpipe.words.sentences import aa_sentence
 
 
 @pytest.fixture(scope="module")

@@ -434,8 +434,8 @@ def test_budget_exhausted_counts_incorrect_even_if_scored_correct(tmp_path: Path
 # --- paired control: the comparison is handed in, never read from beside the run directory ---------------
 def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp_path: Path) -> None:
     from evalpipe.compare import compare_runs
-    from evalpipe.report.compare_sentences import paired_line
     from evalpipe.run.compare_files import write_compare
+    from evalpipe.words.compare import paired_line
 
     root = tmp_path / "run"
     for name in ("fp8", "bf16"):

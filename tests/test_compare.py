@@ -18,8 +18,8 @@ from evalpipe.compare.paired import CompareRefused
 from evalpipe.config.loader import load_config
 from evalpipe.hashing import sha256_hex
 from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.report.compare_sentences import paired_line
 from evalpipe.samplers import sample_run
+from evalpipe.words.compare import paired_line
 
 
 @pytest.fixture(scope="module")

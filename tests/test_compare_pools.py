@@ -21,8 +21,8 @@ from evalpipe.audit.gates import paired_gates
 from evalpipe.compare import compare_runs
 from evalpipe.config.models import GateConfig, RunConfig, SequentialConfig
 from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.report.compare_sentences import verdict_sentence
 from evalpipe.stats.paired import paired_difference
+from evalpipe.words.compare import verdict_sentence
 
 SEED = 3
 SIZES = {"aime25": 30, "aime26": 30, "gsm8k": 40}

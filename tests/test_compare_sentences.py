@@ -1,4 +1,4 @@
-"""evalpipe.report.compare_sentences: the words of one compare.json block, made from its numbers (the line,
+"""evalpipe.words.compare: the words of one compare.json block, made from its numbers (the line,
 the MDE and its basis, the gate's verdict, the power sentences in compare.md's order)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from evalpipe.artifacts.schema.compare import (
     PairedBenchmark,
     ScoreWithInterval,
 )
-from evalpipe.report.compare_sentences import (
+from evalpipe.words.compare import (
     block_mde_sentence,
     mde_basis_text,
     paired_line,

@@ -28,9 +28,9 @@ from evalpipe.compare import compare_runs
 from evalpipe.config.models import RunConfig, SequentialConfig
 from evalpipe.hashing import sequence_key
 from evalpipe.report.compare_markdown import compare_markdown
-from evalpipe.report.compare_sentences import verdict_sentence
-from evalpipe.report.sentences import sequential_sentence
 from evalpipe.stats.sequential import sequential_decision
+from evalpipe.words.compare import verdict_sentence
+from evalpipe.words.sentences import sequential_sentence
 
 SEED = 7
 N = 200

@@ -30,7 +30,7 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.cli.main import main
 from evalpipe.compare import compare_runs
 from evalpipe.explore import build_paired_explorer
-from evalpipe.report.sentences import aa_sentence
+from evalpipe.words.sentences import aa_sentence
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

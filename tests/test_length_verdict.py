@@ -4,7 +4,7 @@ below zero, not the first with a negative point estimate, and says so when no le
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import PairedBenchmark
-from evalpipe.report.length_verdict import length_verdict
+from evalpipe.words.length_verdict import length_verdict
 
 
 def _block(length: str, diff: float, low: float, high: float, *, paired: bool = True) -> PairedBenchmark:

@@ -1,16 +1,8 @@
-"""evalpipe.report.sentences: the words compare.md, the report and ``evalpipe plan`` print for the statistics."""
+"""evalpipe.words.sentences: the words compare.md, the report and ``evalpipe plan`` print for the statistics."""
 
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import Discordance
-from evalpipe.report.prose import fmt_pts, fmt_signed_pts_from_fraction
-from evalpipe.report.sentences import (
-    aa_sentence,
-    mde_sentence,
-    noise_sentence,
-    non_inferiority_sentence,
-    sample_size_sentence,
-)
 from evalpipe.stats.noninferiority import non_inferiority
 from evalpipe.stats.paired import excess_discordance
 from evalpipe.stats.power import (
@@ -18,6 +10,14 @@ from evalpipe.stats.power import (
     assumed_noise,
     minimum_detectable_effect,
     sample_size_for_mde,
+)
+from evalpipe.words.numbers import fmt_pts, fmt_signed_pts_from_fraction
+from evalpipe.words.sentences import (
+    aa_sentence,
+    mde_sentence,
+    noise_sentence,
+    non_inferiority_sentence,
+    sample_size_sentence,
 )
 
 

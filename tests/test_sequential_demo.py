@@ -19,8 +19,8 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.config.loader import load_config
-from evalpipe.report.sentences import sequential_sentence
 from evalpipe.run.variants import run_variants
+from evalpipe.words.sentences import sequential_sentence
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo-sequential.yaml"
 VERDICTS = {"gsm8k": "inferior", "math_500": "non-inferior"}

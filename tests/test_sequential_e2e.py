@@ -14,9 +14,9 @@ import pytest
 from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, SequentialConfig, ServerVariant
-from evalpipe.report.sentences import sequential_sentence
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
+from evalpipe.words.sentences import sequential_sentence
 
 
 def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -19,7 +19,7 @@ The order, lowest first::
 
     core (errors, hashing, clock, progress, processes, registry) < config (plain data), stats < artifacts
     < plugins (sources, sandbox, recording, server, engines, speed, benchmarks, samplers, selftest) < resolve
-    < stages (evalscope_bridge) < analysis (compare, audit, plan) < presentation (report, explore)
+    < stages (evalscope_bridge), words < analysis (compare, audit, plan) < presentation (report, explore)
     < orchestration (run, replay) < cli
 
 ``config`` sits under ``artifacts`` because the artifact models record config sections (the manifest its
@@ -71,8 +71,9 @@ LAYERS: dict[str, int] = {
     "engines": 3,
     # the resolve step: a config's plugin names looked up
     "resolve": 4,
-    # stages a run goes through
+    # stages a run goes through; the words every renderer and the audit's findings use
     "evalscope_bridge": 5,
+    "words": 5,
     # analysis of finished runs
     "compare": 6,
     "audit": 6,

@@ -57,7 +57,7 @@ STEPS: tuple[Step, ...] = (
         3,
         "v4 (fe10a91): non_inferiority.basis/alpha/critical_value and the block's operating characteristic. "
         "None is the model's documented reading of an older file: the fixed 95 % interval (z = 1.96), which is "
-        "the rule v1-v3 judged by; its verdict is worded so (evalpipe.report.compare_sentences.verdict_sentence).",
+        "the rule v1-v3 judged by; its verdict is worded so (evalpipe.words.compare.verdict_sentence).",
     ),
     Step(
         "CompareResult",

@@ -36,7 +36,7 @@ from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.linkage import attempt_ok, parse_time
 from evalpipe.errors import ArtifactError
-from evalpipe.report.sentences import event_sentence
+from evalpipe.words.sentences import event_sentence
 
 PATH = "server/fleet.json"
 BAD_VERDICTS = ("changed_generation", "refused")

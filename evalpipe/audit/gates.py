@@ -39,7 +39,7 @@ from evalpipe.artifacts.schema.summary import (
 )
 from evalpipe.config.models import GateConfig
 from evalpipe.errors import EvalpipeError, ExitCode
-from evalpipe.report.compare_sentences import block_mde_sentence, mde_basis_text, verdict_sentence
+from evalpipe.words.compare import block_mde_sentence, mde_basis_text, verdict_sentence
 
 #: A per-benchmark score gate: its name, thresholds by benchmark, what it compares, and how to read it.
 ScoreGate = tuple[GateName, dict[str, float], str, Callable[[BenchmarkResult], float | None]]

@@ -24,8 +24,8 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
-from evalpipe.report.compare_sentences import paired_line, power_sentences
-from evalpipe.report.sentences import operating_sentence, sequential_design_line
+from evalpipe.words.compare import paired_line, power_sentences
+from evalpipe.words.sentences import operating_sentence, sequential_design_line
 
 
 def _allocation(sampling: BenchmarkSampling) -> str:

@@ -40,9 +40,9 @@ def compare(
     from evalpipe.compare import compare_runs
     from evalpipe.config.models import SequentialConfig
     from evalpipe.errors import ConfigError
-    from evalpipe.report.compare_sentences import paired_line, verdict_sentence
-    from evalpipe.report.sentences import sequential_sentence
     from evalpipe.run.compare_files import write_compare
+    from evalpipe.words.compare import paired_line, verdict_sentence
+    from evalpipe.words.sentences import sequential_sentence
 
     if sequential and margin is None:
         raise ConfigError("--sequential judges against a margin: give --margin X")

@@ -25,7 +25,7 @@ def explore(
     from evalpipe.cli.console import out
     from evalpipe.errors import ArtifactError, ConfigError
     from evalpipe.explore import build_paired_explorer, build_run_explorer
-    from evalpipe.report.prose import fmt_bytes
+    from evalpipe.words.numbers import fmt_bytes
 
     if max_mb <= 0:
         raise ConfigError(f"--max-mb: must be > 0, got {max_mb:g}")

@@ -226,8 +226,8 @@ def execute_variants(
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
-    from evalpipe.report.compare_sentences import paired_line
     from evalpipe.run.variants import run_variants
+    from evalpipe.words.compare import paired_line
 
     root, results, compares = run_variants(
         cfg,
@@ -269,8 +269,8 @@ def execute_variants(
 
 def power_lines(block: PairedBenchmark) -> list[str]:
     """What a compare.json block says about noise, power and non-inferiority, one sentence a line."""
-    from evalpipe.report.compare_sentences import block_mde_sentence, verdict_sentence
-    from evalpipe.report.sentences import aa_sentence, noise_sentence, sequential_sentence
+    from evalpipe.words.compare import block_mde_sentence, verdict_sentence
+    from evalpipe.words.sentences import aa_sentence, noise_sentence, sequential_sentence
 
     said = []
     if block.aa_discordant is not None:

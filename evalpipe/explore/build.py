@@ -34,8 +34,8 @@ from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.hashing import prompt_sha256, sha256_hex
-from evalpipe.report.compare_sentences import paired_line, verdict_sentence
-from evalpipe.report.sentences import aa_sentence, operating_sentence
+from evalpipe.words.compare import paired_line, verdict_sentence
+from evalpipe.words.sentences import aa_sentence, operating_sentence
 
 DEFAULT_LIMIT_BYTES = 20_000_000
 #: characters of head and tail an unflagged sample's long text keeps, tier by tier (None: whole)

@@ -2,17 +2,17 @@
 
 Differences are test − control (A − B) in signed points; the sentences it lists (A/A noise, MDE,
 non-inferiority, the length verdict, one line per benchmark) are made here from ``compare.json``'s numbers
-(``evalpipe.report.compare_sentences``).
+(``evalpipe.words.compare``).
 """
 
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult, PairedBenchmark
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
-from evalpipe.report.compare_sentences import mde_basis_text, paired_line, power_sentences
-from evalpipe.report.length_verdict import length_verdict
-from evalpipe.report.prose import fmt_bytes, fmt_signed_pts_from_fraction
-from evalpipe.report.sentences import operating_sentence, sequential_design_line
+from evalpipe.words.compare import mde_basis_text, paired_line, power_sentences
+from evalpipe.words.length_verdict import length_verdict
+from evalpipe.words.numbers import fmt_bytes, fmt_signed_pts_from_fraction
+from evalpipe.words.sentences import operating_sentence, sequential_design_line
 
 
 def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from evalpipe.plan.mde import BenchmarkPlan
-from evalpipe.report.sentences import design_cost_sentence, mde_sentence, sample_size_sentence
+from evalpipe.plan.mde import BenchmarkPlan, Design
+from evalpipe.words.sentences import margin_text, mde_sentence, sample_size_sentence, tokens_text
 
 
 def prefill_lines(plan: BenchmarkPlan) -> list[str]:
@@ -73,3 +73,20 @@ def plan_lines(plan: BenchmarkPlan) -> list[str]:
         )
     out += [f"  {note}" for note in plan.notes]
     return out
+
+
+def design_cost_sentence(design: Design) -> str:
+    """E.g. "current design (3 arms): 30 samples × 4 attempts, power 0.49 at a 15-pt drop; 2.1 M output
+    tokens expected, 23.6 M at most" (expected: measured means; without a run only the budget's bound)."""
+    head = (
+        f"{design.label}: {design.n} samples × {design.repeats} attempt{'s' if design.repeats != 1 else ''}, "
+        f"power {design.power:.2f} at a {margin_text(round(design.target * 100, 6))}-pt drop; "
+    )
+    if design.tokens_measured:
+        out = f"{tokens_text(design.expected_tokens)} output tokens expected, {tokens_text(design.worst_tokens)} at most"
+        if design.gpu_hours_expected is not None and design.gpu_hours_worst is not None:
+            out += (
+                f"; {design.gpu_hours_expected:.3g} GPU-hours expected, {design.gpu_hours_worst:.3g} at most"
+            )
+        return head + out
+    return head + f"at most {tokens_text(design.worst_tokens)} output tokens (the budget; no run measured)"

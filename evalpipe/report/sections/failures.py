@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import BenchmarkResult, FailureCount, Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.report.prose import join_words, number_word, pct, plural
+from evalpipe.words.numbers import join_words, number_word, pct, plural
 
 
 def _names(entries: list[tuple[BenchmarkResult, int]]) -> str:

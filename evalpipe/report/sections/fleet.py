@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.report.prose import pct, plural
-from evalpipe.report.sentences import event_sentence
+from evalpipe.words.numbers import pct, plural
+from evalpipe.words.sentences import event_sentence
 
 
 def fleet_section(summary: Summary) -> list[Block]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import B, Block, Heading, Paragraph, T
-from evalpipe.report.prose import plural
+from evalpipe.words.numbers import plural
 
 VERDICT_TEXT = {"pass": "PASS", "gate_failed": "GATE FAILED", "audit_error": "AUDIT ERROR"}
 

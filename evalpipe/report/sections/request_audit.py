@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Heading, Paragraph, T
-from evalpipe.report.prose import plural
+from evalpipe.words.numbers import plural
 
 
 def request_paragraph(summary: Summary) -> str:

@@ -7,8 +7,8 @@ from typing import Literal
 
 from evalpipe.artifacts.schema.summary import BenchmarkResult, Summary
 from evalpipe.report.blocks import Block, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.report.prose import ci_text, pct, rate
 from evalpipe.report.sections.speed import first_left
+from evalpipe.words.numbers import ci_text, pct, rate
 
 RESULTS_HEADERS = ["Dataset / metric", "Correct / scored", "Score", "95 % CI", "Input TPS", "Input TPS/GPU"]
 #: With a speed benchmark the seed's two throughput columns come from it; the evaluation-traffic figures stay,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, C, Heading, L, Paragraph, T, Table
-from evalpipe.report.prose import fmt_bytes, plural
+from evalpipe.words.numbers import fmt_bytes, plural
 
 _VERDICT_TEXT = {"regression": "regression", "grader_error": "grader error", "noise": "noise"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import B, Block, C, Heading, Inline, Paragraph, T
-from evalpipe.report.prose import ci_text, pct
+from evalpipe.words.numbers import ci_text, pct
 
 
 def sampling_paragraphs(summary: Summary) -> list[Inline]:

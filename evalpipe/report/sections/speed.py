@@ -8,9 +8,9 @@ from typing import Literal
 from evalpipe.artifacts.schema.speed import LoadAverage
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.report.prose import plural, rate
 from evalpipe.speed.compare import MetricRatio, WorkloadComparison
 from evalpipe.speed.summary import SpeedSummary
+from evalpipe.words.numbers import plural, rate
 
 SPEED_HEADERS = [
     "Workload",

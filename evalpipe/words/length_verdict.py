@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalpipe.artifacts.schema.compare import PairedBenchmark
-from evalpipe.report.prose import fmt_signed_pts_from_fraction
+from evalpipe.words.numbers import fmt_signed_pts_from_fraction
 
 
 def _upper(block: PairedBenchmark) -> float | None:

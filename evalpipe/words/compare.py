@@ -1,15 +1,15 @@
 """The sentences of one compare.json block, made from its numbers where they are shown.
 
 compare.md, the report's limitations, the gates' messages, the terminal and the explorer's statistics
-panel all read a block through these functions, so each says the same words; ``evalpipe.report.sentences``
+panel all read a block through these functions, so each says the same words; ``evalpipe.words.sentences``
 holds the wording they share with ``evalpipe plan``.
 """
 
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import MdeBasis, NonInferiorityResult, PairedBenchmark
-from evalpipe.report.prose import fmt_signed_pts_from_fraction
-from evalpipe.report.sentences import (
+from evalpipe.words.numbers import fmt_signed_pts_from_fraction
+from evalpipe.words.sentences import (
     aa_sentence,
     gate_sentence,
     mde_words,

@@ -18,10 +18,9 @@ from evalpipe.artifacts.schema.compare import (
     SequentialResult,
 )
 from evalpipe.artifacts.schema.fleet import FleetEventSummary
-from evalpipe.report.prose import fmt_pts
+from evalpipe.words.numbers import fmt_pts
 
 if TYPE_CHECKING:  # the statistics' result types only: reading a sentence never loads scipy
-    from evalpipe.plan.mde import Design
     from evalpipe.stats.power import MinimumDetectableEffect, SampleSizeNeeded
 
 
@@ -55,7 +54,7 @@ class ExcessNoise(Protocol):
     def exceeds(self) -> bool: ...
 
 
-def _margin(value: float) -> str:
+def margin_text(value: float) -> str:
     """A margin as the user wrote it: ``2`` not ``2.0``, ``2.5`` stays."""
     return f"{value:g}"
 
@@ -91,7 +90,7 @@ def mde_sentence(mde: MinimumDetectableEffect) -> str:
 def non_inferiority_sentence(result: IntervalVerdict) -> str:
     """The fixed 95 % interval's verdict: "non-inferior within 2 pts", "inferior", or "inconclusive: the
     sample cannot exclude a 9.1-pt drop" (the drop: ``−lower bound``, at least 0)."""
-    margin = _margin(result.margin_pts)
+    margin = margin_text(result.margin_pts)
     low = _bound(result.lower_bound_pts, result.margin_pts)
     high = _bound(result.upper_bound_pts, result.margin_pts)
     if result.verdict == "non-inferior":
@@ -105,7 +104,7 @@ def non_inferiority_sentence(result: IntervalVerdict) -> str:
 def gate_sentence(result: NonInferiorityResult) -> str:
     """The gate's verdict and what decided it (``evalpipe.stats.operating``), e.g. "non-inferior within 10 pts
     (fixed look: lower bound of test − control −4.2 pts at z* = 2.42, one-sided α 0.025)"."""
-    margin = _margin(result.margin_pts)
+    margin = margin_text(result.margin_pts)
     low = _bound(result.lower_bound_pts, result.margin_pts)
     high = _bound(result.upper_bound_pts, result.margin_pts)
     alpha = f"one-sided α {result.alpha:g}" if result.alpha is not None else "95 % interval"
@@ -143,7 +142,7 @@ def operating_sentence(oc: OperatingCharacteristic) -> str:
             )
         elif oc.must_catch_drop_pts is not None and abs(point.delta_pts + oc.must_catch_drop_pts) < 1e-9:
             parts.append(
-                f"one with a {_margin(oc.must_catch_drop_pts)}-pt drop {pct(point.p_pass, point.standard_error)}"
+                f"one with a {margin_text(oc.must_catch_drop_pts)}-pt drop {pct(point.p_pass, point.standard_error)}"
             )
         else:
             parts.append(
@@ -163,7 +162,7 @@ def operating_sentence(oc: OperatingCharacteristic) -> str:
 
 def sample_size_sentence(plan: SampleSizeNeeded) -> str:
     """E.g. "an MDE of 2 pts needs 1778 samples (population 1319: not reachable)"."""
-    target = _margin(round(plan.target * 100, 6))
+    target = margin_text(round(plan.target * 100, 6))
     if plan.n_needed is None:
         return f"an MDE of {target} pts is beyond the largest drop this accuracy allows"
     text = f"an MDE of {target} pts needs {plan.n_needed} samples"
@@ -200,7 +199,7 @@ def sequential_sentence(seq: SequentialResult) -> str:
     """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
     sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent";
     when the rule stopped inside the run, what was never sent."""
-    margin = _margin(seq.margin_pts)
+    margin = margin_text(seq.margin_pts)
     threshold = f"1/{seq.alpha:g}"
     cs = f"confidence sequence [{100.0 * seq.cs_low:+.1f}, {100.0 * seq.cs_high:+.1f}] pts"
     used = f"{seq.units_used} of {seq.units_available} units"
@@ -271,41 +270,24 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
         if seq.stopped_in_run:  # the units never sent have no tokens: the fixed design's is an estimate
             waste = seq.output_tokens_after_stop
             parts.append(
-                f"output tokens {_tokens(seq.output_tokens_spent)} spent against about "
-                f"{_tokens(seq.output_tokens_fixed)} for the fixed design (the same per unit over the plan)"
-                + (f", {_tokens(waste)} of them after the verdict's unit (in flight)" if waste else "")
+                f"output tokens {tokens_text(seq.output_tokens_spent)} spent against about "
+                f"{tokens_text(seq.output_tokens_fixed)} for the fixed design (the same per unit over the plan)"
+                + (f", {tokens_text(waste)} of them after the verdict's unit (in flight)" if waste else "")
             )
         else:
             parts.append(
-                f"output tokens {_tokens(seq.output_tokens_spent)} spent of {_tokens(seq.output_tokens_fixed)} "
+                f"output tokens {tokens_text(seq.output_tokens_spent)} spent of {tokens_text(seq.output_tokens_fixed)} "
                 "(the fixed design)"
             )
     return "; ".join(parts)
 
 
-def _tokens(count: float) -> str:
+def tokens_text(count: float) -> str:
     """Tokens in millions with one decimal (``4.3 M``), below a million in thousands (``850 k``), below ten
     thousand as they are (``7,031``)."""
     if count >= 1e6:
         return f"{count / 1e6:.1f} M"
     return f"{count / 1e3:.0f} k" if count >= 1e4 else f"{count:,.0f}"
-
-
-def design_cost_sentence(design: Design) -> str:
-    """E.g. "current design (3 arms): 30 samples × 4 attempts, power 0.49 at a 15-pt drop; 2.1 M output
-    tokens expected, 23.6 M at most" (expected: measured means; without a run only the budget's bound)."""
-    head = (
-        f"{design.label}: {design.n} samples × {design.repeats} attempt{'s' if design.repeats != 1 else ''}, "
-        f"power {design.power:.2f} at a {_margin(round(design.target * 100, 6))}-pt drop; "
-    )
-    if design.tokens_measured:
-        out = f"{_tokens(design.expected_tokens)} output tokens expected, {_tokens(design.worst_tokens)} at most"
-        if design.gpu_hours_expected is not None and design.gpu_hours_worst is not None:
-            out += (
-                f"; {design.gpu_hours_expected:.3g} GPU-hours expected, {design.gpu_hours_worst:.3g} at most"
-            )
-        return head + out
-    return head + f"at most {_tokens(design.worst_tokens)} output tokens (the budget; no run measured)"
 
 
 def event_sentence(ev: FleetEventSummary) -> str:
