@@ -33,7 +33,7 @@ from evalpipe.processes.group import group_alive
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
 #: the launcher's access line for a request that reached the worker (evalpipe.engines.llamacpp)
-ACCESS = re.compile(r"evalpipe\.server\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
+ACCESS = re.compile(r"evalpipe\.engines\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
 
 
 def _config(tmp: Path, *, second: dict[str, Any] | None = None) -> Path:

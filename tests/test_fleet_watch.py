@@ -41,7 +41,7 @@ from evalpipe.processes.group import spawn as spawn_group
 from evalpipe.server import fetch
 
 DATA = Path(__file__).resolve().parents[1] / "evalpipe" / "selftest" / "data"
-ACCESS = re.compile(r"evalpipe\.server\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
+ACCESS = re.compile(r"evalpipe\.engines\.llamacpp: POST /v1/chat/completions (\d+)(?: x-request-id=(\S+))?")
 SAMPLES = 12
 INTERVAL_S = 0.5
 
