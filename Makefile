@@ -103,7 +103,7 @@ mutants: $(MODEL_STAMP)
 
 # The documents' figures whose commands run in seconds, re-run and compared with the text (also in make test).
 figures: $(STAMP)
-	$(PY) -m pytest -q tests/test_doc_figures.py
+	$(PY) -m pytest -q tests/repo/test_doc_figures.py
 
 bench: $(STAMP)
 	$(PY) perf/bench_sampling.py

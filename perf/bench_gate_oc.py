@@ -104,7 +104,7 @@ def restarted_extension_passes(
 ) -> float:
     """P(pass) at Δ = −margin (ψ 0.1) of the negative control: each larger run of an ``--extend`` chain judged
     afresh (its units re-ordered, bets re-tuned, from unit 1), a path passing when any run passes — what
-    ``--extend`` did before the e-process continued; it exceeds α (``tests/test_gate_error_rates.py``)."""
+    ``--extend`` did before the e-process continued; it exceeds α (``tests/stats/test_gate_error_rates.py``)."""
     gain, loss = unit_probabilities(0.1, margin / 100)
     rng = np.random.default_rng(seed)
     hits = 0

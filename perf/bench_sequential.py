@@ -2,7 +2,7 @@
 
 Why: a rule looked at after every unit must keep each verdict at most α of the time at the margin, however
 long it runs, and it should stop well before the fixed-n plan when the answer is clear.  The tests
-(``tests/test_stats_sequential.py``) check the bound on 2000 paths each; this script runs 20 000 per setting
+(``tests/stats/test_stats_sequential.py``) check the bound on 2000 paths each; this script runs 20 000 per setting
 and prints the tables the issue asks for, with the Monte-Carlo standard error of every rate.
 
     .venv/bin/python perf/bench_sequential.py [--paths 20000] [--seed 20261204]

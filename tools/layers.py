@@ -12,7 +12,7 @@ before this package", and a parameter annotated with ``config.models.ServerConfi
 model as surely as a call does; a layer rule that type-only imports could climb would let the layers be
 climbed by adding a ``TYPE_CHECKING`` block.  Each edge also says whether *every* import behind it is
 type-only (``kind == "type-only"``), so a loop through type-only edges alone is visible as such.
-(``tests/test_import_graph.py`` checks the *module* graph of imports that execute and leaves
+(``tests/repo/test_import_graph.py`` checks the *module* graph of imports that execute and leaves
 ``TYPE_CHECKING`` out; this module is the stricter, coarser view.)
 
 The order, lowest first::
@@ -167,7 +167,7 @@ def _targets(node: ast.AST, module: str, is_pkg: bool) -> list[str]:
 def strongly_connected(nodes: Iterable[str], successors: Callable[[str], Iterable[str]]) -> list[list[str]]:
     """The strongly connected components of more than one node (Tarjan 1972), each sorted, in discovery order
     over ``nodes`` sorted: the cycles of an import graph (packages here, modules in
-    ``tests/test_import_graph.py``)."""
+    ``tests/repo/test_import_graph.py``)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -5,7 +5,7 @@ own benchmark client (``sglang.bench_serving`` → ``sglang.benchmark.serving.cl
 whose last step appends ``json.dumps(result | result_details)`` to ``--output-file``) run against a real
 server — evalpipe's llama.cpp launcher serving SmolLM2-135M (``--threads 1 --no-prompt-cache``) — so every
 key, every number format and the ``Infinity`` literal (``request_rate`` defaults to ``float("inf")``) are what
-SGLang writes.  evalpipe's parser tests read them (``tests/test_speed_sglang.py``).
+SGLang writes.  evalpipe's parser tests read them (``tests/speed/test_speed_sglang.py``).
 
 How to run it (a side venv outside the repository; nothing here is an evalpipe dependency)::
 

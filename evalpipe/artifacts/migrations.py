@@ -11,7 +11,7 @@ What each bump changed, from the models' history (``git log -p`` on ``evalpipe/a
 default says what an older writer meant — an A/A control, a gate basis, a ``--no-speed`` flag or a fleet watch
 that did not exist then.  So those steps set the version and change nothing else; each says why that is
 right.  A bump that renames, removes, retypes or newly requires a field transforms the data in its step
-(``tests/test_migrations.py`` fails when a bump has no step): Summary v3 renamed a field, CompareResult v5
+(``tests/artifacts/test_migrations.py`` fails when a bump has no step): Summary v3 renamed a field, CompareResult v5
 dropped the sentences for the typed values they were written from.
 """
 

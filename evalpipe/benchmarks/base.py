@@ -9,7 +9,7 @@ answer-key items, failure classes, post-review checks and extra metrics are meth
 have no default (``load_local``, ``load_hub``, ``key_items``): every benchmark reads its own files and
 brings the answer key that proves its scoring end to end.
 
-Every registered benchmark passes one contract test (``tests/test_benchmark_contract.py``): ids unique
+Every registered benchmark passes one contract test (``tests/benchmarks/test_benchmark_contract.py``): ids unique
 and stable, record hashes independent of file format and line endings, declared strata produced on its
 bundled data, the materialised dataset loading back through EvalScope at the mapped indices, and the
 answer key's positive (100 %) and negative (≤ 10 %) controls through the whole pipeline.
@@ -17,7 +17,7 @@ answer key's positive (100 %) and negative (≤ 10 %) controls through the whole
 Import rule: a benchmark module (and this one) imports nothing that imports the registry
 (``evalpipe.benchmarks``), which imports every benchmark module: the layers below the plugins (``errors``,
 ``hashing``, ``config``, ``artifacts``, ``sources``) and the plugins that do not ask for benchmarks
-(``sandbox``, ``speed``) are free to use; ``tests/test_import_graph.py`` and ``tests/test_layers.py`` fail on a
+(``sandbox``, ``speed``) are free to use; ``tests/repo/test_import_graph.py`` and ``tests/repo/test_layers.py`` fail on a
 cycle.
 """
 
@@ -115,7 +115,7 @@ class BenchmarkMeta:
     primary_metric: str  # the metric ``OutcomeRow.score`` holds (EvalScope's main metric for the adapter)
     # -- data: the benchmark's folder inside a mirror root (``../shared/datasets`` layout)
     mirror_dir: str
-    # -- EvalScope adapter facts, read from evalscope/benchmarks/<name> (tests/test_evalscope_materialize.py
+    # -- EvalScope adapter facts, read from evalscope/benchmarks/<name> (tests/evalscope_bridge/test_evalscope_materialize.py
     #    test_adapter_facts_match_installed_evalscope fails when an EvalScope upgrade changes them)
     eval_split: str
     fewshot_split: str | None

@@ -20,7 +20,7 @@ occurrence.  The order depends only on the question text: the run's seed does no
 ``seed`` drives nothing here; ``shuffle_choices`` is off for this adapter).  evalpipe re-derives the
 order with the same rule (``choice_order``), records it per entry in ``index_map.json`` (field names in
 rendered order, A first) and builds the answer key's letter from it — so the positive control passing is
-the proof that the recorded order is the one EvalScope rendered, and ``tests/test_gpqa_diamond.py``
+the proof that the recorded order is the one EvalScope rendered, and ``tests/benchmarks/test_gpqa_diamond.py``
 compares it with the adapter's own function.
 """
 

@@ -9,7 +9,7 @@ variants differ only in the server.
 
 ``rounds`` is at least 3 and 5 by default: the bootstrap interval over rounds that the
 paired comparison reports covers the true ratio only ~76 % of the time at 3 rounds and ~93 % at 5 (seeded
-simulation in ``tests/test_stats_ratio.py``), so fewer rounds give intervals that look surer than they are.
+simulation in ``tests/stats/test_stats_ratio.py``), so fewer rounds give intervals that look surer than they are.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A benchmark's adapter facts (splits, subset, the field the adapter puts verbatim
 message, few-shot limits) are declared by its module (``BenchmarkMeta`` in ``evalpipe/benchmarks/``,
 looked up through the registry), read from ``evalscope/benchmarks/<name>`` and kept there — not imported
 from EvalScope at run time, so the parent process never pays EvalScope's import cost;
-``tests/test_evalscope_materialize.py`` fails when an EvalScope upgrade changes any of them.
+``tests/evalscope_bridge/test_evalscope_materialize.py`` fails when an EvalScope upgrade changes any of them.
 """
 
 from __future__ import annotations

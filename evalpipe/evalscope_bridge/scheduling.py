@@ -7,7 +7,7 @@
   (``pipelined``): every benchmark at once.
 * ``PredictionCount``: when a benchmark's last prediction has returned (its turn then passes on).
 
-Pure threading: no EvalScope here (``tests/test_generation_turns.py`` runs them without it).
+Pure threading: no EvalScope here (``tests/evalscope_bridge/test_generation_turns.py`` runs them without it).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ turns them into a directory with transformers' own GGUF tokenizer converter
 transformers' GGUF reader, which imports torch.  Nothing is re-implemented: the key mapping, the byte-level
 vocabulary respelling and the special/user-defined token rules are transformers'.
 
-The result is checked against llama.cpp's own ``/tokenize`` in ``tests/test_speed_real.py`` (identical ids
+The result is checked against llama.cpp's own ``/tokenize`` in ``tests/speed/test_speed_real.py`` (identical ids
 on plain, numeric, whitespace, Unicode and random-token text).
 
 Derived directories are cached under ``<sys.prefix>/share/evalpipe/tokenizers/<stem>-<sha256[:16]>/`` (or

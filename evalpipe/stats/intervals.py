@@ -13,7 +13,7 @@
   ``n_eff = p(1-p)/Var`` (Korn & Graubard 1998), with ``n_eff`` capped at ``n`` — the rule of the NCHS
   presentation standards for survey proportions — so that strata that happen to be all-correct or
   all-wrong (``Var = 0`` at n_h = 6) never yield a zero-width interval.  Coverage of the population
-  proportion by simulation over finite populations (``tests/test_stats_intervals.py``): 0.94–0.96 for equal
+  proportion by simulation over finite populations (``tests/stats/test_stats_intervals.py``): 0.94–0.96 for equal
   allocation over unequal strata at 20–30 per stratum; conservative (0.98) at 6 per stratum, where the cap binds.
 * A run whose samples were asked k times: the sample is the cluster, not the attempt (the attempts share
   the prompt, so they are not k independent trials).  Following Miller, "Adding Error Bars to Evals: A

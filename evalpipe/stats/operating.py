@@ -160,7 +160,7 @@ def calibrated_critical_value(n: int, margin_pts: float, alpha: float, grid: int
     way).  Why: at the non-inferiority boundary the plain 95 % Bonett–Price bound (``z = 1.96``) passes up to
     4 % of releases at small ψ (n = 100, ψ = 0.02, 10 pts: 0.042 exact), not 2.5 %.  The maximum is taken over
     ``grid`` values of ψ, quadratically spaced (denser near 0, where the worst case sits); the boundary
-    simulations (``tests/test_gate_error_rates.py``) check the result between the grid points."""
+    simulations (``tests/stats/test_gate_error_rates.py``) check the result between the grid points."""
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
     margin = margin_pts / 100.0

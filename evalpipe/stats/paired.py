@@ -36,7 +36,7 @@ share of discordant samples; it is the quantity the power calculation (``evalpip
   percentile bootstrap (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993, §13.3) of the mean
   of ``d_i = a_i − b_i``, resampling samples (pairs) with replacement so that each resample keeps the
   pairing (lm-evaluation-harness ``paired_bootstrap_test`` resamples the same way).  Seeded numpy, so a
-  comparison is repeatable.  Coverage by simulation (``tests/test_stats_paired.py``): 0.94–0.96 with 15 or
+  comparison is repeatable.  Coverage by simulation (``tests/stats/test_stats_paired.py``): 0.94–0.96 with 15 or
   more expected discordant pairs; about 0.86 with 3 (a resample without discordant pairs has no spread), which
   is why the non-inferiority verdict reads the Bonett–Price interval, not this one.
 """

@@ -9,7 +9,7 @@ r of test), round pairs are resampled together, keeping what the pair shares (ma
 run one variant after the other are resampled independently per variant.
 
 Coverage at few rounds is below nominal: the percentile bootstrap of a median over R units is discrete and
-narrow.  A seeded simulation (``tests/test_stats_ratio.py``) puts the 95 % interval's coverage at about
+narrow.  A seeded simulation (``tests/stats/test_stats_ratio.py``) puts the 95 % interval's coverage at about
 76 % for R = 3 and 93 % for R = 5, reaching nominal from about R = 8.
 """
 

@@ -23,16 +23,16 @@ if TYPE_CHECKING:
 #: shared session run (conftest fixture) -> the modules that read it
 READERS: dict[str, tuple[str, ...]] = {
     "registry_controls": (
-        "tests/test_benchmark_contract.py",
-        "tests/test_gpqa_diamond.py",
-        "tests/test_math_500.py",
-        "tests/test_selftest_controls.py",
+        "tests/benchmarks/test_benchmark_contract.py",
+        "tests/benchmarks/test_gpqa_diamond.py",
+        "tests/benchmarks/test_math_500.py",
+        "tests/selftest/test_selftest_controls.py",
     ),
     "paired_demo": (
-        "tests/test_aa_control_e2e.py",
-        "tests/test_explorer_browser.py",
-        "tests/test_paired_replay_e2e.py",
-        "tests/test_speed_pipeline.py",
+        "tests/run/test_aa_control_e2e.py",
+        "tests/explore/test_explorer_browser.py",
+        "tests/replay/test_paired_replay_e2e.py",
+        "tests/speed/test_speed_pipeline.py",
     ),
 }
 GROUP_OF = {module: run for run, modules in READERS.items() for module in modules}
@@ -41,20 +41,20 @@ GROUP_OF = {module: run for run, modules in READERS.items() for module in module
 #: xdist they start first, so that no worker is left alone with a long module at the end.  Order only: which
 #: tests run, and on which worker they share fixtures, never depends on it.
 SLOW_FIRST = (
-    "tests/test_real_model.py",
-    "tests/test_code_recheck.py",
+    "tests/engines/test_real_model.py",
+    "tests/benchmarks/test_code_recheck.py",
     "registry_controls",
-    "tests/test_live_code_bench.py",
+    "tests/benchmarks/test_live_code_bench.py",
     "paired_demo",
-    "tests/test_speed_parallel.py",
-    "tests/test_run_cli.py",
-    "tests/test_real_model_own_files.py",
-    "tests/test_speed_real.py",
+    "tests/speed/test_speed_parallel.py",
+    "tests/cli/test_run_cli.py",
+    "tests/engines/test_real_model_own_files.py",
+    "tests/speed/test_speed_real.py",
     # added 2026-12-05 (20-45 s each: a real router with two llama.cpp workers, three answer-key servers)
-    "tests/test_fleet_watch.py",
-    "tests/test_sequential_demo.py",
-    "tests/test_fleet_run.py",
-    "tests/test_admission.py",
+    "tests/server/test_fleet_watch.py",
+    "tests/run/test_sequential_demo.py",
+    "tests/server/test_fleet_run.py",
+    "tests/recording/test_admission.py",
 )
 
 

@@ -22,7 +22,7 @@ from evalpipe.benchmarks.kv_probe.tokens import TokenCounter, token_at
 from evalpipe.hashing import sha256_hex
 
 #: The text EvalScope's TriviaQA template puts before the content (``trivia_qa_adapter.PROMPT_TEMPLATE``;
-#: tests/test_kv_probe.py fails if the installed template differs).
+#: tests/benchmarks/test_kv_probe.py fails if the installed template differs).
 HEAD = "Read the content and answer the following question.\n\nContent: "
 
 

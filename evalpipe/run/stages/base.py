@@ -3,7 +3,7 @@ resume keeps it.
 
 The declarations are what the runner (``evalpipe.run.runner``) acts on — a resume keeps a stage whose
 :class:`Reuse` rule finds its outputs complete, and each stage's wall time is saved under its name in
-``timings.json`` — and what ``tests/test_run_stages.py`` holds against a real run directory: every declared
+``timings.json`` — and what ``tests/run/test_run_stages.py`` holds against a real run directory: every declared
 output a stage always writes is there, and every file there is declared.
 """
 

@@ -1,0 +1,109 @@
+"""The package layers of ``evalpipe/`` (``tools/layers.py``): no package cycle, and no edge climbs the layers
+beyond the known ones, which only shrink.
+
+``tools/layers.py`` collapses every ``import`` of ``evalpipe.X`` (module level, inside functions, under
+``if TYPE_CHECKING:``) into an edge between first-level packages and ranks the packages (core < config, stats
+< artifacts < plugins < resolve < stages, words < analysis < presentation < orchestration < cli).  The package graph
+has no cycle — a new one fails here, whatever closes it.  ``CLIMBING_EDGES`` is a ratchet of edges that go up
+the order without closing a cycle — empty now: a new one fails (move the code down instead, or argue its entry
+here in the same commit).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+import layers  # noqa: E402
+
+#: Edges that climb the layer order (no cycle), each to be removed by moving code to where the layers say.
+CLIMBING_EDGES: set[tuple[str, str]] = set()
+
+
+def test_the_package_graph_has_no_cycle() -> None:
+    graph = layers.package_graph()
+    closing = [f"  {e.source} → {e.target}: {', '.join(e.sites)}" for e in graph.closing_edges()]
+    assert graph.cycles() == [], "package cycles, closed by:\n" + "\n".join(closing)
+
+
+def test_edges_climb_the_layers_only_where_known() -> None:
+    climbing = layers.package_graph().climbing_edges()
+    found = {(e.source, e.target) for e in climbing}
+    new = [
+        f"  {e.source} → {e.target}: {', '.join(e.sites)}"
+        for e in climbing
+        if (e.source, e.target) not in CLIMBING_EDGES
+    ]
+    assert not new, "new edges climb the layers (move the code down instead):\n" + "\n".join(new)
+    assert CLIMBING_EDGES - found == set(), (
+        f"edges no longer climb: remove them from CLIMBING_EDGES: {sorted(CLIMBING_EDGES - found)}"
+    )
+
+
+def test_every_package_has_a_layer() -> None:
+    graph = layers.package_graph()
+    assert [p for p in graph.packages if p not in layers.LAYERS] == []
+    assert set(layers.LAYERS) - set(graph.packages) == set(), "LAYERS names packages that are gone"
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "evalpipe"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_walk_counts_function_local_and_type_checking_imports(tmp_path: Path) -> None:
+    """A synthetic package whose cycle ``a → b → c → a`` is closed by an import inside a function and one
+    under ``TYPE_CHECKING``: both are edges, and the type-only one says so."""
+    root = _package(
+        tmp_path,
+        {
+            "a/__init__.py": "",
+            "a/x.py": "import evalpipe.b.y\n",
+            "b/__init__.py": "",
+            "b/y.py": "def f():\n    from evalpipe.c import z\n",
+            "c/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evalpipe.a import x\n",
+            "c/z.py": "from importlib import import_module\nM = import_module(f'evalpipe.d.{1}')\n",
+            "d.py": "",
+        },
+    )
+    graph = layers.package_graph(root)
+    assert graph.packages == ["a", "b", "c", "d"]
+    assert set(graph.edges) == {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}
+    assert graph.edges[("c", "a")].kind == "type-only"
+    assert graph.edges[("b", "c")].kind == "runtime"
+    assert graph.edges[("b", "c")].sites == ["evalpipe/b/y.py:2"]
+    assert graph.cycles() == [["a", "b", "c"]]
+    assert "cycles (SCCs > 1): 1" in layers.describe(graph)
+
+
+def test_closing_edges_are_those_that_do_not_go_down_the_layers(tmp_path: Path) -> None:
+    """``cli → run → config`` goes down; ``config → cli`` climbs and closes the cycle."""
+    root = _package(
+        tmp_path,
+        {
+            "cli.py": "from evalpipe import run\n",
+            "run.py": "from evalpipe.config import X\n",
+            "config.py": "from evalpipe.cli import Y\n",
+            "errors.py": "",
+        },
+    )
+    graph = layers.package_graph(root)
+    assert graph.cycles() == [["cli", "config", "run"]]
+    assert [(e.source, e.target) for e in graph.closing_edges()] == [("config", "cli")]
+    assert [(e.source, e.target) for e in graph.climbing_edges()] == [("config", "cli")]
+
+
+def test_main_prints_the_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    assert layers.main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"packages: {len(layers.package_graph().packages)}\n")
+    assert "  cli [9] → " in out
