@@ -1,7 +1,7 @@
 """One scoring rule for a paired unit: the value each attempt contributes to a non-inferiority judgement.
 
 Both places that judge a paired comparison use these functions — the sequential rule inside a run
-(``evalpipe.run.sequential_stop``) and after it (``evalpipe.compare.paired``: the paired difference and the
+(``evalpipe.run.sequential_stop``) and after it (``evalpipe.compare.power``: the paired difference and the
 sequential fields) — so a unit has one value wherever it is judged.  Plain values in, numbers out; the
 mapping from a stored row or an exchange record to an attempt's state lives with that row's model.
 

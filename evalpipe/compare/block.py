@@ -1,0 +1,155 @@
+"""One paired block: both scores, the difference with its bootstrap interval, McNemar, the flips — then the
+power, sequential and gate fields (``power``, ``sequential``, ``gate``) merged in and validated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from evalpipe.artifacts.schema.compare import (
+    Flip,
+    PairedBenchmark,
+)
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.config.models import SequentialConfig
+
+if TYPE_CHECKING:
+    pass
+
+from evalpipe.compare.gate import gate_fields
+from evalpipe.compare.power import power_fields
+from evalpipe.compare.sequential import sequential_fields
+from evalpipe.compare.units import Outcomes, is_correct_int, score_with_interval
+
+
+def with_fields(block: PairedBenchmark, fields: Mapping[str, object]) -> PairedBenchmark:
+    """``block`` with ``fields`` set, validated as a whole (``model_copy(update=…)`` would not validate: a
+    misspelt field or a value of the wrong type would reach compare.json)."""
+    return PairedBenchmark.model_validate({**dict(block), **fields})
+
+
+def block_of_pairs(
+    name: str,
+    keys: list[tuple[str, str, str]],
+    oa: dict[tuple[str, str], OutcomeRow],
+    ob: dict[tuple[str, str], OutcomeRow],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float,
+    oc: Outcomes | None = None,
+    od: Outcomes | None = None,
+    margin_pts: float | None = None,
+    sequential: tuple[SequentialConfig, int] | None = None,
+    planned: int | None = None,
+    stop_unit: int | None = None,
+    must_catch_pts: float | None = None,
+    fixed_alpha: float | None = None,
+    generations: Mapping[tuple[str, str], int] | None = None,
+    plan_sizes: list[int] | None = None,
+) -> PairedBenchmark:
+    from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
+
+    a_vals, b_vals, flips = [], [], []
+    unverified = 0
+    for bench, sid, stratum in keys:
+        ra, rb = oa.get((bench, sid)), ob.get((bench, sid))
+        ha = (ra.prompt_sha256 or ra.expected_prompt_sha256) if ra else None
+        hb = (rb.prompt_sha256 or rb.expected_prompt_sha256) if rb else None
+        if ha is None or hb is None:
+            unverified += 1
+        ca, cb = is_correct_int(ra), is_correct_int(rb)
+        a_vals.append(ca)
+        b_vals.append(cb)
+        if ca != cb:
+            flips.append(
+                Flip(
+                    benchmark=bench,
+                    source_id=sid,
+                    stratum=stratum,
+                    score_a=ra.score if ra else None,
+                    score_b=rb.score if rb else None,
+                    failure_a=ra.failure_label if ra else "missing_row",
+                    failure_b=rb.failure_label if rb else "missing_row",
+                )
+            )
+    n = len(keys)
+    both = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and y)
+    a_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and not y)
+    b_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if y and not x)
+    neither = n - both - a_only - b_only
+    sa, sb = score_with_interval(sum(a_vals), n), score_with_interval(sum(b_vals), n)
+    diff: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    p: float | None = None
+    if n:
+        diff = sum(a_vals) / n - sum(b_vals) / n  # = sa.score - sb.score
+        lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
+        p = exact_mcnemar_p(a_only, b_only)
+    # a, b and the flips count each sample's first attempt; the paired_* fields every attempt
+    attempts = max(
+        (len(r.attempts) for key in keys for r in (oa.get(key[:2]), ob.get(key[:2])) if r is not None),
+        default=1,
+    )
+    block = PairedBenchmark(
+        benchmark=name,
+        n_pairs=n,
+        repeats=max(attempts, 1),  # a row with no attempt recorded still asked once
+        a=sa,
+        b=sb,
+        difference=diff,
+        diff_ci_low=lo,
+        diff_ci_high=hi,
+        both_correct=both,
+        a_only=a_only,
+        b_only=b_only,
+        both_wrong=neither,
+        mcnemar_p=p,
+        flips=flips,
+        prompt_hash_unverified=unverified,
+    )
+    fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
+    if sequential is not None and margin_pts is not None:
+        fields.update(
+            sequential_fields(
+                keys,
+                oa,
+                ob,
+                margin_pts,
+                *sequential,
+                planned=planned,
+                stop_unit=stop_unit,
+                generations=generations,
+                plan_sizes=plan_sizes,
+            )
+        )
+    if margin_pts is not None:
+        fields.update(
+            gate_fields(
+                keys,
+                oa,
+                ob,
+                margin_pts,
+                sequential=sequential,
+                planned=planned,
+                fixed_alpha=fixed_alpha if fixed_alpha is not None else (1.0 - confidence) / 2.0,
+                fields=fields,
+                must_catch_pts=must_catch_pts,
+                generations=generations,
+                plan_sizes=plan_sizes,
+            )
+        )
+    return with_fields(block, fields)
+
+
+def aa_only_block(block: PairedBenchmark) -> PairedBenchmark:
+    """An A/A-only block: the A/B fields that would only restate the A/A pair are dropped."""
+    return with_fields(
+        block,
+        {
+            "ab_discordant": None,
+            "noise_vs_ab": None,
+            "by_length": [aa_only_block(x) for x in block.by_length],
+        },
+    )
