@@ -1,0 +1,99 @@
+"""Time the README's test commands the way CI meets them: a fresh clone, nothing installed, optionally with the
+host loaded by another job — and record what was measured.
+
+    .venv/bin/python tools/time_suite.py                       # idle: writes perf/results/test_suite_idle.txt
+    .venv/bin/python tools/time_suite.py --load 1              # one busy process beside it: …_loaded.txt
+
+Steps, each timed by wall clock: ``git clone`` of this repository's HEAD into a temporary directory (with
+``../shared`` linked beside it, as CI has it), ``.ci/run`` there (``make test`` from nothing — venv, installs,
+ruff, mypy, pytest — then ``make mutants``), then ``make test-fast`` in the same clone (the venv now built: the
+inner loop's time).  pytest's own summary lines give the test counts and pytest's time.  ``--load N`` starts N
+processes that spin on the CPU for the whole measurement (this script's children, stopped by PID at the end)
+— "another job" on a shared host.  The result file holds the command, the host, the commit and each figure;
+the README quotes it and ``tests/repo/test_doc_figures.py`` checks that it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SPIN = "while True:\n    pass\n"
+
+
+def _timed(argv: list[str], cwd: Path, log: Path) -> tuple[int, float, str]:
+    started = time.monotonic()
+    with log.open("w", encoding="utf-8") as out:
+        code = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    return code, time.monotonic() - started, log.read_text(encoding="utf-8", errors="replace")
+
+
+def _pytest_summary(text: str) -> tuple[int, int, float]:
+    """(passed, failed) and pytest's seconds from its last summary line ("1337 passed in 446.88s")."""
+    lines = [line for line in text.splitlines() if re.search(r"\b(passed|failed)\b.* in [0-9.]+s", line)]
+    if not lines:
+        raise SystemExit("no pytest summary line in the output")
+    last = lines[-1]
+    passed = re.search(r"(\d+) passed", last)
+    failed = re.search(r"(\d+) failed", last)
+    seconds = re.search(r" in ([0-9.]+)s", last)
+    assert seconds is not None
+    return (
+        int(passed.group(1)) if passed else 0,
+        int(failed.group(1)) if failed else 0,
+        float(seconds.group(1)),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--load", type=int, default=0, help="busy processes to run beside the measurement")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="result file (default perf/results/test_suite_*.txt)"
+    )
+    args = ap.parse_args(argv)
+    kind = "loaded" if args.load else "idle"
+    out = args.out or REPO / "perf" / "results" / f"test_suite_{kind}.txt"
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="time-suite-") as tmp:
+            root = Path(tmp)
+            (root / "shared").symlink_to(SHARED)
+            clone = root / "evalpipe"
+            subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+            code, ci_s, ci_text = _timed(["bash", ".ci/run"], clone, root / "ci.log")
+            passed, failed, pytest_s = _pytest_summary(ci_text.split("tools/mutants.py")[0])
+            fast_code, fast_s, fast_text = _timed(["make", "test-fast"], clone, root / "fast.log")
+            fast_passed, fast_failed, fast_pytest_s = _pytest_summary(fast_text)
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+    lines = [
+        f"$ .venv/bin/python tools/time_suite.py{f' --load {args.load}' if args.load else ''}",
+        f"when {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC; commit {commit}; {os.cpu_count()} cores; "
+        f"load beside it: {args.load} busy process(es)",
+        f".ci/run (fresh clone, nothing installed): exit {code}, {ci_s / 60:.1f} min; pytest: {passed} passed, "
+        f"{failed} failed in {pytest_s:.1f} s",
+        f"make test-fast (venv built): exit {fast_code}, {fast_s:.0f} s; pytest: {fast_passed} passed, "
+        f"{fast_failed} failed in {fast_pytest_s:.1f} s",
+    ]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0 if code == 0 and fast_code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
