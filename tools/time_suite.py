@@ -7,7 +7,7 @@ host loaded by another job — and record what was measured.
 Steps, each timed by wall clock: ``git clone`` of this repository's HEAD into a temporary directory (with
 ``../shared`` linked beside it, as CI has it), ``.ci/run`` there (``make test`` from nothing — venv, installs,
 ruff, mypy, pytest — then ``make mutants``), then ``make test-fast`` in the same clone (the venv now built: the
-inner loop's time).  pytest's own summary lines give the test counts and pytest's time.  ``--load N`` starts N
+inner loop's time) and ``evalpipe demo`` (what ``make demo`` runs once installed).  pytest's own summary lines give the test counts and pytest's time.  ``--load N`` starts N
 processes that spin on the CPU for the whole measurement (this script's children, stopped by PID at the end)
 — "another job" on a shared host.  The result file holds the command, the host, the commit and each figure;
 the README quotes it and ``tests/repo/test_doc_figures.py`` checks that it does.
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             passed, failed, pytest_s = _pytest_summary(ci_text.split("tools/mutants.py")[0])
             fast_code, fast_s, fast_text = _timed(["make", "test-fast"], clone, root / "fast.log")
             fast_passed, fast_failed, fast_pytest_s = _pytest_summary(fast_text)
+            demo_code, demo_s, _ = _timed([".venv/bin/evalpipe", "demo"], clone, root / "demo.log")
     finally:
         for proc in spinners:
             proc.kill()
@@ -89,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{failed} failed in {pytest_s:.1f} s",
         f"make test-fast (venv built): exit {fast_code}, {fast_s:.0f} s; pytest: {fast_passed} passed, "
         f"{fast_failed} failed in {fast_pytest_s:.1f} s",
+        f"evalpipe demo (venv built): exit {demo_code}, {demo_s:.0f} s",
     ]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
-    return 0 if code == 0 and fast_code == 0 else 1
+    return 0 if code == fast_code == demo_code == 0 else 1
 
 
 if __name__ == "__main__":
