@@ -115,3 +115,43 @@ def test_the_gpu_figures_are_the_recorded_outputs() -> None:
     out = next(m for w in speed["workloads"] for m in w["metrics"] if m["metric"] == "output_throughput")
     quoted = f"×{out['ratio']:.3f} [{out['ci_low']:.3f}, {out['ci_high']:.3f}]"
     assert f"output throughput {quoted}" in readme and f"output throughput **{quoted}**" in perf
+
+
+# ---------------------------------------------------------------- the test suite's and the demo's times
+
+SUITE = REPO / "perf" / "results"
+
+
+def _suite(kind: str) -> dict[str, str]:
+    """The figures ``tools/time_suite.py`` recorded in ``perf/results/test_suite_<kind>.txt``."""
+    text = (SUITE / f"test_suite_{kind}.txt").read_text(encoding="utf-8")
+    ci = _one(r"\.ci/run .*: exit 0, ([0-9.]+) min; pytest: (\d+) passed, 0 failed in ([0-9.]+) s", text)
+    fast = _one(r"make test-fast .*: exit 0, (\d+) s; pytest: (\d+) passed, 0 failed", text)
+    out = {"ci_min": ci.group(1), "tests": ci.group(2), "pytest_min": f"{float(ci.group(3)) / 60:.1f}"}
+    out |= {"fast_s": fast.group(1), "fast_tests": fast.group(2)}
+    demo = re.search(r"evalpipe demo .*: exit 0, (\d+) s", text)
+    if demo is not None:
+        out["demo_s"] = demo.group(1)
+    return out
+
+
+def _spaced(n: str) -> str:
+    return f"{int(n):,}".replace(",", " ")
+
+
+def test_the_readmes_times_are_the_recorded_measurements() -> None:
+    """Every time the README gives for `make test`, `make test-fast` and the demo is a line of
+    perf/results/test_suite_{idle,loaded}.txt (``tools/time_suite.py``): a new measurement without the README
+    following it, or a README figure without a measurement, fails here."""
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").replace("#", " ").split())
+    idle, loaded = _suite("idle"), _suite("loaded")
+    assert (
+        f"{_spaced(idle['tests'])} tests, {idle['pytest_min']} min of pytest, {idle['ci_min']} min for `.ci/run`"
+        in readme
+    )
+    assert f"beside a busy process {loaded['pytest_min']} min of pytest, {loaded['ci_min']} min" in readme
+    assert (
+        f"unit tier (tests that start no process), {idle['fast_s']} s ({loaded['fast_s']} s beside" in readme
+    )
+    assert f"{_spaced(idle['fast_tests'])} tests in {idle['fast_s']} s" in readme
+    assert f"({idle['demo_s']} s after install" in readme
