@@ -11,3 +11,12 @@
 Engines are processes the server kinds launch by module path: a run's stages import none of them
 (``evalpipe benchmarks`` reads the answer key to show what the self-test answers).
 """
+
+#: Module paths these servers were started by before they lived here.  A config naming one (``server.command``,
+#: a variant's ``command`` override) is refused by the resolve step with the path to use instead, on its YAML
+#: line — rather than launching a process that dies with ``No module named …``.
+FORMER_MODULES: dict[str, str] = {
+    "evalpipe.server.llamacpp": "evalpipe.engines.llamacpp",
+    "evalpipe.selftest.answer_key_server": "evalpipe.engines.answer_key_server",
+    "evalpipe.replay.server": "evalpipe.engines.replay_server",
+}

@@ -4,7 +4,8 @@
 stratification and a server kind are strings there.  This step, one layer above the plugins, asks the
 registries what those strings name and runs the checks only a plugin can answer — a benchmark whose review
 runs no code takes no ``review_timeout_s``, a benchmark with a fixed schema names no columns, each kind's own
-section of ``server:`` (``Kind.check_config``) — and reports every failure as one line naming the YAML file,
+section of ``server:`` (``Kind.check_config``), a command naming the module an engine was started by before it
+moved (``evalpipe.engines.FORMER_MODULES``) — and reports every failure as one line naming the YAML file,
 line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
 
 Every command that acts on a config goes through :func:`load_run`; reading a recorded run's ``config.yaml``
@@ -24,6 +25,7 @@ from evalpipe.benchmarks import REGISTRY as BENCHMARKS
 from evalpipe.benchmarks import Benchmark, stratifications
 from evalpipe.config.loader import YamlLines, format_loc, load_config_lines, resolve_plan
 from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingPlan
+from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
 
@@ -101,6 +103,23 @@ def _check_plan(cfg: RunConfig, i: int, bench: BenchmarkConfig, findings: _Findi
         findings.add(("stratify_by",), one_of(known, plan.stratify_by), lines=YamlLines.of(path))
 
 
+def _check_engine_paths(cfg: RunConfig, findings: _Findings) -> None:
+    """A server command naming a module an engine was started by before it moved (``FORMER_MODULES``)."""
+    argvs: list[tuple[tuple[Any, ...], object]] = [(("server", "command"), cfg.server.command)]
+    argvs += [
+        (("variants", i, "overrides", "command"), v.overrides.get("command"))
+        for i, v in enumerate(cfg.variants)
+    ]
+    for at, argv in argvs:
+        if not isinstance(argv, list):
+            continue
+        for k, arg in enumerate(argv):
+            if isinstance(arg, str) and arg in FORMER_MODULES:
+                findings.add(
+                    (*at, k), f"{arg!r} is now {FORMER_MODULES[arg]!r} (python -m {FORMER_MODULES[arg]})"
+                )
+
+
 def _check_server(cfg: RunConfig, findings: _Findings) -> Kind | None:
     server = cfg.server
     names = tuple(k.name for k in kinds())
@@ -137,6 +156,7 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
         _check_benchmark(i, bench, spec, findings)
         if check_plans or isinstance(bench.sampling, SamplingPlan):
             _check_plan(cfg, i, bench, findings)
+    _check_engine_paths(cfg, findings)
     kind = _check_server(cfg, findings)
     if findings.found or kind is None:
         where = lines.path if lines is not None else cfg.config_path or "config"

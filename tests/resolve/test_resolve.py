@@ -133,3 +133,29 @@ def test_every_failure_is_listed_and_config_validate_exits_2(
     assert f"{path}:7: benchmarks[1]: review_timeout_s: ifeval runs no code" in err
     assert f"{path}:3: server: command (the server's argv) is required when kind is 'command'" in err
     assert "Traceback" not in err
+
+
+def test_a_command_naming_an_engines_former_module_is_refused_with_the_new_one(tmp_path: Path) -> None:
+    head = HEAD.replace(
+        'server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}',
+        "server:\n  kind: command\n  command: [python, -m, evalpipe.server.llamacpp, --port, '{port}']\n"
+        "variants:\n  - name: a\n    overrides: {command: [python, -m, evalpipe.replay.server]}\n"
+        "  - name: b\n    overrides: {command: [python, -m, evalpipe.engines.llamacpp]}\n",
+    )
+    path = _write(tmp_path, "  - name: gsm8k\n    sampling: {total: 3, allocation: uniform}\n", head=head)
+    assert _refused(path) == [
+        f"{path}:5: server.command[2]: 'evalpipe.server.llamacpp' is now 'evalpipe.engines.llamacpp' "
+        "(python -m evalpipe.engines.llamacpp)",
+        f"{path}:8: variants[0].overrides.command[2]: 'evalpipe.replay.server' is now "
+        "'evalpipe.engines.replay_server' (python -m evalpipe.engines.replay_server)",
+    ]
+    good = _write(tmp_path, "  - name: gsm8k\n    sampling: {total: 3, allocation: uniform}\n",
+                  head=head.replace("evalpipe.server.llamacpp", "evalpipe.engines.llamacpp").replace(
+                      "evalpipe.replay.server", "evalpipe.engines.replay_server"))  # fmt: skip
+    assert load_run(good).config.server.command == [
+        "python",
+        "-m",
+        "evalpipe.engines.llamacpp",
+        "--port",
+        "{port}",
+    ]
