@@ -92,13 +92,33 @@ def _message(err: ErrorDetails) -> str:
     return err["msg"]
 
 
+class YamlLines:
+    """Where a field of a loaded YAML file is: ``where(loc)`` is ``path:line`` (or ``path``) for a field path
+    such as ``("benchmarks", 2, "name")`` — so a check run after loading (the resolve step) names the line."""
+
+    def __init__(self, path: Path, node: yaml.Node | None) -> None:
+        self.path, self._node = path, node
+
+    @classmethod
+    def of(cls, path: Path) -> YamlLines:
+        return cls(Path(path), _read_yaml(Path(path))[1])
+
+    def where(self, loc: tuple[Any, ...]) -> str:
+        line = _line_of(self._node, loc) if self._node is not None else None
+        return f"{self.path}:{line}" if line else str(self.path)
+
+    def line(self, loc: tuple[Any, ...], message: str) -> str:
+        """One error line: ``path:line: field.path: message`` (the form every config error takes)."""
+        return f"{self.where(loc)}: {format_loc(loc)}: {message}"
+
+
 def validation_lines(exc: ValidationError, path: Path | None, node: yaml.Node | None) -> list[str]:
+    located = YamlLines(path, node) if path is not None else None
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p not in _TAGS)
-        line = _line_of(node, loc) if node is not None else None
-        where = f"{path}:{line}: " if path and line else (f"{path}: " if path else "")
-        lines.append(f"{where}{format_loc(loc)}: {_message(err)}")
+        message = _message(err)
+        lines.append(located.line(loc, message) if located else f"{format_loc(loc)}: {message}")
     return lines
 
 
@@ -124,22 +144,6 @@ def load_plan(path: Path, *, benchmark: str | None = None) -> SamplingPlan:
     return plan
 
 
-class YamlLines:
-    """Where a field of a loaded YAML file is: ``where(loc)`` is ``path:line`` (or ``path``) for a field path
-    such as ``("benchmarks", 2, "name")`` — so a check run after loading (the resolve step) names the line."""
-
-    def __init__(self, path: Path, node: yaml.Node | None) -> None:
-        self.path, self._node = path, node
-
-    @classmethod
-    def of(cls, path: Path) -> YamlLines:
-        return cls(Path(path), _read_yaml(Path(path))[1])
-
-    def where(self, loc: tuple[Any, ...]) -> str:
-        line = _line_of(self._node, loc) if self._node is not None else None
-        return f"{self.path}:{line}" if line else str(self.path)
-
-
 def load_config(path: Path, *, check_plans: bool = True) -> RunConfig:
     """Load and validate a run config as plain data; with ``check_plans`` also load every referenced plan.
 
@@ -154,18 +158,18 @@ def load_config_lines(path: Path, *, check_plans: bool = True) -> tuple[RunConfi
     data, node = _read_yaml(path)
     cfg = _validate(RunConfig, data, path, node)
     cfg._config_path = path.resolve()
+    located = YamlLines(path, node)
     if check_plans:
         errors: list[str] = []
         for i, bench in enumerate(cfg.benchmarks):
             try:
                 resolve_plan(cfg, bench.name)
             except ConfigError as exc:
-                line = _line_of(node, ("benchmarks", i, "sampling"))
-                errors.append(f"{path}:{line}: benchmarks[{i}].sampling: {exc.message}")
+                errors.append(located.line(("benchmarks", i, "sampling"), exc.message))
                 errors.extend(exc.details)
         if errors:
             raise ConfigError(f"{path}: invalid sampling plan(s)", details=errors)
-    return cfg, YamlLines(path, node)
+    return cfg, located
 
 
 def resolve_plan(cfg: RunConfig, benchmark: str) -> SamplingPlan:

@@ -60,8 +60,7 @@ class _Findings:
 
     def add(self, loc: tuple[Any, ...], message: str, *, lines: YamlLines | None = None) -> None:
         where = lines or self.lines
-        prefix = f"{where.where(loc)}: " if where is not None else ""
-        self.found.append(f"{prefix}{format_loc(loc)}: {message}")
+        self.found.append(where.line(loc, message) if where is not None else f"{format_loc(loc)}: {message}")
 
 
 def _check_benchmark(i: int, bench: BenchmarkConfig, spec: Benchmark, findings: _Findings) -> None:
