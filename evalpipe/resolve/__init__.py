@@ -126,10 +126,14 @@ def _check_server(cfg: RunConfig, findings: _Findings) -> Kind | None:
         findings.add(("server", "kind"), one_of(names, server.kind))
         return None
     if server.router is not None:
-        for j, worker in enumerate(server.router.workers):
-            if worker.kind is not None and worker.kind not in names:
-                findings.add(("server", "router", "workers", j, "kind"), one_of(names, worker.kind))
-        if len(findings.found):
+        unknown = [
+            (j, w.kind)
+            for j, w in enumerate(server.router.workers)
+            if w.kind is not None and w.kind not in names
+        ]
+        for j, name in unknown:
+            findings.add(("server", "router", "workers", j, "kind"), one_of(names, name))
+        if unknown:  # the router's own check looks its workers' kinds up
             return None
     kind = server_kind(server.kind)
     try:

@@ -159,3 +159,17 @@ def test_a_command_naming_an_engines_former_module_is_refused_with_the_new_one(t
         "--port",
         "{port}",
     ]
+
+
+def test_a_routers_own_check_runs_beside_a_benchmarks_failure(tmp_path: Path) -> None:
+    """Every failure is listed: a benchmark's does not hide the router's (its workers' kinds all known)."""
+    head = HEAD.replace(
+        'server: {kind: endpoint, endpoint: "http://127.0.0.1:1"}',
+        "server:\n  kind: router\n  command: [x]\n  router:\n    workers: []\n",
+    )
+    path = _write(tmp_path, "  - name: gsm9k\n    sampling: {total: 3, allocation: uniform}\n", head=head)
+    found = _refused(path)
+    assert len(found) == 2 and found[0].startswith(f"{path}:10: benchmarks[0].name: must be one of ")
+    assert (
+        found[1] == f"{path}:3: server: router.workers: at least one worker is required when kind is 'router'"
+    )
