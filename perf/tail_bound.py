@@ -63,6 +63,18 @@ def measured_curve(slots: dict[str, Any], concurrency: int, round_number: int | 
     return curve_from_levels({int(k): float(v) for k, v in measured.items()}, concurrency)
 
 
+def rate_curve(
+    curve: str, concurrency: int, slots: dict[str, Any] | None = None, round_number: int | None = None
+) -> list[float]:
+    """The rate at 1..``concurrency``: from a slot-scaling measurement (``slots``) when given, else ``curve``:
+    ``linear`` or comma-separated relative rates."""
+    if slots is not None:
+        return measured_curve(slots, concurrency, round_number)
+    if curve == "linear":
+        return [float(k) for k in range(1, concurrency + 1)]
+    return [float(x) for x in curve.split(",")]
+
+
 def answer_lengths(run: Path) -> dict[str, list[int]]:
     """Each benchmark's answers' output tokens in index order, from a run's ``outcomes.jsonl`` (or the file)."""
     path = run if run.is_file() else run / "outcomes.jsonl"
@@ -107,12 +119,8 @@ def main() -> None:
     ap.add_argument("--curve-json", type=Path, default=None, help="perf/slot_scaling.py --json output")
     ap.add_argument("--round", type=int, default=None, help="with --curve-json: that round's curve (1-based)")
     args = ap.parse_args()
-    if args.curve_json is not None:
-        rate = measured_curve(json.loads(args.curve_json.read_text(encoding="utf-8")), args.concurrency, args.round)
-    elif args.curve == "linear":
-        rate = [float(k) for k in range(1, args.concurrency + 1)]
-    else:
-        rate = [float(x) for x in args.curve.split(",")]
+    slots = json.loads(args.curve_json.read_text(encoding="utf-8")) if args.curve_json is not None else None
+    rate = rate_curve(args.curve, args.concurrency, slots, args.round)
     if len(rate) != args.concurrency:
         raise SystemExit(f"--curve: {len(rate)} values for concurrency {args.concurrency}")
     lengths = answer_lengths(args.run_dir)

@@ -76,9 +76,9 @@ def _tail_bound(concurrency: int, curve: str) -> float:
     lengths = tail_bound.answer_lengths(GPU / "kv_f16.outcomes.jsonl")
     slots = json.loads((GPU / "slots.json").read_text(encoding="utf-8"))
     if curve == "linear":
-        rate = [float(k) for k in range(1, concurrency + 1)]
+        rate = tail_bound.rate_curve("linear", concurrency)
     else:
-        rate = tail_bound.measured_curve(slots, concurrency, None if curve == "median" else int(curve))
+        rate = tail_bound.rate_curve("", concurrency, slots, None if curve == "median" else int(curve))
     sequential, pipelined = tail_bound.bound(lengths, concurrency, rate)
     return round(pipelined / sequential, 3)
 
