@@ -4,22 +4,17 @@ power, sequential and gate fields (``power``, ``sequential``, ``gate``) merged i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.compare import (
     Flip,
     PairedBenchmark,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.config.models import SequentialConfig
-
-if TYPE_CHECKING:
-    pass
-
 from evalpipe.compare.gate import gate_fields
 from evalpipe.compare.power import power_fields
 from evalpipe.compare.sequential import sequential_fields
 from evalpipe.compare.units import Outcomes, is_correct_int, score_with_interval
+from evalpipe.config.models import SequentialConfig
 
 
 def with_fields(block: PairedBenchmark, fields: Mapping[str, object]) -> PairedBenchmark:

@@ -4,7 +4,7 @@ characteristic at no regression, the margin and the must-catch drop."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from evalpipe.artifacts.schema.compare import (
     Discordance,
@@ -14,14 +14,10 @@ from evalpipe.artifacts.schema.compare import (
     SequentialResult,
 )
 from evalpipe.artifacts.schema.outcomes import attempt_states
-from evalpipe.config.models import SequentialConfig
-from evalpipe.hashing import generation_sizes
-
-if TYPE_CHECKING:
-    pass
-
 from evalpipe.compare.sequential import ordered_units
 from evalpipe.compare.units import Outcomes
+from evalpipe.config.models import SequentialConfig
+from evalpipe.hashing import generation_sizes
 
 OC_PATHS = 4000
 OC_SEED = 20261205

@@ -13,12 +13,11 @@ from evalpipe.artifacts.schema.compare import (
 )
 from evalpipe.artifacts.schema.outcomes import attempt_scores, attempt_states
 from evalpipe.compare.seeds import attempt_seed_check
+from evalpipe.compare.units import Outcomes, discordance, responses_differed
 from evalpipe.stats.unit_scores import arm_scores
 
 if TYPE_CHECKING:
     from evalpipe.stats.power import MinimumDetectableEffect
-
-from evalpipe.compare.units import Outcomes, discordance, responses_differed
 
 
 def power_fields(

@@ -12,6 +12,7 @@ from evalpipe.artifacts.schema.compare import (
     SequentialResult,
 )
 from evalpipe.artifacts.schema.outcomes import attempt_states
+from evalpipe.compare.units import Outcomes
 from evalpipe.config.models import SequentialConfig
 from evalpipe.hashing import block_order, generation_sizes
 from evalpipe.stats.unit_scores import arm_value
@@ -19,9 +20,6 @@ from evalpipe.stats.unit_scores import arm_value
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-
-from evalpipe.compare.units import Outcomes
 
 
 def ordered_units(

@@ -3,8 +3,6 @@ the summary's rule, a score with its Wilson interval, the discordance of two arm
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.compare import (
     Discordance,
@@ -14,9 +12,6 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.errors import EvalpipeError
 from evalpipe.stats.intervals import wilson_interval
-
-if TYPE_CHECKING:
-    pass
 
 
 class CompareRefused(EvalpipeError):
