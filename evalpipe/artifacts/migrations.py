@@ -71,6 +71,19 @@ STEPS: tuple[Step, ...] = (
         lift=lambda raw: _compare_numbers_only(raw),
     ),
     Step(
+        "Summary",
+        3,
+        "v4: the finding code fp8_kv_unscaled (an FP8 KV cache that ran with scaling factors 1.0). A widened "
+        "Literal: a v3 file holds none, and every v3 code is still valid.",
+    ),
+    Step(
+        "ServerVerification",
+        1,
+        "v2: kv_cache (the pool's dtype, capacity and FP8 scale state from the server's log), the served "
+        "context, cache_state (prefix cache, fresh start) and unreported_settings. None / empty: a v1 writer "
+        "did not read them, so they are unknown, never claimed.",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "

@@ -382,6 +382,23 @@ def check_dataset_drift(manifest: Manifest) -> list[Finding]:
     return out
 
 
+def check_fp8_scales(verification: ServerVerification | None) -> list[Finding]:
+    """An FP8 KV cache that ran without scaling factors is a finding of its own: every K/V value was cast to
+    FP8 unscaled, which is the configuration under test only if that is what the release ships."""
+    kv = verification.kv_cache if verification is not None else None
+    if kv is None or kv.fp8_scales != "default_1.0":
+        return []
+    return [
+        Finding(
+            severity="warn",
+            code="fp8_kv_unscaled",
+            path="server/verification.json",
+            message=f"the {kv.storage_dtype} KV cache ran with scaling factors 1.0 — no scales were loaded "
+            f'(the server\'s log: "{kv.fp8_scales_evidence}"); its accuracy is that of unscaled FP8 KV',
+        )
+    ]
+
+
 def check_server(verification: ServerVerification | None, present: bool) -> list[Finding]:
     if verification is None:
         if present:

@@ -166,7 +166,7 @@ def _speed_coordinator(
 
     if cfg.speed is None or not needs_barrier(cfg.speed, [d.root for d in dirs.values()]):
         return None
-    check_before_launch(cfg.speed, cfg.base_dir())
+    check_before_launch(cfg.speed, cfg.base_dir(), client_env=cfg.server.env)
     if progress is not None:
         console = progress.console
 
@@ -185,6 +185,7 @@ def _speed_coordinator(
         served_model=cfg.model.served_name,
         base_dir=cfg.base_dir(),
         say=say,
+        client_env=cfg.server.env,
     )
     coordinator.reset()
     return coordinator

@@ -414,6 +414,8 @@ class _Serving:
             variant=self.variant,
             info_error=info_err,
             served_models=served_models,
+            log_path=handle.log_path,
+            fresh_start=handle.process is not None,
         )
         write_model(files.verification, verification)
         if not verification.verified and enforce:

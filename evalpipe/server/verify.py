@@ -8,11 +8,13 @@ So the values that define the run are read back from ``/server_info`` and compar
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
+from evalpipe.artifacts.schema.server import CacheState, ServerVerification, VerifiedValue
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.sglang.flags import internal_state_values, normalize, resolved_value
+from evalpipe.server.served_context import served_context
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
@@ -27,6 +29,8 @@ def verify(
     variant: str | None = None,
     info_error: str | None = None,
     served_models: list[str] | None = None,
+    log_path: Path | None = None,
+    fresh_start: bool | None = None,
 ) -> ServerVerification:
     """Compare resolved values with the config: the top level of ``/server_info`` and every
     ``internal_states`` entry that reports the value.
@@ -34,10 +38,15 @@ def verify(
     ``server_info=None`` (the server has no ``/server_info``) leaves the resolved configuration
     unverifiable — recorded as such, never as a mismatch; the served name is still checked against
     ``/v1/models`` (``served_models``) whenever that answered.
+
+    ``log_path`` (a launched server's log) lets the kind state the KV pool as allocated — its dtype is
+    checked against the config, its FP8 scale state recorded; ``fresh_start`` (launched by this run for this
+    arm, or attached) goes into the cache state with the prefix cache the server reports.
     """
     info = server_info or {}
     engine = info.get("engine") if isinstance(info.get("engine"), str) else None
-    expected = server_kind(server.kind).expected_values(cfg, server, engine)
+    kind = server_kind(server.kind)
+    expected = kind.expected_values(cfg, server, engine)
     checks: list[VerifiedValue] = []
     unverified: list[str] = []
     for key, want in expected.items():
@@ -61,7 +70,32 @@ def verify(
             if odd:
                 ok, got = False, "; ".join(f"internal_states[{i}]: {v!r}" for i, v in odd)
         checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=ok))
+    unreported: list[str] = []
+    if server_info is not None and not engine:
+        for key, want in kind.optional_expectations(cfg, server).items():
+            if key in expected:
+                continue
+            got = resolved_value(info, key)
+            if got is None:
+                unreported.append(key)
+                continue
+            checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=_same(got, want)))
+    kv_facts = kind.kv_cache_facts(log_path)
+    want_storage = kind.expected_kv_storage_dtype(server)
+    if kv_facts is not None and want_storage is not None:
+        checks.append(
+            VerifiedValue(
+                key="kv_cache_storage_dtype",
+                expected=want_storage,
+                resolved=kv_facts.storage_dtype,
+                ok=kv_facts.storage_dtype == want_storage,
+            )
+        )
     verified = server_info is not None and not unverified and all(c.ok for c in checks)
+    context = served_context(info) if server_info is not None else None
+    capacity = _int(resolved_value(info, "max_total_num_tokens")) if server_info is not None else None
+    if kv_facts is not None and capacity is not None and kv_facts.capacity_tokens is None:
+        kv_facts = kv_facts.model_copy(update={"capacity_tokens": capacity})
 
     def res(key: str) -> Any:
         return resolved_value(info, key)
@@ -95,6 +129,15 @@ def verify(
         server_info_error=info_error if server_info is None else None,
         served_models=served_models,
         engine=_str(res("engine")),
+        kv_cache=kv_facts,
+        served_context_tokens=context[0] if context else None,
+        served_context_source=context[2] if context else None,
+        cache_state=(
+            CacheState(prefix_cache=kind.prefix_cache(info), fresh_start=fresh_start)
+            if fresh_start is not None
+            else None
+        ),
+        unreported_settings=unreported,
     )
     out.description = describe(out, info_error=info_error if server_info is None else None, info=info)
     return out
@@ -129,6 +172,7 @@ def describe(
         head += f"; reasoning parser {v.reasoning_parser}"
     if v.seed_effective is False:
         head += "; request seed not effective (no --enable-deterministic-inference)"
+    head += kv_pool_words(v)
     if info_error is not None:
         if kind.requires_server_info:
             return f"{head} — NOT verified: server_info unavailable ({info_error})"
@@ -138,6 +182,42 @@ def describe(
     if v.verified:
         return f"{head} — verified from server_info"
     return f"{head} — MISMATCH with config: " + "; ".join(mismatches(v))
+
+
+def kv_pool_words(v: ServerVerification) -> str:
+    """``; KV pool float8_e4m3fn, 2,165,893 tokens, FP8 scales 1.0 (none provided); prefix cache on, fresh
+    server`` — what the server allocated and what it had cached, where it said so."""
+    out = ""
+    kv = v.kv_cache
+    if kv is not None:
+        out += f"; KV pool {kv.storage_dtype}"
+        if kv.capacity_tokens is not None:
+            out += f", {kv.capacity_tokens:,} tokens"
+        out += {
+            "default_1.0": ", FP8 scales 1.0 (none provided)",
+            "loaded": ", FP8 scales loaded",
+            "not_logged": ", FP8 scales not stated by the server",
+            None: "",
+        }[kv.fp8_scales]
+    if v.served_context_tokens is not None:
+        out += f"; served context {v.served_context_tokens:,} tokens ({v.served_context_source})"
+    cs = v.cache_state
+    if cs is not None:
+        cache = f"prefix cache {cs.prefix_cache}" if cs.prefix_cache else "prefix cache not reported"
+        out += f"; {cache}, " + ("fresh server" if cs.fresh_start else "attached (caches may be warm)")
+    return out
+
+
+def _same(got: Any, want: Any) -> bool:
+    """A resolved value equals the one asked for (numbers compared as numbers: 0.3 == "0.3")."""
+    if isinstance(want, bool) or isinstance(got, bool):
+        return bool(got) == bool(want) if isinstance(got, bool) and isinstance(want, bool) else False
+    if isinstance(want, (int, float)) and isinstance(got, (int, float, str)):
+        try:
+            return float(got) == float(want)
+        except ValueError:
+            return False
+    return bool(normalize(got) == normalize(want))
 
 
 def _str(v: Any) -> str | None:

@@ -189,6 +189,8 @@ class SpeedCoordinator:
     base_dir: Path | None
     say: Say
     released: ReleaseOutcome | None = None
+    #: The servers' environment additions (``server.env``): the SGLang client runs with them.
+    client_env: Mapping[str, str] | None = None
 
     def reset(self) -> None:
         """A fresh barrier (an interrupted run's files must not release or start anything)."""
@@ -233,6 +235,7 @@ class SpeedCoordinator:
                 served_model=self.served_model,
                 base_dir=self.base_dir,
                 progress=self.say,
+                client_env=self.client_env,
             )
         except (SpeedSetupError, OSError) as exc:
             message = exc.message if isinstance(exc, SpeedSetupError) else f"{type(exc).__name__}: {exc}"

@@ -19,7 +19,7 @@ import os
 import shutil
 import time
 import urllib.error
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,10 +64,13 @@ class SpeedTarget:
     api_key: str | None = field(default=None, repr=False)
 
 
-def make_client(cfg: SpeedConfig, *, sglang_python: str | None = None) -> SpeedClient:
+def make_client(cfg: SpeedConfig, *, client_env: Mapping[str, str] | None = None) -> SpeedClient:
+    """The configured client.  ``client_env``: the server's own environment additions (``server.env``):
+    SGLang's client runs with them, so it is the SGLang installation the server runs (a ``PYTHONPATH`` that
+    puts SGLang beside the image's torch, say), not evalpipe's own environment."""
     if cfg.client == "evalscope":
         return EvalscopePerfClient()
-    return SglangBenchServingClient(sglang_python)
+    return SglangBenchServingClient(installation_env=client_env)
 
 
 def load_average() -> LoadAverage | None:
@@ -216,13 +219,13 @@ def prepare(
     api_keys: Sequence[str | None] | None = None,
     context_length: int | None = None,
     base_dir: Path | None = None,
-    sglang_python: str | None = None,
+    client_env: Mapping[str, str] | None = None,
     client: SpeedClient | None = None,
 ) -> Prepared:
     """Every check that needs no request: client, tokenizer, servers reachable, workloads fit the context.
     ``api_keys``: one per URL (else ``api_key`` for every one).  ``client`` replaces the one ``cfg.client``
     names (tests drive the orchestration with a stand-in)."""
-    client = client or make_client(cfg, sglang_python=sglang_python)
+    client = client or make_client(cfg, client_env=client_env)
     version = client.version()
     tokenizer = resolve(cfg.tokenizer, base_dir)
     client.check(cfg, tokenizer.directory if tokenizer else None)
@@ -324,7 +327,7 @@ def run_speed_alternating(
     api_key: str | None = None,
     context_length: int | None = None,
     base_dir: Path | None = None,
-    sglang_python: str | None = None,
+    client_env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     client: SpeedClient | None = None,
 ) -> dict[str, SpeedArtifact]:
@@ -338,7 +341,7 @@ def run_speed_alternating(
         api_keys=[keys[t.variant] for t in targets],
         context_length=context_length,
         base_dir=base_dir,
-        sglang_python=sglang_python,
+        client_env=client_env,
         client=client,
     )
     schedule: Schedule = "alternating" if len(targets) > 1 else "single"
@@ -372,7 +375,7 @@ def run_speed(
     api_key: str | None = None,
     context_length: int | None = None,
     base_dir: Path | None = None,
-    sglang_python: str | None = None,
+    client_env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     client: SpeedClient | None = None,
 ) -> SpeedArtifact:
@@ -384,7 +387,7 @@ def run_speed(
         api_key=api_key,
         context_length=context_length,
         base_dir=base_dir,
-        sglang_python=sglang_python,
+        client_env=client_env,
         progress=progress,
         client=client,
     )[variant]

@@ -15,7 +15,7 @@ otherwise the whole benchmark runs again (its old round directories are renamed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from evalpipe.artifacts import atomic_write_text, read_model, write_model
@@ -32,12 +32,16 @@ SPEED_ERROR = "speed_error.txt"
 NO_SPEED_HINT = "; to run the accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
 
 
-def check_before_launch(cfg: SpeedConfig, base_dir: Path | None) -> None:
+def check_before_launch(
+    cfg: SpeedConfig, base_dir: Path | None, client_env: Mapping[str, str] | None = None
+) -> None:
     """The checks that need no server: the client is installed, the tokenizer exists (raises
     :class:`SpeedSetupError`, one line naming ``--no-speed``: a host without the client — a laptop, a CI
     box re-checking accuracy against an endpoint — can still run the evaluation)."""
     try:
-        client = speed_run.make_client(cfg)  # looked up when called: the same client the benchmark will use
+        client = speed_run.make_client(
+            cfg, client_env=client_env
+        )  # looked up when called: the same client the benchmark will use
         client.version()
         tokenizer = resolve(cfg.tokenizer, base_dir)
         client.check(cfg, tokenizer.directory if tokenizer else None)
@@ -69,6 +73,7 @@ def run_speed_stage(
     api_key: str | None,
     base_dir: Path | None,
     say: Callable[[str], None] | None = None,
+    client_env: Mapping[str, str] | None = None,
 ) -> bool:
     """Benchmark ``base_url`` into ``run_dir/speed.json``; False when it could not run (``speed_error.txt``
     says why).  A stale ``speed_error.txt`` of an earlier attempt is removed once the benchmark ran."""
@@ -88,6 +93,7 @@ def run_speed_stage(
             api_key=api_key,
             base_dir=base_dir,
             progress=say,
+            client_env=client_env,
         )
     except SpeedSetupError as exc:
         atomic_write_text(error_path, exc.message + "\n")

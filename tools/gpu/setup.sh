@@ -32,23 +32,9 @@ commit=0c1e570  # llama.cpp commit vendored by llama-cpp-python 0.3.36 (tools/gp
 gguf_name=SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p "$root"
 
-log() { echo "[setup $(date +%T)] $*"; }
-die() { echo "setup: $*" >&2; exit 1; }
-keep() { if [[ -n "${OUT:-}" ]]; then cp "$@" "$OUT/" 2>/dev/null || true; fi; }
-
-# Each "sha256  size  name" line of a carry folder's MANIFEST must match the file beside it.
-verify_manifest() {
-  local dir="$1" sum size name n=0
-  [[ -f "$dir/MANIFEST" ]] || die "$dir/MANIFEST missing: carry $dir (made by tools/gpu/payload.py pack)"
-  while read -r sum size name; do
-    [[ "$sum" =~ ^[0-9a-f]{64}$ ]] || continue
-    [[ -f "$dir/$name" ]] || die "$dir/$name missing"
-    [[ "$(stat -c %s "$dir/$name")" == "$size" ]] || die "$dir/$name: size differs from MANIFEST"
-    echo "$sum  $dir/$name" | sha256sum --check --quiet - || die "$dir/$name: sha256 differs from MANIFEST"
-    n=$((n + 1))
-  done < "$dir/MANIFEST"
-  log "$dir: $n files match MANIFEST"
-}
+GPU_STEP=setup
+# shellcheck source=tools/gpu/common.sh
+. "$repo/tools/gpu/common.sh"
 
 # cuBLAS for the CUDA build: the toolkit's own when it has one; else the pip wheel PyTorch brings
 # (nvidia-cublas: nvidia/cu13/{include,lib}, libraries only as .so.13, which CMake's find_library does not
@@ -161,7 +147,7 @@ wait_build() {
 install_python() {
   local whl="$root/whl"
   rm -rf "$whl" && mkdir -p "$whl"
-  "$py" -m tarfile -e "$repo/.gpu/call1/wheels.tar.xz" "$root"  # → $root/whl/*.whl (stored zips)
+  "$py" -m tarfile -e "${WHEELS_TAR:-$repo/.gpu/call1/wheels.tar.xz}" "$root"  # → $root/whl/*.whl (stored zips)
   # the image's own environment (the machine is bare each time): console scripts land beside python3,
   # where perf/bench_overhead.py looks for `evalpipe`
   "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$whl"/*.whl

@@ -43,8 +43,42 @@ class VerifiedValue(Row):
     ok: bool
 
 
+#: The FP8 KV cache's scaling factors as the server's log states them: ``loaded`` (from a scales file),
+#: ``default_1.0`` (none provided: values cast to FP8 unscaled), ``not_logged`` (an FP8 pool whose log says
+#: neither, e.g. scales from the checkpoint itself).
+Fp8ScaleState = Literal["loaded", "default_1.0", "not_logged"]
+
+
+class KvCacheFacts(Row):
+    """The KV pool as the server allocated it, from what the server itself said (its log)."""
+
+    storage_dtype: str = Field(
+        description="The dtype the pool was allocated in, e.g. float8_e4m3fn, bfloat16."
+    )
+    capacity_tokens: int | None = Field(default=None, description="Tokens the KV pool holds.")
+    fp8_scales: Fp8ScaleState | None = Field(
+        default=None, description="FP8 pools only: were scaling factors loaded? None for a non-FP8 pool."
+    )
+    fp8_scales_evidence: str | None = Field(default=None, description="The server's own line saying so.")
+    source: str = Field(description="Where these facts were read (e.g. 'server log').")
+
+
+class CacheState(Row):
+    """What the server had cached when evaluation began: a prefix (radix) cache reused across requests
+    changes the numerics of a repeated prompt, so an A/A arm on a warm server is not a fresh one."""
+
+    prefix_cache: Literal["on", "off"] | None = Field(
+        default=None,
+        description="The server's prefix cache (SGLang: radix cache) as /server_info reports it.",
+    )
+    fresh_start: bool = Field(
+        description="The server was launched by this run for this arm (False: attached to a running server, "
+        "whose caches may hold earlier requests)."
+    )
+
+
 class ServerVerification(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2
     kind: ServerKind
     variant: str | None = None
     base_url: str
@@ -81,6 +115,19 @@ class ServerVerification(Artifact):
     )
     seed_effective: bool | None = Field(
         default=None, description="Request `seed` acts only with enable_deterministic_inference."
+    )
+    kv_cache: KvCacheFacts | None = Field(
+        default=None, description="The KV pool as allocated (dtype, capacity, FP8 scales); None: not stated."
+    )
+    served_context_tokens: int | None = Field(
+        default=None, description="Tokens one request may use, as the server resolved it (see its source)."
+    )
+    served_context_source: str | None = Field(default=None, description="Which /server_info key said so.")
+    cache_state: CacheState | None = Field(default=None, description="Prefix cache and fresh start.")
+    unreported_settings: list[str] = Field(
+        default_factory=list,
+        description="Launch flags whose value /server_info does not report under the flag's own name "
+        "(not checked, not a mismatch).",
     )
     description: str = Field(
         default="",

@@ -61,6 +61,7 @@ FindingCode = Literal[
     "cache_repair",
     "dataset_drift",
     "server_not_verified",
+    "fp8_kv_unscaled",
     "secret_in_artifact",
     "replay_miss",
     "extended_run",
@@ -450,7 +451,7 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 3  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload
+    schema_version: int = 4  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload; 4: finding fp8_kv_unscaled
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

@@ -72,7 +72,7 @@ def _preflight(state: RunState) -> None:
         # only runs with ``speed:`` import the speed stage (clients, tokenizer: ~0.3 s)
         from evalpipe.speed.stage import check_before_launch
 
-        check_before_launch(cfg.speed, cfg.base_dir())
+        check_before_launch(cfg.speed, cfg.base_dir(), client_env=state.server.env)
 
 
 PREFLIGHT = Stage(

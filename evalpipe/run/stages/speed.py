@@ -60,6 +60,7 @@ def _measure(state: RunState) -> None:
             api_key=handle.api_key,
             base_dir=cfg.base_dir(),
             say=state.say(),
+            client_env=state.server.env,
         )
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.sglang.flags import KERNEL_NAMES, resolved_expectations
@@ -39,7 +39,12 @@ from evalpipe.server.preflight_rules import check_port
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles
-    from evalpipe.artifacts.schema.server import LaunchRecord, PreflightCheck, ServerVerification
+    from evalpipe.artifacts.schema.server import (
+        KvCacheFacts,
+        LaunchRecord,
+        PreflightCheck,
+        ServerVerification,
+    )
     from evalpipe.config.models import RunConfig, ServerConfig
     from evalpipe.server.fleet.watch import FleetWatchPlan
 
@@ -266,6 +271,26 @@ class Kind(ABC):
         if reported_engine:
             return engine_expectations(cfg, server)
         return resolved_expectations(cfg, server)
+
+    def optional_expectations(self, cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
+        """Values the launch set that ``/server_info`` is checked against only where it reports the key
+        (flags passed through ``extra_args``).  Default: none."""
+        return {}
+
+    def kv_cache_facts(self, log_path: Path | None) -> KvCacheFacts | None:
+        """The KV pool as the launched server's own log states it (dtype, capacity, FP8 scales); None when
+        this kind's log says nothing of it or nothing was launched.  Default: None."""
+        return None
+
+    def expected_kv_storage_dtype(self, server: ServerConfig) -> str | None:
+        """The dtype the KV pool must be allocated in for this config (checked against
+        :meth:`kv_cache_facts`); None: nothing to check.  Default: None."""
+        return None
+
+    def prefix_cache(self, info: Mapping[str, Any]) -> Literal["on", "off"] | None:
+        """Whether the server reuses cached prompt prefixes across requests, from its ``/server_info``
+        (None: it does not say).  Default: None."""
+        return None
 
     def describe_head(self, v: ServerVerification, info: Mapping[str, Any] | None) -> str:
         """The start of the report's server line (``info``: the redacted ``/server_info``; None without one).

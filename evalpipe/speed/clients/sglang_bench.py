@@ -32,7 +32,9 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,18 +53,32 @@ class SglangBenchServingClient:
     program = "python -m sglang.bench_serving"
     percentile_method: PercentileMethod = "linear-interpolation"
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, installation_env: Mapping[str, str] | None = None) -> None:
         #: The interpreter that has SGLang installed (default: evalpipe's own, the ``sglang`` extra).
         self.python = python or sys.executable
+        #: What the server's environment adds to ours (``server.env``, e.g. a ``PYTHONPATH`` holding SGLang):
+        #: the client runs with it, so it runs the SGLang the server runs.
+        self.installation_env = dict(installation_env or {})
 
     def version(self) -> str:
-        if self.python == sys.executable:
+        if self.python == sys.executable and not self.installation_env:
             if importlib.util.find_spec("sglang") is None:
                 raise SpeedSetupError(
                     f"speed.client sglang: SGLang is not installed (pip install -e '.[{EXTRA}]', GPU hosts)"
                 )
             return importlib.metadata.version("sglang")
-        return f"(interpreter {self.python})"
+        if self.python != sys.executable:
+            return f"(interpreter {self.python})"
+        # SGLang lives in the server's environment: ask a child with it, as the server kind's preflight does
+        from evalpipe.server.kinds.sglang.env import probe_sglang
+
+        probe = probe_sglang({**os.environ, **self.installation_env}, packages=("sglang",))
+        if not probe.importable or probe.version is None:
+            raise SpeedSetupError(
+                "speed.client sglang: SGLang is not importable with the server's environment (server.env)"
+                + (f": {probe.error}" if probe.error else "")
+            )
+        return probe.version
 
     def check(self, cfg: SpeedConfig, tokenizer_dir: Path | None) -> None:
         return None  # without a tokenizer bench_serving asks the server's /model_info for its path
@@ -96,7 +112,12 @@ class SglangBenchServingClient:
         return argv
 
     def env(self, api_key: str | None) -> dict[str, str]:
-        env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        env = {
+            **self.installation_env,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+        }
         if api_key:
             env["OPENAI_API_KEY"] = api_key  # bench_serving's get_auth_headers() reads it; never on argv
         return env

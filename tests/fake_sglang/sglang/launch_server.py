@@ -8,8 +8,14 @@ Behaviour switches (environment variables, so tests need not change the argv eva
 * ``FAKE_SGLANG_IGNORE_SIGTERM`` the server and its child ignore SIGTERM (needs SIGKILL of the group)
 * ``FAKE_SGLANG_NO_SERVER_INFO`` /server_info is 404 (clients must fall back to /get_server_info)
 * ``FAKE_SGLANG_DETERMINISTIC``  report enable_deterministic_inference true
+* ``FAKE_SGLANG_SHAPE=live-0.5.17`` answer in the shape a live SGLang 0.5.17 did (``tests/fixtures/
+  sglang-0.5.17-live/``: its ``/server_info`` with ``context_length`` null and ``max_req_input_len``, its
+  ``/v1/models`` card with ``max_model_len``, its version) instead of the source-built 0.5.23 payload
+* ``FAKE_SGLANG_KV_STORAGE``     log this torch dtype for the KV pool instead of the one the flags give
 
-Like SGLang, the server starts a child process (its "scheduler") in the same process group and stops it on
+Like SGLang, it logs the KV pool it allocated ("KV Cache is allocated. dtype: torch.…, #tokens: …") and, for an
+``fp8_e4m3`` cache without ``--quantization-param-path``, that it defaults the scaling factors to 1.0 — the
+lines of SGLang's own log, word for word.  Like SGLang, the server starts a child process (its "scheduler") in the same process group and stops it on
 a graceful shutdown, and it returns the request body's ``rid`` as the response ``id``.
 
 ``/server_info`` is the payload real SGLang 0.5.23 builds (``tests/fixtures/sglang-0.5.23-server_info-glm-fp8
@@ -37,9 +43,12 @@ from evalpipe.engines.http_base import ModelServer, serve_until_signalled
 from sglang import __version__
 from sglang.srt.server_args import ServerArgs, prepare_server_args
 
-SERVER_INFO_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
-)
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SERVER_INFO_FIXTURE = FIXTURES / "sglang-0.5.23-server_info-glm-fp8.json"
+LIVE_DIR = FIXTURES / "sglang-0.5.17-live"
+LIVE_SHAPE = "live-0.5.17"
+#: ``--kv-cache-dtype`` → the torch dtype SGLang allocates the pool in (``auto``: the model's --dtype).
+KV_TORCH = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "bf16": "bfloat16", "bfloat16": "bfloat16"}
 
 _CHILD = """
 import os, signal, time
@@ -66,7 +75,12 @@ class FakeSglang(ModelServer):
         self.started = time.monotonic()
         self.startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
         self.counter = 0
-        self.real_shape = json.loads(SERVER_INFO_FIXTURE.read_text(encoding="utf-8"))
+        self.live = os.environ.get("FAKE_SGLANG_SHAPE") == LIVE_SHAPE
+        shape = LIVE_DIR / "server_info-auto.json" if self.live else SERVER_INFO_FIXTURE
+        self.real_shape = json.loads(shape.read_text(encoding="utf-8"))
+        if self.live:
+            self.models_paths = ("/v1/models",)
+            self.served_model_name = args.served_model_name or args.model_path
         if os.environ.get("FAKE_SGLANG_NO_SERVER_INFO"):
             self.server_info_paths = ("/get_server_info",)  # /server_info is 404
 
@@ -85,9 +99,16 @@ class FakeSglang(ModelServer):
         info = json.loads(json.dumps(self.real_shape))
         for state in [info, *info["internal_states"]]:
             state.update(resolved)
-        info["launch_command"] = " ".join(self.argv)
-        info["version"] = __version__
+        if not self.live:  # 0.5.17 reports no launch_command; its version is its own
+            info["launch_command"] = " ".join(self.argv)
+            info["version"] = __version__
         return info
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        """0.5.17's card: the model path as ``root``, ``owned_by`` sglang, ``max_model_len``."""
+        card = {"id": self.served_model_name, "object": "model", "created": 0, "owned_by": "sglang",
+                "root": self.args.model_path, "parent": None, "max_model_len": 8192}  # fmt: skip
+        return web.json_response({"object": "list", "data": [card]})
 
     def model_info(self) -> dict:
         return {
@@ -99,6 +120,15 @@ class FakeSglang(ModelServer):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/v1/completions", self.chat)
+        app.router.add_post("/flush_cache", self.flush_cache)
+        app.router.add_get("/metrics", self.metrics)
+
+    async def flush_cache(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(text="Cache flushed.\n")
+
+    async def metrics(self, request: web.Request) -> web.StreamResponse:
+        """The live 0.5.17 server's Prometheus text (``--enable-metrics``)."""
+        return web.Response(text=(LIVE_DIR / "metrics-auto.txt").read_text(encoding="utf-8"))
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         if not self.authorized(request):
@@ -161,6 +191,23 @@ def _completion_text(body: dict) -> str:
     return f"echo: {body.get('prompt', '')}"
 
 
+def log_kv_pool(args: ServerArgs) -> None:
+    """SGLang's own lines about the pool (``srt/mem_cache/memory_pool.py``, ``load_model_utils.py``)."""
+    if args.kv_cache_dtype == "fp8_e4m3":
+        if args.quantization_param_path:
+            print(f"Loaded KV cache scaling factors from {args.quantization_param_path}", flush=True)
+        else:
+            print(
+                "Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0. "
+                "This may lead to less accurate results!",
+                flush=True,
+            )
+    model_dtype = "float16" if args.dtype in ("half", "float16") else "bfloat16"
+    dtype = os.environ.get("FAKE_SGLANG_KV_STORAGE") or KV_TORCH.get(args.kv_cache_dtype, model_dtype)
+    tokens = 2165893 if dtype.startswith("float8") else 1082946
+    print(f"KV Cache is allocated. dtype: torch.{dtype}, #tokens: {tokens}, K size: 11.62 GB, V size: 11.62 GB", flush=True)
+
+
 def main(argv: list[str]) -> int:
     args = prepare_server_args(argv)
     print(f"server_args: kv_cache_dtype={args.kv_cache_dtype} tp_size={args.tp_size}", flush=True)
@@ -169,6 +216,7 @@ def main(argv: list[str]) -> int:
             print(f"loading shard {i}/80", flush=True)
         print("RuntimeError: fake crash during model load", flush=True)
         return 3
+    log_kv_pool(args)
     ignore = bool(os.environ.get("FAKE_SGLANG_IGNORE_SIGTERM"))
     child = subprocess.Popen([sys.executable, "-c", _CHILD])
     print(f"scheduler child pid {child.pid}", flush=True)

@@ -205,6 +205,7 @@ SERVER_INFO_KEYS: dict[str, tuple[str, ...]] = {
     "tool_call_parser": ("tool_call_parser",),
     "enable_deterministic_inference": ("enable_deterministic_inference",),
     "launch_command": ("launch_command",),
+    "model_path": ("model_path",),
     "version": ("version",),
 }
 
@@ -230,6 +231,7 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
         exp["nnodes"] = server.multi_node.nnodes
     exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
     exp["served_model_name"] = cfg.model.served_name
+    exp["model_path"] = cfg.model_path_for_server()
     # "none" expects no parser: a server that splits reasoning off would change what is scored
     parser = cfg.model.reasoning_parser
     exp["reasoning_parser"] = None if parser == NO_REASONING_PARSER else parser
@@ -282,3 +284,77 @@ def normalize(value: Any) -> Any:
             return int(v)
         return _ALIASES.get(v, v)
     return value
+
+
+# --- launch flags passed through ``extra_args``, as /server_info reports them
+#: Flag names never copied into a verification file (their values may be credentials).
+_SECRET_FLAG = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def _typed(value: str) -> Any:
+    """``"256"`` → 256, ``"0.3"`` → 0.3, anything else as given (how ServerArgs' argparse types them)."""
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    if re.fullmatch(r"-?(\d+\.\d*|\.\d+)([eE]-?\d+)?", value):
+        return float(value)
+    return value
+
+
+def extra_arg_values(extra_args: list[str]) -> dict[str, Any]:
+    """``--flag value`` pairs of ``extra_args`` keyed as ServerArgs names the field (``--mem-fraction-static
+    0.3`` → ``mem_fraction_static: 0.3``; a flag without a value → True; several values → a list).
+
+    SGLang's ``/server_info`` is ``dataclasses.asdict(ServerArgs)`` (plus scheduler facts), and each CLI flag
+    is its field's name with dashes (``ServerArgs.add_cli_args``, 0.5.17 and 0.5.23 alike), so a flag the
+    server accepted is reported under that key — unless SGLang resolved it to something else, which is what
+    verification is for.  Flags that may carry credentials are left out."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(extra_args):
+        arg = extra_args[i]
+        i += 1
+        if not arg.startswith("--") or len(arg) <= 2:
+            continue
+        name, eq, inline = arg[2:].partition("=")
+        values = [inline] if eq else []
+        while not eq and i < len(extra_args) and not extra_args[i].startswith("--"):
+            values.append(extra_args[i])
+            i += 1
+        if _SECRET_FLAG.search(name):
+            continue
+        key = name.replace("-", "_")
+        if not values:
+            out[key] = True
+        elif len(values) == 1:
+            out[key] = _typed(values[0])
+        else:
+            out[key] = [_typed(v) for v in values]
+    return out
+
+
+#: ``--kv-cache-dtype`` → the torch dtype SGLang allocates the pool in (its log: "KV Cache is allocated.
+#: dtype: torch.<this>"); ``auto`` follows the model's ``--dtype``.
+KV_STORAGE_DTYPE = {
+    "fp8_e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
+_MODEL_DTYPE = {
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "float": "float32",
+}
+
+
+def expected_kv_storage(kv_cache_dtype: str, extra_args: list[str]) -> str | None:
+    """The torch dtype the KV pool must have: from ``--kv-cache-dtype``, or for ``auto`` the model's
+    ``--dtype`` when ``extra_args`` sets it; None when the config does not pin it down."""
+    if kv_cache_dtype in KV_STORAGE_DTYPE:
+        return KV_STORAGE_DTYPE[kv_cache_dtype]
+    if kv_cache_dtype == "auto":
+        dtype = extra_arg_values(extra_args).get("dtype")
+        return _MODEL_DTYPE.get(dtype) if isinstance(dtype, str) else None
+    return None

@@ -9,15 +9,23 @@ port.  SGLang always serves ``/server_info``, so a missing one is a mismatch, ne
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from evalpipe.server import preflight_rules as rules
 from evalpipe.server.kinds.base import Kind, KindPreflight, gpu_footprint
 from evalpipe.server.kinds.sglang.env import probe_sglang
-from evalpipe.server.kinds.sglang.flags import build_argv
+from evalpipe.server.kinds.sglang.flags import (
+    MANAGED_FLAGS,
+    build_argv,
+    expected_kv_storage,
+    extra_arg_values,
+)
+from evalpipe.server.kinds.sglang.launch_log import kv_cache_facts_of
 from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.server import KvCacheFacts
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
@@ -50,6 +58,23 @@ class SglangKind(Kind):
         """Its URL and its GPUs: ``CUDA_VISIBLE_DEVICES`` from ``server.env``, else every GPU of the host."""
         url = set() if server.port == 0 else {f"url {self.base_url(server)}"}
         return url | gpu_footprint(server.host, server.env, unset_means_all=True)
+
+    def optional_expectations(self, cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
+        """Every ``extra_args`` flag's value under its ServerArgs name (``--chunked-prefill-size 256`` →
+        ``chunked_prefill_size: 256``): SGLang reports its resolved ServerArgs in ``/server_info``."""
+        managed = {flag[2:].replace("-", "_") for flags in MANAGED_FLAGS.values() for flag in flags}
+        return {k: v for k, v in extra_arg_values(server.extra_args).items() if k not in managed}
+
+    def kv_cache_facts(self, log_path: Path | None) -> KvCacheFacts | None:
+        return kv_cache_facts_of(log_path)
+
+    def expected_kv_storage_dtype(self, server: ServerConfig) -> str | None:
+        return expected_kv_storage(server.kv_cache_dtype, server.extra_args)
+
+    def prefix_cache(self, info: Mapping[str, Any]) -> Literal["on", "off"] | None:
+        """SGLang's radix cache: ``disable_radix_cache`` in ``/server_info``."""
+        disabled = info.get("disable_radix_cache")
+        return None if not isinstance(disabled, bool) else ("off" if disabled else "on")
 
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         probe = probe_sglang(env, packages=("sglang",))

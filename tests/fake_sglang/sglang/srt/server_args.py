@@ -1,4 +1,4 @@
-"""The slice of SGLang 0.5.23's ServerArgs CLI that evalpipe builds (same names and choices).
+"""The slice of SGLang 0.5.23's ServerArgs CLI that evalpipe builds or its configs pass (same names and choices).
 
 ``ServerArgs.add_cli_args(parser)`` is what evalpipe's preflight dry-parse calls on the real package.
 """
@@ -67,6 +67,16 @@ class ServerArgs:
     reasoning_parser: str | None = None
     tool_call_parser: str | None = None
     context_length: int | None = None
+    dtype: str = "auto"
+    chunked_prefill_size: int | None = None
+    sampling_backend: str | None = None
+    grammar_backend: str | None = None
+    disable_cuda_graph: bool = False
+    enable_metrics: bool = False
+    disable_radix_cache: bool = False
+    quantization_param_path: str | None = None
+    log_level: str = "info"
+    page_size: int | None = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -98,6 +108,16 @@ class ServerArgs:
         parser.add_argument("--trust-remote-code", action="store_true")
         parser.add_argument("--mem-fraction-static", type=float)
         parser.add_argument("--context-length", type=int)
+        parser.add_argument("--dtype", default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
+        parser.add_argument("--chunked-prefill-size", type=int)
+        parser.add_argument("--sampling-backend", choices=["flashinfer", "pytorch", "ascend"])
+        parser.add_argument("--grammar-backend", choices=["xgrammar", "outlines", "llguidance", "none"])
+        parser.add_argument("--disable-cuda-graph", action="store_true")
+        parser.add_argument("--enable-metrics", action="store_true")
+        parser.add_argument("--disable-radix-cache", action="store_true")
+        parser.add_argument("--quantization-param-path")
+        parser.add_argument("--log-level", default="info")
+        parser.add_argument("--page-size", type=int)
         # like SGLang: choices are "auto" plus the names of the dependency-free name modules
         parser.add_argument("--reasoning-parser", choices=["auto", *REASONING_PARSER_NAMES])
         parser.add_argument("--tool-call-parser", choices=["auto", *TOOL_CALL_PARSER_NAMES])
