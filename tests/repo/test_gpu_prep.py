@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
 import sys
 import threading
 import time
@@ -277,3 +278,42 @@ def test_a_stored_wheel_has_the_same_members_and_bytes(tmp_path: Path) -> None:
         assert out.namelist() == orig.namelist()
         assert all(i.compress_type == zipfile.ZIP_STORED for i in out.infolist())
         assert all(out.read(n) == orig.read(n) for n in orig.namelist())
+
+
+# ---------------------------------------------------------------- the SGLang run's payload
+
+
+def test_the_model_is_cut_over_the_room_each_sglang_call_leaves() -> None:
+    mib = payload.MIB
+    room = payload.LIMIT - payload.MARGIN - 5 * mib
+    cuts = payload.model_cuts(5 * mib, [42 * mib, 18 * mib, 0], 89 * mib)
+    assert sum(cuts) == 89 * mib and cuts[0] == room - 42 * mib and cuts[1] == room - 18 * mib
+    assert all(c + f + 5 * mib <= payload.LIMIT - payload.MARGIN for c, f in zip(cuts, [42 * mib, 18 * mib, 0], strict=True))
+    with pytest.raises(SystemExit, match="does not fit"):
+        payload.model_cuts(5 * mib, [55 * mib, 55 * mib, 55 * mib], 89 * mib)
+
+
+def test_every_sglang_wheel_is_pinned_by_version_and_sha256_once() -> None:
+    lines = [
+        ln for ln in (ROOT / "tools/gpu/sglang/requirements.txt").read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]  # fmt: skip
+    names = [ln.split("==")[0].lower() for ln in lines]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+ --hash=sha256:[0-9a-f]{64}", ln) for ln in lines)
+    assert len(names) == len(set(names)) and {"sglang", "sglang-kernel", "flashinfer-python"} <= set(names)
+    assert "sglang==0.5.17 " in "\n".join(lines) + " "
+
+
+def test_sglang_reaches_only_the_servers_and_their_speed_client() -> None:
+    """SGLang's pins (transformers 5.12.1, openai 2.6.1) stay off evalpipe's own path: the device scripts
+    never export its site tree; the config hands it to the servers, whose environment the speed client
+    shares."""
+    for script in ("env.sh", "stage.sh", "run.sh"):
+        text = (ROOT / "tools/gpu/sglang" / script).read_text(encoding="utf-8")
+        assert not re.search(r"^\s*export PYTHONPATH", text, re.MULTILINE), script
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "configs/sglang-gpu.yaml").read_text(encoding="utf-8"))
+    assert cfg["server"]["env"]["PYTHONPATH"] == "/tmp/sgl/site" and cfg["speed"]["client"] == "sglang"
+    # the A/A arm repeats the control on a server of its own; arms run one after the other on the one GPU
+    assert not cfg.get("parallel_variants") and cfg["variants"][2]["repeat_of"] == cfg["variants"][1]["name"]

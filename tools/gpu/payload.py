@@ -408,6 +408,22 @@ def model_download() -> Path:
     return verified(MODEL)
 
 
+def model_cuts(tree: int, fixed: list[int], model_size: int) -> list[int]:
+    """Bytes of the model each call carries: as many as fit beside that call's other carry and the working
+    tree, in call order (the last call takes what is left).  Exits when the calls cannot hold it all."""
+    rooms = [max(LIMIT - MARGIN - tree - f, 0) for f in fixed]
+    if sum(rooms) < model_size:
+        sys.exit(
+            f"payload: the model ({model_size / MIB:.1f} MiB) does not fit beside the rest in {len(fixed)} "
+            f"calls ({sum(rooms) / MIB:.1f} MiB of room)"
+        )
+    cuts, left = [], model_size
+    for room in rooms:
+        cuts.append(min(room, left))
+        left -= cuts[-1]
+    return cuts
+
+
 def pack_sglang() -> None:
     """``.gpu/sgl1`` (SGLang's site tree), ``.gpu/sgl2`` (evalpipe's wheels, the derived tokenizer), the model
     wheel cut across the three as room allows; each with a MANIFEST."""
@@ -425,13 +441,11 @@ def pack_sglang() -> None:
     pack_wheels(wheels, second / "wheels.tar.xz")
     pack_tokenizer(second / "tokenizer.tar.xz")
     tree = working_tree_bytes()
-    size = model.stat().st_size
-    rooms = [LIMIT - MARGIN - tree - sum(p.stat().st_size for p in f.iterdir()) for f in SGLANG_CALLS]
-    if sum(max(r, 0) for r in rooms) < size:
-        sys.exit(f"payload: the model ({size / MIB:.1f} MiB) does not fit beside the rest in three calls")
+    fixed = [sum(p.stat().st_size for p in f.iterdir()) for f in SGLANG_CALLS]
+    cuts = model_cuts(tree, fixed, model.stat().st_size)
     with model.open("rb") as fh:
-        for n, (folder, room) in enumerate(zip(SGLANG_CALLS, rooms, strict=True), start=1):
-            (folder / f"model.part{n}").write_bytes(fh.read(max(room, 0)))
+        for n, (folder, cut) in enumerate(zip(SGLANG_CALLS, cuts, strict=True), start=1):
+            (folder / f"model.part{n}").write_bytes(fh.read(cut))
     facts = {"model": f"{MODEL.filename} {MODEL.sha256} {MODEL.size}"}
     for folder in SGLANG_CALLS:
         write_manifest(folder, facts)
