@@ -6,7 +6,7 @@ The plan is written as ``extension.json`` once the old run's answers have seeded
 A run gated by a non-inferiority margin grows only under the sequential rule it was judged by
 (``check_alpha_kept``): the e-processes continue over the new units and no look is taken twice
 (``evalpipe.stats.operating``).  A fixed design spent all of its α at its one look; a second look at the
-larger n would spend it again (type I 0.044–0.051 at α 0.025 for 100 → 300 → 1000), so it is refused.
+larger n would spend it again (type I 0.041–0.050 at α 0.025 for 100 → 300 → 1000, ψ 0.1–0.02), so it is refused.
 """
 
 from __future__ import annotations
