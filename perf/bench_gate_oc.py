@@ -6,11 +6,14 @@ gate" sections print, from ``evalpipe.stats.operating`` (the rule compare.json a
    discordance (0.467 × 2p(1 − p), vLLM PR #54705's A/A ratio) and under 2p(1 − p); with the expected output
    tokens per design, variants in turn (the control whole, the test and A/A arms stopping) and together (every
    arm stopping), at each block's max_tokens budget per attempt (an upper bound until a run measures tokens).
-2. **Type I at the margin in every path** — 20 000 seeded paths each: the fixed look, the in-run stop (share 0.5
-   and 1), extend once and twice, a pool of unequal members; and the negative controls (the plain 1.96
-   Bonett–Price bound at small ψ, the restarted e-process under --extend).
+2. **Type I at the margin in every path** — 20 000 seeded paths each of ``simulate_oc``, which judges every
+   generation with ``gate_codes`` as compare does: the fixed look, the in-run stop (share 0.5 and 1; a resume
+   recomputes the same stop), extend once and twice, a fixed design extended once and twice (its look stays at
+   the first run's units; ``run --extend`` refuses it), a pool of unequal members; and the negative controls
+   (the plain 1.96 Bonett–Price bound, exact at ψ 0.02 and as ψ → 0, a fresh full-α look per extension of a
+   fixed design, the restarted e-process under --extend).
 
-    .venv/bin/python perf/bench_gate_oc.py [--paths 20000]
+    .venv/bin/python perf/bench_gate_oc.py [--paths 20000] [--part all|type-one]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from evalpipe.stats.operating import (
     pass_probability,
     simulate_oc,
     unit_probabilities,
+    worst_size,
 )
 
 RATIO = 177 / 1319 / (2 * 0.826 * (1 - 0.826))  # vLLM PR #54705: A/A discordance over 2p(1-p)
@@ -136,18 +140,22 @@ def type_one(paths: int) -> None:
         print(
             f"| in-run stop (= resume), n 198, share {share} | {sim.p_pass:.4f} ± {sim.standard_error:.4f} |"
         )
-    for generations in ((100, 200), (100, 200, 300), (300, 700)):
-        sim = simulate_oc(
-            GateDesign(generations[0], margin, alpha, 0.5),
-            0.1,
-            margin / 100,
-            paths=paths,
-            seed=3,
-            generations=generations,
-        )
-        print(
-            f"| extend {' → '.join(str(x) for x in np.cumsum(generations))} | {sim.p_pass:.4f} ± {sim.standard_error:.4f} |"
-        )
+    for share, chains in ((0.5, ((100, 200), (100, 200, 300), (100, 200, 700), (300, 700))), (None, ((100, 200), (100, 200, 700)))):
+        for generations in chains:
+            for psi in (0.02, 0.1) if share is None else (0.1,):
+                sim = simulate_oc(
+                    GateDesign(generations[0], margin, alpha, share),
+                    psi,
+                    margin / 100,
+                    paths=paths,
+                    seed=3,
+                    generations=generations,
+                )
+                kind = "fixed design extended" if share is None else "extend"
+                print(
+                    f"| {kind} {' → '.join(str(x) for x in np.cumsum(generations))}, ψ {psi} | "
+                    f"{sim.p_pass:.4f} ± {sim.standard_error:.4f} |"
+                )
     rng = np.random.default_rng(5)
     member_psi = np.where(np.arange(153) < 90, 0.04, 0.2)
     passed = 0
@@ -169,16 +177,32 @@ def type_one(paths: int) -> None:
         f"| negative control: plain 95 % Bonett–Price (z 1.96), n 100, ψ 0.02 | {np.mean(100 * lower > -margin):.4f} "
         f"(calibrated z*: {np.mean(calibrated == 1):.4f}) |"
     )
+    worst, where = worst_size(100, margin, 1.959964)
+    print(f"| negative control: plain 95 % Bonett–Price (z 1.96), n 100, worst over ψ (exact) | {worst:.4f} at ψ {where:g} |")
     hits = restarted_extension_passes(paths, margin, alpha)
     print(f"| negative control: e-process restarted at each extension, 100 → 300 → 1000 | {hits:.4f} |")
+    for psi in (0.02, 0.1):
+        draw = np.random.default_rng(9).random((paths, 1000))
+        gain, loss = unit_probabilities(psi, margin / 100)
+        d = np.where(draw < gain, 1.0, np.where(draw < gain + loss, -1.0, 0.0))
+        fresh = np.zeros(paths, dtype=bool)
+        for n in (100, 300, 1000):
+            codes, _, _ = gate_codes(d[:, :n], GateDesign(n, margin, alpha))
+            fresh |= codes == 1
+        print(
+            f"| negative control: fixed design, a fresh full-α look per extension, 100 → 300 → 1000, ψ {psi} | "
+            f"{fresh.mean():.4f} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", type=int, default=20_000)
+    parser.add_argument("--part", choices=["all", "type-one"], default="all")
     args = parser.parse_args()
     start = time.perf_counter()
-    profiles(args.paths)
+    if args.part == "all":
+        profiles(args.paths)
     type_one(args.paths)
     print(f"\n({time.perf_counter() - start:.0f} s)")
 

@@ -17,6 +17,7 @@ dropped the sentences for the typed values they were written from.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,17 @@ STEPS: tuple[Step, ...] = (
         "fields; None when it does not read), noise_vs_ab.n_samples (the block's n_pairs) and "
         "sequential.sequence_seed (the seed in its order).",
         lift=lambda raw: _compare_numbers_only(raw),
+    ),
+    Step(
+        "CompareResult",
+        5,
+        "v6: the interval beside a sequential verdict is the inversion of the e-processes that decide "
+        "(sequential.cs_low/cs_high and its looks; non_inferiority's bounds at a crossing or with no crossing); "
+        "non_inferiority gains alpha_spent, units_used and two bases ('fixed: first run', 'sequential: no "
+        "crossing'). A v5 file's sequential intervals were the two-sided empirical-Bernstein confidence "
+        "sequence, which tests no margin: kept, marked interval 'descriptive' (and so worded apart from the "
+        "verdict); its 'extended: no crossing' with no extension (sequential_share 1) stays as written.",
+        lift=lambda raw: _compare_descriptive_intervals(raw),
     ),
     Step(
         "Summary",
@@ -220,3 +232,27 @@ def upgrade(path: Path, raw: Any, model: str, current: int) -> Any:
             out = step.lift(out)
         out["schema_version"] = version + 1
     return out
+
+
+def _compare_descriptive_intervals(raw: Raw) -> Raw:
+    """CompareResult v5 → v6: every sequential block's interval, and a gate's bounds read from it, marked
+    descriptive (the v5 writer put the empirical-Bernstein confidence sequence there).  On a deep copy."""
+    raw = copy.deepcopy(raw)
+
+    def mark(block: Any) -> None:
+        if not isinstance(block, dict):
+            return
+        seq = block.get("sequential")
+        if isinstance(seq, dict):
+            seq["interval"] = "descriptive"
+        ni = block.get("non_inferiority")
+        if isinstance(ni, dict) and ni.get("basis") in ("sequential crossing", "extended: no crossing"):
+            ni["interval"] = "descriptive"
+        for bucket in block.get("by_length") or []:
+            mark(bucket)
+
+    for key in ("benchmarks", "pools"):
+        for block in raw.get(key) or []:
+            mark(block)
+    mark(raw.get("overall"))
+    return raw

@@ -2,6 +2,11 @@
 
 The plan is written as ``extension.json`` once the old run's answers have seeded this run's cache
 (``evalpipe.evalscope_bridge.extend``).
+
+A run gated by a non-inferiority margin grows only under the sequential rule it was judged by
+(``check_alpha_kept``): the e-processes continue over the new units and no look is taken twice
+(``evalpipe.stats.operating``).  A fixed design spent all of its α at its one look; a second look at the
+larger n would spend it again (type I 0.041–0.050 at α 0.025 for 100 → 300 → 1000, ψ 0.1–0.02), so it is refused.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ def extend_stage(
     old_rd = RunDir(Path(old_run))
     if not old_rd.manifest.is_file():
         raise ConfigError(f"--extend {old_rd.root}: no manifest.json (not a run directory)")
+    check_alpha_kept(cfg, old_rd)
     old = read_model(old_rd.manifest, Manifest)
     datasets = load_datasets(cfg, dataset_root)
     planned, _ = build_manifest(cfg, datasets, allow_drift=allow_drift)
@@ -74,6 +80,39 @@ def extend_stage(
         prior_generations(old_rd.root, old),
     )
     return Spine(result.rundir, result.manifest, result.datasets), plan
+
+
+def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:
+    """Refuse (exit 2, one line) an extension that would spend a gate's α again: a non-inferiority margin
+    without ``generation.sequential`` (in this config or the old run's), or a sequential rule or margin other
+    than the old run's (the first run's α split and margin are the design declared before the first look)."""
+    from evalpipe.config.loader import load_config
+
+    seq = cfg.generation.sequential
+    margins = cfg.gates.non_inferiority_margin_pts
+    old_cfg = load_config(old_rd.config_copy, check_plans=False) if old_rd.config_copy.is_file() else None
+    old_margins = old_cfg.gates.non_inferiority_margin_pts if old_cfg is not None else None
+    if margins is None and old_margins is None:
+        return  # no gate at a margin: nothing spends α
+    head = f"--extend {old_rd.root}"
+    if seq is None or (old_cfg is not None and old_cfg.generation.sequential is None):
+        which = "this config" if seq is None else "the old run"
+        raise ConfigError(
+            f"{head}: {which} gates a non-inferiority margin with a fixed design, whose one look spent α at the "
+            "first run's n; only a run judged by generation.sequential (set before its first run) can be extended"
+        )
+    if old_cfg is not None:
+        old_seq = old_cfg.generation.sequential
+        assert old_seq is not None
+        if (old_seq.alpha, old_seq.sequential_share) != (
+            seq.alpha,
+            seq.sequential_share,
+        ) or old_margins != margins:
+            raise ConfigError(
+                f"{head}: generation.sequential's alpha and sequential_share and gates.non_inferiority_margin_pts "
+                f"must be the old run's (alpha {old_seq.alpha:g}, share {old_seq.sequential_share:g}, margin "
+                f"{old_margins}): an extension continues the e-processes it started"
+            )
 
 
 @dataclass(frozen=True)

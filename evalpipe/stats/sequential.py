@@ -46,8 +46,24 @@ and WSR's truncation ``c = 1/2`` (``trunc_scale``):
   Needs no plan; near the margin it spends its early wealth learning the sign (at Δ = 0 above: 496 mean units,
   61 % non-inferior by the cap of 742, against 80 % for the planned bet).
 
-**The confidence sequence** is WSR Theorem 2 (predictable plug-in empirical Bernstein, PrPl-EB), two-sided at
-level α::
+**The interval beside the verdict** is the inversion of the two e-processes that decide (``eprocess_interval``):
+at the stop ``τ`` the margins ``θ`` (as ``Δ``, d scale) neither ``K⁺(θ)`` nor ``K⁻(θ)`` has rejected at any
+``s ≤ τ`` — ``K⁺_s(θ)`` being the process above with ``m = (1 + θ)/2`` and the same bets.  With the planned bet
+truncated at ``c / max(m, 1 − m)`` (``= c/(1 − m)`` at every margin, ``m ≤ 1/2``) each factor
+``1 + λ(m)(X − m)`` is non-increasing in ``m`` and ``1 − λ(m)(X − m)`` non-decreasing (where the truncation binds
+the derivatives are ``c(X − 1)/(1 − m)²`` or ``−cX/m²`` ≤ 0, resp. their mirror images ≥ 0; elsewhere ``∓λ``), so
+``K⁺`` rejects a lower set of margins and ``K⁻`` an upper one, and the margins not rejected are one interval
+``[L, U]``: WSR's construction of a confidence sequence from a family of tests (§4, the hedged capital process
+inverted), here one-sided per side at the level the gate spends, so ``P(∃t: Δ ∉ [L_t, U_t]) ≤ 2α`` by Ville's
+inequality and a union bound.  By construction the verdict at the margin ``M`` reads off it:
+"non-inferior within M" ⇔ ``L > −M`` and "inferior beyond −M" ⇔ ``U < −M`` (``eprocess_interval`` seeds its
+bisection with the decision at the margin itself, so floating point cannot split them).  (With aGRAPA the bet
+depends on ``m`` in no monotone way; the bisection then finds a boundary of the rejected set that agrees with
+the verdict at the margin, and the set need not be an interval: aGRAPA is kept for studies, the product bets
+to its plan.)
+
+``eb_confidence_sequence`` is WSR Theorem 2 (predictable plug-in empirical Bernstein, PrPl-EB), two-sided at
+level α — a descriptive interval that tests no margin, kept for studies (``perf/bench_sequential.py``)::
 
     λ_t = min( sqrt(2 log(2/α) / (σ̂²_{t−1} t log(1 + t))), c )        v_t = 4 (X_t − μ̂_{t−1})²
     ψ_E(λ) = (−log(1 − λ) − λ) / 4
@@ -55,9 +71,8 @@ level α::
 
 (μ̂, σ̂² as above; confseq ``predmix_empbern_cs`` computes the same bound with ``v_t = (X_t − μ̂_{t−1})²`` and
 ``ψ = −log(1 − λ) − λ`` — the factor 4 cancels — but an unregularised ``μ̂_{t−1}`` in ``v_t``; either is
-predictable, this module follows the paper).  ``P(∃t: Δ ∉ C_t) ≤ α``, so the running intersection
-``∩_{s≤t} C_s`` is a confidence sequence too; it is the one reported at the stop, mapped back to ``d``
-(``2C − 1``); should the intersection be empty (probability ≤ α) the interval ``C_t`` at the stop is reported.
+predictable, this module follows the paper).  ``P(∃t: Δ ∉ C_t) ≤ α``.  It is never printed beside a verdict:
+two-sided and tuned to no margin, it can still hold ``−M`` when ``K⁺`` has rejected it.
 
 **The rule** (``sequential_decision``): after each unit, "non-inferior" at the first ``t`` with
 ``K⁺_t ≥ 1/α``, "inferior" at the first with ``K⁻_t ≥ 1/α``; at the cap (default: 1.5 × the
@@ -179,7 +194,9 @@ class BettingProcesses:
     wealth_inferior: FloatArray
 
 
-def agrapa_bets(x: FloatArray, m: float, truncation: float = TRUNCATION) -> tuple[FloatArray, FloatArray]:
+def agrapa_bets(
+    x: FloatArray, m: float | FloatArray, truncation: float = TRUNCATION
+) -> tuple[FloatArray, FloatArray]:
     """``(λ⁺_t, λ⁻_t)``: the aGRAPA bet of WSR §5.1 (confseq ``lambda_aKelly``), split by sign and truncated
     at ``c/m`` and ``c/(1 − m)`` (module docstring).  ``λ_t`` uses ``X_1..X_{t−1}`` only."""
     if not 0.0 < truncation < 1.0:
@@ -187,25 +204,32 @@ def agrapa_bets(x: FloatArray, m: float, truncation: float = TRUNCATION) -> tupl
     mean_prev, variance_prev = _regularised_moments(x)
     gap = mean_prev - m
     bet = gap / (variance_prev + np.square(gap))
-    plus: FloatArray = np.clip(bet, 0.0, truncation / m)
-    minus: FloatArray = np.clip(-bet, 0.0, truncation / (1.0 - m))
+    with np.errstate(divide="ignore"):  # m = 0 or 1 at the ends of the interval's search: no bound there
+        plus: FloatArray = np.clip(bet, 0.0, truncation / m)
+        minus: FloatArray = np.clip(-bet, 0.0, truncation / (1.0 - m))
     return plus, minus
 
 
 def planned_bets(
-    x: FloatArray, m: float, planned_n: PlannedN, alpha: float, truncation: float = TRUNCATION
+    x: FloatArray, m: float | FloatArray, planned_n: PlannedN, alpha: float, truncation: float = TRUNCATION
 ) -> tuple[FloatArray, FloatArray]:
     """``(λ⁺_t, λ⁻_t)``: WSR's predictable plug-in bet for a planned n, ``sqrt(2 log(1/α)/(n σ̂²_{t−1}))``
     (WSR §3, fixed-time choice; confseq ``lambda_predmix_eb(fixed_n=n)``), the same on both sides, truncated at
-    ``c/(1 − m)`` (module docstring).  ``planned_n`` per unit (``planned_n_per_unit``): unit ``t`` is tuned to
+    ``c / max(m, 1 − m)`` — ``c/(1 − m)`` at every margin (``m ≤ 1/2``), ``c/m`` above (the interval's
+    inversion, module docstring), so every factor of either process stays ≥ ``1 − c``.  ``planned_n`` per unit (``planned_n_per_unit``): unit ``t`` is tuned to
     its own ``n_t``, known before ``X_t`` (an extension is decided after the old units), so still predictable."""
     if not 0.0 < truncation < 1.0:
         raise ValueError(f"truncation must lie in (0, 1), got {truncation}")
+    both: FloatArray = np.minimum(_planned_raw(x, planned_n, alpha), truncation / np.maximum(m, 1.0 - m))
+    return both, both.copy()
+
+
+def _planned_raw(x: FloatArray, planned_n: PlannedN, alpha: float) -> FloatArray:
+    """The planned bet before its truncation, ``sqrt(2 log(1/α)/(n σ̂²_{t−1}))``: the same at every margin."""
     n = _planned_array(planned_n, x.shape[-1])
     _, variance_prev = _regularised_moments(x)
-    bet = np.sqrt(2.0 * math.log(1.0 / alpha) / (n * variance_prev))
-    both: FloatArray = np.minimum(bet, truncation / (1.0 - m))
-    return both, both.copy()
+    raw: FloatArray = np.sqrt(2.0 * math.log(1.0 / alpha) / (n * variance_prev))
+    return raw
 
 
 def betting_eprocesses(
@@ -221,12 +245,8 @@ def betting_eprocesses(
     aGRAPA otherwise (an int, or one n per unit: ``planned_n_per_unit``)."""
     x = to_unit_interval(differences)
     m = null_mean(margin_pts)
-    if planned_n is None:
-        plus, minus = agrapa_bets(x, m, truncation)
-    else:
-        plus, minus = planned_bets(x, m, planned_n, alpha, truncation)
-    wealth_plus: FloatArray = np.exp(np.cumsum(np.log1p(plus * (x - m)), axis=-1))
-    wealth_minus: FloatArray = np.exp(np.cumsum(np.log1p(-minus * (x - m)), axis=-1))
+    plus, minus = _bets(x, m, planned_n, alpha, truncation)
+    wealth_plus, wealth_minus = _wealth(x, m, plus, minus)
     return BettingProcesses(
         null_mean=m,
         bets_non_inferior=plus,
@@ -234,6 +254,137 @@ def betting_eprocesses(
         wealth_non_inferior=wealth_plus,
         wealth_inferior=wealth_minus,
     )
+
+
+def _bets(
+    x: FloatArray, m: float | FloatArray, planned_n: PlannedN | None, alpha: float, truncation: float
+) -> tuple[FloatArray, FloatArray]:
+    """The bets at null mean ``m``: planned when ``planned_n`` is given, aGRAPA otherwise."""
+    if planned_n is None:
+        return agrapa_bets(x, m, truncation)
+    return planned_bets(x, m, planned_n, alpha, truncation)
+
+
+def _wealth(
+    x: FloatArray, m: float | FloatArray, plus: FloatArray, minus: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """``(K⁺_t, K⁻_t)`` for every t: the one computation the verdict and its interval share (a wealth past
+    the largest float is +inf, which crosses every threshold, as it should)."""
+    with np.errstate(over="ignore"):
+        wealth_plus: FloatArray = np.exp(np.cumsum(np.log1p(plus * (x - m)), axis=-1))
+        wealth_minus: FloatArray = np.exp(np.cumsum(np.log1p(-minus * (x - m)), axis=-1))
+    return wealth_plus, wealth_minus
+
+
+#: Width (d scale) at which the interval's bisection stops: 1e-8 points.
+INTERVAL_TOLERANCE = 1e-10
+
+
+def eprocess_interval(
+    differences: ArrayLike,
+    alpha: float,
+    *,
+    planned_n: PlannedN | None = None,
+    stop: ArrayLike | None = None,
+    margin_pts: float | None = None,
+    truncation: float = TRUNCATION,
+) -> tuple[FloatArray, FloatArray]:
+    """The margins the deciding e-processes have not rejected by the stop (module docstring): per path
+    (last axis = units) ``(L, U)`` on the d scale, ``L`` the smallest margin ``θ`` that no ``K⁺_s(θ)``, ``s ≤
+    stop``, reached ``1/α`` for, ``U`` the largest that no ``K⁻_s(θ)`` did (−1 / +1 when nothing was rejected
+    on that side); found by bisection to ``INTERVAL_TOLERANCE``.
+
+    ``margin_pts``: the margin the verdict was decided at.  The bisection starts from the decision there, so
+    ``K⁺`` rejected ``−M`` ⇔ ``L > −M`` and ``K⁻`` rejected ``−M`` ⇔ ``U < −M`` hold exactly, on the d scale
+    and in points (``100·L`` against ``−M``; a bound within rounding of the margin is moved, by a few ulps at
+    most, to the side the decision says)."""
+    x = to_unit_interval(differences)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    batch, units = x.shape[:-1], x.shape[-1]
+    last = np.broadcast_to(np.asarray(units if stop is None else stop, dtype=np.int64), batch)
+    if np.any(last < 1) or np.any(last > units):
+        raise ValueError(f"stop must lie in [1, {units}]")
+    seen = np.arange(units) < last[..., None]
+    threshold = 1.0 / alpha
+    raw = None if planned_n is None else _planned_raw(x, planned_n, alpha)
+
+    log_threshold = math.log(threshold)
+
+    def bets(m: FloatArray) -> tuple[FloatArray, FloatArray]:
+        if raw is None:
+            return agrapa_bets(x, m, truncation)
+        both: FloatArray = np.minimum(raw, truncation / np.maximum(m, 1.0 - m))
+        return both, both
+
+    def rejected(m: FloatArray) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+        """Whether ``K⁺`` / ``K⁻`` at null mean ``m`` (one per path) reached ``1/α`` by the stop, computed
+        exactly as the verdict computes them (``_wealth``)."""
+        mm = m[..., None]
+        plus, minus = bets(mm)
+        wealth_plus, wealth_minus = _wealth(x, mm, plus, minus)
+        return (
+            np.any((wealth_plus >= threshold) & seen, axis=-1),
+            np.any((wealth_minus >= threshold) & seen, axis=-1),
+        )
+
+    def side_rejected(m: FloatArray, sign: float) -> NDArray[np.bool_]:
+        """One side's ``rejected`` in log space (the bisection's midpoints: only the margin is the verdict's)."""
+        mm = m[..., None]
+        plus, minus = bets(mm)
+        log_wealth = np.cumsum(np.log1p(sign * (plus if sign > 0 else minus) * (x - mm)), axis=-1)
+        out: NDArray[np.bool_] = np.max(np.where(seen, log_wealth, -np.inf), axis=-1) >= log_threshold
+        return out
+
+    ones = np.ones(batch)
+    # K⁺ rejects θ ≤ L: low_lo rejected (or −1), low_hi not; K⁻ rejects θ ≥ U: up_lo not, up_hi rejected (or +1)
+    low_lo, low_hi, up_lo, up_hi = -ones, ones.copy(), -ones, ones.copy()
+    floor_rejected, _ = rejected(np.zeros(batch))
+    _, ceiling_rejected = rejected(ones.copy())
+    plus_at = minus_at = np.zeros(batch, dtype=bool)
+    if margin_pts is not None:  # the decision itself: the null mean the verdict was computed at, exactly
+        plus_at, minus_at = rejected(np.full(batch, null_mean(margin_pts)))
+        theta = np.full(batch, 2.0 * null_mean(margin_pts) - 1.0)
+        low_lo, low_hi = np.where(plus_at, theta, low_lo), np.where(plus_at, low_hi, theta)
+        up_lo, up_hi = np.where(minus_at, up_lo, theta), np.where(minus_at, theta, up_hi)
+    while np.any(low_hi - low_lo > INTERVAL_TOLERANCE) or np.any(up_hi - up_lo > INTERVAL_TOLERANCE):
+        low_mid, up_mid = (low_lo + low_hi) / 2.0, (up_lo + up_hi) / 2.0  # width halves: ~35 steps
+        plus_mid = side_rejected((1.0 + low_mid) / 2.0, 1.0)
+        minus_mid = side_rejected((1.0 + up_mid) / 2.0, -1.0)
+        low_lo, low_hi = np.where(plus_mid, low_mid, low_lo), np.where(plus_mid, low_hi, low_mid)
+        up_lo, up_hi = np.where(minus_mid, up_lo, up_mid), np.where(minus_mid, up_mid, up_hi)
+    lower: FloatArray = np.where(floor_rejected | plus_at, low_hi, -1.0)
+    upper: FloatArray = np.where(ceiling_rejected | minus_at, up_lo, 1.0)
+    if margin_pts is not None:
+        lower = on_the_margins_side(lower, margin_pts, above=plus_at)
+        upper = on_the_margins_side(upper, margin_pts, above=~minus_at)
+    return lower, upper
+
+
+def on_the_margins_side(bound: ArrayLike, margin_pts: float, *, above: ArrayLike) -> FloatArray:
+    """``bound`` (d scale) moved by the fewest ulps that put it strictly above ``−M`` where ``above`` (the
+    verdict says so) and at or below it elsewhere, on the d scale and in points (``100 · bound``), so that a
+    bound printed beside a verdict never reads the other way through rounding.  A move of more than 1e-9 is a
+    bound that disagrees with its verdict, not rounding: refused."""
+    b = np.array(bound, dtype=np.float64)
+    want = np.broadcast_to(np.asarray(above, dtype=bool), b.shape)
+    margins = (2.0 * null_mean(margin_pts) - 1.0, -margin_pts / 100.0)  # the d scale, two roundings of −M/100
+
+    def ok(v: FloatArray) -> NDArray[np.bool_]:
+        high = (v > max(margins)) & (100.0 * v > -margin_pts)
+        low = (v <= min(margins)) & (100.0 * v <= -margin_pts)
+        result: NDArray[np.bool_] = np.where(want, high, low)
+        return result
+
+    start = b.copy()
+    for _ in range(64):
+        good = ok(b)
+        if np.all(good):
+            break
+        b = np.where(good, b, np.where(want, np.nextafter(b, np.inf), np.nextafter(b, -np.inf)))
+    if not np.all(ok(b)) or np.any(np.abs(b - start) > 1e-9):
+        raise ValueError(f"a bound disagrees with its verdict at the margin {margin_pts} pts")
+    return b
 
 
 def eb_confidence_sequence(
@@ -324,8 +475,9 @@ def sequential_decision(
 ) -> SequentialDecision:
     """The rule of the module docstring on one sequence of paired differences in consumption order:
     the verdict at the first crossing of ``1/α`` by ``K⁺`` or ``K⁻`` (WSR §4–5, Ville's inequality), or
-    "inconclusive" at the cap / the last unit; the e-values and the running intersection of the
-    PrPl-EB confidence sequence (WSR Theorem 2) at the stop.  The planned bet when ``planned_n`` is given
+    "inconclusive" at the cap / the last unit; the e-values, and the margins the two e-processes have not
+    rejected by the stop (``eprocess_interval``: non-inferior ⇔ ``cs_lower > −M``, inferior ⇔ ``cs_upper < −M``).
+    The planned bet when ``planned_n`` is given
     (one n, or one per unit for an extended block: ``planned_n_per_unit``), aGRAPA otherwise."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
@@ -346,11 +498,9 @@ def sequential_decision(
     else:
         verdict = "inconclusive"
         reason = "cap" if cap is not None and stop == cap else "units exhausted"
-    lower, upper = eb_confidence_sequence(d[:stop], alpha)
+    lower, upper = eprocess_interval(d, alpha, planned_n=planned_n, stop=stop, margin_pts=margin_pts)
     plus, minus = processes.wealth_non_inferior[:stop], processes.wealth_inferior[:stop]
-    cs_lower, cs_upper = float(lower.max()), float(upper.min())
-    if cs_lower > cs_upper:  # an empty intersection (probability <= alpha): the sequence's own interval
-        cs_lower, cs_upper = float(lower[-1]), float(upper[-1])
+    cs_lower, cs_upper = float(lower), float(upper)
     return SequentialDecision(
         margin_pts=margin_pts,
         alpha=alpha,
@@ -372,8 +522,8 @@ def sequential_decision(
 
 @dataclass(frozen=True)
 class SequentialLook:
-    """The evidence after ``unit`` units: both e-values and the running intersection of the confidence
-    sequence (``d`` scale), as the rule saw it at that look."""
+    """The evidence after ``unit`` units: both e-values and the margins the e-processes had not rejected by
+    then (``eprocess_interval``, ``d`` scale), as the rule saw it at that look."""
 
     unit: int
     e_value_non_inferior: float
@@ -405,32 +555,32 @@ def sequential_path(
 ) -> SequentialPath:
     """The looks of ``sequential_decision`` on the same sequence, thinned to about ``looks`` entries up to
     ``stop`` (every ``ceil(stop/looks)``-th unit and the stop), with each side's first crossing of ``1/α``;
-    the same bets (planned when ``planned_n`` is given) and the same running intersection of the CS."""
+    the same bets (planned when ``planned_n`` is given) and the same interval (``eprocess_interval``)."""
     d = np.asarray(differences, dtype=np.float64)
     if d.ndim != 1:
         raise ValueError("one sequence of paired differences expected")
     if not 1 <= stop <= len(d) or looks < 1:
         raise ValueError(f"stop must lie in [1, {len(d)}] and looks >= 1, got stop={stop}, looks={looks}")
     processes = betting_eprocesses(d, margin_pts, planned_n=planned_n, alpha=alpha)
-    lower, upper = eb_confidence_sequence(d[:stop], alpha)
-    running_lower, running_upper = np.maximum.accumulate(lower), np.minimum.accumulate(upper)
     every = math.ceil(stop / looks)
     units = sorted({*range(every, stop + 1, every), stop})
-    out = []
-    for unit in units:
-        i = unit - 1
-        lo, hi = float(running_lower[i]), float(running_upper[i])
-        if lo > hi:  # an empty intersection (probability <= alpha): the sequence's own interval
-            lo, hi = float(lower[i]), float(upper[i])
-        out.append(
-            SequentialLook(
-                unit=unit,
-                e_value_non_inferior=float(processes.wealth_non_inferior[i]),
-                e_value_inferior=float(processes.wealth_inferior[i]),
-                cs_lower=lo,
-                cs_upper=hi,
-            )
+    lower, upper = eprocess_interval(
+        np.broadcast_to(d, (len(units), len(d))),
+        alpha,
+        planned_n=planned_n,
+        stop=units,
+        margin_pts=margin_pts,
+    )
+    out = [
+        SequentialLook(
+            unit=unit,
+            e_value_non_inferior=float(processes.wealth_non_inferior[unit - 1]),
+            e_value_inferior=float(processes.wealth_inferior[unit - 1]),
+            cs_lower=float(lo),
+            cs_upper=float(hi),
         )
+        for unit, lo, hi in zip(units, lower, upper, strict=True)
+    ]
     threshold = 1.0 / alpha
 
     def first(wealth: FloatArray) -> int | None:

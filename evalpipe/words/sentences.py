@@ -62,7 +62,7 @@ def margin_text(value: float) -> str:
 def _bound(value: float, margin: float) -> str:
     """A signed bound with one decimal, more when one decimal would print the margin itself."""
     decimals = 1
-    while decimals < 4 and value != -margin and round(value, decimals) == -margin:
+    while decimals < 12 and value != -margin and round(value, decimals) == -margin:
         decimals += 1
     return f"{value:+.{decimals}f}"
 
@@ -102,29 +102,56 @@ def non_inferiority_sentence(result: IntervalVerdict) -> str:
 
 
 def gate_sentence(result: NonInferiorityResult) -> str:
-    """The gate's verdict and what decided it (``evalpipe.stats.operating``), e.g. "non-inferior within 10 pts
-    (fixed look: lower bound of test − control −4.2 pts at z* = 2.42, one-sided α 0.025)"."""
+    """The gate's verdict, what decided it and that test's interval (``evalpipe.stats.operating``), e.g.
+    "non-inferior within 10 pts (fixed look: test − control in [−4.2, +3.1] pts at z* = 2.42, one-sided α
+    0.025)"; at a crossing the interval is the margins the e-processes have not rejected, so the verdict reads
+    off it.  A version-5 file's sequential interval (descriptive) is said apart, after the verdict."""
     margin = margin_text(result.margin_pts)
+    descriptive = result.interval == "descriptive"
     low = _bound(result.lower_bound_pts, result.margin_pts)
     high = _bound(result.upper_bound_pts, result.margin_pts)
     alpha = f"one-sided α {result.alpha:g}" if result.alpha is not None else "95 % interval"
+    spent = f" at α {result.alpha_spent:g}" if result.alpha_spent is not None else ""
+    after = f" after {result.units_used} units" if result.units_used is not None else ""
+    not_rejected = "" if descriptive else f": margins not rejected [{low}, {high}] pts{spent}"
     if result.basis == "sequential crossing":
-        how = f"the e-processes crossed (confidence sequence [{low}, {high}] pts; {alpha} in all)"
-    elif result.basis == "extended: no crossing":
+        how = f"the e-processes crossed{after}{not_rejected}; {alpha} in all"
+    elif result.basis in ("extended: no crossing", "sequential: no crossing"):
+        alone = (
+            "an extended block is judged by its e-processes alone"
+            if result.basis == "extended: no crossing"
+            else "all of α is on the e-processes"
+        )
         return (
-            f"inconclusive: an extended block is judged by its e-processes alone and they never crossed "
-            f"(margin {margin} pts; confidence sequence [{low}, {high}] pts; {alpha})"
+            f"inconclusive: {alone} and they never crossed (margin {margin} pts{not_rejected}; {alpha})"
+            + _descriptive(result)
         )
     else:
-        look = "final look, the e-processes never crossed" if result.basis == "final look" else "fixed look"
+        look = {
+            "final look": "final look, the e-processes never crossed",
+            "fixed: first run": f"fixed look at the first run's {result.units_used} units (a fixed design's "
+            "look spent α there: units an extension added do not enter it)",
+        }.get(result.basis or "", "fixed look")
         z = f" at z* = {result.critical_value:.2f}" if result.critical_value is not None else ""
         how = f"{look}: test − control in [{low}, {high}] pts{z}, {alpha}"
     if result.verdict == "non-inferior":
-        return f"non-inferior within {margin} pts ({how})"
+        return f"non-inferior within {margin} pts ({how})" + _descriptive(result)
     if result.verdict == "inferior":
-        return f"inferior: worse than −{margin} pts ({how})"
+        return f"inferior: worse than −{margin} pts ({how})" + _descriptive(result)
+    if descriptive:
+        return f"inconclusive (margin {margin} pts; {how})" + _descriptive(result)
     drop = fmt_pts(max(0.0, -result.lower_bound_pts))
     return f"inconclusive: cannot exclude a {drop}-pt drop (margin {margin} pts; {how})"
+
+
+def _descriptive(result: NonInferiorityResult) -> str:
+    """A version-5 file's sequential bounds, said apart from the verdict (they test no margin); else ""."""
+    if result.interval != "descriptive":
+        return ""
+    return (
+        f". Descriptive, not the test that decided: a two-sided empirical-Bernstein confidence sequence "
+        f"[{result.lower_bound_pts:+.1f}, {result.upper_bound_pts:+.1f}] pts"
+    )
 
 
 def operating_sentence(oc: OperatingCharacteristic) -> str:
@@ -196,22 +223,32 @@ def aa_sentence(aa: Discordance) -> str:
 
 
 def sequential_sentence(seq: SequentialResult) -> str:
-    """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; confidence
-    sequence [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent";
-    when the rule stopped inside the run, what was never sent."""
+    """E.g. "sequential: non-inferior within 5 pts after 166 of 495 units (K+ = 20.4 ≥ 1/0.05; margins not
+    rejected [-3.1, +4.0] pts); stopping there leaves 66 % of the units and 64 % of the output tokens unsent";
+    when the rule stopped inside the run, what was never sent.  The interval is the inversion of the two
+    e-processes (``evalpipe.stats.sequential.eprocess_interval``), so the verdict reads off it."""
     margin = margin_text(seq.margin_pts)
     threshold = f"1/{seq.alpha:g}"
-    cs = f"confidence sequence [{100.0 * seq.cs_low:+.1f}, {100.0 * seq.cs_high:+.1f}] pts"
+    descriptive = seq.interval == "descriptive"
+    low, high = _bound(100.0 * seq.cs_low, seq.margin_pts), _bound(100.0 * seq.cs_high, seq.margin_pts)
+    cs = "" if descriptive else f"; margins not rejected [{low}, {high}] pts"
     used = f"{seq.units_used} of {seq.units_available} units"
     if seq.verdict == "non-inferior":
-        head = f"non-inferior within {margin} pts after {used} (K+ = {seq.e_value_non_inferior:.3g} ≥ {threshold}; {cs})"
+        head = f"non-inferior within {margin} pts after {used} (K+ = {seq.e_value_non_inferior:.3g} ≥ {threshold}{cs})"
     elif seq.verdict == "inferior":
-        head = f"inferior beyond -{margin} pts after {used} (K- = {seq.e_value_inferior:.3g} ≥ {threshold}; {cs})"
+        head = (
+            f"inferior beyond -{margin} pts after {used} (K- = {seq.e_value_inferior:.3g} ≥ {threshold}{cs})"
+        )
     else:
         where = "at the cap" if seq.stop_reason == "cap" else "when the units ran out"
         head = (
             f"inconclusive {where} after {used}, margin {margin} pts (K+ = {seq.e_value_non_inferior:.3g}, "
-            f"K- = {seq.e_value_inferior:.3g}, neither reached {threshold}; {cs})"
+            f"K- = {seq.e_value_inferior:.3g}, neither reached {threshold}{cs})"
+        )
+    if descriptive:
+        head += (
+            f". Descriptive, not the test that decided: a two-sided empirical-Bernstein confidence sequence "
+            f"[{100.0 * seq.cs_low:+.1f}, {100.0 * seq.cs_high:+.1f}] pts"
         )
     tokens_unsent_share = seq.output_tokens_unsent_share
     if seq.stopped_in_run and seq.units_sent is not None and seq.units_planned is not None:
@@ -235,7 +272,8 @@ def _e(value: float) -> str:
 def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
     """The design, the rule and its path, rendered from compare.json's sequential block, e.g. "sequential
     design: 120 units × 1 attempt per arm (pool of aime24, aime25), planned bet tuned to n = 120, cap 180,
-    α = 0.05, units in the seeded sequence order; looks (unit: K+ / K−, CS pts): 12: 1.21 / 0.83 [-9.0, +6.1],
+    α = 0.05, units in the seeded sequence order; looks (unit: K+ / K−, margins not rejected, pts): 12: 1.21 /
+    0.83 [-9.0, +6.1],
     …, 83 (stop): 20.4 / 0.05 [-3.1, +4.0]; first crossing K+ at 83, K− never; output tokens 3.2 M spent of
     4.1 M (the fixed design)"."""
     unit_word = "unit" if seq.units_available == 1 else "units"
@@ -254,7 +292,8 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
             f"{_e(x.e_value_inferior)} [{100 * x.cs_low:+.1f}, {100 * x.cs_high:+.1f}]"
             for x in seq.looks
         )
-        parts.append(f"looks (unit: K+ / K−, CS pts): {looks}")
+        label = "CS pts, descriptive" if seq.interval == "descriptive" else "margins not rejected, pts"
+        parts.append(f"looks (unit: K+ / K−, {label}): {looks}")
     if seq.look_every is not None:
 
         def crossed(unit: int | None) -> str:

@@ -195,7 +195,43 @@ def test_compare_v4_keeps_the_numbers_its_sentences_were_made_from(tmp_path: Pat
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     read = read_model(path, CompareResult)
-    assert read.schema_version == 5 and read.benchmarks[0].mde_basis is not None
+    assert read.schema_version == 6 and read.benchmarks[0].mde_basis is not None
+
+
+def test_compare_v5_sequential_intervals_are_kept_as_descriptive(tmp_path: Path) -> None:
+    """compare.json v6 prints beside a sequential verdict the margins its e-processes have not rejected; a v5
+    file's interval there was the two-sided empirical-Bernstein sequence, which can contradict the verdict
+    (non-inferior within 20 with a lower bound of -38.8): kept, marked descriptive, and worded apart."""
+    from evalpipe.words.compare import verdict_sentence
+    from evalpipe.words.sentences import sequential_sentence
+
+    sequential = {
+        "margin_pts": 20.0, "alpha": 0.05, "bets": "planned", "planned_n": 80, "cap": 120, "sequence_seed": 7,
+        "units_available": 80, "units_used": 38, "verdict": "non-inferior", "stop_reason": "crossing",
+        "e_value_non_inferior": 20.4, "e_value_inferior": 0.05, "cs_low": -0.388, "cs_high": 0.388,
+        "units_unsent_share": 0.5, "output_tokens_unsent_share": None,
+    }  # fmt: skip
+    gate = {"margin_pts": 20.0, "lower_bound_pts": -38.8, "upper_bound_pts": 38.8, "verdict": "non-inferior",
+            "basis": "sequential crossing", "alpha": 0.05}  # fmt: skip
+    block = _v4_block(sequential=sequential, non_inferiority=gate)
+    for key in ("line",):
+        block.pop(key)
+    raw = {
+        "schema_version": 5, "run_a": "/a", "run_b": "/b", "label_a": "A", "label_b": "B",
+        "manifest_sha256": "0" * 64, "bootstrap_resamples": 10, "bootstrap_seed": 1, "benchmarks": [block],
+    }  # fmt: skip
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    read = read_model(path, CompareResult)
+    assert "interval" not in raw["benchmarks"][0]["sequential"]  # the input is not mutated
+    (got,) = read.benchmarks
+    assert got.sequential is not None and got.non_inferiority is not None
+    assert got.sequential.interval == got.non_inferiority.interval == "descriptive"
+    said = verdict_sentence(got.non_inferiority)
+    head, _, rest = said.partition(". Descriptive")
+    assert head.startswith("non-inferior within 20 pts") and "-38.8" not in head and "-38.8" in rest
+    seq_head, _, seq_rest = sequential_sentence(got.sequential).partition(". Descriptive")
+    assert "non-inferior" in seq_head and "-38.8" not in seq_head and "-38.8" in seq_rest
 
 
 def test_compare_v4_basis_that_does_not_read_back_is_dropped(tmp_path: Path) -> None:

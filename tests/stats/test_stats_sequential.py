@@ -26,6 +26,7 @@ from evalpipe.stats.sequential import (
     null_mean,
     planned_bets,
     sequential_decision,
+    sequential_path,
     to_unit_interval,
 )
 
@@ -273,13 +274,15 @@ def test_wealth_short_of_one_over_alpha_is_no_verdict() -> None:
 
 
 def test_the_interval_at_the_stop_is_the_running_intersection() -> None:
-    """Every ``C_s`` covers Δ at once with probability ≥ 1 − α, so the interval reported at the stop is their
-    running intersection: inside every ``C_s`` up to the stop — here narrower than the last ``C_t`` alone."""
+    """A margin rejected at any look stays rejected: the interval at the stop lies inside the interval of every
+    earlier look (the looks of ``sequential_path``), and inside the descriptive PrPl-EB sequence's here too."""
     d = np.array([1.0, -1.0, 0.0, 0.0] * 50)
-    decision = sequential_decision(d, 2.5, ALPHA, cap=120)
-    lower, upper = eb_confidence_sequence(d[:120], ALPHA)
-    assert np.all(lower <= decision.cs_lower) and np.all(decision.cs_upper <= upper)
-    assert decision.cs_lower > lower[-1]
+    decision = sequential_decision(d, 2.5, ALPHA, cap=120, planned_n=120)
+    path = sequential_path(d, 2.5, decision.units_used, ALPHA, planned_n=120, looks=12)
+    for look in path.looks:
+        assert look.cs_lower <= decision.cs_lower and decision.cs_upper <= look.cs_upper
+    assert path.looks[-1].cs_lower == decision.cs_lower and path.looks[-1].cs_upper == decision.cs_upper
+    assert path.looks[0].cs_lower < decision.cs_lower
 
 
 # ------------------------------------------------------------------------------------- validity by simulation

@@ -90,24 +90,53 @@ class NoiseComparison(Row):
 
 
 class NonInferiorityResult(Row):
-    """Test − control against the configured margin (``evalpipe.stats.noninferiority``)."""
+    """The gate's decision on the block (``evalpipe.stats.operating.gate_verdict``): its verdict, what decided
+    it, and the interval that test gives — non-inferior ⇔ lower bound > −margin, inferior ⇔ upper bound <
+    −margin."""
 
     margin_pts: float
     lower_bound_pts: float
     upper_bound_pts: float
     verdict: Literal["non-inferior", "inferior", "inconclusive"]
-    basis: Literal["fixed", "sequential crossing", "final look", "extended: no crossing"] | None = Field(
+    basis: (
+        Literal[
+            "fixed",
+            "fixed: first run",
+            "sequential crossing",
+            "final look",
+            "sequential: no crossing",
+            "extended: no crossing",
+        ]
+        | None
+    ) = Field(
         default=None,
-        description="What decided the gate (evalpipe.stats.operating): the fixed look (no sequential rule), the "
-        "e-processes' crossing (the bounds are then the confidence sequence's), the fixed look taken when they "
-        "never crossed, or an extended block whose e-processes never crossed (no second fixed look). None: a "
-        "file written before the gate's rule was recorded (the fixed 95 % interval).",
+        description="What decided the gate (evalpipe.stats.operating): the fixed look (no sequential rule); a "
+        "fixed design's look at its first run's units after an extension (the look spent alpha there); the "
+        "e-processes' crossing; the fixed look taken when they never crossed; e-processes that never crossed "
+        "with all of alpha on them (sequential_share 1); an extended block whose e-processes never crossed (no "
+        "second fixed look). The bounds are the deciding test's: the Bonett-Price interval at z* for a look, "
+        "else the margins the e-processes have not rejected at alpha_spent. None: a file written before the "
+        "gate's rule was recorded (the fixed 95 % interval).",
     )
     alpha: float | None = Field(default=None, description="The gate's one-sided error at the margin.")
     critical_value: float | None = Field(
         default=None,
         description="z* of the fixed look: the Bonett-Price bound at z* clears -margin at most alpha of the time "
         "at the margin, whatever the discordance (exact unconditional calibration). None at a crossing.",
+    )
+    alpha_spent: float | None = Field(
+        default=None,
+        description="The level of the test that decided: alpha x sequential_share for the e-processes, the "
+        "rest for a final look, alpha for a fixed design. None: a file written before it was recorded.",
+    )
+    units_used: int | None = Field(
+        default=None, description="Units the deciding test read (the crossing's, else the look's)."
+    )
+    interval: Literal["decision", "descriptive"] = Field(
+        default="decision",
+        description="decision: the bounds are the deciding test's (the verdict reads off them); descriptive: a "
+        "file of version 5 or older whose sequential verdict carried the two-sided empirical-Bernstein "
+        "confidence sequence, which tests no margin and may disagree with the verdict.",
     )
 
 
@@ -143,7 +172,7 @@ class SequentialLook(Row):
     unit: int
     e_value_non_inferior: float = Field(description="K+ after this unit.")
     e_value_inferior: float = Field(description="K- after this unit.")
-    cs_low: float = Field(description="Confidence sequence (running intersection) after this unit, low end.")
+    cs_low: float = Field(description="The margins the e-processes had not rejected after this unit, low end.")
     cs_high: float
 
 
@@ -169,10 +198,18 @@ class SequentialResult(Row):
     e_value_non_inferior: float = Field(description="K+ at the stop (against 'drop of at least the margin').")
     e_value_inferior: float = Field(description="K- at the stop (against 'drop of at most the margin').")
     cs_low: float = Field(
-        description="Empirical-Bernstein confidence sequence (running intersection) at the stop, low end "
-        "(fraction; test − control)."
+        description="At the stop, the smallest margin (fraction; test − control) the two e-processes have not "
+        "rejected at alpha (evalpipe.stats.sequential.eprocess_interval): non-inferior ⇔ cs_low > -margin."
     )
-    cs_high: float
+    cs_high: float = Field(
+        description="At the stop, the largest margin the e-processes have not rejected: inferior ⇔ cs_high < "
+        "-margin."
+    )
+    interval: Literal["decision", "descriptive"] = Field(
+        default="decision",
+        description="decision: cs_low/cs_high (and the looks') invert the e-processes that decide; descriptive: "
+        "a file of version 5 or older, whose were the two-sided empirical-Bernstein confidence sequence.",
+    )
     units_unsent_share: float = Field(
         description="Share of the block's units after the stop; when the rule stopped inside the run "
         "(stopped_in_run), the share of the planned units that were never sent."
@@ -382,7 +419,7 @@ class CompareResult(Artifact):
     (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
     (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
 
-    schema_version: int = 5
+    schema_version: int = 6
     run_a: str
     run_b: str
     label_a: str
