@@ -79,6 +79,8 @@ FindingCode = Literal[
     "router_request_field_unobservable",
     "fleet_counters_unavailable",
     "router_version_unknown",
+    # the paired comparison (compare.json)
+    "discordance_above_design",
     # serving speed (speed.json)
     "speed_setup",
     "speed_incomplete",
@@ -450,7 +452,8 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 3  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload
+    schema_version: int = 4  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
+    # 4: the finding discordance_above_design
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str
