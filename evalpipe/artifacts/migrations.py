@@ -96,6 +96,15 @@ STEPS: tuple[Step, ...] = (
         "did not read them, so they are unknown, never claimed.",
     ),
     Step(
+        "CompareResult",
+        6,
+        "v7: scoring, and per block dropped, dropped_one_arm and design_check. A v6 file (and older) scored a, "
+        "b, the difference, its interval, McNemar and the flips by the summary's rule (is_correct in both arms; a unit "
+        "dropped before generation counted wrong in both), so scoring is set to 'summary rule'; no unit was "
+        "left out (dropped empty) and no design was checked (None).",
+        lift=lambda raw: {**raw, "scoring": "summary rule"},
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "
@@ -119,6 +128,12 @@ STEPS: tuple[Step, ...] = (
         "v3: speed.seed_workload renamed lead_workload (the workload whose throughput fills the results table: "
         "'seed' meant the random seed elsewhere). The value moves unchanged.",
         lift=lambda raw: _renamed_speed_workload(raw),
+    ),
+    Step(
+        "Summary",
+        4,
+        "v5: the finding code discordance_above_design (a Literal widened). A v3 file holds none: no paired "
+        "comparison checked its measured discordance against the design then.",
     ),
     Step(
         "FleetRecord",

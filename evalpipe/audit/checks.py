@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evalpipe.artifacts import RunDir
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.server import ServerVerification
@@ -19,6 +20,7 @@ from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
 from evalpipe.audit.secret_scan import scan_paths
+from evalpipe.words.compare import design_check_sentence
 
 SampleKey = tuple[str, str]
 _MAX_IDS = 50  # ids listed in one finding; the message carries the full count
@@ -532,3 +534,25 @@ def check_extension(rd: RunDir) -> list[Finding]:
 
     ext = read_model(rd.extension, ExtensionRecord)
     return [Finding(severity="info", code="extended_run", path=rd.extension.name, message=ext.statement)]
+
+
+def check_design(comparison: CompareResult | None) -> list[Finding]:
+    """A warning per paired block whose measured discordance lies wholly above what its design assumed
+    (compare.json's ``design_check``): the gate passes a good release less often than the plan said.  The
+    message names both values and the operating characteristic at the measured one."""
+    if comparison is None:
+        return []
+    out = []
+    for block in [*comparison.benchmarks, *comparison.pools]:
+        check = block.design_check
+        if check is None or not check.exceeds:
+            continue
+        out.append(
+            Finding(
+                severity="warn",
+                code="discordance_above_design",
+                benchmark=block.benchmark,
+                message=f"{block.benchmark} (compare.json): {design_check_sentence(check, block.operating)}",
+            )
+        )
+    return out

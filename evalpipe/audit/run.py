@@ -92,6 +92,8 @@ def build_summary(
     fleet = load_fleet(inputs.rundir, findings)
     if fleet is not None:
         findings += check_fleet(fleet, inputs.attempts)
+    if under_test(inputs):
+        findings += checks.check_design(comparison)
     speed_artifact, more = speed_findings(inputs.rundir.root, inputs.config)
     findings += more
     findings = _sort_findings(findings)

@@ -24,7 +24,13 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
-from evalpipe.words.compare import paired_line, power_sentences
+from evalpipe.words.compare import (
+    design_check_sentence,
+    dropped_sentence,
+    paired_line,
+    power_sentences,
+    scoring_sentence,
+)
 from evalpipe.words.sentences import operating_sentence, sequential_design_line
 
 
@@ -180,8 +186,18 @@ def power_limitations(inputs: RunInputs, comparison: CompareResult | None) -> li
             out.append(f"Power ({b.benchmark}): " + "; ".join(said) + ".")
         if b.sequential is not None:
             out.append(f"Sequential ({b.benchmark}): {sequential_design_line(b.sequential, b.members)}.")
+        dropped = dropped_sentence(b)
+        if dropped:
+            out.append(f"Dropped ({b.benchmark}): {dropped}.")
         if b.operating is not None:
             out.append(f"Operating characteristic ({b.benchmark}): {operating_sentence(b.operating)}.")
+        if b.design_check is not None:
+            out.append(
+                f"Measured beside designed ({b.benchmark}): {design_check_sentence(b.design_check, b.operating)}."
+            )
+    scoring = scoring_sentence(comparison)
+    if out and scoring:
+        out.insert(0, f"Paired scoring: {scoring}.")
     return out
 
 

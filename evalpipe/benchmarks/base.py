@@ -95,6 +95,9 @@ class PlannedItem:
 
     strata: Mapping[str, str]
     input_tokens: int
+    #: Tokens the item needs beside its prompt (template, question and answer): a context shorter than
+    #: ``input_tokens + reserve_tokens`` drops it before generation (``evalpipe plan`` models that drop).
+    reserve_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

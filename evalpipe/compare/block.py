@@ -1,20 +1,72 @@
 """One paired block: both scores, the difference with its bootstrap interval, McNemar, the flips — then the
-power, sequential and gate fields (``power``, ``sequential``, ``gate``) merged in and validated."""
+power, sequential and gate fields (``power``, ``sequential``, ``gate``) merged in and validated.
+
+One scoring rule for every number of the block (``Scoring``): the gate's paired rule
+(``evalpipe.stats.unit_scores``: an attempt without an answer counts wrong in A, the arm under test, and right
+in B) for an A/B comparison, the summary's rule (``is_correct`` in both arms) for an A/A-only record, which has
+no arm under test.  Either way a unit dropped before generation in both arms (``left_out``) is no unit of the
+block: it is counted, with its reason, in ``dropped``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Literal
 
 from evalpipe.artifacts.schema.compare import (
+    DroppedUnits,
+    DropReason,
     Flip,
     PairedBenchmark,
 )
-from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_states
 from evalpipe.compare.gate import gate_fields
 from evalpipe.compare.power import power_fields
 from evalpipe.compare.sequential import sequential_fields
-from evalpipe.compare.units import Outcomes, is_correct_int, score_with_interval
+from evalpipe.compare.units import Drops, Outcomes, is_correct_int, score_with_interval
 from evalpipe.config.models import SequentialConfig
+from evalpipe.stats.unit_scores import attempt_value, dropped_in_both
+
+Scoring = Literal["paired rule", "summary rule"]
+
+
+def left_out(keys: Iterable[tuple[str, str, str]], oa: Outcomes, ob: Outcomes) -> set[tuple[str, str]]:
+    """The units of ``keys`` dropped before generation in both arms (``dropped_in_both``): no unit of the block."""
+    return {
+        k[:2] for k in keys if dropped_in_both(attempt_states(oa.get(k[:2])), attempt_states(ob.get(k[:2])))
+    }
+
+
+def dropped_one_arm(keys: Iterable[tuple[str, str, str]], oa: Outcomes, ob: Outcomes) -> int:
+    """Units dropped before generation in one arm and answered in the other: judged, the drop a missing answer."""
+    out = 0
+    for k in keys:
+        a, b = attempt_states(oa.get(k[:2])), attempt_states(ob.get(k[:2]))
+        if ("dropped" in a) != ("dropped" in b):
+            out += 1
+    return out
+
+
+def dropped_units(units: Iterable[tuple[str, str]], drops: Drops) -> list[DroppedUnits]:
+    """The left-out units per reason (``drops``: the run's record of why; a unit it does not name was dropped by
+    the context fit, the only other drop before generation)."""
+    counts: dict[tuple[DropReason, int | None], int] = {}
+    for unit in units:
+        why = drops.get(unit, ("context fit", None))
+        counts[why] = counts.get(why, 0) + 1
+    return [
+        DroppedUnits(reason=reason, units=n, context_tokens=context)
+        for (reason, context), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))
+    ]
+
+
+def _unit_scores(ra: OutcomeRow | None, rb: OutcomeRow | None, scoring: Scoring) -> tuple[int, int]:
+    """A sample's first attempt in A and B by the block's scoring rule (module docstring)."""
+    if scoring == "summary rule":
+        return is_correct_int(ra), is_correct_int(rb)
+    return (
+        int(attempt_value(attempt_states(ra)[0], "test")),
+        int(attempt_value(attempt_states(rb)[0], "control")),
+    )
 
 
 def with_fields(block: PairedBenchmark, fields: Mapping[str, object]) -> PairedBenchmark:
@@ -42,9 +94,17 @@ def block_of_pairs(
     fixed_alpha: float | None = None,
     generations: Mapping[tuple[str, str], int] | None = None,
     plan_sizes: list[int] | None = None,
+    scoring: Scoring = "paired rule",
+    drops: Drops | None = None,
 ) -> PairedBenchmark:
+    """``keys`` may hold units dropped before generation in both arms: they are left out (``dropped``, their
+    reasons from ``drops``); ``planned`` and ``plan_sizes`` count the units that remain."""
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
+    gone = left_out(keys, oa, ob)
+    dropped = dropped_units([k[:2] for k in keys if k[:2] in gone], drops or {})
+    one_arm = dropped_one_arm(keys, oa, ob)
+    keys = [k for k in keys if k[:2] not in gone]
     a_vals, b_vals, flips = [], [], []
     unverified = 0
     for bench, sid, stratum in keys:
@@ -53,7 +113,7 @@ def block_of_pairs(
         hb = (rb.prompt_sha256 or rb.expected_prompt_sha256) if rb else None
         if ha is None or hb is None:
             unverified += 1
-        ca, cb = is_correct_int(ra), is_correct_int(rb)
+        ca, cb = _unit_scores(ra, rb, scoring)
         a_vals.append(ca)
         b_vals.append(cb)
         if ca != cb:
@@ -103,6 +163,8 @@ def block_of_pairs(
         mcnemar_p=p,
         flips=flips,
         prompt_hash_unverified=unverified,
+        dropped=dropped,
+        dropped_one_arm=one_arm,
     )
     fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
     if sequential is not None and margin_pts is not None:

@@ -6,9 +6,12 @@ Per benchmark: both scores with Wilson intervals, the difference with a seeded p
 percentile interval, the exact McNemar test on the discordant pairs, and the flips (the statistics are
 ``evalpipe.stats.intervals`` and ``evalpipe.stats.paired``).  Numbers only: the words are made where they are
 shown (``evalpipe.report``; ``evalpipe.run.compare_files`` writes compare.json with its pages).
-Scores: correct as the summary counts it (`is_correct`: a budget-exhausted answer is incorrect even when
-EvalScope scored the truncated text 1); an entry without a score (API or scoring error, missing row) counts as wrong,
-the same denominator rule as the audit.
+Scores: one rule for every number of a comparison (``CompareResult.scoring``, ``evalpipe.compare.block``) —
+the gate's paired rule (``evalpipe.stats.unit_scores``): a budget-exhausted answer is wrong even when EvalScope
+scored the truncated text 1, an attempt without an answer (API or scoring error, missing row) counts wrong in
+A (under test) and right in B, never for A; an A/A-only record, with no arm under test, scores both arms by the
+summary's rule (``is_correct``).  A unit dropped before generation in both arms (context fit, the served
+context: never sent) is left out of its block, counted with its reason (``dropped``).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.sources import GeneratedItem
 from evalpipe.benchmarks import length_buckets
-from evalpipe.compare.block import aa_only_block, block_of_pairs, with_fields
+from evalpipe.compare.block import aa_only_block, block_of_pairs, left_out, with_fields
+from evalpipe.compare.design import design_check
 from evalpipe.compare.seeds import run_temperature, with_temperature
 from evalpipe.compare.sequential import sequential_fields
-from evalpipe.compare.units import CompareRefused, Outcomes, run_label
+from evalpipe.compare.units import CompareRefused, Outcomes, drop_reasons, run_label
+from evalpipe.config.gates import DesignAssumption
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import block_order, generation_sizes, sha256_hex
@@ -72,7 +77,6 @@ def placement_grid(
     out = []
     for (length, placement), cell in sorted(cells.items(), key=lambda kv: kv[0][0]):
         block = block_of(f"{keys[0][0]} {length} {placement}", cell)
-        a_only = sum(1 for f in block.flips if (f.score_a or 0.0) > (f.score_b or 0.0))
         out.append(
             PlacementCell(
                 length=length,
@@ -80,8 +84,8 @@ def placement_grid(
                 n_pairs=block.n_pairs,
                 a_correct=block.a.correct,
                 b_correct=block.b.correct,
-                a_only=a_only,
-                b_only=len(block.flips) - a_only,
+                a_only=block.a_only,
+                b_only=block.b_only,
             )
         )
     return out
@@ -105,6 +109,7 @@ def compare_runs(
     aa_only: bool = False,
     sequential: SequentialConfig | None = None,
     pools: Mapping[str, list[str]] | None = None,
+    design: Mapping[str, DesignAssumption] | None = None,
 ) -> CompareResult:
     """Paired comparison of A (under test) with B (control); ``run_aa`` is a repeat (``repeat_of``) of
     ``aa_control`` (default B), the A/A noise; ``margins(block)`` the non-inferiority margin of a block
@@ -115,7 +120,9 @@ def compare_runs(
 
     ``sequential``: every block with a margin (not the length buckets, not an A/A-only record) is also
     judged unit by unit (``sequential_fields``).  ``pools``: name → member benchmarks, each judged as one
-    block over the members' samples (``pools`` of compare.json)."""
+    block over the members' samples (``pools`` of compare.json).  ``design``: what each block's design assumes
+    (config ``design:``; default: run A's own config copy's), checked against the discordance measured here
+    (``design_check``)."""
     if aa_only and run_aa is not None:
         raise ValueError("aa_only compares A with its repeat B: no separate run_aa")
     ra, rb = RunDir(run_a), RunDir(run_b)
@@ -164,9 +171,14 @@ def compare_runs(
         return [k for k in keys if k[:2] in kept]
 
     def paired_block(name: str, keys: list[tuple[str, str, str]], margin: float | None) -> PairedBenchmark:
-        planned = len(keys) if any(k[0] in sent for k in keys) else None
-        plan_sizes = generation_sizes((k[:2] for k in keys), generations)
-        keys = only_sent(keys, prefix=name in crossed and len({k[0] for k in keys}) > 1)
+        # units dropped before generation in both arms are no units: the plan is the units that remain, and
+        # every one of them is counted in the block's dropped (those past the stop too)
+        gone = left_out(keys, oa, ob)
+        planned = len(keys) - len(gone) if any(k[0] in sent for k in keys) else None
+        plan_sizes = generation_sizes((k[:2] for k in keys if k[:2] not in gone), generations)
+        judged = only_sent(keys, prefix=name in crossed and len({k[0] for k in keys}) > 1)
+        cut = {k[:2] for k in judged}
+        keys = [k for k in keys if k[:2] in cut or k[:2] in gone]
         return block_of_pairs(
             name,
             keys,
@@ -185,8 +197,11 @@ def compare_runs(
             fixed_alpha=gate_alpha,
             generations=generations,
             plan_sizes=plan_sizes,
+            scoring="summary rule" if aa_only else "paired rule",
+            drops=drops,
         )
 
+    drops = {**drop_reasons(rb), **drop_reasons(ra)}
     blocks = []
     for block in ma.benchmarks:
         keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries if e.benchmark == block.benchmark]
@@ -218,6 +233,9 @@ def compare_runs(
         pooled.append(with_fields(paired_block(pool, keys, margin_of(pool)), {"members": list(members)}))
     all_keys = [(e.benchmark, e.source_id, e.stratum) for e in ma.entries]
     overall = paired_block("all", all_keys, margin_of("all")) if len(blocks) > 1 else None
+    assumed = design if design is not None else _design_of(ra)
+    blocks = [with_fields(b, {"design_check": design_check(b, assumed.get(b.benchmark))}) for b in blocks]
+    pooled = [with_fields(b, {"design_check": design_check(b, assumed.get(b.benchmark))}) for b in pooled]
     if any(b.attempt_seeds is not None for b in blocks):  # repeats: the seeds' check names the temperature
         temperature = run_temperature(ra)
         blocks = [with_temperature(b, temperature) for b in blocks]
@@ -241,10 +259,23 @@ def compare_runs(
         bootstrap_resamples=resamples,
         bootstrap_seed=seed,
         confidence=confidence,
+        scoring="summary rule" if aa_only else "paired rule",
         benchmarks=blocks,
         pools=pooled,
         overall=overall,
     )
+
+
+def _design_of(rundir: RunDir) -> Mapping[str, DesignAssumption]:
+    """The ``design:`` of the run's own config copy; empty without a readable one."""
+    from evalpipe.config.loader import load_config
+
+    if not rundir.config_copy.is_file():
+        return {}
+    try:
+        return load_config(rundir.config_copy, check_plans=False).design
+    except EvalpipeError:
+        return {}
 
 
 def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | None]]:

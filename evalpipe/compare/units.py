@@ -1,11 +1,13 @@
 """What every part of a comparison reads: the runs' outcome rows by (benchmark, source id), a sample's score by
-the summary's rule, a score with its Wilson interval, the discordance of two arms, and the refusal."""
+the summary's rule, a score with its Wilson interval, the discordance of two arms, the drops decided before
+generation and why, and the refusal."""
 
 from __future__ import annotations
 
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.compare import (
     Discordance,
+    DropReason,
     ScoreWithInterval,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, is_correct
@@ -43,6 +45,32 @@ def score_with_interval(correct: int, n: int) -> ScoreWithInterval:
 
 
 Outcomes = dict[tuple[str, str], OutcomeRow]
+
+#: An entry dropped before generation: why, and the context (tokens) it was dropped against (None: unknown).
+Drops = dict[tuple[str, str], tuple[DropReason, int | None]]
+
+
+def drop_reasons(rundir: RunDir) -> Drops:
+    """Every entry the run dropped before generation (``context_fit.json``'s overlong entries it did not send),
+    with the reason: the served context when the line naming the lengths beyond it is recorded
+    (``PromptFit.reason``), else the context fit's estimate against the configured context.  Empty without a
+    readable ``context_fit.json``."""
+    from evalpipe.artifacts.schema.context_fit import ContextFit
+
+    if not rundir.context_fit.is_file():
+        return {}
+    try:
+        fit = read_model(rundir.context_fit, ContextFit)
+    except EvalpipeError:
+        return {}
+    return {
+        (p.benchmark, p.source_id): (
+            ("served context", fit.served_context_length)
+            if p.reason is not None
+            else ("context fit", fit.context_length)
+        )
+        for p in fit.overlong
+    }
 
 
 def discordance(first: list[list[float]], second: list[list[float]]) -> Discordance:

@@ -34,7 +34,7 @@ from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.hashing import prompt_sha256, sha256_hex
-from evalpipe.words.compare import paired_line, verdict_sentence
+from evalpipe.words.compare import design_check_sentence, dropped_sentence, paired_line, verdict_sentence
 from evalpipe.words.sentences import aa_sentence, operating_sentence
 
 DEFAULT_LIMIT_BYTES = 20_000_000
@@ -119,6 +119,8 @@ def _stats(b: PairedBenchmark, label_a: str, label_b: str) -> BlockStats:
         mde_pts=b.mde_pts,
         non_inferiority=verdict_sentence(b.non_inferiority) if b.non_inferiority is not None else None,
         operating=operating_sentence(b.operating) if b.operating is not None else None,
+        design=design_check_sentence(b.design_check, b.operating) if b.design_check is not None else None,
+        dropped=dropped_sentence(b),
         aa=aa_sentence(b.aa_discordant) if b.aa_discordant is not None else None,
         aa_flips=b.aa_discordant.discordant if b.aa_discordant is not None else None,
         line=paired_line(b, label_a, label_b),

@@ -86,6 +86,9 @@ class PlanInput:
     #: built to), with where the number comes from; None: only a run measures them.
     input_per_sample: float | None = None
     input_basis: str | None = None
+    #: The context each selected item needs (prompt + reserve) with the expected number selected at it, known
+    #: before a run for a generator's spec: ``evalpipe plan`` drops those a shorter context cannot hold.
+    context_needs: tuple[tuple[int, float], ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -578,8 +581,14 @@ def _planned(name: str, plan: SamplingPlan, items: list[PlannedItem]) -> PlanInp
     sizes = Counter(i.strata.get(field, "") if field != "none" else "" for i in chosen)
     if plan.per_stratum is not None:
         n = sum(min(plan.per_stratum, size) for size in sizes.values())
+        taken = {s: min(plan.per_stratum, size) / size for s, size in sizes.items()}
     else:
         n = min(plan.total or 0, len(chosen))
+        taken = dict.fromkeys(sizes, n / len(chosen) if chosen else 0.0)
+    share: dict[int, float] = {}
+    for i in chosen:  # each item selected with its stratum's share (hash-ranked within the stratum)
+        need = i.input_tokens + i.reserve_tokens
+        share[need] = share.get(need, 0.0) + taken[i.strata.get(field, "") if field != "none" else ""]
     mean_input = sum(i.input_tokens for i in chosen) / len(chosen) if chosen else None
     return PlanInput(
         benchmark=name,
@@ -589,6 +598,7 @@ def _planned(name: str, plan: SamplingPlan, items: list[PlannedItem]) -> PlanInp
         basis="N from the generator's spec: items counted, not generated",
         input_per_sample=mean_input,
         input_basis="the mean context length of the spec's items; template and question come on top",
+        context_needs=tuple(sorted(share.items())),
     )
 
 
@@ -642,4 +652,5 @@ def pool_input(name: str, members: list[str], inputs: list[PlanInput | str]) -> 
         if known
         else None,
         input_basis="; ".join(sorted({x.input_basis for x in parts if x.input_basis})) if known else None,
+        context_needs=tuple(sorted(need for x in parts for need in x.context_needs)),
     )

@@ -6,8 +6,11 @@ The statistics are ``evalpipe.stats.operating`` (the gate's rule, exact for the 
 sequential design); this module decides their inputs:
 
 * the blocks: every benchmark or pool with ``gates.non_inferiority_margin_pts`` (``overall`` is not planned);
-* n: the block's plan (``PlanInput.n_now``); the margin, α and sequential share from the config (the fixed design is
-  always shown beside the sequential one);
+* n: the block's plan (``PlanInput.n_now``) less the units it can foresee being dropped before generation, which
+  leave the gate as they do in a run — with RUN the units its compare.json left out (the context its servers
+  resolved), else a generator's spec's items whose prompt and reserve exceed the configured context
+  (``model.context_length``); the margin, α and sequential share from the config (the fixed design is always
+  shown beside the sequential one);
 * the discordance: measured on RUN (``--from RUN``: its A/A pair, else its A/B pair, at the config's repeats),
   else the config's ``design:`` assumption for the block (with its argument), and always 2p(1 − p) at the assumed
   accuracy beside it — the discordance of two runs that agree no more than chance;
@@ -20,11 +23,16 @@ sequential design); this module decides their inputs:
   its budget over the whole plan.
 
 The sign-off passes only when every gated block passes; blocks are independent samples, so the whole sign-off's
-``P(pass)`` is the product of the blocks' (at no regression; and at every block's must-catch drop at once).
+``P(pass)`` is a product of the blocks': at no regression every block's ``P(pass | 0)``; with one block at its
+margin, the others unchanged, that block's ``P(pass | −margin)`` times the others' ``P(pass | 0)`` — the largest
+over the blocks is stated (≤ α); with one block at its must-catch drop, the others unchanged (the single-block
+miss: a regression confined to one block is the case a release engineer meets), the same with ``P(pass | −drop)``
+— again the largest, naming its block.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,79 +142,127 @@ def design_rows(
     return rows
 
 
-def _pct(p: PassProbability | None) -> str:
+def _p(p: PassProbability | None) -> str:
     if p is None:
         return "—"
-    text = f"{p.p_pass:.3f}"
-    return text + (f"±{p.standard_error:.3f}" if p.standard_error > 0 else "")
+    return f"{p.p_pass:.3f}" + (f"±{p.standard_error:.3f}" if p.standard_error > 0 else "")
 
 
 def _tokens(x: float) -> str:
     return f"{x / 1e6:.2f} M"
 
 
-def _spend(seq: bool, fixed: float | None, in_turn: float | None, together: float | None) -> str:
+def _spend(seq: bool, fixed: float | None, in_turn: float | None, together: float | None) -> str | None:
     if fixed is None or in_turn is None or together is None:
-        return "unknown before a run"
-    if seq:
-        return f"expected {_tokens(in_turn)} in turn / {_tokens(together)} together"
-    return _tokens(fixed)
+        return None
+    return f"{_tokens(in_turn)} in turn / {_tokens(together)} together" if seq else _tokens(fixed)
+
+
+def design_label(design: str) -> str:
+    """``fixed`` or ``sequential``: the design's kind, the name the sign-off lines use."""
+    return design.split(" ")[0]
 
 
 def row_line(row: DesignRow, drop_pts: float | None) -> str:
-    """One row: design, discordance, P(pass) at 0 / −margin / −drop, then its input (prefill) and output
-    (decode) tokens apart — expected in turn / together for a sequential design."""
-    drop = f"−{drop_pts:g}" if drop_pts is not None else "drop"
-    seq = not row.design.startswith("fixed")
-    units = f" (mean {row.at_zero.mean_units:.0f} units at Δ = 0)" if seq else ""
-    decode = _spend(seq, row.tokens_fixed, row.tokens_in_turn, row.tokens_together)
+    """One row, one line: the design and discordance, P(pass) at no regression, −margin and −drop, then its output
+    (decode) tokens — expected in turn / together for a sequential design, with its mean units — and its input
+    (prefill) tokens where known before the run."""
+    seq = design_label(row.design) == "sequential"
+    drop = f"−{drop_pts:g}: {_p(row.at_drop)}" if drop_pts is not None else "no must-catch drop"
+    case = f"ψ {row.case.discordance:.3f} {row.case.label}"
+    spend = f"out {_spend(seq, row.tokens_fixed, row.tokens_in_turn, row.tokens_together)}"
     prefill = _spend(seq, row.input_fixed, row.input_in_turn, row.input_together)
+    if prefill is not None:
+        spend += f", in {prefill}"
+    if seq:
+        spend += f"; {row.at_zero.mean_units:.0f} units"
     return (
-        f"    {row.design:<22} ψ {row.case.discordance:.3f} ({row.case.label}): P(pass | 0) {_pct(row.at_zero)}, "
-        f"| −{row.at_margin.delta_pts * -1:g}) {_pct(row.at_margin)}, | {drop}) {_pct(row.at_drop)}; "
-        f"input (prefill) tokens {prefill}; output (decode) tokens {decode}{units}; "
-        f"worst output {_tokens(row.tokens_worst)}"
+        f"    {design_label(row.design):<10} {case:<19} P(pass) {_p(row.at_zero)} | "
+        f"−{-row.at_margin.delta_pts:g}: {_p(row.at_margin)} | {drop}   {spend}"
     )
 
 
-def signoff_lines(rows: list[DesignRow]) -> list[str]:
-    """The whole sign-off per (design kind, discordance label): products over the blocks and summed tokens."""
+@dataclass(frozen=True)
+class SignOff:
+    """The whole sign-off of one design kind under one discordance label (module docstring)."""
+
+    kind: str
+    label: str
+    blocks: int
+    at_zero: float
+    worst_margin: tuple[float, str]
+    single_miss: tuple[float, str, float] | None  # (P(pass), block, its drop in points)
+    tokens: str
+    prefill: str | None
+
+
+def sign_off(rows: list[DesignRow], drops: dict[str, float | None]) -> list[SignOff]:
+    """Per (design kind, discordance label): every block at no regression, the worst block at its margin, the
+    worst single-block miss (one block at its must-catch drop, the others unchanged), and the tokens summed."""
     out = []
-    keys = sorted({(r.design.split(" ")[0], r.case.label) for r in rows})
-    for kind, label in keys:
-        chosen = [r for r in rows if r.design.split(" ")[0] == kind and r.case.label == label]
-        zero = drop = 1.0
-        has_drop = all(r.at_drop is not None for r in chosen)
-        for r in chosen:
-            zero *= r.at_zero.p_pass
-            if r.at_drop is not None:
-                drop *= r.at_drop.p_pass
-        in_turn = sum(r.tokens_in_turn for r in chosen)
-        together = sum(r.tokens_together for r in chosen)
-        fixed = sum(r.tokens_fixed for r in chosen)
-        tokens = (
-            f"expected {_tokens(in_turn)} in turn / {_tokens(together)} together (fixed {_tokens(fixed)})"
-            if kind == "sequential"
-            else f"{_tokens(fixed)}"
+    for kind, label in sorted({(design_label(r.design), r.case.label) for r in rows}):
+        chosen = [r for r in rows if design_label(r.design) == kind and r.case.label == label]
+        zero = math.prod(r.at_zero.p_pass for r in chosen)
+
+        def others(row: DesignRow, chosen: list[DesignRow] = chosen) -> float:
+            return math.prod(r.at_zero.p_pass for r in chosen if r is not row)
+
+        margin = max(((r.at_margin.p_pass * others(r), r.block) for r in chosen), default=(0.0, ""))
+        missed = [
+            (r.at_drop.p_pass * others(r), r.block, drops[r.block] or 0.0)
+            for r in chosen
+            if r.at_drop is not None
+        ]
+        seq = kind == "sequential"
+        total = _spend(
+            seq,
+            sum(r.tokens_fixed for r in chosen),
+            sum(r.tokens_in_turn for r in chosen),
+            sum(r.tokens_together for r in chosen),
         )
+        tokens = f"out {total}" + (f" (fixed {_tokens(sum(r.tokens_fixed for r in chosen))})" if seq else "")
         priced = [r for r in chosen if r.input_fixed is not None]
-        p_fixed = sum(r.input_fixed or 0.0 for r in priced)
-        p_turn = sum(r.input_in_turn or 0.0 for r in priced)
-        p_together = sum(r.input_together or 0.0 for r in priced)
-        prefill = (
-            f"expected {_tokens(p_turn)} in turn / {_tokens(p_together)} together (fixed {_tokens(p_fixed)})"
-            if kind == "sequential"
-            else _tokens(p_fixed)
-        )
-        if len(priced) < len(chosen):
-            unknown = ", ".join(r.block for r in chosen if r.input_fixed is None)
-            prefill += f" over {len(priced)} of {len(chosen)} blocks ({unknown}: unknown before a run)"
-        catch = f", P(pass | every block's must-catch drop) {drop:.4f}" if has_drop else ""
+        prefill = None
+        if priced:
+            prefill = "in " + (
+                _spend(
+                    seq,
+                    sum(r.input_fixed or 0.0 for r in priced),
+                    sum(r.input_in_turn or 0.0 for r in priced),
+                    sum(r.input_together or 0.0 for r in priced),
+                )
+                or ""
+            )
+            if len(priced) < len(chosen):
+                prefill += f" over {len(priced)} of {len(chosen)} blocks (the others: unknown before a run)"
         out.append(
-            f"  sign-off, {kind} design, {label} discordance ({len(chosen)} gated blocks): "
-            f"P(pass | no regression) {zero:.3f}{catch}; input (prefill) tokens {prefill}; "
-            f"output (decode) tokens {tokens}"
+            SignOff(kind, label, len(chosen), zero, margin, max(missed) if missed else None, tokens, prefill)
         )
+    return out
+
+
+def signoff_lines(rows: list[DesignRow], drops: dict[str, float | None]) -> list[str]:
+    """The whole sign-off, two short lines per (design kind, discordance label): its error rates, then its
+    tokens (``sign_off``)."""
+    items = sign_off(rows, drops)
+    if not items:
+        return []
+    out = [
+        f"  sign-off ({items[0].blocks} gated blocks; it passes only when every block passes): P(pass) with no "
+        "regression | with one block at −margin (the worst) | the single-block miss: one block at its must-catch "
+        "drop, the others unchanged (the worst)"
+    ]
+    for s in items:
+        miss = (
+            f"single-block miss {s.single_miss[0]:.4f} ({s.single_miss[1]} at −{s.single_miss[2]:g} pts)"
+            if s.single_miss is not None
+            else "single-block miss: no must-catch drop set"
+        )
+        out.append(
+            f"    {s.kind}, {s.label}: P(pass | no regression) {s.at_zero:.3f} | one block at −margin "
+            f"{s.worst_margin[0]:.4f} ({s.worst_margin[1]}) | {miss}"
+        )
+        out.append(f"      tokens: {s.tokens}" + (f"; {s.prefill}" if s.prefill else ""))
     return out
 
 
@@ -218,7 +274,8 @@ def discordance_cases(
     accuracy: float | None,
 ) -> list[DiscordanceCase]:
     """The discordances a block is evaluated under (module docstring): measured on RUN, the config's argued
-    assumption, and 2p(1 − p) at the assumed (or measured) accuracy."""
+    assumption, and 2p(1 − p) — at the design's accuracy when the config argues one, else at the measured
+    accuracy, never at a measured 0 or 1 (where it is 0: two runs that always agree), which takes 0.5."""
     out = []
     if measured_noise is not None:
         out.append(
@@ -229,13 +286,56 @@ def discordance_cases(
     assumption = cfg.design.get(block)
     if assumption is not None:
         out.append(DiscordanceCase("argued", assumption.discordance, assumption.basis))
-    p = accuracy if accuracy is not None else (assumption.accuracy if assumption is not None else 0.5)
+        p, where = assumption.accuracy, "the design's accuracy"
+    elif accuracy is not None and 0.0 < accuracy < 1.0:
+        p, where = accuracy, "RUN's control accuracy"
+    else:
+        p = 0.5
+        where = (
+            f"0.5, the most conservative (RUN's control accuracy {accuracy:.3f} would make it 0)"
+            if accuracy is not None
+            else "0.5, the most conservative (no accuracy known)"
+        )
     out.append(
         DiscordanceCase(
-            "2p(1-p)", 2 * p * (1 - p), f"2p(1-p) at accuracy {p:.3f}: runs agreeing no more than chance"
+            "2p(1-p)",
+            2 * p * (1 - p),
+            f"2p(1-p) at accuracy {p:.3f} ({where}): runs agreeing no more than chance",
         )
     )
     return out
+
+
+def foreseen_drops(cfg: RunConfig, block: PlanInput, run: Path | None) -> tuple[int, str | None]:
+    """Units of the block that will be dropped before generation, as a run drops them, and why (None: none
+    foreseen): with RUN, the units its compare.json left out of the block; else the items of a generator's spec
+    that need more context than the configured one (``model.context_length``)."""
+    if run is not None:
+        from evalpipe.plan.mde import _comparison
+
+        cmp = _comparison(run)
+        found = (
+            next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == block.benchmark), None)
+            if cmp
+            else None
+        )
+        if found is not None and found.dropped:
+            units = sum(d.units for d in found.dropped)
+            return units, f"{units} dropped before generation in RUN (compare.json: left out)"
+        return 0, None
+    if not block.context_needs:
+        return 0, None
+    context = cfg.model.context_length
+    if context is None:
+        return 0, None
+    beyond = [(need, count) for need, count in block.context_needs if need > context]
+    units = round(sum(count for _, count in beyond))
+    if not units:
+        return 0, None
+    return units, (
+        f"{units} need more than the configured context of {context:,} tokens (model.context_length): dropped before "
+        "generation, not judged"
+    )
 
 
 def plan_operating_lines(
@@ -255,12 +355,22 @@ def plan_operating_lines(
         return []
     seq = cfg.generation.sequential
     alpha = seq.alpha if seq is not None else 0.025
+    if seq is None:
+        split = "fixed look only"
+    elif seq.sequential_share >= 1.0:
+        split = "sequential design: all of α on the e-processes, no fixed look (no crossing: inconclusive)"
+    else:
+        split = (
+            f"sequential design: {seq.sequential_share:g} of α on the e-processes, the rest "
+            f"({alpha * (1 - seq.sequential_share):g}) one fixed look when they do not cross"
+        )
     lines = [
-        f"operating characteristic of the gate (one-sided α {alpha:g} at each margin; "
-        f"{'sequential share ' + format(seq.sequential_share, 'g') + ' of α on the e-processes, the rest one fixed look' if seq else 'fixed look only'}; "
-        f"exact for the fixed look, {PLAN_PATHS} simulated paths for the sequential design; {max(1, len(cfg.variants))} arm(s)):"
+        f"operating characteristic of the gate: one-sided α {alpha:g} at each margin; {split}; the fixed look "
+        f"exact, the sequential design {PLAN_PATHS} simulated paths; {max(1, len(cfg.variants))} arm(s)",
+        "  per block and design: P(pass) with no regression | at −margin | at the must-catch drop; tokens",
     ]
     rows: list[DesignRow] = []
+    drops: dict[str, float | None] = {}
     k = cfg.generation.repeats
     for name, block in gated.items():
         noise_value: float | None = None
@@ -276,21 +386,27 @@ def plan_operating_lines(
         cost = token_cost(cfg, run, manifest, name, block.members)
         cases = discordance_cases(cfg, name, noise_value, source, accuracy)
         drop = cfg.gates.must_catch_drop_pts.get(name)
+        drops[name] = drop
         margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
         prefill, prefill_basis = _input_per_sample(cost.input_per_sample, cost.measured, block)
+        dropped, why = foreseen_drops(cfg, block, run)
+        n = max(1, block.n_now - dropped)
+        size = f"n {block.n_now} × {k}" + (f" ({n} judged: {why})" if why else "")
         lines.append(
-            f"  {name}: n {block.n_now} × {k}, margin {margin:g} pts, must-catch drop "
-            f"{format(drop, 'g') + ' pts' if drop is not None else 'not set (gates.must_catch_drop_pts)'}; "
-            f"input: {prefill_basis}; output: {cost.basis}"
+            f"  {name}: {size}, margin {margin:g} pts, must-catch drop "
+            f"{format(drop, 'g') + ' pts' if drop is not None else 'not set (gates.must_catch_drop_pts)'}"
         )
+        worst = _tokens(max(1, len(cfg.variants)) * n * k * cost.budget)
+        lines.append(f"    output: {cost.basis}; at most {worst}")
+        lines.append(f"    input: {prefill_basis}")
         for case in cases:
-            lines.append(f"    ψ {case.discordance:.3f} ({case.label}): {case.basis}")
+            lines.append(f"    ψ {case.discordance:.3f} {case.label}: {case.basis}")
         block_rows = design_rows(
-            cfg, name, block.n_now, k, cases, cost.output_per_attempt, cost.budget, input_per_sample=prefill
+            cfg, name, n, k, cases, cost.output_per_attempt, cost.budget, input_per_sample=prefill
         )
         rows += block_rows
         lines += [row_line(r, drop) for r in block_rows]
-    lines += signoff_lines(rows)
+    lines += signoff_lines(rows, drops)
     return lines
 
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.compare import AttemptSeedCheck, CompareResult, PairedBenchmark
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
-from evalpipe.words.compare import mde_basis_text, paired_line, power_sentences
+from evalpipe.words.compare import (
+    design_check_sentence,
+    dropped_sentence,
+    mde_basis_text,
+    paired_line,
+    power_sentences,
+    scoring_sentence,
+)
 from evalpipe.words.length_verdict import length_verdict
 from evalpipe.words.numbers import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.words.sentences import operating_sentence, sequential_design_line
@@ -78,6 +85,7 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
         f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
         "same rendered prompts. Difference = A − B in percentage points; "
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
+        + (f" {scoring}." if (scoring := scoring_sentence(result)) else "")
     )
     if explorer is not None:
         name = explorer.file
@@ -143,8 +151,13 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
             lines.append(f"- {b.benchmark}: " + "; ".join(said) + (f" ({basis})" if basis else ""))
         if b.sequential:
             lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
+        dropped = dropped_sentence(b)
+        if dropped:
+            lines.append(f"- {b.benchmark}: {dropped}")
         if b.operating:
             lines.append(f"- {b.benchmark}: {operating_sentence(b.operating)}")
+        if b.design_check is not None:
+            lines.append(f"- {b.benchmark}: {design_check_sentence(b.design_check, b.operating)}")
         if b.attempt_seeds is not None:
             lines.append(
                 f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}"

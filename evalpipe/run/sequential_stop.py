@@ -9,7 +9,9 @@ every look of the stage's wait loop (:meth:`SequentialStopper.poll`), reads ever
 1. judges the longest prefix of units complete in both the test and the control arm with the rule of
    ``evalpipe.stats.sequential`` (the planned bet tuned to the benchmark's n, as compare.json judges);
    the first crossing ``t*`` of ``1/α`` is a function of the units' values only, so every arm finds the same
-   ``t*`` whenever it looks;
+   ``t*`` whenever it looks.  An entry dropped before generation (context fit, the served context: never
+   sent) keeps its place in the order but is no unit (``evalpipe.stats.unit_scores.dropped_in_both``): the
+   rule judges the units that remain, its bet tuned to their number, so a drop is evidence of nothing;
 2. before a crossing, releases ``batch_units`` units beyond the prefix complete in every live arm
    (``together``: parallel_variants — the arms advance together, none more than a batch ahead of the slowest),
    or beyond its own (one after another: the arms that ran before are complete or ended);
@@ -47,7 +49,7 @@ from evalpipe.artifacts.schema.sequential import (
 )
 from evalpipe.clock import utc_now
 from evalpipe.hashing import block_order, generation_sizes
-from evalpipe.stats.unit_scores import AttemptState, unit_difference
+from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_both, unit_difference
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -172,17 +174,20 @@ class _Block:
     members: tuple[str, ...]
     order: list[tuple[str, int]]
     generations: list[int] = field(default_factory=list)
+    dropped: int = 0
     stop_unit: int | None = None
+    stop_position: int | None = None
     verdict: Verdict = "inconclusive"
     partner_ended: bool = False
 
     @property
     def planned_n(self) -> int | list[int]:
-        """The planned bet's n: the block's n, or per unit when ``--extend`` grew it (old units keep the n of
-        the plan they were drawn for: ``evalpipe.stats.sequential.planned_n_per_unit``)."""
+        """The planned bet's n: the block's units that remain after the drops decided before generation, or
+        per unit when ``--extend`` grew it (old units keep the n of the plan they were drawn for:
+        ``evalpipe.stats.sequential.planned_n_per_unit``; ``generations`` counts the remaining units)."""
         from evalpipe.stats.sequential import planned_n_per_unit
 
-        return planned_n_per_unit(self.generations) if len(self.generations) > 1 else self.n
+        return planned_n_per_unit(self.generations) if len(self.generations) > 1 else self.n - self.dropped
 
     @property
     def n(self) -> int:
@@ -201,10 +206,11 @@ def unit_states(
     order: Sequence[tuple[str, int]],
     repeats: int,
     dropped: frozenset[tuple[str, int]] = frozenset(),
-) -> list[list[AttemptState]]:
+) -> list[list[PairedState]]:
     """The leading units with every attempt in its final state, each as its attempts' states
-    (``evalpipe.stats.unit_scores``: the one scoring rule compare applies too)."""
-    out: list[list[AttemptState]] = []
+    (``evalpipe.stats.unit_scores``: the one scoring rule compare applies too; a dropped entry's are
+    ``dropped``)."""
+    out: list[list[PairedState]] = []
     for subset, row in order:
         states = _unit_states(records, subset, row, repeats, dropped)
         if states is None:
@@ -219,12 +225,12 @@ def _unit_states(
     row: int,
     repeats: int,
     dropped: frozenset[tuple[str, int]],
-) -> list[AttemptState] | None:
+) -> list[PairedState] | None:
     """A unit's attempt states, or None while one is pending (no record yet, or not sent: beyond the stop).
-    A row dropped before sending (context fit) has no answer in every attempt."""
+    A row dropped before sending (context fit, the served context) is ``dropped`` in every attempt."""
     if (subset, row) in dropped:
-        return ["no_answer"] * repeats
-    states: list[AttemptState] = []
+        return ["dropped"] * repeats
+    states: list[PairedState] = []
     for attempt in range(repeats):
         rec = records.get((subset, row * repeats + attempt))
         state = rec.attempt_state() if rec is not None else None
@@ -261,8 +267,9 @@ class SequentialStopper:
     ) -> None:
         """``generations``: the run's entries of earlier generations (``--extend``:
         ``ExtensionRecord.generation_of``), which come first in the block's order, in their old order;
-        ``dropped``: manifest entries ``(benchmark, subset, source_id)`` not materialised (context fit) —
-        they keep their place in the order as units without an answer, so the order is the manifest's."""
+        ``dropped``: manifest entries ``(benchmark, subset, source_id)`` not materialised (context fit, the
+        served context) — they keep their place in the order, so the order is the manifest's, and are no unit
+        of the rule (dropped before generation in every arm: the rule judges the units that remain)."""
         seq = cfg.generation.sequential
         assert seq is not None
         self.arm = arm
@@ -279,12 +286,14 @@ class SequentialStopper:
         for name, (margin, members) in gated_blocks(cfg).items():
             rows: dict[tuple[str, str], tuple[str, int]] = {}  # (member, source_id) → (subset, row)
             placeholders: dict[str, set[tuple[str, int]]] = {}
+            never_sent: set[tuple[str, str]] = set()
             for member in members:
                 for e in index_map.for_benchmark(member):
                     rows[(member, e.source_id)] = (e.subset, e.index)
                 for k, (subset, source_id) in enumerate(sorted(not_materialised.get(member, []))):
                     rows[(member, source_id)] = (subset, -1 - k)  # a row EvalScope never holds
                     placeholders.setdefault(member, set()).add((subset, -1 - k))
+                    never_sent.add((member, source_id))
             if not rows:
                 continue
             units = block_order(seed, rows, generations)
@@ -299,8 +308,9 @@ class SequentialStopper:
                     member, [rows[u] for u in mine], dropped=frozenset(placeholders.get(member, set()))
                 )
             order = [(member, position[(member, sid)]) for member, sid in units]
-            sizes = generation_sizes(units, generations)
-            self.blocks[name] = _Block(name, margin, batch, tuple(present), order, sizes)
+            sizes = generation_sizes((u for u in units if u not in never_sent), generations)
+            dropped_units = sum(1 for u in units if u in never_sent)
+            self.blocks[name] = _Block(name, margin, batch, tuple(present), order, sizes, dropped_units)
 
     def path(self, benchmark: str, variant: str) -> Path:
         return self.arm.exchange / benchmark / f"{variant}.jsonl"
@@ -331,7 +341,7 @@ class SequentialStopper:
             if log is not None:
                 log.append(rec)
 
-    def _values(self, block: _Block, variant: str) -> list[list[AttemptState]]:
+    def _values(self, block: _Block, variant: str) -> list[list[PairedState]]:
         """The block's leading units complete in ``variant``'s arm, in the block's order, as attempt states."""
         records: dict[str, Mapping[tuple[str, int], SequenceRecord]] = {}
         for name in block.members:
@@ -340,7 +350,7 @@ class SequentialStopper:
                     records[name] = dict(self.members[name].own)
             else:
                 records[name] = read_records(self.path(name, variant))
-        out: list[list[AttemptState]] = []
+        out: list[list[PairedState]] = []
         for bench, position in block.order:
             member = self.members[bench]
             subset, row = member.order[position]
@@ -362,7 +372,14 @@ class SequentialStopper:
             own = self._values(block, self.arm.variant)
             if block.stop_unit is None:
                 test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
-                k = min(len(test), len(control))
+                # the units complete in both arms, less those dropped in both (no units): their positions
+                judged = [
+                    i
+                    for i, (t, c) in enumerate(zip(test, control, strict=False))
+                    if not dropped_in_both(t, c)
+                ]
+                test, control = [test[i] for i in judged], [control[i] for i in judged]
+                k = len(judged)
                 if k:
                     diffs = [unit_difference(t, c) for t, c in zip(test[:k], control[:k], strict=True)]
                     decision = sequential_decision(
@@ -370,9 +387,10 @@ class SequentialStopper:
                     )
                     if decision.stop_reason == "crossing":
                         block.stop_unit, block.verdict = decision.units_used, decision.verdict
-            if block.stop_unit is not None:
-                self._release(block, block.stop_unit, begun, worker)
-                if len(own) >= block.stop_unit:
+                        block.stop_position = judged[decision.units_used - 1] + 1
+            if block.stop_position is not None:
+                self._release(block, block.stop_position, begun, worker)
+                if len(own) >= block.stop_position:
                     for name in begun:
                         self.members[name].halted = True
                         worker.halt(name)

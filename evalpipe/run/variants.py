@@ -136,6 +136,7 @@ def run_variants(
             ),
             sequential=cfg.generation.sequential,
             pools=cfg.pools,
+            design=cfg.design,
         )
         target = (
             root_spine.rundir.root
@@ -166,6 +167,7 @@ def run_variants(
             ),
             aa_only=True,
             pools=cfg.pools,
+            design=cfg.design,
         )
         json_path, _ = write_compare(comparison, root_spine.rundir.root)
         compares.append(json_path)

@@ -7,7 +7,14 @@ holds the wording they share with ``evalpipe plan``.
 
 from __future__ import annotations
 
-from evalpipe.artifacts.schema.compare import MdeBasis, NonInferiorityResult, PairedBenchmark
+from evalpipe.artifacts.schema.compare import (
+    CompareResult,
+    DesignCheck,
+    MdeBasis,
+    NonInferiorityResult,
+    OperatingCharacteristic,
+    PairedBenchmark,
+)
 from evalpipe.words.numbers import fmt_signed_pts_from_fraction
 from evalpipe.words.sentences import (
     aa_sentence,
@@ -15,6 +22,7 @@ from evalpipe.words.sentences import (
     mde_words,
     noise_sentence,
     non_inferiority_sentence,
+    operating_sentence,
     sequential_sentence,
 )
 
@@ -82,3 +90,57 @@ def power_sentences(block: PairedBenchmark) -> list[str]:
     if block.sequential is not None:
         said.append(sequential_sentence(block.sequential))
     return said
+
+
+def scoring_sentence(result: CompareResult) -> str | None:
+    """How every number of the comparison scores a sample when it is not as each run's own report scores it
+    (``CompareResult.scoring`` 'paired rule': the gate's, for its table, intervals, tests, flips and verdict);
+    None under the summary's rule, which is each run's report's."""
+    if result.scoring != "paired rule":
+        return None
+    return (
+        "Every number here — scores, difference, intervals, McNemar, flips and the gate — scores a sample by the "
+        "gate's rule: an attempt without an answer counts wrong for A (under test) and right for B, never for A; "
+        "a unit dropped before generation in both arms is left out"
+    )
+
+
+def dropped_sentence(block: PairedBenchmark) -> str | None:
+    """The units the block left out (dropped before generation in both arms) and why, and those dropped in one
+    arm only (judged, against A); None when there are none."""
+    said = []
+    if block.dropped:
+        total = sum(d.units for d in block.dropped)
+        why = ", ".join(
+            f"{d.units} beyond the {d.reason.replace('context fit', 'configured context')}"
+            + (f" of {d.context_tokens:,} tokens" if d.context_tokens is not None else "")
+            for d in block.dropped
+        )
+        said.append(
+            f"{total} unit{'s' if total != 1 else ''} dropped before generation in both arms left out ({why}): "
+            f"judged on the {block.n_pairs} that remain, the gate's design at that n"
+        )
+    if block.dropped_one_arm:
+        n = block.dropped_one_arm
+        said.append(
+            f"{n} unit{'s' if n != 1 else ''} dropped in one arm only and answered in the other: counted as no "
+            "answer there (against A)"
+        )
+    return "; ".join(said) or None
+
+
+def design_check_sentence(check: DesignCheck, oc: OperatingCharacteristic | None) -> str:
+    """The measured discordance beside the design's, e.g. "measured A/A discordance 0.150 [0.098, 0.222] (A/B
+    0.160 [0.106, 0.233]) against the design's 0.020 (2p(1−p) 0.164 at its accuracy 0.910): above the design —
+    with the discordance seen here (…), this sequential design … passes a release with no regression 61.8 % …"."""
+    measured = f"measured {check.source} discordance {check.measured:.3f} [{check.measured_low:.3f}, {check.measured_high:.3f}]"
+    if check.ab_discordance is not None and check.ab_low is not None and check.ab_high is not None:
+        measured += f" (A/B {check.ab_discordance:.3f} [{check.ab_low:.3f}, {check.ab_high:.3f}])"
+    head = (
+        f"{measured} against the design's {check.design_discordance:.3f} "
+        f"(2p(1−p) {check.chance_discordance:.3f} at its accuracy {check.design_accuracy:.3f})"
+    )
+    if not check.exceeds:
+        return f"{head}: within the design"
+    tail = f" — {operating_sentence(oc)}" if oc is not None else ""
+    return f"{head}: above the design, whose operating characteristic assumed less noise{tail}"

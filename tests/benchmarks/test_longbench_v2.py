@@ -188,7 +188,10 @@ def test_compare_carries_difference_and_flips_per_length(runs, tmp_path: Path) -
     result = compare_runs(runs["positive"].rundir.root, runs["negative"].rundir.root, resamples=200)
     (b,) = result.benchmarks
     got = [(x.length, x.n_pairs, x.a_only, x.b_only, len(x.flips)) for x in b.by_length]
-    assert got == [("short", 2, 2, 0, 2), ("medium", 2, 2, 0, 2), ("long", 2, 0, 0, 0)]
+    # the two long items exceed the context in both arms: dropped before generation, they leave the comparison
+    assert got == [("short", 2, 2, 0, 2), ("medium", 2, 2, 0, 2), ("long", 0, 0, 0, 0)]
+    assert [(d.reason, d.units) for d in b.by_length[2].dropped] == [("context fit", 2)]
+    assert b.n_pairs == 4 and sum(d.units for d in b.dropped) == 2
     assert b.by_length[0].difference == pytest.approx(1.0)
     from evalpipe.report.compare_markdown import compare_markdown
 

@@ -282,7 +282,7 @@ def test_the_operating_characteristic_under_the_discordance_a_paired_run_measure
     cfg = load_config(cfg_path)
     target = PlanInput(benchmark="aime26", n_now=30, population=90, plan=manifest.benchmarks[0].plan)
     text = "\n".join(plan_operating_lines(cfg, [target], manifest, root))
-    assert "ψ 0.067 (measured A/B)" in text  # 2 of 30 discordant
-    assert "ψ 0.320 (2p(1-p)): 2p(1-p) at accuracy 0.800" in text
+    assert "ψ 0.067 measured A/B: " in text  # 2 of 30 discordant
+    assert "ψ 0.320 2p(1-p): 2p(1-p) at accuracy 0.800 (RUN's control accuracy)" in text
     assert "mean 1000 output tokens per attempt" in text
-    assert "sign-off, fixed design, measured A/B discordance (1 gated blocks)" in text
+    assert "sign-off (1 gated blocks;" in text and "    fixed, measured A/B: P(pass | no regression)" in text

@@ -38,11 +38,74 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
     text = "\n".join(plan_operating_lines(cfg, [*inputs, *pools], manifest, None))
     for block in GATED:
         assert f"  {block}: n {GATED[block]} × 1, margin {MARGIN[block]} pts" in text
-    assert (
-        "sign-off, sequential design, argued discordance (3 gated blocks): P(pass | no regression) 0.9"
-        in text
-    )
+    assert "sign-off (3 gated blocks; it passes only when every block passes)" in text
+    assert "    sequential, argued: P(pass | no regression) 0.9" in text
     assert "2p(1-p)" in text and "in turn" in text and "together" in text
+
+
+def test_plan_prints_the_single_block_miss_and_the_worst_block_at_its_margin() -> None:
+    """Per design and discordance: every block at no regression, the worst block at −margin and the worst block
+    at its must-catch drop with the others unchanged (what #22671's GPQA drop alone would do) — each the product
+    of that block's P(pass) and the others' at no regression; short lines; a header that says share 1 has no
+    fixed look."""
+    from evalpipe.plan.mde import plan_inputs, pool_input
+    from evalpipe.plan.operating import design_rows, sign_off
+
+    cfg = load_config(CONFIG)
+    inputs, manifest = plan_inputs(cfg, None, None)
+    pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
+    lines = plan_operating_lines(cfg, [*inputs, *pools], manifest, None)
+    assert (
+        "all of α on the e-processes, no fixed look" in lines[0] and "the rest one fixed look" not in lines[0]
+    )
+    assert max(len(line) for line in lines if line.lstrip().startswith(("fixed ", "sequential "))) <= 180
+    assert max(len(line) for line in lines if "single-block miss" in line and "P(pass |" in line) <= 160
+    miss = next(line for line in lines if line.startswith("    sequential, argued:"))
+    assert "single-block miss 0.00" in miss and "(gpqa_diamond at −15 pts)" in miss
+    # the figures are the products the module states, from the same rows
+    rows = []
+    for block, n in GATED.items():
+        cases = [c for c in discordance_cases(cfg, block, None, None, None) if c.label == "argued"]
+        rows += [r for r in design_rows(cfg, block, n, 1, cases, 1.0, 1) if r.design.startswith("sequential")]
+    drops = {b: cfg.gates.must_catch_drop_pts.get(b) for b in GATED}
+    (signed,) = sign_off(rows, drops)
+    by = {r.block: r for r in rows}
+    gpqa = by["gpqa_diamond"]
+    assert gpqa.at_drop is not None
+    expected = gpqa.at_drop.p_pass * by["kv_probe"].at_zero.p_pass * by["competition_math"].at_zero.p_pass
+    assert signed.single_miss is not None and signed.single_miss[1] == "gpqa_diamond"
+    assert signed.single_miss[0] == expected and expected > 0.001  # not the every-block product, ~0
+    assert signed.worst_margin[0] <= 0.025 + 3 * max(r.at_margin.standard_error for r in rows)
+    assert f"single-block miss {expected:.4f}" in miss
+
+
+def test_the_plan_models_the_drops_it_can_foresee(tmp_path: Path) -> None:
+    """With a configured context shorter than the 96k items need (98304 + the spec's reserve of 4608), the plan
+    judges the probe on the 240 that remain, as a run will (they are dropped before generation), and prices
+    only what is sent."""
+    import yaml
+
+    from evalpipe.plan.mde import plan_inputs, pool_input
+
+    raw = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    raw["model"]["context_length"] = 98304
+    for bench in raw["benchmarks"]:
+        if "sampling" in bench:
+            bench["sampling"] = str((CONFIG.parent / bench["sampling"]).resolve())
+        if "local" in bench.get("source", {}):
+            bench["source"]["local"] = str((CONFIG.parent / bench["source"]["local"]).resolve())
+    raw["output_root"] = str(tmp_path / "results")
+    path = tmp_path / "short.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    cfg = load_config(path)
+    inputs, manifest = plan_inputs(cfg, None, None)
+    pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
+    text = "\n".join(plan_operating_lines(cfg, [*inputs, *pools], manifest, None))
+    assert (
+        "  kv_probe: n 288 × 1 (240 judged: 48 need more than the configured context of 98,304 tokens" in text
+    )
+    assert f"out {3 * 240 * 4096 / 1e6:.2f} M" in text
+    assert "  gpqa_diamond: n 198 × 1, margin" in text  # a read benchmark: nothing foreseen
 
 
 def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
@@ -58,19 +121,13 @@ def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
     assert probe.input_per_sample == sum(lengths) / len(lengths)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     lines = plan_operating_lines(cfg, [*inputs, *pools], manifest, None)
-    fixed = [line for line in lines if line.lstrip().startswith("fixed") and "(argued)" in line]
+    fixed = [line for line in lines if line.lstrip().startswith("fixed") and " argued " in line]
     probe_row, pool_row = fixed[1], fixed[2]  # config order: gpqa_diamond, kv_probe, then the pool
     prefill = 3 * 288 * sum(lengths) / len(lengths) / 1e6
-    assert (
-        f"input (prefill) tokens {prefill:.2f} M; output (decode) tokens {3 * 288 * 4096 / 1e6:.2f} M"
-        in probe_row
-    )
-    assert (
-        f"input (prefill) tokens unknown before a run; output (decode) tokens {3 * 153 * 65536 / 1e6:.2f} M"
-        in (pool_row)
-    )
-    header = next(line for line in lines if line.startswith("  kv_probe: "))
-    assert f"input: {sum(lengths) / len(lengths):.0f} prompt tokens per sample" in header
+    assert probe_row.endswith(f"out {3 * 288 * 4096 / 1e6:.2f} M, in {prefill:.2f} M")
+    assert pool_row.endswith(f"out {3 * 153 * 65536 / 1e6:.2f} M")  # prefill unknown before a run: not priced
+    at = lines.index(next(line for line in lines if line.startswith("  kv_probe: ")))
+    assert f"input: {sum(lengths) / len(lengths):.0f} prompt tokens per sample" in lines[at + 2]
 
 
 def test_the_mde_plan_prices_the_probes_prefill_too() -> None:
@@ -91,3 +148,16 @@ def test_the_mde_plan_prices_the_probes_prefill_too() -> None:
         "  cost: input (prefill) prompt tokens unknown before a run; output (decode) no run measured"
         in "\n".join(aime_lines)
     )
+
+
+def test_the_chance_reference_uses_the_designs_accuracy_never_a_measured_one() -> None:
+    """2p(1-p) beside the argued discordance is at the design's accuracy even when RUN measured another (a
+    doctored run's 1.0 made it 0.000); without a design a measured 0 or 1 gives way to 0.5."""
+    cfg = load_config(CONFIG)
+    chance = {c.label: c for c in discordance_cases(cfg, "gpqa_diamond", 0.15, "A/A", 1.0)}["2p(1-p)"]
+    assert chance.discordance == 2 * 0.862 * (1 - 0.862) and "the design's accuracy" in chance.basis
+    bare = cfg.model_copy(update={"design": {}})
+    (only,) = discordance_cases(bare, "gpqa_diamond", None, None, 1.0)
+    assert only.discordance == 0.5 and "would make it 0" in only.basis
+    (measured,) = discordance_cases(bare, "gpqa_diamond", None, None, 0.8)
+    assert round(measured.discordance, 6) == 0.32 and "RUN's control accuracy" in measured.basis

@@ -33,7 +33,7 @@ from evalpipe.hashing import block_order, generation_sizes, sequence_key
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.samplers.extend import entry_generations, prior_generations
 from evalpipe.stats.sequential import betting_eprocesses, planned_n_per_unit, sequential_decision
-from evalpipe.stats.unit_scores import AttemptState, unit_difference
+from evalpipe.stats.unit_scores import AttemptState, dropped_in_both, unit_difference
 
 SEED = 11
 BENCH = "gsm8k"
@@ -332,7 +332,9 @@ def test_a_dropped_entry_keeps_its_place_so_the_sent_prefix_cuts_the_manifest_or
     assert stop.units_sent == 9 and stop.units_sent_prefix == 10 and stop.planned_units == N + 1
     by_row = {e.index: e.source_id for e in imap.entries}
     assert set(manifest_order[: stop.units_sent_prefix]) == {by_row[r] for r in sent} | {dropped}
-    # and in the rule the dropped unit counts against the test arm (0 − 1), not as a tie
+    # and in the rule the dropped unit is no unit: dropped before generation in every arm, it leaves the
+    # judgement, whose bet is tuned to the N units that remain
     values = stopper._values(stopper.blocks[BENCH], "test")
-    assert values[3] == ["no_answer"] and unit_difference(values[3], values[3]) == -1.0
+    assert values[3] == ["dropped"] and dropped_in_both(values[3], values[3])
+    assert stopper.blocks[BENCH].planned_n == N
     stopper.finish(BENCH)

@@ -1,6 +1,7 @@
 """One scoring rule for a paired unit (``evalpipe.stats.unit_scores``), applied alike by the in-run stop and compare.
 
-* the table: every (test, control) state pair, a unit failed in both arms is d = −1 (never a tie);
+* the table: every (test, control) state pair, a unit failed in both arms is d = −1 (never a tie), a unit
+  dropped before generation in both arms is no unit, one dropped in one arm only counts as no answer there;
 * the in-run stop's records (``SequenceRecord.attempt_state`` from the worker's events) and compare's rows
   (``attempt_states``) give the same unit values for the same answers, a budget-exhausted one included, also
   when it came from EvalScope's cache with a review score of 1.
@@ -18,9 +19,16 @@ from evalpipe.artifacts.schema.sequential import SequenceRecord
 from evalpipe.evalscope_bridge.patches import cached_sample
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.run.sequential_stop import sequence_record
-from evalpipe.stats.unit_scores import AttemptState, arm_scores, arm_value, unit_difference
+from evalpipe.stats.unit_scores import (
+    AttemptState,
+    PairedState,
+    arm_scores,
+    arm_value,
+    dropped_in_both,
+    unit_difference,
+)
 
-TABLE: dict[tuple[AttemptState, AttemptState], float] = {
+TABLE: dict[tuple[PairedState, PairedState], float] = {
     ("correct", "correct"): 0.0,
     ("correct", "wrong"): 1.0,
     ("correct", "no_answer"): 0.0,  # the control's missing answer is not held for the test arm
@@ -30,14 +38,33 @@ TABLE: dict[tuple[AttemptState, AttemptState], float] = {
     ("no_answer", "correct"): -1.0,
     ("no_answer", "wrong"): 0.0,
     ("no_answer", "no_answer"): -1.0,  # failed in both arms: the most adverse value, not a tie
+    # dropped before generation in one arm only: a missing answer there, never for the test arm
+    ("dropped", "correct"): -1.0,
+    ("dropped", "wrong"): 0.0,
+    ("dropped", "no_answer"): -1.0,
+    ("correct", "dropped"): 0.0,
+    ("wrong", "dropped"): -1.0,
+    ("no_answer", "dropped"): -1.0,
 }
 
 
 def test_the_table_covers_every_pair_of_states() -> None:
-    states = get_args(AttemptState)
-    assert set(TABLE) == {(t, c) for t in states for c in states}
+    states = get_args(PairedState)
+    assert set(TABLE) | {("dropped", "dropped")} == {(t, c) for t in states for c in states}
     for (test, control), d in TABLE.items():
         assert unit_difference([test], [control]) == d, (test, control)
+        assert not dropped_in_both([test], [control])
+
+
+def test_a_unit_dropped_in_both_arms_is_no_unit() -> None:
+    """Dropped before generation in both arms (every attempt): no value at all, not −1 and not a tie."""
+    assert dropped_in_both(["dropped"], ["dropped"])
+    assert dropped_in_both(["dropped"] * 3, ["dropped"])
+    assert not dropped_in_both(["dropped", "correct"], ["dropped"])
+    assert not dropped_in_both([], [])
+    with pytest.raises(ValueError, match="dropped before generation in both arms"):
+        unit_difference(["dropped"], ["dropped"])
+    assert set(get_args(PairedState)) - set(get_args(AttemptState)) == {"dropped"}
 
 
 def test_no_answer_is_never_evidence_for_non_inferiority() -> None:
@@ -150,7 +177,7 @@ def test_compare_keeps_every_attempt_and_a_missing_row_has_no_answer() -> None:
     row = _row("ok", 1.0, attempts=[a.model_dump() for a in attempts])
     assert attempt_states(row) == ["correct", "no_answer", "wrong", "no_answer"]
     assert attempt_states(None) == ["no_answer"]
-    assert attempt_states(_row("context_overflow", None, index=-1)) == ["no_answer"]  # dropped, never sent
+    assert attempt_states(_row("context_overflow", None, index=-1)) == ["dropped"]  # dropped, never sent
     # an exchange file written before the state field: read from correct
     assert SequenceRecord(subset="main", index=0, correct=1.0, sent=True).attempt_state() == "correct"
     assert SequenceRecord(subset="main", index=0, correct=None, sent=False).attempt_state() is None

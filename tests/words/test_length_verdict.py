@@ -85,16 +85,16 @@ def test_the_placement_grid_counts_each_cell_and_marks_where_the_candidate_lost(
 
     def block_of(name: str, cell: list[tuple[str, str, str]]) -> SimpleNamespace:
         seen.append(name)
-        flips = [
-            SimpleNamespace(score_a=score[k[1]][0], score_b=score[k[1]][1])
-            for k in cell
-            if score[k[1]][0] != score[k[1]][1]
-        ]
+        # the block's own flip counts (its scoring rule), not the raw review scores of the flips
         return SimpleNamespace(
             n_pairs=len(cell),
             a=SimpleNamespace(correct=sum(int(score[k[1]][0]) for k in cell)),
             b=SimpleNamespace(correct=sum(int(score[k[1]][1]) for k in cell)),
-            flips=flips,
+            a_only=sum(1 for k in cell if score[k[1]][0] > score[k[1]][1]),
+            b_only=sum(1 for k in cell if score[k[1]][0] < score[k[1]][1]),
+            flips=[
+                SimpleNamespace(score_a=None, score_b=None) for k in cell if score[k[1]][0] != score[k[1]][1]
+            ],
         )
 
     grid = placement_grid(keys, generated, block_of)  # type: ignore[arg-type]

@@ -47,6 +47,53 @@ class Discordance(Row):
     )
 
 
+#: Why a unit was never sent, decided before generation: its prompt and output budget exceed the configured
+#: context (the context fit, with the benchmark's drop_overlong consent), or the context the server resolved (a
+#: benchmark built to lengths, e.g. the KV probe).
+DropReason = Literal["context fit", "served context"]
+
+
+class DroppedUnits(Row):
+    """Units dropped before generation in both arms for one reason: left out of the block (no unit of its paired
+    statistics or its gate; its n is the units that remain)."""
+
+    reason: DropReason
+    units: int
+    context_tokens: int | None = Field(
+        default=None,
+        description="The context they were dropped against (tokens per request: the configured context for "
+        "'context fit', the served one for 'served context'); None: not recorded.",
+    )
+
+
+class DesignCheck(Row):
+    """The discordance this comparison measured beside the one the design assumed (config ``design:``).
+
+    ``measured`` is the A/A pair's when there is one (the quantity the design assumes: two runs with no
+    regression), else the A/B pair's (which also holds any effect); ``exceeds``: its interval's lower end is
+    above the design's discordance, so the gate's operating characteristic is worse than planned — the block's
+    ``operating`` states it at the measured value."""
+
+    design_discordance: float = Field(description="The discordance the design assumed (config design:).")
+    design_accuracy: float = Field(description="The control accuracy the design assumed.")
+    chance_discordance: float = Field(
+        description="2p(1-p) at the design's accuracy: two runs agreeing no more than chance (a reference; "
+        "never at a measured accuracy, which may be 0 or 1)."
+    )
+    source: Literal["A/A", "A/B"] = Field(description="Which measured pair the check reads.")
+    measured: float = Field(description="The measured discordance (mean squared per-sample difference).")
+    measured_low: float = Field(description="95 % Wilson interval of the measured discordance, low end.")
+    measured_high: float
+    ab_discordance: float | None = Field(
+        default=None, description="The A/B pair's discordance (beside the A/A one; it also holds any effect)."
+    )
+    ab_low: float | None = None
+    ab_high: float | None = None
+    exceeds: bool = Field(
+        description="measured_low > design_discordance: the design assumed too little noise."
+    )
+
+
 class AttemptSeedCheck(Row):
     """With generation.repeats > 1: the seeds the attempts' requests carried, as recorded by each arm's proxy
     (``OutcomeRow.attempts[].request_seed``), and how many samples' attempts answered byte for byte alike.
@@ -331,7 +378,10 @@ class MdeBasis(Row):
 
 class PairedBenchmark(Row):
     benchmark: str
-    n_pairs: int
+    n_pairs: int = Field(
+        description="Units judged: the block's samples (those sent, when the rule stopped inside the run) less "
+        "those dropped before generation in both arms (dropped)."
+    )
     repeats: int = Field(
         default=1,
         description="The most attempts a sample recorded in either arm. Above 1, a, b, difference, "
@@ -339,8 +389,8 @@ class PairedBenchmark(Row):
         "fields every attempt.",
     )
     a: ScoreWithInterval = Field(
-        description="A's correct samples (with repeats: the first attempt; paired_* and the discordance "
-        "fields use every attempt)."
+        description="A's correct samples by the comparison's scoring (CompareResult.scoring; with repeats: the "
+        "first attempt; paired_* and the discordance fields use every attempt)."
     )
     b: ScoreWithInterval
     difference: float | None = Field(description="score_a - score_b (fraction; x100 for points).")
@@ -405,6 +455,21 @@ class PairedBenchmark(Row):
         description="KV-cache view: the same paired statistics per context-length bucket (benchmarks with a "
         "length stratum), shortest first.",
     )
+    dropped: list[DroppedUnits] = Field(
+        default_factory=list,
+        description="Units dropped before generation in both arms, per reason: not judged (n_pairs excludes "
+        "them). Empty: none.",
+    )
+    dropped_one_arm: int = Field(
+        default=0,
+        description="Units dropped before generation in one arm and answered in the other: judged, the drop "
+        "counted as no answer (against the arm under test).",
+    )
+    design_check: DesignCheck | None = Field(
+        default=None,
+        description="The measured discordance beside the design's assumption (blocks the config's design: "
+        "names); None: the design assumes nothing for this block, or nothing was measured.",
+    )
     by_placement: list[PlacementCell] = Field(
         default_factory=list,
         # written only for generated benchmarks: every other block's bytes stay as before
@@ -419,7 +484,7 @@ class CompareResult(Artifact):
     (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
     (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
 
-    schema_version: int = 6
+    schema_version: int = 7
     run_a: str
     run_b: str
     label_a: str
@@ -437,6 +502,14 @@ class CompareResult(Artifact):
     bootstrap_resamples: int = Field(description="Resamples of the paired bootstrap (diff_ci_low/high).")
     bootstrap_seed: int = Field(description="numpy seed of the paired bootstrap.")
     confidence: float = 0.95
+    scoring: Literal["paired rule", "summary rule"] = Field(
+        default="paired rule",
+        description="How a, b, difference, diff_ci_*, the McNemar counts, mcnemar_p and flips score a sample — "
+        "the rule the gate uses too. 'paired rule' (evalpipe.stats.unit_scores): an attempt without an answer "
+        "counts wrong in A (under test) and right in B, units dropped before generation in both arms are left "
+        "out. 'summary rule' (is_correct, both arms alike): an A/A-only record, which has no arm under test, and "
+        "files before version 6.",
+    )
     benchmarks: list[PairedBenchmark]
     pools: list[PairedBenchmark] = Field(
         default_factory=list,

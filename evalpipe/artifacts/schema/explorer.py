@@ -157,6 +157,13 @@ class BlockStats(Row):
         default=None,
         description="The gate's operating characteristic at the discordance measured here, in words.",
     )
+    design: str | None = Field(
+        default=None,
+        description="The measured discordance beside the design's assumption, in words (compare.json design_check).",
+    )
+    dropped: str | None = Field(
+        default=None, description="Units left out (dropped before generation in both arms) and why, in words."
+    )
     aa: str | None = Field(description="The A/A noise in words.")
     aa_flips: int | None
     line: str

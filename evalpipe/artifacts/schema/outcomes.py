@@ -13,7 +13,7 @@ from pydantic import Field
 from evalpipe.artifacts.schema.base import Row
 from evalpipe.artifacts.schema.sandbox import Denial
 from evalpipe.config.code_execution import SandboxKind
-from evalpipe.stats.unit_scores import AttemptState
+from evalpipe.stats.unit_scores import PairedState
 
 FailureClass = Literal[
     "ok",
@@ -269,7 +269,14 @@ def attempt_scores(row: OutcomeRow | None) -> list[float]:
 NO_ANSWER_CLASSES: frozenset[str] = UNANSWERED_CLASSES | {"missing_review", "scoring_error"}
 
 
-def _state(failure_class: str, score: float | None, correct: bool) -> AttemptState:
+#: The class of an entry dropped before generation (never sent; ``evalpipe.stats.unit_scores``: ``dropped``):
+#: its prompt and budget exceed the configured context (consented) or the context the server resolved.
+DROPPED_CLASS = "context_overflow"
+
+
+def _state(failure_class: str, score: float | None, correct: bool) -> PairedState:
+    if failure_class == DROPPED_CLASS:
+        return "dropped"  # decided before generation, the same way in every arm: evidence of nothing
     if failure_class in BUDGET_CLASSES:
         return "wrong"  # an answer that exhausted its budget is wrong, whatever its review scored
     if failure_class in NO_ANSWER_CLASSES or score is None:
@@ -277,11 +284,12 @@ def _state(failure_class: str, score: float | None, correct: bool) -> AttemptSta
     return "correct" if correct else "wrong"
 
 
-def attempt_states(row: OutcomeRow | None) -> list[AttemptState]:
+def attempt_states(row: OutcomeRow | None) -> list[PairedState]:
     """Every attempt's final state for the paired scoring rule (``evalpipe.stats.unit_scores``): correct by
-    ``is_correct``; wrong for any other answer (a budget-exhausted one included); no_answer for a missing
-    row, a dropped entry (``context_overflow``), an attempt that failed after its retries, or one without a
-    review score.  Every attempt counts: none is dropped (the rule says how an unanswered one counts)."""
+    ``is_correct``; wrong for any other answer (a budget-exhausted one included); dropped for an entry dropped
+    before generation (``context_overflow``: never sent); no_answer for a missing row, an attempt that failed
+    after its retries, or one without a review score.  Every attempt is stated: the rule says how an unanswered
+    one counts and when a dropped unit leaves the comparison (dropped in both arms)."""
     if row is None:
         return ["no_answer"]
     if not row.attempts:

@@ -80,6 +80,8 @@ FindingCode = Literal[
     "router_request_field_unobservable",
     "fleet_counters_unavailable",
     "router_version_unknown",
+    # the paired comparison (compare.json)
+    "discordance_above_design",
     # serving speed (speed.json)
     "speed_setup",
     "speed_incomplete",
@@ -451,7 +453,8 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 4  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload; 4: finding fp8_kv_unscaled
+    schema_version: int = 5  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
+    # 4: the finding fp8_kv_unscaled; 5: the finding discordance_above_design
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

@@ -155,7 +155,7 @@ class KVProbe(Benchmark):
         spec = read_spec(directory)
         lengths, _ = spec.fitting_lengths()
         return [
-            PlannedItem(_strata(str(length), task, name), length)
+            PlannedItem(_strata(str(length), task, name), length, spec.reserve_tokens)
             for length in lengths
             for task in spec.tasks
             for name, _ in placements(spec, length)
