@@ -231,7 +231,6 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
         exp["nnodes"] = server.multi_node.nnodes
     exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
     exp["served_model_name"] = cfg.model.served_name
-    exp["model_path"] = cfg.model_path_for_server()
     # "none" expects no parser: a server that splits reasoning off would change what is scored
     parser = cfg.model.reasoning_parser
     exp["reasoning_parser"] = None if parser == NO_REASONING_PARSER else parser

@@ -60,10 +60,13 @@ class SglangKind(Kind):
         return url | gpu_footprint(server.host, server.env, unset_means_all=True)
 
     def optional_expectations(self, cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
-        """Every ``extra_args`` flag's value under its ServerArgs name (``--chunked-prefill-size 256`` →
-        ``chunked_prefill_size: 256``): SGLang reports its resolved ServerArgs in ``/server_info``."""
+        """The model path and every ``extra_args`` flag's value under its ServerArgs name
+        (``--chunked-prefill-size 256`` → ``chunked_prefill_size: 256``): SGLang reports its resolved
+        ServerArgs in ``/server_info``; a value it does not report is listed, not failed."""
         managed = {flag[2:].replace("-", "_") for flags in MANAGED_FLAGS.values() for flag in flags}
-        return {k: v for k, v in extra_arg_values(server.extra_args).items() if k not in managed}
+        out: dict[str, Any] = {"model_path": cfg.model_path_for_server()}
+        out.update((k, v) for k, v in extra_arg_values(server.extra_args).items() if k not in managed)
+        return out
 
     def kv_cache_facts(self, log_path: Path | None) -> KvCacheFacts | None:
         return kv_cache_facts_of(log_path)
