@@ -28,6 +28,17 @@ margin, the others unchanged, that block's ``P(pass | −margin)`` times the oth
 over the blocks is stated (≤ α); with one block at its must-catch drop, the others unchanged (the single-block
 miss: a regression confined to one block is the case a release engineer meets), the same with ``P(pass | −drop)``
 — again the largest, naming its block.
+
+**What a population can reach** (``reach_lines``): the sign-off's target is ``SIGNOFF_TARGET`` — a release with
+no regression passes at least 0.95 of the time — at every discordance up to 2p(1 − p), the most two runs that
+agree no better than chance disagree.  Its B independent blocks share it equally: each must pass at least
+``0.95^(1/B)``.  For every case whose sign-off misses the target the plan names each block below its share,
+what it reaches, and what would reach the share: the units the same design needs at that discordance
+(``units_to_reach``: against the block's population), and the attempts per unit at the planned n
+(``attempts_to_reach``: with k attempts per arm the discordance is ``ψ/k`` when the disagreement is
+within-sample, as an A/A pair's is — ``evalpipe.stats.power``'s ``m0(k) = between + within/k``; a between-sample
+disagreement is not reduced by attempts at all, only by units).  Both from the same ``pass_probability`` the rows
+use — exact for the fixed look, the plan's seeded paths for the sequential design.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +60,11 @@ if TYPE_CHECKING:
 #: Simulated paths per point of a sequential design in ``evalpipe plan`` (Monte-Carlo SE ≤ 0.008).
 PLAN_PATHS = 4000
 PLAN_SEED = 20261205
+#: The whole sign-off's P(pass | no regression) asked for at every discordance up to 2p(1 − p) (module docstring).
+SIGNOFF_TARGET = 0.95
+#: The largest growth ``units_to_reach`` searches (× the planned n) and the most attempts ``attempts_to_reach`` tries.
+REACH_GROWTH = 4
+REACH_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -371,6 +388,7 @@ def plan_operating_lines(
     ]
     rows: list[DesignRow] = []
     drops: dict[str, float | None] = {}
+    plans: dict[str, BlockPlan] = {}
     k = cfg.generation.repeats
     for name, block in gated.items():
         noise_value: float | None = None
@@ -406,7 +424,9 @@ def plan_operating_lines(
         )
         rows += block_rows
         lines += [row_line(r, drop) for r in block_rows]
+        plans[name] = BlockPlan(name, block_designs(cfg, name, n, k), block.population)
     lines += signoff_lines(rows, drops)
+    lines += reach_lines(rows, plans)
     return lines
 
 
@@ -419,3 +439,94 @@ def _input_per_sample(measured: float | None, is_measured: bool, block: object) 
     if isinstance(known, float | int):
         return float(known), f"{known:.0f} prompt tokens per sample ({getattr(block, 'input_basis', '')})"
     return None, "prompt tokens not known before a run (--from RUN measures them)"
+
+
+@lru_cache(maxsize=512)
+def _p_zero(design: GateDesign, discordance: float) -> float:
+    """``P(pass | no regression)`` as the rows compute it (the searches ask the same points again)."""
+    return pass_probability(design, discordance, 0.0, paths=PLAN_PATHS, seed=PLAN_SEED).p_pass
+
+
+def _resized(design: GateDesign, n: int) -> GateDesign:
+    return GateDesign(n, design.margin_pts, design.alpha, design.sequential_share, design.repeats)
+
+
+def units_to_reach(design: GateDesign, discordance: float, target: float) -> int | None:
+    """The fewest units with which ``design`` passes a release with no regression at least ``target`` of the
+    time at ``discordance`` (the same rule, bets tuned to the new n), found by doubling then bisection so that
+    n − 1 misses it; the design's own n when it already reaches it; None beyond ``REACH_GROWTH`` × n."""
+    if _p_zero(design, discordance) >= target:
+        return design.n
+    low, high = design.n, design.n
+    while True:
+        if high >= REACH_GROWTH * design.n:
+            return None
+        low, high = high, min(2 * high, REACH_GROWTH * design.n)
+        if _p_zero(_resized(design, high), discordance) >= target:
+            break
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _p_zero(_resized(design, middle), discordance) >= target:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def attempts_to_reach(design: GateDesign, discordance: float, target: float) -> tuple[int, float] | None:
+    """The fewest attempts per arm k at the design's n with which it reaches ``target`` at no regression, and
+    what it reaches there, when the discordance is within-sample (``ψ/k``, module docstring); None beyond
+    ``REACH_ATTEMPTS``."""
+    for k in range(design.repeats, REACH_ATTEMPTS + 1):
+        again = GateDesign(design.n, design.margin_pts, design.alpha, design.sequential_share, k)
+        p = _p_zero(again, discordance * design.repeats / k)
+        if p >= target:
+            return k, p
+    return None
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """What ``reach_lines`` needs of a gated block: its designs at its planned n and its population."""
+
+    block: str
+    designs: list[tuple[str, GateDesign]]
+    population: int
+
+
+def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]:
+    """Per design kind and discordance case whose sign-off misses ``SIGNOFF_TARGET`` (module docstring): each
+    block below its share, what it reaches, and the units or attempts that would reach the share."""
+    items = sign_off(rows, dict.fromkeys(plans))
+    short = [s for s in items if s.at_zero < SIGNOFF_TARGET]
+    if not short:
+        return []
+    share = SIGNOFF_TARGET ** (1.0 / max(1, items[0].blocks))
+    out = [
+        f"  the target: the sign-off's P(pass | no regression) ≥ {SIGNOFF_TARGET:g} at every discordance up to 2p(1-p), "
+        f"≥ {share:.3f} per block ({items[0].blocks})",
+        "  where it falls short, what would reach it (k attempts: if the disagreement is within-sample, as an A/A "
+        "pair's is)",
+    ]
+    for s in short:
+        out.append(f"    {s.kind}, {s.label}: the sign-off reaches {s.at_zero:.3f}")
+        for row in rows:
+            if design_label(row.design) != s.kind or row.case.label != s.label or row.at_zero.p_pass >= share:
+                continue
+            plan = plans[row.block]
+            design = next(d for label, d in plan.designs if label == row.design)
+            psi = row.case.discordance
+            units = units_to_reach(design, psi, share)
+            attempts = attempts_to_reach(design, psi, share)
+            need = (
+                f"n {units} units (population {plan.population})"
+                if units is not None
+                else f"more than {REACH_GROWTH * design.n} units (population {plan.population})"
+            )
+            tries = (
+                f"{attempts[0]} attempts per unit at n {design.n} ({attempts[1]:.3f})"
+                if attempts is not None
+                else f"more than {REACH_ATTEMPTS} attempts per unit"
+            )
+            out.append(f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}")
+    return out

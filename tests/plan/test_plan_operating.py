@@ -41,6 +41,9 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
     assert "sign-off (3 gated blocks; it passes only when every block passes)" in text
     assert "    sequential, argued: P(pass | no regression) 0.9" in text
     assert "2p(1-p)" in text and "in turn" in text and "together" in text
+    # what the populations reach at 2p(1-p) in the design it runs, and what would (reach_lines)
+    assert "    sequential, 2p(1-p): the sign-off reaches 0.7" in text
+    assert "      gpqa_diamond reaches 0.8" in text and "(population 198) or 2 attempts per unit at n 198" in text
 
 
 def test_plan_prints_the_single_block_miss_and_the_worst_block_at_its_margin() -> None:
@@ -161,3 +164,55 @@ def test_the_chance_reference_uses_the_designs_accuracy_never_a_measured_one() -
     assert only.discordance == 0.5 and "would make it 0" in only.basis
     (measured,) = discordance_cases(bare, "gpqa_diamond", None, None, 0.8)
     assert round(measured.discordance, 6) == 0.32 and "RUN's control accuracy" in measured.basis
+
+
+def test_units_to_reach_is_the_fewest_units_that_reach_the_target() -> None:
+    """Exact for the fixed look: the n found reaches the target at 2p(1-p) and n − 1 does not; a design that
+    already reaches it needs nothing more; one that cannot within the search says so (None)."""
+    from evalpipe.plan.operating import units_to_reach
+    from evalpipe.stats.operating import GateDesign, fixed_pass_probability
+
+    psi = 2 * 0.862 * (1 - 0.862)
+    design = GateDesign(120, 13.0, 0.025)
+    n = units_to_reach(design, psi, 0.983)
+    assert n is not None and 120 < n <= 480
+    assert fixed_pass_probability(n, psi, 0.0, 13.0, 0.025) >= 0.983
+    assert fixed_pass_probability(n - 1, psi, 0.0, 13.0, 0.025) < 0.983
+    assert units_to_reach(GateDesign(n, 13.0, 0.025), psi, 0.983) == n
+    assert units_to_reach(GateDesign(60, 5.0, 0.025), psi, 0.983) is None  # 240 units cannot see 5 pts at ψ 0.24
+
+
+def test_attempts_to_reach_divides_a_within_sample_discordance_by_the_attempts() -> None:
+    """k attempts per arm at the same n: the discordance ψ/k (within-sample noise); the k found reaches the
+    target and k − 1 does not."""
+    from evalpipe.plan.operating import attempts_to_reach
+    from evalpipe.stats.operating import GateDesign, fixed_pass_probability
+
+    psi = 2 * 0.862 * (1 - 0.862)
+    found = attempts_to_reach(GateDesign(100, 13.0, 0.025), psi, 0.983)
+    assert found is not None
+    k, reached = found
+    assert k >= 2 and reached == fixed_pass_probability(100, psi / k, 0.0, 13.0, 0.025) >= 0.983
+    assert fixed_pass_probability(100, psi / (k - 1), 0.0, 13.0, 0.025) < 0.983
+
+
+def test_the_plan_says_what_the_populations_reach_at_2p1p_and_what_would() -> None:
+    """The sensitive profile's sign-off falls short of 0.95 at 2p(1-p) with its populations (each block must
+    pass 0.95^(1/3)): the plan names each block below that, what it reaches, and the units (against its
+    population) or attempts that would — never for a case that reaches the target."""
+    from evalpipe.plan.operating import BlockPlan, block_designs, reach_lines
+
+    cfg = load_config(CONFIG)
+    rows = []
+    plans = {}
+    for block, n in GATED.items():
+        cases = discordance_cases(cfg, block, None, None, None)
+        rows += [r for r in design_rows(cfg, block, n, 1, cases, 1.0, 1) if r.design.startswith("fixed")]
+        plans[block] = BlockPlan(block, block_designs(cfg, block, n, 1), n)
+    lines = reach_lines(rows, plans)
+    assert "≥ 0.95 at every discordance up to 2p(1-p), ≥ 0.983 per block (3)" in lines[0]
+    assert "    fixed, 2p(1-p): the sign-off reaches 0.875" in lines
+    assert not any("argued" in line for line in lines)  # 0.998 there: nothing to add
+    gpqa = next(line for line in lines if line.startswith("      gpqa_diamond reaches 0.944"))
+    assert "(population 198)" in gpqa and "2 attempts per unit at n 198" in gpqa
+    assert max(len(line) for line in lines) <= 160
