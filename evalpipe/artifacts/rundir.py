@@ -302,10 +302,6 @@ class RunDir:
     def logs_dir(self) -> Path:
         return self.root / "logs"
 
-    @property
-    def events_log(self) -> Path:
-        return self.logs_dir / "events.jsonl"
-
 
 def recorded_run(recorded: str, beside: Path, manifest_sha256: str | None = None) -> Path:
     """The run directory a file recorded by path (``compare.json``'s ``run_a``/``run_b``/``run_aa``), for a
