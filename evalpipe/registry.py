@@ -1,4 +1,4 @@
-"""One registry for every kind of plugin: benchmarks and server kinds, found the same three ways.
+"""One registry for every kind of plugin: benchmarks and server kinds, found the same way.
 
 A plugin is a module declaring one object under a fixed name (``BENCHMARK``, ``KIND``) — an instance of the
 plugin's class carrying its own name.  ``Registry[T]`` collects them, in this order:

@@ -29,6 +29,7 @@ from helpers.browser import chromium, open_page
 from helpers.scored_runs import one_stratum_manifest
 from helpers.text_runs import Answer, write_text_run
 
+from evalpipe.artifacts import RunDir
 from evalpipe.compare import compare_runs
 from evalpipe.explore import DEFAULT_LIMIT_BYTES, build_paired_explorer
 
@@ -94,7 +95,7 @@ def main() -> int:
         built = build_paired_explorer(result, root)
         t3 = time.perf_counter()
         rec = built.record
-        raw = sum(p.stat().st_size for p in root.rglob("responses.jsonl.gz"))
+        raw = sum(p.stat().st_size for p in root.rglob(RunDir(root).responses_log.name))
         print(f"synthetic pair: {args.samples} samples x 2 arms, {args.trace:,}-character traces "
               f"(responses.jsonl.gz {raw / 1e6:.1f} MB together), written in {t1 - t0:.1f} s, compared in {t2 - t1:.1f} s")  # fmt: skip
         print(f"build: {t3 - t2:.2f} s (goal < 10 s: {'met' if t3 - t2 < 10 else 'MISSED'})")

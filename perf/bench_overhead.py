@@ -55,6 +55,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evalpipe.artifacts import RunDir
 from evalpipe.engines.llamacpp import spawn
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,7 +187,7 @@ def run_evalpipe(config: Path, base: str, out: Path) -> tuple[float, dict[str, f
     if proc.returncode not in (0, 1):
         sys.exit(f"evalpipe run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     stages: dict[str, float] = {}
-    for s in json.loads((out / "timings.json").read_text())["stages"]:
+    for s in json.loads(RunDir(out).timings.read_text())["stages"]:
         stages[s["stage"]] = stages.get(s["stage"], 0.0) + s["seconds"]
     return wall, stages
 
@@ -299,7 +300,7 @@ def main() -> None:
         # warm-up: an evalpipe run (also materialises the samples the bare runs read) and a bare run
         _, _ = run_evalpipe(config, base, tmp / "warm")
         datasets = tmp / "warm" / "datasets"
-        rows = [json.loads(line) for line in (tmp / "warm" / "outcomes.jsonl").open()]
+        rows = [json.loads(line) for line in RunDir(tmp / "warm").outcomes.open()]
         n = len(rows)
         subsets = {b: sorted({r["subset"] for r in rows if r["benchmark"] == b}) for b in names}
         counts = {b: sum(1 for r in rows if r["benchmark"] == b) for b in names}
@@ -313,7 +314,7 @@ def main() -> None:
                 if side == "evalpipe":
                     wall, stages = run_evalpipe(config, base, tmp / f"ep-{r}")
                     ep_walls.append(wall)
-                    used = json.loads((tmp / f"ep-{r}" / "timings.json").read_text()).get("utilisation")
+                    used = json.loads(RunDir(tmp / f"ep-{r}").timings.read_text()).get("utilisation")
                     ep_util.append(used["utilisation"] if used else float("nan"))
                     stage_rows.append(stages)
                 else:

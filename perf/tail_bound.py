@@ -31,6 +31,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from evalpipe.artifacts import RunDir
+
 
 def curve_from_levels(ratio_to_one: dict[int, float], concurrency: int) -> list[float]:
     """Relative throughput at 1..``concurrency`` in flight from the levels measured (ratios to one in flight):
@@ -77,7 +79,7 @@ def rate_curve(
 
 def answer_lengths(run: Path) -> dict[str, list[int]]:
     """Each benchmark's answers' output tokens in index order, from a run's ``outcomes.jsonl`` (or the file)."""
-    path = run if run.is_file() else run / "outcomes.jsonl"
+    path = run if run.is_file() else RunDir(run).outcomes
     by_benchmark: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for line in path.open(encoding="utf-8"):
         r = json.loads(line)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from llamacpp_native_server import spawn_native  # tools/ is sys.path[0] when this script runs
 
-from evalpipe.artifacts import write_model
+from evalpipe.artifacts import RunDir, write_model
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.run import SpeedTarget, load_average, run_speed_alternating
@@ -70,7 +70,7 @@ def main(args: list[str]) -> int:
             targets = [SpeedTarget(v, u, root / v) for v, u in urls.items()]
             artifacts = run_speed_alternating(targets, cfg, served_model="smollm2", progress=print)
             comparison = compare_speed(artifacts["kv_f16"], artifacts["kv_q4_0"])
-            write_model(root / "speed_compare.json", comparison)
+            write_model(RunDir(root).speed_compare, comparison)
             after = load_average()
             for w in comparison.workloads:
                 print(f"repeat {repeat}: {w.line}")

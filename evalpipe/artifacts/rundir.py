@@ -130,9 +130,20 @@ class RunDir:
         """``server/``: the launched (or attached) server's log, launch record and verification."""
         return ServerFiles(self.server_dir)
 
+    @property
+    def workers_dir(self) -> Path:
+        """``server/workers/``: one folder per worker of a fleet behind a router."""
+        return self.server_dir / "workers"
+
     def worker_files(self, name: str) -> ServerFiles:
         """``server/workers/<name>/``: one worker of a fleet behind a router."""
-        return ServerFiles(self.server_dir / "workers" / name)
+        return ServerFiles(self.workers_dir / name)
+
+    def workers(self) -> list[ServerFiles]:
+        """The files of every worker folder present under ``server/workers/``, by name."""
+        if not self.workers_dir.is_dir():
+            return []
+        return [ServerFiles(p) for p in sorted(self.workers_dir.iterdir()) if p.is_dir()]
 
     @property
     def fleet_json(self) -> Path:
@@ -186,6 +197,11 @@ class RunDir:
         return self.root / "sequential_stop.json"
 
     @property
+    def torn_repairs(self) -> Path:
+        """What a resume cut from the torn tail of a log file (``run.torn_files``)."""
+        return self.logs_dir / "torn_repairs.jsonl"
+
+    @property
     def extension(self) -> Path:
         """``evalpipe run --extend``: which run this one grew from and what it reused."""
         return self.root / "extension.json"
@@ -232,6 +248,44 @@ class RunDir:
         """A paired comparison written here (the variants' root, or ``compare --out``)."""
         return self.root / "compare.json"
 
+    @property
+    def compare_md(self) -> Path:
+        """The paired comparison in words, beside ``compare.json``."""
+        return self.root / "compare.md"
+
+    @property
+    def sequential_exchange(self) -> Path:
+        """At the variants' root: each arm's completed units and its end, exchanged while the sequential rule
+        stops inside a paired run (``sequential/<benchmark>/<variant>.jsonl``, ``run.sequential_stop``)."""
+        return self.root / "sequential"
+
+    # --- serving speed
+    @property
+    def speed_json(self) -> Path:
+        """One variant's serving benchmark, round by round (``evalpipe.artifacts.schema.speed``)."""
+        return self.root / "speed.json"
+
+    @property
+    def speed_dir(self) -> Path:
+        """The benchmark client's raw files, ``speed/<workload>/round-<nn>/``."""
+        return self.root / "speed"
+
+    @property
+    def speed_error(self) -> Path:
+        """One line: why the serving benchmark could not run in this variant."""
+        return self.root / "speed_error.txt"
+
+    @property
+    def speed_compare(self) -> Path:
+        """The paired speed comparison, at the variants' root (``evalpipe.artifacts.schema.speed_compare``)."""
+        return self.root / "speed_compare.json"
+
+    @property
+    def speed_barrier(self) -> Path:
+        """At the variants' root: where parallel variants meet before their alternating speed rounds
+        (``speed.barrier``: its release and each variant's arrival; emptied when a barrier starts)."""
+        return self.root / "speed_barrier"
+
     # --- replay
     @property
     def replay_misses(self) -> Path:
@@ -247,10 +301,6 @@ class RunDir:
     @property
     def logs_dir(self) -> Path:
         return self.root / "logs"
-
-    @property
-    def events_log(self) -> Path:
-        return self.logs_dir / "events.jsonl"
 
 
 def recorded_run(recorded: str, beside: Path, manifest_sha256: str | None = None) -> Path:

@@ -10,6 +10,7 @@ know (duplicates, failed attempts, repairs at resume, allowed dataset drift, unv
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.compare import CompareResult
@@ -21,6 +22,10 @@ from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
 from evalpipe.audit.secret_scan import scan_paths
 from evalpipe.words.compare import design_check_sentence
+
+#: Run-directory files as findings name them (relative to the run directory).
+_VERIFICATION = str(RunDir(Path(".")).server_verification)
+_REQUESTS = str(RunDir(Path(".")).requests_log)
 
 SampleKey = tuple[str, str]
 _MAX_IDS = 50  # ids listed in one finding; the message carries the full count
@@ -394,7 +399,7 @@ def check_fp8_scales(verification: ServerVerification | None) -> list[Finding]:
         Finding(
             severity="warn",
             code="fp8_kv_unscaled",
-            path="server/verification.json",
+            path=_VERIFICATION,
             message=f"the {kv.storage_dtype} KV cache ran with scaling factors 1.0 — no scales were loaded "
             f'(the server\'s log: "{kv.fp8_scales_evidence}"); its accuracy is that of unscaled FP8 KV',
         )
@@ -409,7 +414,7 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
             Finding(
                 severity="warn",
                 code="server_not_verified",
-                path="server/verification.json",
+                path=_VERIFICATION,
                 message="no server verification (e.g. attached endpoint without server_info): "
                 "model, KV layout and kernels are not verified",
             )
@@ -427,7 +432,7 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
             Finding(
                 severity="warn",
                 code="server_not_verified",
-                path="server/verification.json",
+                path=_VERIFICATION,
                 message=unverifiable_text(verification) + (f"; MISMATCH {mismatch}" if mismatch else ""),
             )
         ]
@@ -436,7 +441,7 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
         Finding(
             severity="warn",
             code="server_not_verified",
-            path="server/verification.json",
+            path=_VERIFICATION,
             message=f"server resolved a different config than requested ({detail or 'see checks'})",
         )
     ]
@@ -470,7 +475,7 @@ def check_thinking_setting(inputs: RunInputs) -> list[Finding]:
             severity="error",
             code="thinking_setting_mismatch",
             attempt_ids=_ids(bad),
-            path="requests.jsonl",
+            path=_REQUESTS,
             message=f"{len(bad)} request(s) did not carry the thinking setting the config asks for ({want}): "
             "their answers are not from the configured reasoning mode",
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.fleet import (
@@ -38,7 +39,7 @@ from evalpipe.audit.linkage import attempt_ok, parse_time
 from evalpipe.errors import ArtifactError
 from evalpipe.words.sentences import event_sentence
 
-PATH = "server/fleet.json"
+PATH = str(RunDir(Path(".")).fleet_json)  # as findings name it, relative to the run directory
 BAD_VERDICTS = ("changed_generation", "refused")
 #: What the report says about per-worker accuracy through sglang-router (0.3.2): nothing can attribute it.
 ATTRIBUTION = (

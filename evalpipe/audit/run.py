@@ -17,6 +17,7 @@ from evalpipe import __version__
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.audit import checks
 from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
@@ -39,7 +40,6 @@ from evalpipe.audit.scores import benchmark_results
 from evalpipe.audit.speed import speed_findings, speed_gates, speed_not_measured, speed_summary
 from evalpipe.audit.utilisation import server_utilisation
 from evalpipe.config.models import GateConfig
-from evalpipe.speed.compare import SpeedComparison
 
 _SEVERITY_ORDER = {"error": 0, "warn": 1, "info": 2}
 

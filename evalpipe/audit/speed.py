@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.summary import Finding, GateResult
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import ArtifactError
-from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.run import SPEED_JSON, read_speed
-from evalpipe.speed.stage import SPEED_ERROR
+from evalpipe.speed.run import read_speed
 from evalpipe.speed.summary import SpeedSummary, summarize_speed
 
 #: What the report and the gate say of a run started with ``--no-speed``.
@@ -36,25 +36,25 @@ def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifa
     """``speed.json`` of the run (None when absent or unreadable) and the findings it and its error file give."""
     run_dir = Path(run_dir)
     findings: list[Finding] = []
-    error_path = run_dir / SPEED_ERROR
+    error_path = RunDir(run_dir).speed_error
     if error_path.is_file():
         line = error_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         findings.append(
             Finding(
                 severity="error",
                 code="speed_setup",
-                path=SPEED_ERROR,
+                path=error_path.name,
                 message="the speed benchmark did not run: " + (line[0] if line else "(empty error file)"),
             )
         )
-    path = run_dir / SPEED_JSON
+    path = RunDir(run_dir).speed_json
     if not path.is_file():
         if config is not None and config.speed is not None and not error_path.is_file():
             findings.append(
                 Finding(
                     severity="warn",
                     code="missing_artifact",
-                    path=SPEED_JSON,
+                    path=path.name,
                     message="absent: the config has a speed section but no benchmark result is in the run",
                 )
             )
@@ -63,7 +63,7 @@ def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifa
         artifact = read_speed(path)
     except ArtifactError as exc:
         findings.append(
-            Finding(severity="error", code="unreadable_artifact", path=SPEED_JSON, message=exc.message)
+            Finding(severity="error", code="unreadable_artifact", path=path.name, message=exc.message)
         )
         return None, findings
     for w in artifact.workloads:
@@ -75,7 +75,7 @@ def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifa
                         severity="error",
                         code="speed_incomplete",
                         benchmark=w.name,
-                        path=SPEED_JSON,
+                        path=path.name,
                         message=f"{artifact.variant} {w.name} round {r.round_index + 1}: {why} "
                         "(its comparisons are inconclusive)",
                     )
@@ -87,7 +87,7 @@ def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifa
                     severity="error",
                     code="speed_incomplete",
                     benchmark=w.name,
-                    path=SPEED_JSON,
+                    path=path.name,
                     message=f"{artifact.variant} {w.name}: {len(w.rounds)} of {artifact.config.rounds} rounds ran",
                 )
             )
@@ -99,7 +99,7 @@ def speed_findings(run_dir: Path, config: RunConfig | None) -> tuple[SpeedArtifa
                 severity="warn" if p.severity == "warn" else "info",
                 code="speed_problem",
                 benchmark=p.workload,
-                path=SPEED_JSON,
+                path=path.name,
                 message=(f"round {p.round_index + 1}: " if p.round_index is not None else "") + p.message,
             )
         )

@@ -59,8 +59,11 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
         elif not g.passed:
             out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
     if written is not None:
-        page = ", explorer.html" if summary.explorer is not None else ""
-        out.print(escape(f"wrote {written / 'summary.json'}, report.md, report.html{page}"))
+        from evalpipe.artifacts import RunDir
+
+        rd = RunDir(written)
+        page = f", {rd.explorer_html.name}" if summary.explorer is not None else ""
+        out.print(escape(f"wrote {rd.summary}, {rd.report_md.name}, {rd.report_html.name}{page}"))
     style = _VERDICT_STYLE[summary.verdict]
     out.print(f"[{style}]Verdict: {VERDICT_TEXT[summary.verdict]}[/] (exit {summary.exit_code})")
 

@@ -221,7 +221,7 @@ def execute_variants(
     extend: Path | None = None,
 ) -> None:
     """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
-    from evalpipe.artifacts import read_model
+    from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
@@ -256,9 +256,9 @@ def execute_variants(
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
         console.print(f"compare.json → {path}")
-        speed_path = path.parent / "speed_compare.json"
+        speed_path = RunDir(path.parent).speed_compare
         if speed_path.is_file():
-            console.print(f"speed_compare.json → {speed_path}")
+            console.print(f"{speed_path.name} → {speed_path}")
     from evalpipe.artifacts.schema.timings import StageTimings
 
     if root.timings.is_file():

@@ -55,10 +55,11 @@ def speed(
     """Benchmark running servers with the config's speed section; print each round and the ratios."""
     import time
 
+    from evalpipe.artifacts import RunDir
     from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console
     from evalpipe.resolve import load_run
-    from evalpipe.speed.run import COMPARE_JSON, speed_command
+    from evalpipe.speed.run import speed_command
 
     cfg = load_run(config, check_plans=False).config
     if cfg.speed is None:
@@ -81,7 +82,8 @@ def speed(
         progress=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
     )
     for name in artifacts:
-        console.print(f"speed.json → {Path(out_root) / name / 'speed.json'}")
+        speed_json = RunDir(Path(out_root) / name).speed_json
+        console.print(f"{speed_json.name} → {speed_json}")
     incomplete = [
         f"{a.variant} {r.workload} round {r.round_index + 1}: {r.problems[0] if r.problems else 'not usable'}"
         for a in artifacts.values()
@@ -92,7 +94,7 @@ def speed(
     if comparison is not None:
         for w in comparison.workloads:
             console.print(w.line, markup=False, highlight=False, soft_wrap=True)
-        console.print(f"{COMPARE_JSON} → {Path(out_root) / COMPARE_JSON}")
+        console.print(f"{RunDir(out_root).speed_compare.name} → {RunDir(out_root).speed_compare}")
     if incomplete:
         raise AuditErrorFound(f"{len(incomplete)} speed round(s) incomplete", details=incomplete)
     if comparison is not None and comparison.gate_passed is False:

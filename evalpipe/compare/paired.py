@@ -336,7 +336,7 @@ def _check_paired(ra: RunDir, rb: RunDir, ma: Manifest, mb: Manifest) -> None:
 def comparison_beside(run_dir: Path) -> CompareResult | None:
     """The paired comparison ``evalpipe run`` wrote beside a variant directory (``RUN/compare.json`` for
     ``RUN/<variant>``), or None when there is none or it cannot be read."""
-    path = Path(run_dir).parent / "compare.json"
+    path = RunDir(Path(run_dir).parent).compare_json
     if not path.is_file():
         return None
     try:

@@ -162,7 +162,7 @@ def _rows(run: Path) -> dict[tuple[str, str], OutcomeRow]:
 
 
 def _comparison(run: Path) -> CompareResult | None:
-    path = run / "compare.json"
+    path = RunDir(run).compare_json
     return read_model(path, CompareResult) if path.is_file() else None
 
 
@@ -177,7 +177,7 @@ def _arm_rows(run: Path, cmp: CompareResult, recorded: str) -> dict[tuple[str, s
     arm = _arm(run, cmp, recorded)
     if not RunDir(arm).outcomes.is_file():
         raise ArtifactError(
-            f"{run / 'compare.json'}: arm {recorded} not found (no outcomes.jsonl beside it or at that path)"
+            f"{RunDir(run).compare_json}: arm {recorded} not found (no outcomes.jsonl beside it or at that path)"
         )
     return _rows(arm)
 
@@ -208,7 +208,7 @@ def measured(
     if cmp is not None:
         block = next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == benchmark), None)
         if block is None and not members:
-            return None, None, f"{benchmark} is not in {run / 'compare.json'}"
+            return None, None, f"{benchmark} is not in {RunDir(run).compare_json}"
         control = _arm_rows(run, cmp, cmp.run_b)
         b_scores = [attempt_scores(control.get(k)) for k in keys]
         if block is not None and block.b.score is not None:
@@ -299,9 +299,9 @@ def prefill_rate(run: Path) -> tuple[float | None, str | None]:
     steps of the requests in flight, so the prefill rate it gives is a lower bound and the GPU time an upper
     one.  ``(None, why)`` when it cannot be derived, ``(None, None)`` without a speed benchmark."""
     from evalpipe.artifacts.schema.provenance import Provenance
-    from evalpipe.speed.run import SPEED_JSON, read_speed
+    from evalpipe.speed.run import read_speed
 
-    path = Path(run) / SPEED_JSON
+    path = RunDir(run).speed_json
     if not path.is_file():
         return None, None
     speed = read_speed(path)
@@ -337,9 +337,9 @@ def decode_rate(run: Path) -> tuple[float | None, str | None]:
     completed rounds (``speed.json``, every workload) over the GPUs ``provenance.json`` recorded; ``(None,
     why)`` when the run holds no speed rounds or no GPU, ``(None, None)`` without a speed benchmark."""
     from evalpipe.artifacts.schema.provenance import Provenance
-    from evalpipe.speed.run import SPEED_JSON, read_speed
+    from evalpipe.speed.run import read_speed
 
-    path = Path(run) / SPEED_JSON
+    path = RunDir(run).speed_json
     if not path.is_file():
         return None, None
     speed = read_speed(path)

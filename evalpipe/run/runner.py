@@ -26,7 +26,7 @@ from evalpipe.run.options import SampledRun
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.run.stages.base import AT, RunFile, Stage, file
 from evalpipe.run.stages.state import RunState
-from evalpipe.run.torn_files import TORN_REPAIRS, repair_torn_files
+from evalpipe.run.torn_files import repair_torn_files
 from evalpipe.server.kinds.registry import server_kind
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: records a resume cut before any stage appended).  Everything else in a run directory is some stage's.
 RUNNER_FILES: tuple[RunFile, ...] = (
     file(AT.timings),
-    file(AT.logs_dir / TORN_REPAIRS, only="a resume that found a torn last record"),
+    file(AT.torn_repairs, only="a resume that found a torn last record"),
 )
 
 

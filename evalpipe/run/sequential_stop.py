@@ -34,12 +34,12 @@ Statistics stay in ``evalpipe.stats``; this module only orders, counts and excha
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from evalpipe.artifacts import JsonlAppender, read_jsonl, write_model
+from evalpipe.artifacts import JsonlAppender, RunDir, read_jsonl, write_model
 from evalpipe.artifacts.schema.sequential import (
     ArmEnded,
     BenchmarkStop,
@@ -52,12 +52,9 @@ from evalpipe.hashing import block_order, generation_sizes
 from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_both, unit_difference
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts import RunDir
     from evalpipe.artifacts.schema.evalscope import IndexMap
     from evalpipe.config.models import RunConfig
     from evalpipe.evalscope_bridge.protocol import Sample
-
-EXCHANGE_DIR = "sequential"
 
 Verdict = Literal["non-inferior", "inferior", "inconclusive"]
 
@@ -107,7 +104,7 @@ def arm_for(cfg: RunConfig, variant: str | None, root: Path, *, together: bool) 
     if not controls:
         return None
     names = tuple(v.name for v in cfg.variants)
-    return SequentialArm(root / EXCHANGE_DIR, variant, names[0], controls[0], names, together)
+    return SequentialArm(RunDir(root).sequential_exchange, variant, names[0], controls[0], names, together)
 
 
 def gated_blocks(cfg: RunConfig) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -199,24 +196,6 @@ class _Block:
         for bench, _ in self.order[:units]:
             out[bench] += 1
         return out
-
-
-def unit_states(
-    records: Mapping[tuple[str, int], SequenceRecord],
-    order: Sequence[tuple[str, int]],
-    repeats: int,
-    dropped: frozenset[tuple[str, int]] = frozenset(),
-) -> list[list[PairedState]]:
-    """The leading units with every attempt in its final state, each as its attempts' states
-    (``evalpipe.stats.unit_scores``: the one scoring rule compare applies too; a dropped entry's are
-    ``dropped``)."""
-    out: list[list[PairedState]] = []
-    for subset, row in order:
-        states = _unit_states(records, subset, row, repeats, dropped)
-        if states is None:
-            return out
-        out.append(states)
-    return out
 
 
 def _unit_states(

@@ -20,8 +20,6 @@ from evalpipe.artifacts.disk import repair_torn_tail
 from evalpipe.clock import utc_now
 from evalpipe.recording.responses import complete_members_end
 
-TORN_REPAIRS = "torn_repairs.jsonl"
-
 
 def repair_torn_files(rd: RunDir) -> list[str]:
     """Cut torn tails (see the module docstring); one sentence per file cut."""
@@ -41,7 +39,7 @@ def repair_torn_files(rd: RunDir) -> list[str]:
     if not cuts:
         return []
     said = []
-    with JsonlAppender(rd.logs_dir / TORN_REPAIRS) as log:
+    with JsonlAppender(rd.torn_repairs) as log:
         for path, removed in cuts:
             rel = path.relative_to(rd.root)
             log.append({"at": utc_now(), "file": str(rel), "bytes_removed": removed})

@@ -34,8 +34,8 @@ from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.stage_clock import StageClock
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.speed_compare import SpeedComparison
     from evalpipe.progress import ProgressDisplay
-    from evalpipe.speed.compare import SpeedComparison
 
 
 def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, str]) -> dict[str, RunDir]:

@@ -38,7 +38,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field
 
-from evalpipe.artifacts import atomic_write_text, read_model, write_model
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig
@@ -46,10 +46,11 @@ from evalpipe.errors import ArtifactError
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import GRACE_S
-from evalpipe.speed.run import SPEED_JSON, SpeedTarget, read_speed
-from evalpipe.speed.stage import SPEED_ERROR, already_measured
+from evalpipe.speed.run import SpeedTarget, read_speed
+from evalpipe.speed.stage import already_measured
 
-BARRIER_DIR = "speed_barrier"
+#: The barrier folder's name at the variants' root (``RunDir.speed_barrier``).
+BARRIER_DIR = RunDir(Path(".")).speed_barrier.name
 RELEASE_JSON = "release.json"
 STARTED_JSON = "started.json"
 #: Seconds a variant polls the barrier's files (and its parent) while it waits.
@@ -105,7 +106,7 @@ def needs_barrier(cfg: SpeedConfig | None, variant_dirs: Sequence[Path]) -> bool
         if not already_measured(d, cfg):
             return True
         try:
-            if read_speed(Path(d) / SPEED_JSON).schedule != "alternating":
+            if read_speed(RunDir(d).speed_json).schedule != "alternating":
                 return True
         except ArtifactError:
             return True
@@ -151,7 +152,7 @@ class VariantBarrier:
             elif started is not None and bound is not None and time.monotonic() - started > bound:
                 problem = f"the speed rounds did not end within their bound of {bound:.0f} s"
             if problem is not None:
-                atomic_write_text(Path(run_dir) / SPEED_ERROR, f"{problem}; this variant stopped waiting\n")
+                atomic_write_text(RunDir(run_dir).speed_error, f"{problem}; this variant stopped waiting\n")
                 say(f"{self.variant}: speed benchmark abandoned: {problem}")
                 return _split(arrived, started, time.monotonic())
             time.sleep(self.poll_s)
@@ -245,13 +246,13 @@ class SpeedCoordinator:
             self._release("abandoned", f"the speed rounds failed: {type(exc).__name__}: {exc}")
             raise
         for out_dir in self.out_dirs.values():
-            (Path(out_dir) / SPEED_ERROR).unlink(missing_ok=True)
+            RunDir(out_dir).speed_error.unlink(missing_ok=True)
         self._release("measured", f"{len(targets)} variants, rounds alternating")
 
     def _release(self, outcome: ReleaseOutcome, message: str) -> None:
         if outcome != "measured":
             for out_dir in self.out_dirs.values():
-                atomic_write_text(Path(out_dir) / SPEED_ERROR, message + "\n")
+                atomic_write_text(RunDir(out_dir).speed_error, message + "\n")
             self.say(f"speed benchmark not run: {message}")
         write_model(
             self.directory / RELEASE_JSON, Release(outcome=outcome, message=message, released_at=utc_now())

@@ -20,15 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from evalpipe.artifacts.schema.speed import RoundRecord, Schedule, SpeedArtifact
-
-# re-exported: the models of speed_compare.json, which this module computes
-from evalpipe.artifacts.schema.speed_compare import Direction as Direction
-from evalpipe.artifacts.schema.speed_compare import GateOutcome as GateOutcome
-from evalpipe.artifacts.schema.speed_compare import MetricName as MetricName
-from evalpipe.artifacts.schema.speed_compare import MetricRatio as MetricRatio
-from evalpipe.artifacts.schema.speed_compare import SpeedComparison as SpeedComparison
-from evalpipe.artifacts.schema.speed_compare import Verdict as Verdict
-from evalpipe.artifacts.schema.speed_compare import WorkloadComparison as WorkloadComparison
+from evalpipe.artifacts.schema.speed_compare import (
+    Direction,
+    GateOutcome,
+    MetricName,
+    MetricRatio,
+    SpeedComparison,
+    Verdict,
+    WorkloadComparison,
+)
 from evalpipe.stats.ratio import median, ratio_interval
 
 BOOTSTRAP_RESAMPLES = 10_000

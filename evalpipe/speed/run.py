@@ -16,7 +16,6 @@ rewritten atomically after every round, so an interruption loses at most the rou
 from __future__ import annotations
 
 import os
-import shutil
 import time
 import urllib.error
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evalpipe.artifacts import read_model, write_model
+from evalpipe.artifacts import RunDir, read_model, write_model
 from evalpipe.artifacts.redact import redact_argv
 from evalpipe.artifacts.schema.speed import (
     ClientInfo,
@@ -36,20 +35,18 @@ from evalpipe.artifacts.schema.speed import (
     SpeedArtifact,
     WorkloadRounds,
 )
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.server.fetch import read_json
 from evalpipe.server.served_context import served_context
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
 from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
-from evalpipe.speed.compare import SpeedComparison, compare_speed
+from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
 from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
 
-SPEED_JSON = "speed.json"
-SPEED_DIR = "speed"
-COMPARE_JSON = "speed_compare.json"
 Progress = Callable[[str], None]
 
 
@@ -270,7 +267,7 @@ def run_round(
 ) -> tuple[RoundRecord, list[str]]:
     """One client run (``prepared`` comes from :func:`prepare`): the round's record and its redacted argv."""
     client = prepared.client
-    round_dir = target.out_dir / SPEED_DIR / workload.name / f"round-{round_index + 1:02d}"
+    round_dir = RunDir(target.out_dir).speed_dir / workload.name / f"round-{round_index + 1:02d}"
     _fresh_round_dir(round_dir)
     plan = RoundPlan(
         workload=workload,
@@ -347,7 +344,7 @@ def run_speed_alternating(
     schedule: Schedule = "alternating" if len(targets) > 1 else "single"
     artifacts = {t.variant: _new_artifact(t, cfg, prepared, served_model, schedule) for t in targets}
     for t in targets:
-        write_model(t.out_dir / SPEED_JSON, artifacts[t.variant])
+        write_model(RunDir(t.out_dir).speed_json, artifacts[t.variant])
     for workload in cfg.workloads:
         for round_index in range(cfg.rounds):
             order = list(targets) if round_index % 2 == 0 else list(reversed(targets))
@@ -356,12 +353,12 @@ def run_speed_alternating(
                 record, argv = run_round(prepared, cfg, target, workload, round_index, served_model, key)
                 artifact = artifacts[target.variant]
                 _record_round(artifact, record, argv)
-                write_model(target.out_dir / SPEED_JSON, artifact)
+                write_model(RunDir(target.out_dir).speed_json, artifact)
                 if progress is not None:
                     progress(round_line(target.variant, record))
     for t in targets:
         artifacts[t.variant].load_after = load_average()
-        write_model(t.out_dir / SPEED_JSON, artifacts[t.variant])
+        write_model(RunDir(t.out_dir).speed_json, artifacts[t.variant])
     return artifacts
 
 
@@ -444,10 +441,5 @@ def speed_command(
     comparison = compare_speed(
         artifacts[control_name], artifacts[test_name], min_output_throughput_ratio=min_output_throughput_ratio
     )
-    write_model(out_root / COMPARE_JSON, comparison)
+    write_model(RunDir(out_root).speed_compare, comparison)
     return artifacts, comparison
-
-
-def remove_round_dirs(out_dir: Path) -> None:
-    """Delete a variant's raw speed files (tests and re-runs into a scratch directory)."""
-    shutil.rmtree(out_dir / SPEED_DIR, ignore_errors=True)

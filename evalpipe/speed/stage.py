@@ -18,16 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from evalpipe.artifacts import atomic_write_text, read_model, write_model
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_model
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig
 from evalpipe.errors import ArtifactError
 from evalpipe.speed import run as speed_run
-from evalpipe.speed.compare import SpeedComparison, compare_speed
+from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import COMPARE_JSON, SPEED_JSON, read_speed, run_speed
+from evalpipe.speed.run import read_speed, run_speed
 from evalpipe.speed.tokenizer import resolve
 
-SPEED_ERROR = "speed_error.txt"
 #: What a refusal in ``evalpipe run``'s preflight adds: the way to run the accuracy evaluation without it.
 NO_SPEED_HINT = "; to run the accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
 
@@ -51,7 +51,7 @@ def check_before_launch(
 
 def already_measured(run_dir: Path, cfg: SpeedConfig) -> bool:
     """``speed.json`` holds, for every configured workload, ``rounds`` complete rounds of this config."""
-    path = Path(run_dir) / SPEED_JSON
+    path = RunDir(run_dir).speed_json
     if not path.is_file():
         return False
     try:
@@ -78,7 +78,7 @@ def run_speed_stage(
     """Benchmark ``base_url`` into ``run_dir/speed.json``; False when it could not run (``speed_error.txt``
     says why).  A stale ``speed_error.txt`` of an earlier attempt is removed once the benchmark ran."""
     run_dir = Path(run_dir)
-    error_path = run_dir / SPEED_ERROR
+    error_path = RunDir(run_dir).speed_error
     if already_measured(run_dir, cfg):
         if say is not None:
             say(f"{variant}: speed.json already holds every round (kept)")
@@ -109,19 +109,19 @@ def compare_variant_dirs(
 ) -> SpeedComparison | None:
     """``out_dir/speed_compare.json`` from two variants' ``speed.json`` (None when either has none, as when
     the benchmark could not run; the audit reports that from ``speed_error.txt``)."""
-    paths = [Path(test_dir) / SPEED_JSON, Path(control_dir) / SPEED_JSON]
+    paths = [RunDir(test_dir).speed_json, RunDir(control_dir).speed_json]
     if not all(p.is_file() for p in paths):
         return None
     test, control = (read_speed(p) for p in paths)
     comparison = compare_speed(control, test, min_output_throughput_ratio=min_output_throughput_ratio)
-    write_model(Path(out_dir) / COMPARE_JSON, comparison)
+    write_model(RunDir(out_dir).speed_compare, comparison)
     return comparison
 
 
 def speed_comparison_beside(run_dir: Path) -> SpeedComparison | None:
     """The speed comparison ``evalpipe run`` wrote beside a variant directory (``RUN/speed_compare.json`` for
     ``RUN/<variant>``), or None when there is none or it cannot be read."""
-    path = Path(run_dir).parent / COMPARE_JSON
+    path = RunDir(Path(run_dir).parent).speed_compare
     if not path.is_file():
         return None
     try:

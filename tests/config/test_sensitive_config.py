@@ -67,7 +67,8 @@ def test_sensitive_profile_pairs_fp8_with_bf16_and_gives_the_long_budgets() -> N
     assert cfg.pools == {"competition_math": ["aime24", "aime25", "aime26", "hmmt25", "hmmt26"]}
     assert cfg.generation.sequential is not None
     assert (cfg.generation.sequential.alpha, cfg.generation.sequential.sequential_share) == (0.025, 1.0)
-    # the gate designed for both error rates (README "Sensitive sign-off profile", tests/plan/test_plan_operating.py)
+    # the gate designed for both error rates (docs/benchmarks.md "Sensitive sign-off profile",
+    # tests/plan/test_plan_operating.py)
     assert cfg.gates.non_inferiority_margin_pts == {
         "competition_math": 13.0,
         "gpqa_diamond": 13.0,
@@ -86,7 +87,7 @@ def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> 
     """The pool and GPQA-Diamond are planned from their modules' populations (no hub): AIME 30 a year and
     HMMT February's published counts, 153 problems; at #22671's BF16 scores under the assumed noise the new
     design sees both drops with power >= 0.9 (the pool >= 0.99, above the 120 problems without HMMT Feb 2026),
-    the old 30 x 4 AIME only half the time (the README's before/after table)."""
+    the old 30 x 4 AIME only half the time (the before/after table of docs/benchmarks.md)."""
     from evalpipe.benchmarks.competition_math import HMMT_POPULATION
     from evalpipe.plan.mde import plan_benchmark, pool_input, population_only
     from evalpipe.stats.power import assumed_noise, drop_power

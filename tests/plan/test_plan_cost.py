@@ -186,7 +186,6 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
         WorkloadRounds,
     )
     from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-    from evalpipe.speed.run import SPEED_JSON
 
     run, manifest = _run_with_tokens(tmp_path / "run", 30)
     cfg = load_config(_config(tmp_path))
@@ -221,7 +220,7 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
         schedule="single",
         workloads=[WorkloadRounds(workload=workload, name="w", rounds=rounds)],
     )
-    write_model(run / SPEED_JSON, speed)
+    write_model(RunDir(run).speed_json, speed)
     write_model(
         RunDir(run).provenance,
         Provenance(

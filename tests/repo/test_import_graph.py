@@ -3,8 +3,8 @@
 Every import that runs counts: ``import``/``from … import`` at module level and inside functions alike
 (importing ``evalpipe.a.b`` runs ``evalpipe/a/__init__.py`` first: that is an edge too), and every
 ``importlib.import_module(...)`` call: a string constant is that module; an f-string
-``f"evalpipe.pkg.{x}"`` (the registries: ``evalpipe.benchmarks`` over ``_MODULES``,
-``evalpipe.server.kinds.registry`` over the ``ServerKind`` names) stands for every direct submodule of
+``f"evalpipe.pkg.{x}"`` (the registries' built-ins: ``evalpipe.benchmarks`` over ``_MODULES``,
+``evalpipe.server.kinds.registry`` over ``BuiltinKind``) stands for every direct submodule of
 ``evalpipe.pkg`` — an over-approximation, so no registered module can hide an edge.  A call whose target the
 walk cannot read must be listed in ``NON_LITERAL_IMPORTS`` with the reason it cannot reach back into
 evalpipe.

@@ -1,7 +1,7 @@
-"""The folders are what the README says: its architecture table lists every package of ``evalpipe/`` (and
+"""The folders are what the README says: its architecture list names every package of ``evalpipe/`` (and
 no package that is gone), and the top of ``evalpipe/`` holds only the package face and the leaves the README
 names (``errors``, ``hashing``, ``clock``, ``progress``).  A new package or a loose module fails here until the README's
-table says where it sits in the run."""
+list says where it sits in the run."""
 
 from __future__ import annotations
 
@@ -15,18 +15,18 @@ TOP_LEVEL_LEAVES = {"__init__.py", "errors.py", "hashing.py", "clock.py", "progr
 
 def _readme_packages() -> set[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    return set(re.findall(r"^\| `evalpipe/([a-z_]+)/` \|", text, flags=re.M))
+    return set(re.findall(r"^- `evalpipe/([a-z_]+)/`[ :]", text, flags=re.M))
 
 
-def test_readme_architecture_table_lists_every_package_and_only_those() -> None:
+def test_readme_architecture_list_names_every_package_and_only_those() -> None:
     on_disk = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     listed = _readme_packages()
-    assert listed, "the README's architecture table (rows '| `evalpipe/<pkg>/` | …') was not found"
+    assert listed, "the README's architecture list (items '- `evalpipe/<pkg>/` …') was not found"
     assert on_disk - listed == set(), (
-        f"packages missing from the README architecture table: {on_disk - listed}"
+        f"packages missing from the README architecture list: {on_disk - listed}"
     )
     assert listed - on_disk == set(), (
-        f"README architecture table names packages that do not exist: {listed - on_disk}"
+        f"README architecture list names packages that do not exist: {listed - on_disk}"
     )
 
 

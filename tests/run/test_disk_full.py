@@ -31,7 +31,7 @@ from evalpipe.errors import ArtifactError, DiskFull, ExitCode
 from evalpipe.recording import recorder as recorder_mod
 from evalpipe.recording.recorder import Recorder, RefusedWrite
 from evalpipe.recording.responses import complete_members_end, read_response_records
-from evalpipe.run.torn_files import TORN_REPAIRS, repair_torn_files
+from evalpipe.run.torn_files import repair_torn_files
 
 SAMPLES = 4
 #: Outcome fields that decide a sample's result (ids of attempts, latencies and the attempt list differ from
@@ -128,7 +128,7 @@ def test_resume_cuts_torn_tails_and_logs_them_but_refuses_damage_before_the_last
     assert rd.requests_log.read_text() == '{"a": 1}\n{"a": 2}\n'
     assert rd.responses_log.read_bytes() == member
     assert cache.read_text() == '{"index": 0}\n{"index": 1'
-    logged = [r["file"] for r in read_jsonl(rd.logs_dir / TORN_REPAIRS)]
+    logged = [r["file"] for r in read_jsonl(rd.torn_repairs)]
     assert logged == ["requests.jsonl", "responses.jsonl.gz"]
     assert repair_torn_files(rd) == []  # nothing left to cut
     # damage before the last record is refused by the readers with a line, never parsed or cut

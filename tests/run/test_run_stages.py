@@ -102,7 +102,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         resumed_plan = RunPlan(cfg, ResumedRun(root / "resumed"))
         resumed = pipeline.run(resumed_plan)
         shutil.copytree(root / "run", root / "without-speed")
-        (root / "without-speed" / speed_run.SPEED_JSON).unlink()
+        RunDir(root / "without-speed").speed_json.unlink()
         without_speed = pipeline.run(RunPlan(cfg, ResumedRun(root / "without-speed")))
     return Runs(plan, first, resumed, resumed_plan, without_speed)
 
@@ -147,7 +147,7 @@ def test_a_resume_keeps_exactly_the_stages_whose_outputs_are_complete(runs: Runs
     assert runs.first.kept == [] and not runs.first.resumed
     assert runs.resumed.kept == ["sample", "speed"]  # the manifest reloads; speed.json holds every round
     assert runs.without_speed.kept == ["sample"]  # speed.json gone: the benchmark ran again
-    again = read_model(runs.without_speed.rundir.root / speed_run.SPEED_JSON, SpeedArtifact)
+    again = read_model(runs.without_speed.rundir.speed_json, SpeedArtifact)
     assert [r.complete for r in again.rounds_for("in8-out4-c1")] == [True, True, True]
     # the kept stages' outputs are the ones the run wrote: the manifest was reloaded, not re-sampled
     assert runs.resumed.manifest == read_model(runs.first.rundir.manifest, Manifest)

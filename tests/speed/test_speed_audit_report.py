@@ -13,8 +13,9 @@ import pytest
 from fixtures_rundir import clean_run
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts import read_model
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.run.audit import audit_run
 from evalpipe.speed import run, stage
@@ -53,7 +54,7 @@ def _variant_runs(tmp_path: Path, *, gate: float | None, short_seeds: frozenset[
     comparison = stage.compare_variant_dirs(
         tmp_path / "fast", tmp_path / "slow", tmp_path, min_output_throughput_ratio=gate
     )
-    assert comparison is not None and (tmp_path / run.COMPARE_JSON).is_file()
+    assert comparison is not None and RunDir(tmp_path).speed_compare.is_file()
     return tmp_path
 
 
@@ -61,7 +62,7 @@ def test_report_shows_the_speed_table_ratios_and_plot(tmp_path: Path) -> None:
     root = _variant_runs(tmp_path, gate=1.1)
     summary = audit_run(root / "fast", speed_comparison=stage.speed_comparison_beside(root / "fast"))
     assert summary.speed is not None and summary.verdict == "pass"
-    artifact = read_model(root / "fast" / run.SPEED_JSON, SpeedArtifact)
+    artifact = read_model(RunDir(root / "fast").speed_json, SpeedArtifact)
     row = summary.speed.rows[0]
     tputs = [r.output_throughput for r in artifact.rounds_for(row.workload)]
     assert row.output_throughput_rounds == tputs == [120.0, 121.0, 122.0]  # seeds 42, 43, 44
@@ -139,8 +140,8 @@ def test_a_benchmark_that_could_not_run_is_an_error_finding(tmp_path: Path) -> N
         )
     finally:
         run_module.make_client = original
-    assert ok is False and not (rd.root / run.SPEED_JSON).exists()
-    assert (rd.root / stage.SPEED_ERROR).read_text() == "speed.workloads[0] in8-out4-c1: does not fit\n"
+    assert ok is False and not rd.speed_json.exists()
+    assert rd.speed_error.read_text() == "speed.workloads[0] in8-out4-c1: does not fit\n"
     summary = audit_run(rd.root)
     (f,) = [f for f in summary.findings if f.code == "speed_setup"]
     assert f.severity == "error" and f.message.endswith("does not fit") and summary.exit_code == 3
@@ -152,7 +153,7 @@ def test_a_config_with_speed_but_no_result_is_a_warning(tmp_path: Path) -> None:
     assert b.config is not None
     b.config["speed"] = _speed_cfg().model_dump(mode="json")
     summary = audit_run(b.write().root)
-    (f,) = [f for f in summary.findings if f.path == run.SPEED_JSON]
+    (f,) = [f for f in summary.findings if f.path == "speed.json"]
     assert (f.severity, f.code) == ("warn", "missing_artifact")
 
 
@@ -165,10 +166,10 @@ def test_resume_keeps_a_complete_benchmark_and_reruns_an_incomplete_one(
     assert stage.run_speed_stage(cfg, "http://h:1", tmp_path, variant="v", served_model="m", api_key=None,
                                  base_dir=None)  # fmt: skip
     assert stage.already_measured(tmp_path, cfg)
-    before = (tmp_path / run.SPEED_JSON).read_bytes()
+    before = RunDir(tmp_path).speed_json.read_bytes()
     assert stage.run_speed_stage(cfg, "http://h:1", tmp_path, variant="v", served_model="m", api_key=None,
                                  base_dir=None)  # fmt: skip
-    assert (tmp_path / run.SPEED_JSON).read_bytes() == before and calls == ["client"]
+    assert RunDir(tmp_path).speed_json.read_bytes() == before and calls == ["client"]
     assert not stage.already_measured(tmp_path, cfg.model_copy(update={"rounds": 4}))
 
 
@@ -201,7 +202,7 @@ def test_speed_command_compares_two_running_servers(
     out = tmp_path / "out"
     args = ["speed", str(_speed_only_config(tmp_path, gate=gate)), "--out", str(out)]
     assert run_cli([*args, "--variant", "fast=http://h:2", "--variant", "slow=http://h:1"]) == code
-    comparison = stage.read_model(out / run.COMPARE_JSON, stage.SpeedComparison)
+    comparison = read_model(RunDir(out).speed_compare, SpeedComparison)
     assert (comparison.test, comparison.control) == ("fast", "slow")  # first = test, as in evalpipe run
     printed = capsys.readouterr().out
     assert f"fast in8-out4-c1 round 1: {'1/2' if short else '2/2'} completed" in printed
@@ -259,7 +260,7 @@ def test_a_no_speed_run_fails_the_ratio_gate_unless_waived_and_the_report_says_s
     """run.json ``no_speed`` (``evalpipe run --no-speed``): the ratio gate fails with that reason, or — with
     ``--waive-speed-gate`` — is reported as advisory and the verdict rests on accuracy; the report says
     serving speed was not measured, and no "absent speed.json" warning is raised."""
-    from evalpipe.artifacts import RunDir, write_model
+    from evalpipe.artifacts import write_model
     from evalpipe.artifacts.schema.run import RunRecord
 
     b = clean_run(tmp_path / "run")
@@ -276,6 +277,6 @@ def test_a_no_speed_run_fails_the_ratio_gate_unless_waived_and_the_report_says_s
     assert (summary.verdict, summary.exit_code) == (("pass", 0) if waived else ("gate_failed", 1))
     assert summary.speed_not_measured == "serving speed not measured (--no-speed)"
     assert not [f for f in summary.findings if f.path == "speed.json"]
-    report = RunDir(rd.root).report_md.read_text(encoding="utf-8")
+    report = rd.report_md.read_text(encoding="utf-8")
     assert "## Serving speed" in report
     assert "This run is accuracy only: serving speed not measured (--no-speed)" in report

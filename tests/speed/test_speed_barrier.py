@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts import read_model, write_model
+from evalpipe.artifacts import RunDir, read_model, write_model
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run
@@ -29,7 +29,6 @@ from evalpipe.speed.barrier import (
     rounds_bound_s,
 )
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.stage import SPEED_ERROR
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
 CFG = SpeedConfig(workloads=[WORKLOAD], rounds=3, round_timeout_s=5)
@@ -65,7 +64,7 @@ def test_a_waiting_variant_is_released(tmp_path: Path) -> None:
     )
     lines: list[str] = []
     waited, measured = barrier.wait(tmp_path, lines.append)
-    assert waited >= 0 and measured >= 0 and not (tmp_path / SPEED_ERROR).exists()
+    assert waited >= 0 and measured >= 0 and not RunDir(tmp_path).speed_error.exists()
     assert lines == ["a: speed rounds released (measured: 2 variants)"]
 
 
@@ -73,7 +72,7 @@ def test_a_variant_stops_waiting_when_its_parent_has_gone(tmp_path: Path) -> Non
     barrier = VariantBarrier(tmp_path, "a", parent_pid=-1, poll_s=0.01)  # never our parent pid
     barrier.arrive("http://127.0.0.1:1")
     barrier.wait(tmp_path, lambda line: None)
-    assert (tmp_path / SPEED_ERROR).read_text() == (
+    assert RunDir(tmp_path).speed_error.read_text() == (
         "the run that coordinates the speed rounds has gone; this variant stopped waiting\n"
     )
 
@@ -84,7 +83,7 @@ def test_a_variant_stops_waiting_after_the_rounds_bound(tmp_path: Path) -> None:
     start = time.monotonic()
     _, measured = barrier.wait(tmp_path, lambda line: None)
     assert 0.2 <= time.monotonic() - start < 10 and measured >= 0.2
-    assert "did not end within their bound of 0 s" in (tmp_path / SPEED_ERROR).read_text()
+    assert "did not end within their bound of 0 s" in RunDir(tmp_path).speed_error.read_text()
 
 
 def test_a_variant_that_ends_first_releases_the_others(tmp_path: Path) -> None:
@@ -97,7 +96,9 @@ def test_a_variant_that_ends_first_releases_the_others(tmp_path: Path) -> None:
     release = read_model(coordinator.directory / RELEASE_JSON, Release)
     assert coordinator.released == release.outcome == "abandoned"
     for d in ("a", "b"):
-        assert (tmp_path / d / SPEED_ERROR).read_text().startswith("variant b ended (exit 4) before every")
+        assert (
+            RunDir(tmp_path / d).speed_error.read_text().startswith("variant b ended (exit 4) before every")
+        )
     coordinator.step({"b": 4, "a": 0})  # released once
     assert read_model(coordinator.directory / RELEASE_JSON, Release) == release
 
@@ -110,11 +111,11 @@ def test_every_variant_arrived_runs_alternating_rounds(
     monkeypatch.setattr(run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
     lines: list[str] = []
     coordinator = _coordinator(tmp_path, lines)
-    (tmp_path / "a" / SPEED_ERROR).write_text("an earlier attempt\n")
+    RunDir(tmp_path / "a").speed_error.write_text("an earlier attempt\n")
     for name, url in (("a", "http://h:1"), ("b", "http://h:2")):
         VariantBarrier(coordinator.directory, name, parent_pid=0).arrive(url)
     coordinator.step({})
-    assert coordinator.released == "measured" and not (tmp_path / "a" / SPEED_ERROR).exists()
+    assert coordinator.released == "measured" and not RunDir(tmp_path / "a").speed_error.exists()
     assert read_model(coordinator.directory / STARTED_JSON, RoundsStarted).bound_s == rounds_bound_s(CFG, 2)
     assert lines[0] == "speed: every variant's evaluation is done; rounds alternate across a / b (ABBA…)"
     assert [line.split(" round ")[0].split()[0] + line.split(" round ")[1][0] for line in lines[1:]] == [
@@ -137,7 +138,7 @@ def test_a_setup_error_at_the_barrier_goes_to_every_speed_error(
     coordinator.step({})
     assert coordinator.released == "not_run"
     for d in ("a", "b"):
-        assert (tmp_path / d / SPEED_ERROR).read_text() == (
+        assert RunDir(tmp_path / d).speed_error.read_text() == (
             "speed: no OpenAI-compatible server answers at http://h:1/v1/models\n"
         )
 

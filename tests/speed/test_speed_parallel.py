@@ -28,10 +28,11 @@ import pytest
 from helpers.config import entry, write_config
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts import read_jsonl, read_model
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.loader import load_config
 from evalpipe.config.speed import SpeedConfig
@@ -40,8 +41,6 @@ from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
 from evalpipe.speed.clients.base import RoundPlan
-from evalpipe.speed.compare import SpeedComparison
-from evalpipe.speed.stage import SPEED_ERROR
 
 DATA = Path(__file__).resolve().parents[2] / "evalpipe" / "selftest" / "data"
 SAMPLERS = Path(__file__).resolve().parents[2] / "samplers" / "demo"
@@ -124,7 +123,7 @@ def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _rounds(root: Path) -> list[tuple[str, Any]]:
     out = []
     for variant in ("a", "b"):
-        artifact = read_model(root / variant / run.SPEED_JSON, SpeedArtifact)
+        artifact = read_model(RunDir(root / variant).speed_json, SpeedArtifact)
         out += [(variant, r) for r in artifact.rounds_for(WORKLOAD)]
     return sorted(out, key=lambda vr: vr[1].started_at)
 
@@ -132,10 +131,10 @@ def _rounds(root: Path) -> list[tuple[str, Any]]:
 def test_rounds_alternate_abba_on_both_live_servers(parallel_run: Path) -> None:
     launches = {v: read_model(parallel_run / v / "server" / "launch.json", LaunchRecord) for v in ("a", "b")}
     for variant in ("a", "b"):
-        artifact = read_model(parallel_run / variant / run.SPEED_JSON, SpeedArtifact)
+        artifact = read_model(RunDir(parallel_run / variant).speed_json, SpeedArtifact)
         assert artifact.schedule == "alternating"
         assert artifact.server_url == launches[variant].base_url  # the server's own URL, never the proxy
-        assert not (parallel_run / variant / SPEED_ERROR).exists()
+        assert not RunDir(parallel_run / variant).speed_error.exists()
     rounds = _rounds(parallel_run)
     assert [(v, r.round_index) for v, r in rounds] == [
         ("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2), ("b", 3), ("a", 3),
@@ -175,7 +174,7 @@ def test_no_evaluation_request_during_the_speed_rounds(parallel_run: Path) -> No
 
 
 def test_comparison_and_reports_say_the_rounds_alternated(parallel_run: Path) -> None:
-    comparison = read_model(parallel_run / run.COMPARE_JSON, SpeedComparison)
+    comparison = read_model(RunDir(parallel_run).speed_compare, SpeedComparison)
     assert (comparison.test, comparison.control, comparison.schedule) == ("a", "b", "alternating")
     for variant in ("a", "b"):
         md = (parallel_run / variant / "report.md").read_text()
@@ -186,7 +185,7 @@ def test_comparison_and_reports_say_the_rounds_alternated(parallel_run: Path) ->
 
 
 def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: Path) -> None:
-    before = {v: (parallel_run / v / run.SPEED_JSON).read_bytes() for v in ("a", "b")}
+    before = {v: RunDir(parallel_run / v).speed_json.read_bytes() for v in ("a", "b")}
     patch = pytest.MonkeyPatch()
 
     def no_client(cfg: SpeedConfig, **_: object) -> StandInClient:
@@ -197,8 +196,8 @@ def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: P
         run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
     finally:
         patch.undo()
-    assert {v: (parallel_run / v / run.SPEED_JSON).read_bytes() for v in ("a", "b")} == before
-    assert read_model(parallel_run / run.COMPARE_JSON, SpeedComparison).schedule == "alternating"
+    assert {v: RunDir(parallel_run / v).speed_json.read_bytes() for v in ("a", "b")} == before
+    assert read_model(RunDir(parallel_run).speed_compare, SpeedComparison).schedule == "alternating"
     for variant in ("a", "b"):
         stages = [s.stage for s in read_model(parallel_run / variant / "timings.json", StageTimings).stages]
         assert "speed_wait" not in stages  # no barrier: the server did not wait for anything
@@ -258,8 +257,8 @@ def test_a_variant_whose_server_dies_releases_the_other(
     assert f"resume with: evalpipe run {config} --resume {out}" in stderr.splitlines()[-1]
     release = read_model(out / BARRIER_DIR / RELEASE_JSON, Release)
     assert release.outcome == "abandoned" and release.message.startswith(f"variant {victim} ended (exit 4)")
-    assert (out / other / SPEED_ERROR).read_text().startswith(f"variant {victim} ended (exit 4)")
-    assert not list(out.glob(f"*/{run.SPEED_JSON}"))
+    assert RunDir(out / other).speed_error.read_text().startswith(f"variant {victim} ended (exit 4)")
+    assert not list(out.glob(f"*/{RunDir(out).speed_json.name}"))
     summary = json.loads((out / other / "summary.json").read_text())  # the other finished: outcomes, audit
     assert "speed_setup" in {f["code"] for f in summary["findings"]}
     assert f"the server died {during}" in (out / victim / "logs" / "run.log").read_text()

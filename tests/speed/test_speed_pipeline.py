@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 from helpers.paired_demo import PairedDemo
 
-from evalpipe.artifacts import read_model
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.speed import run
-from evalpipe.speed.compare import SpeedComparison
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +32,7 @@ def speed_run(paired_demo: PairedDemo) -> Path:
 def test_each_variant_is_benchmarked_on_its_own_server_between_evaluation_and_stop(speed_run: Path) -> None:
     for variant in ("faults", "clean", "clean_again"):
         vdir = speed_run / variant
-        artifact = read_model(vdir / run.SPEED_JSON, SpeedArtifact)
+        artifact = read_model(RunDir(vdir).speed_json, SpeedArtifact)
         launch = read_model(vdir / "server" / "launch.json", LaunchRecord)
         assert artifact.variant == variant and artifact.schedule == "single"
         assert artifact.server_url == launch.base_url  # the server's own URL, not the recording proxy
@@ -47,7 +46,7 @@ def test_each_variant_is_benchmarked_on_its_own_server_between_evaluation_and_st
 
 
 def test_speed_compare_json_and_both_reports(speed_run: Path) -> None:
-    comparison = read_model(speed_run / run.COMPARE_JSON, SpeedComparison)
+    comparison = read_model(RunDir(speed_run).speed_compare, SpeedComparison)
     assert (comparison.test, comparison.control) == ("faults", "clean")  # as compare.json: first = test
     assert comparison.schedule == "sequential"  # one launch after the other: unpaired resampling
     for variant in ("faults", "clean"):

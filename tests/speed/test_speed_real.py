@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from evalpipe.artifacts import read_model
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.engines.llamacpp import smollm2_path
@@ -46,7 +46,7 @@ from evalpipe.processes.group import stop_group
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import SPEED_JSON, SpeedTarget, prepare, run_speed_alternating
+from evalpipe.speed.run import SpeedTarget, prepare, run_speed_alternating
 from evalpipe.speed.tokenizer import resolve
 from evalpipe.stats.ratio import ratio_interval
 
@@ -133,7 +133,7 @@ def test_speed_json_recomputes_from_the_raw_files(server: str, tmp_path: Path) -
     assert failed.output_throughput is not None  # the completed request's figures are still there
     assert next((p.severity, p.round_index) for p in artifacts["b"].problems) == ("error", 2)
     for variant in ("a", "b"):
-        on_disk = read_model(tmp_path / variant / SPEED_JSON, SpeedArtifact)
+        on_disk = read_model(RunDir(tmp_path / variant).speed_json, SpeedArtifact)
         assert on_disk == artifacts[variant] and on_disk.schedule == "alternating"
         assert on_disk.client.name == "evalscope" and on_disk.client.version.startswith("1.14")
         assert "--tokenize-prompt" in on_disk.client.argv and '{"ignore_eos": true}' in on_disk.client.argv

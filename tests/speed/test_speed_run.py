@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from helpers.speed_client import StandInClient
 
-from evalpipe.artifacts import read_model
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed import run
-from evalpipe.speed.compare import SpeedComparison
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
 
@@ -48,11 +48,11 @@ def test_rounds_alternate_and_every_variant_gets_the_same_seeds(tmp_path: Path) 
         ("slow", 0), ("fast", 0), ("fast", 1), ("slow", 1), ("slow", 2), ("fast", 2),
     ]  # fmt: skip
     for v in endpoints:
-        on_disk = read_model(tmp_path / v / run.SPEED_JSON, SpeedArtifact)
+        on_disk = read_model(RunDir(tmp_path / v).speed_json, SpeedArtifact)
         assert [r.seed for r in on_disk.rounds_for(WORKLOAD.name)] == [42, 43, 44]
         assert on_disk.schedule == "alternating" and on_disk.client.program == "stand-in"
         assert on_disk.rounds_for(WORKLOAD.name)[1].argv[-2] == "43"
-    saved = read_model(tmp_path / run.COMPARE_JSON, SpeedComparison)
+    saved = read_model(RunDir(tmp_path).speed_compare, SpeedComparison)
     assert saved == comparison and (saved.control, saved.test) == ("slow", "fast")
     (w,) = saved.workloads
     assert w.verdict == "faster" and w.same_prompts is True and saved.gate_passed is True

@@ -3,12 +3,14 @@ round spread) and the paired ratios with their intervals, the number of rounds b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
+from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.speed import LoadAverage
+from evalpipe.artifacts.schema.speed_compare import MetricRatio, WorkloadComparison
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.speed.compare import MetricRatio, WorkloadComparison
 from evalpipe.speed.summary import SpeedSummary
 from evalpipe.words.numbers import plural, rate
 
@@ -163,7 +165,7 @@ def speed_section(summary: Summary) -> list[Block]:
                         "true ratio less often than its nominal level (about 76 % at 3 rounds). Latency ratios "
                         "below 1 are better. Source: "
                     ),
-                    C("speed_compare.json"),
+                    C(RunDir(Path(".")).speed_compare.name),
                     T("."),
                 ]
             )

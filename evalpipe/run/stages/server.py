@@ -55,7 +55,7 @@ def _served_info(rd: RunDir) -> dict[str, Any] | None:
     if rd.server_info.is_file():
         info = read(rd.server_info)
         return info if isinstance(info, dict) else None
-    workers = [read(p) for p in sorted(rd.server_dir.glob("workers/*/server_info.json"))]
+    workers = [read(w.server_info) for w in rd.workers() if w.server_info.is_file()]
     sized = [(c[0], w) for w in workers if isinstance(w, dict) and (c := served_context(w)) is not None]
     return min(sized, key=lambda t: t[0])[1] if sized else None
 

@@ -9,7 +9,7 @@ config.  Only runs with ``speed:`` build these stages, so only they import the s
 
 from __future__ import annotations
 
-from evalpipe.run.stages.base import Reuse, Stage, file, tree
+from evalpipe.run.stages.base import AT, Reuse, Stage, file, tree
 from evalpipe.run.stages.state import RunState
 from evalpipe.server.lifecycle import watch_server
 
@@ -18,13 +18,10 @@ SETUP_ERROR = "the benchmark could not run: why, in one line"
 
 def own_speed() -> Stage:
     """The benchmark run by this run, after its evaluation, before its server stops."""
-    from evalpipe.speed.run import SPEED_DIR, SPEED_JSON
-    from evalpipe.speed.stage import SPEED_ERROR
-
     return Stage(
         name="speed",
         inputs=(),
-        outputs=(file(SPEED_JSON), tree(SPEED_DIR), file(SPEED_ERROR, only=SETUP_ERROR)),
+        outputs=(file(AT.speed_json), tree(AT.speed_dir), file(AT.speed_error, only=SETUP_ERROR)),
         run=_measure,
         reuse=Reuse(complete=_measured, keep=_kept),
     )
@@ -32,13 +29,10 @@ def own_speed() -> Stage:
 
 def speed_at_barrier() -> Stage:
     """The parent's alternating rounds on this variant's server: timed as the wait and the measurement."""
-    from evalpipe.speed.run import SPEED_DIR, SPEED_JSON
-    from evalpipe.speed.stage import SPEED_ERROR
-
     return Stage(
         name="speed",
         inputs=(),
-        outputs=(file(SPEED_JSON), tree(SPEED_DIR), file(SPEED_ERROR, only=SETUP_ERROR)),
+        outputs=(file(AT.speed_json), tree(AT.speed_dir), file(AT.speed_error, only=SETUP_ERROR)),
         run=_wait_at_barrier,
         wall_time=False,
     )
