@@ -23,7 +23,7 @@ VariantOpt = Annotated[str | None, typer.Option("--variant", help="Apply this na
 
 def shell_line(argv: list[str]) -> str:
     """One shell-quoted line; an unresolved API key placeholder stays a ``"$VAR"`` expansion."""
-    from evalpipe.server.kinds.sglang.flags import API_KEY_PLACEHOLDER_PREFIX
+    from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX
 
     parts = []
     for i, arg in enumerate(argv):
@@ -42,7 +42,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     from evalpipe.cli.console import err
     from evalpipe.resolve import load_run
     from evalpipe.server.kinds.registry import server_kind
-    from evalpipe.server.kinds.sglang.env import server_env
+    from evalpipe.server.launch_env import server_env
     from evalpipe.server.variants import effective_server
 
     cfg = load_run(config, check_plans=False).config

@@ -33,7 +33,7 @@ from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.sequential_stop import arm_for
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.kinds.sglang.flags import api_key
+from evalpipe.server.launch_env import api_key
 from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:

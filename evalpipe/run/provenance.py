@@ -110,7 +110,8 @@ def collect_provenance(
     can put a different SGLang checkout on PYTHONPATH)."""
     import evalpipe
     from evalpipe.server import gpus
-    from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, probe_sglang, server_env
+    from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, probe_sglang
+    from evalpipe.server.launch_env import server_env
 
     if env is None:
         env = server_env(server) if server is not None else None
@@ -229,7 +230,7 @@ def run_component_tests(
     All entries run; then a failed ``required: true`` entry raises ComponentTestFailed (a PreflightError:
     exit 2) naming it, with every entry's result as ``exc.results``.  Non-required failures are only recorded.
     """
-    from evalpipe.server.kinds.sglang.env import server_env
+    from evalpipe.server.launch_env import server_env
 
     if env is None:
         env = server_env(cfg.server)

@@ -40,8 +40,7 @@ from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
 from evalpipe.server.kinds.base import ServerHandle
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.kinds.sglang import flags
-from evalpipe.server.kinds.sglang.env import server_env
+from evalpipe.server.launch_env import api_key, server_env
 from evalpipe.server.ports import free_port
 from evalpipe.server.readiness import get_json, log_tail, wait_ready
 from evalpipe.server.verify import mismatches, verify
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir, ServerFiles
     from evalpipe.config.models import RunConfig, ServerConfig
     from evalpipe.recording.proxy import ProxyHandle
+    from evalpipe.server.server_info import ServerInfoReader
 
 __all__ = ["ServerHandle", "managed_server", "relevant_env", "watch_server"]
 
@@ -250,7 +250,7 @@ def managed_server(
     """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched."""
     rundir.server_dir.mkdir(parents=True, exist_ok=True)
     kind = server_kind(server.kind)
-    key = flags.api_key(server)
+    key = api_key(server)
     with _SigtermGuard() as guard:
         if kind.launches_process and server.port == 0:
             server = server.model_copy(update={"port": free_port(server.host)})
@@ -384,6 +384,9 @@ class _Serving:
 
     def describe_head(self, verification: ServerVerification, info: Mapping[str, Any] | None) -> str:
         return server_kind(verification.kind).describe_head(verification, info)
+
+    def server_info_reader(self, kind: str) -> ServerInfoReader:
+        return server_kind(kind).server_info_reader
 
     def verify(
         self, handle: ServerHandle, *, against: ServerConfig | None = None, enforce: bool = True

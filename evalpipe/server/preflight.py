@@ -5,7 +5,7 @@ a :class:`PreflightCheck`; a ``fail`` aborts with exit 2 and a message naming th
 shown loudly and recorded.  Rules for every kind: the API key variable is set, ``extra_args`` set no flag
 the config already controls, NLTK ``punkt_tab`` is there when IFEval-like scoring needs it.  Everything
 else is the server kind's (``Kind.preflight``): for SGLang the argv parses with the installed SGLang's own
-parser, the parser names exist, the raw-FP8 TileLang policy (``evalpipe.server.kinds.sglang.raw_fp8``), the model path,
+parser, the parser names exist, the raw-FP8 TileLang policy, the model path,
 the GPUs; for launched servers the port is free; for ``command`` the executable exists.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from evalpipe.artifacts.schema.server import PreflightCheck, PreflightReport
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.kinds.sglang.env import server_env
+from evalpipe.server.launch_env import server_env
 from evalpipe.server.preflight_rules import check_api_key, check_extra_args, check_punkt
 
 if TYPE_CHECKING:
@@ -54,8 +54,9 @@ def run_preflight(
     env = dict(env) if env is not None else server_env(server)
     checks: list[PreflightCheck] = []
     checks += check_api_key(server, env)
-    checks += check_extra_args(server)
-    own = server_kind(server.kind).preflight(cfg, server, env)
+    kind = server_kind(server.kind)
+    checks += check_extra_args(server, kind.extra_args_conflicts(server))
+    own = kind.preflight(cfg, server, env)
     checks += own.checks
     checks += check_punkt(punkt_needed)
 

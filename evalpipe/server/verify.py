@@ -1,19 +1,21 @@
 """Verify what the server *resolved* against what the config asked for.
 
-SGLang silently auto-selects kernels and may fall back (a KV dtype, a DSA backend) when a combination is
+A server (SGLang above all) silently auto-selects kernels and may fall back (a KV dtype, a DSA backend) when a combination is
 not supported; a sign-off that only echoes the config would then certify a configuration that never ran.
-So the values that define the run are read back from ``/server_info`` and compared.
+So the values that define the run are read back from ``/server_info`` and compared — through the server's
+kind, which says which values its config pins, where its ``/server_info`` reports them and how they compare
+(``Kind.expected_values``, ``Kind.resolved_value``, ``Kind.normalize``): one verification path for every
+kind, and for each worker of a fleet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts.schema.server import CacheState, ServerVerification, VerifiedValue
 from evalpipe.server.kinds.registry import server_kind
-from evalpipe.server.kinds.sglang.flags import internal_state_values, normalize, resolved_value
 from evalpipe.server.served_context import served_context
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ def verify(
     info = server_info or {}
     engine = info.get("engine") if isinstance(info.get("engine"), str) else None
     kind = server_kind(server.kind)
+    resolved_value, normalize = kind.resolved_value, kind.normalize
     expected = kind.expected_values(cfg, server, engine)
     checks: list[VerifiedValue] = []
     unverified: list[str] = []
@@ -66,7 +69,7 @@ def verify(
         ok = normalize(got) == normalize(want)
         if ok and server_info is not None:
             # every data-parallel scheduler must have resolved it, not only the first one reporting it
-            odd = [(i, v) for i, v in internal_state_values(info, key) if normalize(v) != normalize(want)]
+            odd = [(i, v) for i, v in kind.state_values(info, key) if normalize(v) != normalize(want)]
             if odd:
                 ok, got = False, "; ".join(f"internal_states[{i}]: {v!r}" for i, v in odd)
         checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=ok))
@@ -79,7 +82,7 @@ def verify(
             if got is None:
                 unreported.append(key)
                 continue
-            checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=_same(got, want)))
+            checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=_same(got, want, normalize)))
     kv_facts = kind.kv_cache_facts(log_path)
     want_storage = kind.expected_kv_storage_dtype(server)
     if kv_facts is not None and want_storage is not None:
@@ -208,7 +211,7 @@ def kv_pool_words(v: ServerVerification) -> str:
     return out
 
 
-def _same(got: Any, want: Any) -> bool:
+def _same(got: Any, want: Any, normalize: Callable[[Any], Any]) -> bool:
     """A resolved value equals the one asked for (numbers compared as numbers: 0.3 == "0.3")."""
     if isinstance(want, bool) or isinstance(got, bool):
         return bool(got) == bool(want) if isinstance(got, bool) and isinstance(want, bool) else False

@@ -28,6 +28,7 @@ from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
 from evalpipe.config.loader import load_config
 from evalpipe.server.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,10 @@ def _info(*, top: dict[str, Any] | None = None, states: dict[str, Any] | None = 
 
 def _worker(url: str, info: dict[str, Any] | None, *, healthy: bool = True) -> WorkerCheck:
     v = verify(CFG, CFG.server, info, base_url=url, info_error=None if info else "/server_info: HTTP 404")
-    return WorkerCheck(url=url, healthy=healthy, verification=v, info=info, info_error=v.server_info_error)
+    reader = server_kind(CFG.server.kind).server_info_reader
+    return WorkerCheck(
+        url=url, healthy=healthy, verification=v, info=info, info_error=v.server_info_error, reader=reader
+    )
 
 
 def test_identical_workers_are_one_verified_configuration() -> None:

@@ -31,8 +31,8 @@ from evalpipe.server.kinds import BuiltinKind
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServerHandle
 from evalpipe.server.kinds.endpoint import openai_base_url
 from evalpipe.server.kinds.registry import kinds, server_kind
-from evalpipe.server.kinds.sglang.env import server_env
 from evalpipe.server.kinds.sglang.flags import SERVER_INFO_KEYS
+from evalpipe.server.launch_env import server_env
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
 

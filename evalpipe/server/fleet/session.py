@@ -205,6 +205,7 @@ def _verify_member(
         verification=verification,
         info=info,
         info_error=_unreadable_why(member, verification.server_info_error) if info is None else None,
+        reader=plan.ctx.server_info_reader(verification.kind),
     )
     return check, info
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts.schema.server import ServerVerification, VerifiedValue
-from evalpipe.server.kinds.sglang.flags import internal_state_values, normalize, resolved_value
+from evalpipe.server.server_info import PLAIN, ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import ServerKind
@@ -68,14 +68,20 @@ class WorkerCheck:
     verification: ServerVerification | None
     info: dict[str, Any] | None  # the redacted /server_info; None when it could not be read
     info_error: str | None = None
+    #: How this worker's ``/server_info`` is read: its own kind's reader (``Kind.server_info_reader``).
+    reader: ServerInfoReader = PLAIN
 
 
-def _values(info: dict[str, Any], key: str) -> set[Any]:
-    """Every value a worker reports for ``key``: top level and each ``internal_states`` entry."""
-    out = {_hashable(normalize(v)) for _, v in internal_state_values(info, key)}
-    top = resolved_value(info, key)
+def _values(worker: WorkerCheck, key: str) -> set[Any]:
+    """Every value a worker reports for ``key``: top level and each ``internal_states`` entry, read by its
+    kind's reader (an unreadable worker reports nothing)."""
+    info, reader = worker.info, worker.reader
+    if info is None:
+        return set()
+    out = {_hashable(reader.normalize(v)) for _, v in reader.state_values(info, key)}
+    top = reader.value(info, key)
     if top is not None:
-        out.add(_hashable(normalize(top)))
+        out.add(_hashable(reader.normalize(top)))
     return out
 
 
@@ -101,9 +107,7 @@ def worker_problems(worker: WorkerCheck, fleet: Sequence[WorkerCheck]) -> list[s
     for check in worker.verification.checks:
         if check.ok:
             continue
-        seen = "; ".join(
-            f"{o.url}: {_shown(_values(o.info, check.key))}" for o in others if o.info is not None
-        )
+        seen = "; ".join(f"{o.url}: {_shown(_values(o, check.key))}" for o in others if o.info is not None)
         out.append(
             f"worker {worker.url} resolved {check.key} {check.resolved!r} (config {check.expected!r}"
             + (f"; {seen})" if seen else ")")
@@ -122,7 +126,7 @@ def disagreements(fleet: Sequence[WorkerCheck], already: set[str] | None = None)
     for key in AGREEMENT_KEYS:
         if already and key in already:
             continue
-        by_worker = {w.url: _values(w.info, key) for w in readable if w.info is not None}
+        by_worker = {w.url: _values(w, key) for w in readable if w.info is not None}
         distinct = {v for values in by_worker.values() for v in values}
         if len(distinct) > 1 or (distinct and any(not values for values in by_worker.values())):
             shown = ", ".join(f"{url} {_shown(values)}" for url, values in by_worker.items())

@@ -16,8 +16,9 @@ attributes; behaviour is methods:
   at the same time only on servers that share nothing;
 * **preflight** — :meth:`Kind.preflight`: its rules (``evalpipe.server.preflight_rules``) and the argv checked;
 * **verification** — :meth:`Kind.expected_values` (what its ``/server_info`` can verify),
-  ``requires_server_info`` (whether a missing ``/server_info`` is a mismatch) and :meth:`Kind.describe_head`
-  (how the report names it).
+  ``server_info_reader`` (where its ``/server_info`` reports each value and which values mean the same:
+  :meth:`Kind.resolved_value`, :meth:`Kind.state_values`, :meth:`Kind.normalize`), ``requires_server_info``
+  (whether a missing ``/server_info`` is a mismatch) and :meth:`Kind.describe_head` (how the report names it).
 
 Kind modules import the config models only for type checking: ``ServerConfig`` validation asks the kind.
 """
@@ -34,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds.sglang.flags import KERNEL_NAMES, resolved_expectations
 from evalpipe.server.preflight_rules import check_port
+from evalpipe.server.server_info import PLAIN, ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles
@@ -126,6 +127,11 @@ class ServeContext(Protocol):
         (default: this context's); ``enforce=False`` only records (a fleet judges its workers together)."""
         ...
 
+    def server_info_reader(self, kind: str) -> ServerInfoReader:
+        """How a server of kind ``kind`` reports its resolved values (that kind's ``server_info_reader``; a
+        fleet reads each worker's ``/server_info`` through this)."""
+        ...
+
     def describe_head(self, verification: ServerVerification, info: Mapping[str, Any] | None) -> str:
         """The report's server line for a verified server, as its own kind describes it
         (:meth:`Kind.describe_head` of ``verification.kind``; a fleet describes its workers through this,
@@ -153,6 +159,9 @@ class Kind(ABC):
     requires_server_info: ClassVar[bool] = False
     #: ``evalpipe run`` evaluates the preflight rules before serving.
     preflight_before_run: ClassVar[bool] = True
+    #: How its ``/server_info`` is read (``evalpipe.server.server_info``); default: every key under its own
+    #: name, no aliases.
+    server_info_reader: ClassVar[ServerInfoReader] = PLAIN
 
     def bind_registry(self, lookup: Callable[[str], Kind]) -> None:  # noqa: B027  (optional hook, no-op)
         """Called once by the registry after it loaded every kind.  A kind that composes others (the router
@@ -259,18 +268,33 @@ class Kind(ABC):
         argv = self.argv(cfg, server, engine_version=None, resolve_secrets=False)
         return KindPreflight(argv=argv, checks=check_port(server))
 
+    def extra_args_conflicts(self, server: ServerConfig) -> list[tuple[str, str]]:
+        """``(flag, config field)`` for each flag in ``server.extra_args`` that this kind already builds from
+        the config (the preflight refuses them: the config would lie).  Default: none."""
+        return []
+
     # ------------------------------------------------------------------ verification
     def expected_values(
         self, cfg: RunConfig, server: ServerConfig, reported_engine: str | None
     ) -> dict[str, Any]:
-        """Config values its ``/server_info`` must resolve identically (only those the config pins down).
+        """Config values its ``/server_info`` must resolve identically (only those the config pins down),
+        keyed as :meth:`resolved_value` reads them.
 
-        Default: the values SGLang resolves, named as SGLang names them — unless the server reports another
-        ``engine`` (evalpipe's llama.cpp launcher), which can resolve only the KV cache dtype and the name.
+        Default: what any engine reporting its resolved settings can confirm (:func:`engine_expectations`).
         """
-        if reported_engine:
-            return engine_expectations(cfg, server)
-        return resolved_expectations(cfg, server)
+        return engine_expectations(cfg, server)
+
+    def resolved_value(self, server_info: Mapping[str, Any], key: str) -> Any:
+        """The value the server resolved for ``key`` (None: not reported), read by ``server_info_reader``."""
+        return self.server_info_reader.value(server_info, key)
+
+    def state_values(self, server_info: Mapping[str, Any], key: str) -> list[tuple[int, Any]]:
+        """``(index, value)`` of each per-scheduler ``internal_states`` entry reporting ``key``."""
+        return self.server_info_reader.state_values(server_info, key)
+
+    def normalize(self, value: Any) -> Any:
+        """The comparable form of a reported or configured value."""
+        return self.server_info_reader.normalize(value)
 
     def optional_expectations(self, cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
         """Values the launch set that ``/server_info`` is checked against only where it reports the key
@@ -295,14 +319,11 @@ class Kind(ABC):
     def describe_head(self, v: ServerVerification, info: Mapping[str, Any] | None) -> str:
         """The start of the report's server line (``info``: the redacted ``/server_info``; None without one).
 
-        Default: the resolved KV layout, kernels, parallelism and MTP as SGLang reports them; another
-        engine's own resolved settings; or, without ``/server_info``, the kind and URL.
+        Default: an engine's own resolved settings where it names itself (``engine``), else the kind and URL.
         """
-        if info is None:
-            return f"{v.kind} server at {v.base_url}"
-        if v.engine:
+        if info is not None and v.engine:
             return engine_head(v, info)
-        return layout_head(v)
+        return f"{v.kind} server at {v.base_url}"
 
 
 def gpu_footprint(host: str, env: Mapping[str, str], *, unset_means_all: bool) -> set[str]:
@@ -323,29 +344,6 @@ def engine_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
         out["kv_cache_dtype"] = server.kv_cache_dtype
     out["served_model_name"] = cfg.model.served_name
     return out
-
-
-def layout_head(v: ServerVerification) -> str:
-    """E.g. ``KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE``."""
-    kv = v.kv_cache_dtype or "?"
-    layout = f"{kv} raw" if kv.startswith("fp8_e4m3") or kv.startswith("fp8_e5m2") else kv
-    head = f"KV layout: {layout}"
-    p, d = v.dsa_prefill_backend, v.dsa_decode_backend
-    if p or d:
-        if p == d:
-            head += f", {_kernel(p)} prefill/decode"
-        else:
-            head += f", {_kernel(p)} prefill, {_kernel(d)} decode"
-    elif v.attention_backend:
-        head += f", {v.attention_backend} attention"
-    par = [f"TP {v.tp_size}"] if v.tp_size is not None else []
-    if v.ep_size is not None and v.ep_size > 1:
-        par.append(f"EP {v.ep_size}")
-    if par:
-        head += "; " + ", ".join(par)
-    if v.speculative_algorithm:
-        head += f"; MTP {v.speculative_algorithm}"
-    return head
 
 
 def engine_head(v: ServerVerification, info: Mapping[str, Any]) -> str:
@@ -372,9 +370,3 @@ def engine_head(v: ServerVerification, info: Mapping[str, Any]) -> str:
 def nothing_launched(kind: str, where: str) -> ConfigError:
     """The error of :meth:`Kind.argv` for a kind that attaches instead of launching."""
     return ConfigError(f"server.kind is '{kind}': nothing is launched ({where})")
-
-
-def _kernel(name: str | None) -> str:
-    if name is None:
-        return "auto"
-    return KERNEL_NAMES.get(name, name)

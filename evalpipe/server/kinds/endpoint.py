@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds.base import Kind, ServeContext, ServerHandle, nothing_launched
+from evalpipe.server.kinds.base import ServeContext, ServerHandle, nothing_launched
+from evalpipe.server.kinds.sglang import SglangServerInfo
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
-class EndpointKind(Kind):
+class EndpointKind(SglangServerInfo):
     name: ClassVar[str] = "endpoint"
     launches_process: ClassVar[bool] = False
     preflight_before_run: ClassVar[bool] = False

@@ -21,7 +21,7 @@ __all__ = ["Kind", "kinds", "server_kind"]
 
 def _import_builtin(name: str) -> ModuleType:
     """A built-in kind's module: ``kinds/<name>.py``, or ``kinds/<name>/kind.py`` for a kind with a folder of its
-    own (whose ``__init__`` imports nothing, so its vocabulary can be read without loading the kind)."""
+    own (a literal: the import-graph walk reads every registered module's name)."""
     if name == "sglang":
         return import_module("evalpipe.server.kinds.sglang.kind")
     return import_module(f"evalpipe.server.kinds.{name}")

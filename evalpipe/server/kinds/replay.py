@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds.base import Kind
+from evalpipe.server.kinds.sglang import SglangServerInfo
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 MODULE = "evalpipe.engines.replay_server"
 
 
-class ReplayKind(Kind):
+class ReplayKind(SglangServerInfo):
     name: ClassVar[str] = "replay"
     preflight_before_run: ClassVar[bool] = False
     config_section: ClassVar[str | None] = "replay"

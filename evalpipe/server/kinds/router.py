@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.base import Kind, KindPreflight, ServeContext, ServerHandle
+from evalpipe.server.kinds.sglang import SglangServerInfo
 from evalpipe.server.preflight_rules import check_port, fail, ok
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 
 
-class RouterKind(Kind):
+class RouterKind(SglangServerInfo):
     name: ClassVar[str] = "router"
     requires_server_info: ClassVar[bool] = True  # every worker must report its resolved configuration
     config_section: ClassVar[str | None] = "router"
@@ -141,7 +142,7 @@ class RouterKind(Kind):
         from evalpipe.server.fleet.launcher import require_router
 
         server_kind = self.kind_of
-        from evalpipe.server.kinds.sglang.env import server_env
+        from evalpipe.server.launch_env import server_env
 
         checks: list[PreflightCheck] = []
         try:
@@ -299,7 +300,7 @@ def launch_spec(
     """The router's launch settings from the config (``--request-timeout-secs`` at least the run's own
     request timeout: the router's 1800 s default would cut a long thinking answer)."""
     from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
-    from evalpipe.server.kinds.sglang.flags import API_KEY_PLACEHOLDER_PREFIX
+    from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX
 
     router = _router(server)
     timeout = router.request_timeout_s or math.ceil(cfg.generation.request_timeout_s)

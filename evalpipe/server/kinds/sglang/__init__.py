@@ -1,13 +1,20 @@
 """``server.kind: sglang`` — everything evalpipe knows about SGLang's server, in one folder.
 
 - ``kind`` — the kind itself (``KIND``): argv, preflight, readiness and verification as SGLang does them;
+- ``dialect`` — SGLang's ``/server_info`` as a kind verifies it (:class:`SglangServerInfo`: the values a config
+  pins, how they are read and compared, the report's layout line);
 - ``flags`` — SGLang's command line and ``/server_info`` vocabulary: the argv built for the installed version,
-  the resolved values a config expects, their normalisation (also read by verification, the fleet's verdict
-  and the lifecycle, whose servers answer in SGLang's terms);
-- ``env`` — the SGLang installation a launch would use (version, packages, ``dry_parse`` of the argv) and the
-  server's environment;
-- ``raw_fp8`` — the raw-FP8 KV-cache policy (TileLang DSA kernels, unscaled ``fp8_e4m3``) preflight enforces.
+  the resolved values a config expects, their normalisation;
+- ``env`` — the SGLang installation a launch would use (version, packages, ``dry_parse`` of the argv);
+- ``rules`` — SGLang's own preflight rules (its argument parser accepts the argv, its parser names);
+- ``raw_fp8`` — the raw-FP8 KV-cache policy (TileLang DSA kernels, unscaled ``fp8_e4m3``) preflight enforces;
+- ``launch_log`` — the KV pool as the launched server's log states it.
 
-This ``__init__`` imports nothing, so a module that needs SGLang's vocabulary (``flags``) does not load the kind;
-the kind registry imports ``kind`` itself.
+Outside this folder only this face is imported (``tools/layers.py``): the kinds that face an SGLang server
+without launching one (an attached endpoint, a replayed bundle, a router's workers) verify it through
+:class:`SglangServerInfo`; the kind registry loads ``kind``.
 """
+
+from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
+
+__all__ = ["SglangServerInfo"]

@@ -9,15 +9,11 @@ Nothing in this process imports SGLang.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from evalpipe.config.models import ServerConfig
+from typing import Any
 
 # Finds sglang without importing it: version from package metadata (or sglang/version.py for a plain
 # checkout on PYTHONPATH), source directory from the import spec, PEP 610 direct_url for VCS installs.
@@ -97,13 +93,6 @@ DEFAULT_PACKAGES = (
     "evalscope",
     "nltk",
 )
-
-
-def server_env(server: ServerConfig, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment the server process gets: ours (or ``base``) plus ``server.env``."""
-    env = dict(os.environ if base is None else base)
-    env.update(server.env)
-    return env
 
 
 @dataclass

@@ -9,22 +9,20 @@ When SGLang renames a flag, this file changes and nothing else.  Names were chec
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalpipe.errors import ConfigError
 from evalpipe.server.chat_template import NO_REASONING_PARSER
+from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX, api_key
+from evalpipe.server.server_info import ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig
 
 SGLANG_MODULE = "sglang.launch_server"
 DSA_RENAME = (0, 5, 13)
-#: Placeholder put in place of the API key when secrets are not resolved (``evalpipe server command``).
-API_KEY_PLACEHOLDER_PREFIX = "$"
 #: How the report names SGLang's attention kernel backends (``--attention-backend`` / ``--dsa-*-backend``).
 KERNEL_NAMES = {
     "tilelang": "TileLang",
@@ -111,18 +109,6 @@ def extra_args_conflicts(server: ServerConfig) -> list[tuple[str, str]]:
         if flag in by_flag:
             out.append((flag, by_flag[flag]))
     return out
-
-
-def api_key(server: ServerConfig) -> str | None:
-    """The API key from the environment variable named by ``server.api_key_env`` (None when not set up)."""
-    if not server.api_key_env:
-        return None
-    value = os.environ.get(server.api_key_env) or server.env.get(server.api_key_env)
-    if not value:
-        raise ConfigError(
-            f"server.api_key_env: environment variable {server.api_key_env} is not set (it should hold the API key)"
-        )
-    return value
 
 
 def build_argv(
@@ -239,50 +225,27 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
     return exp
 
 
+#: How SGLang's ``/server_info`` is read (``SglangKind.server_info_reader``): the spellings above and the
+#: deprecated values folded (``nsa`` → ``dsa``, ``bf16`` → ``bfloat16``).
+SERVER_INFO = ServerInfoReader(SERVER_INFO_KEYS, _ALIASES)
+
+
 def resolved_value(server_info: dict[str, Any], key: str) -> Any:
     """The value SGLang resolved for ``key``: top level of ``/server_info``, else the first DP shard's
     ``internal_states`` entry.  None when the server does not report it."""
-    names = SERVER_INFO_KEYS.get(key, (key,))
-    for name in names:
-        value = server_info.get(name)
-        if value is not None:
-            return value
-    states = server_info.get("internal_states")
-    if isinstance(states, list):
-        for state in states:
-            if isinstance(state, dict):
-                for name in names:
-                    if state.get(name) is not None:
-                        return state[name]
-    return None
+    return SERVER_INFO.value(server_info, key)
 
 
 def internal_state_values(server_info: dict[str, Any], key: str) -> list[tuple[int, Any]]:
     """``(index, value)`` of every ``internal_states`` entry (one per data-parallel scheduler) that reports
     ``key``: each must have resolved what the config asks, not just the first."""
-    names = SERVER_INFO_KEYS.get(key, (key,))
-    states = server_info.get("internal_states")
-    out: list[tuple[int, Any]] = []
-    if isinstance(states, list):
-        for i, state in enumerate(states):
-            if isinstance(state, dict):
-                value = next((state[n] for n in names if state.get(n) is not None), None)
-                if value is not None:
-                    out.append((i, value))
-    return out
+    return SERVER_INFO.state_values(server_info, key)
 
 
 def normalize(value: Any) -> Any:
     """Comparable form of a reported value: deprecated aliases folded (``nsa`` → ``dsa``, ``bf16`` →
     ``bfloat16``), speculative ``NONE`` → None, numeric strings → int."""
-    if isinstance(value, str):
-        v = value.strip()
-        if v.upper() == "NONE" or v == "":
-            return None
-        if re.fullmatch(r"-?\d+", v):
-            return int(v)
-        return _ALIASES.get(v, v)
-    return value
+    return SERVER_INFO.normalize(value)
 
 
 # --- launch flags passed through ``extra_args``, as /server_info reports them

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from evalpipe.server import preflight_rules as rules
-from evalpipe.server.kinds.base import Kind, KindPreflight, gpu_footprint
+from evalpipe.server.kinds.base import KindPreflight, gpu_footprint
+from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
 from evalpipe.server.kinds.sglang.env import probe_sglang
 from evalpipe.server.kinds.sglang.flags import (
     MANAGED_FLAGS,
@@ -23,13 +24,14 @@ from evalpipe.server.kinds.sglang.flags import (
 )
 from evalpipe.server.kinds.sglang.launch_log import kv_cache_facts_of
 from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
+from evalpipe.server.kinds.sglang.rules import check_dry_parse, check_parser_names
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import KvCacheFacts
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
-class SglangKind(Kind):
+class SglangKind(SglangServerInfo):
     name: ClassVar[str] = "sglang"
     requires_server_info: ClassVar[bool] = True
 
@@ -82,8 +84,8 @@ class SglangKind(Kind):
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         probe = probe_sglang(env, packages=("sglang",))
         argv = self.argv(cfg, server, engine_version=probe.version, resolve_secrets=False)
-        checks = rules.check_parser_names(cfg, probe)
-        checks += rules.check_dry_parse(probe.importable, probe.error, argv, env)
+        checks = check_parser_names(cfg, probe)
+        checks += check_dry_parse(probe.importable, probe.error, argv, env)
         checks += check_raw_fp8_rules(server, env)
         checks += rules.check_model_path(cfg)
         checks += rules.check_gpus(server, env)
