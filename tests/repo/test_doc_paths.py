@@ -18,6 +18,7 @@ a run writes, not files of this repository.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,10 @@ URL = re.compile(r"^[a-z][a-z0-9+.-]*:")
 
 
 def _top_entries() -> set[str]:
-    return {p.name for p in ROOT.iterdir() if p.name not in {".git", ".venv"}}
+    """The repository's own top-level names (what git tracks): build outputs a doc names (``.venv/``,
+    ``.gpu/sgl1`` made by a command beside it) are not checked, whether or not this checkout has them."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return {line.split("/", 1)[0] for line in tracked.splitlines() if line}
 
 
 def _packages() -> set[str]:

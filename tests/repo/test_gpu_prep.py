@@ -75,7 +75,7 @@ class FakeLlama:
                     fake.in_flight += 1
                     fake.peak = max(fake.peak, fake.in_flight)
                     fake.completions += 1
-                time.sleep(0.02)
+                time.sleep(0.08)  # a latency well above the host's own overhead, also on a loaded 2-core host
                 with fake.lock:
                     fake.in_flight -= 1
                 self._json(200, {"content": "x", "tokens_predicted": body["n_predict"]})
