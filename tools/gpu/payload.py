@@ -358,6 +358,18 @@ def pack() -> None:
     plan()
 
 
+def print_call(n: int, folder: Path, tree: int) -> bool:
+    """Print what call ``n`` carries (``folder`` beside the working tree) against the limit; True if it fits."""
+    files = sorted(folder.iterdir())
+    carried = sum(p.stat().st_size for p in files)
+    ok = tree + carried <= LIMIT
+    print(f"call {n}: carry .gpu/{folder.name} = {carried / MIB:.1f} MiB + working tree {tree / MIB:.1f} MiB = "
+          f"{(tree + carried) / MIB:.1f} of {LIMIT / MIB:.0f} MiB {'fits' if ok else 'OVER'}")  # fmt: skip
+    for p in files:
+        print(f"    {p.stat().st_size / MIB:7.1f} MiB  {p.name}")
+    return ok
+
+
 def plan() -> int:
     """Print what each call carries and whether it fits; 0 when both do."""
     tree = working_tree_bytes()
@@ -379,15 +391,7 @@ def plan() -> int:
         return 1
     status = 0
     for n, folder in ((1, call1), (2, call2)):
-        files = sorted(p for p in folder.iterdir())
-        carried = sum(p.stat().st_size for p in files)
-        total = tree + carried
-        ok = total <= LIMIT
-        status |= 0 if ok else 1
-        print(f"call {n}: carry .gpu/call{n} = {carried / MIB:.1f} MiB + working tree {tree / MIB:.1f} MiB = "
-              f"{total / MIB:.1f} of {LIMIT / MIB:.0f} MiB {'fits' if ok else 'OVER'}")  # fmt: skip
-        for p in files:
-            print(f"    {p.stat().st_size / MIB:7.1f} MiB  {p.name}")
+        status |= 0 if print_call(n, folder, tree) else 1
     print("call 1: bash tools/gpu/setup.sh stage1   (carry [.gpu/call1]; installs, builds llama-server)")
     print("call 2: bash tools/gpu/setup.sh stage2 && bash tools/gpu/run_all.sh --only info,slots,demo   (carry "
           "[.gpu/call2]; within 30 s of call 1's end, while the machine is warm)")  # fmt: skip
@@ -461,14 +465,7 @@ def plan_sglang() -> int:
             print(f"call {n}: {folder} not packed (payload.py sglang-pack)")
             status = 1
             continue
-        files = sorted(folder.iterdir())
-        carried = sum(p.stat().st_size for p in files)
-        ok = tree + carried <= LIMIT
-        status |= 0 if ok else 1
-        print(f"call {n}: carry .gpu/{folder.name} = {carried / MIB:.1f} MiB + working tree {tree / MIB:.1f} MiB = "
-              f"{(tree + carried) / MIB:.1f} of {LIMIT / MIB:.0f} MiB {'fits' if ok else 'OVER'}")  # fmt: skip
-        for p in files:
-            print(f"    {p.stat().st_size / MIB:7.1f} MiB  {p.name}")
+        status |= 0 if print_call(n, folder, tree) else 1
     print("call 1: bash tools/gpu/sglang/stage.sh one     (carry [.gpu/sgl1]: SGLang's site tree, JIT warm-up)")
     print("call 2: bash tools/gpu/sglang/stage.sh two     (carry [.gpu/sgl2], within 30 s: evalpipe, tokenizer)")
     print("call 3: bash tools/gpu/sglang/stage.sh three && bash tools/gpu/sglang/run.sh   (carry [.gpu/sgl3])")
