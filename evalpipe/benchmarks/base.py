@@ -124,6 +124,12 @@ class BenchmarkMeta:
     fewshot_split: str | None
     question_field: str  # record field the adapter puts verbatim into the final user message
     default_subset: str | None
+    # -- the benchmark's own version, recorded per run (``run.json`` ``benchmark_versions``) and compared by
+    #    ``evalpipe compare`` (two runs of different versions do not pair).  Bump it when what a run of it
+    #    measures changes: its prompt (materialised row, template), its scoring (extraction, metric, failure
+    #    classes, post-review checks) or its selection (record ids, canonical record, strata).  Loading
+    #    the same records faster, or better wording in the report, keeps it.
+    version: str
     max_few_shot: int | None = None  # None: unbounded (limited by the few-shot split)
     # A module that registers this benchmark's EvalScope adapter, imported by the EvalScope worker before
     # the adapter is looked up.  None: EvalScope ships the adapter (every built-in benchmark).
