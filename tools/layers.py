@@ -17,8 +17,8 @@ type-only (``kind == "type-only"``), so a loop through type-only edges alone is 
 
 The order, lowest first::
 
-    core (errors, hashing, clock, progress, processes, registry) < config (plain data), stats < artifacts
-    < plugins (sources, sandbox, recording, server, engines, speed, benchmarks, samplers, selftest) < resolve
+    core (errors, hashing, clock, progress, processes, registry, tokenizer) < config (plain data), stats
+    < artifacts < plugins (sources, sandbox, recording, server, engines, speed, benchmarks, samplers, selftest) < resolve
     < stages (evalscope_bridge), words < analysis (compare, audit, plan) < presentation (report, explore)
     < orchestration (run, replay) < cli
 
@@ -54,6 +54,7 @@ LAYERS: dict[str, int] = {
     "progress": 0,
     "processes": 0,
     "registry": 0,
+    "tokenizer": 0,
     # the run configuration as plain data (names of plugins are strings), and pure statistics
     "config": 1,
     "stats": 1,

@@ -54,7 +54,7 @@ from aiohttp import web
 
 from evalpipe.engines.llamacpp import spawn
 from evalpipe.server.ports import free_port
-from evalpipe.speed.tokenizer import resolve
+from evalpipe.tokenizer import resolve
 
 PREFIX = "sglang-0.5.23-bench_serving"
 WORKLOAD = ["--random-input-len", "32", "--random-output-len", "16", "--random-range-ratio", "1",

@@ -105,10 +105,23 @@ STEPS: tuple[Step, ...] = (
         lift=lambda raw: {**raw, "scoring": "summary rule"},
     ),
     Step(
+        "CompareResult",
+        7,
+        "v8: benchmark_versions. Empty: a v7 file recorded no benchmark's version (its runs may have "
+        "recorded some; the comparison did not check them), which the report reads as unknown.",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "
         "section (if any) ran.",
+    ),
+    Step(
+        "RunRecord",
+        2,
+        "v3: benchmark_versions. Empty: a v2 run was made before benchmarks declared a version, so which "
+        "version of a benchmark's prompt and scoring it ran is unknown (compare says so and pairs it on its "
+        "manifest and prompts alone).",
     ),
     Step(
         "ExtensionRecord",

@@ -30,6 +30,7 @@ from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage
 from evalpipe.audit.request_metrics import request_audit, throughput
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
+from evalpipe.benchmarks.parts import ScoringPart
 from evalpipe.stats.descriptive import length_summary
 from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, stratified_proportion
 
@@ -274,7 +275,7 @@ def benchmark_results(
             1 for r in found if r is not None and r.failure_class in BUDGET_CLASSES and (r.score or 0) > 0
         )
         n = len(entries)
-        spec = find(name)
+        spec: ScoringPart | None = find(name)
         strata, stratified = strata_results(entries, rows)
         attempts = linkage.attempts_for_benchmark(name) if linkage else []
         budget = _max_tokens(inputs, name, attempts)

@@ -17,14 +17,21 @@ imported, so it must be set in the
 environment of the process (child processes inherit it: the EvalScope worker, the answer-key server).
 A module is named after its benchmark (its EvalScope adapter name); a name registered twice is refused.
 The three ways are ``evalpipe.registry.Registry``'s, shared with the server kinds.
+
+A simple question/answer benchmark needs no module at all: a folder with ``benchmark.yaml`` and its rows,
+built in under ``described/`` or listed in ``EVALPIPE_BENCHMARK_DESCRIPTIONS`` (``evalpipe.benchmarks.described``),
+registered after the modules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib import import_module
+from types import MappingProxyType
 
+from evalpipe.benchmarks import described
 from evalpipe.benchmarks.base import Benchmark, KeyItem
+from evalpipe.errors import ConfigError
 from evalpipe.registry import Registered, Registry
 
 #: Environment variable naming extra benchmark modules (comma-separated import paths).
@@ -67,9 +74,26 @@ def _registry() -> Registry[Benchmark]:
 
 
 def _build() -> Mapping[str, Benchmark]:
-    """The built-in modules in ``_MODULES`` order, then installed packages' entry points, then the
-    environment's (``evalpipe.registry``)."""
-    return _registry().build()
+    """The built-in modules in ``_MODULES`` order, then the built-in benchmarks described in YAML
+    (``evalpipe.benchmarks.described``), then installed packages' entry points and the environment's modules
+    (``evalpipe.registry``), then the descriptions ``EVALPIPE_BENCHMARK_DESCRIPTIONS`` lists."""
+    modules = _registry().build()
+    found = {name: modules[name] for name in _MODULES}
+    for spec in described.builtin():
+        _add_described(found, modules, spec)
+    found.update({name: spec for name, spec in modules.items() if name not in found})
+    for spec in described.from_environment():
+        _add_described(found, modules, spec)
+    return MappingProxyType(found)
+
+
+def _add_described(found: dict[str, Benchmark], modules: Mapping[str, Benchmark], spec: described.DescribedQA) -> None:
+    if spec.meta.name in found or spec.meta.name in modules:
+        raise ConfigError(
+            f"benchmark {spec.meta.name!r} is registered twice ({spec.folder / described.DESCRIPTION_FILE} "
+            "describes a benchmark of a registered name)"
+        )
+    found[spec.meta.name] = spec
 
 
 #: Every registered benchmark by name, in registration order (read-only).

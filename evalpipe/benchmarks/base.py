@@ -9,6 +9,11 @@ answer-key items, failure classes, post-review checks and extra metrics are meth
 have no default (``load_local``, ``load_hub``, ``key_items``): every benchmark reads its own files and
 brings the answer key that proves its scoring end to end.
 
+A layer takes the benchmark as the one part it consumes (``evalpipe.benchmarks.parts``: ``DataPart`` for the
+samplers and planner, ``EvalScopePart`` for the EvalScope bridge, ``ScoringPart`` for outcome rows and the audit,
+``AnswerKeyPart`` for the self-test's answer key); ``Benchmark`` implements all four, and its methods below are
+grouped by part.
+
 Every registered benchmark passes one contract test (``tests/benchmarks/test_benchmark_contract.py``): ids unique
 and stable, record hashes independent of file format and line endings, declared strata produced on its
 bundled data, the materialised dataset loading back through EvalScope at the mapped indices, and the
@@ -124,6 +129,12 @@ class BenchmarkMeta:
     fewshot_split: str | None
     question_field: str  # record field the adapter puts verbatim into the final user message
     default_subset: str | None
+    # -- the benchmark's own version, recorded per run (``run.json`` ``benchmark_versions``) and compared by
+    #    ``evalpipe compare`` (two runs of different versions do not pair).  Bump it when what a run of it
+    #    measures changes: its prompt (materialised row, template), its scoring (extraction, metric, failure
+    #    classes, post-review checks) or its selection (record ids, canonical record, strata).  Loading
+    #    the same records faster, or better wording in the report, keeps it.
+    version: str
     max_few_shot: int | None = None  # None: unbounded (limited by the few-shot split)
     # A module that registers this benchmark's EvalScope adapter, imported by the EvalScope worker before
     # the adapter is looked up.  None: EvalScope ships the adapter (every built-in benchmark).
@@ -259,7 +270,7 @@ class Benchmark(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.meta.name!r})"
 
-    # -- data: every benchmark reads its own files (canonical records, ids, hashes)
+    # -- DataPart: every benchmark reads its own files (canonical records, ids, hashes)
 
     @abstractmethod
     def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
@@ -300,7 +311,7 @@ class Benchmark(ABC):
                 "(override Benchmark.prepare_review)"
             )
 
-    # -- sampling
+    # -- DataPart: sampling
 
     def strata_choices(self) -> frozenset[str]:
         return frozenset(("none", *self.meta.stratifications))
@@ -342,7 +353,7 @@ class Benchmark(ABC):
         prompts are checked against the context by the context-fit estimate instead."""
         return [], None
 
-    # -- materialisation and preflight
+    # -- EvalScopePart: materialisation and preflight (with register_evalscope_adapter, prepare_review above)
 
     def materialize_row(self, record: SourceRecord, pinned: bool, where: str) -> dict[str, Any]:
         """The row written for EvalScope (``pinned``: the dataset's fingerprint is pinned in the config)."""
@@ -366,7 +377,7 @@ class Benchmark(ABC):
         """The record text a prompt is built from, for the context-fit token estimate."""
         return str(row.get(self.meta.question_field) or "")
 
-    # -- outcomes
+    # -- ScoringPart: outcomes
 
     def classify_wrong(self, score: ReviewScore) -> tuple[FailureClass, str | None]:
         """Failure class of a scored answer that is not correct: most adapters extract an answer first,
@@ -398,7 +409,7 @@ class Benchmark(ABC):
         where the entry has no row)."""
         return []
 
-    # -- answer key: the items that prove the benchmark's scoring end to end
+    # -- AnswerKeyPart: the items that prove the benchmark's scoring end to end (with bundled_dir above)
 
     @abstractmethod
     def key_items(self, data: BenchmarkData, solutions: Mapping[str, Any], sol_path: Path) -> list[KeyItem]:

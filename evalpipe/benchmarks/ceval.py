@@ -118,6 +118,7 @@ class CEval(Benchmark):
 BENCHMARK = CEval(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="C-Eval",
         primary_metric="acc",
         mirror_dir="ceval",

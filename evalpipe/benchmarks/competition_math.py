@@ -256,6 +256,7 @@ def aime_benchmark(name: str, year: int) -> Aime:
     return Aime(
         BenchmarkMeta(
             name=name,
+            version="1",
             display_name=f"AIME {year}",
             population=30,  # AIME I and II, 15 problems each
             primary_metric="acc",
@@ -281,6 +282,7 @@ def hmmt_benchmark(name: str, year: int) -> Hmmt:
     return Hmmt(
         BenchmarkMeta(
             name=name,
+            version="1",
             display_name=f"HMMT Feb {year}",
             # the MathArena copies' dataset cards (split train, num_examples): hmmt_feb_2025 30, hmmt_feb_2026
             # 33; a year not listed has no fixed count here (planning it needs its data)

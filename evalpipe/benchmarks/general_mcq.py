@@ -127,6 +127,7 @@ class GeneralMCQ(Benchmark):
 BENCHMARK = GeneralMCQ(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="General-MCQ",
         primary_metric="acc",
         mirror_dir=NAME,

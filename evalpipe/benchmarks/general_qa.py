@@ -139,6 +139,7 @@ class GeneralQA(Benchmark):
 BENCHMARK = GeneralQA(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="General-QA",
         primary_metric=MAIN_SCORE,
         mirror_dir=NAME,

@@ -127,6 +127,7 @@ class GPQADiamond(Benchmark):
 BENCHMARK = GPQADiamond(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="GPQA-Diamond",
         population=198,
         primary_metric="acc",

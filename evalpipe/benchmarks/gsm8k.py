@@ -88,6 +88,7 @@ class GSM8K(Benchmark):
 BENCHMARK = GSM8K(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="GSM8K",
         population=1319,  # the test split
         primary_metric="acc",

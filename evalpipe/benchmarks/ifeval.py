@@ -208,6 +208,7 @@ class IFEval(Benchmark):
 BENCHMARK = IFEval(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="IFEval",
         population=541,
         primary_metric="prompt_level_strict",

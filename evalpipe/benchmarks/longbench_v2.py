@@ -114,6 +114,7 @@ class LongBenchV2(Benchmark):
 BENCHMARK = LongBenchV2(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="LongBench-v2",
         primary_metric="acc",
         mirror_dir="longbench_v2",

@@ -102,6 +102,7 @@ class Math500(Benchmark):
 BENCHMARK = Math500(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="MATH-500",
         population=500,
         primary_metric="acc",

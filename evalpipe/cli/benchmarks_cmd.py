@@ -23,6 +23,7 @@ class BenchmarkListing(BaseModel):
 
     name: str
     display_name: str
+    version: str
     adapter: str
     id_rule: str
     strata: list[str]
@@ -55,6 +56,7 @@ def listings() -> list[BenchmarkListing]:
             BenchmarkListing(
                 name=name,
                 display_name=meta.display_name,
+                version=meta.version,
                 adapter=adapter,
                 id_rule=meta.id_rule or f"see evalpipe module of {name}",
                 strata=list(meta.stratifications),
@@ -88,7 +90,7 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, overflow="fold")
         for row in rows:
             table.add_row(
-                f"{row.name}\n({row.display_name})",
+                f"{row.name} v{row.version}\n({row.display_name})",
                 row.adapter,
                 row.id_rule,
                 ", ".join(row.strata) or "-",

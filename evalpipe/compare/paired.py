@@ -34,6 +34,7 @@ from evalpipe.compare.design import design_check
 from evalpipe.compare.seeds import run_temperature, with_temperature
 from evalpipe.compare.sequential import sequential_fields
 from evalpipe.compare.units import CompareRefused, Outcomes, drop_reasons, run_label
+from evalpipe.compare.versions import paired_versions
 from evalpipe.config.gates import DesignAssumption
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
@@ -128,6 +129,8 @@ def compare_runs(
     ra, rb = RunDir(run_a), RunDir(run_b)
     ma, mb = read_model(ra.manifest, Manifest), read_model(rb.manifest, Manifest)
     _check_paired(ra, rb, ma, mb)
+    arms = [ra, rb, *(RunDir(p) for p in (run_aa, aa_control) if p is not None)]
+    versions = paired_versions(arms, [b.benchmark for b in ma.benchmarks])
     oa, ob = _outcomes(ra), _outcomes(rb)
     oc: Outcomes | None = None
     od: Outcomes | None = None
@@ -256,6 +259,7 @@ def compare_runs(
         else (lb if aa_only else None),
         aa_only=aa_only,
         manifest_sha256=sha256_hex(ra.manifest.read_bytes()),
+        benchmark_versions=versions,
         bootstrap_resamples=resamples,
         bootstrap_seed=seed,
         confidence=confidence,

@@ -27,6 +27,7 @@ from evalpipe.benchmarks.faults import (
     FAULTS as FAULTS,  # re-exported: the server and the tests import it here
 )
 from evalpipe.benchmarks.faults import Fault as Fault
+from evalpipe.benchmarks.parts import AnswerKeyPart
 from evalpipe.errors import DataError
 from evalpipe.hashing import message_text
 
@@ -129,7 +130,7 @@ def index_error_code(item: KeyItem) -> str:
 
 def truncated_response(item: KeyItem) -> str:
     """What the model had written when its budget ran out: reasoning or code without a final answer."""
-    spec = find(item.benchmark)
+    spec: AnswerKeyPart | None = find(item.benchmark)
     if spec is not None:
         return spec.truncated_text(item)
     return item.answer[: max(1, len(item.answer) // 3)]  # the first third of the response
@@ -149,7 +150,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _items_of(name: str, directory: Path, solutions: dict[str, Any], sol_path: Path) -> list[KeyItem]:
-    spec = benchmark(name)
+    spec: AnswerKeyPart = benchmark(name)
     data = spec.load_local(directory, None)
     data.check_unique_ids()
     items = spec.key_items(data, solutions, sol_path)

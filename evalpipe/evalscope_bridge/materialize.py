@@ -32,6 +32,7 @@ from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, Materia
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks.base import BenchmarkMeta
+from evalpipe.benchmarks.parts import EvalScopePart
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
@@ -196,7 +197,7 @@ def materialize(
     index_entries: list[IndexMapEntry] = []
     for block in manifest.benchmarks:
         name = block.benchmark
-        spec = benchmark(name)
+        spec: EvalScopePart = benchmark(name)
         f = spec.meta
         bench = cfg.benchmark(name)
         if f.max_few_shot is not None and bench.few_shot > f.max_few_shot:

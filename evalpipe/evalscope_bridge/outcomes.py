@@ -41,6 +41,7 @@ from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.benchmarks import find
 from evalpipe.benchmarks.base import ReviewContext
+from evalpipe.benchmarks.parts import ScoringPart
 from evalpipe.errors import ArtifactError
 from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.identity import (
@@ -148,7 +149,7 @@ def classify(
         return "budget_exhausted", detail
     if primary is not None and primary >= 1.0:
         return "ok", None
-    spec = find(benchmark)
+    spec: ScoringPart | None = find(benchmark)
     if spec is not None:
         return spec.classify_wrong(score)
     return "wrong", None
@@ -157,7 +158,7 @@ def classify(
 def _scoring_error_detail(
     benchmark: str, entry: IndexMapEntry, score: dict[str, Any], punkt_tab: bool
 ) -> str:
-    spec = find(benchmark)
+    spec: ScoringPart | None = find(benchmark)
     hint = spec.scoring_error_hint(entry, score, punkt_tab) if spec is not None else None
     if hint:
         return hint
@@ -280,7 +281,7 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
             row = _row(entry, pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail,
                        hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens, seeds)  # fmt: skip
-            spec = find(entry.benchmark)
+            spec: ScoringPart | None = find(entry.benchmark)
             if spec is not None and review is not None:
                 context = contexts.get(entry.benchmark)
                 if context is None:

@@ -66,6 +66,7 @@ from evalpipe.stats.power import (
 
 if TYPE_CHECKING:
     from evalpipe.benchmarks.base import PlannedItem
+    from evalpipe.benchmarks.parts import DataPart
 
 #: Repeats tried when the target is out of reach at one attempt (A/A noise model only).
 REPEATS_TRIED = (2, 4, 8)
@@ -549,7 +550,7 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
     from evalpipe.benchmarks import benchmark
     from evalpipe.config.loader import resolve_plan
 
-    spec = benchmark(name)
+    spec: DataPart = benchmark(name)
     meta = spec.meta
     plan = resolve_plan(cfg, name)
     bench = cfg.benchmark(name)

@@ -16,6 +16,7 @@ from evalpipe.words.compare import (
     paired_line,
     power_sentences,
     scoring_sentence,
+    versions_sentence,
 )
 from evalpipe.words.length_verdict import length_verdict
 from evalpipe.words.numbers import fmt_bytes, fmt_signed_pts_from_fraction
@@ -86,6 +87,7 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
         "same rendered prompts. Difference = A − B in percentage points; "
         f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
         + (f" {scoring}." if (scoring := scoring_sentence(result)) else "")
+        + (f" {versions}." if (versions := versions_sentence(result)) else "")
     )
     if explorer is not None:
         name = explorer.file

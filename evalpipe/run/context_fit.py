@@ -27,6 +27,7 @@ from typing import Any
 from evalpipe.artifacts.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.benchmarks import benchmark as benchmark_spec
+from evalpipe.benchmarks.parts import EvalScopePart
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import PreflightError
 from evalpipe.server.served_context import served_context
@@ -94,7 +95,7 @@ def check_context_fit(
     refused: list[str] = []
     for block in manifest.benchmarks:
         name = block.benchmark
-        spec = benchmark_spec(name)
+        spec: EvalScopePart = benchmark_spec(name)
         bench = cfg.benchmark(name)
         budget = cfg.max_tokens_for(name)
         records = {r.source_id: r for r in datasets[name].eval.records}

@@ -17,6 +17,8 @@ from pathlib import Path
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.run import ExtensionRecord
+from evalpipe.benchmarks import benchmark
+from evalpipe.compare.versions import recorded_versions
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.run.sample import Spine
@@ -40,6 +42,7 @@ def extend_stage(
     if not old_rd.manifest.is_file():
         raise ConfigError(f"--extend {old_rd.root}: no manifest.json (not a run directory)")
     check_alpha_kept(cfg, old_rd)
+    check_versions_kept(cfg, old_rd)
     old = read_model(old_rd.manifest, Manifest)
     datasets = load_datasets(cfg, dataset_root)
     planned, _ = build_manifest(cfg, datasets, allow_drift=allow_drift)
@@ -80,6 +83,23 @@ def extend_stage(
         prior_generations(old_rd.root, old),
     )
     return Spine(result.rundir, result.manifest, result.datasets), plan
+
+
+def check_versions_kept(cfg: RunConfig, old_rd: RunDir) -> None:
+    """Refuse (exit 2) an extension of a benchmark whose version changed since the old run (its prompt, scoring
+    or selection did): the old answers it reuses were made and scored by the old version, the new ones would be
+    by the new, and one block would hold both.  An old run that recorded no versions is not checked (unknown)."""
+    old = recorded_versions(old_rd)
+    changed = [
+        f"{b.name}: version {old[b.name]} in the old run, {benchmark(b.name).meta.version} now"
+        for b in cfg.benchmarks
+        if b.name in old and old[b.name] != benchmark(b.name).meta.version
+    ]
+    if changed:
+        raise ConfigError(
+            f"--extend {old_rd.root}: a benchmark changed version since the old run; start a new run",
+            details=changed,
+        )
 
 
 def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.benchmarks import find
 from evalpipe.benchmarks.base import UserColumns
+from evalpipe.benchmarks.parts import DataPart, EvalScopePart
 from evalpipe.config.models import BenchmarkConfig, DatasetSource, RunConfig
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.sources import hub
@@ -74,7 +75,7 @@ def load_local(
     name: str, directory: Path, *, subset: str | None = None, source: DatasetSource | None = None
 ) -> BenchmarkData:
     """A benchmark's splits from its local folder (``source``: the columns the config names, if any)."""
-    spec = find(name)
+    spec: DataPart | None = find(name)
     if spec is None:
         raise ConfigError(f"unknown benchmark {name!r}")
     if source is not None:
@@ -87,9 +88,9 @@ def adapter_dataset_ids(name: str) -> tuple[str, str | None, list[str]]:
     import evalscope.benchmarks  # noqa: F401  (registers the adapters)
     from evalscope.api.registry import BENCHMARK_REGISTRY
 
-    spec = find(name)
-    if spec is not None:
-        spec.register_evalscope_adapter()
+    binding: EvalScopePart | None = find(name)
+    if binding is not None:
+        binding.register_evalscope_adapter()
     meta = BENCHMARK_REGISTRY.get(name)
     if meta is None:
         raise DataError(f"EvalScope has no benchmark named {name!r}")

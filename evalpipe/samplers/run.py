@@ -288,6 +288,7 @@ def sample_run(
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             evalpipe_version=__version__,
             dataset_locations={name: d.location for name, d in datasets.items()},
+            benchmark_versions={name: benchmark_spec(name).meta.version for name in datasets},
             allow_dataset_drift=allow_drift,
             no_speed=cfg.no_speed,
             speed_gate_waived=cfg.speed_gate_waived,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.benchmarks import benchmark as benchmark_spec
+from evalpipe.benchmarks.parts import DataPart
 from evalpipe.config.models import PlanFilter, SamplingPlan
 from evalpipe.errors import ConfigError
 from evalpipe.sources.base import SourceRecord
@@ -19,7 +20,7 @@ def stratum_of(record: SourceRecord, stratify_by: str) -> str:
 
 
 def check_plan(plan: SamplingPlan, benchmark: str) -> None:
-    spec = benchmark_spec(benchmark)
+    spec: DataPart = benchmark_spec(benchmark)
     choices = spec.strata_choices()
     if plan.stratify_by not in choices:
         raise ConfigError(

@@ -45,7 +45,7 @@ from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
-from evalpipe.speed.tokenizer import ResolvedTokenizer, resolve
+from evalpipe.tokenizer import ResolvedTokenizer, TokenizerError, resolve
 
 Progress = Callable[[str], None]
 
@@ -208,6 +208,14 @@ class Prepared:
     tokenizer: ResolvedTokenizer | None
 
 
+def resolve_tokenizer(spec: str | None, base_dir: Path | None) -> ResolvedTokenizer | None:
+    """The directory ``speed.tokenizer`` names (``evalpipe.tokenizer``), a failure as the speed stage's own."""
+    try:
+        return resolve(spec, base_dir, field="speed.tokenizer")
+    except TokenizerError as exc:
+        raise SpeedSetupError(exc.message, details=exc.details) from None
+
+
 def prepare(
     cfg: SpeedConfig,
     base_urls: Sequence[str],
@@ -224,7 +232,7 @@ def prepare(
     names (tests drive the orchestration with a stand-in)."""
     client = client or make_client(cfg, client_env=client_env)
     version = client.version()
-    tokenizer = resolve(cfg.tokenizer, base_dir)
+    tokenizer = resolve_tokenizer(cfg.tokenizer, base_dir)
     client.check(cfg, tokenizer.directory if tokenizer else None)
     keys = list(api_keys) if api_keys is not None else [api_key] * len(base_urls)
     for url, key in zip(base_urls, keys, strict=True):

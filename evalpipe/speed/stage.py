@@ -26,7 +26,6 @@ from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import read_speed, run_speed
-from evalpipe.speed.tokenizer import resolve
 
 #: What a refusal in ``evalpipe run``'s preflight adds: the way to run the accuracy evaluation without it.
 NO_SPEED_HINT = "; to run the accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
@@ -43,7 +42,7 @@ def check_before_launch(
             cfg, client_env=client_env
         )  # looked up when called: the same client the benchmark will use
         client.version()
-        tokenizer = resolve(cfg.tokenizer, base_dir)
+        tokenizer = speed_run.resolve_tokenizer(cfg.tokenizer, base_dir)
         client.check(cfg, tokenizer.directory if tokenizer else None)
     except SpeedSetupError as exc:
         raise SpeedSetupError(exc.message + NO_SPEED_HINT, details=exc.details) from None

@@ -105,6 +105,25 @@ def scoring_sentence(result: CompareResult) -> str | None:
     )
 
 
+def versions_sentence(result: CompareResult) -> str | None:
+    """The benchmark versions both runs ran (``CompareResult.benchmark_versions``), and those an older run did
+    not record; None for a file that records none (before version 8)."""
+    if not result.benchmark_versions:
+        return None
+    known = [f"{name} v{v}" for name, v in result.benchmark_versions.items() if v is not None]
+    unknown = [name for name, v in result.benchmark_versions.items() if v is None]
+    said = []
+    if known:
+        said.append("Same benchmark versions in both runs: " + ", ".join(known))
+    if unknown:
+        said.append(
+            "version not recorded by an older run for "
+            + ", ".join(unknown)
+            + ": a change in its scoring between the runs would not show"
+        )
+    return "; ".join(said)
+
+
 def dropped_sentence(block: PairedBenchmark) -> str | None:
     """The units the block left out (dropped before generation in both arms) and why, and those dropped in one
     arm only (judged, against A); None when there are none."""

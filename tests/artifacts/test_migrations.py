@@ -81,18 +81,19 @@ def test_older_file_is_lifted_in_memory_and_left_on_disk(tmp_path: Path) -> None
     path.write_text(json.dumps(run_record(1)), encoding="utf-8")
     before = path.read_bytes()
     record = read_model(path, RunRecord)
-    assert record.schema_version == 2 and record.no_speed is False
+    assert record.schema_version == 3 and record.no_speed is False
+    assert record.benchmark_versions == {}  # unknown: the run predates benchmark versions
     assert path.read_bytes() == before
 
 
 def test_newer_file_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(run_record(3)), encoding="utf-8")
+    path.write_text(json.dumps(run_record(4)), encoding="utf-8")
     with pytest.raises(ArtifactError) as caught:
         read_model(path, RunRecord)
     message = caught.value.message
     assert "\n" not in message and str(path) in message
-    assert "schema_version 3 is newer than this evalpipe understands (2)" in message
+    assert "schema_version 4 is newer than this evalpipe understands (3)" in message
     assert caught.value.exit_code == ExitCode.USAGE  # as before migrations: exit 2, one line
 
 
@@ -195,7 +196,7 @@ def test_compare_v4_keeps_the_numbers_its_sentences_were_made_from(tmp_path: Pat
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     read = read_model(path, CompareResult)
-    assert read.schema_version == 7 and read.scoring == "summary rule" and read.benchmarks[0].mde_basis is not None
+    assert read.schema_version == 8 and read.scoring == "summary rule" and read.benchmarks[0].mde_basis is not None
 
 
 def test_compare_v5_sequential_intervals_are_kept_as_descriptive(tmp_path: Path) -> None:

@@ -334,7 +334,7 @@ def test_registration_refuses_duplicates_missing_and_misnamed_modules(
 ) -> None:
     """The registry as it is built at import, with ``EVALPIPE_BENCHMARK_MODULES`` set (the subprocess test
     above shows the variable read at import; here the builder's refusals)."""
-    from evalpipe.benchmarks import _MODULES, _build
+    from evalpipe.benchmarks import _MODULES, _build, described
 
     (tmp_path / "misnamed_benchmark.py").write_text("from evalpipe.benchmarks.gsm8k import BENCHMARK\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -342,4 +342,5 @@ def test_registration_refuses_duplicates_missing_and_misnamed_modules(
     with pytest.raises(ConfigError, match=re.escape(message)):
         _build()
     monkeypatch.delenv(PLUGINS_ENV)
-    assert tuple(_build()) == _MODULES  # without the variable: the built-ins, in their order
+    builtins = (*_MODULES, *(b.meta.name for b in described.builtin()))
+    assert tuple(_build()) == builtins  # without the variable: the built-ins, in their order

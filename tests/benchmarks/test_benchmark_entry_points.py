@@ -23,11 +23,12 @@ def test_an_installed_entry_point_registers_its_benchmark_after_the_built_ins(tm
     env = _installed(tmp_path / "site", "contract_dummy = contract_dummy")
     done = run_python(
         env,
-        "from evalpipe.benchmarks import REGISTRY, _MODULES, benchmark\n"
+        "from evalpipe.benchmarks import REGISTRY, _MODULES, benchmark, described\n"
         "from evalpipe.config.models import RunConfig\n"
         "from evalpipe.resolve import resolve\n"
         "names = tuple(REGISTRY)\n"
-        "assert names[: len(_MODULES)] == _MODULES and names[len(_MODULES):] == ('contract_dummy',), names\n"
+        "builtins = (*_MODULES, *(b.meta.name for b in described.builtin()))\n"
+        "assert names[: len(builtins)] == builtins and names[len(builtins):] == ('contract_dummy',), names\n"
         "print(benchmark('contract_dummy').meta.name)\n"
         "cfg = RunConfig.model_validate({'name': 't', 'model': {'path': '/m', 'served_name': 'm'},\n"
         "    'server': {'kind': 'endpoint', 'endpoint': 'http://127.0.0.1:1'},\n"

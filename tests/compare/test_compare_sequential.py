@@ -70,7 +70,7 @@ def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> 
     result = compare_runs(
         a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)
     )
-    assert result.schema_version == 7
+    assert result.schema_version == 8
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and seq.verdict == "inferior" and seq.stop_reason == "crossing"

@@ -10,7 +10,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "evalpipe"
-TOP_LEVEL_LEAVES = {"__init__.py", "errors.py", "hashing.py", "clock.py", "progress.py", "registry.py"}
+TOP_LEVEL_LEAVES = {
+    "__init__.py", "errors.py", "hashing.py", "clock.py", "progress.py", "registry.py", "tokenizer.py"
+}
 
 
 def _readme_packages() -> set[str]:

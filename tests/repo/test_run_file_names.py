@@ -35,7 +35,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("evalpipe/benchmarks/kv_probe/tokens.py", "tokenizer_config.json"): _MODEL_DIR,
     ("evalpipe/run/context_fit.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/run/context_fit.py", "config.json"): _MODEL_DIR,
-    ("evalpipe/speed/tokenizer.py", "tokenizer.json"): _MODEL_DIR,
+    ("evalpipe/tokenizer.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/server/preflight_rules.py", "config.json"): _MODEL_DIR,
     ("tools/gpu/sglang/dequant.py", "model_source.json"): "beside a checkpoint the script makes: "
     + _MODEL_DIR,

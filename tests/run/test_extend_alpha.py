@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from helpers.config import config_data, entry, write_config
 
-from evalpipe.artifacts import RunDir
+from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
-from evalpipe.run.extend import check_alpha_kept, extend_stage
+from evalpipe.run.extend import check_alpha_kept, check_versions_kept, extend_stage
 
 BENCH = "gsm8k"
 MARGIN = {"non_inferiority_margin_pts": {BENCH: 10.0}}
@@ -83,3 +84,23 @@ def test_the_same_sequential_design_and_an_ungated_run_extend(tmp_path: Path) ->
         _cfg(generation=SEQ, gates=MARGIN), _old_run(tmp_path / "a", generation=SEQ, gates=MARGIN)
     )
     check_alpha_kept(_cfg(), _old_run(tmp_path / "b"))  # no margin: no α to spend (an MDE-only extension)
+
+
+def _with_versions(run: RunDir, versions: dict[str, str] | None) -> RunDir:
+    """The old run's run.json recording ``versions`` (None: a run.json v2, which recorded none)."""
+    record = RunRecord(
+        run_id="old", config_name="c", config_path="", config_sha256="0" * 64, created_at="t",
+        evalpipe_version="0", dataset_locations={}, benchmark_versions=versions or {},
+    )  # fmt: skip
+    write_model(run.run_record, record)
+    return run
+
+
+def test_a_benchmark_whose_version_changed_since_the_old_run_is_not_extended(tmp_path: Path) -> None:
+    old = _with_versions(_old_run(tmp_path), {BENCH: "0"})
+    with pytest.raises(ConfigError) as refused:
+        check_versions_kept(_cfg(), old)
+    assert refused.value.message.endswith("a benchmark changed version since the old run; start a new run")
+    assert refused.value.details == [f"{BENCH}: version 0 in the old run, 1 now"]
+    check_versions_kept(_cfg(), _with_versions(_old_run(tmp_path / "same"), {BENCH: "1"}))
+    check_versions_kept(_cfg(), _with_versions(_old_run(tmp_path / "older"), None))  # unknown: not checked

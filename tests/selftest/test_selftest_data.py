@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evalpipe.benchmarks import REGISTRY
+from evalpipe.benchmarks import REGISTRY, described
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.config.loader import load_config, resolve_plan
 from evalpipe.config.models import AnswerKeyConfig
@@ -180,8 +180,13 @@ def test_demo_config_validates_with_the_same_plan_kinds_as_the_real_run(repo_roo
     real = load_config(repo_root / "configs" / "glm-fp8.yaml")
     assert demo.server.kind == "answer_key" and demo.server.answer_key is not None
     assert demo.server.answer_key.mode == "positive" and set(demo.server.answer_key.faults) == set(FAULTS)
-    assert [b.name for b in demo.benchmarks] == [b.name for b in real.benchmarks]
+    # the demo adds the benchmarks described in YAML (no twin in a real run): each reads its own folder
+    yaml_only = {b.meta.name: b.bundled_dir() for b in described.builtin()}
+    assert [b.name for b in demo.benchmarks if b.name not in yaml_only] == [b.name for b in real.benchmarks]
     for bench in demo.benchmarks:
+        if bench.name in yaml_only:
+            assert bench.source.local and demo.resolve_path(bench.source.local).resolve() == yaml_only[bench.name]
+            continue
         assert bench.source.local and demo.resolve_path(bench.source.local).resolve().is_relative_to(DATA)
         assert bench.few_shot == real.benchmark(bench.name).few_shot
         d, r = resolve_plan(demo, bench.name), resolve_plan(real, bench.name)
@@ -202,4 +207,4 @@ def test_demo_sample_contains_every_fault_target(tmp_path: Path, repo_root: Path
     for fault, item in key.fault_targets.items():
         assert (item.benchmark, item.source_id) in selected, fault
     sizes = Counter(e.benchmark for e in manifest.entries)
-    assert sizes == {"ifeval": 6, "ceval": 3, "gsm8k": 5, "live_code_bench": 3}
+    assert sizes == {"ifeval": 6, "ceval": 3, "gsm8k": 5, "live_code_bench": 3, "unit_facts": 6}

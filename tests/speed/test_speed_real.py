@@ -47,8 +47,8 @@ from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import SpeedTarget, prepare, run_speed_alternating
-from evalpipe.speed.tokenizer import resolve
 from evalpipe.stats.ratio import ratio_interval
+from evalpipe.tokenizer import resolve
 
 pytestmark = pytest.mark.timeout(
     900

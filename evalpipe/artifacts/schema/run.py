@@ -8,7 +8,7 @@ from evalpipe.artifacts.schema.base import Artifact
 
 
 class RunRecord(Artifact):
-    schema_version: int = 2  # 2: no_speed, speed_gate_waived
+    schema_version: int = 3  # 2: no_speed, speed_gate_waived; 3: benchmark_versions
     run_id: str
     config_name: str
     config_path: str = Field(description="Absolute path of the config file the run was started from.")
@@ -16,6 +16,12 @@ class RunRecord(Artifact):
     created_at: str
     evalpipe_version: str
     dataset_locations: dict[str, str] = Field(description="Benchmark → local directory or hub location read.")
+    benchmark_versions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Benchmark → the version its module declared (BenchmarkMeta.version: bumped when its "
+        "prompt, scoring or selection changes).  Empty in a run written before benchmarks declared one: "
+        "unknown, not unchanged.",
+    )
     allow_dataset_drift: bool = False
     variant: str | None = Field(
         default=None, description="Server variant this run directory holds (paired runs)."

@@ -199,6 +199,7 @@ class KVProbe(Benchmark):
 BENCHMARK = KVProbe(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="KV-cache probe",
         primary_metric="acc",
         mirror_dir=NAME,

@@ -92,13 +92,12 @@ def resolve_tokenizer(value: str | None, base: Path) -> tuple[TokenCounter, str]
         words: TokenCounter = WordCounter()
         return words, ""
     if value.startswith("gguf:"):
-        from evalpipe.speed.errors import SpeedSetupError
-        from evalpipe.speed.tokenizer import resolve
+        from evalpipe.tokenizer import TokenizerError, resolve
 
         try:
-            resolved = resolve(value, base)
-        except SpeedSetupError as exc:
-            raise DataError(f"kv_probe tokenizer {value}: {exc}") from None
+            resolved = resolve(value, base, field="kv_probe tokenizer")
+        except TokenizerError as exc:
+            raise DataError(exc.message) from None
         assert resolved is not None  # a non-None spec resolves to a directory
         directory = resolved.directory
     else:

