@@ -5,7 +5,9 @@ A kind is a :class:`Kind` subclass whose methods have a default wherever most ki
 overrides only where it differs (as EvalScope's adapters override ``DefaultDataAdapter``).  Facts are class
 attributes; behaviour is methods:
 
-* **config** — :meth:`Kind.check_config`: its own section of ``server:`` is there (``config_section``);
+* **config** — ``settings_model``: the model ``server.settings`` is validated against in the resolve step
+  (:meth:`Kind.settings_errors`; none by default); :meth:`Kind.check_config`: its own section of ``server:``
+  is there (``config_section``);
 * **launch** — ``launches_process``, :meth:`Kind.argv` (the exact argv), :meth:`Kind.engine_version`,
   :meth:`Kind.base_url`, :meth:`Kind.ready_paths`, :meth:`Kind.upstream_path`, :meth:`Kind.launch_note`;
 * **serve** — :meth:`Kind.serve`: a context manager that brings the server up through the building blocks the
@@ -34,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel, ValidationError
+
+from evalpipe.config.base import Strict, error_message
 from evalpipe.errors import ConfigError
 from evalpipe.server.preflight_rules import check_port
 from evalpipe.server.server_info import PLAIN, ServerInfoReader
@@ -148,6 +153,10 @@ class KindPreflight:
     engine_version: str | None = None  # the installed engine's version, where the rules probed it
 
 
+class NoSettings(Strict):
+    """The settings model of a kind with no settings of its own: ``server.settings`` must be empty."""
+
+
 class Kind(ABC):
     """One server kind; a module ``evalpipe/server/kinds/<name>.py`` declares ``KIND = <subclass>()``."""
 
@@ -168,7 +177,11 @@ class Kind(ABC):
         launching each worker by the worker's own kind) keeps ``lookup`` rather than importing the registry,
         which imports it: the import graph stays acyclic.  Default: nothing to keep."""
 
-    #: The ``server:`` field holding this kind's own settings, required when the kind is chosen.
+    #: The model ``server.settings`` must validate against (``evalpipe.resolve`` checks it; the kind reads
+    #: its settings through it).
+    settings_model: ClassVar[type[BaseModel]] = NoSettings
+
+    #: The ``server:`` field holding this kind's own section, required when the kind is chosen.
     config_section: ClassVar[str | None] = None
     #: A router in front of member servers: ``serve`` launches and verifies each member, and a fleet cannot
     #: itself be a member of another.
@@ -181,6 +194,19 @@ class Kind(ABC):
         section = self.config_section
         if section is not None and not getattr(server, section):
             raise ValueError(f"{section} is required when kind is '{self.name}'")
+
+    def settings_errors(self, server: ServerConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """``(field path under settings, message)`` for each way ``server.settings`` fails
+        ``settings_model`` (empty: valid).  The resolve step places each on its YAML line; overrides applied
+        to a server are checked the same way."""
+        if not self.settings_model.model_fields and server.settings:
+            keys = ", ".join(sorted(server.settings))
+            return [((), f"kind '{self.name}' takes no settings (got {keys})")]
+        try:
+            self.settings_model.model_validate(server.settings)
+        except ValidationError as exc:
+            return [(tuple(err["loc"]), error_message(err)) for err in exc.errors()]
+        return []
 
     # ------------------------------------------------------------------ launch
     @abstractmethod

@@ -260,13 +260,16 @@ def worker_launch_server(
     server: ServerConfig, worker: RouterWorker, index: int, kind_of: Callable[[str], Kind]
 ) -> ServerConfig:
     """How a launched worker is started: the top-level settings with its kind, host, port and environment,
-    then its ``overrides``.  ValueError naming ``router.workers[index]`` when that is not a valid server.
+    then its ``overrides``.  ``server.settings`` carry over to a worker whose kind reads the same settings
+    model (SGLang's); a worker of another kind (a command, the self-test server) starts from none of them —
+    they remain what it is verified against.  ValueError naming ``router.workers[index]`` when that is not a valid server.
     ``kind_of``: the kind registry's lookup (``server_kind``)."""
     from evalpipe.server.overrides import with_overrides
 
     where = f"router.workers[{index}]"
     assert worker.kind is not None
     kind = kind_of(worker.kind)
+    self_model = kind_of(server.kind).settings_model
     if kind.fleet or not kind.launches_process:
         raise ValueError(
             f"{where}.kind: '{worker.kind}' cannot be launched as a worker (it launches no server)"
@@ -277,6 +280,7 @@ def worker_launch_server(
             "host": worker.host or server.host,
             "port": worker.port,
             "env": {**server.env, **worker.env},
+            "settings": server.settings if kind.settings_model is self_model else {},
             "router": None,
             "endpoint": None,
         },

@@ -3,6 +3,8 @@
 - ``kind`` — the kind itself (``KIND``): argv, preflight, readiness and verification as SGLang does them;
 - ``dialect`` — SGLang's ``/server_info`` as a kind verifies it (:class:`SglangServerInfo`: the values a config
   pins, how they are read and compared, the report's layout line);
+- ``settings`` — SGLang's launch settings (``server.settings``: parallelism, attention kernels, MTP,
+  determinism, several nodes), the settings model of every kind that launches or verifies an SGLang server;
 - ``flags`` — SGLang's command line and ``/server_info`` vocabulary: the argv built for the installed version,
   the resolved values a config expects, their normalisation;
 - ``env`` — the SGLang installation a launch would use (version, packages, ``dry_parse`` of the argv);
@@ -16,5 +18,6 @@ without launching one (an attached endpoint, a replayed bundle, a router's worke
 """
 
 from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
+from evalpipe.server.kinds.sglang.settings import SglangSettings, sglang_settings
 
-__all__ = ["SglangServerInfo"]
+__all__ = ["SglangServerInfo", "SglangSettings", "sglang_settings"]

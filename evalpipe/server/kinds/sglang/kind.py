@@ -24,7 +24,7 @@ from evalpipe.server.kinds.sglang.flags import (
 )
 from evalpipe.server.kinds.sglang.launch_log import kv_cache_facts_of
 from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
-from evalpipe.server.kinds.sglang.rules import check_dry_parse, check_parser_names
+from evalpipe.server.kinds.sglang.rules import check_dry_parse, check_gpus, check_parser_names
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import KvCacheFacts
@@ -88,7 +88,7 @@ class SglangKind(SglangServerInfo):
         checks += check_dry_parse(probe.importable, probe.error, argv, env)
         checks += check_raw_fp8_rules(server, env)
         checks += rules.check_model_path(cfg)
-        checks += rules.check_gpus(server, env)
+        checks += check_gpus(server, env)
         checks += rules.check_port(server)
         return KindPreflight(argv=argv, checks=checks, engine_version=probe.version)
 
