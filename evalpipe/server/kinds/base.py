@@ -14,6 +14,7 @@ attributes; behaviour is methods:
   lifecycle hands it (:class:`ServeContext`) and yields a verified :class:`ServerHandle`.  The default launches
   one process group (or attaches); a fleet (``fleet = True``: a router plus workers) overrides it, launching
   and verifying each member through the same blocks (:meth:`ServeContext.member`);
+* **provenance** — :meth:`Kind.provenance`: its engine's packages and source tree, for ``provenance.json``;
 * **footprint** — :meth:`Kind.footprint`: what the server occupies (URLs, ports, GPUs), so that variants run
   at the same time only on servers that share nothing;
 * **preflight** — :meth:`Kind.preflight`: its rules (``evalpipe.server.preflight_rules``) and the argv checked;
@@ -45,6 +46,7 @@ from evalpipe.server.server_info import PLAIN, ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles
+    from evalpipe.artifacts.schema.provenance import GitInfo, PackageVersion
     from evalpipe.artifacts.schema.server import (
         KvCacheFacts,
         LaunchRecord,
@@ -142,6 +144,15 @@ class ServeContext(Protocol):
         (:meth:`Kind.describe_head` of ``verification.kind``; a fleet describes its workers through this,
         so fleet code never imports the kind registry that imports it)."""
         ...
+
+
+@dataclass(frozen=True)
+class EngineProvenance:
+    """The serving engine as the server's environment holds it, for ``provenance.json``: its packages'
+    versions (None: not installed) and its source tree (the runtime base and any patch on top)."""
+
+    packages: tuple[PackageVersion, ...] = ()
+    source: GitInfo | None = None
 
 
 @dataclass
@@ -263,6 +274,12 @@ class Kind(ABC):
         if self.launches_process:
             out |= gpu_footprint(server.host, server.env, unset_means_all=False)
         return out
+
+    def provenance(self, server: ServerConfig, env: Mapping[str, str]) -> EngineProvenance:
+        """Its engine's packages and source as ``env`` (the server's environment) sees them — by looking
+        (package metadata, ``git``), never by importing the engine.  Default: nothing to record (a server
+        evalpipe ships, or one it only attaches to)."""
+        return EngineProvenance()
 
     # ------------------------------------------------------------------ serve
     @contextlib.contextmanager
