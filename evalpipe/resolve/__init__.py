@@ -2,7 +2,7 @@
 
 ``evalpipe.config`` reads YAML into models that depend on nothing but ``errors``: a benchmark, a
 stratification and a server kind are strings there.  This step, one layer above the plugins, asks the
-registries what those strings name and runs the checks only a plugin can answer — a benchmark whose review
+registries what those strings name (a speed client's too) and runs the checks only a plugin can answer — a benchmark whose review
 runs no code takes no ``review_timeout_s``, a benchmark with a fixed schema names no columns, each kind's own
 section of ``server:`` (``Kind.check_config``), ``server.settings`` against the kind's settings model
 (``Kind.settings_errors``) and each variant's overrides applied to it, a command naming the module an engine was started by before it
@@ -37,6 +37,7 @@ from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
 from evalpipe.server.overrides import with_overrides
+from evalpipe.speed.clients.registry import clients as speed_clients
 
 __all__ = ["ResolvedRun", "load_run", "resolve"]
 
@@ -183,6 +184,10 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
         if check_plans or isinstance(bench.sampling, SamplingPlan):
             _check_plan(cfg, i, bench, findings)
     _check_engine_paths(cfg, findings)
+    if cfg.speed is not None:
+        registered_clients = tuple(c.name for c in speed_clients())
+        if cfg.speed.client not in registered_clients:
+            findings.add(("speed", "client"), one_of(registered_clients, cfg.speed.client))
     kind = _check_server(cfg, findings)
     if kind is not None and not findings.found:
         _check_variants(cfg, findings)

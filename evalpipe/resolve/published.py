@@ -22,11 +22,13 @@ def registry_names() -> dict[str, tuple[str, ...]]:
     """Each registry's names, in registry order (the order the schema's ``enum`` lists them)."""
     from evalpipe.benchmarks import names, stratifications
     from evalpipe.server.kinds.registry import kinds
+    from evalpipe.speed.clients.registry import clients
 
     return {
         "benchmarks": names(),
         "stratifications": stratifications(),
         "server_kinds": tuple(k.name for k in kinds()),
+        "speed_clients": tuple(c.name for c in clients()),
     }
 
 

@@ -121,7 +121,7 @@ def test_settings_model(tmp_path: Path, kind: Kind) -> None:
     with pytest.raises(ConfigError) as exc:
         _config(tmp_path, kind, settings={"no_such_setting": 1})
     (line,) = exc.value.details
-    assert "server.settings" in line and "no_such_setting" in line or "takes no settings" in line
+    assert ("server.settings" in line and "no_such_setting" in line) or "takes no settings" in line
 
 
 # ---------------------------------------------------------------- launch

@@ -12,12 +12,14 @@
 - ``raw_fp8`` — the raw-FP8 KV-cache policy (TileLang DSA kernels, unscaled ``fp8_e4m3``) preflight enforces;
 - ``launch_log`` — the KV pool as the launched server's log states it.
 
-Outside this folder only this face is imported (``tools/layers.py``): the kinds that face an SGLang server
-without launching one (an attached endpoint, a replayed bundle, a router's workers) verify it through
-:class:`SglangServerInfo`; the kind registry loads ``kind``.
+Outside this folder only this face is imported (``tools/layers.py`` checks it): the kinds that face an SGLang
+server without launching one (an attached endpoint, a replayed bundle, a router's workers) verify it through
+:class:`SglangServerInfo` and take its settings model; SGLang's speed client finds the installation through
+:func:`probe_sglang`; the kind registry loads ``kind``.
 """
 
 from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
+from evalpipe.server.kinds.sglang.env import probe_sglang
 from evalpipe.server.kinds.sglang.settings import SglangSettings, sglang_settings
 
-__all__ = ["SglangServerInfo", "SglangSettings", "sglang_settings"]
+__all__ = ["SglangServerInfo", "SglangSettings", "probe_sglang", "sglang_settings"]
