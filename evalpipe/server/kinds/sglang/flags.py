@@ -228,9 +228,46 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
     return exp
 
 
-#: How SGLang's ``/server_info`` is read (``SglangKind.server_info_reader``): the spellings above and the
-#: deprecated values folded (``nsa`` → ``dsa``, ``bf16`` → ``bfloat16``).
-SERVER_INFO = ServerInfoReader(SERVER_INFO_KEYS, _ALIASES)
+#: Resolved values the workers of a fleet behind SGLang's router must share whether or not the config pins
+#: them: SGLang's names, and those of evalpipe's llama.cpp launcher (a router's workers may be either).
+FLEET_AGREEMENT: tuple[str, ...] = (
+    "engine",
+    "version",
+    "served_model_name",
+    "model_path",
+    "model_file",
+    "model_sha256",
+    "model_ftype",
+    "dtype",
+    "quantization",
+    "kv_cache_dtype",
+    "cache_type_k",
+    "cache_type_v",
+    "attention_backend",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "tp_size",
+    "ep_size",
+    "dp_size",
+    "pp_size",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "reasoning_parser",
+    "tool_call_parser",
+    "context_length",
+    "n_ctx",
+    "n_ctx_per_slot",
+    "flash_attention",
+    "chat_template",
+    "chat_template_sha256",
+    "enable_deterministic_inference",
+)
+
+#: How SGLang's ``/server_info`` is read (``SglangKind.server_info_reader``): the spellings above, the
+#: deprecated values folded (``nsa`` → ``dsa``, ``bf16`` → ``bfloat16``) and what a fleet must share.
+SERVER_INFO = ServerInfoReader(SERVER_INFO_KEYS, _ALIASES, FLEET_AGREEMENT)
 
 
 def resolved_value(server_info: dict[str, Any], key: str) -> Any:
