@@ -15,11 +15,12 @@
 Outside this folder only this face is imported (``tools/layers.py`` checks it): the kinds that face an SGLang
 server without launching one (an attached endpoint, a replayed bundle, a router's workers) verify it through
 :class:`SglangServerInfo` and take its settings model; SGLang's speed client finds the installation through
-:func:`probe_sglang`; the kind registry loads ``kind``.
+:func:`probe_sglang`; the kind registry finds ``KIND`` here, as it does in a kind's module.
 """
 
 from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
 from evalpipe.server.kinds.sglang.env import probe_sglang
+from evalpipe.server.kinds.sglang.kind import KIND
 from evalpipe.server.kinds.sglang.settings import SglangSettings, sglang_settings
 
-__all__ = ["SglangServerInfo", "SglangSettings", "probe_sglang", "sglang_settings"]
+__all__ = ["KIND", "SglangServerInfo", "SglangSettings", "probe_sglang", "sglang_settings"]
