@@ -109,7 +109,7 @@ class RouterWorker(Strict):
         description="Base URL of a running worker (http://host:port): attached, never started or stopped.",
     )
     kind: ServerKindName | None = Field(
-        default=None, description="Launch this worker as this server kind (sglang, command, answer_key)."
+        default=None, description="Launch this worker as this server kind (one that launches a server process)."
     )
     host: str | None = Field(default=None, description="Launched worker's host (default: server.host).")
     port: Annotated[int, Field(ge=0, le=65535)] = Field(
