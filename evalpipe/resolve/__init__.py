@@ -197,12 +197,13 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
     return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind)
 
 
-def load_run(path: Path, *, check_plans: bool = True) -> ResolvedRun:
+def load_run(path: Path, *, check_plans: bool = True, notice: bool = True) -> ResolvedRun:
     """Read a run config (``evalpipe.config.loader``) and resolve it; a kind setting written at its old place
-    (``server.tp_size``) is read under ``server.settings`` and named in one notice line on stderr."""
+    (``server.tp_size``) is read under ``server.settings`` and named in one notice line on stderr
+    (``notice=False``: a variant's process, whose parent said it already)."""
     cfg, lines = load_config_lines(path, check_plans=check_plans)
     resolved = resolve(cfg, lines, check_plans=check_plans)
-    notice = moved_settings_notice(lines)
-    if notice is not None:
-        print(notice, file=sys.stderr)
+    moved = moved_settings_notice(lines) if notice else None
+    if moved is not None:
+        print(moved, file=sys.stderr)
     return resolved
