@@ -122,6 +122,11 @@ def test_settings_model(tmp_path: Path, kind: Kind) -> None:
         _config(tmp_path, kind, settings={"no_such_setting": 1})
     (line,) = exc.value.details
     assert ("server.settings" in line and "no_such_setting" in line) or "takes no settings" in line
+    schema = config_schema()  # the published schema tells an editor the same
+    rules = schema["$defs"]["ServerConfig"]["allOf"]
+    (then,) = [r["then"] for r in rules if r["if"]["properties"]["kind"]["const"] == kind.name]
+    model = then["properties"]["settings"]["$ref"].rpartition("/")[2]
+    assert model == kind.settings_model.__name__ and schema["$defs"][model]["additionalProperties"] is False
 
 
 # ---------------------------------------------------------------- launch
