@@ -30,7 +30,11 @@ A cycle is a strongly connected component of more than one package; the edges *c
 edges that do not go down that order (a climbing or sideways edge inside the component): removing them all
 leaves the component acyclic.
 
-    python tools/layers.py            # prints packages, edges, cycles and their closing edges
+A plugin with a folder of its own (``server/kinds/<x>/``, ``benchmarks/<x>/``: :data:`PLUGIN_HOMES`) is
+imported from outside that folder only through its face, the folder's ``__init__``: :func:`face_breaches`
+lists every import of a module below the face from elsewhere (``tests/repo/test_layers.py`` wants none).
+
+    python tools/layers.py            # prints packages, edges, cycles, their closing edges, face breaches
 """
 
 from __future__ import annotations
@@ -268,6 +272,60 @@ def package_graph(root: Path = ROOT) -> PackageGraph:
     return PackageGraph(packages, dict(sorted(edges.items())))
 
 
+#: Where plugins with a folder of their own live: each ``<home>/<name>/`` holding an ``__init__.py`` is one
+#: plugin, and its ``__init__`` is its face — the only module of it imported from outside the folder.
+PLUGIN_HOMES: tuple[str, ...] = ("server/kinds", "benchmarks")
+
+
+@dataclass(frozen=True)
+class FaceBreach:
+    """An import of a plugin folder's internals (``target``) from outside that folder (``site``)."""
+
+    site: str
+    target: str
+    folder: str
+
+
+def plugin_folders(root: Path = ROOT) -> list[str]:
+    """Every plugin folder as a dotted package name (``evalpipe.server.kinds.sglang``), sorted."""
+    out = []
+    for home in PLUGIN_HOMES:
+        base = root / home
+        if base.is_dir():
+            out += [_module_name(d / "__init__.py", root) for d in base.iterdir() if (d / "__init__.py").is_file()]
+    return sorted(out)
+
+
+def _internal(target: str, folders: list[str], root: Path) -> str | None:
+    """The plugin folder whose internals ``target`` names (a module below its face), else None.  A name
+    imported from the face (``from <face> import X``) is internal only when ``X`` is a module of the folder."""
+    for folder in folders:
+        if not target.startswith(folder + "."):
+            continue
+        first = target[len(folder) + 1 :].split(".")[0]
+        where = root.parent.joinpath(*folder.split("."))
+        if (where / f"{first}.py").is_file() or (where / first / "__init__.py").is_file():
+            return folder
+    return None
+
+
+def face_breaches(root: Path = ROOT) -> list[FaceBreach]:
+    """Imports (of every kind ``package_graph`` counts) of a plugin folder's internals from outside it."""
+    folders = plugin_folders(root)
+    out: list[FaceBreach] = []
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, _ in _walk(tree):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                folder = _internal(target, folders, root)
+                if folder is None or module == folder or module.startswith(folder + "."):
+                    continue
+                site = f"{path.relative_to(root.parent).as_posix()}:{getattr(node, 'lineno', 0)}"
+                out.append(FaceBreach(site, target, folder))
+    return out
+
+
 def describe(graph: PackageGraph) -> str:
     cycles = graph.cycles()
     lines = [
@@ -296,8 +354,16 @@ def describe(graph: PackageGraph) -> str:
     return "\n".join(lines)
 
 
+def describe_faces(breaches: list[FaceBreach]) -> str:
+    lines = [f"plugin folders imported past their face: {len(breaches)}"]
+    lines += [f"  {b.site}: {b.target} (import {b.folder} instead)" for b in breaches]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     print(describe(package_graph()))
+    print()
+    print(describe_faces(face_breaches()))
     return 0
 
 

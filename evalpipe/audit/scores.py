@@ -187,7 +187,7 @@ def reasoning_length(found: list[OutcomeRow | None], budget: int | None) -> Reas
 
 def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSummary | None:
     """How a code benchmark's programs ran, and what the isolated re-checks changed."""
-    from evalpipe.benchmarks.live_code_bench.recheck import policy_text
+    from evalpipe.benchmarks.live_code_bench import policy_text
 
     rows = [r for r in found if r is not None and r.code_execution is not None]
     runs = [r.code_execution for r in rows if r.code_execution is not None]

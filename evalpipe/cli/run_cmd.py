@@ -31,7 +31,7 @@ def run(
         typer.Option(
             "--endpoint",
             help="Base URL of a running OpenAI-compatible server (http://host:port or http://host:port/v1); "
-            "attaches even when the config's server.kind is sglang or answer_key.",
+            "attaches instead of launching, whatever kind the config's server.kind launches.",
         ),
     ] = None,
     dataset_root: Annotated[

@@ -74,7 +74,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
 
-    cfg = load_run(Path(args.config)).config
+    cfg = load_run(Path(args.config), notice=False).config
     if args.no_speed:  # the waiver only matters to the audit, which reads it from run.json
         cfg = cfg.accuracy_only()
     rd = RunDir(Path(args.dir))

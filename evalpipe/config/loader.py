@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
+from evalpipe.config.base import error_message
 from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.config.server import moved_keys
 from evalpipe.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -67,37 +68,12 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _message(err: ErrorDetails) -> str:
-    ctx = err.get("ctx") or {}
-    t = err["type"]
-    simple = {
-        "greater_than": "must be > {gt}",
-        "greater_than_equal": "must be >= {ge}",
-        "less_than": "must be < {lt}",
-        "less_than_equal": "must be <= {le}",
-        "extra_forbidden": "unknown field",
-        "missing": "required field missing",
-        "too_short": "must have at least {min_length} item(s)",
-        "string_pattern_mismatch": "must match {pattern}",
-    }
-    if t in simple:
-        try:
-            return simple[t].format(**ctx)
-        except KeyError:
-            pass
-    if t == "literal_error":
-        return f"must be one of {ctx.get('expected')} (got {err.get('input')!r})"
-    if t == "value_error":
-        return str(ctx.get("error", err["msg"]))
-    return err["msg"]
-
-
 class YamlLines:
     """Where a field of a loaded YAML file is: ``where(loc)`` is ``path:line`` (or ``path``) for a field path
     such as ``("benchmarks", 2, "name")`` — so a check run after loading (the resolve step) names the line."""
 
-    def __init__(self, path: Path, node: yaml.Node | None) -> None:
-        self.path, self._node = path, node
+    def __init__(self, path: Path, node: yaml.Node | None, data: Any = None) -> None:
+        self.path, self._node, self.data = path, node, data
 
     @classmethod
     def of(cls, path: Path) -> YamlLines:
@@ -117,7 +93,7 @@ def validation_lines(exc: ValidationError, path: Path | None, node: yaml.Node | 
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if p not in _TAGS)
-        message = _message(err)
+        message = error_message(err)
         lines.append(located.line(loc, message) if located else f"{format_loc(loc)}: {message}")
     return lines
 
@@ -158,7 +134,7 @@ def load_config_lines(path: Path, *, check_plans: bool = True) -> tuple[RunConfi
     data, node = _read_yaml(path)
     cfg = _validate(RunConfig, data, path, node)
     cfg._config_path = path.resolve()
-    located = YamlLines(path, node)
+    located = YamlLines(path, node, data)
     if check_plans:
         errors: list[str] = []
         for i, bench in enumerate(cfg.benchmarks):
@@ -180,3 +156,34 @@ def resolve_plan(cfg: RunConfig, benchmark: str) -> SamplingPlan:
         plan.benchmark = bench.name
         return plan
     return load_plan(cfg.resolve_path(bench.sampling), benchmark=bench.name)
+
+
+def moved_settings_notice(located: YamlLines) -> str | None:
+    """One line naming every kind setting the YAML sets at its old place (``server.tp_size``, a variant's
+    ``overrides: {tp_size: …}``), read as ``server.settings`` (``evalpipe.config.server.MOVED_TO_SETTINGS``);
+    None when there is none."""
+    data = _mapping(located.data)
+    server = _mapping(data.get("server"))
+    found: list[tuple[tuple[Any, ...], str]] = [(("server", k), k) for k in moved_keys(server)]
+    for j, worker in enumerate(_items(_mapping(server.get("router")).get("workers"))):
+        overrides = _mapping(worker).get("overrides")
+        found += [(("server", "router", "workers", j, "overrides", k), k) for k in moved_keys(overrides)]
+    for i, variant in enumerate(_items(data.get("variants"))):
+        overrides = _mapping(variant).get("overrides")
+        found += [(("variants", i, "overrides", k), k) for k in moved_keys(overrides)]
+    if not found:
+        return None
+    first = located.where(found[0][0])
+    named = ", ".join(format_loc(loc) for loc, _ in found)
+    return (
+        f"{first}: note: {named} read as the server kind's settings (write them under server.settings, "
+        "or settings.<key> in overrides)"
+    )
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

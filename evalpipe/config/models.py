@@ -23,19 +23,19 @@ from evalpipe.config.model import ModelConfig
 from evalpipe.config.registry_names import BenchmarkName, ServerKindName, StratifyBy
 from evalpipe.config.server import (
     COMMAND_PLACEHOLDERS,
+    MOVED_TO_SETTINGS,
     AnswerKeyConfig,
-    MultiNodeConfig,
     ReplayConfig,
     RouterConfig,
     RouterWorker,
     ServerConfig,
     ServerVariant,
-    SpeculativeConfig,
 )
 from evalpipe.config.speed import SpeedConfig
 
 __all__ = [
     "COMMAND_PLACEHOLDERS",
+    "MOVED_TO_SETTINGS",
     "SHA256_PATTERN",
     "AdvisoryGate",
     "AnswerKeyConfig",
@@ -48,7 +48,6 @@ __all__ = [
     "GateConfig",
     "GenerationConfig",
     "ModelConfig",
-    "MultiNodeConfig",
     "PlanFilter",
     "PointsPerBlock",
     "ReplayConfig",
@@ -60,7 +59,6 @@ __all__ = [
     "ServerConfig",
     "ServerKindName",
     "ServerVariant",
-    "SpeculativeConfig",
     "SpeedConfig",
     "StratifyBy",
     "Strict",

@@ -1,4 +1,4 @@
-"""Names the config takes from a plugin registry: a benchmark, a stratification, a server kind.
+"""Names the config takes from a plugin registry: a benchmark, a stratification, a server kind, a speed client.
 
 The config is plain data: it depends on nothing of evalpipe but ``errors``, so a name a plugin registers is a
 string here.  Whether it names a registered plugin is the resolve step's question (``evalpipe.resolve``: the
@@ -17,7 +17,7 @@ from pydantic import Field
 REGISTRY_MARKER = "x-evalpipe-registry"
 
 #: The registries a config name can come from.
-Registry = Literal["benchmarks", "stratifications", "server_kinds"]
+Registry = Literal["benchmarks", "stratifications", "server_kinds", "speed_clients"]
 
 
 def _names(registry: Registry) -> object:
@@ -30,3 +30,5 @@ BenchmarkName = Annotated[str, _names("benchmarks")]
 StratifyBy = Annotated[str, _names("stratifications")]
 #: A registered server kind (``evalpipe.server.kinds``).
 ServerKindName = Annotated[str, _names("server_kinds")]
+#: A registered speed client (``evalpipe.speed.clients``).
+SpeedClientName = Annotated[str, _names("speed_clients")]

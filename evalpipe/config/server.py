@@ -1,5 +1,6 @@
-"""``server:`` — how the server is launched or attached to: its kind, SGLang's settings, a router's workers, the
-self-test and replay servers, and the named variants a paired run overrides it with."""
+"""``server:`` — how the server is launched or attached to: its kind, the kind's own ``settings`` (plain data
+here; the resolve step validates them against the kind's settings model), a router's workers, the self-test and
+replay servers, and the named variants a paired run overrides it with."""
 
 from __future__ import annotations
 
@@ -11,33 +12,59 @@ from pydantic import Field, field_validator, model_validator
 from evalpipe.config.base import Strict
 from evalpipe.config.registry_names import ServerKindName
 
+#: Keys that were ``server:`` fields before each kind owned its settings (they are SGLang's launch settings):
+#: a config still setting them there — or naming them in ``overrides`` — is read with them moved under
+#: ``server.settings`` (``settings.<key>`` in overrides); the loader says so in one notice line.
+MOVED_TO_SETTINGS = (
+    "tp_size",
+    "ep_size",
+    "dp_size",
+    "attn_cp_size",
+    "dcp_size",
+    "attention_backend",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "speculative",
+    "enable_deterministic_inference",
+    "enable_hisparse",
+    "multi_node",
+)
+
+
+def moved_keys(data: object) -> list[str]:
+    """The keys of ``data`` (a ``server:`` mapping or an ``overrides`` mapping) that name a setting at its old
+    place: ``tp_size``, or dotted ``multi_node.nnodes``."""
+    if not isinstance(data, dict):
+        return []
+    return [k for k in data if isinstance(k, str) and k.split(".", 1)[0] in MOVED_TO_SETTINGS]
+
+
+def _move_server_settings(data: object) -> object:
+    """A ``server:`` mapping with its settings at their old place moved under ``settings``."""
+    moved = moved_keys(data)
+    if not moved or not isinstance(data, dict):
+        return data
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        return data  # the field's own validation names the problem
+    twice = [k for k in moved if k in settings]
+    if twice:
+        raise ValueError(f"{', '.join(twice)}: set both in server and in server.settings (keep settings)")
+    out = {k: v for k, v in data.items() if k not in moved}
+    out["settings"] = {**settings, **{k: data[k] for k in moved}}
+    return out
+
+
+def _move_override_keys(overrides: object) -> object:
+    """``overrides`` with a setting named at its old place addressed as ``settings.<key>``."""
+    moved = moved_keys(overrides)
+    if not moved or not isinstance(overrides, dict):
+        return overrides
+    return {(f"settings.{k}" if k in moved else k): v for k, v in overrides.items()}
+
+
 #: Placeholders a ``server.command`` argument may contain (``{{`` / ``}}`` for literal braces).
 COMMAND_PLACEHOLDERS = ("host", "port", "model_path", "served_name", "kv_cache_dtype", "python")
-
-
-class SpeculativeConfig(Strict):
-    """Multi-token prediction (MTP) via speculative decoding."""
-
-    algorithm: Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE"] = "EAGLE"
-    num_steps: Annotated[int, Field(gt=0)] = 3
-    eagle_topk: Annotated[int, Field(gt=0)] = 1
-    num_draft_tokens: Annotated[int, Field(gt=0)] = 4
-
-
-class MultiNodeConfig(Strict):
-    nnodes: Annotated[int, Field(gt=0)] = 1
-    node_rank: Annotated[int, Field(ge=0)] = 0
-    dist_init_addr: str | None = Field(
-        default=None, description="host:port of rank 0 (required when nnodes > 1)"
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> MultiNodeConfig:
-        if self.nnodes > 1 and not self.dist_init_addr:
-            raise ValueError("dist_init_addr is required when nnodes > 1")
-        if self.node_rank >= self.nnodes:
-            raise ValueError("node_rank must be < nnodes")
-        return self
 
 
 class AnswerKeyConfig(Strict):
@@ -82,7 +109,7 @@ class RouterWorker(Strict):
         description="Base URL of a running worker (http://host:port): attached, never started or stopped.",
     )
     kind: ServerKindName | None = Field(
-        default=None, description="Launch this worker as this server kind (sglang, command, answer_key)."
+        default=None, description="Launch this worker as this server kind (one that launches a server process)."
     )
     host: str | None = Field(default=None, description="Launched worker's host (default: server.host).")
     port: Annotated[int, Field(ge=0, le=65535)] = Field(
@@ -96,6 +123,13 @@ class RouterWorker(Strict):
         description="ServerConfig fields changed for this worker's launch only (verification still expects "
         "the top-level settings).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: object) -> object:
+        if isinstance(data, dict) and "overrides" in data:
+            return {**data, "overrides": _move_override_keys(data["overrides"])}
+        return data
 
     @model_validator(mode="after")
     def _one_of(self) -> RouterWorker:
@@ -231,19 +265,17 @@ class ServerConfig(Strict):
     )
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 30000
-    tp_size: Annotated[int, Field(gt=0)] = 1
-    ep_size: Annotated[int, Field(gt=0)] | None = None
-    dp_size: Annotated[int, Field(gt=0)] | None = None
-    attn_cp_size: Annotated[int, Field(gt=0)] | None = None
-    dcp_size: Annotated[int, Field(gt=0)] | None = None
-    attention_backend: str | None = Field(default=None, description="e.g. 'dsa'")
-    dsa_prefill_backend: str | None = Field(default=None, description="e.g. 'tilelang'")
-    dsa_decode_backend: str | None = Field(default=None, description="e.g. 'tilelang'")
-    kv_cache_dtype: str = Field(default="auto", description="e.g. 'fp8_e4m3' (raw, unscaled) or 'bfloat16'")
-    speculative: SpeculativeConfig | None = None
-    enable_deterministic_inference: bool = False
-    enable_hisparse: bool = False
-    multi_node: MultiNodeConfig = Field(default_factory=MultiNodeConfig)
+    kv_cache_dtype: str = Field(
+        default="auto",
+        description="The KV cache dtype under test, e.g. 'fp8_e4m3' (raw, unscaled) or 'bfloat16': every kind "
+        "that can verify it does ({kv_cache_dtype} in a command's argv).",
+    )
+    settings: dict[str, object] = Field(
+        default_factory=dict,
+        description="The kind's own launch settings, validated against the kind's settings model when the run "
+        "is resolved (kind: sglang and the kinds that verify an SGLang server: tp_size, ep_size, dp_size, "
+        "attention_backend, dsa_prefill_backend, dsa_decode_backend, speculative, multi_node, ...).",
+    )
     api_key_env: str | None = Field(
         default=None,
         description="Name of the environment variable holding the API key (never the key itself).",
@@ -267,6 +299,11 @@ class ServerConfig(Strict):
         description="kind: router — SGLang's router in front of workers; with kind: endpoint, settings used "
         "when the endpoint is a router.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: object) -> object:
+        return _move_server_settings(data)
 
     def router_settings(self) -> RouterConfig:
         """``router``, or the defaults when an endpoint turned out to be a router without one."""
@@ -308,13 +345,24 @@ class ServerVariant(Strict):
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     label: str | None = None
-    overrides: dict[str, object] = Field(default_factory=dict, description="ServerConfig fields to override.")
+    overrides: dict[str, object] = Field(
+        default_factory=dict,
+        description="ServerConfig fields to override, nested as a mapping or dotted; the kind's settings as "
+        "settings: {tp_size: 2} (merged key by key) or settings.tp_size: 2.",
+    )
     repeat_of: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")] | None = Field(
         default=None,
         description="A/A control: run the named variant's launch settings again (relaunched) on the same "
         "manifest; its discordance with that variant is the server's own noise, reported next to the A/B "
         "discordance and used as the noise model of the MDE. No overrides of its own.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: object) -> object:
+        if isinstance(data, dict) and "overrides" in data:
+            return {**data, "overrides": _move_override_keys(data["overrides"])}
+        return data
 
     @model_validator(mode="after")
     def _repeat_has_no_overrides(self) -> ServerVariant:

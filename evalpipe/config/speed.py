@@ -18,9 +18,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: ``sglang`` = SGLang's own ``python -m sglang.bench_serving`` (GPU hosts, extra ``sglang``);
-#: ``evalscope`` = EvalScope's ``evalscope perf`` (CPU hosts, CI; extra ``speed``).
-SpeedClientName = Literal["sglang", "evalscope"]
+from evalpipe.config.registry_names import SpeedClientName
+
+__all__ = ["JSONScalar", "SglangBackend", "SpeedClientName", "SpeedConfig", "SpeedWorkload"]
+
 #: ``bench_serving --backend`` values evalpipe drives: SGLang's native ``/generate`` or an OpenAI route.
 SglangBackend = Literal["sglang", "sglang-oai", "sglang-oai-chat", "vllm", "vllm-chat"]
 JSONScalar = str | int | float | bool | None

@@ -2,9 +2,10 @@
 
 ``evalpipe.config`` reads YAML into models that depend on nothing but ``errors``: a benchmark, a
 stratification and a server kind are strings there.  This step, one layer above the plugins, asks the
-registries what those strings name and runs the checks only a plugin can answer — a benchmark whose review
+registries what those strings name (a speed client's too) and runs the checks only a plugin can answer — a benchmark whose review
 runs no code takes no ``review_timeout_s``, a benchmark with a fixed schema names no columns, each kind's own
-section of ``server:`` (``Kind.check_config``), a command naming the module an engine was started by before it
+section of ``server:`` (``Kind.check_config``), ``server.settings`` against the kind's settings model
+(``Kind.settings_errors``) and each variant's overrides applied to it, a command naming the module an engine was started by before it
 moved (``evalpipe.engines.FORMER_MODULES``) — and reports every failure as one line naming the YAML file,
 line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
 
@@ -15,6 +16,7 @@ benchmark plugin is not installed here can still be audited.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +25,19 @@ from typing import Any
 
 from evalpipe.benchmarks import REGISTRY as BENCHMARKS
 from evalpipe.benchmarks import Benchmark, stratifications
-from evalpipe.config.loader import YamlLines, format_loc, load_config_lines, resolve_plan
+from evalpipe.config.loader import (
+    YamlLines,
+    format_loc,
+    load_config_lines,
+    moved_settings_notice,
+    resolve_plan,
+)
 from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingPlan
 from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
+from evalpipe.server.overrides import with_overrides
+from evalpipe.speed.clients.registry import clients as speed_clients
 
 __all__ = ["ResolvedRun", "load_run", "resolve"]
 
@@ -140,7 +150,21 @@ def _check_server(cfg: RunConfig, findings: _Findings) -> Kind | None:
         kind.check_config(server)
     except ValueError as exc:
         findings.add(("server",), str(exc))
+    for loc, message in kind.settings_errors(server):
+        findings.add(("server", "settings", *loc), message)
     return kind
+
+
+def _check_variants(cfg: RunConfig, findings: _Findings) -> None:
+    """Each variant's server (its overrides applied, settings included) is one its kind accepts."""
+    for i, variant in enumerate(cfg.variants):
+        if variant.repeat_of is not None or not variant.overrides:
+            continue
+        try:
+            with_overrides(cfg.server, variant.overrides, f"{variant.name}.overrides", variant.name, server_kind)
+        except ConfigError as exc:
+            for detail in exc.details or [exc.message]:
+                findings.add(("variants", i, "overrides"), detail)
 
 
 def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool = True) -> ResolvedRun:
@@ -160,14 +184,26 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
         if check_plans or isinstance(bench.sampling, SamplingPlan):
             _check_plan(cfg, i, bench, findings)
     _check_engine_paths(cfg, findings)
+    if cfg.speed is not None:
+        registered_clients = tuple(c.name for c in speed_clients())
+        if cfg.speed.client not in registered_clients:
+            findings.add(("speed", "client"), one_of(registered_clients, cfg.speed.client))
     kind = _check_server(cfg, findings)
+    if kind is not None and not findings.found:
+        _check_variants(cfg, findings)
     if findings.found or kind is None:
         where = lines.path if lines is not None else cfg.config_path or "config"
         raise ConfigError(f"{where}: {len(findings.found)} error(s)", details=findings.found)
     return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind)
 
 
-def load_run(path: Path, *, check_plans: bool = True) -> ResolvedRun:
-    """Read a run config (``evalpipe.config.loader``) and resolve it."""
+def load_run(path: Path, *, check_plans: bool = True, notice: bool = True) -> ResolvedRun:
+    """Read a run config (``evalpipe.config.loader``) and resolve it; a kind setting written at its old place
+    (``server.tp_size``) is read under ``server.settings`` and named in one notice line on stderr
+    (``notice=False``: a variant's process, whose parent said it already)."""
     cfg, lines = load_config_lines(path, check_plans=check_plans)
-    return resolve(cfg, lines, check_plans=check_plans)
+    resolved = resolve(cfg, lines, check_plans=check_plans)
+    moved = moved_settings_notice(lines) if notice else None
+    if moved is not None:
+        print(moved, file=sys.stderr)
+    return resolved

@@ -22,11 +22,13 @@ def registry_names() -> dict[str, tuple[str, ...]]:
     """Each registry's names, in registry order (the order the schema's ``enum`` lists them)."""
     from evalpipe.benchmarks import names, stratifications
     from evalpipe.server.kinds.registry import kinds
+    from evalpipe.speed.clients.registry import clients
 
     return {
         "benchmarks": names(),
         "stratifications": stratifications(),
         "server_kinds": tuple(k.name for k in kinds()),
+        "speed_clients": tuple(c.name for c in clients()),
     }
 
 
@@ -50,7 +52,31 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 def config_schema() -> dict[str, Any]:
     from evalpipe.config.models import RunConfig
 
-    return _schema(RunConfig)
+    schema = _schema(RunConfig)
+    with_kind_settings(schema)
+    return schema
+
+
+def with_kind_settings(schema: dict[str, Any]) -> None:
+    """``schema`` (the config's) told what ``server.settings`` holds for each registered kind: one
+    ``if kind is K then settings is K's settings_model`` per kind, the models under ``$defs`` — so an editor
+    checks the settings the resolve step will."""
+    from evalpipe.server.kinds.registry import kinds
+
+    defs = schema.setdefault("$defs", {})
+    rules = []
+    for kind in kinds():
+        model = kind.settings_model
+        own = model.model_json_schema(mode="validation", ref_template="#/$defs/{model}")
+        defs.update(own.pop("$defs", {}))
+        defs.setdefault(model.__name__, own)
+        rules.append(
+            {
+                "if": {"properties": {"kind": {"const": kind.name}}, "required": ["kind"]},
+                "then": {"properties": {"settings": {"$ref": f"#/$defs/{model.__name__}"}}},
+            }
+        )
+    defs["ServerConfig"]["allOf"] = rules
 
 
 def manifest_schema() -> dict[str, Any]:

@@ -1,13 +1,15 @@
 """``provenance.json``: which software and hardware produced a run, and the component tests it passed.
 
-The sign-off names a "runtime base + validation patch": the SGLang release or source commit the server ran
-and a hash of any uncommitted change on top of it.  Everything is captured by looking (package metadata,
-``git``, ``nvidia-smi``) — never by importing SGLang or torch — and secrets are stripped at capture.
+The sign-off names a "runtime base + validation patch": the serving engine's release or source commit and a
+hash of any uncommitted change on top of it — what the server kind finds (``Kind.provenance``; nothing for
+evalpipe's own self-test server, so its runs probe no engine).  Everything is captured by looking (package
+metadata, ``git``, ``nvidia-smi``) — never by importing the engine or torch — and secrets are stripped at
+capture.
 """
 
 from __future__ import annotations
 
-import hashlib
+import importlib.metadata
 import platform
 import re
 import socket
@@ -17,86 +19,17 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlparse
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.redact import redact_argv
-from evalpipe.artifacts.schema.provenance import ComponentTestResult, GitInfo, PackageVersion, Provenance
+from evalpipe.artifacts.schema.provenance import ComponentTestResult, PackageVersion, Provenance
+from evalpipe.artifacts.source_git import git_info
 from evalpipe.clock import utc_now
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig
 from evalpipe.errors import PreflightError
 
-
-def _git(args: list[str], cwd: Path, *, binary: bool = False) -> bytes | str | None:
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "safe.directory=*", *args],
-            cwd=cwd,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout if binary else proc.stdout.decode("utf-8", errors="replace").strip()
-
-
-def git_info(path: Path) -> GitInfo | None:
-    """Commit, dirtiness and a hash of the uncommitted change of the git work tree containing ``path``.
-
-    The hash covers ``git diff HEAD --binary`` plus the path and content of every untracked, non-ignored
-    file (a validation patch often adds files), so two trees with the same hash run the same code.
-    """
-    path = Path(path)
-    start = path if path.is_dir() else path.parent
-    top = _git(["rev-parse", "--show-toplevel"], start)
-    if not isinstance(top, str) or not top:
-        return None
-    root = Path(top)
-    commit = _git(["rev-parse", "HEAD"], root)
-    diff = _git(["diff", "HEAD", "--binary"], root, binary=True)
-    untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], root, binary=True)
-    files = sorted(f for f in (untracked or b"").split(b"\0") if f) if isinstance(untracked, bytes) else []
-    dirty = bool(diff) or bool(files)
-    digest = None
-    if dirty:
-        h = hashlib.sha256()
-        h.update(diff if isinstance(diff, bytes) else b"")
-        for name in files:
-            h.update(b"\0untracked\0" + name + b"\0")
-            try:
-                h.update((root / name.decode("utf-8", errors="surrogateescape")).read_bytes())
-            except OSError:
-                h.update(b"<unreadable>")
-        digest = h.hexdigest()
-    return GitInfo(
-        path=str(root),
-        commit=commit if isinstance(commit, str) and commit else None,
-        dirty=dirty,
-        diff_sha256=digest,
-        source="git",
-    )
-
-
-def sglang_source(location: str | None, direct_url: dict[str, Any] | None) -> GitInfo | None:
-    """SGLang's source commit: its git work tree when run from a checkout, else pip's PEP 610 record."""
-    if location:
-        info = git_info(Path(location))
-        if info is not None:
-            return info
-    if isinstance(direct_url, dict):
-        url = str(direct_url.get("url", ""))
-        vcs = direct_url.get("vcs_info") or {}
-        if url.startswith("file://") and (direct_url.get("dir_info") or {}).get("editable"):
-            info = git_info(Path(unquote(urlparse(url).path)))
-            if info is not None:
-                return info
-        if vcs.get("commit_id"):
-            return GitInfo(path=url, commit=vcs["commit_id"], dirty=None, source="direct_url")
-    return None
+#: evalpipe's own runtime packages (EvalScope runs the benchmarks, NLTK scores IFEval), read from this process.
+OWN_PACKAGES = ("evalscope", "nltk")
 
 
 def collect_provenance(
@@ -106,28 +39,26 @@ def collect_provenance(
     started_at: str | None = None,
     component_tests: list[ComponentTestResult] | None = None,
 ) -> Provenance:
-    """Versions, source commits, GPUs and host — as seen by the server's environment (``server.env``
-    can put a different SGLang checkout on PYTHONPATH)."""
+    """Versions, source commits, GPUs and host.  The serving engine's packages and source are its kind's
+    (``Kind.provenance``, as the server's environment sees them: ``server.env`` can put another checkout on
+    ``PYTHONPATH``); evalpipe's own packages are read from this process."""
     import evalpipe
     from evalpipe.server import gpus
-    from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, probe_sglang
+    from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.launch_env import server_env
 
     if env is None:
         env = server_env(server) if server is not None else None
-    probe = probe_sglang(env, packages=DEFAULT_PACKAGES)
+    engine = server_kind(server.kind).provenance(server, env or {}) if server is not None else None
     packages = [PackageVersion(name="evalpipe", version=evalpipe.__version__)]
-    for name in DEFAULT_PACKAGES:
-        version = probe.packages.get(name)
-        if name == "sglang" and version is None:
-            version = probe.version  # a plain checkout on PYTHONPATH has no metadata, only version.py
-        packages.append(PackageVersion(name=name, version=version))
+    packages += engine.packages if engine is not None else ()
+    packages += [PackageVersion(name=name, version=_installed(name)) for name in OWN_PACKAGES]
     gpu_list = gpus.query_gpus(env) or []
     return Provenance(
         evalpipe_version=evalpipe.__version__,
         evalpipe_git=git_info(Path(evalpipe.__file__).resolve().parent),
         packages=packages,
-        sglang_git=sglang_source(probe.location, probe.direct_url) if probe.importable else None,
+        sglang_git=engine.source if engine is not None else None,  # the field's name predates other engines
         gpus=gpu_list,
         cuda_version=gpus.cuda_version(env) if gpu_list else None,
         host=socket.gethostname(),
@@ -136,6 +67,13 @@ def collect_provenance(
         started_at=started_at or utc_now(),
         component_tests=list(component_tests or []),
     )
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def parse_junit(path: Path) -> dict[str, int]:

@@ -28,7 +28,9 @@ def with_overrides(
 ) -> ServerConfig:
     """``base`` with ``overrides`` applied (ServerConfig field names, nested as a mapping or dotted), a fresh
     validated copy, checked by its kind (``kind_of``: the registry's lookup); ConfigError naming ``where`` for an
-    unknown field or an invalid result.  Used for a variant's server and for a fleet worker's launch
+    unknown field or an invalid result.  The kind's settings are addressed under ``settings``
+    (``settings: {tp_size: 2}``, merged key by key, or ``settings.tp_size: 2``) and checked against its
+    ``settings_model``.  Used for a variant's server and for a fleet worker's launch
     settings."""
     data = base.model_dump(mode="python")
     for key, value in overrides.items():
@@ -44,20 +46,29 @@ def with_overrides(
             lines.append(f"{where}: {loc}: {err['msg']}")
         raise ConfigError(f"{what}: invalid server overrides", details=lines) from None
     try:  # the checks of its kind, which the plain-data model cannot run (evalpipe.resolve does for the config)
-        kind_of(result.kind).check_config(result)
+        kind = kind_of(result.kind)
+        kind.check_config(result)
     except (KeyError, ValueError) as exc:
         reason = exc.args[0] if isinstance(exc, KeyError) else str(exc)
         raise ConfigError(f"{what}: invalid server overrides", details=[f"{where}: {reason}"]) from None
+    wrong = kind.settings_errors(result)
+    if wrong:
+        details = [f"{where}: {'.'.join(['settings', *map(str, loc)])}: {msg}" for loc, msg in wrong]
+        raise ConfigError(f"{what}: invalid server overrides", details=details)
     return result
 
 
 def _check_path(model: type[BaseModel], path: list[str], where: str) -> None:
-    """Every component of a dotted override key must name a field of the (sub)model."""
+    """Every component of a dotted override key must name a field of the (sub)model; below a plain mapping
+    (``settings``: the kind's model checks it) any key goes."""
     current: type[BaseModel] | None = model
     for part in path:
         if current is None or part not in current.model_fields:
             raise ConfigError(f"{where}: unknown server field {part!r}")
-        current = _submodel(current.model_fields[part].annotation)
+        annotation = current.model_fields[part].annotation
+        if getattr(annotation, "__origin__", None) is dict:
+            return
+        current = _submodel(annotation)
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:

@@ -10,12 +10,10 @@ knows (its engine's argument parser, its parser names) live in that kind's own m
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.server import PreflightCheck
-from evalpipe.server import gpus as gpu_mod
 from evalpipe.server.ports import port_in_use
 
 if TYPE_CHECKING:
@@ -107,53 +105,6 @@ def check_port(server: ServerConfig) -> list[PreflightCheck]:
             )
         ]
     return [ok("port_free", f"{server.host}:{server.port} is free", "--port")]
-
-
-def gpus_needed(server: ServerConfig) -> int:
-    """GPUs this node needs: tp (× dp without DP attention) spread over the nodes."""
-    per_replica = server.tp_size
-    if server.dp_size and server.dp_size > 1 and "--enable-dp-attention" not in server.extra_args:
-        per_replica *= server.dp_size
-    return max(1, math.ceil(per_replica / server.multi_node.nnodes))
-
-
-def check_gpus(server: ServerConfig, env: Mapping[str, str]) -> list[PreflightCheck]:
-    nnodes = server.multi_node.nnodes
-    out = []
-    if server.tp_size % nnodes:
-        out.append(
-            fail(
-                "gpu_count", f"--tp-size {server.tp_size} is not divisible by --nnodes {nnodes}", "--tp-size"
-            )
-        )
-    need = gpus_needed(server)
-    all_gpus = gpu_mod.query_gpus(env)
-    if all_gpus is None:
-        out.append(
-            fail(
-                "gpu_count",
-                f"--tp-size {server.tp_size}: needs {need} GPU(s) on this node but nvidia-smi is not available",
-                "--tp-size",
-            )
-        )
-        return out
-    visible = gpu_mod.visible_gpus(all_gpus, env)
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    where = f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else ""
-    if len(visible) < need:
-        out.append(
-            fail(
-                "gpu_count",
-                f"--tp-size {server.tp_size} over --nnodes {nnodes} needs {need} GPU(s) on this node, "
-                f"{len(visible)} visible{where}",
-                "--tp-size",
-            )
-        )
-    else:
-        out.append(
-            ok("gpu_count", f"{need} GPU(s) needed on this node, {len(visible)} visible{where}", "--tp-size")
-        )
-    return out
 
 
 def check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:

@@ -2,8 +2,8 @@
 
 A server reports its resolved settings under names of its own; a kind declares a :class:`ServerInfoReader`
 (``Kind.server_info_reader``) with the spellings of each key it verifies and the aliases of values that mean
-the same, and everything that reads a ``/server_info`` — verification, a fleet's verdict — reads it through
-the kind.  A value is looked up at the top level, else in the per-scheduler ``internal_states`` entries a
+the same, and the values a fleet's workers must share even where the config pins none; everything that reads
+a ``/server_info`` — verification, a fleet's verdict and watch — reads it through the kind.  A value is looked up at the top level, else in the per-scheduler ``internal_states`` entries a
 data-parallel server reports (each of which must have resolved what the config asks, not only the first).
 """
 
@@ -14,14 +14,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Resolved values the workers of one fleet must share whether or not the config pins them, as a server that
+#: names its own ``engine`` reports them (evalpipe's llama.cpp launcher).  Ports, hosts, seeds and runtime
+#: counters legitimately differ.
+ENGINE_AGREEMENT: tuple[str, ...] = (
+    "engine",
+    "version",
+    "served_model_name",
+    "model_path",
+    "model_file",
+    "model_sha256",
+    "model_ftype",
+    "kv_cache_dtype",
+    "cache_type_k",
+    "cache_type_v",
+    "context_length",
+    "n_ctx",
+    "n_ctx_per_slot",
+    "flash_attention",
+    "chat_template",
+    "chat_template_sha256",
+)
+
 
 @dataclass(frozen=True)
 class ServerInfoReader:
     """``spellings``: key → the names a server reports it under (newest first; default: the key itself);
-    ``aliases``: a reported value → the value it means (deprecated spellings)."""
+    ``aliases``: a reported value → the value it means (deprecated spellings); ``agreement``: the values a
+    fleet's workers must share (most telling first: a changed worker is named by the first that differs)."""
 
     spellings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     aliases: Mapping[str, str] = field(default_factory=dict)
+    agreement: tuple[str, ...] = ENGINE_AGREEMENT
 
     def names(self, key: str) -> tuple[str, ...]:
         return self.spellings.get(key, (key,))

@@ -20,7 +20,7 @@ def effective_server(cfg: RunConfig, variant: str | None) -> ServerConfig:
     """``cfg.server`` with the overrides of ``variant`` applied (a fresh, validated copy).
 
     Override keys are ServerConfig field names; nested fields may be given as a mapping
-    (``speculative: {num_steps: 2}``, merged into the base) or dotted (``multi_node.nnodes: 2``).
+    (``settings: {tp_size: 2}``, merged into the base) or dotted (``settings.multi_node.nnodes: 2``).
     ``None`` returns a copy of ``cfg.server``.  An unknown variant or field raises ConfigError naming it.
     """
     if variant is None:

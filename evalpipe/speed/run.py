@@ -40,8 +40,7 @@ from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.server.fetch import read_json
 from evalpipe.server.served_context import served_context
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
-from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient
-from evalpipe.speed.clients.sglang_bench import SglangBenchServingClient
+from evalpipe.speed.clients.registry import speed_client
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
@@ -62,12 +61,9 @@ class SpeedTarget:
 
 
 def make_client(cfg: SpeedConfig, *, client_env: Mapping[str, str] | None = None) -> SpeedClient:
-    """The configured client.  ``client_env``: the server's own environment additions (``server.env``):
-    SGLang's client runs with them, so it is the SGLang installation the server runs (a ``PYTHONPATH`` that
-    puts SGLang beside the image's torch, say), not evalpipe's own environment."""
-    if cfg.client == "evalscope":
-        return EvalscopePerfClient()
-    return SglangBenchServingClient(installation_env=client_env)
+    """The configured client, from the speed-client registry.  ``client_env``: the server's own environment
+    additions (``server.env``), for a client that runs in the installation the server runs."""
+    return speed_client(cfg.client).make(client_env)
 
 
 def load_average() -> LoadAverage | None:
@@ -80,7 +76,7 @@ def load_average() -> LoadAverage | None:
 
 def server_context(base_url: str, api_key: str | None = None) -> tuple[int, str, str] | None:
     """``(tokens, "total"|"input", source)`` the server says one request may use, when it says so:
-    ``/server_info`` (SGLang, evalpipe's llama.cpp launcher), else llama.cpp's own ``/props``
+    ``/server_info`` (an SGLang server, evalpipe's llama.cpp launcher), else llama.cpp's own ``/props``
     (``default_generation_settings.n_ctx``, the per-slot context)."""
     try:
         info = read_json(base_url.rstrip("/") + "/server_info", api_key)

@@ -28,7 +28,8 @@ from scripted_server import Rule, ScriptedServer
 
 from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.benchmarks.live_code_bench.recheck import WALL_FACTOR, policy_text, recheck
+from evalpipe.benchmarks.live_code_bench.policy import WALL_FACTOR, policy_text
+from evalpipe.benchmarks.live_code_bench.recheck import recheck
 from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.materialize import materialize

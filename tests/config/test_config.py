@@ -11,19 +11,17 @@ from evalpipe.cli.main import app, main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
 from evalpipe.resolve import load_run
+from evalpipe.server.kinds.sglang import sglang_settings
 
 runner = CliRunner()
 
 
 def test_glm_config_describes_the_seed_run(repo_root: Path) -> None:
     cfg = load_config(repo_root / "configs" / "glm-fp8.yaml")
-    s = cfg.server
+    assert cfg.server.kv_cache_dtype == "fp8_e4m3"
+    s = sglang_settings(cfg.server)
     assert (s.tp_size, s.ep_size, s.attention_backend) == (8, 4, "dsa")
-    assert (s.dsa_prefill_backend, s.dsa_decode_backend, s.kv_cache_dtype) == (
-        "tilelang",
-        "tilelang",
-        "fp8_e4m3",
-    )
+    assert (s.dsa_prefill_backend, s.dsa_decode_backend) == ("tilelang", "tilelang")
     assert s.speculative is not None
     assert (s.speculative.algorithm, s.speculative.num_steps, s.speculative.eagle_topk) == ("EAGLE", 3, 1)
     assert s.speculative.num_draft_tokens == 4
@@ -134,3 +132,57 @@ def test_endpoint_kind_requires_url(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_run(path)
     assert "server: endpoint is required when kind is 'endpoint'" in str(exc.value)
+
+
+ONE_BENCHMARK = """\
+benchmarks:
+  - name: gsm8k
+    sampling: {stratify_by: none, total: 5, allocation: uniform}
+"""
+OLD_PLACE = """\
+name: t
+model: {path: /m, served_name: m}
+server:
+  kind: endpoint
+  endpoint: "http://127.0.0.1:1"
+  tp_size: 8
+  speculative: {algorithm: EAGLE}
+variants:
+  - name: a
+  - name: b
+    overrides: {ep_size: 4}
+""" + ONE_BENCHMARK
+
+
+def test_settings_at_their_old_place_load_with_one_notice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``server.tp_size`` (and a variant's ``overrides: {ep_size: …}``) are read as the kind's settings, and
+    one stderr line names every one of them, placed on the first one's YAML line."""
+    cfg = load_run(_write(tmp_path, OLD_PLACE), check_plans=False).config
+    assert cfg.server.settings == {"tp_size": 8, "speculative": {"algorithm": "EAGLE"}}
+    assert cfg.variants[1].overrides == {"settings.ep_size": 4}
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{tmp_path / 'c.yaml'}:6: note: server.tp_size, server.speculative, ")
+    assert "variants[1].overrides.ep_size" in line and "server.settings" in line
+    new_place = OLD_PLACE.replace("  tp_size: 8\n  speculative: {algorithm: EAGLE}\n", "")
+    new_place = new_place.replace('1"\n', '1"\n  settings: {tp_size: 8}\n')
+    new_place = new_place.replace("{ep_size: 4}", "{settings.ep_size: 4}")
+    load_run(_write(tmp_path, new_place), check_plans=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ('{kind: endpoint, endpoint: "http://h:1", settings: {tp_size: 0}}', ":3: server.settings.tp_size: must be > 0"),
+        ('{kind: endpoint, endpoint: "http://h:1", settings: {tp_sise: 2}}', "server.settings.tp_sise: unknown field"),
+        ("{kind: command, command: [x], settings: {tp_size: 2}}", "kind 'command' takes no settings (got tp_size)"),
+        ('{kind: endpoint, endpoint: "http://h:1", tp_size: 2, settings: {tp_size: 2}}', "set both in server"),
+    ],
+)
+def test_settings_are_validated_by_the_kind(tmp_path: Path, server: str, message: str) -> None:
+    text = f"name: t\nmodel: {{path: /m, served_name: m}}\nserver: {server}\n{ONE_BENCHMARK}"
+    with pytest.raises(ConfigError) as exc:
+        load_run(_write(tmp_path, text), check_plans=False)
+    assert any(message in d for d in exc.value.details), exc.value.details

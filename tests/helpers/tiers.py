@@ -84,8 +84,9 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.server.kinds.sglang.raw_fp8.check_raw_fp8_rules": "nvidia-smi",
     "evalpipe.run.provenance.run_component_tests": "a nested pytest",
     "evalpipe.run.provenance.run_component_test": "a nested pytest",
-    "evalpipe.run.provenance.git_info": "git",
-    "evalpipe.run.provenance.collect_provenance": "git, SGLang probed in a child process",
+    "evalpipe.artifacts.source_git.git_info": "git",
+    "evalpipe.artifacts.source_git.package_source": "git",
+    "evalpipe.run.provenance.collect_provenance": "git, a server kind's engine probed in a child process",
     # the speed benchmark's client rounds are processes
     "evalpipe.speed.run.run_speed": "speed client processes",
     "evalpipe.speed.run.run_speed_alternating": "speed client processes",

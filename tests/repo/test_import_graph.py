@@ -191,7 +191,8 @@ def test_non_literal_import_targets_are_outside_evalpipe() -> None:
 def test_registries_f_string_imports_reach_every_registered_module() -> None:
     graph = import_graph()
     direct = {m for m in graph if m.startswith("evalpipe.server.kinds.") and m.count(".") == 3}
-    assert "evalpipe.server.kinds.sglang.kind" in graph["evalpipe.server.kinds.registry"]  # a folder's kind
+    assert "evalpipe.server.kinds.sglang" in graph["evalpipe.server.kinds.registry"]  # a folder's face
+    assert "evalpipe.server.kinds.sglang.kind" in graph["evalpipe.server.kinds.sglang"]  # offers its KIND
     assert direct - {"evalpipe.server.kinds.registry"} <= graph["evalpipe.server.kinds.registry"]
     assert {"evalpipe.benchmarks.gsm8k", "evalpipe.benchmarks.live_code_bench"} <= graph[
         "evalpipe.benchmarks"

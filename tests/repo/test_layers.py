@@ -107,3 +107,50 @@ def test_main_prints_the_graph(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.startswith(f"packages: {len(layers.package_graph().packages)}\n")
     assert "  cli [9] → " in out
+
+
+def test_plugin_folders_are_imported_only_through_their_face() -> None:
+    """Outside ``server/kinds/<x>/`` and ``benchmarks/<x>/`` only the folder's ``__init__`` is imported."""
+    assert "evalpipe.server.kinds.sglang" in layers.plugin_folders()
+    breaches = [f"  {b.site}: {b.target}" for b in layers.face_breaches()]
+    assert not breaches, "plugin internals imported from outside their folder:\n" + "\n".join(breaches)
+
+
+def test_a_face_breach_is_found_in_every_import_form(tmp_path: Path) -> None:
+    """A module, a name that is a module of the folder, a function-local and a type-only import, and
+    ``import_module`` all count; the face and a name it offers do not, nor the folder's own imports."""
+    root = _package(
+        tmp_path,
+        {
+            "server/__init__.py": "",
+            "server/kinds/__init__.py": "",
+            "server/kinds/eng/__init__.py": "from evalpipe.server.kinds.eng.kind import KIND\n",
+            "server/kinds/eng/kind.py": "from evalpipe.server.kinds.eng import flags\nKIND = 1\n",
+            "server/kinds/eng/flags.py": "",
+            "benchmarks/__init__.py": "",
+            "benchmarks/bench/__init__.py": "",
+            "benchmarks/bench/data.py": "",
+            "ok.py": "from evalpipe.server.kinds.eng import KIND\nimport evalpipe.benchmarks.bench\n",
+            "bad.py": (
+                "from typing import TYPE_CHECKING\n"
+                "from importlib import import_module\n"
+                "import evalpipe.server.kinds.eng.kind\n"
+                "from evalpipe.server.kinds.eng import flags\n"
+                "if TYPE_CHECKING:\n"
+                "    from evalpipe.benchmarks.bench.data import X\n"
+                "def f():\n"
+                "    from evalpipe.benchmarks.bench import data\n"
+                "M = import_module('evalpipe.server.kinds.eng.flags')\n"
+            ),
+        },
+    )
+    assert layers.plugin_folders(root) == ["evalpipe.benchmarks.bench", "evalpipe.server.kinds.eng"]
+    found = sorted((b.site, b.target) for b in layers.face_breaches(root))
+    assert found == [
+        ("evalpipe/bad.py:3", "evalpipe.server.kinds.eng.kind"),
+        ("evalpipe/bad.py:4", "evalpipe.server.kinds.eng.flags"),
+        ("evalpipe/bad.py:6", "evalpipe.benchmarks.bench.data.X"),
+        ("evalpipe/bad.py:8", "evalpipe.benchmarks.bench.data"),
+        ("evalpipe/bad.py:9", "evalpipe.server.kinds.eng.flags"),
+    ]
+    assert "plugin folders imported past their face: 5" in layers.describe_faces(layers.face_breaches(root))

@@ -1,4 +1,4 @@
-"""provenance.json: versions, SGLang source commit + uncommitted-diff hash, GPUs, component tests."""
+"""provenance.json: versions, the engine's source commit + uncommitted-diff hash, GPUs, component tests."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.provenance import Provenance
+from evalpipe.artifacts.source_git import git_info, package_source
 from evalpipe.errors import PreflightError
 from evalpipe.run.provenance import (
     ComponentTestFailed,
     collect_provenance,
-    git_info,
     parse_junit,
     run_component_tests,
-    sglang_source,
 )
 
 
@@ -58,11 +57,11 @@ def test_git_info_tracks_commit_and_uncommitted_changes(tmp_path: Path) -> None:
     assert git_info(outside) is None
 
 
-def test_sglang_source_from_direct_url() -> None:
+def test_package_source_from_direct_url() -> None:
     url = {"url": "https://github.com/sgl-project/sglang", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}
-    info = sglang_source(None, url)
+    info = package_source(None, url)
     assert info is not None and (info.commit, info.source, info.dirty) == ("abc123", "direct_url", None)
-    assert sglang_source(None, {"url": "https://example/sglang.whl", "archive_info": {}}) is None
+    assert package_source(None, {"url": "https://example/sglang.whl", "archive_info": {}}) is None
 
 
 def test_collect_provenance_from_a_patched_sglang_checkout(tmp_path: Path) -> None:
@@ -74,7 +73,8 @@ def test_collect_provenance_from_a_patched_sglang_checkout(tmp_path: Path) -> No
     bin_dir = tmp_path / "bin"
     fake_nvidia_smi(bin_dir, [("NVIDIA H200", "9.0"), ("NVIDIA H200", "9.0")], cuda="12.9")
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(checkout / "python"), "HOME": str(tmp_path)}
-    prov = collect_provenance(env=env, started_at="2026-01-01T00:00:00+00:00")
+    server = server_config(tmp_path, {"kind": "sglang"}).server
+    prov = collect_provenance(server=server, env=env, started_at="2026-01-01T00:00:00+00:00")
     versions = {p.name: p.version for p in prov.packages}
     assert versions["sglang"] == "0.5.23" and versions["evalscope"] and versions["evalpipe"]
     assert versions["torch"] is None  # not installed here: None, never a placeholder string
@@ -84,8 +84,24 @@ def test_collect_provenance_from_a_patched_sglang_checkout(tmp_path: Path) -> No
     assert prov.gpus[0].compute_capability == "9.0" and prov.gpus[0].driver_version == "570.86"
     assert prov.cuda_version == "12.9" and prov.host and prov.python
     assert Provenance.model_validate_json(prov.model_dump_json()) == prov
-    bare = collect_provenance(env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    bare = collect_provenance(server=server, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert bare.sglang_git is None and bare.gpus == [] and bare.cuda_version is None
+
+
+def test_the_self_test_server_probes_no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provenance asks the run's server kind: the answer-key server has no engine to probe, so no child
+    interpreter looks for SGLang; evalpipe's own packages are still recorded."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("SGLang probed for an answer-key run")
+
+    monkeypatch.setattr("evalpipe.server.kinds.sglang.kind.probe_sglang", refuse)
+    sglang = server_config(tmp_path, {"kind": "sglang"}).server
+    with pytest.raises(AssertionError, match="probed"):  # the patch is where the SGLang kind looks
+        collect_provenance(server=sglang, env={})
+    server = server_config(tmp_path, {"kind": "answer_key"}).server
+    prov = collect_provenance(server=server, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    names = [p.name for p in prov.packages]
+    assert names == ["evalpipe", "evalscope", "nltk"] and prov.sglang_git is None
 
 
 _TESTS = """

@@ -191,11 +191,8 @@ def test_an_idle_worker_is_named() -> None:
 
 def test_a_multi_node_instance_is_verified_from_rank_0_with_its_node_count() -> None:
     """Only node rank 0 serves HTTP: one URL, whose /server_info must report the configured nnodes."""
-    server = CFG.server.model_copy(
-        update={
-            "multi_node": CFG.server.multi_node.model_copy(update={"nnodes": 2, "dist_init_addr": "a:5000"})
-        }
-    )
+    multi_node = {"nnodes": 2, "dist_init_addr": "a:5000"}
+    server = CFG.server.model_copy(update={"settings": {**CFG.server.settings, "multi_node": multi_node}})
     two = verify(CFG, server, _info(top={"nnodes": 2}), base_url=A)
     assert two.verified and ("nnodes", 2, 2) in [(c.key, c.expected, c.resolved) for c in two.checks]
     one = verify(CFG, server, _info(), base_url=A)  # started without --nnodes: a single-node instance

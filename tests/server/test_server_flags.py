@@ -13,6 +13,7 @@ from evalpipe.cli.main import main
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.sglang import sglang_settings
 from evalpipe.server.kinds.sglang.flags import (
     build_argv,
     extra_args_conflicts,
@@ -144,43 +145,58 @@ def test_extra_args_conflicts(tmp_path: Path) -> None:
     )
     assert extra_args_conflicts(cfg.server) == [
         ("--kv-cache-dtype", "server.kv_cache_dtype"),
-        ("--tp", "server.tp_size"),
+        ("--tp", "server.settings.tp_size"),
     ]
     assert extra_args_conflicts(server_config(tmp_path, {"extra_args": ["--trust-remote-code"]}).server) == []
 
 
 def test_variants(tmp_path: Path) -> None:
+    """Overrides address the kind's settings under ``settings`` (merged key by key, or dotted); a setting
+    named at its old place (``multi_node.nnodes``) is read as ``settings.multi_node.nnodes``."""
     cfg = server_config(
         tmp_path,
         GLM,
         variants=[
             {
                 "name": "bf16_control",
-                "overrides": {"kv_cache_dtype": "bfloat16", "speculative": {"num_steps": 2}},
+                "overrides": {"kv_cache_dtype": "bfloat16", "settings": {"speculative": {"num_steps": 2}}},
             },
-            {"name": "dotted", "overrides": {"multi_node.nnodes": 2, "multi_node.dist_init_addr": "h:1"}},
-            {"name": "typo", "overrides": {"kv_cache_dtpye": "bf16"}},
-            {"name": "badtype", "overrides": {"tp_size": 0}},
+            {"name": "dotted", "overrides": {"settings.ep_size": 8}},
+            {"name": "old_place", "overrides": {"multi_node.nnodes": 2, "multi_node.dist_init_addr": "h:1"}},
         ],
     )
     base = effective_server(cfg, None)
     assert base == cfg.server and base is not cfg.server
     bf16 = effective_server(cfg, "bf16_control")
-    assert bf16.kv_cache_dtype == "bfloat16" and bf16.tp_size == 8
+    st = sglang_settings(bf16)
+    assert bf16.kv_cache_dtype == "bfloat16" and st.tp_size == 8 and st.attention_backend == "dsa"
     assert (
-        bf16.speculative is not None
-        and bf16.speculative.num_steps == 2
-        and bf16.speculative.algorithm == "EAGLE"
+        st.speculative is not None
+        and st.speculative.num_steps == 2
+        and st.speculative.algorithm == "EAGLE"
     )
     assert cfg.server.kv_cache_dtype == "fp8_e4m3"  # the base is not modified
-    assert effective_server(cfg, "dotted").multi_node.nnodes == 2
+    assert sglang_settings(effective_server(cfg, "dotted")).ep_size == 8
+    assert sglang_settings(effective_server(cfg, "old_place")).multi_node.nnodes == 2
     with pytest.raises(ConfigError, match=r"unknown variant 'nope'.*bf16_control"):
         effective_server(cfg, "nope")
-    with pytest.raises(ConfigError, match="kv_cache_dtpye"):
-        effective_server(cfg, "typo")
-    with pytest.raises(ConfigError, match="badtype") as exc:
-        effective_server(cfg, "badtype")
-    assert any("tp_size" in d for d in exc.value.details)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "wrong"),
+    [
+        ({"kv_cache_dtpye": "bf16"}, "kv_cache_dtpye"),
+        ({"tp_size": 0}, "settings.tp_size: must be > 0"),
+        ({"settings": {"tp_sise": 2}}, "settings.tp_sise: unknown"),
+    ],
+)
+def test_a_wrong_variant_is_refused_when_the_config_is_resolved(
+    tmp_path: Path, overrides: dict[str, object], wrong: str
+) -> None:
+    """Before anything runs, on the variant's YAML line — not when its turn comes mid-run."""
+    with pytest.raises(ConfigError) as exc:
+        server_config(tmp_path, GLM, variants=[{"name": "bad", "overrides": overrides}])
+    assert any("variants[0].overrides" in d and wrong in d for d in exc.value.details), exc.value.details
 
 
 def test_resolved_value_lookup_and_normalize() -> None:

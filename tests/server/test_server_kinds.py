@@ -112,6 +112,23 @@ def test_config_section(tmp_path: Path, kind: Kind) -> None:
     assert kind.config_section in message and f"kind is '{kind.name}'" in message and "server" in message
 
 
+def test_settings_model(tmp_path: Path, kind: Kind) -> None:
+    """Every kind's settings model takes no settings as its defaults and refuses an unknown one, on the
+    ``server.settings`` line of the YAML."""
+    cfg = _config(tmp_path, kind)
+    assert cfg.server.settings == {} and kind.settings_errors(cfg.server) == []
+    kind.settings_model.model_validate({})
+    with pytest.raises(ConfigError) as exc:
+        _config(tmp_path, kind, settings={"no_such_setting": 1})
+    (line,) = exc.value.details
+    assert ("server.settings" in line and "no_such_setting" in line) or "takes no settings" in line
+    schema = config_schema()  # the published schema tells an editor the same
+    rules = schema["$defs"]["ServerConfig"]["allOf"]
+    (then,) = [r["then"] for r in rules if r["if"]["properties"]["kind"]["const"] == kind.name]
+    model = then["properties"]["settings"]["$ref"].rpartition("/")[2]
+    assert model == kind.settings_model.__name__ and schema["$defs"][model]["additionalProperties"] is False
+
+
 # ---------------------------------------------------------------- launch
 
 

@@ -34,7 +34,7 @@ def test_defaults_follow_sglang_pr_practice() -> None:
     ("raw", "message"),
     [
         ({"rounds": 2}, "greater than or equal to 3"),
-        ({"client": "vllm"}, "Input should be 'sglang' or 'evalscope'"),
+        ({"client": 3}, "Input should be a valid string"),  # a registered name: the resolve step's check
         ({"workloads": []}, "at least 1 item"),
         ({"typo_field": 1}, "Extra inputs are not permitted"),
         ({"extra_request_body": {"ignore_eos": False}}, "outputs must have the requested length"),

@@ -35,6 +35,9 @@ from evalpipe.benchmarks.base import (
     local_data,
     read_records,
 )
+from evalpipe.benchmarks.live_code_bench.policy import (
+    policy_text as policy_text,  # the face offers the wording
+)
 from evalpipe.benchmarks.live_code_bench.result_codes import classify_code
 from evalpipe.errors import DataError
 from evalpipe.sandbox.launcher import ProgramLauncher

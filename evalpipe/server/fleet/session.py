@@ -36,7 +36,7 @@ from evalpipe.errors import EvalpipeError, ServerError
 from evalpipe.server import fetch
 from evalpipe.server.fleet.client import FleetMember, RouterClient, fold_workers
 from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot, worker_record
-from evalpipe.server.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
+from evalpipe.server.fleet.verdict import WorkerCheck, agreement_keys, combined_verification, fleet_problems
 from evalpipe.server.fleet.watch import FleetWatchPlan
 
 if TYPE_CHECKING:
@@ -176,6 +176,7 @@ def fleet_session(
         on_mismatch=server.on_mismatch,
         router_launched=launched,
         interval_s=settings.watch_interval_s,
+        agreement=agreement_keys(checks),
     )
     try:
         yield router

@@ -4,7 +4,8 @@ Each worker's ``/server_info`` has already been verified against the config exac
 (``evalpipe.server.verify``: top level and every ``internal_states`` entry).  Here the per-worker results
 become one-line problems that name the worker and the field — ``worker http://b:30000 resolved
 kv_cache_dtype 'q4_0' (config 'f16'; http://a:30000: 'f16')`` — plus the values the config does not pin but
-that a fleet must still share (the engine version, the model file, the attention kernels …): a sign-off
+that a fleet must still share (the engine version, the model file, the attention kernels …: each worker's kind
+says which, ``ServerInfoReader.agreement``): a sign-off
 speaks for one configuration, and a router spreads the samples over every worker.  A worker whose
 ``/server_info`` cannot be read is *unverified*, never passed.
 """
@@ -20,44 +21,6 @@ from evalpipe.server.server_info import PLAIN, ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import ServerKind
-
-#: Resolved values every worker must share whether or not the config pins them (SGLang's names and those
-#: of evalpipe's llama.cpp launcher).  Ports, hosts, seeds and runtime counters legitimately differ.
-AGREEMENT_KEYS: tuple[str, ...] = (
-    "engine",
-    "version",
-    "served_model_name",
-    "model_path",
-    "model_file",
-    "model_sha256",
-    "model_ftype",
-    "dtype",
-    "quantization",
-    "kv_cache_dtype",
-    "cache_type_k",
-    "cache_type_v",
-    "attention_backend",
-    "dsa_prefill_backend",
-    "dsa_decode_backend",
-    "tp_size",
-    "ep_size",
-    "dp_size",
-    "pp_size",
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "reasoning_parser",
-    "tool_call_parser",
-    "context_length",
-    "n_ctx",
-    "n_ctx_per_slot",
-    "flash_attention",
-    "chat_template",
-    "chat_template_sha256",
-    "enable_deterministic_inference",
-)
-
 
 @dataclass(frozen=True)
 class WorkerCheck:
@@ -117,13 +80,21 @@ def worker_problems(worker: WorkerCheck, fleet: Sequence[WorkerCheck]) -> list[s
     return out
 
 
+def agreement_keys(fleet: Sequence[WorkerCheck]) -> tuple[str, ...]:
+    """What the workers must share: every worker kind's ``agreement``, in the order first declared."""
+    keys: dict[str, None] = {}
+    for worker in fleet:
+        keys.update(dict.fromkeys(worker.reader.agreement))
+    return tuple(keys)
+
+
 def disagreements(fleet: Sequence[WorkerCheck], already: set[str] | None = None) -> list[str]:
     """Values the readable workers do not share (keys in ``already`` are reported elsewhere)."""
     readable = [w for w in fleet if w.info is not None]
     if len(readable) < 2:
         return []
     out = []
-    for key in AGREEMENT_KEYS:
+    for key in agreement_keys(fleet):
         if already and key in already:
             continue
         by_worker = {w.url: _values(w, key) for w in readable if w.info is not None}

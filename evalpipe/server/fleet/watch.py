@@ -32,7 +32,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +44,6 @@ from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError
 from evalpipe.server.fleet.client import FleetMember, RouterClient
 from evalpipe.server.fleet.snapshot import config_sha256, config_view
-from evalpipe.server.fleet.verdict import AGREEMENT_KEYS
 
 log = logging.getLogger("evalpipe.server")
 
@@ -91,6 +90,9 @@ class FleetWatchPlan:
     on_mismatch: str
     router_launched: bool
     interval_s: float
+    #: The values the workers must share, most telling first (``verdict.agreement_keys``): a changed worker
+    #: is named by the first of them that changed.
+    agreement: tuple[str, ...] = ()
     lock: threading.Lock = field(default_factory=threading.Lock)
     _watch: FleetWatch | None = None
 
@@ -101,10 +103,13 @@ class FleetWatchPlan:
         return self._watch
 
 
-def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+def changed_fields(
+    before: dict[str, Any], after: dict[str, Any], first: Sequence[str] = ()
+) -> list[tuple[str, Any, Any]]:
     """``(key, before, after)`` for every configuration value that differs — top level, then each
     ``internal_states`` entry as ``internal_states[i].key`` (unless the top level already says the same) —
-    the values a fleet must share first.  Runtime counters are not configuration.  Pure."""
+    the keys in ``first`` (what a fleet must share) first, in that order.  Runtime counters are not
+    configuration.  Pure."""
     a, b = config_view(before), config_view(after)
     top_a = {k: v for k, v in a.items() if k != "internal_states"}
     top_b = {k: v for k, v in b.items() if k != "internal_states"}
@@ -124,7 +129,7 @@ def changed_fields(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
 
     def rank(diff: tuple[str, Any, Any]) -> int:
         name = diff[0].rsplit(".", 1)[-1]
-        return AGREEMENT_KEYS.index(name) if name in AGREEMENT_KEYS else len(AGREEMENT_KEYS)
+        return first.index(name) if name in first else len(first)
 
     return sorted(diffs, key=rank)  # stable: within a rank, top level first, then by key
 
@@ -317,7 +322,7 @@ class FleetWatch:
 
     def _changed(self, worker: WatchedWorker, member: FleetMember, info: dict[str, Any]) -> None:
         worker.state = "changed"
-        diffs = changed_fields(worker.start_info or {}, info)
+        diffs = changed_fields(worker.start_info or {}, info, self.plan.agreement)
         line = describe_change(worker.url, diffs)
         fields = [k for k, _, _ in diffs]
         if self.plan.on_mismatch == "abort":
@@ -347,7 +352,7 @@ class FleetWatch:
             )
             return
         why = (
-            describe_change(member.url, changed_fields(reference or {}, info))
+            describe_change(member.url, changed_fields(reference or {}, info, self.plan.agreement))
             if info is not None
             else f"worker {member.url}: /server_info unreadable ({error}): unverified"
         )

@@ -5,13 +5,16 @@ A kind is a :class:`Kind` subclass whose methods have a default wherever most ki
 overrides only where it differs (as EvalScope's adapters override ``DefaultDataAdapter``).  Facts are class
 attributes; behaviour is methods:
 
-* **config** — :meth:`Kind.check_config`: its own section of ``server:`` is there (``config_section``);
+* **config** — ``settings_model``: the model ``server.settings`` is validated against in the resolve step
+  (:meth:`Kind.settings_errors`; none by default); :meth:`Kind.check_config`: its own section of ``server:``
+  is there (``config_section``);
 * **launch** — ``launches_process``, :meth:`Kind.argv` (the exact argv), :meth:`Kind.engine_version`,
   :meth:`Kind.base_url`, :meth:`Kind.ready_paths`, :meth:`Kind.upstream_path`, :meth:`Kind.launch_note`;
 * **serve** — :meth:`Kind.serve`: a context manager that brings the server up through the building blocks the
   lifecycle hands it (:class:`ServeContext`) and yields a verified :class:`ServerHandle`.  The default launches
   one process group (or attaches); a fleet (``fleet = True``: a router plus workers) overrides it, launching
   and verifying each member through the same blocks (:meth:`ServeContext.member`);
+* **provenance** — :meth:`Kind.provenance`: its engine's packages and source tree, for ``provenance.json``;
 * **footprint** — :meth:`Kind.footprint`: what the server occupies (URLs, ports, GPUs), so that variants run
   at the same time only on servers that share nothing;
 * **preflight** — :meth:`Kind.preflight`: its rules (``evalpipe.server.preflight_rules``) and the argv checked;
@@ -34,12 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel, ValidationError
+
+from evalpipe.config.base import Strict, error_message
 from evalpipe.errors import ConfigError
 from evalpipe.server.preflight_rules import check_port
 from evalpipe.server.server_info import PLAIN, ServerInfoReader
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import ServerFiles
+    from evalpipe.artifacts.schema.provenance import GitInfo, PackageVersion
     from evalpipe.artifacts.schema.server import (
         KvCacheFacts,
         LaunchRecord,
@@ -139,6 +146,15 @@ class ServeContext(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class EngineProvenance:
+    """The serving engine as the server's environment holds it, for ``provenance.json``: its packages'
+    versions (None: not installed) and its source tree (the runtime base and any patch on top)."""
+
+    packages: tuple[PackageVersion, ...] = ()
+    source: GitInfo | None = None
+
+
 @dataclass
 class KindPreflight:
     """A kind's own preflight: the argv it checked and its rules' outcomes."""
@@ -146,6 +162,10 @@ class KindPreflight:
     argv: list[str] = field(default_factory=list)  # API key unresolved; empty when nothing is launched
     checks: list[PreflightCheck] = field(default_factory=list)
     engine_version: str | None = None  # the installed engine's version, where the rules probed it
+
+
+class NoSettings(Strict):
+    """The settings model of a kind with no settings of its own: ``server.settings`` must be empty."""
 
 
 class Kind(ABC):
@@ -168,7 +188,11 @@ class Kind(ABC):
         launching each worker by the worker's own kind) keeps ``lookup`` rather than importing the registry,
         which imports it: the import graph stays acyclic.  Default: nothing to keep."""
 
-    #: The ``server:`` field holding this kind's own settings, required when the kind is chosen.
+    #: The model ``server.settings`` must validate against (``evalpipe.resolve`` checks it; the kind reads
+    #: its settings through it).
+    settings_model: ClassVar[type[BaseModel]] = NoSettings
+
+    #: The ``server:`` field holding this kind's own section, required when the kind is chosen.
     config_section: ClassVar[str | None] = None
     #: A router in front of member servers: ``serve`` launches and verifies each member, and a fleet cannot
     #: itself be a member of another.
@@ -181,6 +205,19 @@ class Kind(ABC):
         section = self.config_section
         if section is not None and not getattr(server, section):
             raise ValueError(f"{section} is required when kind is '{self.name}'")
+
+    def settings_errors(self, server: ServerConfig) -> list[tuple[tuple[str | int, ...], str]]:
+        """``(field path under settings, message)`` for each way ``server.settings`` fails
+        ``settings_model`` (empty: valid).  The resolve step places each on its YAML line; overrides applied
+        to a server are checked the same way."""
+        if not self.settings_model.model_fields and server.settings:
+            keys = ", ".join(sorted(server.settings))
+            return [((), f"kind '{self.name}' takes no settings (got {keys})")]
+        try:
+            self.settings_model.model_validate(server.settings)
+        except ValidationError as exc:
+            return [(tuple(err["loc"]), error_message(err)) for err in exc.errors()]
+        return []
 
     # ------------------------------------------------------------------ launch
     @abstractmethod
@@ -237,6 +274,12 @@ class Kind(ABC):
         if self.launches_process:
             out |= gpu_footprint(server.host, server.env, unset_means_all=False)
         return out
+
+    def provenance(self, server: ServerConfig, env: Mapping[str, str]) -> EngineProvenance:
+        """Its engine's packages and source as ``env`` (the server's environment) sees them — by looking
+        (package metadata, ``git``), never by importing the engine.  Default: nothing to record (a server
+        evalpipe ships, or one it only attaches to)."""
+        return EngineProvenance()
 
     # ------------------------------------------------------------------ serve
     @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """The server-kind registry: ``server_kind(name)`` for every registered kind (``evalpipe.registry``).
 
 Each built-in name (``evalpipe.server.kinds.BuiltinKind``) is the module ``evalpipe/server/kinds/<name>.py`` (or,
-for a kind with a folder of its own, ``<name>/kind.py``), which declares ``KIND``; an installed package adds a kind with an entry point in the group
+for a kind with a folder of its own, that folder's face ``<name>/__init__.py``), which declares ``KIND``; an installed package adds a kind with an entry point in the group
 ``evalpipe.server_kinds`` (``my_kind = "my_package.my_kind"``: the kind's name, the module declaring ``KIND``),
 registered after the built-ins by name — the config's ``server.kind`` resolves to it and the pipeline asks it
 like any other.  Loading refuses a module whose ``KIND`` is not a :class:`Kind` of that name, so a
@@ -20,10 +20,8 @@ from evalpipe.server.kinds.base import Kind
 __all__ = ["Kind", "kinds", "server_kind"]
 
 def _import_builtin(name: str) -> ModuleType:
-    """A built-in kind's module: ``kinds/<name>.py``, or ``kinds/<name>/kind.py`` for a kind with a folder of its
-    own (a literal: the import-graph walk reads every registered module's name)."""
-    if name == "sglang":
-        return import_module("evalpipe.server.kinds.sglang.kind")
+    """A built-in kind's module: ``kinds/<name>.py``, or the face of a kind with a folder of its own
+    (``kinds/<name>/__init__.py``, which offers the ``KIND`` its ``kind.py`` declares)."""
     return import_module(f"evalpipe.server.kinds.{name}")
 
 

@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.kinds.base import Kind, KindPreflight, ServeContext, ServerHandle
+from evalpipe.server.kinds.base import EngineProvenance, Kind, KindPreflight, ServeContext, ServerHandle
 from evalpipe.server.kinds.sglang import SglangServerInfo
 from evalpipe.server.preflight_rules import check_port, fail, ok
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.provenance import PackageVersion
     from evalpipe.artifacts.schema.server import PreflightCheck
     from evalpipe.config.models import RouterConfig, RouterWorker, RunConfig, ServerConfig
     from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
@@ -134,6 +135,22 @@ class RouterKind(SglangServerInfo):
                 launch = worker_launch_server(server, worker, i, self.kind_of)
                 out |= server_kind(launch.kind).footprint(cfg, launch)
         return out
+
+    def provenance(self, server: ServerConfig, env: Mapping[str, str]) -> EngineProvenance:
+        """Each launched worker kind's engine (once per kind, as the router's environment sees it); a
+        running worker's engine is not on this host to look at."""
+        packages: dict[str, PackageVersion] = {}
+        source = None
+        seen: set[str] = set()
+        for i, worker in enumerate(_router(server).workers):
+            if worker.kind is None or worker.kind in seen:
+                continue
+            seen.add(worker.kind)
+            launch = worker_launch_server(server, worker, i, self.kind_of)
+            found = self.kind_of(launch.kind).provenance(launch, env)
+            packages.update((p.name, p) for p in found.packages if p.name not in packages)
+            source = source or found.source
+        return EngineProvenance(packages=tuple(packages.values()), source=source)
 
     # ------------------------------------------------------------------ preflight
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
@@ -260,13 +277,16 @@ def worker_launch_server(
     server: ServerConfig, worker: RouterWorker, index: int, kind_of: Callable[[str], Kind]
 ) -> ServerConfig:
     """How a launched worker is started: the top-level settings with its kind, host, port and environment,
-    then its ``overrides``.  ValueError naming ``router.workers[index]`` when that is not a valid server.
+    then its ``overrides``.  ``server.settings`` carry over to a worker whose kind reads the same settings
+    model (SGLang's); a worker of another kind (a command, the self-test server) starts from none of them —
+    they remain what it is verified against.  ValueError naming ``router.workers[index]`` when that is not a valid server.
     ``kind_of``: the kind registry's lookup (``server_kind``)."""
     from evalpipe.server.overrides import with_overrides
 
     where = f"router.workers[{index}]"
     assert worker.kind is not None
     kind = kind_of(worker.kind)
+    self_model = kind_of(server.kind).settings_model
     if kind.fleet or not kind.launches_process:
         raise ValueError(
             f"{where}.kind: '{worker.kind}' cannot be launched as a worker (it launches no server)"
@@ -277,6 +297,7 @@ def worker_launch_server(
             "host": worker.host or server.host,
             "port": worker.port,
             "env": {**server.env, **worker.env},
+            "settings": server.settings if kind.settings_model is self_model else {},
             "router": None,
             "endpoint": None,
         },

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -161,3 +161,13 @@ def keep_raw_files(round_dir: Path, relative_to: Path, secrets: Iterable[str] = 
             )
         )
     return kept
+
+
+@dataclass(frozen=True)
+class ClientPlugin:
+    """What a speed-client module declares as ``CLIENT``: the client's name (``speed.client``) and how to
+    make one for a run.  ``make(client_env)``: ``client_env`` is the server's own environment additions
+    (``server.env``), for a client that must run in the installation the server runs."""
+
+    name: str
+    make: Callable[[Mapping[str, str] | None], SpeedClient]

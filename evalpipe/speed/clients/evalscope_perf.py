@@ -40,7 +40,7 @@ from typing import Any
 
 from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod
 from evalpipe.config.speed import SpeedClientName, SpeedConfig
-from evalpipe.speed.clients.base import ParsedRound, RoundPlan, finite, sha256_of_prompts
+from evalpipe.speed.clients.base import ClientPlugin, ParsedRound, RoundPlan, finite, sha256_of_prompts
 from evalpipe.speed.errors import SpeedSetupError
 
 OUTPUT_NAME = "evalscope"
@@ -217,3 +217,7 @@ def parse_run_dir(directory: Path, input_len: int, output_len: int) -> ParsedRou
         problems.append(f"{wrong_in} completed request(s) have a prompt length other than {input_len} tokens")
     out.lengths_as_requested = not short_out and not wrong_in
     return out
+
+
+#: The registration (``evalpipe.speed.clients.registry``): runs in evalpipe's own environment.
+CLIENT = ClientPlugin(name="evalscope", make=lambda client_env: EvalscopePerfClient())

@@ -40,7 +40,7 @@ from typing import Any
 
 from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod
 from evalpipe.config.speed import SpeedClientName, SpeedConfig
-from evalpipe.speed.clients.base import ParsedRound, RoundPlan, finite
+from evalpipe.speed.clients.base import ClientPlugin, ParsedRound, RoundPlan, finite
 from evalpipe.speed.errors import SpeedSetupError
 
 OUTPUT_FILE = "bench_serving.jsonl"
@@ -70,7 +70,7 @@ class SglangBenchServingClient:
         if self.python != sys.executable:
             return f"(interpreter {self.python})"
         # SGLang lives in the server's environment: ask a child with it, as the server kind's preflight does
-        from evalpipe.server.kinds.sglang.env import probe_sglang
+        from evalpipe.server.kinds.sglang import probe_sglang
 
         probe = probe_sglang({**os.environ, **self.installation_env}, packages=("sglang",))
         if not probe.importable or probe.version is None:
@@ -216,3 +216,9 @@ def parse_jsonl(path: Path, *, input_len: int, output_len: int, concurrency: int
                 f"{key} = {line.get(key)!r} in {path.name}, the workload asked for {expected}"
             )
     return out
+
+
+#: The registration (``evalpipe.speed.clients.registry``): runs in the SGLang installation the server runs.
+CLIENT = ClientPlugin(
+    name="sglang", make=lambda client_env: SglangBenchServingClient(installation_env=client_env)
+)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel
+
 from evalpipe.server.kinds.base import Kind, engine_expectations, engine_head
 from evalpipe.server.kinds.sglang.flags import (
     KERNEL_NAMES,
@@ -20,6 +22,7 @@ from evalpipe.server.kinds.sglang.flags import (
     extra_args_conflicts,
     resolved_expectations,
 )
+from evalpipe.server.kinds.sglang.settings import SglangSettings
 from evalpipe.server.server_info import ServerInfoReader
 
 if TYPE_CHECKING:
@@ -31,6 +34,8 @@ class SglangServerInfo(Kind):
     """Verification in SGLang's terms (abstract: a kind still declares its ``argv``)."""
 
     server_info_reader: ClassVar[ServerInfoReader] = SERVER_INFO
+    #: What the server is launched with, or (attached, replayed, behind a router) verified to resolve.
+    settings_model: ClassVar[type[BaseModel]] = SglangSettings
 
     def expected_values(
         self, cfg: RunConfig, server: ServerConfig, reported_engine: str | None

@@ -83,6 +83,8 @@ parser.parse_args(argv)
 print(json.dumps({"importable": True, "ok": True}))
 """
 
+#: What ``provenance.json`` records of an SGLang server's environment: SGLang and the kernels and libraries
+#: it runs on.
 DEFAULT_PACKAGES = (
     "sglang",
     "sgl-kernel",
@@ -90,8 +92,6 @@ DEFAULT_PACKAGES = (
     "tilelang",
     "transformers",
     "flashinfer-python",
-    "evalscope",
-    "nltk",
 )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalpipe.server.chat_template import NO_REASONING_PARSER
+from evalpipe.server.kinds.sglang.settings import sglang_settings
 from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX, api_key
 from evalpipe.server.server_info import ServerInfoReader
 
@@ -78,24 +79,24 @@ MANAGED_FLAGS: dict[str, tuple[str, ...]] = {
     "model.tool_call_parser": ("--tool-call-parser",),
     "server.host": ("--host",),
     "server.port": ("--port",),
-    "server.tp_size": ("--tp-size", "--tensor-parallel-size", "--tp"),
-    "server.ep_size": ("--ep-size", "--expert-parallel-size", "--ep"),
-    "server.dp_size": ("--dp-size", "--data-parallel-size", "--dp"),
-    "server.attn_cp_size": ("--attn-cp-size", "--attention-context-parallel-size"),
-    "server.dcp_size": ("--dcp-size", "--decode-context-parallel-size"),
-    "server.attention_backend": ("--attention-backend",),
-    "server.dsa_prefill_backend": ("--dsa-prefill-backend", "--nsa-prefill-backend"),
-    "server.dsa_decode_backend": ("--dsa-decode-backend", "--nsa-decode-backend"),
+    "server.settings.tp_size": ("--tp-size", "--tensor-parallel-size", "--tp"),
+    "server.settings.ep_size": ("--ep-size", "--expert-parallel-size", "--ep"),
+    "server.settings.dp_size": ("--dp-size", "--data-parallel-size", "--dp"),
+    "server.settings.attn_cp_size": ("--attn-cp-size", "--attention-context-parallel-size"),
+    "server.settings.dcp_size": ("--dcp-size", "--decode-context-parallel-size"),
+    "server.settings.attention_backend": ("--attention-backend",),
+    "server.settings.dsa_prefill_backend": ("--dsa-prefill-backend", "--nsa-prefill-backend"),
+    "server.settings.dsa_decode_backend": ("--dsa-decode-backend", "--nsa-decode-backend"),
     "server.kv_cache_dtype": ("--kv-cache-dtype",),
-    "server.speculative": (
+    "server.settings.speculative": (
         "--speculative-algorithm",
         "--speculative-num-steps",
         "--speculative-eagle-topk",
         "--speculative-num-draft-tokens",
     ),
-    "server.enable_deterministic_inference": ("--enable-deterministic-inference",),
-    "server.enable_hisparse": ("--enable-hisparse",),
-    "server.multi_node": ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr"),
+    "server.settings.enable_deterministic_inference": ("--enable-deterministic-inference",),
+    "server.settings.enable_hisparse": ("--enable-hisparse",),
+    "server.settings.multi_node": ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr"),
     "server.api_key_env": ("--api-key",),
 }
 
@@ -136,36 +137,37 @@ def build_argv(
         argv += ["--reasoning-parser", cfg.model.reasoning_parser]
     if cfg.model.tool_call_parser is not None:
         argv += ["--tool-call-parser", cfg.model.tool_call_parser]
-    argv += ["--host", server.host, "--port", str(server.port), "--tp-size", str(server.tp_size)]
-    if server.ep_size is not None:
-        argv += ["--ep-size", str(server.ep_size)]
-    if server.dp_size is not None:
-        argv += ["--dp-size", str(server.dp_size)]
-    if server.attn_cp_size is not None:
-        argv += ["--attn-cp-size", str(server.attn_cp_size)]
-    if server.dcp_size is not None:
-        argv += ["--dcp-size", str(server.dcp_size)]
-    if server.attention_backend is not None:
-        backend = server.attention_backend
+    st = sglang_settings(server)
+    argv += ["--host", server.host, "--port", str(server.port), "--tp-size", str(st.tp_size)]
+    if st.ep_size is not None:
+        argv += ["--ep-size", str(st.ep_size)]
+    if st.dp_size is not None:
+        argv += ["--dp-size", str(st.dp_size)]
+    if st.attn_cp_size is not None:
+        argv += ["--attn-cp-size", str(st.attn_cp_size)]
+    if st.dcp_size is not None:
+        argv += ["--dcp-size", str(st.dcp_size)]
+    if st.attention_backend is not None:
+        backend = st.attention_backend
         if backend in ("dsa", "nsa"):
             backend = names.attention_backend_dsa
         argv += ["--attention-backend", backend]
-    if server.dsa_prefill_backend is not None:
-        argv += [names.prefill_backend, server.dsa_prefill_backend]
-    if server.dsa_decode_backend is not None:
-        argv += [names.decode_backend, server.dsa_decode_backend]
+    if st.dsa_prefill_backend is not None:
+        argv += [names.prefill_backend, st.dsa_prefill_backend]
+    if st.dsa_decode_backend is not None:
+        argv += [names.decode_backend, st.dsa_decode_backend]
     argv += ["--kv-cache-dtype", server.kv_cache_dtype]
-    if server.speculative is not None:
-        spec = server.speculative
+    if st.speculative is not None:
+        spec = st.speculative
         argv += ["--speculative-algorithm", spec.algorithm]
         argv += ["--speculative-num-steps", str(spec.num_steps)]
         argv += ["--speculative-eagle-topk", str(spec.eagle_topk)]
         argv += ["--speculative-num-draft-tokens", str(spec.num_draft_tokens)]
-    if server.enable_deterministic_inference:
+    if st.enable_deterministic_inference:
         argv.append("--enable-deterministic-inference")
-    if server.enable_hisparse:
+    if st.enable_hisparse:
         argv.append("--enable-hisparse")
-    mn = server.multi_node
+    mn = st.multi_node
     if mn.nnodes > 1:
         argv += ["--nnodes", str(mn.nnodes), "--node-rank", str(mn.node_rank)]
         argv += ["--dist-init-addr", str(mn.dist_init_addr)]
@@ -201,21 +203,22 @@ _ALIASES = {"nsa": "dsa", "bf16": "bfloat16"}
 def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any]:
     """The config values SGLang's ``/server_info`` reports as resolved, keyed as :data:`SERVER_INFO_KEYS`
     (only those the config pins down; ``reasoning_parser`` always: ``none`` expects no parser)."""
+    st = sglang_settings(server)
     exp: dict[str, Any] = {}
     if server.kv_cache_dtype != "auto":
         exp["kv_cache_dtype"] = server.kv_cache_dtype
-    if server.attention_backend is not None:
-        exp["attention_backend"] = server.attention_backend
-    if server.dsa_prefill_backend is not None:
-        exp["dsa_prefill_backend"] = server.dsa_prefill_backend
-    if server.dsa_decode_backend is not None:
-        exp["dsa_decode_backend"] = server.dsa_decode_backend
-    exp["tp_size"] = server.tp_size
-    if server.ep_size is not None:
-        exp["ep_size"] = server.ep_size
-    if server.multi_node.nnodes > 1:  # one instance over several nodes: rank 0 reports how many
-        exp["nnodes"] = server.multi_node.nnodes
-    exp["speculative_algorithm"] = server.speculative.algorithm if server.speculative else None
+    if st.attention_backend is not None:
+        exp["attention_backend"] = st.attention_backend
+    if st.dsa_prefill_backend is not None:
+        exp["dsa_prefill_backend"] = st.dsa_prefill_backend
+    if st.dsa_decode_backend is not None:
+        exp["dsa_decode_backend"] = st.dsa_decode_backend
+    exp["tp_size"] = st.tp_size
+    if st.ep_size is not None:
+        exp["ep_size"] = st.ep_size
+    if st.multi_node.nnodes > 1:  # one instance over several nodes: rank 0 reports how many
+        exp["nnodes"] = st.multi_node.nnodes
+    exp["speculative_algorithm"] = st.speculative.algorithm if st.speculative else None
     exp["served_model_name"] = cfg.model.served_name
     # "none" expects no parser: a server that splits reasoning off would change what is scored
     parser = cfg.model.reasoning_parser
@@ -225,9 +228,46 @@ def resolved_expectations(cfg: RunConfig, server: ServerConfig) -> dict[str, Any
     return exp
 
 
-#: How SGLang's ``/server_info`` is read (``SglangKind.server_info_reader``): the spellings above and the
-#: deprecated values folded (``nsa`` → ``dsa``, ``bf16`` → ``bfloat16``).
-SERVER_INFO = ServerInfoReader(SERVER_INFO_KEYS, _ALIASES)
+#: Resolved values the workers of a fleet behind SGLang's router must share whether or not the config pins
+#: them: SGLang's names, and those of evalpipe's llama.cpp launcher (a router's workers may be either).
+FLEET_AGREEMENT: tuple[str, ...] = (
+    "engine",
+    "version",
+    "served_model_name",
+    "model_path",
+    "model_file",
+    "model_sha256",
+    "model_ftype",
+    "dtype",
+    "quantization",
+    "kv_cache_dtype",
+    "cache_type_k",
+    "cache_type_v",
+    "attention_backend",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "tp_size",
+    "ep_size",
+    "dp_size",
+    "pp_size",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "reasoning_parser",
+    "tool_call_parser",
+    "context_length",
+    "n_ctx",
+    "n_ctx_per_slot",
+    "flash_attention",
+    "chat_template",
+    "chat_template_sha256",
+    "enable_deterministic_inference",
+)
+
+#: How SGLang's ``/server_info`` is read (``SglangKind.server_info_reader``): the spellings above, the
+#: deprecated values folded (``nsa`` → ``dsa``, ``bf16`` → ``bfloat16``) and what a fleet must share.
+SERVER_INFO = ServerInfoReader(SERVER_INFO_KEYS, _ALIASES, FLEET_AGREEMENT)
 
 
 def resolved_value(server_info: dict[str, Any], key: str) -> Any:

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from evalpipe.artifacts.schema.provenance import PackageVersion
+from evalpipe.artifacts.source_git import package_source
 from evalpipe.server import preflight_rules as rules
-from evalpipe.server.kinds.base import KindPreflight, gpu_footprint
+from evalpipe.server.kinds.base import EngineProvenance, KindPreflight, gpu_footprint
 from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
-from evalpipe.server.kinds.sglang.env import probe_sglang
+from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, probe_sglang
 from evalpipe.server.kinds.sglang.flags import (
     MANAGED_FLAGS,
     build_argv,
@@ -24,7 +26,7 @@ from evalpipe.server.kinds.sglang.flags import (
 )
 from evalpipe.server.kinds.sglang.launch_log import kv_cache_facts_of
 from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
-from evalpipe.server.kinds.sglang.rules import check_dry_parse, check_parser_names
+from evalpipe.server.kinds.sglang.rules import check_dry_parse, check_gpus, check_parser_names
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.server import KvCacheFacts
@@ -50,6 +52,19 @@ class SglangKind(SglangServerInfo):
 
     def engine_version(self, env: Mapping[str, str]) -> str | None:
         return probe_sglang(env, packages=("sglang",)).version
+
+    def provenance(self, server: ServerConfig, env: Mapping[str, str]) -> EngineProvenance:
+        """SGLang and the libraries it runs on, and its source tree (a checkout on ``PYTHONPATH``, an editable
+        install or the VCS commit pip recorded), as a child with the server's environment finds them."""
+        probe = probe_sglang(env, packages=DEFAULT_PACKAGES)
+        packages = []
+        for name in DEFAULT_PACKAGES:
+            version = probe.packages.get(name)
+            if name == "sglang" and version is None:
+                version = probe.version  # a plain checkout on PYTHONPATH has no metadata, only version.py
+            packages.append(PackageVersion(name=name, version=version))
+        source = package_source(probe.location, probe.direct_url) if probe.importable else None
+        return EngineProvenance(packages=tuple(packages), source=source)
 
     def launch_note(self, server: ServerConfig, engine_version: str | None) -> str | None:
         if engine_version is None:
@@ -88,7 +103,7 @@ class SglangKind(SglangServerInfo):
         checks += check_dry_parse(probe.importable, probe.error, argv, env)
         checks += check_raw_fp8_rules(server, env)
         checks += rules.check_model_path(cfg)
-        checks += rules.check_gpus(server, env)
+        checks += check_gpus(server, env)
         checks += rules.check_port(server)
         return KindPreflight(argv=argv, checks=checks, engine_version=probe.version)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.server import PreflightCheck
 from evalpipe.server import gpus as gpu_mod
+from evalpipe.server.kinds.sglang.settings import sglang_settings
 from evalpipe.server.preflight_rules import fail, ok, skip
 
 if TYPE_CHECKING:
@@ -31,9 +32,10 @@ MIN_RAW_FP8_CC = (8, 9)
 
 def is_raw_fp8_tilelang(server: ServerConfig) -> bool:
     """Raw (unscaled) FP8 KV with a TileLang DSA kernel on at least one side."""
+    st = sglang_settings(server)
     return server.kv_cache_dtype == RAW_FP8 and "tilelang" in (
-        server.dsa_prefill_backend,
-        server.dsa_decode_backend,
+        st.dsa_prefill_backend,
+        st.dsa_decode_backend,
     )
 
 
@@ -41,9 +43,10 @@ def check_raw_fp8_rules(server: ServerConfig, env: Mapping[str, str]) -> list[Pr
     """The raw-FP8 TileLang constraints SGLang enforces (or silently works around), plus the FP8-format and
     deterministic-inference rules that go with them."""
     out: list[PreflightCheck] = []
+    st = sglang_settings(server)
     kv = server.kv_cache_dtype
-    prefill, decode = server.dsa_prefill_backend, server.dsa_decode_backend
-    dsa = server.attention_backend in ("dsa", "nsa")
+    prefill, decode = st.dsa_prefill_backend, st.dsa_decode_backend
+    dsa = st.attention_backend in ("dsa", "nsa")
 
     if kv == "fp8_e4m3fnuz":
         if gpu_mod.rocm_present(env) and gpu_mod.nvidia_smi_path(env) is None:
@@ -57,7 +60,7 @@ def check_raw_fp8_rules(server: ServerConfig, env: Mapping[str, str]) -> list[Pr
                 )
             )
 
-    if server.enable_deterministic_inference and dsa:
+    if st.enable_deterministic_inference and dsa:
         out.append(
             fail(
                 "deterministic_dsa",
@@ -67,7 +70,7 @@ def check_raw_fp8_rules(server: ServerConfig, env: Mapping[str, str]) -> list[Pr
                 "--enable-deterministic-inference",
             )
         )
-    elif server.enable_deterministic_inference:
+    elif st.enable_deterministic_inference:
         out.append(ok("deterministic_dsa", "deterministic inference without the DSA backend"))
 
     if not is_raw_fp8_tilelang(server):
@@ -96,29 +99,29 @@ def check_raw_fp8_rules(server: ServerConfig, env: Mapping[str, str]) -> list[Pr
                 other_flag,
             )
         )
-    if server.dcp_size is not None and server.dcp_size > 1:
+    if st.dcp_size is not None and st.dcp_size > 1:
         out.append(
             fail(
                 "raw_fp8_dcp",
-                f"--dcp-size {server.dcp_size}: decode context parallelism is not supported with the raw "
+                f"--dcp-size {st.dcp_size}: decode context parallelism is not supported with the raw "
                 "fp8_e4m3 TileLang KV layout (use --dcp-size 1)",
                 "--dcp-size",
             )
         )
     else:
         out.append(ok("raw_fp8_dcp", "no decode context parallelism", "--dcp-size"))
-    if server.attn_cp_size is not None and server.attn_cp_size > 1:
+    if st.attn_cp_size is not None and st.attn_cp_size > 1:
         out.append(
             fail(
                 "raw_fp8_attn_cp",
-                f"--attn-cp-size {server.attn_cp_size}: attention context parallelism is not supported with "
+                f"--attn-cp-size {st.attn_cp_size}: attention context parallelism is not supported with "
                 "the raw fp8_e4m3 TileLang KV layout",
                 "--attn-cp-size",
             )
         )
     else:
         out.append(ok("raw_fp8_attn_cp", "no attention context parallelism", "--attn-cp-size"))
-    if server.enable_hisparse:
+    if st.enable_hisparse:
         out.append(
             fail(
                 "raw_fp8_hisparse",
