@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
 
     from evalpipe.artifacts.schema.compare import PairedBenchmark
     from evalpipe.artifacts.schema.outcomes import OutcomeRow
-    from evalpipe.artifacts.schema.summary import Summary
     from evalpipe.artifacts.schema.timings import StageTime
     from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
@@ -220,16 +219,18 @@ def execute_variants(
     progress: ProgressDisplay | None,
     extend: Path | None = None,
 ) -> None:
-    """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
-    from evalpipe.artifacts import RunDir, read_model
+    """Each variant on the same manifest, the paired comparison, each variant's audit (``run_variants``);
+    shown here, the verdict the outcome names exits."""
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
+    from evalpipe.artifacts.schema.timings import StageTimings
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
     from evalpipe.run.variants import run_variants
     from evalpipe.words.compare import paired_line
 
-    root, results, compares = run_variants(
+    outcome = run_variants(
         cfg,
         dataset_root=dataset_root,
         out=out,
@@ -238,33 +239,27 @@ def execute_variants(
         progress=progress,
         extend=extend,
     )
-    console.print(f"run directory: {root.root}")
-    worst: Summary | None = None
-    for name, result in results.items():
+    console.print(f"run directory: {outcome.rundir.root}")
+    for name, result in outcome.results.items():
         console.rule(f"variant {name}")
         summarize(result, console)
         if result.summary is not None:
             show(result.summary, written=result.rundir.root)
-            if worst is None or result.summary.exit_code > worst.exit_code:
-                worst = result.summary
-    for path in compares:
-        cmp = read_model(path, CompareResult)
+    for files in outcome.comparisons:
+        cmp = read_model(files.compare_json, CompareResult)
         what = "A/A control (no A/B)" if cmp.aa_only else "paired control"
         console.rule(f"{what}: {cmp.label_a} vs {cmp.label_b}")
         for b in [*cmp.benchmarks, *cmp.pools, *([cmp.overall] if cmp.overall else [])]:
             console.print(paired_line(b, cmp.label_a, cmp.label_b), soft_wrap=True)
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
-        console.print(f"compare.json → {path}")
-        speed_path = RunDir(path.parent).speed_compare
-        if speed_path.is_file():
-            console.print(f"{speed_path.name} → {speed_path}")
-    from evalpipe.artifacts.schema.timings import StageTimings
-
-    if root.timings.is_file():
-        print_timings(read_model(root.timings, StageTimings).stages, console)
-    if worst is not None:
-        raise_for_verdict(worst)
+        console.print(f"{files.compare_json.name} → {files.compare_json}")
+        if files.speed_compare is not None:
+            console.print(f"{files.speed_compare.name} → {files.speed_compare}")
+    if outcome.rundir.timings.is_file():
+        print_timings(read_model(outcome.rundir.timings, StageTimings).stages, console)
+    if outcome.verdict is not None:
+        raise_for_verdict(outcome.verdict)
 
 
 def power_lines(block: PairedBenchmark) -> list[str]:

@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     """One variant's run in its own process: ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
 
     ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
-    EvalScope outputs is resumed.  Exit code: 0 once the run is audited (the parent decides the verdict from
-    ``summary.json``), else the error's own code after one line on stderr.
+    EvalScope outputs is resumed.  Exit code: 0 once its outcomes and provenance are written (the parent
+    compares the variants, then audits each once), else the error's own code after one line on stderr.
     """
     parser = argparse.ArgumentParser(description="one variant of a run with parallel_variants")
     parser.add_argument("config")
@@ -98,6 +98,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
             Coordination(
                 parent_speed=ParentSpeed(barrier) if args.speed_by_parent else None, sequential_arm=arm
             ),
+            audit=False,  # the parent audits every variant once, after the comparison
         )
         pipeline.run(plan, progress)
     finally:

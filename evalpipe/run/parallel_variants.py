@@ -8,9 +8,9 @@ port, no GPU — so :func:`check_disjoint` compares what each variant's server k
 
 Each variant then runs as a process of its own (``python -m evalpipe.cli.variant_process``, its own process
 group, its output in ``RUN/<variant>/logs/run.log``): exactly the run ``evalpipe run`` does for one variant —
-its own server(s), recording proxy, EvalScope, audit — with its own signal handling, so a Ctrl-C or SIGTERM
-to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The paired
-comparison is made once both have finished, as for variants run in turn.
+its own server(s), recording proxy, EvalScope, outcomes — with its own signal handling, so a Ctrl-C or
+SIGTERM to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The
+paired comparison is made once both have finished, then each variant is audited, as for variants run in turn.
 
 With a ``speed:`` section the serving benchmark is not each variant's own (it would overlap the other's
 evaluation on the same host): each variant's server waits, up, at a barrier once its evaluation is done, and

@@ -31,7 +31,9 @@ def test_a_planted_regression_and_an_unchanged_benchmark_both_stop_inside_the_ru
 ) -> None:
     cfg = load_config(CONFIG)
     assert cfg.parallel_variants and cfg.generation.sequential is not None
-    root, results, compares = run_variants(cfg, out=tmp_path_factory.mktemp("seqdemo") / "run")
+    outcome = run_variants(cfg, out=tmp_path_factory.mktemp("seqdemo") / "run")
+    root, results = outcome.rundir, outcome.results
+    compares = [c.compare_json for c in outcome.comparisons]
     cmp = json.loads(compares[0].read_text())
     blocks = {b["benchmark"]: b for b in cmp["benchmarks"]}
     stops = {
