@@ -1,4 +1,4 @@
-"""``evalpipe run``: sample → materialize → EvalScope → outcomes against a running server."""
+"""``evalpipe run``: sample → preflight → launch → materialize → EvalScope → outcomes → audit."""
 
 from __future__ import annotations
 

@@ -206,9 +206,9 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
     names = [s.name for s in RunPlan(cfg, FreshRun()).stages]
     assert names == [
         "sample",
-        "materialize",
         "preflight",
         "launch",
+        "materialize",
         "evalscope",
         "speed",
         "stop",
@@ -217,9 +217,9 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
     ]
     sampled = RunPlan(cfg.accuracy_only(), SampledRun(_spine(tmp_path)), audit=False).stages
     assert [s.name for s in sampled] == [
-        "materialize",
         "preflight",
         "launch",
+        "materialize",
         "evalscope",
         "stop",
         "outcomes",
