@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
     from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.resolve import ResolvedRun
     from evalpipe.run.pipeline import RunResult
 
 
@@ -90,17 +91,19 @@ def run(
 
     if extend is not None and resume is not None:
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
-    cfg, progress_factory = _setup(config)
+    resolved, progress_factory = _setup(config)
+    cfg = resolved.config
     if cfg.parallel_variants and endpoint is None:  # variants at once: each variant's process starts its own
         discard_prestarted()
     if waive_speed_gate and not no_speed:
         raise ConfigError("--waive-speed-gate only goes with --no-speed (a measured ratio is never waived)")
     if no_speed:
-        cfg = cfg.accuracy_only(waive_speed_gate=waive_speed_gate)
+        resolved = resolved.derived(cfg.accuracy_only(waive_speed_gate=waive_speed_gate))
+        cfg = resolved.config
     try:
         with sigterm_interrupts(), progress_factory() as progress:
             if cfg.variants and endpoint is None:
-                execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
+                execute_variants(resolved, dataset_root=dataset_root, out=out, resume=resume,
                                  allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
             from evalpipe.run import pipeline
@@ -114,7 +117,7 @@ def run(
                 dataset_root=dataset_root,
                 allow_drift=allow_dataset_drift,
             )
-            result = pipeline.run(RunPlan(cfg, origin, ServerTarget(endpoint=endpoint)), progress)
+            result = pipeline.run(RunPlan(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
     except RunStopped as exc:
         exc.resume_command = resume_command(
             config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg
@@ -168,10 +171,10 @@ def _progress() -> Progress | LineProgress:
     )
 
 
-def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
+def _setup(config: Path) -> tuple[ResolvedRun, Callable[[], Progress | LineProgress]]:
     from evalpipe.resolve import load_run
 
-    return load_run(config).config, _progress
+    return load_run(config), _progress
 
 
 def finish(result: RunResult) -> None:
@@ -210,7 +213,7 @@ def print_timings(stages: list[StageTime], console: Console) -> None:
 
 
 def execute_variants(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     *,
     dataset_root: Path | None,
     out: Path | None,
@@ -231,7 +234,7 @@ def execute_variants(
     from evalpipe.words.compare import paired_line
 
     outcome = run_variants(
-        cfg,
+        resolved,
         dataset_root=dataset_root,
         out=out,
         resume=resume,

@@ -74,9 +74,10 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
 
-    cfg = load_run(Path(args.config)).config
+    resolved = load_run(Path(args.config))
     if args.no_speed:  # the waiver only matters to the audit, which reads it from run.json
-        cfg = cfg.accuracy_only()
+        resolved = resolved.derived(resolved.config.accuracy_only())
+    cfg = resolved.config
     rd = RunDir(Path(args.dir))
     dataset_root = Path(args.dataset_root) if args.dataset_root else None
     manifest = read_model(rd.manifest, Manifest)
@@ -92,7 +93,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
             VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid) if args.speed_barrier else None
         )
         plan = RunPlan(
-            cfg,
+            resolved,
             SampledRun(Spine(rd, manifest, datasets), resuming=resuming),
             ServerTarget(variant=args.variant),
             Coordination(

@@ -28,20 +28,33 @@ from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingPlan
 from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
+from evalpipe.server.variants import effective_server
 
-__all__ = ["ResolvedRun", "load_run", "resolve"]
+__all__ = ["ATTACHED_KIND", "ResolvedRun", "load_run", "resolve"]
+
+
+#: The kind a run attached to a running server (``evalpipe run --endpoint``) talks through.
+ATTACHED_KIND = "endpoint"
 
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A run config whose names were found: each configured benchmark's plugin and the server's kind."""
+    """A run config whose names were found: each configured benchmark's plugin, the server's kind, and
+    ``kinds``: every kind a server of this run may be — the server's, each variant's (its overrides
+    applied), and :data:`ATTACHED_KIND` for an attachment — so the stages never look one up by name."""
 
     config: RunConfig
     benchmarks: Mapping[str, Benchmark]
     kind: Kind
+    kinds: Mapping[str, Kind]
 
     def benchmark(self, name: str) -> Benchmark:
         return self.benchmarks[name]
+
+    def derived(self, cfg: RunConfig) -> ResolvedRun:
+        """A config made from this one in code (the speed section waived, a control's answer key, a
+        replay's server), resolved: its plans were checked with this one's."""
+        return resolve(cfg, check_plans=False)
 
 
 def one_of(names: tuple[str, ...], got: str) -> str:
@@ -164,7 +177,14 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
     if findings.found or kind is None:
         where = lines.path if lines is not None else cfg.config_path or "config"
         raise ConfigError(f"{where}: {len(findings.found)} error(s)", details=findings.found)
-    return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind)
+    return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind, kinds=_kinds(cfg, kind))
+
+
+def _kinds(cfg: RunConfig, kind: Kind) -> Mapping[str, Kind]:
+    """The kinds of the config's server, of each variant's server (ConfigError naming a variant whose
+    overrides are invalid) and of an attachment."""
+    names = {ATTACHED_KIND, *(effective_server(cfg, v.name).kind for v in cfg.variants)}
+    return MappingProxyType({kind.name: kind, **{n: server_kind(n) for n in sorted(names - {kind.name})}})
 
 
 def load_run(path: Path, *, check_plans: bool = True) -> ResolvedRun:

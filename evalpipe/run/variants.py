@@ -22,10 +22,10 @@ from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.compare import compare_runs
-from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
+from evalpipe.resolve import ResolvedRun
 from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
@@ -68,7 +68,7 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
 
 
 def run_variants(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     *,
     dataset_root: Path | None = None,
     out: Path | None = None,
@@ -84,6 +84,7 @@ def run_variants(
     ``parallel_variants`` the variants run at the same time, each in its own process on servers it shares
     with no other (``evalpipe.run.parallel_variants``); otherwise one after the other.
     """
+    cfg = resolved.config
     names = [v.name for v in cfg.variants]
     labels = {v.name: v.label or v.name for v in cfg.variants}
     if cfg.parallel_variants and extend is not None:
@@ -110,7 +111,7 @@ def run_variants(
             run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
         results = {name: finished_variant(dirs[name], root_spine) for name in names}
     else:
-        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, progress=progress, extension=extension)
+        results = _run_in_turn(resolved, root_spine, dirs, resume=resume, progress=progress, extension=extension)
     compare_start = time.perf_counter()
     compares: list[PairedFiles] = []
     cited: dict[str, _Cited] = {}
@@ -268,7 +269,7 @@ def _audit_once(
 
 
 def _run_in_turn(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     root_spine: Spine,
     dirs: dict[str, RunDir],
     *,
@@ -282,6 +283,7 @@ def _run_in_turn(
     first — whole: there is no test arm to judge it against yet, so its spend is the plan's — then the variant
     under test, which stops at the rule's first crossing on the control's units, then the others (the A/A
     arm), which send exactly the units up to that crossing."""
+    cfg = resolved.config
     results: dict[str, RunResult] = {}
     order = list(dirs)
     arms = {name: arm_for(cfg, name, root_spine.rundir.root, together=False) for name in order}
@@ -304,7 +306,7 @@ def _run_in_turn(
                     else None
                 )
                 plan = RunPlan(
-                    cfg,
+                    resolved,
                     SampledRun(spine, resuming=resuming, extension=own_extension),
                     ServerTarget(variant=name),
                     Coordination(sequential_arm=arm),

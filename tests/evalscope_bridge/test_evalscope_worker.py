@@ -23,6 +23,7 @@ from evalpipe.evalscope_bridge.protocol import Rendered
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
+from evalpipe.resolve import resolve
 
 #: Few-shot GSM8K (4 examples) and C-Eval (5, per subject), and IFEval: every kind of prompt assembly.
 PICKS = {"ceval": ["accountant/0", "art_studies/3"], "ifeval": ["1162", "1051"]}
@@ -211,7 +212,7 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
     out = tmp_path / "run"
     with pytest.raises(DataError, match="materialize failed"):
         pipeline.run(
-            RunPlan(cfg, FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
+            RunPlan(resolve(cfg), FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
         )
     rundir = RunDir(out)
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")

@@ -23,6 +23,7 @@ import pytest
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, RunConfig, ServerVariant
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.resolve import resolve
 from evalpipe.run.variants import PairedOutcome, run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run as speed_run
@@ -73,4 +74,4 @@ def run_paired_demo(root: Path) -> PairedDemo:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(speed_run, "make_client", lambda cfg, **_: StandInClient())
         patch.setattr(speed_run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
-        return run_variants(paired_demo_config(), out=root)
+        return run_variants(resolve(paired_demo_config()), out=root)

@@ -22,6 +22,7 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import GateConfig, ServerVariant
+from evalpipe.resolve import resolve
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
@@ -38,7 +39,7 @@ def aa_run(paired_demo: PairedDemo) -> PairedDemo:
 
 def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFactory, name: str):
     """The demo config's GSM8K and C-Eval samples through these variants and gates."""
-    return run_variants(gsm8k_ceval(cfg, variants, gates), out=tmp_path_factory.mktemp(name) / "run")
+    return run_variants(resolve(gsm8k_ceval(cfg, variants, gates)), out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts import RunDir, write_model
-from evalpipe.benchmarks import code_benchmarks, punkt_needed
 from evalpipe.evalscope_bridge.extend import seed_from_run
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.run.context_fit import cap_to_served_context, check_context_fit, dropped_entries
@@ -34,14 +33,17 @@ SERVED_INFO = "a server that serves /server_info (behind a router: its workers')
 
 def _preflight(state: RunState) -> None:
     cfg, spine, rd = state.cfg, state.spine, state.rundir
-    state.fit = check_context_fit(cfg, spine.manifest, spine.datasets)  # before anything is launched
+    plugins = state.plan.benchmarks
+    state.fit = check_context_fit(cfg, spine.manifest, spine.datasets, plugins)  # before anything is launched
     sent = [b.benchmark for b in state.fit.benchmarks if b.dropped < b.checked]
-    sandbox_for_run(cfg.code_execution, rd, code_benchmarks(sent), fresh=True, say=state.notice)
+    code = [name for name in sent if plugins[name].meta.executes_code]
+    sandbox_for_run(cfg.code_execution, rd, code, fresh=True, say=state.notice)
     if state.kind.preflight_before_run:
+        punkt = [spec.meta.display_name for spec in plugins.values() if spec.meta.nltk_module]
         run_preflight(
             cfg,
             state.server,
-            punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]),
+            punkt_needed=", ".join(punkt) or None,
             variant=state.variant,
             rundir=rd,
         )
@@ -68,7 +70,9 @@ PREFLIGHT = Stage(
 def _materialize(state: RunState) -> None:
     cfg, spine, rd = state.cfg, state.spine, state.rundir
     fit = state.fit
-    capped = cap_to_served_context(fit, spine.manifest, spine.datasets, _served_info(rd), cfg.max_tokens_for)
+    capped = cap_to_served_context(
+        fit, spine.manifest, spine.datasets, _served_info(rd), cfg.max_tokens_for, state.plan.benchmarks
+    )
     if capped is not None:
         for line in capped.served_drops[len(fit.served_drops) :]:
             state.notice(line)
