@@ -32,7 +32,6 @@ from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted
 from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.sequential_stop import arm_for
-from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import api_key
 from evalpipe.server.variants import effective_server
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.resolve import ResolvedRun
     from evalpipe.speed.barrier import SpeedCoordinator
 
 RUN_LOG = "run.log"
@@ -50,12 +50,14 @@ _POLL_S = 0.2
 _STOPPED = (int(ExitCode.SERVER), int(ExitCode.INTERRUPTED), int(ExitCode.TERMINATED))
 
 
-def check_disjoint(cfg: RunConfig) -> None:
-    """ConfigError naming the first resource two variants would share (a worker URL, a port, a GPU)."""
+def check_disjoint(run: ResolvedRun) -> None:
+    """ConfigError naming the first resource two variants would share (a worker URL, a port, a GPU), as each
+    variant's resolved kind states it."""
+    cfg = run.config
     footprints = {}
     for v in cfg.variants:
         server = effective_server(cfg, v.name)
-        footprints[v.name] = server_kind(server.kind).footprint(cfg, server)
+        footprints[v.name] = run.kinds[server.kind].footprint(cfg, server)
     for (a, fa), (b, fb) in itertools.combinations(footprints.items(), 2):
         shared = sorted(fa & fb)
         if shared:

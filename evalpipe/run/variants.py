@@ -93,7 +93,7 @@ def run_variants(
             "a run (the variants then extend one after the other)"
         )
     if cfg.parallel_variants:
-        check_disjoint(cfg)  # before anything is sampled: one line naming what two variants would share
+        check_disjoint(resolved)  # before anything is sampled: one line naming what two variants would share
     clock = StageClock()
     with clock.stage("sample"):
         extension: ExtensionPlan | None = None

@@ -46,6 +46,7 @@ def _preflight(state: RunState) -> None:
             punkt_needed=", ".join(punkt) or None,
             variant=state.variant,
             rundir=rd,
+            kind=state.kind,
         )
     state.component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
     if cfg.speed is not None and state.plan.coordination.parent_speed is None:

@@ -17,7 +17,7 @@ ROUTER = "a fleet of workers behind a router"
 
 def _launch(state: RunState) -> None:
     state.handle = state.server_scope.enter_context(
-        managed_server(state.cfg, state.server, state.rundir, variant=state.variant)
+        managed_server(state.cfg, state.server, state.rundir, variant=state.variant, kind=state.kind)
     )
 
 
