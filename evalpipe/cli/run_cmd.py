@@ -203,8 +203,8 @@ def print_timings(stages: list[StageTime], console: Console) -> None:
         label = f"variant {variant}" if variant else "run"
         console.print(f"stage wall time ({label}): {parts}", soft_wrap=True)
     together = next((s for s in stages if s.stage == "variants"), None)
-    if together is not None:  # variants ran at the same time: their own stages overlap
-        wall = sum(s.seconds for s in stages if s.variant is None)
+    if together is not None:  # variants ran at the same time: their own stages overlap, their audits do not
+        wall = sum(s.seconds for s in stages if s.variant is None or s.stage == "audit")
         console.print(
             f"total wall time: {wall:.1f} s (the variants at the same time: {together.seconds:.1f} s)"
         )
