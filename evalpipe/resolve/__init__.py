@@ -8,7 +8,9 @@ section of ``server:`` (``Kind.check_config``), a command naming the module an e
 moved (``evalpipe.engines.FORMER_MODULES``) — and reports every failure as one line naming the YAML file,
 line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
 
-Every command that acts on a config goes through :func:`load_run`; reading a recorded run's ``config.yaml``
+The resolved run is what a run carries (``evalpipe.run.plan.RunPlan``): its stages take each benchmark's
+plugin and the server's kind from it and look nothing up again.  Every command that acts on a config goes
+through :func:`load_run`; reading a recorded run's ``config.yaml``
 for its numbers (audit, compare) needs only :func:`evalpipe.config.loader.load_config`, so a run whose
 benchmark plugin is not installed here can still be audited.
 """
