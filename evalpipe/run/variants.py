@@ -188,7 +188,7 @@ def run_variants(
     clock.add("compare", time.perf_counter() - compare_start)
     for name in names:
         clock.stages += results[name].timings
-    _audit_once(names, dirs, results, cited, compares, clock)
+    _audit_once(names, dirs, results, cited, clock)
     clock.write(root_spine.rundir)
     return PairedOutcome(root_spine.rundir, results, compares)
 
@@ -247,14 +247,13 @@ def _audit_once(
     dirs: dict[str, RunDir],
     results: dict[str, RunResult],
     cited: dict[str, _Cited],
-    compares: list[PairedFiles],
     clock: StageClock,
 ) -> None:
     """Audit every variant once, after the comparisons: its report cites the comparison it is an arm of (a
     variant in none cites the first), and its audit's wall time joins ``timings.json`` under its name."""
     from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
 
-    fallback = cited[names[0]] if compares and names[0] in cited else None
+    fallback = cited.get(names[0])
     for name in names:
         own = cited.get(name, fallback)
         variant_clock = StageClock(name)
