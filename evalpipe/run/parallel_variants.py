@@ -76,9 +76,11 @@ def run_at_once(
     *,
     dataset_root: Path | None,
     progress: ProgressDisplay | None,
+    finished: set[str],
 ) -> None:
     """Run every variant in its own process at the same time (``root``: the run's directory); each leaves
-    its results in its own directory, which the pipeline reads as for a variant run in turn.
+    its results in its own directory, which the pipeline reads as for a variant run in turn.  ``finished``
+    gains each variant whose process ended with exit 0 (its outcomes written).
 
     A variant that could not finish raises once all have ended: RunStopped (resumable: the server, an
     interrupt) with the run's root directory, else an EvalpipeError with the variant's exit code.
@@ -126,6 +128,8 @@ def run_at_once(
             for name, proc in procs.items():
                 if name not in ended and proc.poll() is not None:
                     ended[name] = time.monotonic()
+                    if proc.returncode == 0:
+                        finished.add(name)
                     arm = arms[name]
                     if arm is not None:  # however it ended (killed too): no arm waits for it any longer
                         arm.end()

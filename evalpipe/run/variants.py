@@ -22,7 +22,7 @@ from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.compare import compare_runs
-from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
+from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
 from evalpipe.resolve import ResolvedRun
@@ -106,12 +106,20 @@ def run_variants(
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
-    if cfg.parallel_variants:
-        with clock.stage("variants"):
-            run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
-        results = {name: finished_variant(dirs[name], root_spine) for name in names}
-    else:
-        results = _run_in_turn(resolved, root_spine, dirs, resume=resume, progress=progress, extension=extension)
+    finished: set[str] = set()
+    try:
+        if cfg.parallel_variants:
+            with clock.stage("variants"):
+                run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress,
+                            finished=finished)  # fmt: skip
+            results = {name: finished_variant(dirs[name], root_spine) for name in names}
+        else:
+            results = _run_in_turn(resolved, root_spine, dirs, resume=resume, progress=progress,
+                                   extension=extension, finished=finished)  # fmt: skip
+    except EvalpipeError as exc:
+        if not isinstance(exc, RunInterrupted):  # the run stopped before any comparison: audit what finished
+            _audit_finished([name for name in names if name in finished], dirs)
+        raise
     compare_start = time.perf_counter()
     compares: list[PairedFiles] = []
     cited: dict[str, _Cited] = {}
@@ -242,6 +250,15 @@ def _cite(
             cited[name] = _Cited(comparison, speed)
 
 
+def _audit_finished(names: list[str], dirs: dict[str, RunDir]) -> None:
+    """A stopped run's variants that did finish, audited without a comparison (there is none yet): their
+    reports say what they found, as a single run's would.  The resume audits them again, after it."""
+    from evalpipe.run.audit import audit_run
+
+    for name in names:
+        audit_run(dirs[name].root)
+
+
 def _audit_once(
     names: list[str],
     dirs: dict[str, RunDir],
@@ -275,8 +292,10 @@ def _run_in_turn(
     resume: Path | None,
     progress: ProgressDisplay | None,
     extension: ExtensionPlan | None = None,
+    finished: set[str],
 ) -> dict[str, RunResult]:
-    """Each variant after the other, in this process (a stopped variant stops the whole run).
+    """Each variant after the other, in this process (a stopped variant stops the whole run); ``finished``
+    gains each variant whose run ended.
 
     With the sequential rule stopping inside the run (``evalpipe.run.sequential_stop``) the control runs
     first — whole: there is no test arm to judge it against yet, so its spend is the plan's — then the variant
@@ -312,6 +331,7 @@ def _run_in_turn(
                     audit=False,  # audited once, after the comparison (``run_variants``)
                 )
                 results[name] = run(plan, progress)
+                finished.add(name)
             finally:
                 if arm is not None:
                     arm.end()
