@@ -183,9 +183,15 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
 
 
 def _kinds(cfg: RunConfig, kind: Kind) -> Mapping[str, Kind]:
-    """The kinds of the config's server, of each variant's server (ConfigError naming a variant whose
-    overrides are invalid) and of an attachment."""
-    names = {ATTACHED_KIND, *(effective_server(cfg, v.name).kind for v in cfg.variants)}
+    """The kinds of the config's server, of each variant's server and of an attachment.  A variant whose
+    overrides are invalid names no kind here: planning its run refuses it (``effective_server``'s
+    ConfigError naming the override), and the other variants' commands still read the config."""
+    names = {ATTACHED_KIND}
+    for v in cfg.variants:
+        try:
+            names.add(effective_server(cfg, v.name).kind)
+        except ConfigError:
+            continue
     return MappingProxyType({kind.name: kind, **{n: server_kind(n) for n in sorted(names - {kind.name})}})
 
 
