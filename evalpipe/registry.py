@@ -12,8 +12,10 @@ plugin's class carrying its own name.  ``Registry[T]`` collects them, in this or
 
 Every refusal is one ``ConfigError`` line naming where the registration came from: a module that is missing,
 declares nothing or declares a plugin of another name, an entry point whose value is not a module, an
-installed plugin taking a built-in's name, a name registered twice.  Built at import of the registry's owner
-(``evalpipe.benchmarks``, ``evalpipe.server.kinds.registry``), so a bad registration fails the first command.
+installed plugin taking a built-in's name, a name registered twice.  A registry's owner
+(``evalpipe.benchmarks``, ``evalpipe.server.kinds.registry``) holds it as :class:`Registered`, built once, on
+the first lookup: importing the owner loads no plugin, and a bad registration fails the first command that
+asks for one.
 
 This module imports nothing of evalpipe but ``errors``: the registries' owners sit in the plugin layer and
 hand it their class and modules.
@@ -151,18 +153,26 @@ class Registry(Generic[T]):
 
 
 class Registered(Mapping[str, T]):
-    """A built registry: a read-only mapping whose failed lookup names what is registered."""
+    """A registry as its owner holds it: a read-only mapping, ``build`` called once, on the first lookup
+    (a failed build is not kept: the next lookup fails the same way); a failed lookup names what is
+    registered."""
 
-    def __init__(self, sort: str, plugins: Mapping[str, T]) -> None:
-        self.sort, self._plugins = sort, plugins
+    def __init__(self, sort: str, build: Callable[[], Mapping[str, T]]) -> None:
+        self.sort, self._build = sort, build
+        self._built: Mapping[str, T] | None = None
+
+    @property
+    def _plugins(self) -> Mapping[str, T]:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
 
     def __getitem__(self, name: str) -> T:
+        plugins = self._plugins
         try:
-            return self._plugins[name]
+            return plugins[name]
         except KeyError:
-            raise KeyError(
-                f"no {self.sort} named {name!r} (registered: {', '.join(self._plugins)})"
-            ) from None
+            raise KeyError(f"no {self.sort} named {name!r} (registered: {', '.join(plugins)})") from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._plugins)

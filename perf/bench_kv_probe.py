@@ -30,7 +30,7 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow  # noqa: E402
 from evalpipe.compare import compare_runs  # noqa: E402
 from evalpipe.config.models import RunConfig, ServerVariant  # noqa: E402
 from evalpipe.report.compare_markdown import compare_markdown  # noqa: E402
-from evalpipe.resolve import load_run  # noqa: E402
+from evalpipe.resolve import load_run, resolve  # noqa: E402
 
 
 def _config(path: Path, work: Path, lengths: list[int] | None, gsm8k: int, q8: bool) -> RunConfig:
@@ -97,7 +97,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench_kv_probe-"))
     lengths = [int(x) for x in args.lengths.split(",")] if args.lengths else None
     cfg = _config(args.config, work, lengths, args.gsm8k, not args.no_q8)
-    root, _results, _ = run_variants(cfg, out=args.out or work / "run")
+    root = run_variants(resolve(cfg), out=args.out or work / "run").rundir
     control = root.root / "kv_f16"
     print(f"run directory: {root.root}")
     header = f"{'candidate':<10} {'benchmark':<9} {'n':>3} {'flips':>5} {'in tok':>8} {'out tok':>8} {'flips/M in':>11} {'flips/M out':>12}"

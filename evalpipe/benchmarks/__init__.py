@@ -12,9 +12,8 @@ the order of their names — installing the package is all it takes, in every pr
 and the answer-key server see the same installed packages).  Or through the environment, for a module that
 is not installed: ``EVALPIPE_BENCHMARK_MODULES`` lists
 importable modules (comma-separated, e.g. ``my_evals.my_bench``), each declaring ``BENCHMARK`` like a
-built-in one, registered after the built-ins in that order.  It is read once, when this package is first
-imported, so it must be set in the
-environment of the process (child processes inherit it: the EvalScope worker, the answer-key server).
+built-in one, registered after the built-ins in that order.  It is read once, when the registry is first
+asked for a benchmark, so it must be set in the environment of the process (child processes inherit it: the EvalScope worker, the answer-key server).
 A module is named after its benchmark (its EvalScope adapter name); a name registered twice is refused.
 The three ways are ``evalpipe.registry.Registry``'s, shared with the server kinds.
 
@@ -96,8 +95,8 @@ def _add_described(found: dict[str, Benchmark], modules: Mapping[str, Benchmark]
     found[spec.meta.name] = spec
 
 
-#: Every registered benchmark by name, in registration order (read-only).
-REGISTRY: Mapping[str, Benchmark] = Registered("benchmark", _build())
+#: Every registered benchmark by name, in registration order (read-only; built on the first lookup).
+REGISTRY: Mapping[str, Benchmark] = Registered("benchmark", _build)
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -1,4 +1,4 @@
-"""``evalpipe run``: sample → materialize → EvalScope → outcomes against a running server."""
+"""``evalpipe run``: sample → preflight → launch → materialize → EvalScope → outcomes → audit."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
 
     from evalpipe.artifacts.schema.compare import PairedBenchmark
     from evalpipe.artifacts.schema.outcomes import OutcomeRow
-    from evalpipe.artifacts.schema.summary import Summary
     from evalpipe.artifacts.schema.timings import StageTime
     from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.resolve import ResolvedRun
     from evalpipe.run.pipeline import RunResult
 
 
@@ -91,17 +91,19 @@ def run(
 
     if extend is not None and resume is not None:
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
-    cfg, progress_factory = _setup(config)
+    resolved, progress_factory = _setup(config)
+    cfg = resolved.config
     if cfg.parallel_variants and endpoint is None:  # variants at once: each variant's process starts its own
         discard_prestarted()
     if waive_speed_gate and not no_speed:
         raise ConfigError("--waive-speed-gate only goes with --no-speed (a measured ratio is never waived)")
     if no_speed:
-        cfg = cfg.accuracy_only(waive_speed_gate=waive_speed_gate)
+        resolved = resolved.derived(cfg.accuracy_only(waive_speed_gate=waive_speed_gate))
+        cfg = resolved.config
     try:
         with sigterm_interrupts(), progress_factory() as progress:
             if cfg.variants and endpoint is None:
-                execute_variants(cfg, dataset_root=dataset_root, out=out, resume=resume,
+                execute_variants(resolved, dataset_root=dataset_root, out=out, resume=resume,
                                  allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
             from evalpipe.run import pipeline
@@ -115,7 +117,7 @@ def run(
                 dataset_root=dataset_root,
                 allow_drift=allow_dataset_drift,
             )
-            result = pipeline.run(RunPlan(cfg, origin, ServerTarget(endpoint=endpoint)), progress)
+            result = pipeline.run(RunPlan(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
     except RunStopped as exc:
         exc.resume_command = resume_command(
             config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg
@@ -169,10 +171,10 @@ def _progress() -> Progress | LineProgress:
     )
 
 
-def _setup(config: Path) -> tuple[RunConfig, Callable[[], Progress | LineProgress]]:
+def _setup(config: Path) -> tuple[ResolvedRun, Callable[[], Progress | LineProgress]]:
     from evalpipe.resolve import load_run
 
-    return load_run(config).config, _progress
+    return load_run(config), _progress
 
 
 def finish(result: RunResult) -> None:
@@ -201,8 +203,8 @@ def print_timings(stages: list[StageTime], console: Console) -> None:
         label = f"variant {variant}" if variant else "run"
         console.print(f"stage wall time ({label}): {parts}", soft_wrap=True)
     together = next((s for s in stages if s.stage == "variants"), None)
-    if together is not None:  # variants ran at the same time: their own stages overlap
-        wall = sum(s.seconds for s in stages if s.variant is None)
+    if together is not None:  # variants ran at the same time: their own stages overlap, their audits do not
+        wall = sum(s.seconds for s in stages if s.variant is None or s.stage == "audit")
         console.print(
             f"total wall time: {wall:.1f} s (the variants at the same time: {together.seconds:.1f} s)"
         )
@@ -211,7 +213,7 @@ def print_timings(stages: list[StageTime], console: Console) -> None:
 
 
 def execute_variants(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     *,
     dataset_root: Path | None,
     out: Path | None,
@@ -220,17 +222,19 @@ def execute_variants(
     progress: ProgressDisplay | None,
     extend: Path | None = None,
 ) -> None:
-    """Each variant in turn on the same manifest, then the paired comparison; the worst verdict exits."""
-    from evalpipe.artifacts import RunDir, read_model
+    """Each variant on the same manifest, the paired comparison, each variant's audit (``run_variants``);
+    shown here, the verdict the outcome names exits."""
+    from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
+    from evalpipe.artifacts.schema.timings import StageTimings
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
     from evalpipe.run.variants import run_variants
     from evalpipe.words.compare import paired_line
 
-    root, results, compares = run_variants(
-        cfg,
+    outcome = run_variants(
+        resolved,
         dataset_root=dataset_root,
         out=out,
         resume=resume,
@@ -238,33 +242,27 @@ def execute_variants(
         progress=progress,
         extend=extend,
     )
-    console.print(f"run directory: {root.root}")
-    worst: Summary | None = None
-    for name, result in results.items():
+    console.print(f"run directory: {outcome.rundir.root}")
+    for name, result in outcome.results.items():
         console.rule(f"variant {name}")
         summarize(result, console)
         if result.summary is not None:
             show(result.summary, written=result.rundir.root)
-            if worst is None or result.summary.exit_code > worst.exit_code:
-                worst = result.summary
-    for path in compares:
-        cmp = read_model(path, CompareResult)
+    for files in outcome.comparisons:
+        cmp = read_model(files.compare_json, CompareResult)
         what = "A/A control (no A/B)" if cmp.aa_only else "paired control"
         console.rule(f"{what}: {cmp.label_a} vs {cmp.label_b}")
         for b in [*cmp.benchmarks, *cmp.pools, *([cmp.overall] if cmp.overall else [])]:
             console.print(paired_line(b, cmp.label_a, cmp.label_b), soft_wrap=True)
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
-        console.print(f"compare.json → {path}")
-        speed_path = RunDir(path.parent).speed_compare
-        if speed_path.is_file():
-            console.print(f"{speed_path.name} → {speed_path}")
-    from evalpipe.artifacts.schema.timings import StageTimings
-
-    if root.timings.is_file():
-        print_timings(read_model(root.timings, StageTimings).stages, console)
-    if worst is not None:
-        raise_for_verdict(worst)
+        console.print(f"{files.compare_json.name} → {files.compare_json}")
+        if files.speed_compare is not None:
+            console.print(f"{files.speed_compare.name} → {files.speed_compare}")
+    if outcome.rundir.timings.is_file():
+        print_timings(read_model(outcome.rundir.timings, StageTimings).stages, console)
+    if outcome.verdict is not None:
+        raise_for_verdict(outcome.verdict)
 
 
 def power_lines(block: PairedBenchmark) -> list[str]:

@@ -32,12 +32,13 @@ def selftest(out: Out = None) -> None:
     from evalpipe.selftest.controls import demo_config_path
 
     config = demo_config_path()
-    cfg, progress_factory = _setup(config)
+    resolved, progress_factory = _setup(config)
+    cfg = resolved.config
     root = (
         out or cfg.resolve_path(cfg.output_root) / f"selftest-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     )
     with progress_factory() as progress:
-        checks = run_selftest(root, config=config, progress=progress)
+        checks = run_selftest(root, run=resolved, progress=progress)
     table = Table(title="evalpipe self-test", title_justify="left")
     for col in ("control", "scores", "findings", "verdict", "guarantees"):
         table.add_column(col)

@@ -41,13 +41,13 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     """
     from evalpipe.cli.console import err
     from evalpipe.resolve import load_run
-    from evalpipe.server.kinds.registry import server_kind
     from evalpipe.server.launch_env import server_env
     from evalpipe.server.variants import effective_server
 
-    cfg = load_run(config, check_plans=False).config
+    resolved = load_run(config, check_plans=False)
+    cfg = resolved.config
     server = effective_server(cfg, variant)
-    kind = server_kind(server.kind)
+    kind = resolved.kinds[server.kind]
     version = kind.engine_version(server_env(server)) if kind.launches_process else None
     note = kind.launch_note(server, version)
     if note:

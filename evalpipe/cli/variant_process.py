@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     """One variant's run in its own process: ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
 
     ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
-    EvalScope outputs is resumed.  Exit code: 0 once the run is audited (the parent decides the verdict from
-    ``summary.json``), else the error's own code after one line on stderr.
+    EvalScope outputs is resumed.  Exit code: 0 once its outcomes and provenance are written (the parent
+    compares the variants, then audits each once), else the error's own code after one line on stderr.
     """
     parser = argparse.ArgumentParser(description="one variant of a run with parallel_variants")
     parser.add_argument("config")
@@ -74,9 +74,10 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.run.sequential_stop import arm_for
     from evalpipe.speed.barrier import VariantBarrier
 
-    cfg = load_run(Path(args.config), notice=False).config
+    resolved = load_run(Path(args.config), notice=False)
     if args.no_speed:  # the waiver only matters to the audit, which reads it from run.json
-        cfg = cfg.accuracy_only()
+        resolved = resolved.derived(resolved.config.accuracy_only())
+    cfg = resolved.config
     rd = RunDir(Path(args.dir))
     dataset_root = Path(args.dataset_root) if args.dataset_root else None
     manifest = read_model(rd.manifest, Manifest)
@@ -92,12 +93,13 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
             VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid) if args.speed_barrier else None
         )
         plan = RunPlan(
-            cfg,
+            resolved,
             SampledRun(Spine(rd, manifest, datasets), resuming=resuming),
             ServerTarget(variant=args.variant),
             Coordination(
                 parent_speed=ParentSpeed(barrier) if args.speed_by_parent else None, sequential_arm=arm
             ),
+            audit=False,  # the parent audits every variant once, after the comparison
         )
         pipeline.run(plan, progress)
     finally:

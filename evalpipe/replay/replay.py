@@ -128,6 +128,7 @@ def replay(
     progress: ProgressDisplay | None = None,
 ) -> ReplayResult:
     from evalpipe.replay.publish import check_bundle
+    from evalpipe.resolve import resolve
     from evalpipe.run import pipeline
     from evalpipe.run.options import SampledRun
     from evalpipe.run.plan import RunPlan
@@ -148,7 +149,8 @@ def replay(
     rcfg = replay_config(cfg, run, src, dest)
     manifest = read_model(dest.manifest, Manifest)
     datasets = load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
-    result = pipeline.run(RunPlan(rcfg, SampledRun(Spine(dest, manifest, datasets))), progress)
+    plan = RunPlan(resolve(rcfg, check_plans=False), SampledRun(Spine(dest, manifest, datasets)))
+    result = pipeline.run(plan, progress)
     original = list(read_jsonl(src.outcomes, OutcomeRow))
     diffs = compare_outcomes(original, result.outcomes)
     if result.summary is not None:

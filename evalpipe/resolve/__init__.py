@@ -9,7 +9,9 @@ section of ``server:`` (``Kind.check_config``), ``server.settings`` against the 
 moved (``evalpipe.engines.FORMER_MODULES``) — and reports every failure as one line naming the YAML file,
 line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
 
-Every command that acts on a config goes through :func:`load_run`; reading a recorded run's ``config.yaml``
+The resolved run is what a run carries (``evalpipe.run.plan.RunPlan``): its stages take each benchmark's
+plugin and the server's kind from it and look nothing up again.  Every command that acts on a config goes
+through :func:`load_run`; reading a recorded run's ``config.yaml``
 for its numbers (audit, compare) needs only :func:`evalpipe.config.loader.load_config`, so a run whose
 benchmark plugin is not installed here can still be audited.
 """
@@ -37,21 +39,34 @@ from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
 from evalpipe.server.overrides import with_overrides
+from evalpipe.server.variants import effective_server
 from evalpipe.speed.clients.registry import clients as speed_clients
 
-__all__ = ["ResolvedRun", "load_run", "resolve"]
+__all__ = ["ATTACHED_KIND", "ResolvedRun", "load_run", "resolve"]
+
+
+#: The kind a run attached to a running server (``evalpipe run --endpoint``) talks through.
+ATTACHED_KIND = "endpoint"
 
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A run config whose names were found: each configured benchmark's plugin and the server's kind."""
+    """A run config whose names were found: each configured benchmark's plugin, the server's kind, and
+    ``kinds``: every kind a server of this run may be — the server's, each variant's (its overrides
+    applied), and :data:`ATTACHED_KIND` for an attachment — so the stages never look one up by name."""
 
     config: RunConfig
     benchmarks: Mapping[str, Benchmark]
     kind: Kind
+    kinds: Mapping[str, Kind]
 
     def benchmark(self, name: str) -> Benchmark:
         return self.benchmarks[name]
+
+    def derived(self, cfg: RunConfig) -> ResolvedRun:
+        """A config made from this one in code (the speed section waived, a control's answer key, a
+        replay's server), resolved: its plans were checked with this one's."""
+        return resolve(cfg, check_plans=False)
 
 
 def one_of(names: tuple[str, ...], got: str) -> str:
@@ -194,7 +209,20 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
     if findings.found or kind is None:
         where = lines.path if lines is not None else cfg.config_path or "config"
         raise ConfigError(f"{where}: {len(findings.found)} error(s)", details=findings.found)
-    return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind)
+    return ResolvedRun(config=cfg, benchmarks=MappingProxyType(found), kind=kind, kinds=_kinds(cfg, kind))
+
+
+def _kinds(cfg: RunConfig, kind: Kind) -> Mapping[str, Kind]:
+    """The kinds of the config's server, of each variant's server and of an attachment.  A variant whose
+    overrides are invalid names no kind here: planning its run refuses it (``effective_server``'s
+    ConfigError naming the override), and the other variants' commands still read the config."""
+    names = {ATTACHED_KIND}
+    for v in cfg.variants:
+        try:
+            names.add(effective_server(cfg, v.name).kind)
+        except ConfigError:
+            continue
+    return MappingProxyType({kind.name: kind, **{n: server_kind(n) for n in sorted(names - {kind.name})}})
 
 
 def load_run(path: Path, *, check_plans: bool = True, notice: bool = True) -> ResolvedRun:

@@ -26,7 +26,7 @@ from typing import Any
 
 from evalpipe.artifacts.schema.context_fit import BenchmarkFit, ContextFit, Estimator, PromptFit
 from evalpipe.artifacts.schema.manifest import Manifest
-from evalpipe.benchmarks import benchmark as benchmark_spec
+from evalpipe.benchmarks import Benchmark
 from evalpipe.benchmarks.parts import EvalScopePart
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import PreflightError
@@ -85,9 +85,13 @@ def context_length(cfg: RunConfig) -> tuple[int | None, str]:
 
 
 def check_context_fit(
-    cfg: RunConfig, manifest: Manifest, datasets: Mapping[str, BenchmarkData]
+    cfg: RunConfig,
+    manifest: Manifest,
+    datasets: Mapping[str, BenchmarkData],
+    benchmarks: Mapping[str, Benchmark],
 ) -> ContextFit:
-    """Estimate every sampled prompt; raise PreflightError on overlong prompts without consent."""
+    """Estimate every sampled prompt (its text as its plugin in ``benchmarks`` builds it); raise
+    PreflightError on overlong prompts without consent."""
     count, kind, detail = estimator(cfg)
     limit, source = context_length(cfg)
     blocks: list[BenchmarkFit] = []
@@ -95,7 +99,7 @@ def check_context_fit(
     refused: list[str] = []
     for block in manifest.benchmarks:
         name = block.benchmark
-        spec: EvalScopePart = benchmark_spec(name)
+        spec: EvalScopePart = benchmarks[name]
         bench = cfg.benchmark(name)
         budget = cfg.max_tokens_for(name)
         records = {r.source_id: r for r in datasets[name].eval.records}
@@ -150,6 +154,7 @@ def cap_to_served_context(
     datasets: Mapping[str, BenchmarkData],
     info: Mapping[str, Any] | None,
     max_tokens: Callable[[str], int],
+    benchmarks: Mapping[str, Benchmark],
 ) -> ContextFit | None:
     """``fit`` with the entries a benchmark built to lengths (``Benchmark.beyond_context``) dropped for the
     context the server resolved in ``info`` (its ``/server_info``), each with its benchmark's line; None when
@@ -168,7 +173,7 @@ def cap_to_served_context(
         records = {r.source_id: r for r in datasets[name].eval.records}
         entries = {e.source_id: e for e in manifest.entries_for(name)}
         sampled = [records[sid] for sid in entries if sid in records]
-        ids, line = benchmark_spec(name).beyond_context(sampled, tokens, source)
+        ids, line = benchmarks[name].beyond_context(sampled, tokens, source)
         new = [sid for sid in ids if (name, sid) not in already]
         if not new or line is None:
             continue

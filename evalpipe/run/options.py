@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from evalpipe.artifacts import RunDir
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import ATTACHED_KIND
 from evalpipe.run.extend import ExtensionPlan
 from evalpipe.run.sample import Spine
 from evalpipe.server.variants import effective_server
@@ -121,7 +122,7 @@ class ServerTarget:
         settings are still what ``/server_info`` is verified against."""
         server = effective_server(cfg, self.variant)
         if self.endpoint:
-            return server.model_copy(update={"kind": "endpoint", "endpoint": self.endpoint})
+            return server.model_copy(update={"kind": ATTACHED_KIND, "endpoint": self.endpoint})
         return server
 
 

@@ -8,9 +8,9 @@ port, no GPU — so :func:`check_disjoint` compares what each variant's server k
 
 Each variant then runs as a process of its own (``python -m evalpipe.cli.variant_process``, its own process
 group, its output in ``RUN/<variant>/logs/run.log``): exactly the run ``evalpipe run`` does for one variant —
-its own server(s), recording proxy, EvalScope, audit — with its own signal handling, so a Ctrl-C or SIGTERM
-to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The paired
-comparison is made once both have finished, as for variants run in turn.
+its own server(s), recording proxy, EvalScope, outcomes — with its own signal handling, so a Ctrl-C or
+SIGTERM to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The
+paired comparison is made once both have finished, then each variant is audited, as for variants run in turn.
 
 With a ``speed:`` section the serving benchmark is not each variant's own (it would overlap the other's
 evaluation on the same host): each variant's server waits, up, at a barrier once its evaluation is done, and
@@ -32,7 +32,6 @@ from evalpipe.errors import ConfigError, EvalpipeError, ExitCode, RunInterrupted
 from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.sequential_stop import arm_for
-from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import api_key
 from evalpipe.server.variants import effective_server
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.resolve import ResolvedRun
     from evalpipe.speed.barrier import SpeedCoordinator
 
 RUN_LOG = "run.log"
@@ -50,12 +50,14 @@ _POLL_S = 0.2
 _STOPPED = (int(ExitCode.SERVER), int(ExitCode.INTERRUPTED), int(ExitCode.TERMINATED))
 
 
-def check_disjoint(cfg: RunConfig) -> None:
-    """ConfigError naming the first resource two variants would share (a worker URL, a port, a GPU)."""
+def check_disjoint(run: ResolvedRun) -> None:
+    """ConfigError naming the first resource two variants would share (a worker URL, a port, a GPU), as each
+    variant's resolved kind states it."""
+    cfg = run.config
     footprints = {}
     for v in cfg.variants:
         server = effective_server(cfg, v.name)
-        footprints[v.name] = server_kind(server.kind).footprint(cfg, server)
+        footprints[v.name] = run.kinds[server.kind].footprint(cfg, server)
     for (a, fa), (b, fb) in itertools.combinations(footprints.items(), 2):
         shared = sorted(fa & fb)
         if shared:
@@ -74,9 +76,11 @@ def run_at_once(
     *,
     dataset_root: Path | None,
     progress: ProgressDisplay | None,
+    finished: set[str],
 ) -> None:
     """Run every variant in its own process at the same time (``root``: the run's directory); each leaves
-    its results in its own directory, which the pipeline reads as for a variant run in turn.
+    its results in its own directory, which the pipeline reads as for a variant run in turn.  ``finished``
+    gains each variant whose process ended with exit 0 (its outcomes written).
 
     A variant that could not finish raises once all have ended: RunStopped (resumable: the server, an
     interrupt) with the run's root directory, else an EvalpipeError with the variant's exit code.
@@ -124,6 +128,8 @@ def run_at_once(
             for name, proc in procs.items():
                 if name not in ended and proc.poll() is not None:
                     ended[name] = time.monotonic()
+                    if proc.returncode == 0:
+                        finished.add(name)
                     arm = arms[name]
                     if arm is not None:  # however it ended (killed too): no arm waits for it any longer
                         arm.end()

@@ -1,12 +1,12 @@
 """``evalpipe run``: one run directory, its stages in order, each talking to the next through its files.
 
-    sample → materialize → preflight → launch/attach + verify → EvalScope through the recording proxy
+    sample → preflight → launch/attach + verify → materialize → EvalScope through the recording proxy
       → speed → stop → outcomes, provenance → audit
 
 What runs is a :class:`~evalpipe.run.plan.RunPlan` (its stages are declared in ``evalpipe.run.stages``);
 the runner (``evalpipe.run.runner``) keeps on a resume the stages whose outputs are complete and saves each
 stage's wall time in ``timings.json``.  With ``variants:`` every variant runs this sequence on the same
-manifest in ``RUN/<variant>/`` and the first is compared with the others (``evalpipe.run.variants``).
+manifest in ``RUN/<variant>/`` (audited once the first is compared with the others: ``evalpipe.run.variants``).
 """
 
 from __future__ import annotations

@@ -1,32 +1,52 @@
-"""``RunPlan``: what one run does — its config, its origin, its server, its coordination with other
+"""``RunPlan``: what one run does — its resolved config, its origin, its server, its coordination with other
 variants — and the ordered stages that follow from them (``evalpipe.run.stages``).
 
 A plan is a value: tests build one and read its stages without running anything; ``evalpipe.run.pipeline.run``
-executes it.
+executes it.  It carries the :class:`~evalpipe.resolve.ResolvedRun` it was made from, so the stages take
+the server's kind (``kind``) and the benchmarks' plugins (``benchmarks``) from it and look nothing up again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from evalpipe.config.models import RunConfig
+from evalpipe.benchmarks import Benchmark
+from evalpipe.config.models import RunConfig, ServerConfig
+from evalpipe.resolve import ResolvedRun
 from evalpipe.run.options import Coordination, Origin, ServerTarget
 from evalpipe.run.stages import Stage, declared_stages
+from evalpipe.server.kinds.base import Kind
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run: ``cfg`` (the config as given), ``origin`` (fresh, resumed, extended or a caller's spine),
-    ``target`` (the server), ``coordination`` (with the other variants of a paired run); ``audit`` False
-    when the caller audits (the variants of a paired run are audited again beside their comparison).
-    ``stages`` are derived from these, never given."""
+    """One run: ``run`` (the config as given, its plugins resolved), ``origin`` (fresh, resumed, extended or
+    a caller's spine), ``target`` (the server), ``coordination`` (with the other variants of a paired run);
+    ``audit`` False when the caller audits (the variants of a paired run, once, after their comparison).
+    ``server`` (the target's launch settings), ``kind`` (its kind) and ``stages`` are derived from these,
+    never given."""
 
-    cfg: RunConfig
+    run: ResolvedRun
     origin: Origin
     target: ServerTarget = field(default_factory=ServerTarget)
     coordination: Coordination = field(default_factory=Coordination)
     audit: bool = True
+    server: ServerConfig = field(init=False)
+    kind: Kind = field(init=False)
     stages: tuple[Stage, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        server = self.target.server(self.cfg)
+        object.__setattr__(self, "server", server)
+        object.__setattr__(self, "kind", self.run.kinds[server.kind])
         object.__setattr__(self, "stages", declared_stages(self))
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.run.config
+
+    @property
+    def benchmarks(self) -> Mapping[str, Benchmark]:
+        """Each configured benchmark's plugin, by name."""
+        return self.run.benchmarks

@@ -27,7 +27,6 @@ from evalpipe.run.stage_clock import StageClock
 from evalpipe.run.stages.base import AT, RunFile, Stage, file
 from evalpipe.run.stages.state import RunState
 from evalpipe.run.torn_files import repair_torn_files
-from evalpipe.server.kinds.registry import server_kind
 
 if TYPE_CHECKING:
     from evalpipe.progress import ProgressDisplay
@@ -43,16 +42,11 @@ RUNNER_FILES: tuple[RunFile, ...] = (
 
 def execute(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunState:
     """Run ``plan``'s stages (see the module docstring); ``timings.json`` is written once all have run."""
-    cfg = plan.cfg
-    server = plan.target.server(cfg)
-    kind = server_kind(server.kind)
-    upstream_path = kind.upstream_path(server)  # a bad endpoint URL is a usage error before anything runs
-    check_generation(cfg)
+    upstream_path = plan.kind.upstream_path(plan.server)  # a bad endpoint URL: a usage error before any stage
+    check_generation(plan.cfg)
     state = RunState(
         plan=plan,
         progress=progress,
-        server=server,
-        kind=kind,
         upstream_path=upstream_path,
         started_at=utc_now(),
         clock=StageClock(plan.target.variant),

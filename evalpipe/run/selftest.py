@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.resolve import load_run
+from evalpipe.resolve import ResolvedRun, load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
 from evalpipe.run.plan import RunPlan
@@ -28,18 +28,23 @@ if TYPE_CHECKING:
 
 
 def run_selftest(
-    out_root: Path, *, config: Path | None = None, progress: ProgressDisplay | None = None
+    out_root: Path,
+    *,
+    config: Path | None = None,
+    run: ResolvedRun | None = None,
+    progress: ProgressDisplay | None = None,
 ) -> list[ControlCheck]:
-    """Both controls on ``config`` (default: the demo config), in ``out_root/positive`` and
-    ``out_root/negative``.  Every fault whose target benchmark the config runs is planted (all of them
-    for the demo config)."""
-    cfg = load_run(config or demo_config_path()).config
+    """Both controls on ``run`` (else the config at ``config``, default: the demo config), in
+    ``out_root/positive`` and ``out_root/negative``.  Every fault whose target benchmark the config runs is
+    planted (all of them for the demo config)."""
+    resolved = run if run is not None else load_run(config or demo_config_path())
+    cfg = resolved.config
     configured = {b.name for b in cfg.benchmarks}
     targets = fault_targets()
     faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]
     checks: list[ControlCheck] = []
     positive = control_config(cfg, mode="positive", faults=faults)
-    pos = pipeline.run(RunPlan(positive, FreshRun(out=out_root / "positive")), progress)
+    pos = pipeline.run(RunPlan(resolved.derived(positive), FreshRun(out=out_root / "positive")), progress)
     assert pos.summary is not None
     checks.append(
         ControlCheck(
@@ -49,7 +54,7 @@ def run_selftest(
         )
     )
     negative = control_config(cfg, mode="negative", faults=[])
-    neg = pipeline.run(RunPlan(negative, FreshRun(out=out_root / "negative")), progress)
+    neg = pipeline.run(RunPlan(resolved.derived(negative), FreshRun(out=out_root / "negative")), progress)
     assert neg.summary is not None
     checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
     return checks

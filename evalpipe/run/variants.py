@@ -1,28 +1,31 @@
 """``variants:``: every variant runs the stage sequence on the same manifest in ``RUN/<variant>/`` — one after
 the other in this process, or at the same time each in a process of its own (``parallel_variants``) — then
-the first is compared with the others (``compare.json``) and each variant's report cites the comparison.
+the first is compared with the others (``compare.json``), and only then is each variant audited, once: its
+report cites the comparison it is an arm of (the variant under test: its comparison with the first control).
+``run_variants`` returns a :class:`PairedOutcome` — the variants' results, the comparisons' files and the
+verdict — that the command line only shows.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.compare import compare_runs
-from evalpipe.config.models import RunConfig
-from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
+from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
+from evalpipe.resolve import ResolvedRun
 from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import ExtensionPlan, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
@@ -65,22 +68,23 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
 
 
 def run_variants(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     *,
     dataset_root: Path | None = None,
     out: Path | None = None,
     resume: Path | None = None,
     allow_drift: bool = False,
     progress: ProgressDisplay | None = None,
-    on_variant_done: Callable[[str, RunResult], None] | None = None,
     extend: Path | None = None,
-) -> tuple[RunDir, dict[str, RunResult], list[Path]]:
-    """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare.
+) -> PairedOutcome:
+    """Paired control: every variant on the same manifest, each in ``RUN/<variant>/``, then compare, then
+    audit each variant once, its report citing its comparison.
 
     The first variant is the one under test; it is compared with each following one (the controls).  With
     ``parallel_variants`` the variants run at the same time, each in its own process on servers it shares
     with no other (``evalpipe.run.parallel_variants``); otherwise one after the other.
     """
+    cfg = resolved.config
     names = [v.name for v in cfg.variants]
     labels = {v.name: v.label or v.name for v in cfg.variants}
     if cfg.parallel_variants and extend is not None:
@@ -89,7 +93,7 @@ def run_variants(
             "a run (the variants then extend one after the other)"
         )
     if cfg.parallel_variants:
-        check_disjoint(cfg)  # before anything is sampled: one line naming what two variants would share
+        check_disjoint(resolved)  # before anything is sampled: one line naming what two variants would share
     clock = StageClock()
     with clock.stage("sample"):
         extension: ExtensionPlan | None = None
@@ -102,18 +106,23 @@ def run_variants(
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
-    if cfg.parallel_variants:
-        with clock.stage("variants"):
-            run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress)
-        results = {name: finished_variant(dirs[name], root_spine) for name in names}
-        if on_variant_done is not None:
-            for name in names:
-                on_variant_done(name, results[name])
-    else:
-        results = _run_in_turn(cfg, root_spine, dirs, resume=resume, progress=progress,
-                               on_variant_done=on_variant_done, extension=extension)  # fmt: skip
+    finished: set[str] = set()
+    try:
+        if cfg.parallel_variants:
+            with clock.stage("variants"):
+                run_at_once(cfg, root_spine.rundir.root, dirs, dataset_root=dataset_root, progress=progress,
+                            finished=finished)  # fmt: skip
+            results = {name: finished_variant(dirs[name], root_spine) for name in names}
+        else:
+            results = _run_in_turn(resolved, root_spine, dirs, resume=resume, progress=progress,
+                                   extension=extension, finished=finished)  # fmt: skip
+    except EvalpipeError as exc:
+        if not isinstance(exc, RunInterrupted):  # the run stopped before any comparison: audit what finished
+            _audit_finished([name for name in names if name in finished], dirs)
+        raise
     compare_start = time.perf_counter()
-    compares: list[Path] = []
+    compares: list[PairedFiles] = []
+    cited: dict[str, _Cited] = {}
     speed_comparison: SpeedComparison | None = None
     first = names[0]
     repeat_of = {v.repeat_of: v.name for v in reversed(cfg.variants) if v.repeat_of is not None}
@@ -144,7 +153,7 @@ def run_variants(
             else root_spine.rundir.root / f"compare-{first}-vs-{other}"
         )
         json_path, _ = write_compare(comparison, target)
-        compares.append(json_path)
+        speed_comparison = None
         if cfg.speed is not None:  # the first variant is the test, as in compare.json
             from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
 
@@ -154,6 +163,8 @@ def run_variants(
                 target,
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
+        compares.append(PairedFiles(json_path, RunDir(target).speed_compare if speed_comparison else None))
+        _cite(cited, (first, other, again), comparison, speed_comparison)
     if not controls and first in repeat_of:  # A/A only: the server's own noise is the record
         again = repeat_of[first]
         comparison = compare_runs(
@@ -170,7 +181,6 @@ def run_variants(
             design=cfg.design,
         )
         json_path, _ = write_compare(comparison, root_spine.rundir.root)
-        compares.append(json_path)
         if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
             from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
 
@@ -180,36 +190,118 @@ def run_variants(
                 root_spine.rundir.root,
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
-    if len(compares) == 1:  # the variants' reports now cite the paired comparison (and their gates)
-        from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
-
-        for name in names:
-            results[name].summary = audit_run(
-                dirs[name].root, comparison=comparison, speed_comparison=speed_comparison
-            )
+        speed_path = root_spine.rundir.speed_compare if speed_comparison else None
+        compares.append(PairedFiles(json_path, speed_path))
+        _cite(cited, (first, again), comparison, speed_comparison)
     clock.add("compare", time.perf_counter() - compare_start)
     for name in names:
         clock.stages += results[name].timings
+    _audit_once(names, dirs, results, cited, clock)
     clock.write(root_spine.rundir)
-    return root_spine.rundir, results, compares
+    return PairedOutcome(root_spine.rundir, results, compares)
+
+
+@dataclass(frozen=True)
+class PairedFiles:
+    """One paired comparison's files: ``compare.json`` (and the pages beside it) and, with ``speed:``, the
+    ``speed_compare.json`` written beside it (None without one)."""
+
+    compare_json: Path
+    speed_compare: Path | None = None
+
+
+@dataclass
+class PairedOutcome:
+    """What a paired run hands its caller to show: the run's root, each variant's result (its summary from
+    the one audit after the comparison), the comparisons' files, and the verdict that decides the exit."""
+
+    rundir: RunDir
+    results: dict[str, RunResult]
+    comparisons: list[PairedFiles]
+
+    @property
+    def verdict(self) -> Summary | None:
+        """The variants' summary with the worst exit code (the first of them on a tie); None: none audited."""
+        worst: Summary | None = None
+        for result in self.results.values():
+            if result.summary is not None and (worst is None or result.summary.exit_code > worst.exit_code):
+                worst = result.summary
+        return worst
+
+
+@dataclass(frozen=True)
+class _Cited:
+    """The comparison a variant's report cites, and its serving-speed counterpart."""
+
+    comparison: CompareResult
+    speed: SpeedComparison | None
+
+
+def _cite(
+    cited: dict[str, _Cited],
+    names: tuple[str | None, ...],
+    comparison: CompareResult,
+    speed: SpeedComparison | None,
+) -> None:
+    """Each of ``names`` (the arms and the A/A arm of ``comparison``) cites it, unless an earlier comparison
+    took it already: the variant under test cites its comparison with the first control."""
+    for name in names:
+        if name is not None and name not in cited:
+            cited[name] = _Cited(comparison, speed)
+
+
+def _audit_finished(names: list[str], dirs: dict[str, RunDir]) -> None:
+    """A stopped run's variants that did finish, audited without a comparison (there is none yet): their
+    reports say what they found, as a single run's would.  The resume audits them again, after it."""
+    from evalpipe.run.audit import audit_run
+
+    for name in names:
+        audit_run(dirs[name].root)
+
+
+def _audit_once(
+    names: list[str],
+    dirs: dict[str, RunDir],
+    results: dict[str, RunResult],
+    cited: dict[str, _Cited],
+    clock: StageClock,
+) -> None:
+    """Audit every variant once, after the comparisons: its report cites the comparison it is an arm of (a
+    variant in none cites the first), and its audit's wall time joins ``timings.json`` under its name."""
+    from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
+
+    fallback = cited.get(names[0])
+    for name in names:
+        own = cited.get(name, fallback)
+        variant_clock = StageClock(name)
+        with variant_clock.stage("audit"):
+            results[name].summary = audit_run(
+                dirs[name].root,
+                comparison=own.comparison if own else None,
+                speed_comparison=own.speed if own else None,
+            )
+        results[name].timings += variant_clock.stages
+        clock.stages += variant_clock.stages
 
 
 def _run_in_turn(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     root_spine: Spine,
     dirs: dict[str, RunDir],
     *,
     resume: Path | None,
     progress: ProgressDisplay | None,
-    on_variant_done: Callable[[str, RunResult], None] | None,
     extension: ExtensionPlan | None = None,
+    finished: set[str],
 ) -> dict[str, RunResult]:
-    """Each variant after the other, in this process (a stopped variant stops the whole run).
+    """Each variant after the other, in this process (a stopped variant stops the whole run); ``finished``
+    gains each variant whose run ended.
 
     With the sequential rule stopping inside the run (``evalpipe.run.sequential_stop``) the control runs
     first — whole: there is no test arm to judge it against yet, so its spend is the plan's — then the variant
     under test, which stops at the rule's first crossing on the control's units, then the others (the A/A
     arm), which send exactly the units up to that crossing."""
+    cfg = resolved.config
     results: dict[str, RunResult] = {}
     order = list(dirs)
     arms = {name: arm_for(cfg, name, root_spine.rundir.root, together=False) for name in order}
@@ -232,17 +324,17 @@ def _run_in_turn(
                     else None
                 )
                 plan = RunPlan(
-                    cfg,
+                    resolved,
                     SampledRun(spine, resuming=resuming, extension=own_extension),
                     ServerTarget(variant=name),
                     Coordination(sequential_arm=arm),
+                    audit=False,  # audited once, after the comparison (``run_variants``)
                 )
                 results[name] = run(plan, progress)
+                finished.add(name)
             finally:
                 if arm is not None:
                     arm.end()
-            if on_variant_done is not None:
-                on_variant_done(name, results[name])
     except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
         exc.run_dir = str(root_spine.rundir.root)
         raise

@@ -38,7 +38,7 @@ from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
 from evalpipe.processes.group import spawn, stop_group
 from evalpipe.processes.signals import Terminated
-from evalpipe.server.kinds.base import ServerHandle
+from evalpipe.server.kinds.base import Kind, ServerHandle
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import api_key, server_env
 from evalpipe.server.ports import free_port
@@ -246,10 +246,12 @@ def managed_server(
     rundir: RunDir,
     *,
     variant: str | None = None,
+    kind: Kind | None = None,
 ) -> Iterator[ServerHandle]:
-    """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched."""
+    """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched.
+    ``kind``: the server's kind as the run resolved it (None: looked up by ``server.kind``)."""
     rundir.server_dir.mkdir(parents=True, exist_ok=True)
-    kind = server_kind(server.kind)
+    kind = kind if kind is not None else server_kind(server.kind)
     key = api_key(server)
     with _SigtermGuard() as guard:
         if kind.launches_process and server.port == 0:

@@ -23,6 +23,7 @@ from evalpipe.server.preflight_rules import check_api_key, check_extra_args, che
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
     from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.server.kinds.base import Kind
 
 
 class PreflightRefused(PreflightError):
@@ -41,9 +42,11 @@ def run_preflight(
     variant: str | None = None,
     env: Mapping[str, str] | None = None,
     rundir: RunDir | None = None,
+    kind: Kind | None = None,
 ) -> PreflightReport:
     """Evaluate every rule; raise PreflightRefused (a PreflightError: exit 2) naming the flag if any fails.
 
+    ``kind``: the server's kind as the run resolved it (None: looked up by ``server.kind``).
     ``env`` is the environment the server would get (default: ours plus ``server.env``).  With
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
     ``PreflightRefused`` carries the report as ``exc.report``.
@@ -54,7 +57,7 @@ def run_preflight(
     env = dict(env) if env is not None else server_env(server)
     checks: list[PreflightCheck] = []
     checks += check_api_key(server, env)
-    kind = server_kind(server.kind)
+    kind = kind if kind is not None else server_kind(server.kind)
     checks += check_extra_args(server, kind.extra_args_conflicts(server))
     own = kind.preflight(cfg, server, env)
     checks += own.checks

@@ -19,6 +19,7 @@ from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.engines.answer_key import AnswerKey
 from evalpipe.errors import DataError, PreflightError
+from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.context_fit import estimator, heuristic_tokens
 from evalpipe.run.options import FreshRun
@@ -136,7 +137,7 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
     with pytest.raises(
         PreflightError, match=r"2 sampled prompt\(s\) do not fit the context length 24,000"
     ) as exc:
-        pipeline.run(RunPlan(_cfg("positive", drop=False), FreshRun(out=tmp_path / "run")))
+        pipeline.run(RunPlan(resolve(_cfg("positive", drop=False)), FreshRun(out=tmp_path / "run")))
     assert all("long" in d for d in exc.value.details)
     assert not (tmp_path / "run" / "index_map.json").exists()
 
@@ -145,7 +146,7 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
 def runs(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("lbv2")
     return {
-        mode: pipeline.run(RunPlan(_cfg(mode, drop=True), FreshRun(out=root / mode)))
+        mode: pipeline.run(RunPlan(resolve(_cfg(mode, drop=True)), FreshRun(out=root / mode)))
         for mode in ("positive", "negative")
     }
 

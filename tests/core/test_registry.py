@@ -91,7 +91,31 @@ def test_a_missing_dependency_of_a_plugin_is_not_mistaken_for_a_missing_plugin(
 
 
 def test_a_lookup_that_fails_names_what_is_registered(modules: Path) -> None:
-    registered = Registered("widget", _registry().build())
+    registered = Registered("widget", _registry().build)
     assert registered["beta"] == Widget("beta") and registered.get("delta") is None and len(registered) == 2
     with pytest.raises(KeyError, match=re.escape("no widget named 'delta' (registered: alpha, beta)")):
         registered["delta"]
+
+
+def test_a_registry_is_built_once_on_the_first_lookup(modules: Path) -> None:
+    builds: list[int] = []
+
+    def build() -> dict[str, Widget]:
+        builds.append(1)
+        return dict(_registry().build())
+
+    registered = Registered("widget", build)
+    assert builds == []  # holding a registry loads no plugin
+    assert registered["alpha"] == Widget("alpha") and list(registered) == ["alpha", "beta"]
+    assert builds == [1]
+
+
+def test_a_composing_kind_holds_the_registry_it_came_from_without_being_changed() -> None:
+    from evalpipe.server.kinds.registry import server_kind
+    from evalpipe.server.kinds.router import KIND as MODULE_ROUTER
+    from evalpipe.server.kinds.router import RouterKind
+
+    router = server_kind("router")
+    assert isinstance(router, RouterKind) and router is not MODULE_ROUTER and router.kind_of("command") is server_kind("command")
+    with pytest.raises(RuntimeError, match="ask the kind registry"):
+        MODULE_ROUTER.kind_of("command")  # the module's own instance was never bound

@@ -23,6 +23,7 @@ from evalpipe.evalscope_bridge.protocol import Rendered
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed, WorkerProcess
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.evalscope_bridge.task import build_task
+from evalpipe.resolve import resolve
 
 #: Few-shot GSM8K (4 examples) and C-Eval (5, per subject), and IFEval: every kind of prompt assembly.
 PICKS = {"ceval": ["accountant/0", "art_studies/3"], "ifeval": ["1162", "1051"]}
@@ -199,19 +200,19 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
         assert self.pid is not None
         spawned.append(self.pid)
 
-    def failing_materialize(*args: Any, **kwargs: Any) -> Any:
-        assert spawned and group_alive(spawned[0])  # started before the materialize stage, still running
-        raise DataError("materialize failed (test)")
+    def failing_preflight(*args: Any, **kwargs: Any) -> Any:
+        assert spawned and group_alive(spawned[0])  # started before the preflight stage, still running
+        raise DataError("preflight failed (test)")
 
     monkeypatch.setattr(WorkerProcess, "spawn", recording_spawn)
     monkeypatch.setattr(
-        preparation, "materialize", failing_materialize
-    )  # the name the materialize stage calls
+        preparation, "check_context_fit", failing_preflight
+    )  # the name the preflight stage calls first
     cfg = run_config({"gsm8k": 1})
     out = tmp_path / "run"
-    with pytest.raises(DataError, match="materialize failed"):
+    with pytest.raises(DataError, match="preflight failed"):
         pipeline.run(
-            RunPlan(cfg, FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
+            RunPlan(resolve(cfg), FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
         )
     rundir = RunDir(out)
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")

@@ -75,7 +75,7 @@ def _flip_badges(page: Page) -> list[str]:
 def test_flips_first_and_a_card_shows_both_recorded_answers(
     paired_demo: PairedDemo, browser: Browser, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root, _, _ = paired_demo
+    root = paired_demo.rundir
     cmp = read_model(root.root / "compare.json", CompareResult)
     test_rows, control_rows = _outcomes(Path(cmp.run_a)), _outcomes(Path(cmp.run_b))
     regressions = [k for k in test_rows if is_correct(control_rows[k]) and not is_correct(test_rows[k])]
@@ -145,7 +145,7 @@ def _attempts(run: Path, row: OutcomeRow) -> int:
 
 
 def test_filters_hash_keyboard_and_markdown(paired_demo: PairedDemo, browser: Browser) -> None:
-    root, _, _ = paired_demo
+    root = paired_demo.rundir
     path = root.root / "explorer.html"
     cmp = read_model(root.root / "compare.json", CompareResult)
     test_rows, control_rows = _outcomes(Path(cmp.run_a)), _outcomes(Path(cmp.run_b))
@@ -199,7 +199,7 @@ def test_filters_hash_keyboard_and_markdown(paired_demo: PairedDemo, browser: Br
 def test_verdicts_export_and_go_through_audit_reviews(
     paired_demo: PairedDemo, browser: Browser, tmp_path: Path
 ) -> None:
-    root, _, _ = paired_demo
+    root = paired_demo.rundir
     copy = tmp_path / "run"
     shutil.copytree(root.root, copy)
     cmp = read_model(copy / "compare.json", CompareResult)

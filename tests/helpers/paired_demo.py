@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.artifacts import RunDir
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, RunConfig, ServerVariant
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
-from evalpipe.run.pipeline import RunResult
-from evalpipe.run.variants import run_variants
+from evalpipe.resolve import resolve
+from evalpipe.run.variants import PairedOutcome, run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.speed import run as speed_run
 from helpers.speed_client import StandInClient
@@ -35,8 +34,8 @@ MARGINS = {"gsm8k": 99.0, "ceval": 0.5}
 SPEED_ROUNDS = 3
 
 
-#: what ``run_variants`` returns: the run's root, each variant's result, the compare.json paths
-PairedDemo = tuple[RunDir, dict[str, RunResult], list[Path]]
+#: what ``run_variants`` returns: the run's root, each variant's result, the comparisons' files, the verdict
+PairedDemo = PairedOutcome
 
 
 def gsm8k_ceval(
@@ -75,4 +74,4 @@ def run_paired_demo(root: Path) -> PairedDemo:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(speed_run, "make_client", lambda cfg, **_: StandInClient())
         patch.setattr(speed_run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
-        return run_variants(paired_demo_config(), out=root)
+        return run_variants(resolve(paired_demo_config()), out=root)

@@ -40,7 +40,8 @@ def paired(paired_demo: PairedDemo) -> PairedDemo:
 
 
 def test_variants_share_the_manifest_and_compare_exactly(paired) -> None:
-    root, results, compares = paired
+    root, results = paired.rundir, paired.results
+    compares = [c.compare_json for c in paired.comparisons]
     assert set(results) == {"faults", "clean", "clean_again"}
     manifests = {(root.root / v / "manifest.json").read_bytes() for v in results}
     assert len(manifests) == 1 and manifests == {(root.root / "manifest.json").read_bytes()}
@@ -63,7 +64,7 @@ def test_variants_share_the_manifest_and_compare_exactly(paired) -> None:
 
 @pytest.fixture(scope="module")
 def bundle(paired, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root, _, _ = paired
+    root = paired.rundir
     dest = tmp_path_factory.mktemp("bundle") / "signoff"
     assert _cli(["publish", str(root.root / "faults"), str(dest)]) == 0
     return dest

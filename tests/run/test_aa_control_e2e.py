@@ -5,7 +5,8 @@ Three variants on one manifest: ``faults`` (under test), ``clean`` (control) and
 tests; the A/A-only run (no A/B control) is this module's own.  compare.json must carry the A/B and A/A
 discordance, A/B against that noise, the MDE with the A/A noise model and the non-inferiority verdict of every
 configured block, as numbers (compare.md, the report and the gates say them in words); the gates judge the
-variant under test from it (inconclusive fails), never the control.
+variant under test from it (inconclusive fails), never the control.  Each variant is audited once, after
+the comparison (``timings.json`` holds one audit per variant), and the arms' reports cite it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from helpers.paired_demo import PairedDemo, gsm8k_ceval
 
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import GateConfig, ServerVariant
+from evalpipe.resolve import resolve
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.stats.noninferiority import non_inferiority
@@ -35,11 +39,12 @@ def aa_run(paired_demo: PairedDemo) -> PairedDemo:
 
 def _run_gsm8k_ceval(cfg, variants, gates, tmp_path_factory: pytest.TempPathFactory, name: str):
     """The demo config's GSM8K and C-Eval samples through these variants and gates."""
-    return run_variants(gsm8k_ceval(cfg, variants, gates), out=tmp_path_factory.mktemp(name) / "run")
+    return run_variants(resolve(gsm8k_ceval(cfg, variants, gates)), out=tmp_path_factory.mktemp(name) / "run")
 
 
 def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
-    root, results, compares = aa_run
+    root, results = aa_run.rundir, aa_run.results
+    compares = [c.compare_json for c in aa_run.comparisons]
     assert set(results) == {"faults", "clean", "clean_again"}
     assert compares == [root.root / "compare.json"]  # one A/B comparison; the repeat is its noise
     cmp = json.loads(compares[0].read_text())
@@ -77,7 +82,7 @@ def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
 
 
 def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
-    _, results, compares = aa_run
+    results, compares = aa_run.results, [c.compare_json for c in aa_run.comparisons]
     cmp = json.loads(compares[0].read_text())
     test = results["faults"].summary
     assert test is not None
@@ -104,6 +109,22 @@ def test_paired_gates_judge_the_variant_under_test(aa_run) -> None:
         assert not [g for g in s.gates if g.gate in ("non_inferiority_margin_pts", "max_mde_pts")]
 
 
+def test_each_variant_is_audited_once_after_the_comparison(aa_run) -> None:
+    stages = read_model(aa_run.rundir.timings, StageTimings).stages
+    audits = [s.variant for s in stages if s.stage == "audit"]
+    assert sorted(audits) == sorted(aa_run.results)  # once each: no variant's own run audits it
+    names = [s.stage for s in stages]
+    assert names.index("compare") < names.index("audit")
+    for name in ("faults", "clean"):  # the arms' reports cite the comparison they are arms of
+        summary = aa_run.results[name].summary
+        assert summary is not None and summary.paired_control is not None
+        assert summary.paired_control.endswith("(compare.json)")
+        assert read_model(aa_run.rundir.root / name / "summary.json", Summary) == summary
+    worst = max((r.summary for r in aa_run.results.values() if r.summary), key=lambda s: s.exit_code)
+    assert aa_run.verdict is not None and aa_run.verdict.exit_code == worst.exit_code == 1
+    assert aa_run.comparisons[0].speed_compare == aa_run.rundir.speed_compare
+
+
 def test_paired_gate_without_a_control_fails(tmp_path) -> None:
     from evalpipe.audit.gates import paired_gates
 
@@ -120,7 +141,7 @@ def test_plan_from_the_run_uses_its_aa_noise(aa_run) -> None:
     from evalpipe.plan.mde import plan_benchmark
     from evalpipe.selftest.controls import demo_config_path
 
-    root, _, compares = aa_run
+    root, compares = aa_run.rundir, [c.compare_json for c in aa_run.comparisons]
     cmp = read_model(compares[0], CompareResult)
     manifest = read_model(root.manifest, Manifest)
 
@@ -157,7 +178,8 @@ def aa_only_run(tmp_path_factory: pytest.TempPathFactory):
 def test_aa_only_run_writes_the_noise_record(aa_only_run) -> None:
     from evalpipe.cli.run_cmd import power_lines
 
-    root, results, compares = aa_only_run
+    root, results = aa_only_run.rundir, aa_only_run.results
+    compares = [c.compare_json for c in aa_only_run.comparisons]
     assert compares == [root.root / "compare.json"]
     cmp = read_model(compares[0], CompareResult)
     assert cmp.aa_only and cmp.run_aa == cmp.run_b and cmp.run_b.endswith("clean_again")
@@ -193,7 +215,7 @@ def test_advisory_gates_never_decide_the_verdict(aa_only_run) -> None:
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.audit.gates import decide, mark_advisory, paired_gates
 
-    _, _, compares = aa_only_run
+    compares = [c.compare_json for c in aa_only_run.comparisons]
     cmp = read_model(compares[0], CompareResult)
     strict = GateConfig(non_inferiority_margin_pts={"ceval": 0.5})
     assert decide(mark_advisory(strict, paired_gates(strict, cmp, under_test=True)))[0] == "gate_failed"
@@ -207,7 +229,7 @@ def test_plan_from_an_aa_only_run_takes_its_noise(aa_only_run) -> None:
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.plan.mde import measured
 
-    root, _, _ = aa_only_run
+    root = aa_only_run.rundir
     manifest = read_model(root.manifest, Manifest)
     noise, p, _ = measured(root.root, manifest, "gsm8k")
     assert noise is not None and noise.source == "aa" and p is not None

@@ -18,6 +18,7 @@ from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig, SamplingPlan
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import ExtendedRun, FreshRun, ServerTarget
 from evalpipe.run.plan import RunPlan
@@ -44,7 +45,7 @@ def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
 
 def _run(cfg: RunConfig, out: Path, srv: ScriptedServer, extend: Path | None = None) -> pipeline.RunResult:
     origin = FreshRun(out) if extend is None else ExtendedRun(extend, out)
-    return pipeline.run(RunPlan(cfg, origin, ServerTarget(endpoint=srv.base_url)))
+    return pipeline.run(RunPlan(resolve(cfg), origin, ServerTarget(endpoint=srv.base_url)))
 
 
 def _facts(rows: list[OutcomeRow]) -> set[tuple[str, str, str, float | None, str | None]]:
@@ -99,7 +100,7 @@ def test_extend_refuses_a_selection_that_does_not_contain_the_old_one(tmp_path: 
     other_seed._config_path = small.config_path
     with pytest.raises(ConfigError) as err:
         grown = ExtendedRun(tmp_path / "small", tmp_path / "grown")
-        pipeline.run(RunPlan(other_seed, grown, ServerTarget(endpoint=NOWHERE)))
+        pipeline.run(RunPlan(resolve(other_seed), grown, ServerTarget(endpoint=NOWHERE)))
     assert "does not contain the old one" in str(err.value)
     assert any("seed" in d for d in err.value.details)
     assert not (tmp_path / "grown").exists()

@@ -19,8 +19,8 @@ from pathlib import Path
 from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.config.loader import load_config
 from evalpipe.engines.llamacpp import smollm2_path
+from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
 from evalpipe.run.plan import RunPlan
@@ -69,7 +69,7 @@ def test_the_probe_on_llama_cpp_places_its_evidence_inside_what_the_server_proce
     sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
     config.write_text(CONFIG.format(sampler=sampler, data=data), encoding="utf-8")
 
-    result = pipeline.run(RunPlan(load_config(config), FreshRun(out=tmp_path / "run")))
+    result = pipeline.run(RunPlan(load_run(config), FreshRun(out=tmp_path / "run")))
 
     run = result.rundir.root
     entries = read_model(run / "manifest.json", Manifest).entries

@@ -15,7 +15,7 @@ import pytest
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.benchmarks.kv_probe import dropped_line
-from evalpipe.config.loader import load_config
+from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
 from evalpipe.run.pipeline import RunResult
@@ -71,7 +71,7 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, list[st
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        result = pipeline.run(RunPlan(load_config(_config(root, CONTEXT)), FreshRun(out=root / "run")))
+        result = pipeline.run(RunPlan(load_run(_config(root, CONTEXT)), FreshRun(out=root / "run")))
     finally:
         log.removeHandler(handler)
         log.setLevel(old_level)
@@ -113,8 +113,8 @@ def test_a_server_without_a_context_drops_nothing() -> None:
     from evalpipe.run.context_fit import cap_to_served_context
 
     empty = Manifest(seed=0, benchmarks=[], entries=[])
-    assert cap_to_served_context(_empty_fit(), empty, {}, {"version": "x"}, lambda _: 64) is None
-    assert cap_to_served_context(_empty_fit(), empty, {}, None, lambda _: 64) is None
+    assert cap_to_served_context(_empty_fit(), empty, {}, {"version": "x"}, lambda _: 64, {}) is None
+    assert cap_to_served_context(_empty_fit(), empty, {}, None, lambda _: 64, {}) is None
 
 
 def _empty_fit() -> ContextFit:

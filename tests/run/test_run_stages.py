@@ -29,6 +29,7 @@ from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, RunConfig
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import (
     Coordination,
@@ -94,16 +95,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(speed_run, "make_client", lambda cfg, **_: StandInClient())
         patch.setattr(speed_run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
-        plan = RunPlan(cfg, FreshRun(out=root / "run"))
+        resolved = resolve(cfg)
+        plan = RunPlan(resolved, FreshRun(out=root / "run"))
         first = pipeline.run(plan)
         shutil.copytree(root / "run", root / "resumed")
         with open(root / "resumed" / "requests.jsonl", "ab") as fh:  # a crash mid-write: the runner cuts it
             fh.write(b'{"attempt_id": "torn')
-        resumed_plan = RunPlan(cfg, ResumedRun(root / "resumed"))
+        resumed_plan = RunPlan(resolved, ResumedRun(root / "resumed"))
         resumed = pipeline.run(resumed_plan)
         shutil.copytree(root / "run", root / "without-speed")
         RunDir(root / "without-speed").speed_json.unlink()
-        without_speed = pipeline.run(RunPlan(cfg, ResumedRun(root / "without-speed")))
+        without_speed = pipeline.run(RunPlan(resolved, ResumedRun(root / "without-speed")))
     return Runs(plan, first, resumed, resumed_plan, without_speed)
 
 
@@ -179,10 +181,9 @@ def _plans(tmp_path: Path) -> list[RunPlan]:
     ]
     barrier = VariantBarrier(tmp_path / "barrier", "a", 1)
     roles = [Coordination(), Coordination(ParentSpeed()), Coordination(ParentSpeed(barrier))]
-    plans = [
-        RunPlan(c, o, ServerTarget(), r) for c in (cfg, cfg.accuracy_only()) for o in origins for r in roles
-    ]
-    return [*plans, RunPlan(cfg, FreshRun(), audit=False)]
+    runs = (resolve(cfg), resolve(cfg.accuracy_only()))
+    plans = [RunPlan(c, o, ServerTarget(), r) for c in runs for o in origins for r in roles]
+    return [*plans, RunPlan(runs[0], FreshRun(), audit=False)]
 
 
 def _overlaps(a: RunFile, b: RunFile) -> bool:
@@ -203,29 +204,30 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
 
 def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> None:
     cfg = _config()
-    names = [s.name for s in RunPlan(cfg, FreshRun()).stages]
+    resolved = resolve(cfg)
+    names = [s.name for s in RunPlan(resolved, FreshRun()).stages]
     assert names == [
         "sample",
-        "materialize",
         "preflight",
         "launch",
+        "materialize",
         "evalscope",
         "speed",
         "stop",
         "outcomes",
         "audit",
     ]
-    sampled = RunPlan(cfg.accuracy_only(), SampledRun(_spine(tmp_path)), audit=False).stages
+    sampled = RunPlan(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False).stages
     assert [s.name for s in sampled] == [
-        "materialize",
         "preflight",
         "launch",
+        "materialize",
         "evalscope",
         "stop",
         "outcomes",
     ]
-    measured_by_parent = RunPlan(cfg, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
+    measured_by_parent = RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
     assert "speed" not in [s.name for s in measured_by_parent.stages]
     barrier = Coordination(ParentSpeed(VariantBarrier(tmp_path, "a", 1)))
-    at_barrier = [s for s in RunPlan(cfg, SampledRun(_spine(tmp_path)), coordination=barrier).stages]
+    at_barrier = [s for s in RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=barrier).stages]
     assert [s.wall_time for s in at_barrier if s.name == "speed"] == [False]  # it times the wait apart

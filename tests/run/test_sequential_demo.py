@@ -19,6 +19,7 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.config.loader import load_config
+from evalpipe.resolve import resolve
 from evalpipe.run.variants import run_variants
 from evalpipe.words.sentences import sequential_sentence
 
@@ -31,7 +32,9 @@ def test_a_planted_regression_and_an_unchanged_benchmark_both_stop_inside_the_ru
 ) -> None:
     cfg = load_config(CONFIG)
     assert cfg.parallel_variants and cfg.generation.sequential is not None
-    root, results, compares = run_variants(cfg, out=tmp_path_factory.mktemp("seqdemo") / "run")
+    outcome = run_variants(resolve(cfg), out=tmp_path_factory.mktemp("seqdemo") / "run")
+    root, results = outcome.rundir, outcome.results
+    compares = [c.compare_json for c in outcome.comparisons]
     cmp = json.loads(compares[0].read_text())
     blocks = {b["benchmark"]: b for b in cmp["benchmarks"]}
     stops = {

@@ -14,6 +14,7 @@ import pytest
 from evalpipe.artifacts.schema.compare import SequentialResult
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, GateConfig, SequentialConfig, ServerVariant
+from evalpipe.resolve import resolve
 from evalpipe.run.variants import run_variants
 from evalpipe.selftest.controls import demo_config_path
 from evalpipe.words.sentences import sequential_sentence
@@ -41,7 +42,8 @@ def test_sequential_and_pool_blocks_from_the_run_config(tmp_path_factory: pytest
         }
     )
     run_cfg._config_path = cfg.config_path
-    root, _, compares = run_variants(run_cfg, out=tmp_path_factory.mktemp("seq") / "run")
+    outcome = run_variants(resolve(run_cfg), out=tmp_path_factory.mktemp("seq") / "run")
+    root, compares = outcome.rundir, [c.compare_json for c in outcome.comparisons]
     cmp = json.loads(compares[0].read_text())
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     gsm, ceval = by["gsm8k"], by["ceval"]

@@ -16,6 +16,7 @@ from fake_sglang.support import server_config as write_config
 
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import resolve
 from evalpipe.run.parallel_variants import check_disjoint
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.router import worker_launch_server
@@ -141,8 +142,9 @@ def test_parallel_variants_refused_when_they_would_share(
     tmp_path: Path, a: dict[str, Any], b: dict[str, Any], shared: str
 ) -> None:
     cfg = _variants(tmp_path, a, b, {"kind": "router", "router": {"workers": [{"url": "http://x:9"}]}})
+    resolved = resolve(cfg)
     with pytest.raises(ConfigError) as exc:
-        check_disjoint(cfg)
+        check_disjoint(resolved)
     assert str(exc.value).startswith(f"parallel_variants: variants a and b would share {shared}")
 
 
@@ -161,7 +163,7 @@ def test_parallel_variants_on_disjoint_servers(tmp_path: Path) -> None:
         },
         {"kind": "router", "port": 0, "router": {"workers": [{"url": "http://x:9"}]}},
     )
-    check_disjoint(cfg)  # nothing shared: port 0 routers get free ports, GPUs 0-3 vs 4-7
+    check_disjoint(resolve(cfg))  # nothing shared: port 0 routers get free ports, GPUs 0-3 vs 4-7
 
 
 def test_the_fleet_config_validates_and_prints_its_router_command() -> None:

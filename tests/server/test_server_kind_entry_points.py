@@ -68,7 +68,7 @@ def test_a_malformed_kind_entry_point_is_one_line_naming_it(
     tmp_path: Path, entry: str, name: str, message: str
 ) -> None:
     env = _installed(tmp_path / "site", entry, name)
-    done = run_python(env, "import evalpipe.server.kinds.registry")
+    done = run_python(env, "from evalpipe.server.kinds.registry import kinds; kinds()")  # built on first use
     assert done.returncode != 0
     assert "entry point evalpipe.server_kinds:" in done.stderr and "container-kind" in done.stderr
     assert message in done.stderr

@@ -17,6 +17,7 @@ from helpers.speed_client import StandInClient
 from evalpipe.artifacts import RunDir, read_model, write_model
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.resolve import load_run
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (
     RELEASE_JSON,
@@ -163,7 +164,6 @@ def test_a_speed_json_measured_alone_or_incomplete_needs_the_barrier(
 def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_path: Path) -> None:
     from helpers.config import entry, write_config
 
-    from evalpipe.config.loader import load_config
     from evalpipe.run.variants import run_variants
 
     data = Path(__file__).resolve().parents[2] / "evalpipe" / "selftest" / "data"
@@ -177,6 +177,6 @@ def test_a_parallel_run_refuses_a_client_it_cannot_run_before_any_launch(tmp_pat
         speed={"client": "evalscope", "tokenizer": None, "rounds": 3, "workloads": [WORKLOAD.model_dump()]},
     )
     with pytest.raises(SpeedSetupError) as info:
-        run_variants(load_config(config), out=tmp_path / "run")
+        run_variants(load_run(config), out=tmp_path / "run")
     assert str(info.value.message).startswith("speed.tokenizer: evalscope perf builds its random prompts")
     assert not list((tmp_path / "run").glob("*/server"))  # no variant launched anything

@@ -34,9 +34,9 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.config.loader import load_config
 from evalpipe.config.speed import SpeedConfig
 from evalpipe.processes.group import group_alive
+from evalpipe.resolve import load_run
 from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
 from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
@@ -114,7 +114,7 @@ def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     patch.setattr(run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
     try:
         root = tmp / "run"
-        run_variants(load_config(_config(tmp)), out=root)
+        run_variants(load_run(_config(tmp)), out=root)
         return root
     finally:
         patch.undo()
@@ -193,7 +193,7 @@ def test_resume_with_complete_speed_files_measures_nothing_again(parallel_run: P
 
     patch.setattr(run, "make_client", no_client)
     try:
-        run_variants(load_config(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
+        run_variants(load_run(parallel_run.parent / "parallel-speed.yaml"), resume=parallel_run)
     finally:
         patch.undo()
     assert {v: RunDir(parallel_run / v).speed_json.read_bytes() for v in ("a", "b")} == before

@@ -26,7 +26,7 @@ from evalpipe.artifacts.schema.timings import StageTimings
 def speed_run(paired_demo: PairedDemo) -> Path:
     """The session's paired demo run (``helpers/paired_demo.py``): its ``speed:`` section has one workload
     (in 8, out 4, concurrency 1, 2 prompts) over 3 rounds, measured by the stand-in client."""
-    return paired_demo[0].root
+    return paired_demo.rundir.root
 
 
 def test_each_variant_is_benchmarked_on_its_own_server_between_evaluation_and_stop(speed_run: Path) -> None:

@@ -1,9 +1,9 @@
 """The stages of one run directory, declared in the order they run.
 
     sample       (``sampling``: sample, reload the manifest on a resume, or plan ``--extend``)
-    materialize  (``preparation``: the sampled records for EvalScope; the context fit)
-    preflight    (``preparation``: sandbox, server checks, component tests, the speed client)
-    launch       (``server``: launch or attach, verify ``/server_info``, drop lengths beyond its context)
+    preflight    (``preparation``: the context fit, sandbox, server checks, component tests, the speed client)
+    launch       (``server``: launch or attach, verify ``/server_info``)
+    materialize  (``preparation``: the sampled records for EvalScope, lengths beyond the served context dropped)
     evalscope    (``evaluation``: every benchmark through the recording proxy)
     speed        (``speed``: the serving benchmark on the same launch, or the parent's rounds at a barrier)
     stop         (``server``)
@@ -38,7 +38,7 @@ __all__ = ["Stage", "declared_stages"]
 def declared_stages(plan: RunPlan) -> tuple[Stage, ...]:
     """The stages ``plan`` runs, in order."""
     stages: list[Stage] = [] if isinstance(plan.origin, SampledRun) else [SAMPLE]
-    stages += [MATERIALIZE, PREFLIGHT, LAUNCH, EVALSCOPE]
+    stages += [PREFLIGHT, LAUNCH, MATERIALIZE, EVALSCOPE]
     parent = plan.coordination.parent_speed
     if plan.cfg.speed is not None:
         if parent is None:

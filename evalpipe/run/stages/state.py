@@ -57,8 +57,6 @@ class RunState:
 
     plan: RunPlan
     progress: ProgressDisplay | None
-    server: ServerConfig
-    kind: Kind
     upstream_path: str
     started_at: str
     clock: StageClock
@@ -78,6 +76,14 @@ class RunState:
     @property
     def cfg(self) -> RunConfig:
         return self.plan.cfg
+
+    @property
+    def server(self) -> ServerConfig:
+        return self.plan.server
+
+    @property
+    def kind(self) -> Kind:
+        return self.plan.kind
 
     @property
     def variant(self) -> str | None:

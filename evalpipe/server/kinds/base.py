@@ -183,10 +183,12 @@ class Kind(ABC):
     #: name, no aliases.
     server_info_reader: ClassVar[ServerInfoReader] = PLAIN
 
-    def bind_registry(self, lookup: Callable[[str], Kind]) -> None:  # noqa: B027  (optional hook, no-op)
-        """Called once by the registry after it loaded every kind.  A kind that composes others (the router
-        launching each worker by the worker's own kind) keeps ``lookup`` rather than importing the registry,
-        which imports it: the import graph stays acyclic.  Default: nothing to keep."""
+    def with_members(self, lookup: Callable[[str], Kind]) -> Kind:
+        """This kind as the registry holds it, ``lookup`` being the registry's.  A kind that composes others
+        (the router launching each worker by the worker's own kind) returns a new instance of itself built
+        with ``lookup``, rather than importing the registry, which imports it (the import graph stays
+        acyclic) — nothing is set on a kind after it is made.  Default: itself, nothing to hold."""
+        return self
 
     #: The model ``server.settings`` must validate against (``evalpipe.resolve`` checks it; the kind reads
     #: its settings through it).

@@ -10,8 +10,9 @@ registration cannot silently point at the wrong module, and an installed kind th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 
 from evalpipe.registry import Registered, Registry
 from evalpipe.server.kinds import BUILTIN_KIND_NAMES, KIND_ENTRY_POINT_GROUP
@@ -25,9 +26,10 @@ def _import_builtin(name: str) -> ModuleType:
     return import_module(f"evalpipe.server.kinds.{name}")
 
 
-_REGISTRY: Registered[Kind] = Registered(
-    "server kind",
-    Registry(
+def _build() -> Mapping[str, Kind]:
+    """Every kind, in registry order, each as :meth:`Kind.with_members` makes it: a kind composing others
+    (the router) holds this registry's lookup from its construction on."""
+    plugins = Registry[Kind](
         sort="server kind",
         attribute="KIND",
         cls=Kind,
@@ -35,8 +37,12 @@ _REGISTRY: Registered[Kind] = Registered(
         builtins=BUILTIN_KIND_NAMES,
         import_builtin=_import_builtin,
         group=KIND_ENTRY_POINT_GROUP,
-    ).build(),
-)
+    ).build()
+    return MappingProxyType({name: kind.with_members(server_kind) for name, kind in plugins.items()})
+
+
+#: Every registered kind by name (built on the first lookup).
+_REGISTRY: Registered[Kind] = Registered("server kind", _build)
 
 
 def server_kind(name: str) -> Kind:
@@ -47,7 +53,3 @@ def server_kind(name: str) -> Kind:
 def kinds() -> tuple[Kind, ...]:
     """Every registered kind, in registry order."""
     return tuple(_REGISTRY.values())
-
-
-for _kind in _REGISTRY.values():  # composite kinds (the router) look their members' kinds up here
-    _kind.bind_registry(server_kind)

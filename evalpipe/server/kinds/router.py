@@ -38,15 +38,17 @@ class RouterKind(SglangServerInfo):
     requires_server_info: ClassVar[bool] = True  # every worker must report its resolved configuration
     config_section: ClassVar[str | None] = "router"
     fleet: ClassVar[bool] = True
-    _lookup: Callable[[str], Kind] | None = None
 
-    def bind_registry(self, lookup: Callable[[str], Kind]) -> None:
+    def __init__(self, lookup: Callable[[str], Kind] | None = None) -> None:
         self._lookup = lookup
 
+    def with_members(self, lookup: Callable[[str], Kind]) -> Kind:
+        return RouterKind(lookup)
+
     def kind_of(self, name: str) -> Kind:
-        """A worker's own kind (command, sglang, endpoint, …), through the registry that loaded this one."""
+        """A worker's own kind (command, sglang, endpoint, …), through the registry that holds this one."""
         if self._lookup is None:
-            raise RuntimeError("the router kind is used before the kind registry bound it")
+            raise RuntimeError("the router kind's module KIND is used directly: ask the kind registry for it")
         return self._lookup(name)
 
     # ------------------------------------------------------------------ config

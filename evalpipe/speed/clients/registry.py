@@ -9,8 +9,8 @@ Built on the first lookup, once.
 
 from __future__ import annotations
 
-import functools
 from importlib import import_module
+from collections.abc import Mapping
 from types import ModuleType
 
 from evalpipe.registry import Registered, Registry
@@ -27,27 +27,26 @@ def _import_builtin(name: str) -> ModuleType:
     return import_module(f"evalpipe.speed.clients.{BUILTIN_CLIENT_MODULES[name]}")
 
 
-@functools.cache
-def _registry() -> Registered[ClientPlugin]:
-    return Registered(
-        "speed client",
-        Registry(
-            sort="speed client",
-            attribute="CLIENT",
-            cls=ClientPlugin,
-            name_of=lambda plugin: plugin.name,
-            builtins=tuple(BUILTIN_CLIENT_MODULES),
-            import_builtin=_import_builtin,
-            group=CLIENT_ENTRY_POINT_GROUP,
-        ).build(),
-    )
+def _build() -> Mapping[str, ClientPlugin]:
+    return Registry(
+        sort="speed client",
+        attribute="CLIENT",
+        cls=ClientPlugin,
+        name_of=lambda plugin: plugin.name,
+        builtins=tuple(BUILTIN_CLIENT_MODULES),
+        import_builtin=_import_builtin,
+        group=CLIENT_ENTRY_POINT_GROUP,
+    ).build()
+
+
+_REGISTRY: Registered[ClientPlugin] = Registered("speed client", _build)
 
 
 def speed_client(name: str) -> ClientPlugin:
     """The client registered as ``name`` (KeyError naming the registered ones otherwise)."""
-    return _registry()[name]
+    return _REGISTRY[name]
 
 
 def clients() -> tuple[ClientPlugin, ...]:
     """Every registered client, in registry order."""
-    return tuple(_registry().values())
+    return tuple(_REGISTRY.values())
