@@ -9,8 +9,8 @@ Built on the first lookup, once.
 
 from __future__ import annotations
 
-from importlib import import_module
 from collections.abc import Mapping
+from importlib import import_module
 from types import ModuleType
 
 from evalpipe.registry import Registered, Registry
