@@ -18,7 +18,7 @@ from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.compare import compare_runs
+from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noise, compare_runs
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
@@ -123,20 +123,11 @@ def run_variants(
         again = repeat_of.get(other, repeat_of.get(first))
         noise_pair = (other, again) if other in repeat_of else (first, again)
         comparison = compare_runs(
-            dirs[first].root,
-            dirs[other].root,
-            label_a=labels[first],
-            label_b=labels[other],
-            run_aa=dirs[again].root if again is not None else None,
-            label_aa=labels[again] if again is not None else None,
-            aa_control=dirs[noise_pair[0]].root if again is not None else None,
-            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
-                "overall" if block == "all" else block
-            ),
-            sequential=cfg.generation.sequential,
-            pools=cfg.pools,
-            design=cfg.design,
+            PairedDesign(
+                Arms(dirs[first].root, dirs[other].root, labels[first], labels[other]),
+                aa=AAPair(dirs[again].root, dirs[noise_pair[0]].root, labels[again]) if again is not None else None,
+                gate=GatePolicy.of(cfg),
+            )
         )
         target = (
             root_spine.rundir.root
@@ -156,18 +147,8 @@ def run_variants(
             )
     if not controls and first in repeat_of:  # A/A only: the server's own noise is the record
         again = repeat_of[first]
-        comparison = compare_runs(
-            dirs[first].root,
-            dirs[again].root,
-            label_a=labels[first],
-            label_b=labels[again],
-            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
-                "overall" if block == "all" else block
-            ),
-            aa_only=True,
-            pools=cfg.pools,
-            design=cfg.design,
+        comparison = compare_noise(
+            Arms(dirs[first].root, dirs[again].root, labels[first], labels[again]), GatePolicy.of(cfg)
         )
         json_path, _ = write_compare(comparison, root_spine.rundir.root)
         compares.append(json_path)
