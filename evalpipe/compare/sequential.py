@@ -88,15 +88,10 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
     if planned is not None:  # what was really not sent (the units after the stop were sent: in flight)
         unit_share = (planned - len(ordered)) / planned
     looks = [
-        SequentialLook(
-            unit=x.unit,
-            e_value_non_inferior=x.e_value_non_inferior,
-            e_value_inferior=x.e_value_inferior,
-            cs_low=x.cs_lower,
-            cs_high=x.cs_upper,
-        )
+        SequentialLook(unit=x.unit, e_value_non_inferior=x.e_value_non_inferior,
+                       e_value_inferior=x.e_value_inferior, cs_low=x.cs_lower, cs_high=x.cs_upper)
         for x in path.looks
-    ]
+    ]  # fmt: skip
     return {
         "sequential": SequentialResult(
             margin_pts=margin_pts,
