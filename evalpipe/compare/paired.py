@@ -116,18 +116,16 @@ def compare_runs(design: PairedDesign) -> CompareResult:
     ra, rb = RunDir(arms.test), RunDir(arms.control)
     ma = _paired_manifest(ra, rb)
     oa, ob = _outcomes(ra), _outcomes(rb)
-    pair, rc = PairedOutcomes(oa, ob), None
+    pair, rc, label_aa = PairedOutcomes(oa, ob), None, None
     if design.aa is not None:
         rc = RunDir(design.aa.repeat)
         rd = RunDir(design.aa.of) if design.aa.of is not None else rb
         _paired_manifest(rd, rc)
         pair = PairedOutcomes(oa, ob, repeat=_outcomes(rc), repeated=_outcomes(rd))
+        label_aa = design.aa.label or run_label(rc, "B'")
     comparison = _Comparison.of(ra, rb, rc, ma, pair, design.gate, design.bootstrap, design.gate.sequential)
     blocks, pooled, overall = comparison.blocks()
     la, lb = arms.test_label or run_label(ra, "A"), arms.control_label or run_label(rb, "B")
-    label_aa = None
-    if design.aa is not None and rc is not None:
-        label_aa = design.aa.label or run_label(rc, "B'")
     return CompareResult(
         run_a=str(ra.root),
         run_b=str(rb.root),
