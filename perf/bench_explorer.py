@@ -30,7 +30,7 @@ from helpers.scored_runs import one_stratum_manifest
 from helpers.text_runs import Answer, write_text_run
 
 from evalpipe.artifacts import RunDir
-from evalpipe.compare import compare_runs
+from evalpipe.compare import Arms, Bootstrap, PairedDesign, compare_runs
 from evalpipe.explore import DEFAULT_LIMIT_BYTES, build_paired_explorer
 
 
@@ -89,7 +89,7 @@ def main() -> int:
         build_pair(root, args.samples, args.trace, args.flips)
         t1 = time.perf_counter()
         result = compare_runs(
-            root / "test", root / "control", label_a="test", label_b="control", resamples=1000
+            PairedDesign(Arms(root / "test", root / "control", "test", "control"), bootstrap=Bootstrap(resamples=1000))
         )
         t2 = time.perf_counter()
         built = build_paired_explorer(result, root)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from evalpipe.artifacts import RunDir, read_jsonl  # noqa: E402
 from evalpipe.artifacts.schema.outcomes import OutcomeRow  # noqa: E402
-from evalpipe.compare import compare_runs  # noqa: E402
+from evalpipe.compare import Arms, Bootstrap, PairedDesign, compare_runs  # noqa: E402
 from evalpipe.config.models import RunConfig, ServerVariant  # noqa: E402
 from evalpipe.report.compare_markdown import compare_markdown  # noqa: E402
 from evalpipe.resolve import load_run, resolve  # noqa: E402
@@ -103,7 +103,7 @@ def main() -> None:
     header = f"{'candidate':<10} {'benchmark':<9} {'n':>3} {'flips':>5} {'in tok':>8} {'out tok':>8} {'flips/M in':>11} {'flips/M out':>12}"
     print(header)
     for cand in [v.name for v in cfg.variants if v.name != "kv_f16"]:
-        result = compare_runs(root.root / cand, control, resamples=1000)
+        result = compare_runs(PairedDesign(Arms(root.root / cand, control), bootstrap=Bootstrap(resamples=1000)))
         for b in result.benchmarks:
             ia, oa = _tokens(RunDir(root.root / cand), b.benchmark)
             ib, ob = _tokens(RunDir(control), b.benchmark)

@@ -55,7 +55,7 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from evalpipe.engines.http_base import ModelServer, ServerThread, serve_until_signalled  # noqa: E402
+from evalpipe.engines.http_base import ModelServer, ServerThread, Shutdown, serve_until_signalled  # noqa: E402
 from evalpipe.hashing import message_text, normalize_newlines, prompt_sha256  # noqa: E402
 
 
@@ -468,8 +468,7 @@ async def _serve(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         on_listening=listening,
-        shutdown_timeout=2.0,
-        handler_cancellation=True,
+        shutdown=Shutdown(timeout_s=2.0, handler_cancellation=True),
     )
 
 

@@ -24,7 +24,7 @@ from llamacpp_native_server import spawn_native  # tools/ is sys.path[0] when th
 from evalpipe.artifacts import RunDir, write_model
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.speed.compare import compare_speed
-from evalpipe.speed.run import SpeedTarget, load_average, run_speed_alternating
+from evalpipe.speed.run import SpeedRequest, SpeedTarget, load_average, run_speed_alternating
 
 
 def main(args: list[str]) -> int:
@@ -68,7 +68,7 @@ def main(args: list[str]) -> int:
             root = ns.out / f"repeat-{repeat}"
             before = load_average()
             targets = [SpeedTarget(v, u, root / v) for v, u in urls.items()]
-            artifacts = run_speed_alternating(targets, cfg, served_model="smollm2", progress=print)
+            artifacts = run_speed_alternating(targets, SpeedRequest(cfg, "smollm2", progress=print))
             comparison = compare_speed(artifacts["kv_f16"], artifacts["kv_q4_0"])
             write_model(RunDir(root).speed_compare, comparison)
             after = load_average()

@@ -10,6 +10,7 @@ know (duplicates, failed attempts, repairs at resume, allowed dataset drift, unv
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir
@@ -19,7 +20,7 @@ from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, Outc
 from evalpipe.artifacts.schema.server import ServerVerification
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.inputs import RunInputs
-from evalpipe.audit.linkage import Linkage, attempt_failure, attempt_ok
+from evalpipe.audit.linkage import Linkage, PromptGroup, attempt_failure, attempt_ok
 from evalpipe.audit.secret_scan import scan_paths
 from evalpipe.words.compare import design_check_sentence
 
@@ -100,24 +101,25 @@ def join_outcomes(
     return rows, findings
 
 
+#: One finding of a row before it is placed: severity, code, message.
+_Said = tuple[Severity, FindingCode, str]
+
+
 def check_outcome_row(row: OutcomeRow) -> list[Finding]:
     """Prediction/review multiplicity, prompt identity, review consistency, scoring sanity."""
-    out: list[Finding] = []
+    said = [*_multiplicity(row), *_identity(row), *_model_side(row), *_score_sanity(row)]
+    return [
+        Finding(severity=severity, code=code, benchmark=row.benchmark, sample_ids=[row.source_id], message=message)
+        for severity, code, message in said
+    ]
 
-    def add(severity: Severity, code: FindingCode, message: str) -> None:
-        out.append(
-            Finding(
-                severity=severity,
-                code=code,
-                benchmark=row.benchmark,
-                sample_ids=[row.source_id],
-                message=message,
-            )
-        )
 
-    # A sample left without a response after all its attempts (retries included) is an error: its score
-    # says nothing about the model.  Failed attempts that a retry recovered are warnings (failed_request),
-    # governed by the transport-failure gate.  Without any reason the sample was silently not evaluated.
+def _multiplicity(row: OutcomeRow) -> list[_Said]:
+    """One prediction and one review per entry.  A sample left without a response after all its attempts
+    (retries included) is an error: its score says nothing about the model.  Failed attempts that a retry
+    recovered are warnings (failed_request), governed by the transport-failure gate.  Without any reason the
+    sample was silently not evaluated."""
+    out: list[_Said] = []
     api = row.failure_class == "api_error"
     dropped = row.failure_class == "context_overflow"  # consented drop, listed in context_fit.json
     if row.n_predictions == 0:
@@ -127,75 +129,85 @@ def check_outcome_row(row: OutcomeRow) -> list[Finding]:
             why = f"the request failed ({row.api_error or row.failure_detail or 'API error'}) and no attempt succeeded"
         else:
             why = "no error recorded"
-        add(
-            "warn" if dropped else "error",
-            "no_prediction",
-            f"no prediction for this entry: {why}; counted as incorrect",
+        out.append(
+            ("warn" if dropped else "error", "no_prediction", f"no prediction for this entry: {why}; counted as incorrect")
         )
     elif row.n_predictions > 1:
-        add("error", "several_predictions", f"{row.n_predictions} predictions for one entry")
+        out.append(("error", "several_predictions", f"{row.n_predictions} predictions for one entry"))
     if row.n_predictions > 0:
         if row.n_reviews == 0:
-            add(
+            out.append((
                 "warn" if api else "error",
                 "no_review",
                 "prediction was never reviewed (scored)"
                 + (f" after an API error ({row.api_error or row.failure_detail})" if api else "")
                 + "; counted as incorrect",
-            )
+            ))  # fmt: skip
         elif row.n_reviews > 1:
-            add("error", "several_reviews", f"{row.n_reviews} reviews for one entry")
+            out.append(("error", "several_reviews", f"{row.n_reviews} reviews for one entry"))
+    return out
+
+
+def _identity(row: OutcomeRow) -> list[_Said]:
+    """The prediction was asked this entry's prompt, the review scores that prediction, the scorer ran."""
+    out: list[_Said] = []
     if row.prediction_present:
         if (
             row.prompt_sha256 is not None
             and row.expected_prompt_sha256 is not None
             and row.prompt_sha256 != row.expected_prompt_sha256
         ):
-            add(
-                "error",
-                "prompt_mismatch",
-                "prediction's prompt hash differs from the one rendered for this entry",
+            out.append(
+                ("error", "prompt_mismatch", "prediction's prompt hash differs from the one rendered for this entry")
             )
         elif row.prompt_contains_question is False:
-            add("error", "prompt_mismatch", "prediction's prompt does not contain this entry's question")
+            out.append(("error", "prompt_mismatch", "prediction's prompt does not contain this entry's question"))
     if row.review_matches_prediction is False:
-        add("error", "review_mismatch", "review's messages/output differ from the prediction it scores")
+        out.append(("error", "review_mismatch", "review's messages/output differ from the prediction it scores"))
     if row.failure_class == "scoring_error":
-        add(
-            "error",
-            "scoring_error",
-            f"scorer failed: {row.failure_detail or 'no detail'}; counted as incorrect",
+        out.append(
+            ("error", "scoring_error", f"scorer failed: {row.failure_detail or 'no detail'}; counted as incorrect")
         )
-    # Model-side failures, not pipeline faults: listed (info) so each one is traceable to its sample.
+    return out
+
+
+def _model_side(row: OutcomeRow) -> list[_Said]:
+    """Model-side failures, not pipeline faults: listed (info) so each one is traceable to its sample."""
     if row.failure_class == "budget_exhausted_in_reasoning":
         spent = (
             f"{row.reasoning_tokens} reasoning tokens"
             if row.reasoning_tokens is not None
             else f"{row.reasoning_chars} reasoning characters (tokens not reported)"
         )
-        add(
+        return [(
             "info",
             "budget_exhausted_in_reasoning",
             f"response exhausted its output budget while still thinking ({spent}, stop reason "
             f"{row.stop_reason or 'length'}) without a final answer; counted as incorrect",
-        )
+        )]  # fmt: skip
     if row.failure_class == "budget_exhausted":
-        add(
+        return [(
             "info",
             "budget_exhausted",
             f"response hit its output budget (stop reason {row.stop_reason or 'length'}) while writing its "
             "answer, which is truncated; counted as incorrect",
-        )
+        )]  # fmt: skip
     if row.failure_class == "code_runtime_error":
-        add("info", "code_runtime_error", f"generated code raised {row.failure_detail or 'an exception'}")
+        return [("info", "code_runtime_error", f"generated code raised {row.failure_detail or 'an exception'}")]
+    return []
+
+
+def _score_sanity(row: OutcomeRow) -> list[_Said]:
+    """A 0/1 primary score that agrees with the failure class."""
+    out: list[_Said] = []
     if row.score is not None and row.score not in (0.0, 1.0):
-        add("error", "non_binary_score", f"primary score {row.score} is not 0/1")
+        out.append(("error", "non_binary_score", f"primary score {row.score} is not 0/1"))
     if row.failure_class == "ok" and row.score != 1.0:
-        add("error", "outcome_inconsistent", f"failure class 'ok' with score {row.score}")
+        out.append(("error", "outcome_inconsistent", f"failure class 'ok' with score {row.score}"))
     elif row.failure_class == "wrong" and row.score != 0.0:
-        add("error", "outcome_inconsistent", f"failure class 'wrong' with score {row.score}")
+        out.append(("error", "outcome_inconsistent", f"failure class 'wrong' with score {row.score}"))
     elif row.failure_class != "ok" and row.failure_class not in BUDGET_CLASSES and row.score == 1.0:
-        add("error", "outcome_inconsistent", f"failure class {row.failure_class!r} with score 1")
+        out.append(("error", "outcome_inconsistent", f"failure class {row.failure_class!r} with score 1"))
     return out
 
 
@@ -222,114 +234,12 @@ def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple
     for row in rows.values():
         if not row.prediction_present and not row.attempts:
             continue
-        group = linkage.group_of.get((row.benchmark, row.source_id))
-
-        def add(
-            code: FindingCode,
-            message: str,
-            attempts: list[str],
-            *,
-            severity: Severity = "error",
-            r: OutcomeRow = row,
-        ) -> None:
-            findings.append(
-                Finding(
-                    severity=severity,
-                    code=code,
-                    benchmark=r.benchmark,
-                    sample_ids=[r.source_id],
-                    attempt_ids=attempts,
-                    message=message,
-                )
-            )
-
-        for used_id, used_sha, used_class in _used_responses(row):
-            if used_id is None and used_class == "api_error":
-                continue  # no response came back: failed_request / no_prediction tell the story
-            if used_id is None:
-                add(
-                    "response_not_logged",
-                    "prediction carries no response id: it cannot be traced to a request",
-                    [],
-                )
-                unverifiable += 1
-                continue
-            attempt = linkage.by_id.get(used_id)
-            if attempt is None:
-                add("response_not_logged", f"response id {used_id} is not in the request log", [])
-                unverifiable += 1
-                continue
-            if group is None or attempt.messages_sha256 != group.prompt_sha256:
-                add(
-                    "response_of_other_prompt",
-                    f"response {attempt.attempt_id} was requested with another prompt than this sample's",
-                    [attempt.attempt_id],
-                )
-                unverifiable += 1
-                continue
-            if used_sha and attempt.response_sha256 and used_sha != attempt.response_sha256:
-                add(
-                    "response_content_mismatch",
-                    f"prediction text differs from the response logged for {attempt.attempt_id}",
-                    [attempt.attempt_id],
-                )
-            if not attempt_ok(attempt):
-                violations += 1
-                add(
-                    "selection_rule_violated",
-                    f"used response {attempt.attempt_id} is a failed attempt ({attempt_failure(attempt)})",
-                    [attempt.attempt_id],
-                )
-            elif attempt.attempt_id not in group.expected_ids():
-                violations += 1
-                last = [a.attempt_id for a in group.successes[-group.responses_wanted :]]
-                add(
-                    "selection_rule_violated",
-                    f"used response {attempt.attempt_id}, but the last completed successful attempt is "
-                    f"{', '.join(last)}: the choice may have been correctness-based",
-                    [attempt.attempt_id, *last],
-                )
-
+        checked = _responses_used(row, linkage)
+        findings += checked.findings
+        violations += checked.violations
+        unverifiable += checked.unverifiable
     for group in linkage.groups.values():
-        ids = [s.source_id for s in group.samples]
-        bench = group.benchmark
-        if len(group.samples) > 1:
-            findings.append(
-                Finding(
-                    severity="info",
-                    code="shared_prompt",
-                    benchmark=bench,
-                    sample_ids=_ids(ids),
-                    message=f"{len(group.samples)} samples share one prompt; their attempts are judged together",
-                )
-            )
-        if group.duplicates:
-            succ = [a.attempt_id for a in group.successes]
-            findings.append(
-                Finding(
-                    severity="warn",
-                    code="duplicate_requests",
-                    benchmark=bench,
-                    sample_ids=_ids(ids),
-                    attempt_ids=succ,
-                    message=f"{len(succ)} successful attempts for {len(group.samples)} sample(s) "
-                    f"({group.duplicates} duplicate request(s))",
-                )
-            )
-        fails = group.failures
-        if fails:
-            kinds = ", ".join(sorted({attempt_failure(a) for a in fails}))
-            recovered = "a later attempt succeeded" if group.successes else "no attempt succeeded"
-            findings.append(
-                Finding(
-                    severity="warn",
-                    code="failed_request",
-                    benchmark=bench,
-                    sample_ids=_ids(ids),
-                    attempt_ids=[a.attempt_id for a in fails],
-                    message=f"{len(fails)} failed attempt(s) ({kinds}); {group.retries} retried; {recovered}",
-                )
-            )
+        findings += _group_findings(group)
     if linkage.unlinked:
         findings.append(
             Finding(
@@ -340,6 +250,118 @@ def check_requests(rows: dict[SampleKey, OutcomeRow], linkage: Linkage) -> tuple
             )
         )
     return findings, violations, unverifiable
+
+
+@dataclass
+class _Checked:
+    """One sample's responses checked against the request log: the findings, the selection-rule violations
+    and the responses that could not be checked."""
+
+    findings: list[Finding] = field(default_factory=list)
+    violations: int = 0
+    unverifiable: int = 0
+
+
+def _responses_used(row: OutcomeRow, linkage: Linkage) -> _Checked:
+    """Each response the sample used: logged, asked with this sample's prompt, the logged text, and the
+    attempt the selection rule names (the last completed successful one)."""
+    out = _Checked()
+    group = linkage.group_of.get((row.benchmark, row.source_id))
+
+    def add(code: FindingCode, message: str, attempts: list[str]) -> None:
+        out.findings.append(
+            Finding(severity="error", code=code, benchmark=row.benchmark, sample_ids=[row.source_id],
+                    attempt_ids=attempts, message=message)
+        )  # fmt: skip
+
+    for used_id, used_sha, used_class in _used_responses(row):
+        if used_id is None and used_class == "api_error":
+            continue  # no response came back: failed_request / no_prediction tell the story
+        if used_id is None:
+            add("response_not_logged", "prediction carries no response id: it cannot be traced to a request", [])
+            out.unverifiable += 1
+            continue
+        attempt = linkage.by_id.get(used_id)
+        if attempt is None:
+            add("response_not_logged", f"response id {used_id} is not in the request log", [])
+            out.unverifiable += 1
+            continue
+        if group is None or attempt.messages_sha256 != group.prompt_sha256:
+            add(
+                "response_of_other_prompt",
+                f"response {attempt.attempt_id} was requested with another prompt than this sample's",
+                [attempt.attempt_id],
+            )
+            out.unverifiable += 1
+            continue
+        if used_sha and attempt.response_sha256 and used_sha != attempt.response_sha256:
+            add(
+                "response_content_mismatch",
+                f"prediction text differs from the response logged for {attempt.attempt_id}",
+                [attempt.attempt_id],
+            )
+        if not attempt_ok(attempt):
+            out.violations += 1
+            add(
+                "selection_rule_violated",
+                f"used response {attempt.attempt_id} is a failed attempt ({attempt_failure(attempt)})",
+                [attempt.attempt_id],
+            )
+        elif attempt.attempt_id not in group.expected_ids():
+            out.violations += 1
+            last = [a.attempt_id for a in group.successes[-group.responses_wanted :]]
+            add(
+                "selection_rule_violated",
+                f"used response {attempt.attempt_id}, but the last completed successful attempt is "
+                f"{', '.join(last)}: the choice may have been correctness-based",
+                [attempt.attempt_id, *last],
+            )
+    return out
+
+
+def _group_findings(group: PromptGroup) -> list[Finding]:
+    """One prompt's attempts: shared by several samples, duplicate requests, failed attempts."""
+    findings: list[Finding] = []
+    ids = [s.source_id for s in group.samples]
+    bench = group.benchmark
+    if len(group.samples) > 1:
+        findings.append(
+            Finding(
+                severity="info",
+                code="shared_prompt",
+                benchmark=bench,
+                sample_ids=_ids(ids),
+                message=f"{len(group.samples)} samples share one prompt; their attempts are judged together",
+            )
+        )
+    if group.duplicates:
+        succ = [a.attempt_id for a in group.successes]
+        findings.append(
+            Finding(
+                severity="warn",
+                code="duplicate_requests",
+                benchmark=bench,
+                sample_ids=_ids(ids),
+                attempt_ids=succ,
+                message=f"{len(succ)} successful attempts for {len(group.samples)} sample(s) "
+                f"({group.duplicates} duplicate request(s))",
+            )
+        )
+    fails = group.failures
+    if fails:
+        kinds = ", ".join(sorted({attempt_failure(a) for a in fails}))
+        recovered = "a later attempt succeeded" if group.successes else "no attempt succeeded"
+        findings.append(
+            Finding(
+                severity="warn",
+                code="failed_request",
+                benchmark=bench,
+                sample_ids=_ids(ids),
+                attempt_ids=[a.attempt_id for a in fails],
+                message=f"{len(fails)} failed attempt(s) ({kinds}); {group.retries} retried; {recovered}",
+            )
+        )
+    return findings
 
 
 def check_cache_repairs(repairs: list[CacheRepair]) -> list[Finding]:

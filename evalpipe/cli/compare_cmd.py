@@ -37,7 +37,7 @@ def compare(
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     from evalpipe.cli.console import out as console
-    from evalpipe.compare import compare_runs
+    from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
     from evalpipe.config.models import SequentialConfig
     from evalpipe.errors import ConfigError
     from evalpipe.run.compare_files import write_compare
@@ -52,15 +52,12 @@ def compare(
         raise ConfigError(f"--alpha: must lie in (0, 0.5), got {alpha:g}")
     if not 0 < share <= 1:
         raise ConfigError(f"--sequential-share: must lie in (0, 1], got {share:g}")
-    result = compare_runs(
-        run_a,
-        run_b,
-        label_a=label_a,
-        label_b=label_b,
-        margins=(lambda _block: margin) if margin is not None else None,
+    gate = GatePolicy(
+        margins=lambda _block: margin,
+        alpha=alpha,
         sequential=SequentialConfig(alpha=alpha, sequential_share=share) if sequential else None,
-        gate_alpha=alpha,
     )
+    result = compare_runs(PairedDesign(Arms(run_a, run_b, label_a, label_b), gate=gate))
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
         console.print(paired_line(b, result.label_a, result.label_b), soft_wrap=True)

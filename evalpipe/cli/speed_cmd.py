@@ -59,7 +59,7 @@ def speed(
     from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console
     from evalpipe.resolve import load_run
-    from evalpipe.speed.run import speed_command
+    from evalpipe.speed.run import SpeedRequest, speed_command
 
     cfg = load_run(config, check_plans=False).config
     if cfg.speed is None:
@@ -71,15 +71,18 @@ def speed(
         or cfg.resolve_path(cfg.output_root)
         / f"{cfg.name}-speed-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     )
-    artifacts, comparison = speed_command(
+    request = SpeedRequest(
         cfg.speed,
+        cfg.model.served_name,
+        base_dir=cfg.base_dir(),
+        progress=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+    )
+    artifacts, comparison = speed_command(
+        request,
         endpoints,
         Path(out_root),
-        served_model=cfg.model.served_name,
         control=names[1] if len(names) == 2 else None,  # the first variant is the test, as in evalpipe run
-        base_dir=cfg.base_dir(),
         min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
-        progress=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
     )
     for name in artifacts:
         speed_json = RunDir(Path(out_root) / name).speed_json

@@ -10,7 +10,6 @@ block: it is counted, with its reason, in ``dropped``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Literal
 
 from evalpipe.artifacts.schema.compare import (
     DroppedUnits,
@@ -20,13 +19,19 @@ from evalpipe.artifacts.schema.compare import (
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_states
 from evalpipe.compare.gate import gate_fields
+from evalpipe.compare.paired_design import Bootstrap
 from evalpipe.compare.power import power_fields
 from evalpipe.compare.sequential import sequential_fields
-from evalpipe.compare.units import Drops, Outcomes, is_correct_int, score_with_interval
-from evalpipe.config.models import SequentialConfig
+from evalpipe.compare.units import (
+    BlockGate,
+    Drops,
+    Outcomes,
+    PairedOutcomes,
+    Scoring,
+    is_correct_int,
+    score_with_interval,
+)
 from evalpipe.stats.unit_scores import attempt_value, dropped_in_both
-
-Scoring = Literal["paired rule", "summary rule"]
 
 
 def left_out(keys: Iterable[tuple[str, str, str]], oa: Outcomes, ob: Outcomes) -> set[tuple[str, str]]:
@@ -76,35 +81,32 @@ def with_fields(block: PairedBenchmark, fields: Mapping[str, object]) -> PairedB
 
 
 def block_of_pairs(
-    name: str,
-    keys: list[tuple[str, str, str]],
-    oa: dict[tuple[str, str], OutcomeRow],
-    ob: dict[tuple[str, str], OutcomeRow],
-    *,
-    resamples: int,
-    seed: int,
-    confidence: float,
-    oc: Outcomes | None = None,
-    od: Outcomes | None = None,
-    margin_pts: float | None = None,
-    sequential: tuple[SequentialConfig, int] | None = None,
-    planned: int | None = None,
-    stop_unit: int | None = None,
-    must_catch_pts: float | None = None,
-    fixed_alpha: float | None = None,
-    generations: Mapping[tuple[str, str], int] | None = None,
-    plan_sizes: list[int] | None = None,
-    scoring: Scoring = "paired rule",
-    drops: Drops | None = None,
+    name: str, keys: list[tuple[str, str, str]], pair: PairedOutcomes, bootstrap: Bootstrap, gate: BlockGate
 ) -> PairedBenchmark:
-    """``keys`` may hold units dropped before generation in both arms: they are left out (``dropped``, their
-    reasons from ``drops``); ``planned`` and ``plan_sizes`` count the units that remain."""
-    from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
-
+    """The paired block ``name`` of ``keys``: counts and intervals (``_counted``), then the power, sequential
+    and gate fields.  ``keys`` may hold units dropped before generation in both arms: they are left out
+    (``dropped``, their reasons from ``pair.drops``); ``gate.planned`` and ``gate.plan_sizes`` count the units
+    that remain."""
+    oa, ob = pair.test, pair.control
     gone = left_out(keys, oa, ob)
-    dropped = dropped_units([k[:2] for k in keys if k[:2] in gone], drops or {})
+    dropped = dropped_units([k[:2] for k in keys if k[:2] in gone], pair.drops)
     one_arm = dropped_one_arm(keys, oa, ob)
     keys = [k for k in keys if k[:2] not in gone]
+    fields: dict[str, object] = {"dropped": dropped, "dropped_one_arm": one_arm}
+    fields.update(power_fields(keys, pair, gate.margin_pts, bootstrap.confidence))
+    fields.update(sequential_fields(keys, pair, gate))
+    fields.update(gate_fields(keys, pair, gate, fields))
+    return with_fields(_counted(name, keys, pair, bootstrap), fields)
+
+
+def _counted(
+    name: str, keys: list[tuple[str, str, str]], pair: PairedOutcomes, bootstrap: Bootstrap
+) -> PairedBenchmark:
+    """The block's counts by its scoring rule — both scores with Wilson intervals, the difference with its
+    paired-bootstrap interval, McNemar on the discordant pairs, the flips — over each sample's first attempt."""
+    from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
+
+    oa, ob = pair.test, pair.control
     a_vals, b_vals, flips = [], [], []
     unverified = 0
     for bench, sid, stratum in keys:
@@ -113,91 +115,60 @@ def block_of_pairs(
         hb = (rb.prompt_sha256 or rb.expected_prompt_sha256) if rb else None
         if ha is None or hb is None:
             unverified += 1
-        ca, cb = _unit_scores(ra, rb, scoring)
+        ca, cb = _unit_scores(ra, rb, pair.scoring)
         a_vals.append(ca)
         b_vals.append(cb)
         if ca != cb:
-            flips.append(
-                Flip(
-                    benchmark=bench,
-                    source_id=sid,
-                    stratum=stratum,
-                    score_a=ra.score if ra else None,
-                    score_b=rb.score if rb else None,
-                    failure_a=ra.failure_label if ra else "missing_row",
-                    failure_b=rb.failure_label if rb else "missing_row",
-                )
-            )
+            flips.append(_flip(bench, sid, stratum, ra, rb))
     n = len(keys)
     both = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and y)
     a_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if x and not y)
     b_only = sum(1 for x, y in zip(a_vals, b_vals, strict=True) if y and not x)
-    neither = n - both - a_only - b_only
-    sa, sb = score_with_interval(sum(a_vals), n), score_with_interval(sum(b_vals), n)
     diff: float | None = None
     lo: float | None = None
     hi: float | None = None
     p: float | None = None
     if n:
         diff = sum(a_vals) / n - sum(b_vals) / n  # = sa.score - sb.score
-        lo, hi = paired_bootstrap(a_vals, b_vals, resamples=resamples, seed=seed, confidence=confidence)
+        lo, hi = paired_bootstrap(
+            a_vals, b_vals, resamples=bootstrap.resamples, seed=bootstrap.seed, confidence=bootstrap.confidence
+        )
         p = exact_mcnemar_p(a_only, b_only)
     # a, b and the flips count each sample's first attempt; the paired_* fields every attempt
     attempts = max(
         (len(r.attempts) for key in keys for r in (oa.get(key[:2]), ob.get(key[:2])) if r is not None),
         default=1,
     )
-    block = PairedBenchmark(
+    return PairedBenchmark(
         benchmark=name,
         n_pairs=n,
         repeats=max(attempts, 1),  # a row with no attempt recorded still asked once
-        a=sa,
-        b=sb,
+        a=score_with_interval(sum(a_vals), n),
+        b=score_with_interval(sum(b_vals), n),
         difference=diff,
         diff_ci_low=lo,
         diff_ci_high=hi,
         both_correct=both,
         a_only=a_only,
         b_only=b_only,
-        both_wrong=neither,
+        both_wrong=n - both - a_only - b_only,
         mcnemar_p=p,
         flips=flips,
         prompt_hash_unverified=unverified,
-        dropped=dropped,
-        dropped_one_arm=one_arm,
     )
-    fields = power_fields(keys, oa, ob, oc, margin_pts, confidence, od)
-    if sequential is not None and margin_pts is not None:
-        fields.update(
-            sequential_fields(
-                keys,
-                oa,
-                ob,
-                margin_pts,
-                *sequential,
-                planned=planned,
-                stop_unit=stop_unit,
-                generations=generations,
-                plan_sizes=plan_sizes,
-            )
-        )
-    if margin_pts is not None:
-        fields.update(
-            gate_fields(
-                keys,
-                oa,
-                ob,
-                margin_pts,
-                sequential=sequential,
-                planned=planned,
-                fixed_alpha=fixed_alpha if fixed_alpha is not None else (1.0 - confidence) / 2.0,
-                fields=fields,
-                must_catch_pts=must_catch_pts,
-                generations=generations,
-                plan_sizes=plan_sizes,
-            )
-        )
-    return with_fields(block, fields)
+
+
+def _flip(bench: str, sid: str, stratum: str, ra: OutcomeRow | None, rb: OutcomeRow | None) -> Flip:
+    """A sample scored differently in A and B (a missing row named as such)."""
+    return Flip(
+        benchmark=bench,
+        source_id=sid,
+        stratum=stratum,
+        score_a=ra.score if ra else None,
+        score_b=rb.score if rb else None,
+        failure_a=ra.failure_label if ra else "missing_row",
+        failure_b=rb.failure_label if rb else "missing_row",
+    )
 
 
 def aa_only_block(block: PairedBenchmark) -> PairedBenchmark:

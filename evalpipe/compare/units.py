@@ -1,8 +1,13 @@
 """What every part of a comparison reads: the runs' outcome rows by (benchmark, source id), a sample's score by
 the summary's rule, a score with its Wilson interval, the discordance of two arms, the drops decided before
-generation and why, and the refusal."""
+generation and why, and the refusal; ``PairedOutcomes`` (the rows a block is judged from) and ``BlockGate`` (what
+it is judged against), the two objects every block function takes."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.compare import (
@@ -12,6 +17,7 @@ from evalpipe.artifacts.schema.compare import (
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.stats.intervals import wilson_interval
 
@@ -48,6 +54,43 @@ Outcomes = dict[tuple[str, str], OutcomeRow]
 
 #: An entry dropped before generation: why, and the context (tokens) it was dropped against (None: unknown).
 Drops = dict[tuple[str, str], tuple[DropReason, int | None]]
+
+#: A block's scoring rule: the gate's paired rule (A/B) or the summary's (an A/A-only record, no arm under test).
+Scoring = Literal["paired rule", "summary rule"]
+
+
+@dataclass(frozen=True)
+class PairedOutcomes:
+    """The outcome rows a block is judged from, by (benchmark, source id): ``test`` (A, the arm under test),
+    ``control`` (B), and the A/A pair when one ran — ``repeat`` (a repeat run) of ``repeated`` (the run it
+    repeats; None: the control).  ``drops``: why units were dropped before generation; ``generations``: each
+    unit's generation after ``--extend`` (None: one run); ``scoring``: the rule every number of the block
+    uses."""
+
+    test: Outcomes
+    control: Outcomes
+    repeat: Outcomes | None = None
+    repeated: Outcomes | None = None
+    drops: Drops = field(default_factory=dict)
+    generations: Mapping[tuple[str, str], int] | None = None
+    scoring: Scoring = "paired rule"
+
+
+@dataclass(frozen=True)
+class BlockGate:
+    """What one block is judged against: its non-inferiority margin (None: no gate), the must-catch drop its
+    operating characteristic reports, the one-sided α of the fixed look,
+    the sequential rule with its sequence seed (None: a fixed design only) and what the run's sending did —
+    ``planned`` units when the rule stopped sending inside the run, the ``stop_unit`` it crossed at there, and
+    ``plan_sizes``, the units per generation after ``--extend``."""
+
+    margin_pts: float | None = None
+    must_catch_pts: float | None = None
+    fixed_alpha: float = 0.025
+    sequential: tuple[SequentialConfig, int] | None = None
+    planned: int | None = None
+    stop_unit: int | None = None
+    plan_sizes: list[int] | None = None
 
 
 def drop_reasons(rundir: RunDir) -> Drops:

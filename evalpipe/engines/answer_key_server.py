@@ -44,7 +44,7 @@ import shlex
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from evalpipe.engines.answer_key import (
     prompt_text,
     thinking_text,
 )
-from evalpipe.engines.http_base import ModelServer, log_to_stderr, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, Shutdown, log_to_stderr, serve_until_signalled
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import message_text
 
@@ -285,7 +285,52 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         elif state.thinking != "off" and _thinking_requested(body):
             reasoning = thinking_text()
 
-    # the output budget covers reasoning and answer: thinking that reaches it leaves no answer
+    requested_model = body.get("model")
+    requested_n = body.get("n")
+    completion = _within_budget(
+        state,
+        _Completion(
+            response_id=response_id,
+            model=requested_model if isinstance(requested_model, str) else state.served_model_name,
+            created=int(time.time()),
+            content=content,
+            reasoning=reasoning,
+            finish=finish,
+            n=requested_n if isinstance(requested_n, int) and requested_n > 0 else 1,
+            usage={},
+        ),
+        max_tokens,
+        _prompt_tokens(messages),
+    )
+    if body.get("stream"):
+        opts = body.get("stream_options")
+        include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+        return await _stream(request, completion, include_usage=include_usage)
+    return web.json_response(_completion_body(completion))
+
+
+@dataclass(frozen=True)
+class _Completion:
+    """One reply before it is sent: its id, model and creation time, the answer text, the reasoning in its own
+    field (None: none, or inline in ``content``), the finish reason, the number of choices and the usage."""
+
+    response_id: str
+    model: str
+    created: int
+    content: str
+    reasoning: str | None
+    finish: str
+    n: int
+    usage: dict[str, int]
+
+
+def _within_budget(
+    state: ServerState, reply: _Completion, max_tokens: int | None, prompt_tokens: int
+) -> _Completion:
+    """``reply`` (its ``reasoning`` the whole thinking, not yet placed) cut to the output budget, which covers
+    reasoning and answer — thinking that reaches it leaves no answer — with its usage, and the reasoning in its
+    own field or inline as the server's ``thinking`` mode says."""
+    content, finish, reasoning = reply.content, reply.finish, reply.reasoning
     reasoning_tokens = 0
     if reasoning is not None:
         reasoning, cut = limit_tokens(reasoning, max_tokens)
@@ -296,12 +341,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     content, cut = limit_tokens(content, left)
     if cut:
         finish = "length"
-    requested_n = body.get("n")
-    n = requested_n if isinstance(requested_n, int) and requested_n > 0 else 1
+    n = reply.n
     completion_tokens = reasoning_tokens + count_tokens(content)
     if finish == "length" and max_tokens is not None:
         completion_tokens = max(completion_tokens, max_tokens)  # the budget was spent
-    prompt_tokens = _prompt_tokens(messages)
     usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens * n,
@@ -316,49 +359,35 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         )
     if state.thinking != "off" or reasoning is not None:
         usage["reasoning_tokens"] = reasoning_tokens * n  # SGLang reports it at the top level of usage
-    requested_model = body.get("model")
-    model = requested_model if isinstance(requested_model, str) else state.served_model_name
-    created = int(time.time())
-    if body.get("stream"):
-        opts = body.get("stream_options")
-        include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
-        return await _stream(
-            request,
-            response_id,
-            model,
-            created,
-            content,
-            finish,
-            n,
-            usage if include_usage else None,
-            reasoning=field_reasoning,
-        )
+    return replace(reply, content=content, reasoning=field_reasoning, finish=finish, usage=usage)
+
+
+def _completion_body(c: _Completion) -> dict[str, Any]:
+    """The non-streaming response body, as SGLang shapes it."""
     choices = [
         {
             "index": i,
             "message": {
                 "role": "assistant",
                 # like SGLang: no content when the reasoning parser took everything
-                "content": None if field_reasoning is not None and not content else content,
-                "reasoning_content": field_reasoning,
+                "content": None if c.reasoning is not None and not c.content else c.content,
+                "reasoning_content": c.reasoning,
                 "tool_calls": None,
             },
             "logprobs": None,
-            "finish_reason": finish,
+            "finish_reason": c.finish,
             "matched_stop": None,
         }
-        for i in range(n)
+        for i in range(c.n)
     ]
-    return web.json_response(
-        {
-            "id": response_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": choices,
-            "usage": usage,
-        }
-    )
+    return {
+        "id": c.response_id,
+        "object": "chat.completion",
+        "created": c.created,
+        "model": c.model,
+        "choices": choices,
+        "usage": c.usage,
+    }
 
 
 def _pieces(text: str, parts: int = 4) -> list[str]:
@@ -366,35 +395,25 @@ def _pieces(text: str, parts: int = 4) -> list[str]:
     return [text[i : i + step] for i in range(0, len(text), step)] or [""]
 
 
-async def _stream(
-    request: web.Request,
-    response_id: str,
-    model: str,
-    created: int,
-    content: str,
-    finish: str,
-    n: int,
-    usage: dict[str, int] | None,
-    *,
-    reasoning: str | None = None,
-) -> web.StreamResponse:
-    """Server-sent events as SGLang sends them: role, reasoning and content deltas, finish reason, usage,
-    [DONE]."""
+async def _stream(request: web.Request, c: _Completion, *, include_usage: bool) -> web.StreamResponse:
+    """Server-sent events as SGLang sends them: role, reasoning and content deltas, finish reason, usage (when
+    the request asked for it), [DONE]."""
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
+    content, reasoning, finish = c.content, c.reasoning, c.finish
 
     def chunk(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> bytes:
         obj = {
-            "id": response_id,
+            "id": c.response_id,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
+            "created": c.created,
+            "model": c.model,
             "choices": choices,
         }
         obj.update(extra or {})
         return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
 
-    for i in range(n):
+    for i in range(c.n):
         await resp.write(
             chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         )
@@ -405,8 +424,8 @@ async def _stream(
         for piece in _pieces(content) if content or reasoning is None else []:
             await resp.write(chunk([{"index": i, "delta": {"content": piece}, "finish_reason": None}]))
         await resp.write(chunk([{"index": i, "delta": {}, "finish_reason": finish}]))
-    if usage is not None:
-        await resp.write(chunk([], {"usage": usage}))
+    if include_usage:
+        await resp.write(chunk([], {"usage": c.usage}))
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp
@@ -491,7 +510,7 @@ async def serve(state: ServerState) -> int:
         state.port,
         startup=load,
         on_listening=listening,
-        shutdown_timeout=0.5,
+        shutdown=Shutdown(timeout_s=0.5),
         log=log,
     )
     if code == 0:

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -121,6 +122,17 @@ def _unauthorized() -> web.Response:
     return web.json_response({"error": "unauthorized"}, status=401)
 
 
+@dataclass(frozen=True)
+class Shutdown:
+    """How serving ends: the signals that stop it (none: only the ``startup`` task's exit code does), the
+    seconds in-flight handlers get once it stops, and whether a client's closed connection cancels its handler
+    (aiohttp's ``handler_cancellation``)."""
+
+    signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
+    timeout_s: float = 60.0
+    handler_cancellation: bool = False
+
+
 async def serve_until_signalled(
     app: web.Application,
     host: str,
@@ -128,13 +140,11 @@ async def serve_until_signalled(
     *,
     startup: Callable[[], Awaitable[int | None]] | None = None,
     on_listening: Callable[[int], None] | None = None,
-    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
-    shutdown_timeout: float = 60.0,
-    handler_cancellation: bool = False,
+    shutdown: Shutdown = Shutdown(),
     reuse_address: bool | None = None,
     log: logging.Logger | None = None,
 ) -> int:
-    """Serve ``app`` on ``host:port`` until one of ``stop_signals`` arrives; returns the exit code (0).
+    """Serve ``app`` on ``host:port`` until one of ``shutdown.signals`` arrives; returns the exit code (0).
 
     ``on_listening`` gets the bound port once the socket listens (``port`` 0 picks a free one).  ``startup``
     then runs beside the server — loading a model while :meth:`ModelServer.is_ready` says no: an exit code
@@ -142,10 +152,11 @@ async def serve_until_signalled(
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    stop_signals = shutdown.signals
     for sig in stop_signals:
         loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(
-        app, access_log=None, shutdown_timeout=shutdown_timeout, handler_cancellation=handler_cancellation
+        app, access_log=None, shutdown_timeout=shutdown.timeout_s, handler_cancellation=shutdown.handler_cancellation
     )
     await runner.setup()
     tasks: list[asyncio.Task[Any]] = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_jsonl_atomic
@@ -279,8 +280,8 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
             pred, review = preds.get(idx), revs.get(idx)
             errs = errors.get((entry.benchmark, entry.subset, idx), {})
             fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
-            row = _row(entry, pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail,
-                       hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens, seeds)  # fmt: skip
+            recorded = _Attempt(pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail)
+            row = _row(entry, recorded, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens, seeds)
             spec: ScoringPart | None = find(entry.benchmark)
             if spec is not None and review is not None:
                 context = contexts.get(entry.benchmark)
@@ -315,19 +316,31 @@ def _with_attempts(tried: list[OutcomeRow], position: int, repeats: int) -> Outc
     return first.model_copy(update={"mean_score": sum(scores) / len(scores)})
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt of a sample as EvalScope left it: its prediction and review rows (None: missing), how many
+    of each the index had, its error records by stage, and the failure class ``classify`` gave it."""
+
+    pred: dict[str, Any] | None
+    review: dict[str, Any] | None
+    n_predictions: int
+    n_reviews: int
+    errors: dict[str, EvalscopeErrorRecord]
+    failure_class: FailureClass
+    failure_detail: str | None
+
+
 def _row(
     entry: IndexMapEntry,
-    pred: dict[str, Any] | None,
-    review: dict[str, Any] | None,
-    n_predictions: int,
-    n_reviews: int,
-    errors: dict[str, EvalscopeErrorRecord],
-    failure_class: FailureClass,
-    failure_detail: str | None,
+    attempt: _Attempt,
     expected_prompt: str | None,
     reasoning_tokens: dict[str, int] | None = None,
     seeds: dict[str, int] | None = None,
 ) -> OutcomeRow:
+    """The outcome row of one attempt; ``reasoning_tokens`` and ``seeds`` (by response id) are what the
+    recording proxy saw."""
+    pred, review, errors = attempt.pred, attempt.review, attempt.errors
+    failure_class, failure_detail = attempt.failure_class, attempt.failure_detail
     out = model_output(pred) if pred else None
     choice = first_choice(out)
     usage = (out or {}).get("usage") or {}
@@ -363,8 +376,8 @@ def _row(
         stratum=entry.stratum,
         prediction_present=pred is not None,
         review_present=review is not None,
-        n_predictions=n_predictions,
-        n_reviews=n_reviews,
+        n_predictions=attempt.n_predictions,
+        n_reviews=attempt.n_reviews,
         response_id=(out or {}).get("id"),
         request_seed=(seeds or {}).get(response_id) if isinstance(response_id, str) else None,
         stop_reason=choice.get("stop_reason") if choice else None,

@@ -246,24 +246,8 @@ def run_evalscope(
 
     check_generation(cfg)
     result = StageResult(punkt_tab=punkt_tab_available())
-    needs_punkt = [
-        e
-        for spec in REGISTRY.values()
-        for e in index_map.for_benchmark(spec.meta.name)
-        if spec.needs_punkt(e)
-    ]
-    if not result.punkt_tab and needs_punkt:
-        # up front, not after the run: these samples will be scoring errors, not "wrong"
-        labels = ", ".join(dict.fromkeys(display_name(e.benchmark) for e in needs_punkt))
-        message = (
-            f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled {labels} prompt(s) count sentences or "
-            "capital words and will be reported as scoring_error (nothing is downloaded at run time; "
-            "install it with `python -m nltk.downloader punkt_tab`)"
-        )
-        if progress is not None:
-            progress.console.print(f"[yellow]warning:[/] {message}")
-        else:
-            logger.warning(message)
+    if not result.punkt_tab:
+        _warn_without_punkt(index_map, progress)
     # the run's code sandbox (resolved by the preflight; resolved here when the stage runs on its own)
     code_sandbox = sandbox_for_run(
         cfg.code_execution, rundir, code_benchmarks([d.benchmark for d in index_map.datasets])
@@ -272,11 +256,62 @@ def run_evalscope(
     if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
             path.unlink(missing_ok=True)
-    recorded = load_prompt_hashes(rundir)
-    tasks: dict[str, EvalscopeTask] = {t.benchmark: t for t in previous.tasks} if previous else {}
+    run = _StageRun(
+        cfg, rundir, resume=resume, extending=extending, progress=progress, code_sandbox=code_sandbox,
+        tasks={t.benchmark: t for t in previous.tasks} if previous else {},
+        recorded=load_prompt_hashes(rundir), result=result,
+    )  # fmt: skip
+    _run_benchmarks(run, _benchmark_tasks(run, index_map, api_url), worker=worker, stopper=stopper)
+    if stopper is not None:
+        stopper.write(rundir)
+    return result
 
-    # 1. every benchmark's task, and the checks that need no process
-    planned: list[tuple[str, list[IndexMapEntry], Any, dict[str, Any]]] = []
+
+def _warn_without_punkt(index_map: IndexMap, progress: ProgressDisplay | None) -> None:
+    """Up front, not after the run: the sampled prompts that need NLTK's punkt_tab will be scoring errors,
+    not "wrong"."""
+    needs_punkt = [
+        e
+        for spec in REGISTRY.values()
+        for e in index_map.for_benchmark(spec.meta.name)
+        if spec.needs_punkt(e)
+    ]
+    if not needs_punkt:
+        return
+    labels = ", ".join(dict.fromkeys(display_name(e.benchmark) for e in needs_punkt))
+    message = (
+        f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled {labels} prompt(s) count sentences or "
+        "capital words and will be reported as scoring_error (nothing is downloaded at run time; "
+        "install it with `python -m nltk.downloader punkt_tab`)"
+    )
+    if progress is not None:
+        progress.console.print(f"[yellow]warning:[/] {message}")
+    else:
+        logger.warning(message)
+
+
+@dataclass
+class _StageRun:
+    """What every step of one stage run shares: the config, the run directory, how it runs (``resume``,
+    ``extending``), the progress display and the code sandbox, and what the steps add to as they go — the
+    tasks record, the prompt hashes recorded, the result."""
+
+    cfg: RunConfig
+    rundir: RunDir
+    resume: bool
+    extending: bool
+    progress: ProgressDisplay | None
+    code_sandbox: SandboxRecord | None
+    tasks: dict[str, EvalscopeTask]
+    recorded: dict[tuple[str, str], PromptHashRecord]
+    result: StageResult
+
+
+def _benchmark_tasks(run: _StageRun, index_map: IndexMap, api_url: str) -> list[Planned]:
+    """Every benchmark's task, and the checks that need no process: a fresh run on top of old EvalScope
+    outputs, a resume whose EvalScope settings changed."""
+    cfg, rundir, resume, extending, tasks = run.cfg, run.rundir, run.resume, run.extending, run.tasks
+    planned: list[Planned] = []
     for ds in index_map.datasets:
         name = ds.benchmark
         entries = index_map.for_benchmark(name)
@@ -303,24 +338,7 @@ def run_evalscope(
                     details=[f"{k}: {old.task.get(k)!r} → {task.get(k)!r}" for k in diffs],
                 )
         planned.append((name, entries, work_dir, task))
-
-    _run_benchmarks(
-        cfg,
-        rundir,
-        planned,
-        tasks,
-        recorded,
-        result,
-        resume=resume,
-        extending=extending,
-        progress=progress,
-        code_sandbox=code_sandbox,
-        worker=worker,
-        stopper=stopper,
-    )
-    if stopper is not None:
-        stopper.write(rundir)
-    return result
+    return planned
 
 
 Planned = tuple[str, list[IndexMapEntry], Any, dict[str, Any]]
@@ -331,19 +349,11 @@ def expected_cost(cfg: RunConfig, benchmark: str, samples: int) -> int:
     return cfg.max_tokens_for(benchmark) * samples
 
 
-def _prepare(
-    rundir: RunDir,
-    plan: Planned,
-    worker: WorkerProcess,
-    tasks: dict[str, EvalscopeTask],
-    recorded: dict[tuple[str, str], PromptHashRecord],
-    result: StageResult,
-    *,
-    resume: bool,
-    extending: bool,
-) -> tuple[BenchmarkStage, str]:
+def _prepare(run: _StageRun, plan: Planned, worker: WorkerProcess) -> tuple[BenchmarkStage, str]:
     """Everything between a worker's rendering and its first request: check the rendering against the
     index map, record prompt hashes, verify the cache (resume), record the task."""
+    rundir, tasks, recorded, result = run.rundir, run.tasks, run.recorded, run.result
+    resume, extending = run.resume, run.extending
     name, entries, work_dir, task = plan
     stage = BenchmarkStage(benchmark=name, samples=len(entries))
     rendered = worker.rendered(name)
@@ -369,21 +379,13 @@ def _prepare(
     return stage, version
 
 
-def _finish(
-    rundir: RunDir,
-    stage: BenchmarkStage,
-    ran: Ran,
-    failed: int,
-    tasks: dict[str, EvalscopeTask],
-    version: str,
-    result: StageResult,
-) -> None:
+def _finish(run: _StageRun, stage: BenchmarkStage, ran: Ran, failed: int, version: str) -> None:
     stage.errors = failed
     stage.rerun_review = ran.finished.rerun_review
     stage.cache_identity_reason = ran.cache_identity.reason if ran.cache_identity is not None else None
     if stage.rerun_review:
-        tasks[stage.benchmark] = tasks[stage.benchmark].model_copy(update={"rerun_review": True})
-        _write_tasks(rundir, tasks, version, result.punkt_tab)
+        run.tasks[stage.benchmark] = run.tasks[stage.benchmark].model_copy(update={"rerun_review": True})
+        _write_tasks(run.rundir, run.tasks, version, run.result.punkt_tab)
 
 
 #: Seconds between checks of the running benchmarks while waiting (keeps Ctrl-C responsive).
@@ -393,17 +395,9 @@ _LOOK_S = 0.1
 
 
 def _run_benchmarks(
-    cfg: RunConfig,
-    rundir: RunDir,
+    run: _StageRun,
     planned: list[Planned],
-    tasks: dict[str, EvalscopeTask],
-    recorded: dict[tuple[str, str], PromptHashRecord],
-    result: StageResult,
     *,
-    resume: bool,
-    extending: bool,
-    progress: ProgressDisplay | None,
-    code_sandbox: SandboxRecord | None,
     worker: WorkerProcess | None = None,
     stopper: SequentialGate | None = None,
 ) -> None:
@@ -422,6 +416,7 @@ def _run_benchmarks(
 
     if not planned:
         return
+    cfg = run.cfg
     together = cfg.generation.schedule == "pipelined"
     order = list(range(len(planned)))
     if together:
@@ -432,34 +427,14 @@ def _run_benchmarks(
         pool = stack.enter_context(
             ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="evalscope")
         )
-        worker = stack.enter_context(worker if worker is not None else WorkerProcess(rundir))
-        sequences = {}
-        if stopper is not None:
-            for plan in planned:
-                sequence = stopper.sequence(plan[0])
-                if sequence is not None:
-                    sequences[plan[0]] = sequence
-        seeds = {
-            name: request_seeds(
-                cfg, name, ((e.subset, e.index, e.source_id) for e in entries), task_repeats(task)
-            )
-            for name, entries, _, task in planned
-        }
-        worker.start(
-            [(planned[i][0], planned[i][3]) for i in order],
-            together=together,
-            code_sandbox=code_sandbox,
-            sequences=sequences,
-            request_seeds={name: s for name, s in seeds.items() if s is not None},
-        )
+        worker = stack.enter_context(worker if worker is not None else WorkerProcess(run.rundir))
+        sequences = _start(run, worker, planned, order, stopper)
         running: dict[Future[tuple[Ran, int]], tuple[BenchmarkStage, str]] = {}
         for i in order:
             plan = planned[i]
             gated = stopper if plan[0] in sequences else None
-            sink = _ProgressSink(progress, plan[0], len(plan[1]), gated)
-            stage, version = _prepare(
-                rundir, plan, worker, tasks, recorded, result, resume=resume, extending=extending
-            )
+            sink = _ProgressSink(run.progress, plan[0], len(plan[1]), gated)
+            stage, version = _prepare(run, plan, worker)
             stages[plan[0]] = stage
             begin = functools.partial(gated.begin, plan[0]) if gated is not None else None
             running[pool.submit(_run_benchmark, worker, plan[0], plan[3], sink, begin)] = (stage, version)
@@ -473,11 +448,38 @@ def _run_benchmarks(
                 stage, version = running[fut]
                 if stopper is not None and stage.benchmark in sequences:
                     stopper.finish(stage.benchmark)
-                _finish(rundir, stage, ran, failed, tasks, version, result)
+                _finish(run, stage, ran, failed, version)
             if stopper is not None and sequences:
                 stopper.poll(worker)
         worker.wait_exit()
-    result.benchmarks.extend(stages[p[0]] for p in planned)
+    run.result.benchmarks.extend(stages[p[0]] for p in planned)
+
+
+def _start(
+    run: _StageRun, worker: WorkerProcess, planned: list[Planned], order: list[int], stopper: SequentialGate | None
+) -> dict[str, Any]:
+    """Tell the worker every benchmark's task (``planned`` in ``order``), with the sequence of each one the
+    sequential rule gates and each one's request seeds; returns the gated benchmarks' sequences."""
+    sequences = {}
+    if stopper is not None:
+        for plan in planned:
+            sequence = stopper.sequence(plan[0])
+            if sequence is not None:
+                sequences[plan[0]] = sequence
+    seeds = {
+        name: request_seeds(
+            run.cfg, name, ((e.subset, e.index, e.source_id) for e in entries), task_repeats(task)
+        )
+        for name, entries, _, task in planned
+    }
+    worker.start(
+        [(planned[i][0], planned[i][3]) for i in order],
+        together=run.cfg.generation.schedule == "pipelined",
+        code_sandbox=run.code_sandbox,
+        sequences=sequences,
+        request_seeds={name: s for name, s in seeds.items() if s is not None},
+    )
+    return sequences
 
 
 def _run_benchmark(

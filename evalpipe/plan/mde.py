@@ -431,19 +431,7 @@ def plan_benchmark(
     new_plan: SamplingPlan | None = None
     notes: list[str] = []
     if write and needed.n_needed is not None and not block.members:
-        n = min(needed.n_needed, population)
-        strata = block.block.strata if block.block is not None else []
-        new_plan = larger_plan(block.plan, n, max(1, len(strata)))
-        if block.block is not None:
-            populations = {s.stratum: s.population for s in strata}
-            floors = floored_allocation(
-                selected_allocation(block.block), plan_allocation(new_plan, populations)
-            )
-            notes = floors.notes(name)
-        if n < needed.n_needed:
-            notes.append(
-                f"{name}: the plan takes the whole population ({population}); the target is not reached"
-            )
+        new_plan, notes = _larger(block, needed.n_needed)
     arms = max(1, len(cfg.variants))
     cost = token_cost(cfg, run, manifest, name, block.members)
     # prompt tokens a generator's spec knows before any run (kv_probe): priced apart from the output
@@ -452,40 +440,15 @@ def plan_benchmark(
     designs = [
         _design(f"current design ({arms} arm{'s' if arms != 1 else ''})", n_now, k, target, noise, arms, cost)
     ]
-    if needed.n_needed is not None and needed.reachable is not False:
-        designs.append(_design("proposed", needed.n_needed, k, target, noise, arms, cost))
-    else:
-        reach = next((alt for alt in alternatives if alt.reachable), None)
-        if reach is not None and reach.n_needed is not None:
-            designs.append(_design("proposed", reach.n_needed, reach.repeats, target, noise, arms, cost))
-        elif population > n_now:
-            designs.append(
-                _design("proposed: the whole population", population, k, target, noise, arms, cost)
-            )
-    cochran = None
-    if noise.within == 0.0:  # τ² = 0: k* = 0 whatever the costs (module docstring)
-        cochran = optimal_repeats(noise.between, 0.0, cost.input_per_sample or 0.0, cost.output_per_attempt)
-    elif (
-        cost.measured
-        and cost.input_per_sample is not None
-        and cost.output_per_attempt > 0
-        and noise.source == "aa"
-    ):
-        cochran = optimal_repeats(noise.between, noise.within, cost.input_per_sample, cost.output_per_attempt)
+    proposal = _proposal(needed, alternatives, n_now, population, k)
+    if proposal is not None:
+        designs.append(_design(proposal[0], proposal[1], proposal[2], target, noise, arms, cost))
+    cochran = _cochran(noise, cost)
     if cochran is not None and cochran.repeats != k:
         by_rule = sample_size_for_mde(target, noise, cochran.repeats, base_accuracy=p, population=population)
         n_rule = population if by_rule.n_needed is None else min(by_rule.n_needed, population)
-        designs.append(
-            _design(
-                f"proposed at Cochran's k = {cochran.repeats}",
-                n_rule,
-                cochran.repeats,
-                target,
-                noise,
-                arms,
-                cost,
-            )
-        )
+        label = f"proposed at Cochran's k = {cochran.repeats}"
+        designs.append(_design(label, n_rule, cochran.repeats, target, noise, arms, cost))
     return BenchmarkPlan(
         benchmark=name,
         n_now=n_now,
@@ -506,6 +469,48 @@ def plan_benchmark(
         arms=arms,
         cochran=cochran,
     )
+
+
+def _proposal(
+    needed: SampleSizeNeeded, alternatives: list[SampleSizeNeeded], n_now: int, population: int, k: int
+) -> tuple[str, int, int] | None:
+    """The proposed design as (label, units, repeats): the units the target needs at ``k`` repeats, else the
+    first number of repeats that reaches it, else the whole population when it is larger than now."""
+    if needed.n_needed is not None and needed.reachable is not False:
+        return "proposed", needed.n_needed, k
+    reach = next((alt for alt in alternatives if alt.reachable), None)
+    if reach is not None and reach.n_needed is not None:
+        return "proposed", reach.n_needed, reach.repeats
+    if population > n_now:
+        return "proposed: the whole population", population, k
+    return None
+
+
+def _larger(block: PlanInput, n_needed: int) -> tuple[SamplingPlan, list[str]]:
+    """The larger sampling plan for ``n_needed`` units (at most the population) and its notes: the strata's
+    allocation floored at the run's own, and a target the whole population does not reach."""
+    name, population = block.benchmark, block.population
+    n = min(n_needed, population)
+    strata = block.block.strata if block.block is not None else []
+    new_plan = larger_plan(block.plan, n, max(1, len(strata)))
+    notes: list[str] = []
+    if block.block is not None:
+        populations = {s.stratum: s.population for s in strata}
+        floors = floored_allocation(selected_allocation(block.block), plan_allocation(new_plan, populations))
+        notes = floors.notes(name)
+    if n < n_needed:
+        notes.append(f"{name}: the plan takes the whole population ({population}); the target is not reached")
+    return new_plan, notes
+
+
+def _cochran(noise: NoiseModel, cost: TokenCost) -> RepeatsChoice | None:
+    """Cochran's optimal repeats: always when the noise has no within-sample part (τ² = 0: k* = 0 whatever the
+    costs, module docstring), else only from measured costs and an A/A noise model."""
+    if noise.within == 0.0:
+        return optimal_repeats(noise.between, 0.0, cost.input_per_sample or 0.0, cost.output_per_attempt)
+    if cost.measured and cost.input_per_sample is not None and cost.output_per_attempt > 0 and noise.source == "aa":
+        return optimal_repeats(noise.between, noise.within, cost.input_per_sample, cost.output_per_attempt)
+    return None
 
 
 def write_plan(plan: SamplingPlan, path: Path) -> None:

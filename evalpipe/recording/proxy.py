@@ -323,6 +323,20 @@ class ProxyHandle:
         self._proxy.gate = gate
 
 
+@dataclass(frozen=True)
+class Forwarding:
+    """How the proxy forwards the run's requests: never more than ``concurrency`` attempts at the server at
+    once, whichever benchmark sends them (None: no bound; ``generation.concurrency``), each attempt within
+    ``upstream_timeout_s`` of server time, queue wait excluded (``generation.request_timeout_s``), and — a
+    fleet behind a router — a chat request answered 5xx, or not forwarded at all, re-sent up to
+    ``resend_failed`` times ``resend_delay_s`` apart, each attempt recorded."""
+
+    concurrency: int | None = None
+    upstream_timeout_s: float | None = None
+    resend_failed: int = 0
+    resend_delay_s: float = 1.0
+
+
 class _Proxy:
     def __init__(
         self,
@@ -331,17 +345,14 @@ class _Proxy:
         *,
         set_rid: bool,
         host: str,
-        concurrency: int | None = None,
-        upstream_timeout_s: float | None = None,
         api_key: str | None = None,
-        resend_failed: int = 0,
-        resend_delay_s: float = 1.0,
+        forwarding: Forwarding = Forwarding(),
     ) -> None:
         self.upstream = upstream.rstrip("/")
         #: The ``Authorization`` header every forwarded request carries instead of the client's.
         self._auth = ("Authorization", f"Bearer {api_key}") if api_key else None
-        self.resend_failed = resend_failed
-        self.resend_delay_s = resend_delay_s
+        self.resend_failed = forwarding.resend_failed
+        self.resend_delay_s = forwarding.resend_delay_s
         self.refused: str | None = None
         #: Fleet gate (``on_mismatch: abort`` behind a router): ``gate(t)`` is True once a fleet poll that
         #: began after time ``t`` found every worker as verified; answers wait for it.  None: no gate.
@@ -350,8 +361,8 @@ class _Proxy:
         #: (time.time() it ended, X-Request-Id) of the latest attempts (``in_flight_ids(since)``)
         self._ended: collections.deque[tuple[float, str]] = collections.deque(maxlen=_ENDED_KEPT)
         self._in_flight_lock = threading.Lock()
-        self.concurrency = concurrency
-        self.upstream_timeout_s = upstream_timeout_s
+        self.concurrency = forwarding.concurrency
+        self.upstream_timeout_s = forwarding.upstream_timeout_s
         self.in_flight = 0
         self._slots: asyncio.Semaphore | None = None
         self.set_rid = set_rid
@@ -694,11 +705,8 @@ def recording_proxy(
     *,
     set_rid: bool = True,
     host: str = "127.0.0.1",
-    concurrency: int | None = None,
-    upstream_timeout_s: float | None = None,
     api_key: str | None = None,
-    resend_failed: int = 0,
-    resend_delay_s: float = 1.0,
+    forwarding: Forwarding = Forwarding(),
 ) -> Iterator[ProxyHandle]:
     """Run the recording proxy for the duration of the block.
 
@@ -707,24 +715,18 @@ def recording_proxy(
     the listener stops, in-flight requests get a few seconds, and the recorder writes and fsyncs every
     record; a recorder failure then raises ServerError (unless another exception is already propagating).
 
-    ``concurrency`` makes the proxy the run's admission point: never more than that many attempts at the
-    server, whichever benchmark sends them (``generation.concurrency``); ``upstream_timeout_s`` bounds each
-    attempt's server time (``generation.request_timeout_s``), queue wait excluded.  ``api_key``: the
-    server's key, sent by the proxy on every forwarded request (the client's ``Authorization`` is dropped).
-    ``resend_failed`` (a fleet behind a router): a chat request answered 5xx, or not forwarded at all, is
-    re-sent up to that many times ``resend_delay_s`` apart, each attempt recorded — a worker that died under
-    the router loses no sample.
+    ``forwarding`` (``Forwarding``) makes the proxy the run's admission point — at most ``concurrency``
+    attempts at the server, each within its timeout — and, behind a router, re-sends a failed chat request,
+    so a worker that died under the router loses no sample.  ``api_key``: the server's key, sent by the proxy
+    on every forwarded request (the client's ``Authorization`` is dropped).
     """
     proxy = _Proxy(
         upstream,
         rundir,
         set_rid=set_rid,
         host=host,
-        concurrency=concurrency,
-        upstream_timeout_s=upstream_timeout_s,
         api_key=api_key,
-        resend_failed=resend_failed,
-        resend_delay_s=resend_delay_s,
+        forwarding=forwarding,
     )
     proxy.start()
     shown = f"[{host}]" if ":" in host else host

@@ -78,6 +78,31 @@ def placement_grid_lines(block: PairedBenchmark, label_a: str, label_b: str) -> 
 def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None = None) -> str:
     """Report section: one line per benchmark plus the flipped samples; ``explorer``: the page beside it that
     shows every sample of the pair, flips first (and what it truncated)."""
+    blocks = [*result.benchmarks, *result.pools, *([result.overall] if result.overall else [])]
+    lines = _header_lines(result, explorer)
+    lines += _table_lines(result, blocks)
+    for b in blocks:
+        lines += _block_notes(result, b)
+    lines.append("")
+    lines += _by_length_lines(result)
+    for b in result.benchmarks:
+        lines += placement_grid_lines(b, result.label_a, result.label_b)
+    for b in result.benchmarks:
+        lines.append(f"- {paired_line(b, result.label_a, result.label_b)}")
+    flips = [f for b in result.benchmarks for f in b.flips]
+    if flips:
+        lines.append("")
+        lines.append("Flipped samples:")
+        lines.append("")
+        for f in flips:
+            lines.append(
+                f"- {f.benchmark} `{f.source_id}`: {result.label_a} {f.failure_a}, {result.label_b} {f.failure_b}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(result: CompareResult, explorer: ExplorerRecord | None) -> list[str]:
+    """The title, what was compared and how, the explorer beside it, and what the A/A pair is."""
     if result.aa_only:
         lines = [f"## A/A control: {result.label_a} vs its repeat {result.label_b}", ""]
     else:
@@ -118,12 +143,16 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
             "is the server's own noise, the noise model of the MDE."
         )
     lines.append("")
-    lines.append(
+    return lines
+
+
+def _table_lines(result: CompareResult, blocks: list[PairedBenchmark]) -> list[str]:
+    """One table row per block with samples (benchmarks, pools, the overall block)."""
+    lines = [
         f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
-        "| Non-inferiority | Sequential | Flips |"
-    )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
-    blocks = [*result.benchmarks, *result.pools, *([result.overall] if result.overall else [])]
+        "| Non-inferiority | Sequential | Flips |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for b in blocks:
         if b.difference is None or b.diff_ci_low is None or b.diff_ci_high is None or b.mcnemar_p is None:
             continue  # no samples (all four are set together)
@@ -141,69 +170,65 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
             f"[{fmt_signed_pts_from_fraction(b.diff_ci_low)}, {fmt_signed_pts_from_fraction(b.diff_ci_high)}] | {b.mcnemar_p:.3g} | {mde} | {ni} | {seq} | {len(b.flips)} |"
         )
     lines.append("")
-    for b in blocks:
-        said = power_sentences(b)
-        if b.paired_ci_low is not None and b.paired_ci_high is not None:
-            said.append(
-                f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "
-                f"{b.paired_test} p = {b.paired_p:.3g}"
-            )
-        if said:
-            basis = mde_basis_text(b.mde_basis, b.n_pairs)
-            lines.append(f"- {b.benchmark}: " + "; ".join(said) + (f" ({basis})" if basis else ""))
-        if b.sequential:
-            lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
-        dropped = dropped_sentence(b)
-        if dropped:
-            lines.append(f"- {b.benchmark}: {dropped}")
-        if b.operating:
-            lines.append(f"- {b.benchmark}: {operating_sentence(b.operating)}")
-        if b.design_check is not None:
-            lines.append(f"- {b.benchmark}: {design_check_sentence(b.design_check, b.operating)}")
-        if b.attempt_seeds is not None:
-            lines.append(
-                f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}"
-            )
-            if b.attempt_seeds.common < b.attempt_seeds.seeded:
-                lines.append(
-                    f"- {b.benchmark}: the arms sent different seeds for "
-                    f"{b.attempt_seeds.seeded - b.attempt_seeds.common} sample(s) "
-                    f"({', '.join(b.attempt_seeds.differing_across_arms)}): their draws are not coupled"
-                )
-    lines.append("")
-    by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
-    if by_length:
-        lines.append("By context length (KV-cache view: does the difference grow with the context?):")
-        lines.append("")
-        lines.append(
-            f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |"
+    return lines
+
+
+def _block_notes(result: CompareResult, b: PairedBenchmark) -> list[str]:
+    """A block's sentences under the table: power, the sequential design, drops, the operating characteristic,
+    the design check and the attempts' seeds."""
+    lines = []
+    said = power_sentences(b)
+    if b.paired_ci_low is not None and b.paired_ci_high is not None:
+        said.append(
+            f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "
+            f"{b.paired_test} p = {b.paired_p:.3g}"
         )
-        lines.append("|---|---|---|---|---|---|---|---|")
-        for b, x in by_length:
-            diff = (
-                f"{fmt_signed_pts_from_fraction(x.difference)} | [{fmt_signed_pts_from_fraction(x.diff_ci_low)}, {fmt_signed_pts_from_fraction(x.diff_ci_high)}]"
-                if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
-                else "– | –"
-            )
+    if said:
+        basis = mde_basis_text(b.mde_basis, b.n_pairs)
+        lines.append(f"- {b.benchmark}: " + "; ".join(said) + (f" ({basis})" if basis else ""))
+    if b.sequential:
+        lines.append(f"- {b.benchmark}: {sequential_design_line(b.sequential, b.members)}")
+    dropped = dropped_sentence(b)
+    if dropped:
+        lines.append(f"- {b.benchmark}: {dropped}")
+    if b.operating:
+        lines.append(f"- {b.benchmark}: {operating_sentence(b.operating)}")
+    if b.design_check is not None:
+        lines.append(f"- {b.benchmark}: {design_check_sentence(b.design_check, b.operating)}")
+    if b.attempt_seeds is not None:
+        lines.append(f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}")
+        if b.attempt_seeds.common < b.attempt_seeds.seeded:
             lines.append(
-                f"| {b.benchmark} | {x.length} | {x.n_pairs} | {x.a.correct}/{x.a.scored} | {x.b.correct}/{x.b.scored} | "
-                f"{diff} | {len(x.flips)} |"
+                f"- {b.benchmark}: the arms sent different seeds for "
+                f"{b.attempt_seeds.seeded - b.attempt_seeds.common} sample(s) "
+                f"({', '.join(b.attempt_seeds.differing_across_arms)}): their draws are not coupled"
             )
-        lines.append("")
-        verdicts = (length_verdict(b.benchmark, b.by_length) for b in result.benchmarks)
-        lines += [f"- {verdict}" for verdict in verdicts if verdict]
-        lines.append("")
-    for b in result.benchmarks:
-        lines += placement_grid_lines(b, result.label_a, result.label_b)
-    for b in result.benchmarks:
-        lines.append(f"- {paired_line(b, result.label_a, result.label_b)}")
-    flips = [f for b in result.benchmarks for f in b.flips]
-    if flips:
-        lines.append("")
-        lines.append("Flipped samples:")
-        lines.append("")
-        for f in flips:
-            lines.append(
-                f"- {f.benchmark} `{f.source_id}`: {result.label_a} {f.failure_a}, {result.label_b} {f.failure_b}"
-            )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _by_length_lines(result: CompareResult) -> list[str]:
+    """The by-context-length table and its verdicts (none without length buckets)."""
+    by_length = [(b, x) for b in result.benchmarks for x in b.by_length]
+    if not by_length:
+        return []
+    lines = [
+        "By context length (KV-cache view: does the difference grow with the context?):",
+        "",
+        f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for b, x in by_length:
+        diff = (
+            f"{fmt_signed_pts_from_fraction(x.difference)} | [{fmt_signed_pts_from_fraction(x.diff_ci_low)}, {fmt_signed_pts_from_fraction(x.diff_ci_high)}]"
+            if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
+            else "– | –"
+        )
+        lines.append(
+            f"| {b.benchmark} | {x.length} | {x.n_pairs} | {x.a.correct}/{x.a.scored} | {x.b.correct}/{x.b.scored} | "
+            f"{diff} | {len(x.flips)} |"
+        )
+    lines.append("")
+    verdicts = (length_verdict(b.benchmark, b.by_length) for b in result.benchmarks)
+    lines += [f"- {verdict}" for verdict in verdicts if verdict]
+    lines.append("")
+    return lines

@@ -21,7 +21,8 @@ from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.compare import compare_runs
+from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noise, compare_runs
+from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
@@ -121,6 +122,21 @@ def run_variants(
             _audit_finished([name for name in names if name in finished], dirs)
         raise
     compare_start = time.perf_counter()
+    compares, cited = _compare_arms(cfg, root_spine.rundir, dirs, labels)
+    clock.add("compare", time.perf_counter() - compare_start)
+    for name in names:
+        clock.stages += results[name].timings
+    _audit_once(names, dirs, results, cited, clock)
+    clock.write(root_spine.rundir)
+    return PairedOutcome(root_spine.rundir, results, compares)
+
+
+def _compare_arms(
+    cfg: RunConfig, root: RunDir, dirs: dict[str, RunDir], labels: dict[str, str]
+) -> tuple[list[PairedFiles], dict[str, _Cited]]:
+    """Compare the variant under test (the first) with each control, its A/A repeat beside it (or, with no
+    control, record the A/A noise); each comparison's files, and what each variant's report cites."""
+    names = [v.name for v in cfg.variants]
     compares: list[PairedFiles] = []
     cited: dict[str, _Cited] = {}
     speed_comparison: SpeedComparison | None = None
@@ -132,25 +148,16 @@ def run_variants(
         again = repeat_of.get(other, repeat_of.get(first))
         noise_pair = (other, again) if other in repeat_of else (first, again)
         comparison = compare_runs(
-            dirs[first].root,
-            dirs[other].root,
-            label_a=labels[first],
-            label_b=labels[other],
-            run_aa=dirs[again].root if again is not None else None,
-            label_aa=labels[again] if again is not None else None,
-            aa_control=dirs[noise_pair[0]].root if again is not None else None,
-            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
-                "overall" if block == "all" else block
-            ),
-            sequential=cfg.generation.sequential,
-            pools=cfg.pools,
-            design=cfg.design,
+            PairedDesign(
+                Arms(dirs[first].root, dirs[other].root, labels[first], labels[other]),
+                aa=AAPair(dirs[again].root, dirs[noise_pair[0]].root, labels[again]) if again is not None else None,
+                gate=GatePolicy.of(cfg),
+            )
         )
         target = (
-            root_spine.rundir.root
+            root.root
             if len(controls) == 1
-            else root_spine.rundir.root / f"compare-{first}-vs-{other}"
+            else root.root / f"compare-{first}-vs-{other}"
         )
         json_path, _ = write_compare(comparison, target)
         speed_comparison = None
@@ -167,38 +174,23 @@ def run_variants(
         _cite(cited, (first, other, again), comparison, speed_comparison)
     if not controls and first in repeat_of:  # A/A only: the server's own noise is the record
         again = repeat_of[first]
-        comparison = compare_runs(
-            dirs[first].root,
-            dirs[again].root,
-            label_a=labels[first],
-            label_b=labels[again],
-            margins=lambda block: cfg.gates.points_for("non_inferiority_margin_pts", block),
-            must_catch=lambda block: cfg.gates.must_catch_drop_pts.get(
-                "overall" if block == "all" else block
-            ),
-            aa_only=True,
-            pools=cfg.pools,
-            design=cfg.design,
+        comparison = compare_noise(
+            Arms(dirs[first].root, dirs[again].root, labels[first], labels[again]), GatePolicy.of(cfg)
         )
-        json_path, _ = write_compare(comparison, root_spine.rundir.root)
+        json_path, _ = write_compare(comparison, root.root)
         if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
             from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
 
             speed_comparison = compare_variant_dirs(
                 dirs[first].root,
                 dirs[again].root,
-                root_spine.rundir.root,
+                root.root,
                 min_output_throughput_ratio=cfg.gates.min_output_throughput_ratio,
             )
-        speed_path = root_spine.rundir.speed_compare if speed_comparison else None
+        speed_path = root.speed_compare if speed_comparison else None
         compares.append(PairedFiles(json_path, speed_path))
         _cite(cited, (first, again), comparison, speed_comparison)
-    clock.add("compare", time.perf_counter() - compare_start)
-    for name in names:
-        clock.stages += results[name].timings
-    _audit_once(names, dirs, results, cited, clock)
-    clock.write(root_spine.rundir)
-    return PairedOutcome(root_spine.rundir, results, compares)
+    return compares, cited
 
 
 @dataclass(frozen=True)

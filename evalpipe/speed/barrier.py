@@ -230,14 +230,10 @@ class SpeedCoordinator:
         order = " / ".join(t.variant for t in targets)
         self.say(f"speed: every variant's evaluation is done; rounds alternate across {order} (ABBA…)")
         try:
-            speed_run.run_speed_alternating(
-                targets,
-                self.cfg,
-                served_model=self.served_model,
-                base_dir=self.base_dir,
-                progress=self.say,
-                client_env=self.client_env,
+            request = speed_run.SpeedRequest(
+                self.cfg, self.served_model, base_dir=self.base_dir, client_env=self.client_env, progress=self.say
             )
+            speed_run.run_speed_alternating(targets, request)
         except (SpeedSetupError, OSError) as exc:
             message = exc.message if isinstance(exc, SpeedSetupError) else f"{type(exc).__name__}: {exc}"
             self._release("not_run", message)

@@ -134,8 +134,38 @@ def compare_workload(
         for m in METRICS
     ]
     throughput = metrics[0]
+    verdict, reason = _verdict(control, test, complete, same, throughput)
+    gate = None
+    if min_output_throughput_ratio is not None:
+        gate = _gate(name, throughput.ratio, min_output_throughput_ratio, complete)
+    interval = (
+        f" [{throughput.ci_low:.2f}, {throughput.ci_high:.2f}]"
+        if throughput.ci_low is not None and throughput.ci_high is not None
+        else ""
+    )
+    ratio_text = "n/a" if throughput.ratio is None else f"x{throughput.ratio:.2f}"
+    return WorkloadComparison(
+        workload=name,
+        rounds_control=len(control),
+        rounds_test=len(test),
+        complete=complete,
+        same_prompts=same,
+        metrics=metrics,
+        verdict=verdict,
+        reason=reason,
+        gate=gate,
+        line=f"{name}: output throughput {ratio_text}{interval} — {verdict} ({reason})",
+    )
+
+
+def _verdict(
+    control: list[RoundRecord], test: list[RoundRecord], complete: bool, same: bool | None, throughput: MetricRatio
+) -> tuple[Verdict, str]:
+    """A workload's verdict and its reason: inconclusive without rounds, with an unusable round or different
+    prompts; else where the output-throughput interval lies against 1."""
+    verdict: Verdict
     if not control or not test:
-        verdict: Verdict = "inconclusive"
+        verdict = "inconclusive"
         reason = "no rounds for one of the variants"
     elif not complete:
         verdict = "inconclusive"
@@ -158,39 +188,23 @@ def compare_workload(
         verdict, reason = "slower", "output-throughput interval below 1"
     else:
         verdict, reason = "inconclusive", "output-throughput interval contains 1"
-    gate = None
-    if min_output_throughput_ratio is not None:
-        actual = throughput.ratio
-        passed = complete and actual is not None and actual >= min_output_throughput_ratio
-        gate = GateOutcome(
-            threshold=min_output_throughput_ratio,
-            actual=actual,
-            passed=passed,
-            message=(
-                f"{name}: output-throughput ratio "
-                + ("n/a" if actual is None else f"{actual:.3f}")
-                + (" >= " if passed else " < " if actual is not None else " vs ")
-                + f"min {min_output_throughput_ratio:.3f}"
-                + ("" if complete else " (incomplete rounds)")
-            ),
-        )
-    interval = (
-        f" [{throughput.ci_low:.2f}, {throughput.ci_high:.2f}]"
-        if throughput.ci_low is not None and throughput.ci_high is not None
-        else ""
-    )
-    ratio_text = "n/a" if throughput.ratio is None else f"x{throughput.ratio:.2f}"
-    return WorkloadComparison(
-        workload=name,
-        rounds_control=len(control),
-        rounds_test=len(test),
-        complete=complete,
-        same_prompts=same,
-        metrics=metrics,
-        verdict=verdict,
-        reason=reason,
-        gate=gate,
-        line=f"{name}: output throughput {ratio_text}{interval} — {verdict} ({reason})",
+    return verdict, reason
+
+
+def _gate(name: str, actual: float | None, threshold: float, complete: bool) -> GateOutcome:
+    """The ``min_output_throughput_ratio`` gate of one workload: passed only with complete rounds."""
+    passed = complete and actual is not None and actual >= threshold
+    return GateOutcome(
+        threshold=threshold,
+        actual=actual,
+        passed=passed,
+        message=(
+            f"{name}: output-throughput ratio "
+            + ("n/a" if actual is None else f"{actual:.3f}")
+            + (" >= " if passed else " < " if actual is not None else " vs ")
+            + f"min {threshold:.3f}"
+            + ("" if complete else " (incomplete rounds)")
+        ),
     )
 
 

@@ -60,6 +60,25 @@ class SpeedTarget:
     api_key: str | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class SpeedRequest:
+    """What a speed measurement is asked, whichever servers it measures (``SpeedTarget``): the config's
+    ``speed:`` section, the model name the servers serve, the API key of every target that has none of its own,
+    the context one request may use (None: asked of each server), the directory a relative tokenizer path is
+    read from, the server's environment additions the SGLang client runs with (``make_client``), a sink for
+    one line per round, and a client replacing the one ``config.client`` names (tests drive the orchestration
+    with a stand-in)."""
+
+    config: SpeedConfig
+    served_model: str
+    api_key: str | None = field(default=None, repr=False)
+    context_length: int | None = None
+    base_dir: Path | None = None
+    client_env: Mapping[str, str] | None = None
+    progress: Progress | None = None
+    client: SpeedClient | None = None
+
+
 def make_client(cfg: SpeedConfig, *, client_env: Mapping[str, str] | None = None) -> SpeedClient:
     """The configured client, from the speed-client registry.  ``client_env``: the server's own environment
     additions (``server.env``), for a client that runs in the installation the server runs."""
@@ -136,26 +155,33 @@ def _fresh_round_dir(path: Path) -> None:
     path.mkdir(parents=True)
 
 
+@dataclass(frozen=True)
+class _ClientRun:
+    """One client process as it ran: its argv (secrets redacted), when it started and finished, how it ended."""
+
+    argv: list[str]
+    started: datetime
+    finished: datetime
+    exit_code: int | None
+    timed_out: bool
+
+
 def _round_record(
     plan: RoundPlan,
     parsed: ParsedRound,
     client: SpeedClient,
+    run: _ClientRun,
     *,
-    started: datetime,
-    finished: datetime,
-    exit_code: int | None,
-    timed_out: bool,
     relative_to: Path,
     secrets: Sequence[str],
-    argv: list[str],
 ) -> RoundRecord:
     problems = list(parsed.problems)
     requested = plan.workload.num_prompts
-    if timed_out:
+    if run.timed_out:
         problems.insert(0, f"the client was stopped after {plan.timeout_s:g} s (speed.round_timeout_s)")
-    elif exit_code != 0:
+    elif run.exit_code != 0:
         log = (plan.round_dir / "client.log").relative_to(relative_to).as_posix()
-        problems.insert(0, f"the client exited with {exit_code} (log: {log})")
+        problems.insert(0, f"the client exited with {run.exit_code} (log: {log})")
     if parsed.completed < requested:
         problems.insert(0, f"{parsed.completed} of {requested} requests completed")
     if parsed.cached_prompt_tokens_pct:
@@ -167,11 +193,11 @@ def _round_record(
         workload=plan.workload.name,
         round_index=plan.round_index,
         seed=plan.seed,
-        argv=argv,
-        started_at=started,
-        finished_at=finished,
-        client_exit_code=exit_code,
-        timed_out=timed_out,
+        argv=run.argv,
+        started_at=run.started,
+        finished_at=run.finished,
+        client_exit_code=run.exit_code,
+        timed_out=run.timed_out,
         requested=requested,
         completed=parsed.completed,
         duration_s=parsed.duration_s,
@@ -292,18 +318,8 @@ def run_round(
     parsed = client.parse(plan)
     secrets = [api_key] if api_key else []
     redacted_argv = redact_argv(argv, secrets)
-    record = _round_record(
-        plan,
-        parsed,
-        client,
-        started=started,
-        finished=finished,
-        exit_code=ended.returncode,
-        timed_out=ended.timed_out,
-        relative_to=target.out_dir,
-        secrets=secrets,
-        argv=redacted_argv,
-    )
+    ran = _ClientRun(redacted_argv, started, finished, ended.returncode, ended.timed_out)
+    record = _round_record(plan, parsed, client, ran, relative_to=target.out_dir, secrets=secrets)
     return record, redacted_argv
 
 
@@ -320,30 +336,20 @@ def _record_round(artifact: SpeedArtifact, record: RoundRecord, argv: list[str])
         )
 
 
-def run_speed_alternating(
-    targets: Sequence[SpeedTarget],
-    cfg: SpeedConfig,
-    *,
-    served_model: str,
-    api_key: str | None = None,
-    context_length: int | None = None,
-    base_dir: Path | None = None,
-    client_env: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
-    client: SpeedClient | None = None,
-) -> dict[str, SpeedArtifact]:
+def run_speed_alternating(targets: Sequence[SpeedTarget], request: SpeedRequest) -> dict[str, SpeedArtifact]:
     """Run every workload's rounds on every target, alternating the order per round; one ``speed.json`` each."""
     if len({t.variant for t in targets}) != len(targets):
         raise SpeedSetupError("speed: two targets share a variant name")
-    keys = {t.variant: t.api_key if t.api_key is not None else api_key for t in targets}
+    cfg, served_model = request.config, request.served_model
+    keys = {t.variant: t.api_key if t.api_key is not None else request.api_key for t in targets}
     prepared = prepare(
         cfg,
         [t.base_url for t in targets],
         api_keys=[keys[t.variant] for t in targets],
-        context_length=context_length,
-        base_dir=base_dir,
-        client_env=client_env,
-        client=client,
+        context_length=request.context_length,
+        base_dir=request.base_dir,
+        client_env=request.client_env,
+        client=request.client,
     )
     schedule: Schedule = "alternating" if len(targets) > 1 else "single"
     artifacts = {t.variant: _new_artifact(t, cfg, prepared, served_model, schedule) for t in targets}
@@ -358,40 +364,17 @@ def run_speed_alternating(
                 artifact = artifacts[target.variant]
                 _record_round(artifact, record, argv)
                 write_model(RunDir(target.out_dir).speed_json, artifact)
-                if progress is not None:
-                    progress(round_line(target.variant, record))
+                if request.progress is not None:
+                    request.progress(round_line(target.variant, record))
     for t in targets:
         artifacts[t.variant].load_after = load_average()
         write_model(RunDir(t.out_dir).speed_json, artifacts[t.variant])
     return artifacts
 
 
-def run_speed(
-    server_base_url: str,
-    speed_config: SpeedConfig,
-    out_dir: Path,
-    *,
-    served_model: str,
-    variant: str = "default",
-    api_key: str | None = None,
-    context_length: int | None = None,
-    base_dir: Path | None = None,
-    client_env: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
-    client: SpeedClient | None = None,
-) -> SpeedArtifact:
-    """The speed benchmark of one variant on its ready server (no proxy); writes ``out_dir/speed.json``."""
-    return run_speed_alternating(
-        [SpeedTarget(variant, server_base_url, Path(out_dir))],
-        speed_config,
-        served_model=served_model,
-        api_key=api_key,
-        context_length=context_length,
-        base_dir=base_dir,
-        client_env=client_env,
-        progress=progress,
-        client=client,
-    )[variant]
+def run_speed(target: SpeedTarget, request: SpeedRequest) -> SpeedArtifact:
+    """The speed benchmark of one variant on its ready server (no proxy); writes ``target.out_dir/speed.json``."""
+    return run_speed_alternating([target], request)[target.variant]
 
 
 def round_line(variant: str, r: RoundRecord) -> str:
@@ -409,32 +392,17 @@ def read_speed(path: Path) -> SpeedArtifact:
 
 
 def speed_command(
-    cfg: SpeedConfig,
+    request: SpeedRequest,
     endpoints: dict[str, str],
     out_root: Path,
     *,
-    served_model: str,
     control: str | None = None,
-    api_key: str | None = None,
-    context_length: int | None = None,
-    base_dir: Path | None = None,
     min_output_throughput_ratio: float | None = None,
-    progress: Progress | None = None,
-    client: SpeedClient | None = None,
 ) -> tuple[dict[str, SpeedArtifact], SpeedComparison | None]:
     """``evalpipe speed``: benchmark ready endpoints (variant → URL) into ``out_root/<variant>/`` and, for two
     variants, compare them (``out_root/speed_compare.json``; control = ``control`` or the first)."""
     targets = [SpeedTarget(name, url, out_root / name) for name, url in endpoints.items()]
-    artifacts = run_speed_alternating(
-        targets,
-        cfg,
-        served_model=served_model,
-        api_key=api_key,
-        context_length=context_length,
-        base_dir=base_dir,
-        progress=progress,
-        client=client,
-    )
+    artifacts = run_speed_alternating(targets, request)
     if len(targets) != 2:
         return artifacts, None
     names = [t.variant for t in targets]

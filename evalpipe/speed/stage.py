@@ -15,7 +15,7 @@ otherwise the whole benchmark runs again (its old round directories are renamed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_model
@@ -25,7 +25,7 @@ from evalpipe.errors import ArtifactError
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import compare_speed
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import read_speed, run_speed
+from evalpipe.speed.run import SpeedRequest, SpeedTarget, read_speed, run_speed
 
 #: What a refusal in ``evalpipe run``'s preflight adds: the way to run the accuracy evaluation without it.
 NO_SPEED_HINT = "; to run the accuracy evaluation without the speed benchmark: evalpipe run ... --no-speed"
@@ -62,38 +62,18 @@ def already_measured(run_dir: Path, cfg: SpeedConfig) -> bool:
     return all(sum(1 for r in artifact.rounds_for(w.name) if r.complete) >= cfg.rounds for w in cfg.workloads)
 
 
-def run_speed_stage(
-    cfg: SpeedConfig,
-    base_url: str,
-    run_dir: Path,
-    *,
-    variant: str,
-    served_model: str,
-    api_key: str | None,
-    base_dir: Path | None,
-    say: Callable[[str], None] | None = None,
-    client_env: Mapping[str, str] | None = None,
-) -> bool:
-    """Benchmark ``base_url`` into ``run_dir/speed.json``; False when it could not run (``speed_error.txt``
-    says why).  A stale ``speed_error.txt`` of an earlier attempt is removed once the benchmark ran."""
-    run_dir = Path(run_dir)
-    error_path = RunDir(run_dir).speed_error
-    if already_measured(run_dir, cfg):
+def run_speed_stage(target: SpeedTarget, request: SpeedRequest) -> bool:
+    """Benchmark ``target`` into ``target.out_dir/speed.json``; False when it could not run (``speed_error.txt``
+    says why; ``request.progress`` hears it too).  A stale ``speed_error.txt`` of an earlier attempt is removed
+    once the benchmark ran."""
+    say, variant = request.progress, target.variant
+    error_path = RunDir(target.out_dir).speed_error
+    if already_measured(target.out_dir, request.config):
         if say is not None:
             say(f"{variant}: speed.json already holds every round (kept)")
         return True
     try:
-        run_speed(
-            base_url,
-            cfg,
-            run_dir,
-            served_model=served_model,
-            variant=variant,
-            api_key=api_key,
-            base_dir=base_dir,
-            progress=say,
-            client_env=client_env,
-        )
+        run_speed(target, request)
     except SpeedSetupError as exc:
         atomic_write_text(error_path, exc.message + "\n")
         if say is not None:

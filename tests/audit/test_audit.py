@@ -433,7 +433,7 @@ def test_budget_exhausted_counts_incorrect_even_if_scored_correct(tmp_path: Path
 
 # --- paired control: the comparison is handed in, never read from beside the run directory ---------------
 def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp_path: Path) -> None:
-    from evalpipe.compare import compare_runs
+    from evalpipe.compare import Arms, PairedDesign, compare_runs
     from evalpipe.run.compare_files import write_compare
     from evalpipe.words.compare import paired_line
 
@@ -444,7 +444,7 @@ def test_paired_control_is_handed_in_and_the_cli_finds_it_beside_the_variant(tmp
         b.config["variants"] = [{"name": "fp8"}, {"name": "bf16"}]
         b.verification.variant = name
         b.write()
-    comparison = compare_runs(root / "fp8", root / "bf16", label_a="FP8", label_b="BF16")
+    comparison = compare_runs(PairedDesign(Arms(root / "fp8", root / "bf16", "FP8", "BF16")))
     write_compare(comparison, root)  # RUN/compare.json, where `evalpipe run` writes it for two variants
     cited = "; ".join(paired_line(b, "FP8", "BF16") for b in comparison.benchmarks) + " (compare.json)"
     assert cited.startswith("FP8 vs BF16 (ifeval): +0.0 pts")

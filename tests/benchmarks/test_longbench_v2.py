@@ -14,7 +14,7 @@ import pytest
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.benchmarks.base import bundled_data_dir
-from evalpipe.compare.paired import compare_runs
+from evalpipe.compare import Arms, Bootstrap, PairedDesign, compare_runs
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import AnswerKeyConfig, BenchmarkConfig, DatasetSource, GateConfig
 from evalpipe.engines.answer_key import AnswerKey
@@ -186,7 +186,9 @@ def test_summary_and_report_carry_the_by_length_table(runs) -> None:
 
 
 def test_compare_carries_difference_and_flips_per_length(runs, tmp_path: Path) -> None:
-    result = compare_runs(runs["positive"].rundir.root, runs["negative"].rundir.root, resamples=200)
+    result = compare_runs(
+        PairedDesign(Arms(runs["positive"].rundir.root, runs["negative"].rundir.root), bootstrap=Bootstrap(resamples=200))
+    )
     (b,) = result.benchmarks
     got = [(x.length, x.n_pairs, x.a_only, x.b_only, len(x.flips)) for x in b.by_length]
     # the two long items exceed the context in both arms: dropped before generation, they leave the comparison

@@ -13,7 +13,7 @@ from scipy.stats import binomtest
 from evalpipe.artifacts import RunDir, write_jsonl_atomic
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.cli.main import main
-from evalpipe.compare import compare_runs
+from evalpipe.compare import Arms, PairedDesign, compare_runs
 from evalpipe.compare.paired import CompareRefused
 from evalpipe.config.loader import load_config
 from evalpipe.hashing import sha256_hex
@@ -78,7 +78,7 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     b_correct = set(range(3, 28)) | {31, 32, 33, 34}  # gsm8k: 25/30 ; live_code_bench 4/12
     ra = _run_with(base_run, tmp_path / "a", a_correct)
     rb = _run_with(base_run, tmp_path / "b", b_correct)
-    res = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
+    res = compare_runs(PairedDesign(Arms(ra, rb, "FP8 raw", "BF16 KV")))
     gsm = res.benchmarks[0]
     assert gsm.benchmark == "gsm8k" and gsm.n_pairs == 30
     # A-only: 0,1,2 ; B-only: 25,26,27
@@ -97,7 +97,7 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     assert res.overall.a_only == 4 and res.overall.b_only == 5
     # interval contains the point estimate and is reproducible (seeded)
     assert live_code_bench.diff_ci_low <= live_code_bench.difference <= live_code_bench.diff_ci_high
-    again = compare_runs(ra, rb, label_a="FP8 raw", label_b="BF16 KV")
+    again = compare_runs(PairedDesign(Arms(ra, rb, "FP8 raw", "BF16 KV")))
     assert again.model_dump() == res.model_dump()
     line = paired_line(live_code_bench, res.label_a, res.label_b)
     assert line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
@@ -112,7 +112,7 @@ def test_truncated_answer_scored_1_is_incorrect_as_in_the_summary(base_run: Path
     counts it incorrect (declared failure treatment); the comparison must count it the same way."""
     ra = _run_with(base_run, tmp_path / "a", {1, 2}, truncated_scored={0})
     rb = _run_with(base_run, tmp_path / "b", {1, 2})
-    gsm = compare_runs(ra, rb, label_a="a", label_b="b").benchmarks[0]
+    gsm = compare_runs(PairedDesign(Arms(ra, rb, "a", "b"))).benchmarks[0]
     assert (gsm.a.correct, gsm.b.correct, gsm.a_only, gsm.b_only) == (2, 2, 0, 0)
     assert gsm.flips == []
 
@@ -122,7 +122,7 @@ def test_mcnemar_matches_statsmodels_for_lopsided_flips(base_run: Path, tmp_path
 
     ra = _run_with(base_run, tmp_path / "a", set(range(0, 30)))
     rb = _run_with(base_run, tmp_path / "b", set(range(0, 22)))
-    gsm = compare_runs(ra, rb).benchmarks[0]
+    gsm = compare_runs(PairedDesign(Arms(ra, rb))).benchmarks[0]
     assert (gsm.a_only, gsm.b_only) == (8, 0)
     assert gsm.mcnemar_p == pytest.approx(mcnemar([[22, 8], [0, 0]], exact=True).pvalue)
     assert gsm.mcnemar_p == pytest.approx(2 * 0.5**8)
@@ -136,7 +136,7 @@ def test_refuses_mismatched_manifest(base_run: Path, tmp_path: Path) -> None:
     m["entries"][0]["source_id"] = "0000000000000000"
     (rb / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(CompareRefused, match="not paired"):
-        compare_runs(ra, rb)
+        compare_runs(PairedDesign(Arms(ra, rb)))
 
 
 def test_refuses_different_prompts_exit_2(base_run: Path, tmp_path: Path, capsys) -> None:

@@ -17,7 +17,7 @@ from helpers.scored_runs import one_stratum_manifest, write_scored_run
 
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.audit.checks import check_design
-from evalpipe.compare import compare_runs
+from evalpipe.compare import AAPair, Arms, Bootstrap, GatePolicy, PairedDesign, compare_runs
 from evalpipe.config.gates import DesignAssumption
 from evalpipe.report.compare_markdown import compare_markdown
 
@@ -38,16 +38,9 @@ def _compare(tmp_path: Path, aa_flips: int, design: float | None) -> CompareResu
 
     everything = set(ids)
     a, b, again = run("a", everything), run("b", everything), run("again", everything - flipped)
-    return compare_runs(
-        a,
-        b,
-        run_aa=again,
-        resamples=10,
-        margins=lambda name: 13.0 if name == BENCH else None,
-        design={BENCH: DesignAssumption(accuracy=0.862, discordance=design, basis="argued")}
-        if design is not None
-        else {},
-    )
+    assumed = {BENCH: DesignAssumption(accuracy=0.862, discordance=design, basis="argued")} if design is not None else {}
+    gate = GatePolicy(margins=lambda name: 13.0 if name == BENCH else None, assumed=assumed)
+    return compare_runs(PairedDesign(Arms(a, b), aa=AAPair(again), gate=gate, bootstrap=Bootstrap(resamples=10)))
 
 
 def test_a_measured_discordance_above_the_design_is_a_warning_naming_both(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from evalpipe.artifacts.schema.compare import (
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.compare.gate import gate_fields
 from evalpipe.compare.sequential import sequential_fields
+from evalpipe.compare.units import BlockGate, PairedOutcomes
 from evalpipe.config.models import SequentialConfig
 from evalpipe.words.compare import verdict_sentence
 
@@ -54,17 +55,7 @@ def _discordance(n: int, discordant: int) -> Discordance:
 def test_the_operating_characteristic_uses_the_aa_discordance_not_the_ab_pairs() -> None:
     keys, oa, ob = _arms(100, 4)
     fields = {"aa_discordant": _discordance(100, 2), "ab_discordant": _discordance(100, 30)}
-    out = gate_fields(
-        keys,
-        oa,
-        ob,
-        10.0,
-        sequential=None,
-        planned=None,
-        fixed_alpha=0.025,
-        fields=fields,
-        must_catch_pts=None,
-    )
+    out = gate_fields(keys, PairedOutcomes(oa, ob), BlockGate(margin_pts=10.0, fixed_alpha=0.025), fields)
     oc = out["operating"]
     assert isinstance(oc, OperatingCharacteristic)
     assert (oc.discordance_source, oc.discordance) == ("A/A", 0.02)
@@ -74,19 +65,10 @@ def test_the_sequential_block_spends_the_share_of_alpha() -> None:
     """alpha 0.05, share 0.5: the sequential block's e-processes run at 0.025, and so does the gate's crossing."""
     keys, oa, ob = _arms(120, 0)
     config = SequentialConfig(alpha=0.05, sequential_share=0.5)
-    seq = sequential_fields(keys, oa, ob, 20.0, config, SEED)["sequential"]
+    block_gate = BlockGate(margin_pts=20.0, fixed_alpha=0.025, sequential=(config, SEED))
+    seq = sequential_fields(keys, PairedOutcomes(oa, ob), block_gate)["sequential"]
     assert isinstance(seq, SequentialResult) and seq.alpha == 0.025
-    gate = gate_fields(
-        keys,
-        oa,
-        ob,
-        20.0,
-        sequential=(config, SEED),
-        planned=None,
-        fixed_alpha=0.025,
-        fields={"sequential": seq},
-        must_catch_pts=None,
-    )
+    gate = gate_fields(keys, PairedOutcomes(oa, ob), block_gate, {"sequential": seq})
     ni = gate["non_inferiority"]
     assert isinstance(ni, NonInferiorityResult)
     assert (ni.basis, ni.alpha_spent, ni.units_used) == ("sequential crossing", 0.025, seq.units_used)
@@ -103,32 +85,10 @@ def test_a_fixed_design_extended_is_judged_at_its_first_runs_look() -> None:
     oa = {(BENCH, s): _row(s, s not in losing) for s in ids}
     ob = {(BENCH, s): _row(s, True) for s in ids}
     generations = {(BENCH, s): (0 if i < 100 else 1) for i, s in enumerate(ids)}
-    grown = gate_fields(
-        keys,
-        oa,
-        ob,
-        10.0,
-        sequential=None,
-        planned=None,
-        fixed_alpha=0.025,
-        fields={},
-        must_catch_pts=None,
-        generations=generations,
-    )["non_inferiority"]
-    first = gate_fields(
-        keys[:100],
-        oa,
-        ob,
-        10.0,
-        sequential=None,
-        planned=None,
-        fixed_alpha=0.025,
-        fields={},
-        must_catch_pts=None,
-    )["non_inferiority"]
-    whole = gate_fields(
-        keys, oa, ob, 10.0, sequential=None, planned=None, fixed_alpha=0.025, fields={}, must_catch_pts=None
-    )["non_inferiority"]
+    fixed = BlockGate(margin_pts=10.0, fixed_alpha=0.025)
+    grown = gate_fields(keys, PairedOutcomes(oa, ob, generations=generations), fixed, {})["non_inferiority"]
+    first = gate_fields(keys[:100], PairedOutcomes(oa, ob), fixed, {})["non_inferiority"]
+    whole = gate_fields(keys, PairedOutcomes(oa, ob), fixed, {})["non_inferiority"]
     assert isinstance(grown, NonInferiorityResult) and isinstance(first, NonInferiorityResult)
     assert (
         isinstance(whole, NonInferiorityResult) and whole.verdict == "non-inferior"

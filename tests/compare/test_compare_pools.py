@@ -18,7 +18,7 @@ from evalpipe.artifacts.schema.manifest import (
     Manifest,
 )
 from evalpipe.audit.gates import paired_gates
-from evalpipe.compare import compare_runs
+from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
 from evalpipe.config.models import GateConfig, RunConfig, SequentialConfig
 from evalpipe.report.compare_markdown import compare_markdown
 from evalpipe.stats.paired import paired_difference
@@ -51,10 +51,11 @@ def _pair(tmp_path: Path) -> tuple[Path, Path, Manifest]:
 def test_pool_block_is_the_members_together(tmp_path: Path) -> None:
     a, b, manifest = _pair(tmp_path)
     pools = {"competition_math": ["aime25", "aime26"]}
-    result = compare_runs(
-        a, b, margins=lambda block: 10.0 if block == "competition_math" else None, pools=pools,
+    gate = GatePolicy(
+        margins=lambda block: 10.0 if block == "competition_math" else None, pools=pools,
         sequential=SequentialConfig(),
     )  # fmt: skip
+    result = compare_runs(PairedDesign(Arms(a, b), gate=gate))
     (pool,) = result.pools
     assert (pool.benchmark, pool.members, pool.n_pairs) == ("competition_math", ["aime25", "aime26"], 60)
     assert (pool.a.correct, pool.b.correct, pool.b_only, pool.a_only) == (44, 48, 4, 0)
@@ -70,7 +71,7 @@ def test_pool_block_is_the_members_together(tmp_path: Path) -> None:
     assert (by_name["aime25"].b_only, by_name["aime26"].b_only) == (3, 1)  # the members keep their lines
     assert by_name["aime25"].non_inferiority is None  # their margin is not the pool's
     assert "| competition_math |" in compare_markdown(result)
-    plain = compare_runs(a, b)
+    plain = compare_runs(PairedDesign(Arms(a, b)))
     assert plain.pools == [] and plain.benchmarks == [
         blk.model_copy(update={"sequential": None}) for blk in result.benchmarks
     ]
@@ -79,10 +80,11 @@ def test_pool_block_is_the_members_together(tmp_path: Path) -> None:
 def test_gate_judges_the_pool_by_name(tmp_path: Path) -> None:
     a, b, _ = _pair(tmp_path)
     gates = GateConfig(non_inferiority_margin_pts={"competition_math": 10.0})
-    result = compare_runs(
-        a, b, margins=lambda block: gates.points_for("non_inferiority_margin_pts", block),
+    policy = GatePolicy(
+        margins=lambda block: gates.points_for("non_inferiority_margin_pts", block),
         pools={"competition_math": ["aime25", "aime26"]},
-    )  # fmt: skip
+    )
+    result = compare_runs(PairedDesign(Arms(a, b), gate=policy))
     (gate,) = paired_gates(gates, result, under_test=True)
     assert gate.benchmark == "competition_math" and gate.threshold == 10.0
     assert result.pools[0].non_inferiority is not None

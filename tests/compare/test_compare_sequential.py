@@ -24,7 +24,7 @@ from evalpipe.artifacts.schema.manifest import (
     Manifest,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.compare import compare_runs
+from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
 from evalpipe.config.models import RunConfig, SequentialConfig
 from evalpipe.hashing import sequence_key
 from evalpipe.report.compare_markdown import compare_markdown
@@ -67,9 +67,8 @@ def _regression_runs(tmp_path: Path, *, shuffle: int | None = None) -> tuple[Pat
 
 def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> None:
     a, b, ids = _regression_runs(tmp_path, shuffle=11)
-    result = compare_runs(
-        a, b, label_a="fp8", label_b="bf16", margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)
-    )
+    gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    result = compare_runs(PairedDesign(Arms(a, b, "fp8", "bf16"), gate=gate))
     assert result.schema_version == 8
     block = result.benchmarks[0]
     seq = block.sequential
@@ -114,8 +113,9 @@ def test_row_order_does_not_matter(tmp_path: Path) -> None:
     """Rows in completion order or in manifest order: the same units, the same stop."""
     a1, b1, _ = _regression_runs(tmp_path / "one", shuffle=11)
     a2, b2, _ = _regression_runs(tmp_path / "two", shuffle=None)
-    r1 = compare_runs(a1, b1, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
-    r2 = compare_runs(a2, b2, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    r1 = compare_runs(PairedDesign(Arms(a1, b1), gate=gate))
+    r2 = compare_runs(PairedDesign(Arms(a2, b2), gate=gate))
     s1, s2 = r1.benchmarks[0].sequential, r2.benchmarks[0].sequential
     assert s1 is not None and s2 is not None
     assert s1.model_dump() == s2.model_dump()
@@ -123,10 +123,9 @@ def test_row_order_does_not_matter(tmp_path: Path) -> None:
 
 def test_without_the_config_nothing_else_changes(tmp_path: Path) -> None:
     a, b, _ = _regression_runs(tmp_path)
-    plain = compare_runs(a, b, margins=lambda _b: 5.0)
-    judged = compare_runs(
-        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.01, sequential_share=1.0, cap_factor=2.0)
-    )
+    plain = compare_runs(PairedDesign(Arms(a, b), gate=GatePolicy(margins=lambda _b: 5.0)))
+    sequential = SequentialConfig(alpha=0.01, sequential_share=1.0, cap_factor=2.0)
+    judged = compare_runs(PairedDesign(Arms(a, b), gate=GatePolicy(margins=lambda _b: 5.0, sequential=sequential)))
     assert plain.benchmarks[0].sequential is None
     seq = judged.benchmarks[0].sequential
     assert seq is not None and (seq.alpha, seq.cap) == (0.01, 400)
@@ -143,7 +142,9 @@ def test_without_the_config_nothing_else_changes(tmp_path: Path) -> None:
             update={"benchmarks": [judged.benchmarks[0].model_copy(update=design_fields)]}
         ).model_dump()
     )
-    no_margin = compare_runs(a, b, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    no_margin = compare_runs(
+        PairedDesign(Arms(a, b), gate=GatePolicy(sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)))
+    )
     assert no_margin.benchmarks[0].sequential is None  # judged against a margin or not at all
 
 
@@ -153,7 +154,8 @@ def test_inconclusive_when_the_units_run_out(tmp_path: Path) -> None:
     right = {e.source_id for e in manifest.entries[:150]}
     a = _run(tmp_path / "a", manifest, right)
     b = _run(tmp_path / "b", manifest, right)
-    seq = compare_runs(a, b, margins=lambda _b: 1.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0)).benchmarks[0].sequential
+    gate = GatePolicy(margins=lambda _b: 1.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    seq = compare_runs(PairedDesign(Arms(a, b), gate=gate)).benchmarks[0].sequential
     assert seq is not None
     assert (seq.verdict, seq.stop_reason, seq.units_used, seq.units_unsent_share) == (
         "inconclusive",
@@ -211,7 +213,8 @@ def test_the_block_carries_its_design_path_and_tokens(tmp_path: Path) -> None:
     from evalpipe.stats.sequential import betting_eprocesses
 
     a, b, ids = _regression_runs(tmp_path, shuffle=11)
-    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    result = compare_runs(PairedDesign(Arms(a, b), gate=gate))
     seq = result.benchmarks[0].sequential
     assert seq is not None and seq.repeats == 1
     test_right, control_right = _right(a), _right(b)
@@ -291,7 +294,8 @@ def test_a_run_stopped_inside_pairs_the_units_every_arm_sent(tmp_path: Path) -> 
     ordered = sorted(ids, key=lambda s: sequence_key(SEED, BENCH, s))
     _stopped_inside(a, ordered, 90)
     _stopped_inside(b, ordered, 94)  # the control sent a few more in flight: not paired
-    result = compare_runs(a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
+    result = compare_runs(PairedDesign(Arms(a, b), gate=gate))
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and block.n_pairs == 90
@@ -318,7 +322,7 @@ def test_the_comparison_states_its_operating_characteristic_at_the_measured_disc
     from evalpipe.stats.operating import GateDesign, fixed_pass_probability
 
     a, b, _ = _regression_runs(tmp_path)
-    result = compare_runs(a, b, margins=lambda _b: 5.0, must_catch=lambda _b: 20.0)
+    result = compare_runs(PairedDesign(Arms(a, b), gate=GatePolicy(margins=lambda _b: 5.0, must_catch=lambda _b: 20.0)))
     block = result.benchmarks[0]
     oc = block.operating
     assert oc is not None and oc.discordance_source == "A/B" and oc.sequential_share is None
@@ -334,7 +338,6 @@ def test_the_comparison_states_its_operating_characteristic_at_the_measured_disc
     md = compare_markdown(result)
     assert f"with the discordance seen here (A/B ψ = {oc.discordance:.3f}), this fixed design of {oc.n} units" in md
     assert "one with a 20-pt drop" in md
-    judged = compare_runs(
-        a, b, margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.025, sequential_share=0.5)
-    ).benchmarks[0].operating
+    gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.025, sequential_share=0.5))
+    judged = compare_runs(PairedDesign(Arms(a, b), gate=gate)).benchmarks[0].operating
     assert judged is not None and judged.paths == 4000 and judged.points[0].method == "simulation"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from evalpipe.engines.http_base import ModelServer, ServerThread, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, ServerThread, Shutdown, serve_until_signalled
 
 
 class _Server(ModelServer):
@@ -86,7 +86,7 @@ def test_a_startup_that_ends_ends_serving_with_its_code(outcome: int | Exception
         return outcome
 
     served = serve_until_signalled(
-        web.Application(), "127.0.0.1", 0, startup=startup, on_listening=listened.append, stop_signals=()
+        web.Application(), "127.0.0.1", 0, startup=startup, on_listening=listened.append, shutdown=Shutdown(signals=())
     )
     assert asyncio.run(asyncio.wait_for(served, 30)) == code
     assert len(listened) == 1 and listened[0] > 0  # the bound port of --port 0

@@ -20,7 +20,7 @@ from helpers.server_process import assert_group_gone
 
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
-from evalpipe.compare.paired import compare_runs
+from evalpipe.compare import Arms, PairedDesign, compare_runs
 from evalpipe.engines.llamacpp import smollm2_path, spawn
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
@@ -79,7 +79,7 @@ def test_llama_cpp_attempt_seeds(tmp_path: Path, shared_datasets: Path) -> None:
         texts.append({expected[a.seed]: a.response_sha256 for a in sent if a.seed is not None})
     identical = [sum(1 for sid in ids if len({t[(sid, k)] for k in range(K)}) == 1) for t in texts]
 
-    check = compare_runs(runs[0], runs[1], label_a="A", label_b="B").benchmarks[0].attempt_seeds
+    check = compare_runs(PairedDesign(Arms(runs[0], runs[1], "A", "B"))).benchmarks[0].attempt_seeds
     assert check is not None
     assert (check.seeded, check.distinct, check.common) == (N, N, N)
     assert (check.compared_a, check.identical_a) == (N, identical[0])

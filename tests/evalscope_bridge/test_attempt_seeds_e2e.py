@@ -17,7 +17,7 @@ from scripted_server import Rule, ScriptedServer
 from evalpipe.artifacts import read_jsonl
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt
-from evalpipe.compare.paired import compare_runs
+from evalpipe.compare import Arms, PairedDesign, compare_runs
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
@@ -88,7 +88,7 @@ def test_attempt_seeds_distinct_per_attempt_common_across_arms(tmp_path: Path, s
     # compare: every sample checked; A (seed honoured) as its responses show, B (seed ignored) all identical
     rows_a = {r.source_id: r for r in read_jsonl(run_a / "outcomes.jsonl", OutcomeRow)}
     identical_a = sum(1 for r in rows_a.values() if len({a.response_sha256 for a in r.attempts}) == 1)
-    result = compare_runs(run_a, run_b, label_a="A", label_b="B")
+    result = compare_runs(PairedDesign(Arms(run_a, run_b, "A", "B")))
     check = result.benchmarks[0].attempt_seeds
     assert check is not None
     assert (check.repeats, check.samples, check.seeded, check.distinct, check.common) == (K, N, N, N, N)

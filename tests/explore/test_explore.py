@@ -18,7 +18,7 @@ from helpers.text_runs import Answer, write_text_run
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.explorer import ExplorerData, SampleCard
 from evalpipe.cli.main import main
-from evalpipe.compare import compare_runs
+from evalpipe.compare import AAPair, Arms, Bootstrap, PairedDesign, compare_runs
 from evalpipe.explore import build_paired_explorer, build_run_explorer
 from evalpipe.hashing import sha256_hex
 from evalpipe.run.compare_files import write_compare
@@ -57,7 +57,7 @@ def _trace(noise: random.Random, chars: int) -> str:
 
 
 def _compare(root: Path) -> object:
-    return compare_runs(root / "test", root / "control", label_a="test", label_b="control", resamples=200)
+    return compare_runs(PairedDesign(Arms(root / "test", root / "control", "test", "control"), bootstrap=Bootstrap(resamples=200)))
 
 
 def _data(html: str) -> ExplorerData:
@@ -195,7 +195,9 @@ def test_a_sample_the_a_a_repeat_also_flipped_is_marked_noise(tmp_path: Path) ->
     keys = [(e.benchmark, e.source_id) for e in manifest.entries]
     again = {k: Answer("The answer is 42.", i != 0, extracted="42") for i, k in enumerate(keys)}
     write_text_run(root / "again", manifest, again, tag="a")
-    result = compare_runs(root / "test", root / "control", run_aa=root / "again", resamples=200)
+    result = compare_runs(
+        PairedDesign(Arms(root / "test", root / "control"), aa=AAPair(root / "again"), bootstrap=Bootstrap(resamples=200))
+    )
     data = _data(build_paired_explorer(result, root).path.read_text())
     marked = {s.key: s.aa_flip for s in data.samples}
     assert marked == {f"{k[0]}/{k[1]}": i == 0 for i, k in enumerate(keys)}

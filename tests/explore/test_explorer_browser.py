@@ -28,7 +28,7 @@ from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, is_correct
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.cli.main import main
-from evalpipe.compare import compare_runs
+from evalpipe.compare import Arms, Bootstrap, PairedDesign, compare_runs
 from evalpipe.explore import build_paired_explorer
 from evalpipe.words.sentences import aa_sentence
 
@@ -248,7 +248,7 @@ def _hostile_pair(root: Path) -> Path:
     test[("gsm8k", "long")] = Answer("", False, reasoning="step " * 20_000 + "needle", finish_reason="length")
     write_text_run(root / "control", manifest, control, tag="c")
     write_text_run(root / "test", manifest, test, tag="t")
-    result = compare_runs(root / "test", root / "control", label_a="test", label_b="control", resamples=200)
+    result = compare_runs(PairedDesign(Arms(root / "test", root / "control", "test", "control"), bootstrap=Bootstrap(resamples=200)))
     return build_paired_explorer(result, root).path
 
 

@@ -257,7 +257,7 @@ def test_gpu_hours_from_the_runs_speed_benchmark(tmp_path: Path) -> None:
 def test_the_operating_characteristic_under_the_discordance_a_paired_run_measured(tmp_path: Path) -> None:
     """``plan --from RUN``: the gated block's OC under the A/B discordance RUN's compare.json measured, beside
     2p(1-p) at RUN's control accuracy; tokens from RUN's control."""
-    from evalpipe.compare import compare_runs
+    from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
     from evalpipe.plan.operating import plan_operating_lines
     from evalpipe.run.compare_files import write_compare
 
@@ -271,7 +271,7 @@ def test_the_operating_characteristic_under_the_discordance_a_paired_run_measure
         output_tokens=lambda e, ok: 1000,
     )
     write_scored_run(root / "b", manifest, lambda e: e.source_id in right, output_tokens=lambda e, ok: 1000)
-    write_compare(compare_runs(root / "a", root / "b", margins=lambda _b: 10.0), root)
+    write_compare(compare_runs(PairedDesign(Arms(root / "a", root / "b"), gate=GatePolicy(margins=lambda _b: 10.0))), root)
     cfg_path = write_config(
         tmp_path / "c.yaml",
         benchmarks=[entry("aime26", total=30)],

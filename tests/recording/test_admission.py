@@ -24,7 +24,7 @@ from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.evalscope import EvalscopeTasks, PromptHashRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.timings import StageTimings
-from evalpipe.recording.proxy import UPSTREAM_TIMEOUT, recording_proxy
+from evalpipe.recording.proxy import UPSTREAM_TIMEOUT, Forwarding, recording_proxy
 from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import SampledRun, ServerTarget
@@ -64,7 +64,7 @@ def test_proxy_never_exceeds_concurrency_and_records_queue_wait(tmp_path: Path) 
     rules = [Rule("slow", "ok", delay_s=0.4), Rule("", "ok", delay_s=0.1)]
     with (
         ScriptedServer(rules) as srv,
-        recording_proxy(f"http://127.0.0.1:{srv.port}", rundir, concurrency=2) as proxy,
+        recording_proxy(f"http://127.0.0.1:{srv.port}", rundir, forwarding=Forwarding(concurrency=2)) as proxy,
     ):
         questions = ["slow 1", "slow 2", "fast 1", "fast 2", "fast 3", "fast 4", "fast 5", "fast 6"]
         with ThreadPoolExecutor(8) as pool:
@@ -99,7 +99,7 @@ def test_proxy_timeout_counts_server_time_only_and_frees_the_slot(tmp_path: Path
     with (
         ScriptedServer(rules) as srv,
         recording_proxy(
-            f"http://127.0.0.1:{srv.port}", rundir, concurrency=1, upstream_timeout_s=1.5
+            f"http://127.0.0.1:{srv.port}", rundir, forwarding=Forwarding(concurrency=1, upstream_timeout_s=1.5)
         ) as proxy,
     ):
         with ThreadPoolExecutor(3) as pool:

@@ -24,7 +24,7 @@ from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.engines.http_base import ServerThread
 from evalpipe.hashing import prompt_sha256
-from evalpipe.recording.proxy import ProxyHandle, inject_rid, recording_proxy
+from evalpipe.recording.proxy import Forwarding, ProxyHandle, inject_rid, recording_proxy
 from evalpipe.recording.responses import read_response_records, read_responses
 from evalpipe.server.ports import free_port
 
@@ -325,7 +325,7 @@ def test_a_fleet_proxy_resends_what_the_router_answered_500_and_records_each_att
     with (
         ServerThread(app) as upstream,
         recording_proxy(
-            f"http://127.0.0.1:{upstream.port}", rundir, resend_failed=3, resend_delay_s=0.01
+            f"http://127.0.0.1:{upstream.port}", rundir, forwarding=Forwarding(resend_failed=3, resend_delay_s=0.01)
         ) as proxy,
     ):
         proxies.append(proxy)

@@ -10,7 +10,7 @@ import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample
 from test_evalscope_outcomes import ENTRY, pred, review
 
-from evalpipe.evalscope_bridge.outcomes import _row, classify
+from evalpipe.evalscope_bridge.outcomes import _Attempt, _row, classify
 from evalpipe.recording.reasoning import split_message, split_text
 from evalpipe.recording.recorder import build_attempt
 from evalpipe.report.markdown import render_markdown
@@ -76,16 +76,16 @@ def test_budget_in_reasoning_vs_truncated_answer() -> None:
 
 def test_outcome_row_reasoning_fields_and_reported_tokens() -> None:
     p = _thinking_pred("max_tokens", "", reasoning="x" * 120)
-    row = _row(ENTRY, p, review({"acc": 0.0}), 1, 1, {}, "budget_exhausted_in_reasoning", None, None,
-               {"chatcmpl-1": 2048})  # fmt: skip
+    thinking = _Attempt(p, review({"acc": 0.0}), 1, 1, {}, "budget_exhausted_in_reasoning", None)
+    row = _row(ENTRY, thinking, None, {"chatcmpl-1": 2048})
     assert (row.reasoning_chars, row.answer_chars, row.final_answer_present) == (120, 0, False)
     assert row.reasoning_tokens == 2048
     # not in the request log: EvalScope's copy of completion_tokens_details, else None (never estimated)
     p2 = pred("<think>abc</think>42")
     p2["model_output"]["usage"]["reasoning_tokens"] = 7
-    row2 = _row(ENTRY, p2, review({"acc": 1.0}), 1, 1, {}, "ok", None, None, {})
+    row2 = _row(ENTRY, _Attempt(p2, review({"acc": 1.0}), 1, 1, {}, "ok", None), None, {})
     assert (row2.reasoning_chars, row2.answer_chars, row2.reasoning_tokens) == (3, 2, 7)
-    row3 = _row(ENTRY, pred("42"), review({"acc": 1.0}), 1, 1, {}, "ok", None, None, {})
+    row3 = _row(ENTRY, _Attempt(pred("42"), review({"acc": 1.0}), 1, 1, {}, "ok", None), None, {})
     assert (row3.reasoning_chars, row3.reasoning_tokens, row3.final_answer_present) == (0, None, True)
 
 

@@ -21,6 +21,8 @@ from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.compare import gate as compare_gate
 from evalpipe.compare.block import block_of_pairs
+from evalpipe.compare.paired_design import Bootstrap
+from evalpipe.compare.units import BlockGate, PairedOutcomes
 from evalpipe.config.models import RunConfig, SequentialConfig
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.hashing import block_order
@@ -82,8 +84,8 @@ def _block(ids: list[str], test: dict[str, str], control: dict[str, str]) -> obj
     ob = {(BENCH, s): _row(s, control[s]) for s in ids}
     drops = {(BENCH, s): ("served context", 98000) for s in ids if test[s] == "dropped"}
     return block_of_pairs(
-        BENCH, keys, oa, ob, resamples=10, seed=1, confidence=0.95, margin_pts=MARGIN,
-        sequential=(CONFIG, SEED), drops=drops,
+        BENCH, keys, PairedOutcomes(oa, ob, drops=drops), Bootstrap(resamples=10, seed=1, confidence=0.95),
+        BlockGate(margin_pts=MARGIN, sequential=(CONFIG, SEED)),
     )  # fmt: skip
 
 

@@ -26,7 +26,8 @@ from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import ExtensionRecord
-from evalpipe.compare.paired import sequential_fields
+from evalpipe.compare.sequential import sequential_fields
+from evalpipe.compare.units import BlockGate, PairedOutcomes
 from evalpipe.config.models import RunConfig, SequentialConfig
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.hashing import block_order, generation_sizes, sequence_key
@@ -154,11 +155,12 @@ def test_compare_continues_the_old_runs_e_process_after_an_extension(tmp_path: P
     oa = {(BENCH, s): _row(s, test_state[s]) for s in ids}
     ob = {(BENCH, s): _row(s, control_state[s]) for s in ids}
     old_ids = ids[:300]
-    old = sequential_fields([(BENCH, s, "all") for s in old_ids], oa, ob, 5.0, SequentialConfig(), SEED)
+    gate = BlockGate(margin_pts=5.0, sequential=(SequentialConfig(), SEED))
+    old = sequential_fields([(BENCH, s, "all") for s in old_ids], PairedOutcomes(oa, ob), gate)
     generations = {(BENCH, s): 0 for s in old_ids}
     keys = [(BENCH, s, "all") for s in ids]
-    grown = sequential_fields(keys, oa, ob, 5.0, SequentialConfig(), SEED, generations=generations)
-    restart = sequential_fields(keys, oa, ob, 5.0, SequentialConfig(), SEED)
+    grown = sequential_fields(keys, PairedOutcomes(oa, ob, generations=generations), gate)
+    restart = sequential_fields(keys, PairedOutcomes(oa, ob), gate)
     o, g, r = _seq(old), _seq(grown), _seq(restart)
     assert o.verdict == "non-inferior" and o.units_used < 300
     assert (g.units_used, g.verdict, g.e_value_non_inferior) == (
@@ -288,7 +290,8 @@ def test_a_resumed_stop_reaches_the_same_stop_and_compare_recomputes_it(tmp_path
     oa = {(BENCH, s): _row(s, states[s]) for s in ids}
     ob = {(BENCH, s): _row(s, "correct") for s in ids}
     keys = [(BENCH, s, "all") for s in ordered[: expected.units_used]]
-    seq = _seq(sequential_fields(keys, oa, ob, 10.0, SequentialConfig(alpha=0.05, sequential_share=1.0), SEED, planned=N))
+    gate = BlockGate(margin_pts=10.0, sequential=(SequentialConfig(alpha=0.05, sequential_share=1.0), SEED), planned=N)
+    seq = _seq(sequential_fields(keys, PairedOutcomes(oa, ob), gate))
     assert (seq.units_used, seq.verdict) == (expected.units_used, expected.verdict)
 
 

@@ -50,7 +50,7 @@ def _variant_runs(tmp_path: Path, *, gate: float | None, short_seeds: frozenset[
         b.write()
     targets = [run.SpeedTarget("fast", "http://h:2", tmp_path / "fast"),
                run.SpeedTarget("slow", "http://h:1", tmp_path / "slow")]  # fmt: skip
-    run.run_speed_alternating(targets, cfg, served_model="m", client=StandInClient(short_seeds=short_seeds))
+    run.run_speed_alternating(targets, run.SpeedRequest(cfg, "m", client=StandInClient(short_seeds=short_seeds)))
     comparison = stage.compare_variant_dirs(
         tmp_path / "fast", tmp_path / "slow", tmp_path, min_output_throughput_ratio=gate
     )
@@ -135,9 +135,7 @@ def test_a_benchmark_that_could_not_run_is_an_error_finding(tmp_path: Path) -> N
     original = run_module.make_client
     run_module.make_client = lambda cfg, **_: Unfit()  # type: ignore[assignment]  # the stand-in, not evalscope
     try:
-        ok = stage.run_speed_stage(
-            _speed_cfg(), "http://h:1", rd.root, variant="v", served_model="m", api_key=None, base_dir=None
-        )
+        ok = stage.run_speed_stage(run.SpeedTarget("v", "http://h:1", rd.root), run.SpeedRequest(_speed_cfg(), "m"))
     finally:
         run_module.make_client = original
     assert ok is False and not rd.speed_json.exists()
@@ -163,12 +161,10 @@ def test_resume_keeps_a_complete_benchmark_and_reruns_an_incomplete_one(
     cfg = _speed_cfg()
     calls: list[str] = []
     monkeypatch.setattr(run, "make_client", lambda c, **_: calls.append("client") or StandInClient())
-    assert stage.run_speed_stage(cfg, "http://h:1", tmp_path, variant="v", served_model="m", api_key=None,
-                                 base_dir=None)  # fmt: skip
+    assert stage.run_speed_stage(run.SpeedTarget("v", "http://h:1", tmp_path), run.SpeedRequest(cfg, "m"))
     assert stage.already_measured(tmp_path, cfg)
     before = RunDir(tmp_path).speed_json.read_bytes()
-    assert stage.run_speed_stage(cfg, "http://h:1", tmp_path, variant="v", served_model="m", api_key=None,
-                                 base_dir=None)  # fmt: skip
+    assert stage.run_speed_stage(run.SpeedTarget("v", "http://h:1", tmp_path), run.SpeedRequest(cfg, "m"))
     assert RunDir(tmp_path).speed_json.read_bytes() == before and calls == ["client"]
     assert not stage.already_measured(tmp_path, cfg.model_copy(update={"rounds": 4}))
 

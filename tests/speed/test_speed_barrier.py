@@ -150,14 +150,17 @@ def test_a_speed_json_measured_alone_or_incomplete_needs_the_barrier(
     monkeypatch.setattr(run, "check_reachable", lambda url, key: None)
     assert not needs_barrier(None, [tmp_path])
     assert needs_barrier(CFG, [tmp_path])  # nothing measured yet
-    run.run_speed("http://h:1", CFG, tmp_path, served_model="m", client=StandInClient(), context_length=4096)
+    run.run_speed(
+        run.SpeedTarget("default", "http://h:1", tmp_path),
+        run.SpeedRequest(CFG, "m", client=StandInClient(), context_length=4096),
+    )
     assert needs_barrier(CFG, [tmp_path])  # complete, but "single": not paired with the other variant
     targets = [
         run.SpeedTarget("a", "http://h:1", tmp_path / "a"),
         run.SpeedTarget("b", "http://h:2", tmp_path / "b"),
     ]
     short = StandInClient(short_seeds=frozenset({43}))
-    run.run_speed_alternating(targets, CFG, served_model="m", client=short, context_length=4096)
+    run.run_speed_alternating(targets, run.SpeedRequest(CFG, "m", client=short, context_length=4096))
     assert needs_barrier(CFG, [tmp_path / "a", tmp_path / "b"])  # round 2 incomplete: measured again
 
 

@@ -46,7 +46,7 @@ from evalpipe.processes.group import stop_group
 from evalpipe.server.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
 from evalpipe.speed.errors import SpeedSetupError
-from evalpipe.speed.run import SpeedTarget, prepare, run_speed_alternating
+from evalpipe.speed.run import SpeedRequest, SpeedTarget, prepare, run_speed_alternating
 from evalpipe.stats.ratio import ratio_interval
 from evalpipe.tokenizer import resolve
 
@@ -125,7 +125,7 @@ def test_speed_json_recomputes_from_the_raw_files(server: str, tmp_path: Path) -
     cfg = _speed_config()
     with _FailingProxy(server, fail={FAILING_REQUEST}) as proxied:
         targets = [SpeedTarget("a", server, tmp_path / "a"), SpeedTarget("b", proxied, tmp_path / "b")]
-        artifacts = run_speed_alternating(targets, cfg, served_model="smollm2")
+        artifacts = run_speed_alternating(targets, SpeedRequest(cfg, "smollm2"))
     failed = artifacts["b"].rounds_for(WORKLOAD.name)[-1]
     assert failed.requested == 2 and failed.completed == 1 and not failed.complete
     assert failed.problems[0] == "1 of 2 requests completed"

@@ -34,7 +34,7 @@ def _cfg(**overrides: object) -> SpeedConfig:
 def test_rounds_alternate_and_every_variant_gets_the_same_seeds(tmp_path: Path) -> None:
     endpoints = {"slow": "http://h:1", "fast": "http://h:2"}
     artifacts, comparison = run.speed_command(
-        _cfg(), endpoints, tmp_path, served_model="m", client=StandInClient(), min_output_throughput_ratio=1.1
+        run.SpeedRequest(_cfg(), "m", client=StandInClient()), endpoints, tmp_path, min_output_throughput_ratio=1.1
     )
     assert comparison is not None
     order = sorted(
@@ -61,7 +61,9 @@ def test_rounds_alternate_and_every_variant_gets_the_same_seeds(tmp_path: Path) 
 
 def test_a_round_that_overruns_is_killed_and_recorded(tmp_path: Path) -> None:
     cfg = _cfg(round_timeout_s=0.5)
-    artifact = run.run_speed("http://h:1", cfg, tmp_path, served_model="m", client=StandInClient(sleep_s=30))
+    artifact = run.run_speed(
+        run.SpeedTarget("default", "http://h:1", tmp_path), run.SpeedRequest(cfg, "m", client=StandInClient(sleep_s=30))
+    )
     rounds = artifact.rounds_for(WORKLOAD.name)
     assert len(rounds) == 3 and all(
         r.timed_out and r.client_exit_code is None and not r.complete for r in rounds
@@ -75,8 +77,8 @@ def test_a_round_that_overruns_is_killed_and_recorded(tmp_path: Path) -> None:
 
 
 def test_a_rerun_keeps_the_earlier_round_directories(tmp_path: Path) -> None:
-    run.run_speed("http://h:1", _cfg(), tmp_path, served_model="m", client=StandInClient())
-    run.run_speed("http://h:1", _cfg(), tmp_path, served_model="m", client=StandInClient())
+    run.run_speed(run.SpeedTarget("default", "http://h:1", tmp_path), run.SpeedRequest(_cfg(), "m", client=StandInClient()))
+    run.run_speed(run.SpeedTarget("default", "http://h:1", tmp_path), run.SpeedRequest(_cfg(), "m", client=StandInClient()))
     names = sorted(p.name for p in (tmp_path / "speed" / WORKLOAD.name).iterdir())
     assert [n for n in names if "." not in n] == ["round-01", "round-02", "round-03"]
     assert sorted(n.split(".")[0] for n in names if ".superseded-" in n) == [
@@ -92,4 +94,4 @@ def test_two_targets_with_one_name_are_refused(tmp_path: Path) -> None:
         run.SpeedTarget("a", "http://h:2", tmp_path / "b"),
     ]
     with pytest.raises(run.SpeedSetupError, match="two targets share a variant name"):
-        run.run_speed_alternating(targets, _cfg(), served_model="m", client=StandInClient())
+        run.run_speed_alternating(targets, run.SpeedRequest(_cfg(), "m", client=StandInClient()))

@@ -28,34 +28,51 @@ def _budget_sentence(entries: list[tuple[BenchmarkResult, int]], how: str) -> st
 
 
 def failure_paragraph(summary: Summary) -> str:
-    """The failure-treatment paragraph, generated from the taxonomy counts."""
+    """The failure-treatment paragraph, generated from the taxonomy counts: answers, code, scoring and missing
+    rows, then the API/transport level."""
+    sentences = [*_answer_sentences(summary), *_code_sentences(summary), *_unscored_sentences(summary)]
+    sentences += _transport_sentences(summary)
+    if not sentences:
+        return "No failures other than wrong answers."
+    return " ".join(sentences)
 
-    def by_class(cls: str) -> list[tuple[BenchmarkResult, int]]:
-        out = []
-        for b in summary.benchmarks:
-            n = sum(f.count for f in b.failures if f.failure_class == cls)
-            if n:
-                out.append((b, n))
-        return out
 
+def _by_class(summary: Summary, cls: str) -> list[tuple[BenchmarkResult, int]]:
+    """Each benchmark with failures of class ``cls``, and how many."""
+    out = []
+    for b in summary.benchmarks:
+        n = sum(f.count for f in b.failures if f.failure_class == cls)
+        if n:
+            out.append((b, n))
+    return out
+
+
+def _answer_sentences(summary: Summary) -> list[str]:
+    """Budgets exhausted (in the reasoning, in the answer) and answers with nothing to parse."""
     sentences: list[str] = []
-    thinking = by_class("budget_exhausted_in_reasoning")
+    thinking = _by_class(summary, "budget_exhausted_in_reasoning")
     if thinking:
         sentences.append(_budget_sentence(thinking, "without a final answer") + ".")
-    budget = by_class("budget_exhausted")
+    budget = _by_class(summary, "budget_exhausted")
     if budget:
         scored = sum(b.budget_exhausted_scored_correct for b, _ in budget)
         sentences.append(
             _budget_sentence(budget, "while writing the answer, which is cut off")
             + (f" (EvalScope scored {scored} of the truncated answers correct)." if scored else ".")
         )
-    unparsable = by_class("unparsable_answer")
+    unparsable = _by_class(summary, "unparsable_answer")
     if unparsable:
         total = sum(n for _, n in unparsable)
         sentences.append(
             f"{_names(unparsable)} {'response' if total == 1 else 'responses'} had no parsable final answer; "
             "counted as incorrect."
         )
+    return sentences
+
+
+def _code_sentences(summary: Summary) -> list[str]:
+    """Code samples that raised (by exception), timed out, failed to compile or failed their tests."""
+    sentences: list[str] = []
     runtime: dict[str, int] = {}
     for b in summary.benchmarks:
         for f in b.failures:
@@ -73,11 +90,17 @@ def failure_paragraph(summary: Summary) -> str:
         ("code_compile_error", "failed to compile"),
         ("code_wrong_answer", "failed its tests"),
     ):
-        n = sum(n for _, n in by_class(cls))
+        n = sum(n for _, n in _by_class(summary, cls))
         if n:
             verb = what if n == 1 or cls != "code_wrong_answer" else "failed their tests"
             sentences.append(f"{plural(n, 'code sample')} {verb}.")
-    scoring = by_class("scoring_error")
+    return sentences
+
+
+def _unscored_sentences(summary: Summary) -> list[str]:
+    """Samples the scorer failed on, and samples without a prediction, review or outcome."""
+    sentences: list[str] = []
+    scoring = _by_class(summary, "scoring_error")
     if scoring:
         total = sum(n for _, n in scoring)
         sentences.append(
@@ -86,14 +109,22 @@ def failure_paragraph(summary: Summary) -> str:
         )
     missing = [
         (b, n)
-        for b, n in by_class("missing_prediction") + by_class("missing_review") + by_class("missing_outcome")
+        for b, n in _by_class(summary, "missing_prediction")
+        + _by_class(summary, "missing_review")
+        + _by_class(summary, "missing_outcome")
     ]
     if missing:
         sentences.append(
             f"{_names(missing)} {'sample has' if sum(n for _, n in missing) == 1 else 'samples have'} "
             "no prediction, review or outcome; counted as incorrect."
         )
-    api = by_class("api_error")
+    return sentences
+
+
+def _transport_sentences(summary: Summary) -> list[str]:
+    """Samples left without a response, and the request attempts that failed at the API/transport level."""
+    sentences: list[str] = []
+    api = _by_class(summary, "api_error")
     failures = summary.requests.transport_failures
     if api:
         total = sum(n for _, n in api)
@@ -115,9 +146,7 @@ def failure_paragraph(summary: Summary) -> str:
             if failures == 0
             else "API/transport failures not verified (no request log)."
         )
-    if not sentences:
-        return "No failures other than wrong answers."
-    return " ".join(sentences)
+    return sentences
 
 
 def reasoning_line(b: BenchmarkResult) -> str:

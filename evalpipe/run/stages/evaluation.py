@@ -15,7 +15,7 @@ from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.stage import run_evalscope
-from evalpipe.recording.proxy import recording_proxy
+from evalpipe.recording.proxy import Forwarding, recording_proxy
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
 from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
@@ -33,11 +33,13 @@ def _evalscope(state: RunState) -> None:
     with recording_proxy(
         handle.base_url,
         rd,
-        concurrency=cfg.generation.concurrency,
-        upstream_timeout_s=cfg.generation.request_timeout_s,
         api_key=handle.api_key,  # the EvalScope worker holds no key
-        resend_failed=_fleet_resends(handle),
-        resend_delay_s=_fleet_watch_interval(handle),
+        forwarding=Forwarding(
+            concurrency=cfg.generation.concurrency,
+            upstream_timeout_s=cfg.generation.request_timeout_s,
+            resend_failed=_fleet_resends(handle),
+            resend_delay_s=_fleet_watch_interval(handle),
+        ),
     ) as proxy:
         api_url = proxy.base_url.rstrip("/") + state.upstream_path
         with watch_server(handle, rd, proxy=proxy):

@@ -39,6 +39,7 @@ def speed_at_barrier() -> Stage:
 
 
 def _measure(state: RunState) -> None:
+    from evalpipe.speed.run import SpeedRequest, SpeedTarget
     from evalpipe.speed.stage import run_speed_stage
 
     cfg, rd, handle = state.cfg, state.rundir, state.handle
@@ -46,15 +47,14 @@ def _measure(state: RunState) -> None:
         raise RuntimeError("the speed stage is planned only for a config with a speed: section")
     with watch_server(handle, rd):
         run_speed_stage(
-            cfg.speed,
-            handle.base_url,
-            rd.root,
-            variant=state.variant or "default",
-            served_model=cfg.model.served_name,
-            api_key=handle.api_key,
-            base_dir=cfg.base_dir(),
-            say=state.say(),
-            client_env=state.server.env,
+            SpeedTarget(state.variant or "default", handle.base_url, rd.root, api_key=handle.api_key),
+            SpeedRequest(
+                cfg.speed,
+                cfg.model.served_name,
+                base_dir=cfg.base_dir(),
+                client_env=state.server.env,
+                progress=state.say(),
+            ),
         )
 
 

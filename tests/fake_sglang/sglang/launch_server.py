@@ -39,7 +39,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from evalpipe.engines.http_base import ModelServer, serve_until_signalled
+from evalpipe.engines.http_base import ModelServer, Shutdown, serve_until_signalled
 from sglang import __version__
 from sglang.srt.server_args import ServerArgs, prepare_server_args
 
@@ -234,7 +234,7 @@ def main(argv: list[str]) -> int:
                 args.host,
                 args.port,
                 on_listening=listening,
-                stop_signals=() if ignore else (signal.SIGTERM,),
+                shutdown=Shutdown(signals=() if ignore else (signal.SIGTERM,)),
                 reuse_address=True,
             )
         )
