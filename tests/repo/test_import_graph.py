@@ -22,6 +22,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = "evalpipe"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 sys.path.insert(0, str(ROOT.parent / "tools"))
@@ -165,15 +167,24 @@ def _path(graph: dict[str, set[str]], component: list[str]) -> str:
         seen.add(step)
 
 
-def test_no_import_cycle() -> None:
-    graph = import_graph()
+@pytest.fixture(scope="module")
+def evalpipe_walk() -> tuple[dict[str, set[str]], set[str]]:
+    """``evalpipe/``'s import graph and the modules whose ``import_module`` target the walk cannot read, from one
+    walk shared by the module's tests (every file parsed)."""
+    unreadable: set[str] = set()
+    return import_graph(unreadable), unreadable
+
+
+def test_no_import_cycle(evalpipe_walk: tuple[dict[str, set[str]], set[str]]) -> None:
+    graph = evalpipe_walk[0]
     found = cycles(graph)
     assert not found, "import cycles in evalpipe/:\n" + "\n".join(_path(graph, c) for c in found)
 
 
-def test_every_import_module_target_is_readable_or_listed() -> None:
-    unreadable: set[str] = set()
-    import_graph(unreadable)
+def test_every_import_module_target_is_readable_or_listed(
+    evalpipe_walk: tuple[dict[str, set[str]], set[str]],
+) -> None:
+    unreadable = evalpipe_walk[1]
     assert unreadable == set(NON_LITERAL_IMPORTS), (
         "import_module with a target the walk cannot read: make it a literal (or f'evalpipe.pkg.{name}'), "
         "or list the module in NON_LITERAL_IMPORTS with the reason it cannot reach back into evalpipe"
@@ -188,8 +199,10 @@ def test_non_literal_import_targets_are_outside_evalpipe() -> None:
     assert not [m for m in named if m == PACKAGE or m.startswith(PACKAGE + ".")]
 
 
-def test_registries_f_string_imports_reach_every_registered_module() -> None:
-    graph = import_graph()
+def test_registries_f_string_imports_reach_every_registered_module(
+    evalpipe_walk: tuple[dict[str, set[str]], set[str]],
+) -> None:
+    graph = evalpipe_walk[0]
     direct = {m for m in graph if m.startswith("evalpipe.server.kinds.") and m.count(".") == 3}
     assert "evalpipe.server.kinds.sglang" in graph["evalpipe.server.kinds.registry"]  # a folder's face
     assert "evalpipe.server.kinds.sglang.kind" in graph["evalpipe.server.kinds.sglang"]  # offers its KIND

@@ -25,14 +25,19 @@ import layers  # noqa: E402
 CLIMBING_EDGES: set[tuple[str, str]] = set()
 
 
-def test_the_package_graph_has_no_cycle() -> None:
-    graph = layers.package_graph()
+@pytest.fixture(scope="module")
+def graph() -> layers.PackageGraph:
+    """``evalpipe/``'s package graph, walked once for the module's tests (every file parsed: ~2 s)."""
+    return layers.package_graph()
+
+
+def test_the_package_graph_has_no_cycle(graph: layers.PackageGraph) -> None:
     closing = [f"  {e.source} → {e.target}: {', '.join(e.sites)}" for e in graph.closing_edges()]
     assert graph.cycles() == [], "package cycles, closed by:\n" + "\n".join(closing)
 
 
-def test_edges_climb_the_layers_only_where_known() -> None:
-    climbing = layers.package_graph().climbing_edges()
+def test_edges_climb_the_layers_only_where_known(graph: layers.PackageGraph) -> None:
+    climbing = graph.climbing_edges()
     found = {(e.source, e.target) for e in climbing}
     new = [
         f"  {e.source} → {e.target}: {', '.join(e.sites)}"
@@ -45,8 +50,7 @@ def test_edges_climb_the_layers_only_where_known() -> None:
     )
 
 
-def test_every_package_has_a_layer() -> None:
-    graph = layers.package_graph()
+def test_every_package_has_a_layer(graph: layers.PackageGraph) -> None:
     assert [p for p in graph.packages if p not in layers.LAYERS] == []
     assert set(layers.LAYERS) - set(graph.packages) == set(), "LAYERS names packages that are gone"
 
@@ -102,10 +106,10 @@ def test_closing_edges_are_those_that_do_not_go_down_the_layers(tmp_path: Path) 
     assert [(e.source, e.target) for e in graph.climbing_edges()] == [("config", "cli")]
 
 
-def test_main_prints_the_graph(capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_prints_the_graph(capsys: pytest.CaptureFixture[str], graph: layers.PackageGraph) -> None:
     assert layers.main([]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"packages: {len(layers.package_graph().packages)}\n")
+    assert out.startswith(f"packages: {len(graph.packages)}\n")
     assert "  cli [9] → " in out
 
 

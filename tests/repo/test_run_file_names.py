@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,8 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def file_name_literals() -> set[tuple[str, str]]:
+@cache  # the module's two tests ask for the same walk (every scanned file parsed)
+def file_name_literals() -> frozenset[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for path in sorted(p for folder in SCANNED for p in (ROOT / folder).rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
@@ -91,7 +93,7 @@ def file_name_literals() -> set[tuple[str, str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and FILE_NAME.match(node.value):
                 found.add((rel, node.value))
-    return found
+    return frozenset(found)
 
 
 def test_run_directory_files_are_named_by_rundir_only() -> None:
