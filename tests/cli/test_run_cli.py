@@ -441,7 +441,7 @@ def test_glm_config_without_sglang_runs_accuracy_only_and_the_worker_never_holds
         ] * 2
 
         record = json.loads((out / "run.json").read_text())
-        assert (record["schema_version"], record["no_speed"], record["speed_gate_waived"]) == (2, True, True)
+        assert (record["schema_version"], record["no_speed"], record["speed_gate_waived"]) == (3, True, True)
         assert "Verdict: PASS" in stdout, stdout[-3000:]
         report = (out / "report.md").read_text(encoding="utf-8")
         assert "This run is accuracy only: serving speed not measured (--no-speed)" in report

@@ -172,12 +172,12 @@ def _set_versions(run: Path, versions: dict[str, str] | None) -> None:
 def test_benchmark_versions_are_recorded_and_a_different_one_refuses(base_run: Path, tmp_path: Path) -> None:
     ra = _run_with(base_run, tmp_path / "a", {0, 1})
     rb = _run_with(base_run, tmp_path / "b", {0})
-    res = compare_runs(ra, rb, label_a="a", label_b="b")
+    res = compare_runs(PairedDesign(Arms(ra, rb, "a", "b")))
     assert res.benchmark_versions == {"gsm8k": "1", "live_code_bench": "1"}
     assert "Same benchmark versions in both runs: gsm8k v1, live_code_bench v1." in compare_markdown(res)
     _set_versions(rb, {"gsm8k": "2", "live_code_bench": "1"})
     with pytest.raises(CompareRefused) as refused:
-        compare_runs(ra, rb, label_a="a", label_b="b")
+        compare_runs(PairedDesign(Arms(ra, rb, "a", "b")))
     assert "different versions of a benchmark" in refused.value.message
     assert refused.value.details == [f"gsm8k: version 1 in {ra} vs version 2 in {rb}"]
 
@@ -186,6 +186,6 @@ def test_a_run_without_versions_pairs_and_the_report_says_it_is_unknown(base_run
     ra = _run_with(base_run, tmp_path / "a", {0, 1})
     rb = _run_with(base_run, tmp_path / "b", {0})
     _set_versions(rb, None)
-    res = compare_runs(ra, rb, label_a="a", label_b="b")
+    res = compare_runs(PairedDesign(Arms(ra, rb, "a", "b")))
     assert res.benchmark_versions == {"gsm8k": None, "live_code_bench": None}
     assert "version not recorded by an older run for gsm8k, live_code_bench" in compare_markdown(res)

@@ -299,12 +299,13 @@ def test_missing_data_dir_exits_nonzero_with_reason(tmp_path: Path) -> None:
 
 def test_custom_data_dir_default_fault_targets(tmp_path: Path) -> None:
     """A data dir with one benchmark and no faults.json: the first item carries its fault; a fault whose
-    benchmark is absent refuses to start."""
+    benchmark is absent refuses to start.  A benchmark that ships its own miniature (the YAML-described
+    ``unit_facts``) comes with it whatever the data dir."""
     data = tmp_path / "data"
     shutil.copytree(bundled_data_dir() / "gsm8k", data / "gsm8k")
     custom = AnswerKey.load(data)
     first = custom.items[0]
-    assert custom.counts() == {"gsm8k": 12} and custom.fault_targets == {"truncate": first}
+    assert custom.counts() == {"gsm8k": 12, "unit_facts": 12} and custom.fault_targets == {"truncate": first}
     with answer_key_server(tmp_path, "--data-dir", str(data), "--faults", "truncate") as server:
         assert _get(server.base_url + "/faults")[1]["faults"][0]["source_id"] == first.source_id
         assert _chat(server, first.needle)[1]["choices"][0]["finish_reason"] == "length"
