@@ -42,9 +42,8 @@ from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_mode
 from evalpipe.artifacts.schema.base import Artifact
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig
-from evalpipe.errors import ArtifactError
+from evalpipe.errors import ArtifactError, SpeedSetupError
 from evalpipe.speed import run as speed_run
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import GRACE_S
 from evalpipe.speed.run import SpeedTarget, read_speed
 from evalpipe.speed.stage import already_measured

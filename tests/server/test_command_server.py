@@ -23,9 +23,9 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.checks import check_server
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
+from evalpipe.processes.ports import free_port
 from evalpipe.resolve import load_run
 from evalpipe.server.lifecycle import managed_server
-from evalpipe.server.ports import free_port
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
 

@@ -29,11 +29,11 @@ from evalpipe.audit.fleet import check_fleet
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RouterConfig
 from evalpipe.processes.group import group_alive
+from evalpipe.processes.ports import free_port
 from evalpipe.server import fetch
 from evalpipe.server.fleet.launcher import RouterProcess
 from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.server.lifecycle import managed_server
-from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]

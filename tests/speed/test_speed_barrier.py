@@ -17,6 +17,7 @@ from helpers.speed_client import StandInClient
 from evalpipe.artifacts import RunDir, read_model, write_model
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.resolve import load_run
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (
@@ -29,7 +30,6 @@ from evalpipe.speed.barrier import (
     needs_barrier,
     rounds_bound_s,
 )
-from evalpipe.speed.errors import SpeedSetupError
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
 CFG = SpeedConfig(workloads=[WORKLOAD], rounds=3, round_timeout_s=5)

@@ -1,10 +1,11 @@
 """One variant of a run with ``parallel_variants``, in a process of its own (started by
-``evalpipe.run.parallel_variants``): ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
+``evalpipe.run.parallel_variants``): ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
 
 Not a user command: the parent ``evalpipe run`` prepares ``DIR`` and reads it back once this process ends.
-Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline;
-in ``cli`` because it is a command line all the same (arguments, consoles, error → exit code): from ``run`` it
-closed the package cycle ``run → cli → run``.
+Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the
+pipeline.  In ``run/``, below the command line: the parent launches it by module name, and a launch is an
+edge like an import (``tools/layers.py``); it prints its progress and errors on stderr itself (its output is
+the variant's ``logs/run.log``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import EvalpipeError, RunStopped
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from evalpipe.progress import ProgressDisplay
 
 
 def main(argv: list[str] | None = None) -> int:
-    """One variant's run in its own process: ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
+    """One variant's run in its own process: ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
 
     ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
     EvalScope outputs is resumed.  Exit code: 0 once its outcomes and provenance are written (the parent
@@ -45,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
 
-    from evalpipe.cli.console import LineProgress, err
     from evalpipe.processes.signals import sigterm_interrupts
+    from evalpipe.progress import LineProgress
+
+    err = _stderr()
 
     try:
         with sigterm_interrupts():
@@ -60,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"  {line}", markup=False, soft_wrap=True)
         return int(exc.exit_code)
     return 0
+
+
+def _stderr() -> Console:
+    """The variant's stderr: its ``logs/run.log``, so 120 columns rather than rich's 80 for a file."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, width=120)
 
 
 def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
