@@ -24,6 +24,7 @@ from evalpipe.evalscope_bridge.task import check_generation
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.options import SampledRun
 from evalpipe.run.stage_clock import StageClock
+from evalpipe.run.stages import declared_stages
 from evalpipe.run.stages.base import AT, RunFile, Stage, file
 from evalpipe.run.stages.state import RunState
 from evalpipe.run.torn_files import repair_torn_files
@@ -57,7 +58,7 @@ def execute(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunState:
     opened = False
     try:
         with state.server_scope:  # the stop stage closes it; a failed run closes it on the way out
-            for stage in plan.stages:
+            for stage in declared_stages(plan):
                 if not opened and state.has_spine:
                     opened = True
                     _open(state)

@@ -45,6 +45,7 @@ from evalpipe.run.pipeline import RunResult
 from evalpipe.run.plan import RunPlan
 from evalpipe.run.runner import RUNNER_FILES
 from evalpipe.run.sample import Spine
+from evalpipe.run.stages import declared_stages
 from evalpipe.run.stages.base import RunFile
 from evalpipe.run.stages.sampling import SAMPLE
 from evalpipe.selftest.controls import demo_config_path
@@ -119,7 +120,7 @@ def _present(declared: RunFile, files: list[PurePosixPath]) -> bool:
 
 def test_every_output_a_stage_always_writes_is_there(runs: Runs) -> None:
     files = _files(runs.first.rundir)
-    for stage in runs.plan.stages:
+    for stage in declared_stages(runs.plan):
         always = [f for f in stage.outputs if f.only is None]
         missing = [str(f.path) for f in always if not _present(f, files)]
         assert not missing, f"{stage.name}: declared outputs missing from the run: {missing}"
@@ -134,7 +135,7 @@ def test_every_file_of_the_run_directory_is_declared(runs: Runs, which: str) -> 
     undeclared = [
         str(f)
         for f in _files(result.rundir)
-        if not any(s.writes(f) for s in runs.plan.stages) and not any(r.covers(f) for r in RUNNER_FILES)
+        if not any(s.writes(f) for s in declared_stages(runs.plan)) and not any(r.covers(f) for r in RUNNER_FILES)
     ]
     assert not undeclared, f"files no stage declares: {undeclared}"
 
@@ -160,7 +161,7 @@ def test_a_resume_keeps_exactly_the_stages_whose_outputs_are_complete(runs: Runs
 def test_timings_json_holds_each_declared_stage_under_its_name(runs: Runs, which: str) -> None:
     result: RunResult = getattr(runs, which)
     timings = read_model(result.rundir.timings, StageTimings)
-    names = [s.name for s in runs.plan.stages]
+    names = [s.name for s in declared_stages(runs.plan)]
     assert [t.stage for t in timings.stages] == names
     assert [t.stage for t in result.timings] == names
     assert timings.utilisation is not None
@@ -194,7 +195,7 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
     for plan in _plans(tmp_path):
         # a caller's spine comes with the sample stage's files (the variants' copies, a replay's)
         written = list(SAMPLE.outputs) if isinstance(plan.origin, SampledRun) else []
-        for stage in plan.stages:
+        for stage in declared_stages(plan):
             for wanted in stage.inputs:
                 assert any(_overlaps(wanted, f) for f in written), (
                     f"{stage.name} reads {wanted.path}: no stage before it writes it"
@@ -205,7 +206,7 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
 def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> None:
     cfg = _config()
     resolved = resolve(cfg)
-    names = [s.name for s in RunPlan(resolved, FreshRun()).stages]
+    names = [s.name for s in declared_stages(RunPlan(resolved, FreshRun()))]
     assert names == [
         "sample",
         "preflight",
@@ -217,7 +218,7 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "outcomes",
         "audit",
     ]
-    sampled = RunPlan(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False).stages
+    sampled = declared_stages(RunPlan(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False))
     assert [s.name for s in sampled] == [
         "preflight",
         "launch",
@@ -227,7 +228,7 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "outcomes",
     ]
     measured_by_parent = RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
-    assert "speed" not in [s.name for s in measured_by_parent.stages]
+    assert "speed" not in [s.name for s in declared_stages(measured_by_parent)]
     barrier = Coordination(ParentSpeed(VariantBarrier(tmp_path, "a", 1)))
-    at_barrier = [s for s in RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=barrier).stages]
+    at_barrier = list(declared_stages(RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=barrier)))
     assert [s.wall_time for s in at_barrier if s.name == "speed"] == [False]  # it times the wait apart
