@@ -15,6 +15,7 @@ import pytest
 from helpers.speed_client import StandInClient
 
 from evalpipe.artifacts import RunDir, read_model, write_model
+from evalpipe.artifacts.schema.speed_barrier import Release, RoundsStarted
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.errors import SpeedSetupError
@@ -23,8 +24,6 @@ from evalpipe.speed import run
 from evalpipe.speed.barrier import (
     RELEASE_JSON,
     STARTED_JSON,
-    Release,
-    RoundsStarted,
     SpeedCoordinator,
     VariantBarrier,
     needs_barrier,
