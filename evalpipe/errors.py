@@ -38,7 +38,7 @@ class EvalpipeError(Exception):
 
 
 class ConfigError(EvalpipeError):
-    """The run config or a sampling plan is invalid (names file and field)."""
+    """The run config or a sampling rule is invalid (names file and field)."""
 
 
 class DataError(EvalpipeError):

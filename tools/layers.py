@@ -31,7 +31,7 @@ The order, lowest first::
     < orchestration (run, replay) < cli
 
 ``config`` sits under ``artifacts`` because the artifact models record config sections (the manifest its
-sampling plan, ``speed.json`` its speed settings) and the config, plain data, imports nothing but ``errors``.
+sampling rule, ``speed.json`` its speed settings) and the config, plain data, imports nothing but ``errors``.
 Plugins share a layer: an edge between two of them is allowed as long as it closes no cycle.
 
 A cycle is a strongly connected component of more than one package; the edges *closing* it are those of its

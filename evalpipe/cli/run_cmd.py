@@ -107,7 +107,7 @@ def run(
                 return
             from evalpipe.run import pipeline
             from evalpipe.run.options import ServerTarget, origin_from_flags
-            from evalpipe.run.plan import RunPlan
+            from evalpipe.run.spec import RunSpec
 
             origin = origin_from_flags(
                 out=out,
@@ -116,7 +116,7 @@ def run(
                 dataset_root=dataset_root,
                 allow_drift=allow_dataset_drift,
             )
-            result = pipeline.run(RunPlan(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
+            result = pipeline.run(RunSpec(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
     except RunStopped as exc:
         exc.resume_command = resume_command(
             config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg

@@ -31,7 +31,7 @@ from evalpipe.run.torn_files import repair_torn_files
 
 if TYPE_CHECKING:
     from evalpipe.progress import ProgressDisplay
-    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.spec import RunSpec
 
 #: The files of a run directory that no stage writes: the runner's own (the stages' wall times; the torn
 #: records a resume cut before any stage appended).  Everything else in a run directory is some stage's.
@@ -41,7 +41,7 @@ RUNNER_FILES: tuple[RunFile, ...] = (
 )
 
 
-def execute(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunState:
+def execute(plan: RunSpec, progress: ProgressDisplay | None = None) -> RunState:
     """Run ``plan``'s stages (see the module docstring); ``timings.json`` is written once all have run."""
     upstream_path = plan.kind.upstream_path(plan.server)  # a bad endpoint URL: a usage error before any stage
     check_generation(plan.cfg)

@@ -81,9 +81,9 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.resolve import load_run
     from evalpipe.run import pipeline
     from evalpipe.run.options import Coordination, ParentSpeed, SampledRun, ServerTarget
-    from evalpipe.run.plan import RunPlan
     from evalpipe.run.sample import Spine, load_manifest_datasets
     from evalpipe.run.sequential_stop import arm_for
+    from evalpipe.run.spec import RunSpec
     from evalpipe.speed.barrier import VariantBarrier
 
     resolved = load_run(Path(args.config), notice=False)
@@ -104,7 +104,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
         barrier = (
             VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid) if args.speed_barrier else None
         )
-        plan = RunPlan(
+        plan = RunSpec(
             resolved,
             SampledRun(Spine(rd, manifest, datasets), resuming=resuming),
             ServerTarget(variant=args.variant),

@@ -159,7 +159,7 @@ def test_settings_at_their_old_place_load_with_one_notice(
 ) -> None:
     """``server.tp_size`` (and a variant's ``overrides: {ep_size: …}``) are read as the kind's settings, and
     one stderr line names every one of them, placed on the first one's YAML line."""
-    cfg = load_run(_write(tmp_path, OLD_PLACE), check_plans=False).config
+    cfg = load_run(_write(tmp_path, OLD_PLACE), check_sampling=False).config
     assert cfg.server.settings == {"tp_size": 8, "speculative": {"algorithm": "EAGLE"}}
     assert cfg.variants[1].overrides == {"settings.ep_size": 4}
     (line,) = capsys.readouterr().err.splitlines()
@@ -168,7 +168,7 @@ def test_settings_at_their_old_place_load_with_one_notice(
     new_place = OLD_PLACE.replace("  tp_size: 8\n  speculative: {algorithm: EAGLE}\n", "")
     new_place = new_place.replace('1"\n', '1"\n  settings: {tp_size: 8}\n')
     new_place = new_place.replace("{ep_size: 4}", "{settings.ep_size: 4}")
-    load_run(_write(tmp_path, new_place), check_plans=False)
+    load_run(_write(tmp_path, new_place), check_sampling=False)
     assert capsys.readouterr().err == ""
 
 
@@ -184,5 +184,5 @@ def test_settings_at_their_old_place_load_with_one_notice(
 def test_settings_are_validated_by_the_kind(tmp_path: Path, server: str, message: str) -> None:
     text = f"name: t\nmodel: {{path: /m, served_name: m}}\nserver: {server}\n{ONE_BENCHMARK}"
     with pytest.raises(ConfigError) as exc:
-        load_run(_write(tmp_path, text), check_plans=False)
+        load_run(_write(tmp_path, text), check_sampling=False)
     assert any(message in d for d in exc.value.details), exc.value.details

@@ -42,9 +42,9 @@ from evalpipe.run.options import (
     ServerTarget,
 )
 from evalpipe.run.pipeline import RunResult
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.runner import RUNNER_FILES
 from evalpipe.run.sample import Spine
+from evalpipe.run.spec import RunSpec
 from evalpipe.run.stages import declared_stages
 from evalpipe.run.stages.base import RunFile
 from evalpipe.run.stages.sampling import SAMPLE
@@ -82,10 +82,10 @@ def _config() -> RunConfig:
 
 @dataclass(frozen=True)
 class Runs:
-    plan: RunPlan
+    plan: RunSpec
     first: RunResult
     resumed: RunResult
-    resumed_plan: RunPlan
+    resumed_plan: RunSpec
     without_speed: RunResult
 
 
@@ -97,16 +97,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         patch.setattr(speed_run, "make_client", lambda cfg, **_: StandInClient())
         patch.setattr(speed_run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
         resolved = resolve(cfg)
-        plan = RunPlan(resolved, FreshRun(out=root / "run"))
+        plan = RunSpec(resolved, FreshRun(out=root / "run"))
         first = pipeline.run(plan)
         shutil.copytree(root / "run", root / "resumed")
         with open(root / "resumed" / "requests.jsonl", "ab") as fh:  # a crash mid-write: the runner cuts it
             fh.write(b'{"attempt_id": "torn')
-        resumed_plan = RunPlan(resolved, ResumedRun(root / "resumed"))
+        resumed_plan = RunSpec(resolved, ResumedRun(root / "resumed"))
         resumed = pipeline.run(resumed_plan)
         shutil.copytree(root / "run", root / "without-speed")
         RunDir(root / "without-speed").speed_json.unlink()
-        without_speed = pipeline.run(RunPlan(resolved, ResumedRun(root / "without-speed")))
+        without_speed = pipeline.run(RunSpec(resolved, ResumedRun(root / "without-speed")))
     return Runs(plan, first, resumed, resumed_plan, without_speed)
 
 
@@ -171,7 +171,7 @@ def _spine(root: Path) -> Spine:
     return Spine(RunDir(root), Manifest(seed=1, benchmarks=[], entries=[]), {})
 
 
-def _plans(tmp_path: Path) -> list[RunPlan]:
+def _plans(tmp_path: Path) -> list[RunSpec]:
     cfg = _config()
     origins: list[Origin] = [
         FreshRun(),
@@ -183,8 +183,8 @@ def _plans(tmp_path: Path) -> list[RunPlan]:
     barrier = VariantBarrier(tmp_path / "barrier", "a", 1)
     roles = [Coordination(), Coordination(ParentSpeed()), Coordination(ParentSpeed(barrier))]
     runs = (resolve(cfg), resolve(cfg.accuracy_only()))
-    plans = [RunPlan(c, o, ServerTarget(), r) for c in runs for o in origins for r in roles]
-    return [*plans, RunPlan(runs[0], FreshRun(), audit=False)]
+    plans = [RunSpec(c, o, ServerTarget(), r) for c in runs for o in origins for r in roles]
+    return [*plans, RunSpec(runs[0], FreshRun(), audit=False)]
 
 
 def _overlaps(a: RunFile, b: RunFile) -> bool:
@@ -206,7 +206,7 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
 def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> None:
     cfg = _config()
     resolved = resolve(cfg)
-    names = [s.name for s in declared_stages(RunPlan(resolved, FreshRun()))]
+    names = [s.name for s in declared_stages(RunSpec(resolved, FreshRun()))]
     assert names == [
         "sample",
         "preflight",
@@ -218,7 +218,7 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "outcomes",
         "audit",
     ]
-    sampled = declared_stages(RunPlan(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False))
+    sampled = declared_stages(RunSpec(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False))
     assert [s.name for s in sampled] == [
         "preflight",
         "launch",
@@ -227,8 +227,8 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "stop",
         "outcomes",
     ]
-    measured_by_parent = RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
+    measured_by_parent = RunSpec(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
     assert "speed" not in [s.name for s in declared_stages(measured_by_parent)]
     barrier = Coordination(ParentSpeed(VariantBarrier(tmp_path, "a", 1)))
-    at_barrier = list(declared_stages(RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=barrier)))
+    at_barrier = list(declared_stages(RunSpec(resolved, SampledRun(_spine(tmp_path)), coordination=barrier)))
     assert [s.wall_time for s in at_barrier if s.name == "speed"] == [False]  # it times the wait apart

@@ -38,7 +38,7 @@ from tests.scripted_server import Rule, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = json.loads((ROOT / "tests" / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json").read_text())
-GLM = load_config(ROOT / "configs" / "glm-fp8.yaml", check_plans=False)
+GLM = load_config(ROOT / "configs" / "glm-fp8.yaml", check_sampling=False)
 MODEL = GLM.model.served_name
 DATA = ROOT / "evalpipe" / "selftest" / "data"
 

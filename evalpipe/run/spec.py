@@ -1,10 +1,10 @@
-"""``RunPlan``: what one run does — its resolved config, its origin, its server, its coordination with other
+"""``RunSpec``: what one run does — its resolved config, its origin, its server, its coordination with other
 variants.  The ordered stages follow from it (``evalpipe.run.stages.declared_stages``).
 
-A plan is a value: tests build one and read its stages without running anything; ``evalpipe.run.pipeline.run``
+A spec is a value: tests build one and read its stages without running anything; ``evalpipe.run.pipeline.run``
 executes it.  It carries the :class:`~evalpipe.resolve.ResolvedRun` it was made from, so the stages take
 the server's kind (``kind``) and the benchmarks' plugins (``benchmarks``) from it and look nothing up again.
-It imports no stage: the stages read the plan, so a plan naming its stages made the two a cycle.
+It imports no stage: the stages read the spec, so a spec naming its stages made the two a cycle.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from evalpipe.server.kinds.base import Kind
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunSpec:
     """One run: ``run`` (the config as given, its plugins resolved), ``origin`` (fresh, resumed, extended or
     a caller's spine), ``target`` (the server), ``coordination`` (with the other variants of a paired run);
     ``audit`` False when the caller audits (the variants of a paired run, once, after their comparison).
