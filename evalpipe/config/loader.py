@@ -108,8 +108,28 @@ def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None) -> 
         raise ConfigError(f"{path}: {len(lines)} error(s)", details=lines) from None
 
 
+#: Folders of sampling rules that were renamed: a config still naming the old one is refused in one line that
+#: names the file to use instead (the config then names the file it reads; nothing is redirected silently).
+FORMER_RULE_FOLDERS: dict[str, str] = {"samplers": "sampling-rules"}
+
+
+def _moved_rule(path: Path) -> Path | None:
+    """Where a sampling-rule file under a renamed folder now is (``None`` when it is not one, or not there)."""
+    parts = path.parts
+    for i, part in enumerate(parts[:-1]):
+        new = FORMER_RULE_FOLDERS.get(part)
+        if new is not None:
+            moved = Path(*parts[:i], new, *parts[i + 1 :])
+            if moved.is_file():
+                return moved
+    return None
+
+
 def load_sampling_rule(path: Path, *, benchmark: str | None = None) -> SamplingRule:
     path = Path(path)
+    moved = None if path.is_file() else _moved_rule(path)
+    if moved is not None:
+        raise ConfigError(f"{path}: file not found: the sampling rules moved to {moved.parent}/ (use {moved})")
     data, node = _read_yaml(path)
     plan = _validate(SamplingRule, data, path, node)
     if benchmark is not None:
