@@ -27,7 +27,7 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
 
 @app.command("schema")
 def schema() -> None:
-    """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
+    """Print the run-config JSON Schema (committed as schemas/config.schema.json)."""
     from evalpipe.resolve.published import config_schema
 
     typer.echo(json.dumps(config_schema(), indent=2, ensure_ascii=False))
