@@ -10,6 +10,8 @@ defined anywhere else.
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,11 +36,20 @@ def _sources(repo: Path = REPO) -> list[Path]:
     return [p for tree in TREES for p in sorted((repo / tree).rglob("*.py"))]
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def other_paths(homes: dict[str, str], paths: list[Path], repo: Path = REPO) -> list[str]:
     """``file:line`` of every ``from evalpipe.… import M`` of a schema model ``M`` from a module not its home."""
     out = []
+    named = "|".join(map(re.escape, homes))
+    names = re.compile(rf"^\s*(?:from|import) .*\b(?:{named})\b|^\s*from evalpipe\S* import \($", re.M)
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not names.search(path.read_text(encoding="utf-8")):  # no import line names a model: nothing to parse
+            continue
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("evalpipe"):
                 for alias in node.names:
                     home = homes.get(alias.name)
@@ -53,7 +64,7 @@ def models_elsewhere(paths: list[Path], repo: Path = REPO, schema: Path = SCHEMA
     for path in paths:
         if path.parent == schema or not path.is_relative_to(repo / "evalpipe"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ClassDef):
                 bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
                 if bases & BASES:
@@ -84,10 +95,14 @@ def test_the_checks_find_a_re_export_and_a_model_outside(tmp_path: Path) -> None
     )
     user = tmp_path / "tests" / "test_x.py"
     user.parent.mkdir()
-    user.write_text("from evalpipe.speed import SpeedRow\nfrom evalpipe.artifacts.schema.speed import SpeedRow\n")
+    user.write_text(
+        "from evalpipe.speed import SpeedRow\nfrom evalpipe.artifacts.schema.speed import SpeedRow\n"
+        "def f():\n    from evalpipe.speed import (\n        SpeedRow,\n    )\n"
+    )
     homes = _homes(schema)
     paths = [stage, user]
     assert other_paths(homes, paths, tmp_path) == [
-        "tests/test_x.py:1: SpeedRow from evalpipe.speed (evalpipe.artifacts.schema.speed)"
+        "tests/test_x.py:1: SpeedRow from evalpipe.speed (evalpipe.artifacts.schema.speed)",
+        "tests/test_x.py:4: SpeedRow from evalpipe.speed (evalpipe.artifacts.schema.speed)",
     ]
     assert models_elsewhere(paths, tmp_path, schema) == ["evalpipe/speed.py:3: Barrier"]
