@@ -130,7 +130,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 schemas: $(STAMP)
-	$(PY) -c "from evalpipe.resolve.published import write_all; write_all('audits')"
+	$(PY) -c "from evalpipe.resolve.published import write_all; write_all('schemas')"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

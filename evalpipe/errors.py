@@ -38,7 +38,7 @@ class EvalpipeError(Exception):
 
 
 class ConfigError(EvalpipeError):
-    """The run config or a sampling plan is invalid (names file and field)."""
+    """The run config or a sampling rule is invalid (names file and field)."""
 
 
 class DataError(EvalpipeError):
@@ -115,3 +115,12 @@ class VerificationFailed(EvalpipeError):
     """A re-derivation (verify-sample, replay) differs from the record."""
 
     exit_code = ExitCode.GATE_FAILED
+
+
+class SpeedSetupError(EvalpipeError):
+    """The speed client, the tokenizer or a workload makes the benchmark impossible before a request is sent.
+
+    Exit code 2 (usage), like every other bad-input error; the accuracy results of a run are untouched.  Here
+    rather than in ``speed/`` because the tokenizer it reports on (``evalpipe.tokenizer``) is a core module
+    that benchmarks (``kv_probe``) share with the speed clients.
+    """

@@ -62,11 +62,11 @@ def time_plain_sha256(path: Path) -> float:
 
 
 def time_evalpipe(path: Path) -> tuple[float, int]:
-    from evalpipe.config.models import SamplingPlan
+    from evalpipe.config.models import SamplingRule
     from evalpipe.samplers.loading import load_local
     from evalpipe.samplers.run import select_benchmark
 
-    plan = SamplingPlan(benchmark="live_code_bench", stratify_by="difficulty", per_stratum=6)
+    plan = SamplingRule(benchmark="live_code_bench", stratify_by="difficulty", per_stratum=6)
     t0 = time.perf_counter()
     data = load_local("live_code_bench", path.parent)
     _ = data.eval.fingerprint

@@ -39,7 +39,7 @@ from evalpipe.artifacts.schema.provenance import GitInfo, GpuInfo, PackageVersio
 from evalpipe.artifacts.schema.requests import RequestAttempt, Usage
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification, VerifiedValue
-from evalpipe.config.models import SamplingPlan
+from evalpipe.config.models import SamplingRule
 from evalpipe.hashing import prompt_sha256, rank_key, sha256_hex, sha256_json
 
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -178,7 +178,7 @@ class RunDirBuilder:
         self.extra_attempts: list[Attempt] = []  # not belonging to any sample
         self.cache_repairs: list[CacheRepair] = []
         self.populations: dict[tuple[str, str], int] = {}
-        self.plans: dict[str, SamplingPlan] = {}
+        self.plans: dict[str, SamplingRule] = {}
         self.pinned: dict[str, str] = {}
         self.drift_allowed: set[str] = set()
         self.verification: ServerVerification | None = default_verification()
@@ -234,9 +234,9 @@ class RunDirBuilder:
                     )
                 )
             plan = self.plans.get(bench) or (
-                SamplingPlan(benchmark=bench, stratify_by="none", total=len(samples), allocation="uniform")
+                SamplingRule(benchmark=bench, stratify_by="none", total=len(samples), allocation="uniform")
                 if strata == ["all"]
-                else SamplingPlan(benchmark=bench, stratify_by="difficulty", per_stratum=allocs[0].allocated)
+                else SamplingRule(benchmark=bench, stratify_by="difficulty", per_stratum=allocs[0].allocated)
             )
             fp = sha256_hex(f"dataset:{bench}")
             blocks.append(
@@ -416,11 +416,11 @@ def clean_run(root: Path) -> RunDirBuilder:
     * LiveCodeBench: 2 per difficulty (N = 100/200/50), easy 2/2, medium 1/2, hard 0/2.
     """
     b = RunDirBuilder(root)
-    b.plans["ifeval"] = SamplingPlan(
+    b.plans["ifeval"] = SamplingRule(
         benchmark="ifeval", stratify_by="instruction_count", total=5, allocation="proportional"
     )
-    b.plans["ceval"] = SamplingPlan(benchmark="ceval", stratify_by="subject", per_stratum=1)
-    b.plans["live_code_bench"] = SamplingPlan(
+    b.plans["ceval"] = SamplingRule(benchmark="ceval", stratify_by="subject", per_stratum=1)
+    b.plans["live_code_bench"] = SamplingRule(
         benchmark="live_code_bench", stratify_by="difficulty", per_stratum=2
     )
     for i, (st, ok) in enumerate([("1", True), ("1", True), ("1", True), ("2", True), ("2", False)]):

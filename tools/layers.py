@@ -7,6 +7,14 @@ A *package* is a first-level subpackage or module of ``evalpipe/`` (``artifacts`
 ``f"evalpipe.b.{…}"`` prefix.  Every such statement counts, wherever it sits: at module level, inside a
 function, and under ``if TYPE_CHECKING:``.
 
+A module can also depend on another without importing it: by starting it as a process (``[python, "-m",
+"evalpipe.b.m"]``, a ``"python -m evalpipe.b.m"`` command line) or by keeping its name in a constant that
+something else imports or launches.  Those count too (``kind == "process-launch"`` when every site behind an
+edge is one): any string literal that is exactly an existing module's dotted name (or a package's, with a
+trailing dot: an f-string's prefix), and any ``-m evalpipe.…`` inside a string.  Docstrings and other bare
+strings, logger names (``getLogger("evalpipe.server")``) and names of modules that do not exist (a former
+path kept to refuse it) are words, not edges.
+
 Type-only imports count as full edges.  The question this graph answers is "what must a reader understand
 before this package", and a parameter annotated with ``config.models.ServerConfig`` ties a module to that
 model as surely as a call does; a layer rule that type-only imports could climb would let the layers be
@@ -23,7 +31,7 @@ The order, lowest first::
     < orchestration (run, replay) < cli
 
 ``config`` sits under ``artifacts`` because the artifact models record config sections (the manifest its
-sampling plan, ``speed.json`` its speed settings) and the config, plain data, imports nothing but ``errors``.
+sampling rule, ``speed.json`` its speed settings) and the config, plain data, imports nothing but ``errors``.
 Plugins share a layer: an edge between two of them is allowed as long as it closes no cycle.
 
 A cycle is a strongly connected component of more than one package; the edges *closing* it are those of its
@@ -40,6 +48,7 @@ lists every import of a module below the face from elsewhere (``tests/repo/test_
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -103,8 +112,12 @@ class Edge:
     sites: list[str] = field(default_factory=list)
     type_only: bool = True
 
+    launch_only: bool = False
+
     @property
     def kind(self) -> str:
+        if self.launch_only:
+            return "process-launch"
         return "type-only" if self.type_only else "runtime"
 
 
@@ -167,6 +180,68 @@ def _targets(node: ast.AST, module: str, is_pkg: bool) -> list[str]:
             if isinstance(head, ast.Constant) and isinstance(head.value, str):
                 return [head.value]
     return []
+
+
+_DOTTED = re.compile(r"evalpipe(?:\.[A-Za-z_]\w*)+\.?")
+_DASH_M = re.compile(r"-m\s+(evalpipe(?:\.[A-Za-z_]\w*)+)")
+
+
+def _words(tree: ast.AST) -> set[int]:
+    """The ids of string constants that name no dependency: docstrings and other bare string statements,
+    and logger names (the first argument of ``getLogger``)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            out.add(id(node.value))
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "getLogger":
+                out.add(id(node.args[0]))
+    return out
+
+
+def _exists(dotted: str, root: Path) -> bool:
+    """Whether ``dotted`` (``evalpipe.a.b``, or ``evalpipe.a.`` for a package prefix) is a module or package
+    of the package at ``root``."""
+    parts = dotted.rstrip(".").split(".")[1:]
+    base = root.joinpath(*parts)
+    if dotted.endswith("."):
+        return (base / "__init__.py").is_file()
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def named_modules(tree: ast.AST, root: Path) -> Iterator[tuple[ast.Constant, str]]:
+    """Every module of ``root``'s package that a string literal of ``tree`` names to launch or to look up
+    (see the module docstring), with the literal that names it."""
+    words = _words(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in words:
+            continue
+        text = node.value
+        names = [text] if _DOTTED.fullmatch(text) else _DASH_M.findall(text)
+        for name in names:
+            if _exists(name, root):
+                yield node, name.rstrip(".")
+
+
+def _add_launch_edges(
+    edges: dict[tuple[str, str], Edge], tree: ast.AST, path: Path, root: Path, packages: list[str]
+) -> None:
+    """Add the process-launch edges of one module (``path``) to ``edges``; an edge imports make as well
+    keeps their kind."""
+    source = _package_of(_module_name(path, root))
+    for node, target in named_modules(tree, root):
+        dest = _package_of(target)
+        if source is None or dest is None or dest == source or dest not in packages:
+            continue
+        edge = edges.get((source, dest))
+        if edge is None:
+            edge = edges[(source, dest)] = Edge(source, dest, type_only=False, launch_only=True)
+        site = f"{path.relative_to(root.parent).as_posix()}:{node.lineno}"
+        if site not in edge.sites:
+            edge.sites.append(site)
+        edge.type_only = False
 
 
 def strongly_connected(nodes: Iterable[str], successors: Callable[[str], Iterable[str]]) -> list[list[str]]:
@@ -267,6 +342,8 @@ def package_graph(root: Path = ROOT) -> PackageGraph:
                 if site not in edge.sites:
                     edge.sites.append(site)
                 edge.type_only = edge.type_only and typing_only
+                edge.launch_only = False
+        _add_launch_edges(edges, tree, path, root, packages)
     for edge in edges.values():
         edge.sites.sort(key=lambda s: (s.rpartition(":")[0], int(s.rpartition(":")[2])))
     return PackageGraph(packages, dict(sorted(edges.items())))
@@ -330,7 +407,8 @@ def describe(graph: PackageGraph) -> str:
     cycles = graph.cycles()
     lines = [
         f"packages: {len(graph.packages)}",
-        f"edges: {len(graph.edges)} ({sum(not e.type_only for e in graph.edges.values())} runtime)",
+        f"edges: {len(graph.edges)} ({sum(not e.type_only for e in graph.edges.values())} runtime, "
+        f"{sum(e.launch_only for e in graph.edges.values())} process-launch only)",
         f"cycles (SCCs > 1): {len(cycles)}",
         f"biggest SCC: {max((len(c) for c in cycles), default=0)}",
         "",

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 from evalpipe.engines.llamacpp import UsageError, common_params, parse_args, settings_from
-from evalpipe.server.ports import free_port
+from evalpipe.processes.ports import free_port
 
 
 def spawn_native(

@@ -53,7 +53,7 @@ import aiohttp
 from aiohttp import web
 
 from evalpipe.engines.llamacpp import spawn
-from evalpipe.server.ports import free_port
+from evalpipe.processes.ports import free_port
 from evalpipe.tokenizer import resolve
 
 PREFIX = "sglang-0.5.23-bench_serving"

@@ -210,7 +210,7 @@ def load_inputs(root: Path) -> RunInputs:
         from evalpipe.config.loader import load_config
 
         try:
-            config = load_config(rd.config_copy, check_plans=False)
+            config = load_config(rd.config_copy, check_sampling=False)
         except ConfigError as exc:
             findings.append(_unreadable(rd, rd.config_copy, exc))
     else:

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections import Counter
 
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, ManifestEntry
-from evalpipe.artifacts.schema.metrics import wilson_ci
+from evalpipe.artifacts.schema.metrics import Interval, wilson_ci
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, OutcomeRow, attempt_scores, is_correct
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.summary import (
     BenchmarkResult,
     CodeExecutionSummary,
     FailureCount,
-    Interval,
     LengthStats,
     LengthStratumResult,
     PlacementResult,

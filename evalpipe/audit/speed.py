@@ -17,11 +17,11 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
-from evalpipe.artifacts.schema.summary import Finding, GateResult
+from evalpipe.artifacts.schema.summary import Finding, GateResult, SpeedSummary
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import ArtifactError
 from evalpipe.speed.run import read_speed
-from evalpipe.speed.summary import SpeedSummary, summarize_speed
+from evalpipe.speed.summary import summarize_speed
 
 #: What the report and the gate say of a run started with ``--no-speed``.
 NOT_MEASURED = "serving speed not measured (--no-speed)"

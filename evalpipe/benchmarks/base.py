@@ -67,7 +67,7 @@ ReviewScore = Mapping[str, Any]
 
 
 class RecordFilter(Protocol):
-    """A sampling plan's ``filter`` (config ``PlanFilter``) as a benchmark's ``filter_records`` reads it."""
+    """A sampling rule's ``filter`` (config ``SamplingFilter``) as a benchmark's ``filter_records`` reads it."""
 
     @property
     def versions(self) -> list[str] | None: ...
@@ -317,8 +317,8 @@ class Benchmark(ABC):
         return frozenset(("none", *self.meta.stratifications))
 
     def filter_records(self, records: list[SourceRecord], flt: RecordFilter) -> list[SourceRecord]:
-        """Records a sampling plan's ``filter`` keeps (only where ``meta.record_filter``)."""
-        raise ConfigError(f"sampling plan for {self.meta.name}: this benchmark has no record filter")
+        """Records a sampling rule's ``filter`` keeps (only where ``meta.record_filter``)."""
+        raise ConfigError(f"sampling rule for {self.meta.name}: this benchmark has no record filter")
 
     def length_bucket(self, stratify_by: str, stratum: str) -> str | None:
         """The context-length bucket of ``stratum`` under ``stratify_by`` (KV-cache view); None: none."""

@@ -1,7 +1,7 @@
 """``evalpipe benchmarks``: the registered benchmark modules and what each needs.
 
 One row per registered benchmark (built in, or registered through ``EVALPIPE_BENCHMARK_MODULES``): the
-EvalScope adapter it drives, how a record's id is made, the strata a sampling plan can use, what a local
+EvalScope adapter it drives, how a record's id is made, the strata a sampling rule can use, what a local
 copy must look like, and whether the answer-key server (``evalpipe selftest``) covers it — i.e. how many
 of its bundled miniature's records the key answers.  The answer key knows the bundled items only; a real
 benchmark file is never in it.

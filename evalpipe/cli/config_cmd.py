@@ -13,7 +13,7 @@ app = typer.Typer(help="Validate run configs; print the config JSON Schema.", no
 
 @app.command("validate")
 def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) -> None:
-    """Validate a run config and every sampling plan it references (exit 0, or 2 with every error)."""
+    """Validate a run config and every sampling rule it references (exit 0, or 2 with every error)."""
     from evalpipe.cli.console import out
     from evalpipe.resolve import load_run
     from evalpipe.server.chat_template import thinking_kwargs
@@ -27,7 +27,7 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
 
 @app.command("schema")
 def schema() -> None:
-    """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
+    """Print the run-config JSON Schema (committed as schemas/config.schema.json)."""
     from evalpipe.resolve.published import config_schema
 
     typer.echo(json.dumps(config_schema(), indent=2, ensure_ascii=False))

@@ -17,9 +17,8 @@ if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` 
     from evalpipe.artifacts.schema.compare import PairedBenchmark
     from evalpipe.artifacts.schema.outcomes import OutcomeRow
     from evalpipe.artifacts.schema.timings import StageTime
-    from evalpipe.cli.console import LineProgress
     from evalpipe.config.models import RunConfig
-    from evalpipe.progress import ProgressDisplay
+    from evalpipe.progress import LineProgress, ProgressDisplay
     from evalpipe.resolve import ResolvedRun
     from evalpipe.run.pipeline import RunResult
 
@@ -108,7 +107,7 @@ def run(
                 return
             from evalpipe.run import pipeline
             from evalpipe.run.options import ServerTarget, origin_from_flags
-            from evalpipe.run.plan import RunPlan
+            from evalpipe.run.spec import RunSpec
 
             origin = origin_from_flags(
                 out=out,
@@ -117,7 +116,7 @@ def run(
                 dataset_root=dataset_root,
                 allow_drift=allow_dataset_drift,
             )
-            result = pipeline.run(RunPlan(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
+            result = pipeline.run(RunSpec(resolved, origin, ServerTarget(endpoint=endpoint)), progress)
     except RunStopped as exc:
         exc.resume_command = resume_command(
             config, exc.run_dir, endpoint=endpoint, dataset_root=dataset_root, cfg=cfg
@@ -156,7 +155,8 @@ def _progress() -> Progress | LineProgress:
     """The per-benchmark progress display (on stderr): bars on a terminal, else one line per benchmark."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from evalpipe.cli.console import LineProgress, err
+    from evalpipe.cli.console import err
+    from evalpipe.progress import LineProgress
 
     if not err.is_terminal:
         return LineProgress(err)

@@ -44,7 +44,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     from evalpipe.server.launch_env import server_env
     from evalpipe.server.variants import effective_server
 
-    resolved = load_run(config, check_plans=False)
+    resolved = load_run(config, check_sampling=False)
     cfg = resolved.config
     server = effective_server(cfg, variant)
     kind = resolved.kinds[server.kind]
@@ -70,7 +70,7 @@ def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     from evalpipe.resolve import load_run
     from evalpipe.server.preflight import PreflightRefused, preflight_for
 
-    cfg = load_run(config, check_plans=False).config
+    cfg = load_run(config, check_sampling=False).config
     try:
         report = preflight_for(cfg, variant, punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]))
     except PreflightRefused as exc:

@@ -61,7 +61,7 @@ def speed(
     from evalpipe.resolve import load_run
     from evalpipe.speed.run import SpeedRequest, speed_command
 
-    cfg = load_run(config, check_plans=False).config
+    cfg = load_run(config, check_sampling=False).config
     if cfg.speed is None:
         raise ConfigError(f"{config}: no speed: section")
     endpoints = _endpoints(endpoint, list(variant or []))

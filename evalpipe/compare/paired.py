@@ -320,7 +320,7 @@ def _design_of(rundir: RunDir) -> Mapping[str, DesignAssumption]:
     if not rundir.config_copy.is_file():
         return {}
     try:
-        return load_config(rundir.config_copy, check_plans=False).design
+        return load_config(rundir.config_copy, check_sampling=False).design
     except EvalpipeError:
         return {}
 

@@ -84,7 +84,7 @@ def run_temperature(rundir: RunDir) -> float | None:
     if not rundir.config_copy.is_file():
         return None
     try:
-        return load_config(rundir.config_copy, check_plans=False).generation.temperature
+        return load_config(rundir.config_copy, check_sampling=False).generation.temperature
     except ConfigError:
         return None
 

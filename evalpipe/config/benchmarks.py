@@ -1,4 +1,4 @@
-"""``benchmarks:`` — per benchmark its dataset source, sampling plan (inline or a ``samplers/*.yaml`` file),
+"""``benchmarks:`` — per benchmark its dataset source, sampling rule (inline or a ``sampling-rules/*.yaml`` file),
 few-shot count, budget and fingerprint pin."""
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ class DatasetSource(Strict):
     stratify_column: Annotated[str, Field(min_length=1)] | None = Field(
         default=None,
         description="general_mcq/general_qa: the column whose value is a row's stratum "
-        "(sampling plan `stratify_by: column`).",
+        "(sampling rule `stratify_by: column`).",
     )
 
 
-class PlanFilter(Strict):
+class SamplingFilter(Strict):
     """Record filter applied before stratification (LiveCodeBench release/date windows)."""
 
     versions: list[str] | None = Field(default=None, description="Keep records whose `_version` is listed.")
@@ -45,8 +45,8 @@ class PlanFilter(Strict):
     end_date: str | None = Field(default=None, description="Keep contest_date <= this (ISO date).")
 
 
-class SamplingPlan(Strict):
-    """A declarative sampling plan (``samplers/<benchmark>.yaml``).
+class SamplingRule(Strict):
+    """A declarative sampling rule (``sampling-rules/<benchmark>.yaml``).
 
     Exactly one of ``per_stratum`` and ``total``.  ``allocation`` applies to ``total`` only:
     ``proportional`` (largest remainder over strata) or ``uniform`` (one stratum: simple random sample).
@@ -54,7 +54,7 @@ class SamplingPlan(Strict):
 
     schema_version: int = 1
     benchmark: BenchmarkName | None = Field(
-        default=None, description="Must match the benchmark using the plan."
+        default=None, description="Must match the benchmark using the rule."
     )
     stratify_by: StratifyBy = "none"
     per_stratum: Annotated[int, Field(gt=0)] | None = None
@@ -64,11 +64,11 @@ class SamplingPlan(Strict):
     strata: list[str] | None = Field(
         default=None, description="Restrict to these strata (default: all present)."
     )
-    filter: PlanFilter | None = None
+    filter: SamplingFilter | None = None
     description: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> SamplingPlan:
+    def _check(self) -> SamplingRule:
         if (self.per_stratum is None) == (self.total is None):
             raise ValueError("exactly one of per_stratum and total must be set")
         if self.total is not None and self.allocation is None:
@@ -97,9 +97,9 @@ class BenchmarkConfig(Strict):
     )
     few_shot: Annotated[int, Field(ge=0)] = 0
     sampling: Annotated[
-        Annotated[str, Tag("path")] | Annotated[SamplingPlan, Tag("inline")],
+        Annotated[str, Tag("path")] | Annotated[SamplingRule, Tag("inline")],
         Discriminator(lambda v: "path" if isinstance(v, str) else "inline"),
-    ] = Field(description="Sampling plan: a YAML path (relative to the config file) or an inline plan.")
+    ] = Field(description="Sampling rule: a YAML path (relative to the config file) or an inline rule.")
     source: DatasetSource = Field(default_factory=DatasetSource)
     fingerprint: Annotated[str, Field(pattern=SHA256_PATTERN)] | None = Field(
         default=None, description="Pinned dataset fingerprint (sha256 over sorted record hashes)."
@@ -123,8 +123,8 @@ class BenchmarkConfig(Strict):
     )
 
     @model_validator(mode="after")
-    def _plan_matches(self) -> BenchmarkConfig:
-        if isinstance(self.sampling, SamplingPlan) and self.sampling.benchmark not in (None, self.name):
+    def _rule_matches(self) -> BenchmarkConfig:
+        if isinstance(self.sampling, SamplingRule) and self.sampling.benchmark not in (None, self.name):
             raise ValueError(f"sampling.benchmark is {self.sampling.benchmark!r}, expected {self.name!r}")
         return self
 

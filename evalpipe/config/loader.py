@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from evalpipe.config.base import error_message
-from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.config.server import moved_keys
 from evalpipe.errors import ConfigError
 
@@ -108,54 +108,74 @@ def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None) -> 
         raise ConfigError(f"{path}: {len(lines)} error(s)", details=lines) from None
 
 
-def load_plan(path: Path, *, benchmark: str | None = None) -> SamplingPlan:
+#: Folders of sampling rules that were renamed: a config still naming the old one is refused in one line that
+#: names the file to use instead (the config then names the file it reads; nothing is redirected silently).
+FORMER_RULE_FOLDERS: dict[str, str] = {"samplers": "sampling-rules"}
+
+
+def _moved_rule(path: Path) -> Path | None:
+    """Where a sampling-rule file under a renamed folder now is (``None`` when it is not one, or not there)."""
+    parts = path.parts
+    for i, part in enumerate(parts[:-1]):
+        new = FORMER_RULE_FOLDERS.get(part)
+        if new is not None:
+            moved = Path(*parts[:i], new, *parts[i + 1 :])
+            if moved.is_file():
+                return moved
+    return None
+
+
+def load_sampling_rule(path: Path, *, benchmark: str | None = None) -> SamplingRule:
     path = Path(path)
+    moved = None if path.is_file() else _moved_rule(path)
+    if moved is not None:
+        raise ConfigError(f"{path}: file not found: the sampling rules moved to {moved.parent}/ (use {moved})")
     data, node = _read_yaml(path)
-    plan = _validate(SamplingPlan, data, path, node)
+    plan = _validate(SamplingRule, data, path, node)
     if benchmark is not None:
         if plan.benchmark is None:
             plan.benchmark = benchmark
         elif plan.benchmark != benchmark:
-            raise ConfigError(f"{path}: benchmark: plan is for {plan.benchmark!r}, used by {benchmark!r}")
+            raise ConfigError(f"{path}: benchmark: the rule is for {plan.benchmark!r}, used by {benchmark!r}")
     return plan
 
 
-def load_config(path: Path, *, check_plans: bool = True) -> RunConfig:
-    """Load and validate a run config as plain data; with ``check_plans`` also load every referenced plan.
+def load_config(path: Path, *, check_sampling: bool = True) -> RunConfig:
+    """Load and validate a run config as plain data; with ``check_sampling`` also load every referenced sampling rule.
 
     Whether its names are registered (benchmarks, the server kind) is not checked here: that is the resolve
     step's (``evalpipe.resolve.load_run``), which every command that acts on a config goes through."""
-    return load_config_lines(path, check_plans=check_plans)[0]
+    return load_config_lines(path, check_sampling=check_sampling)[0]
 
 
-def load_config_lines(path: Path, *, check_plans: bool = True) -> tuple[RunConfig, YamlLines]:
+def load_config_lines(path: Path, *, check_sampling: bool = True) -> tuple[RunConfig, YamlLines]:
     """:func:`load_config`, with where each of its fields sits in the file."""
     path = Path(path)
     data, node = _read_yaml(path)
     cfg = _validate(RunConfig, data, path, node)
     cfg._config_path = path.resolve()
     located = YamlLines(path, node, data)
-    if check_plans:
+    if check_sampling:
         errors: list[str] = []
         for i, bench in enumerate(cfg.benchmarks):
             try:
-                resolve_plan(cfg, bench.name)
+                resolve_sampling_rule(cfg, bench.name)
             except ConfigError as exc:
                 errors.append(located.line(("benchmarks", i, "sampling"), exc.message))
                 errors.extend(exc.details)
         if errors:
-            raise ConfigError(f"{path}: invalid sampling plan(s)", details=errors)
+            raise ConfigError(f"{path}: invalid sampling rule(s)", details=errors)
     return cfg, located
 
 
-def resolve_plan(cfg: RunConfig, benchmark: str) -> SamplingPlan:
-    """The plan a benchmark uses (inline, or loaded from its file), with ``benchmark`` filled in."""
+def resolve_sampling_rule(cfg: RunConfig, benchmark: str) -> SamplingRule:
+    """The sampling rule a benchmark uses (inline, or loaded from its file), with ``benchmark`` filled in."""
     bench = cfg.benchmark(benchmark)
-    if isinstance(bench.sampling, SamplingPlan):
+    if isinstance(bench.sampling, SamplingRule):
         plan = bench.sampling.model_copy()
         plan.benchmark = bench.name
         return plan
-    return load_plan(cfg.resolve_path(bench.sampling), benchmark=bench.name)
+    return load_sampling_rule(cfg.resolve_path(bench.sampling), benchmark=bench.name)
 
 
 def moved_settings_notice(located: YamlLines) -> str | None:

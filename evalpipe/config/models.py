@@ -2,7 +2,7 @@
 
 The config describes a run completely: which model and how the server is launched (or which endpoint
 to attach to), the generation settings, and per benchmark the EvalScope adapter, few-shot count,
-sampling plan, dataset source and optional dataset fingerprint pin.  Every model forbids unknown keys
+sampling rule, dataset source and optional dataset fingerprint pin.  Every model forbids unknown keys
 so that a typo in a YAML file is an error that names the field, never a silently ignored setting.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from evalpipe.config.base import SHA256_PATTERN, Strict
-from evalpipe.config.benchmarks import BenchmarkConfig, DatasetSource, PlanFilter, SamplingPlan
+from evalpipe.config.benchmarks import BenchmarkConfig, DatasetSource, SamplingFilter, SamplingRule
 from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.config.gates import AdvisoryGate, ComponentTest, DesignAssumption, GateConfig, PointsPerBlock
 from evalpipe.config.generation import GenerationConfig, SequentialConfig
@@ -48,13 +48,13 @@ __all__ = [
     "GateConfig",
     "GenerationConfig",
     "ModelConfig",
-    "PlanFilter",
     "PointsPerBlock",
     "ReplayConfig",
     "RouterConfig",
     "RouterWorker",
     "RunConfig",
-    "SamplingPlan",
+    "SamplingFilter",
+    "SamplingRule",
     "SequentialConfig",
     "ServerConfig",
     "ServerKindName",

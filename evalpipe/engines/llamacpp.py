@@ -46,7 +46,7 @@ import aiohttp
 from aiohttp import web
 
 from evalpipe.engines.http_base import ModelServer, serve_until_signalled
-from evalpipe.server.ports import free_port, port_in_use
+from evalpipe.processes.ports import free_port, port_in_use
 
 ENGINE = "llama.cpp"
 #: KV cache types llama.cpp accepts for ``cache_type_k`` / ``cache_type_v`` (``--cache-type-k`` values).

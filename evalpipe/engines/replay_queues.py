@@ -26,13 +26,13 @@ class Recorded:
 
 
 @dataclass
-class ReplayPlan:
+class ReplayQueues:
     queues: dict[str, list[Recorded]]
     skipped_unused: int
     missing_bodies: list[str]
 
 
-def build_plan(root: Path) -> ReplayPlan:
+def build_queues(root: Path) -> ReplayQueues:
     from evalpipe.recording.responses import read_response_records
 
     rd = RunDir(root)
@@ -64,7 +64,7 @@ def build_plan(root: Path) -> ReplayPlan:
             queue.append(Recorded(a.attempt_id, a.status, rec.content_type, body))
         if queue:
             queues[prompt] = queue
-    return ReplayPlan(queues=queues, skipped_unused=skipped, missing_bodies=missing)
+    return ReplayQueues(queues=queues, skipped_unused=skipped, missing_bodies=missing)
 
 
 def _b64(value: str | None) -> bytes:

@@ -24,12 +24,12 @@ from aiohttp import web
 
 from evalpipe.artifacts import RunDir
 from evalpipe.engines.http_base import ModelServer, log_to_stderr, serve_until_signalled
-from evalpipe.engines.replay_queues import ReplayPlan, build_plan
+from evalpipe.engines.replay_queues import ReplayQueues, build_queues
 from evalpipe.hashing import prompt_sha256, sha256_hex
 
 log = logging.getLogger("evalpipe.replay")
 
-PLAN_KEY = web.AppKey("plan", ReplayPlan)
+PLAN_KEY = web.AppKey("plan", ReplayQueues)
 MISS_KEY = web.AppKey("miss_log", Path)
 
 
@@ -91,7 +91,7 @@ class ReplayServer(ModelServer):
 
     models_paths = ()
 
-    def __init__(self, plan: ReplayPlan, info: dict[str, Any], miss_log: Path) -> None:
+    def __init__(self, plan: ReplayQueues, info: dict[str, Any], miss_log: Path) -> None:
         self.plan, self.info, self.miss_log = plan, info, miss_log
 
     def server_info(self) -> Mapping[str, Any]:
@@ -105,7 +105,7 @@ class ReplayServer(ModelServer):
         app.router.add_post("/v1/chat/completions", chat)
 
 
-def build_app(plan: ReplayPlan, info: dict[str, Any], miss_log: Path) -> web.Application:
+def build_app(plan: ReplayQueues, info: dict[str, Any], miss_log: Path) -> web.Application:
     return ReplayServer(plan, info, miss_log).build_app()
 
 
@@ -119,7 +119,7 @@ def load_info(bundle: Path) -> dict[str, Any]:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    plan = build_plan(args.bundle)
+    plan = build_queues(args.bundle)
     log.info(
         "replaying %d prompts from %s (%d unused duplicate responses skipped)",
         len(plan.queues),

@@ -43,7 +43,7 @@ def check_generation(cfg: RunConfig) -> None:
         if bad:
             raise ConfigError(
                 f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "
-                "filter dates in the sampling plan instead"
+                "filter dates in the sampling rule instead"
             )
     thinking_kwargs(cfg)  # ConfigError naming model.thinking when the toggle is unknown
     env = cfg.server.api_key_env

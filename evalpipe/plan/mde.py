@@ -49,9 +49,9 @@ from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
 from evalpipe.artifacts.schema.summary import Summary
-from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ArtifactError, ConfigError
-from evalpipe.samplers.extend import floored_allocation, plan_allocation, selected_allocation
+from evalpipe.samplers.extend import floored_allocation, rule_allocation, selected_allocation
 from evalpipe.stats.design import RepeatsChoice, expected_tokens, gpu_hours, optimal_repeats
 from evalpipe.stats.power import (
     MinimumDetectableEffect,
@@ -79,7 +79,7 @@ class PlanInput:
     benchmark: str
     n_now: int
     population: int
-    plan: SamplingPlan
+    plan: SamplingRule
     block: BenchmarkSampling | None = None  # None: planned from the module's population, data not loaded
     basis: str = "N from the data"
     members: tuple[str, ...] = ()  # a pool (config pools:): its benchmarks; empty for one benchmark
@@ -149,7 +149,7 @@ class BenchmarkPlan:
     needed: SampleSizeNeeded
     mde_at_population: MinimumDetectableEffect | None
     with_repeats: list[SampleSizeNeeded] = field(default_factory=list)
-    new_plan: SamplingPlan | None = None
+    new_plan: SamplingRule | None = None
     notes: list[str] = field(default_factory=list)
     population_basis: str = "N from the data"
     cost: TokenCost | None = None
@@ -234,7 +234,7 @@ def measured(
     return None, score, f"score in {run}"
 
 
-def larger_plan(old: SamplingPlan, n: int, strata: int) -> SamplingPlan:
+def larger_plan(old: SamplingRule, n: int, strata: int) -> SamplingRule:
     """The same plan shape asking for ``n`` samples (per stratum: ceil(n / strata), short strata taken whole)."""
     if old.per_stratum is not None:
         return old.model_copy(update={"per_stratum": math.ceil(n / max(1, strata)), "allow_short": True})
@@ -428,7 +428,7 @@ def plan_benchmark(
                 for r in REPEATS_TRIED
                 if r > k
             ]
-    new_plan: SamplingPlan | None = None
+    new_plan: SamplingRule | None = None
     notes: list[str] = []
     if write and needed.n_needed is not None and not block.members:
         new_plan, notes = _larger(block, needed.n_needed)
@@ -486,8 +486,8 @@ def _proposal(
     return None
 
 
-def _larger(block: PlanInput, n_needed: int) -> tuple[SamplingPlan, list[str]]:
-    """The larger sampling plan for ``n_needed`` units (at most the population) and its notes: the strata's
+def _larger(block: PlanInput, n_needed: int) -> tuple[SamplingRule, list[str]]:
+    """The larger sampling rule for ``n_needed`` units (at most the population) and its notes: the strata's
     allocation floored at the run's own, and a target the whole population does not reach."""
     name, population = block.benchmark, block.population
     n = min(n_needed, population)
@@ -496,7 +496,7 @@ def _larger(block: PlanInput, n_needed: int) -> tuple[SamplingPlan, list[str]]:
     notes: list[str] = []
     if block.block is not None:
         populations = {s.stratum: s.population for s in strata}
-        floors = floored_allocation(selected_allocation(block.block), plan_allocation(new_plan, populations))
+        floors = floored_allocation(selected_allocation(block.block), rule_allocation(new_plan, populations))
         notes = floors.notes(name)
     if n < n_needed:
         notes.append(f"{name}: the plan takes the whole population ({population}); the target is not reached")
@@ -513,7 +513,7 @@ def _cochran(noise: NoiseModel, cost: TokenCost) -> RepeatsChoice | None:
     return None
 
 
-def write_plan(plan: SamplingPlan, path: Path) -> None:
+def write_plan(plan: SamplingRule, path: Path) -> None:
     import yaml
 
     from evalpipe.artifacts import atomic_write_text
@@ -553,11 +553,11 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
     docstring); else None.  A local copy (``--dataset-root``, ``dataset_root``, ``source.local``) is read
     instead: it may be a subset of the published split, and reading it needs no network."""
     from evalpipe.benchmarks import benchmark
-    from evalpipe.config.loader import resolve_plan
+    from evalpipe.config.loader import resolve_sampling_rule
 
     spec: DataPart = benchmark(name)
     meta = spec.meta
-    plan = resolve_plan(cfg, name)
+    plan = resolve_sampling_rule(cfg, name)
     bench = cfg.benchmark(name)
     if dataset_root is None and not cfg.dataset_root and bench.source.local and plan.filter is None:
         items = spec.planned_items(cfg.resolve_path(bench.source.local))
@@ -579,7 +579,7 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
     )
 
 
-def _planned(name: str, plan: SamplingPlan, items: list[PlannedItem]) -> PlanInput:
+def _planned(name: str, plan: SamplingRule, items: list[PlannedItem]) -> PlanInput:
     """n and N of ``plan`` over the items a generator's spec would make (``Benchmark.planned_items``), and
     their mean prompt tokens: what the hash-ranked selection takes, counted per stratum."""
     field = plan.stratify_by

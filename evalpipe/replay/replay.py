@@ -47,7 +47,7 @@ def load_source_config(src: RunDir) -> tuple[RunConfig, RunRecord]:
     from evalpipe.config.loader import load_config
 
     run = read_model(src.run_record, RunRecord)
-    cfg = load_config(src.config_copy, check_plans=False)
+    cfg = load_config(src.config_copy, check_sampling=False)
     # relative paths in the copied config resolve against the original config's directory when it exists
     original = Path(run.config_path) if run.config_path else None
     cfg._config_path = original if original is not None and original.is_file() else src.config_copy.resolve()
@@ -131,8 +131,8 @@ def replay(
     from evalpipe.resolve import resolve
     from evalpipe.run import pipeline
     from evalpipe.run.options import SampledRun
-    from evalpipe.run.plan import RunPlan
     from evalpipe.run.sample import Spine, load_manifest_datasets
+    from evalpipe.run.spec import RunSpec
 
     src = RunDir(Path(source))
     _check_source(src)
@@ -149,7 +149,7 @@ def replay(
     rcfg = replay_config(cfg, run, src, dest)
     manifest = read_model(dest.manifest, Manifest)
     datasets = load_manifest_datasets(rcfg, manifest, run, dataset_root=dataset_root)
-    plan = RunPlan(resolve(rcfg, check_plans=False), SampledRun(Spine(dest, manifest, datasets)))
+    plan = RunSpec(resolve(rcfg, check_sampling=False), SampledRun(Spine(dest, manifest, datasets)))
     result = pipeline.run(plan, progress)
     original = list(read_jsonl(src.outcomes, OutcomeRow))
     diffs = compare_outcomes(original, result.outcomes)

@@ -9,7 +9,7 @@ section of ``server:`` (``Kind.check_config``), ``server.settings`` against the 
 moved (``evalpipe.engines.FORMER_MODULES``) — and reports every failure as one line naming the YAML file,
 line and field, like a validation error of the models (the same ``ConfigError``, exit code 2).
 
-The resolved run is what a run carries (``evalpipe.run.plan.RunPlan``): its stages take each benchmark's
+The resolved run is what a run carries (``evalpipe.run.spec.RunSpec``): its stages take each benchmark's
 plugin and the server's kind from it and look nothing up again.  Every command that acts on a config goes
 through :func:`load_run`; reading a recorded run's ``config.yaml``
 for its numbers (audit, compare) needs only :func:`evalpipe.config.loader.load_config`, so a run whose
@@ -32,9 +32,9 @@ from evalpipe.config.loader import (
     format_loc,
     load_config_lines,
     moved_settings_notice,
-    resolve_plan,
+    resolve_sampling_rule,
 )
-from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingPlan
+from evalpipe.config.models import BenchmarkConfig, RunConfig, SamplingRule
 from evalpipe.engines import FORMER_MODULES
 from evalpipe.errors import ConfigError
 from evalpipe.server.kinds.registry import Kind, kinds, server_kind
@@ -66,7 +66,7 @@ class ResolvedRun:
     def derived(self, cfg: RunConfig) -> ResolvedRun:
         """A config made from this one in code (the speed section waived, a control's answer key, a
         replay's server), resolved: its plans were checked with this one's."""
-        return resolve(cfg, check_plans=False)
+        return resolve(cfg, check_sampling=False)
 
 
 def one_of(names: tuple[str, ...], got: str) -> str:
@@ -107,21 +107,21 @@ def _check_benchmark(i: int, bench: BenchmarkConfig, spec: Benchmark, findings: 
     if src.hub is not None:
         findings.add(at, f"source.hub: {bench.name} reads your own files; there is no hub copy")
     plan = bench.sampling
-    if isinstance(plan, SamplingPlan) and plan.stratify_by == "column" and src.stratify_column is None:
+    if isinstance(plan, SamplingRule) and plan.stratify_by == "column" and src.stratify_column is None:
         findings.add(at, "sampling.stratify_by is 'column' but source.stratify_column names no column")
 
 
-def _check_plan(cfg: RunConfig, i: int, bench: BenchmarkConfig, findings: _Findings) -> None:
+def _check_sampling_rule(cfg: RunConfig, i: int, bench: BenchmarkConfig, findings: _Findings) -> None:
     """The plan's stratification is one some benchmark offers (inline: on the config's line; a plan file:
     on the plan file's)."""
     known = stratifications()
-    if isinstance(bench.sampling, SamplingPlan):
+    if isinstance(bench.sampling, SamplingRule):
         if bench.sampling.stratify_by not in known:
             findings.add(
                 ("benchmarks", i, "sampling", "stratify_by"), one_of(known, bench.sampling.stratify_by)
             )
         return
-    plan = resolve_plan(cfg, bench.name)
+    plan = resolve_sampling_rule(cfg, bench.name)
     if plan.stratify_by not in known:
         path = cfg.resolve_path(bench.sampling)
         findings.add(("stratify_by",), one_of(known, plan.stratify_by), lines=YamlLines.of(path))
@@ -182,10 +182,10 @@ def _check_variants(cfg: RunConfig, findings: _Findings) -> None:
                 findings.add(("variants", i, "overrides"), detail)
 
 
-def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool = True) -> ResolvedRun:
+def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_sampling: bool = True) -> ResolvedRun:
     """``cfg`` with its plugins looked up; ConfigError listing every failure on its line otherwise.
 
-    ``check_plans``: also check the stratification of plans kept in their own files (loading them)."""
+    ``check_sampling``: also check the stratification of plans kept in their own files (loading them)."""
     findings = _Findings(lines)
     found: dict[str, Benchmark] = {}
     registered = tuple(BENCHMARKS)
@@ -196,8 +196,8 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_plans: bool
             continue
         found[bench.name] = spec
         _check_benchmark(i, bench, spec, findings)
-        if check_plans or isinstance(bench.sampling, SamplingPlan):
-            _check_plan(cfg, i, bench, findings)
+        if check_sampling or isinstance(bench.sampling, SamplingRule):
+            _check_sampling_rule(cfg, i, bench, findings)
     _check_engine_paths(cfg, findings)
     if cfg.speed is not None:
         registered_clients = tuple(c.name for c in speed_clients())
@@ -225,12 +225,12 @@ def _kinds(cfg: RunConfig, kind: Kind) -> Mapping[str, Kind]:
     return MappingProxyType({kind.name: kind, **{n: server_kind(n) for n in sorted(names - {kind.name})}})
 
 
-def load_run(path: Path, *, check_plans: bool = True, notice: bool = True) -> ResolvedRun:
+def load_run(path: Path, *, check_sampling: bool = True, notice: bool = True) -> ResolvedRun:
     """Read a run config (``evalpipe.config.loader``) and resolve it; a kind setting written at its old place
     (``server.tp_size``) is read under ``server.settings`` and named in one notice line on stderr
     (``notice=False``: a variant's process, whose parent said it already)."""
-    cfg, lines = load_config_lines(path, check_plans=check_plans)
-    resolved = resolve(cfg, lines, check_plans=check_plans)
+    cfg, lines = load_config_lines(path, check_sampling=check_sampling)
+    resolved = resolve(cfg, lines, check_sampling=check_sampling)
     moved = moved_settings_notice(lines) if notice else None
     if moved is not None:
         print(moved, file=sys.stderr)

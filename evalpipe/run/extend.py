@@ -1,6 +1,6 @@
-"""``--extend RUN``: plan the larger selection that contains RUN's (its n_h as floors), and what it reuses.
+"""``--extend RUN``: the larger selection that contains RUN's (its n_h as floors), and what it reuses.
 
-The plan is written as ``extension.json`` once the old run's answers have seeded this run's cache
+The extension is written as ``extension.json`` once the old run's answers have seeded this run's cache
 (``evalpipe.evalscope_bridge.extend``).
 
 A run gated by a non-inferiority margin grows only under the sequential rule it was judged by
@@ -26,8 +26,8 @@ from evalpipe.samplers import sample_run
 from evalpipe.samplers.extend import (
     check_contains,
     floored_allocation,
-    plan_allocation,
     prior_generations,
+    rule_allocation,
     selected_allocation,
 )
 from evalpipe.samplers.run import build_manifest, load_datasets
@@ -35,8 +35,8 @@ from evalpipe.samplers.run import build_manifest, load_datasets
 
 def extend_stage(
     cfg: RunConfig, old_run: Path, *, dataset_root: Path | None, out: Path | None, allow_drift: bool
-) -> tuple[Spine, ExtensionPlan]:
-    """The larger selection for ``--extend RUN``: the config's plans with RUN's n_h as floors; refuses
+) -> tuple[Spine, Extension]:
+    """The larger selection for ``--extend RUN``: the config's sampling rules with RUN's n_h as floors; refuses
     (exit 2, the problems as details) unless it contains every entry of RUN's manifest."""
     old_rd = RunDir(Path(old_run))
     if not old_rd.manifest.is_file():
@@ -54,7 +54,7 @@ def extend_stage(
         except KeyError:
             continue
         populations = {s.stratum: s.population for s in block.strata}
-        floors = floored_allocation(selected_allocation(old_block), plan_allocation(block.plan, populations))
+        floors = floored_allocation(selected_allocation(old_block), rule_allocation(block.plan, populations))
         allocations[block.benchmark] = floors.allocation
         notes += floors.notes(block.benchmark)
     new, _ = build_manifest(cfg, datasets, allow_drift=allow_drift, allocations=allocations)
@@ -73,7 +73,7 @@ def extend_stage(
         allocations=allocations,
         datasets=datasets,
     )
-    plan = ExtensionPlan(
+    extension = Extension(
         old_rd,
         len(old.entries),
         len(result.manifest.entries),
@@ -82,7 +82,7 @@ def extend_stage(
         notes,
         prior_generations(old_rd.root, old),
     )
-    return Spine(result.rundir, result.manifest, result.datasets), plan
+    return Spine(result.rundir, result.manifest, result.datasets), extension
 
 
 def check_versions_kept(cfg: RunConfig, old_rd: RunDir) -> None:
@@ -110,7 +110,7 @@ def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:
 
     seq = cfg.generation.sequential
     margins = cfg.gates.non_inferiority_margin_pts
-    old_cfg = load_config(old_rd.config_copy, check_plans=False) if old_rd.config_copy.is_file() else None
+    old_cfg = load_config(old_rd.config_copy, check_sampling=False) if old_rd.config_copy.is_file() else None
     old_margins = old_cfg.gates.non_inferiority_margin_pts if old_cfg is not None else None
     if margins is None and old_margins is None:
         return  # no gate at a margin: nothing spends α
@@ -136,7 +136,7 @@ def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:
 
 
 @dataclass(frozen=True)
-class ExtensionPlan:
+class Extension:
     """What ``--extend`` reuses and adds (written as extension.json once the caches are seeded)."""
 
     old: RunDir

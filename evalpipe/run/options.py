@@ -1,4 +1,4 @@
-"""What one run is asked to do, in three typed parts that a :class:`~evalpipe.run.plan.RunPlan` holds.
+"""What one run is asked to do, in three typed parts that a :class:`~evalpipe.run.spec.RunSpec` holds.
 
 * the **origin** — where the run directory and its manifest come from: sampled afresh (:class:`FreshRun`),
   continued (:class:`ResumedRun`), grown from a smaller run (:class:`ExtendedRun`), or handed over already
@@ -22,7 +22,7 @@ from evalpipe.artifacts import RunDir
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.errors import ConfigError
 from evalpipe.resolve import ATTACHED_KIND
-from evalpipe.run.extend import ExtensionPlan
+from evalpipe.run.extend import Extension
 from evalpipe.run.sample import Spine
 from evalpipe.server.variants import effective_server
 
@@ -67,7 +67,7 @@ class SampledRun:
 
     spine: Spine
     resuming: bool = False
-    extension: ExtensionPlan | None = None
+    extension: Extension | None = None
 
 
 Origin = FreshRun | ResumedRun | ExtendedRun | SampledRun

@@ -6,7 +6,7 @@ once, the pair takes the time of one.  That is only sound when the variants shar
 port, no GPU — so :func:`check_disjoint` compares what each variant's server kind says it occupies
 (``Kind.footprint``) and refuses, naming the shared thing, before anything is sampled.
 
-Each variant then runs as a process of its own (``python -m evalpipe.cli.variant_process``, its own process
+Each variant then runs as a process of its own (``python -m evalpipe.run.variant_process``, its own process
 group, its output in ``RUN/<variant>/logs/run.log``): exactly the run ``evalpipe run`` does for one variant —
 its own server(s), recording proxy, EvalScope, outcomes — with its own signal handling, so a Ctrl-C or
 SIGTERM to evalpipe stops every variant cleanly (each stops its own servers) and the run can be resumed.  The
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 RUN_LOG = "run.log"
 #: The module each variant runs as (``python -m``); named, not imported: it imports the pipeline.
-VARIANT_PROCESS = "evalpipe.cli.variant_process"
+VARIANT_PROCESS = "evalpipe.run.variant_process"
 _POLL_S = 0.2
 #: Exit codes of a variant process that ended its run part-way (resumable): the server, Ctrl-C, SIGTERM.
 _STOPPED = (int(ExitCode.SERVER), int(ExitCode.INTERRUPTED), int(ExitCode.TERMINATED))

@@ -3,7 +3,7 @@
     sample → preflight → launch/attach + verify → materialize → EvalScope through the recording proxy
       → speed → stop → outcomes, provenance → audit
 
-What runs is a :class:`~evalpipe.run.plan.RunPlan` (its stages are declared in ``evalpipe.run.stages``);
+What runs is a :class:`~evalpipe.run.spec.RunSpec` (its stages are declared in ``evalpipe.run.stages``);
 the runner (``evalpipe.run.runner``) keeps on a resume the stages whose outputs are complete and saves each
 stage's wall time in ``timings.json``.  With ``variants:`` every variant runs this sequence on the same
 manifest in ``RUN/<variant>/`` (audited once the first is compared with the others: ``evalpipe.run.variants``).
@@ -20,8 +20,8 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.timings import StageName, StageTime
 from evalpipe.evalscope_bridge.stage import StageResult
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.runner import execute
+from evalpipe.run.spec import RunSpec
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.summary import Summary
@@ -43,7 +43,7 @@ class RunResult:
     kept: list[StageName] = field(default_factory=list)
 
 
-def run(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunResult:
+def run(plan: RunSpec, progress: ProgressDisplay | None = None) -> RunResult:
     """Execute ``plan``; the audit's verdict is raised by the caller (``summary.exit_code``)."""
     state = execute(plan, progress)
     return RunResult(

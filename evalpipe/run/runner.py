@@ -24,13 +24,14 @@ from evalpipe.evalscope_bridge.task import check_generation
 from evalpipe.processes.signals import Terminated
 from evalpipe.run.options import SampledRun
 from evalpipe.run.stage_clock import StageClock
+from evalpipe.run.stages import declared_stages
 from evalpipe.run.stages.base import AT, RunFile, Stage, file
 from evalpipe.run.stages.state import RunState
 from evalpipe.run.torn_files import repair_torn_files
 
 if TYPE_CHECKING:
     from evalpipe.progress import ProgressDisplay
-    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.spec import RunSpec
 
 #: The files of a run directory that no stage writes: the runner's own (the stages' wall times; the torn
 #: records a resume cut before any stage appended).  Everything else in a run directory is some stage's.
@@ -40,7 +41,7 @@ RUNNER_FILES: tuple[RunFile, ...] = (
 )
 
 
-def execute(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunState:
+def execute(plan: RunSpec, progress: ProgressDisplay | None = None) -> RunState:
     """Run ``plan``'s stages (see the module docstring); ``timings.json`` is written once all have run."""
     upstream_path = plan.kind.upstream_path(plan.server)  # a bad endpoint URL: a usage error before any stage
     check_generation(plan.cfg)
@@ -57,7 +58,7 @@ def execute(plan: RunPlan, progress: ProgressDisplay | None = None) -> RunState:
     opened = False
     try:
         with state.server_scope:  # the stop stage closes it; a failed run closes it on the way out
-            for stage in plan.stages:
+            for stage in declared_stages(plan):
                 if not opened and state.has_spine:
                     opened = True
                     _open(state)

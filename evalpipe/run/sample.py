@@ -48,7 +48,7 @@ def resume_stage(cfg: RunConfig, run_dir: Path, *, dataset_root: Path | None) ->
     if run is not None:
         check_same_speed_flags(run, cfg, rd)
     if rd.config_copy.is_file():
-        started = load_config(rd.config_copy, check_plans=False)
+        started = load_config(rd.config_copy, check_sampling=False)
         a, b = started.model_dump(mode="json"), cfg.model_dump(mode="json")
         diffs = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
         if diffs:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from evalpipe.resolve import ResolvedRun, load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
-from evalpipe.run.plan import RunPlan
+from evalpipe.run.spec import RunSpec
 from evalpipe.selftest.controls import (
     FAULT_EXPECTATIONS,
     ControlCheck,
@@ -44,7 +44,7 @@ def run_selftest(
     faults = [f for f in FAULT_EXPECTATIONS if targets[f][0] in configured]
     checks: list[ControlCheck] = []
     positive = control_config(cfg, mode="positive", faults=faults)
-    pos = pipeline.run(RunPlan(resolved.derived(positive), FreshRun(out=out_root / "positive")), progress)
+    pos = pipeline.run(RunSpec(resolved.derived(positive), FreshRun(out=out_root / "positive")), progress)
     assert pos.summary is not None
     checks.append(
         ControlCheck(
@@ -54,7 +54,7 @@ def run_selftest(
         )
     )
     negative = control_config(cfg, mode="negative", faults=[])
-    neg = pipeline.run(RunPlan(resolved.derived(negative), FreshRun(out=out_root / "negative")), progress)
+    neg = pipeline.run(RunSpec(resolved.derived(negative), FreshRun(out=out_root / "negative")), progress)
     assert neg.summary is not None
     checks.append(ControlCheck("negative control", neg.summary, check_negative(neg.summary)))
     return checks

@@ -28,13 +28,13 @@ from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
 from evalpipe.resolve import ResolvedRun
 from evalpipe.run.compare_files import write_compare
-from evalpipe.run.extend import ExtensionPlan, extend_stage
+from evalpipe.run.extend import Extension, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
 from evalpipe.run.pipeline import RunResult, run
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import arm_for
+from evalpipe.run.spec import RunSpec
 from evalpipe.run.stage_clock import StageClock
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def run_variants(
         check_disjoint(resolved)  # before anything is sampled: one line naming what two variants would share
     clock = StageClock()
     with clock.stage("sample"):
-        extension: ExtensionPlan | None = None
+        extension: Extension | None = None
         if resume is not None:
             root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
         elif extend is not None:  # every variant grows from its own directory onto the same new manifest
@@ -283,7 +283,7 @@ def _run_in_turn(
     *,
     resume: Path | None,
     progress: ProgressDisplay | None,
-    extension: ExtensionPlan | None = None,
+    extension: Extension | None = None,
     finished: set[str],
 ) -> dict[str, RunResult]:
     """Each variant after the other, in this process (a stopped variant stops the whole run); ``finished``
@@ -315,7 +315,7 @@ def _run_in_turn(
                     if extension is not None and not resuming
                     else None
                 )
-                plan = RunPlan(
+                plan = RunSpec(
                     resolved,
                     SampledRun(spine, resuming=resuming, extension=own_extension),
                     ServerTarget(variant=name),

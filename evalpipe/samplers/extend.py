@@ -25,18 +25,18 @@ from pathlib import Path
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest, ManifestEntry
 from evalpipe.artifacts.schema.run import ExtensionRecord
-from evalpipe.config.models import SamplingPlan
+from evalpipe.config.models import SamplingRule
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
 
 
-def plan_allocation(plan: SamplingPlan, populations: Mapping[str, int]) -> dict[str, int]:
+def rule_allocation(plan: SamplingRule, populations: Mapping[str, int]) -> dict[str, int]:
     """n_h the plan alone asks for (the rule ``evalpipe.samplers.run`` applies; a test keeps them equal)."""
     if plan.per_stratum is not None:
         return dict.fromkeys(populations, plan.per_stratum)
     if plan.total is None:
-        raise ConfigError("sampling plan has neither per_stratum nor total")
+        raise ConfigError("sampling rule has neither per_stratum nor total")
     if plan.allocation == "uniform":
         return dict.fromkeys(populations, plan.total)
     return largest_remainder(plan.total, populations)

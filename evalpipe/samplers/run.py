@@ -24,14 +24,14 @@ from evalpipe.artifacts.schema.manifest import (
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
 from evalpipe.benchmarks import benchmark as benchmark_spec
-from evalpipe.config.loader import resolve_plan
-from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.config.loader import resolve_sampling_rule
+from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ConfigError, FingerprintMismatch
 from evalpipe.hashing import rank_key, sha256_hex, sha256_json
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
 from evalpipe.samplers.loading import load_benchmark
 from evalpipe.samplers.regenerate import generated_differences
-from evalpipe.samplers.strata import apply_filter, check_plan, stratum_of
+from evalpipe.samplers.strata import apply_filter, check_sampling_rule, stratum_of
 from evalpipe.sources.base import BenchmarkData, SourceRecord
 
 
@@ -42,11 +42,11 @@ class SampleResult:
     datasets: dict[str, BenchmarkData]
 
 
-def plan_sha256(plan: SamplingPlan) -> str:
+def plan_sha256(plan: SamplingRule) -> str:
     return sha256_json(plan.model_dump(mode="json"))
 
 
-def _allocate(plan: SamplingPlan, populations: dict[str, int]) -> dict[str, int]:
+def _allocate(plan: SamplingRule, populations: dict[str, int]) -> dict[str, int]:
     if plan.per_stratum is not None:
         return dict.fromkeys(populations, plan.per_stratum)
     assert plan.total is not None
@@ -57,7 +57,7 @@ def _allocate(plan: SamplingPlan, populations: dict[str, int]) -> dict[str, int]
 
 def select_benchmark(
     data: BenchmarkData,
-    plan: SamplingPlan,
+    plan: SamplingRule,
     seed: int,
     *,
     few_shot: int,
@@ -70,7 +70,7 @@ def select_benchmark(
     ``allocation``: n_h per stratum instead of the plan's (``evalpipe run --extend``: the larger plan's
     allocation floored at the old run's n_h, ``evalpipe.samplers.extend.floored_allocation``)."""
     name = data.benchmark
-    check_plan(plan, name)
+    check_sampling_rule(plan, name)
     spec = benchmark_spec(name)
     fp = data.eval.fingerprint
     drift = False
@@ -89,7 +89,7 @@ def select_benchmark(
         unknown = [s for s in plan.strata if s not in strata]
         if unknown:
             raise ConfigError(
-                f"sampling plan for {name}: strata not present in the data: {', '.join(unknown)}"
+                f"sampling rule for {name}: strata not present in the data: {', '.join(unknown)}"
             )
         strata = {s: strata[s] for s in plan.strata}
     names = sorted(strata, key=stratum_sort_key)
@@ -132,7 +132,7 @@ def select_benchmark(
             selected.append((entry, rec))
     if short:
         raise ConfigError(
-            f"sampling plan for {name}: stratum smaller than its allocation (set allow_short: true to take all)",
+            f"sampling rule for {name}: stratum smaller than its allocation (set allow_short: true to take all)",
             details=short,
         )
     subsets: list[str] = []
@@ -171,7 +171,7 @@ def build_manifest(
     datasets: dict[str, BenchmarkData],
     *,
     allow_drift: bool = False,
-    plans: dict[str, SamplingPlan] | None = None,
+    plans: dict[str, SamplingRule] | None = None,
     seed: int | None = None,
     allocations: Mapping[str, Mapping[str, int]] | None = None,
 ) -> tuple[Manifest, list[tuple[ManifestEntry, SourceRecord]]]:
@@ -179,7 +179,7 @@ def build_manifest(
     blocks: list[BenchmarkSampling] = []
     pairs: list[tuple[ManifestEntry, SourceRecord]] = []
     for bench in cfg.benchmarks:
-        plan = plans[bench.name] if plans is not None else resolve_plan(cfg, bench.name)
+        plan = plans[bench.name] if plans is not None else resolve_sampling_rule(cfg, bench.name)
         block, selected = select_benchmark(
             datasets[bench.name],
             plan,
@@ -253,7 +253,7 @@ def effective_config_bytes(cfg: RunConfig) -> bytes:
 
     if cfg.config_path is not None and cfg.config_path.is_file():
         data = cfg.config_path.read_bytes()
-        on_disk = load_config(cfg.config_path, check_plans=False)
+        on_disk = load_config(cfg.config_path, check_sampling=False)
         if on_disk.model_dump(mode="json") == cfg.model_dump(mode="json"):
             return data
     header = f"# effective config (changed in memory after loading {cfg.config_path or 'no file'})\n"
@@ -332,7 +332,7 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     rundir = RunDir(run_dir)
     recorded = read_model(rundir.manifest, Manifest)
     run = read_model(rundir.run_record, RunRecord)
-    cfg = load_config(rundir.config_copy, check_plans=False)
+    cfg = load_config(rundir.config_copy, check_sampling=False)
     cfg._config_path = Path(run.config_path) if run.config_path else rundir.config_copy.resolve()
     plans = {b.benchmark: b.plan for b in recorded.benchmarks}
     datasets: dict[str, BenchmarkData] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalpipe.benchmarks import REGISTRY
 from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.benchmarks.parts import DataPart
-from evalpipe.config.models import PlanFilter, SamplingPlan
+from evalpipe.config.models import SamplingFilter, SamplingRule
 from evalpipe.errors import ConfigError
 from evalpipe.sources.base import SourceRecord
 
@@ -19,20 +19,20 @@ def stratum_of(record: SourceRecord, stratify_by: str) -> str:
     return str(value)
 
 
-def check_plan(plan: SamplingPlan, benchmark: str) -> None:
+def check_sampling_rule(plan: SamplingRule, benchmark: str) -> None:
     spec: DataPart = benchmark_spec(benchmark)
     choices = spec.strata_choices()
     if plan.stratify_by not in choices:
         raise ConfigError(
-            f"sampling plan for {benchmark}: stratify_by {plan.stratify_by!r} is not available "
+            f"sampling rule for {benchmark}: stratify_by {plan.stratify_by!r} is not available "
             f"(choose from {sorted(choices)})"
         )
     if plan.filter is not None and not spec.meta.record_filter:
         with_filter = [n for n, s in REGISTRY.items() if s.meta.record_filter]
-        raise ConfigError(f"sampling plan for {benchmark}: filter applies to {', '.join(with_filter)} only")
+        raise ConfigError(f"sampling rule for {benchmark}: filter applies to {', '.join(with_filter)} only")
 
 
-def apply_filter(records: list[SourceRecord], flt: PlanFilter | None, benchmark: str) -> list[SourceRecord]:
+def apply_filter(records: list[SourceRecord], flt: SamplingFilter | None, benchmark: str) -> list[SourceRecord]:
     """The benchmark's own record filter (e.g. LiveCodeBench release/date windows)."""
     if flt is None:
         return records

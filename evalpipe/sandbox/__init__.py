@@ -7,11 +7,10 @@ root; ``stage`` — the inside of the ``unshare`` sandbox.
 """
 
 from evalpipe.config.code_execution import CodeExecutionConfig, SandboxKind, SandboxLimits, SandboxRequest
-from evalpipe.sandbox.run import Denial, SandboxedCommand, SandboxPolicy, SandboxResult, run_sandboxed, wrap
+from evalpipe.sandbox.run import SandboxedCommand, SandboxPolicy, SandboxResult, run_sandboxed, wrap
 
 __all__ = [
     "CodeExecutionConfig",
-    "Denial",
     "SandboxKind",
     "SandboxLimits",
     "SandboxPolicy",

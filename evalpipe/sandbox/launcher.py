@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import IO
 
 import evalpipe
+from evalpipe.artifacts.schema.sandbox import Denial
 from evalpipe.config.code_execution import SandboxKind, SandboxLimits
 from evalpipe.sandbox.run import (
-    Denial,
     SandboxedCommand,
     SandboxPolicy,
     classify,

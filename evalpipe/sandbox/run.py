@@ -44,8 +44,7 @@ from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
-from evalpipe.artifacts.schema.sandbox import Denial as Denial  # re-exported: the sandbox's own vocabulary
-from evalpipe.artifacts.schema.sandbox import DenialKind as DenialKind
+from evalpipe.artifacts.schema.sandbox import Denial, DenialKind
 from evalpipe.artifacts.schema.sandbox import ProcessLimit as ProcessLimit
 from evalpipe.config.code_execution import MIB, SandboxKind, SandboxLimits
 from evalpipe.sandbox.cgroup import PidsCgroup, pids_parent

@@ -37,11 +37,11 @@ from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.clock import utc_now
 from evalpipe.errors import ServerDied, ServerError
 from evalpipe.processes.group import spawn, stop_group
+from evalpipe.processes.ports import free_port
 from evalpipe.processes.signals import Terminated
 from evalpipe.server.kinds.base import Kind, ServerHandle
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import api_key, server_env
-from evalpipe.server.ports import free_port
 from evalpipe.server.readiness import get_json, log_tail, wait_ready
 from evalpipe.server.verify import mismatches, verify
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.schema.server import PreflightCheck
-from evalpipe.server.ports import port_in_use
+from evalpipe.processes.ports import port_in_use
 
 if TYPE_CHECKING:
     from evalpipe.config.models import RunConfig, ServerConfig

@@ -34,17 +34,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
-
-from pydantic import Field
+from typing import TypeVar
 
 from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.base import Artifact
+from evalpipe.artifacts.schema.speed_barrier import Arrival, Release, ReleaseOutcome, RoundsStarted
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig
-from evalpipe.errors import ArtifactError
+from evalpipe.errors import ArtifactError, SpeedSetupError
 from evalpipe.speed import run as speed_run
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import GRACE_S
 from evalpipe.speed.run import SpeedTarget, read_speed
 from evalpipe.speed.stage import already_measured
@@ -58,36 +56,8 @@ POLL_S = 0.2
 #: Beyond the client runs themselves: the checks before the first round (a few HTTP GETs per server, each
 #: bounded at 10 s) and writing the files.
 SETUP_MARGIN_S = 60.0
-ReleaseOutcome = Literal["measured", "not_run", "abandoned"]
 Say = Callable[[str], None]
 A = TypeVar("A", bound=Artifact)
-
-
-class Arrival(Artifact):
-    """A variant whose evaluation is done and whose server waits, up, for the speed rounds."""
-
-    schema_version: int = 1
-    variant: str
-    base_url: str
-    arrived_at: str = Field(description="UTC, ISO 8601.")
-
-
-class RoundsStarted(Artifact):
-    """The parent has every arrival and is running the rounds; a waiting variant bounds its wait from here."""
-
-    schema_version: int = 1
-    started_at: str = Field(description="UTC, ISO 8601.")
-    bound_s: float
-
-
-class Release(Artifact):
-    """The end of the barrier: the rounds ran (``measured``), could not run (``not_run``: the reason is in
-    every variant's ``speed_error.txt``), or were given up because a variant ended first (``abandoned``)."""
-
-    schema_version: int = 1
-    outcome: ReleaseOutcome
-    message: str
-    released_at: str = Field(description="UTC, ISO 8601.")
 
 
 def rounds_bound_s(cfg: SpeedConfig, variants: int) -> float:

@@ -37,12 +37,12 @@ from evalpipe.artifacts.schema.speed import (
 )
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.server.fetch import read_json
 from evalpipe.server.served_context import served_context
 from evalpipe.speed.clients.base import ParsedRound, RoundPlan, SpeedClient, keep_raw_files
 from evalpipe.speed.clients.registry import speed_client
 from evalpipe.speed.compare import compare_speed
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.process import run_bounded
 from evalpipe.tokenizer import ResolvedTokenizer, TokenizerError, resolve
 

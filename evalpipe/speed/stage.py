@@ -21,10 +21,9 @@ from pathlib import Path
 from evalpipe.artifacts import RunDir, atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig
-from evalpipe.errors import ArtifactError
+from evalpipe.errors import ArtifactError, SpeedSetupError
 from evalpipe.speed import run as speed_run
 from evalpipe.speed.compare import compare_speed
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import SpeedRequest, SpeedTarget, read_speed, run_speed
 
 #: What a refusal in ``evalpipe run``'s preflight adds: the way to run the accuracy evaluation without it.

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 
 from evalpipe.artifacts.schema.speed import RoundRecord, SpeedArtifact
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
-from evalpipe.artifacts.schema.summary import SpeedRow as SpeedRow  # re-exported: what this module builds
-from evalpipe.artifacts.schema.summary import SpeedSummary as SpeedSummary
+from evalpipe.artifacts.schema.summary import SpeedRow, SpeedSummary
 from evalpipe.stats.descriptive import median
 
 

@@ -6,7 +6,7 @@ fraction as signed points (``fmt_signed_pts_from_fraction``, the differences of 
 
 from __future__ import annotations
 
-from evalpipe.artifacts.schema.summary import Interval
+from evalpipe.artifacts.schema.metrics import Interval
 
 
 def pct(x: float | None) -> str:

@@ -40,7 +40,7 @@ from evalpipe.benchmarks import PLUGINS_ENV, REGISTRY, Benchmark, names
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.engines.answer_key import AnswerKey
 from evalpipe.errors import ConfigError
-from evalpipe.samplers.strata import check_plan
+from evalpipe.samplers.strata import check_sampling_rule
 from evalpipe.selftest.controls import FAULT_EXPECTATIONS, NEGATIVE_MAX_SCORE, fault_targets
 from evalpipe.sources.base import BenchmarkData, read_rows
 
@@ -194,11 +194,11 @@ def test_declared_strata_are_produced(spec: Benchmark, bundled: BenchmarkData) -
         strata = {str(r.stratum_fields[stratify_by]) for r in bundled.eval.records}
         buckets = {spec.length_bucket(stratify_by, s) for s in strata}
         assert buckets == {None} or buckets <= set(spec.meta.length_order), (stratify_by, buckets)
-    demo_plan = REPO / "samplers" / "demo" / f"{spec.meta.name}.yaml"
+    demo_plan = REPO / "sampling-rules" / "demo" / f"{spec.meta.name}.yaml"
     if demo_plan.is_file():
-        from evalpipe.config.loader import load_plan
+        from evalpipe.config.loader import load_sampling_rule
 
-        check_plan(load_plan(demo_plan), spec.meta.name)
+        check_sampling_rule(load_sampling_rule(demo_plan), spec.meta.name)
 
 
 def test_answer_key_covers_every_record(name: str, spec: Benchmark, bundled: BenchmarkData) -> None:

@@ -23,7 +23,7 @@ from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.context_fit import estimator, heuristic_tokens
 from evalpipe.run.options import FreshRun
-from evalpipe.run.plan import RunPlan
+from evalpipe.run.spec import RunSpec
 from evalpipe.samplers.loading import load_local
 from evalpipe.selftest.controls import demo_config_path
 
@@ -114,7 +114,7 @@ def _cfg(mode: str, *, drop: bool, context_length: int = 24_000):
     cfg = load_config(demo_config_path())
     bench = BenchmarkConfig(
         name="longbench_v2",
-        sampling=str(REPO / "samplers" / "demo" / "longbench_v2.yaml"),
+        sampling=str(REPO / "sampling-rules" / "demo" / "longbench_v2.yaml"),
         source=DatasetSource(local=str(BUNDLED)),
         drop_overlong=drop,
     )
@@ -137,7 +137,7 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
     with pytest.raises(
         PreflightError, match=r"2 sampled prompt\(s\) do not fit the context length 24,000"
     ) as exc:
-        pipeline.run(RunPlan(resolve(_cfg("positive", drop=False)), FreshRun(out=tmp_path / "run")))
+        pipeline.run(RunSpec(resolve(_cfg("positive", drop=False)), FreshRun(out=tmp_path / "run")))
     assert all("long" in d for d in exc.value.details)
     assert not (tmp_path / "run" / "index_map.json").exists()
 
@@ -146,7 +146,7 @@ def test_overlong_prompts_refuse_the_run_before_any_request(tmp_path: Path) -> N
 def runs(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("lbv2")
     return {
-        mode: pipeline.run(RunPlan(resolve(_cfg(mode, drop=True)), FreshRun(out=root / mode)))
+        mode: pipeline.run(RunSpec(resolve(_cfg(mode, drop=True)), FreshRun(out=root / mode)))
         for mode in ("positive", "negative")
     }
 

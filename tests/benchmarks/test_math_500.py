@@ -17,7 +17,7 @@ from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.engines.answer_key import AnswerKey, truncated_response
 from evalpipe.errors import DataError
 from evalpipe.samplers.loading import load_local
-from evalpipe.samplers.strata import check_plan
+from evalpipe.samplers.strata import check_sampling_rule
 
 BUNDLED = bundled_data_dir() / "math_500"
 REPO = Path(__file__).resolve().parents[2]
@@ -71,13 +71,13 @@ def test_bad_rows_name_file_line_and_field(tmp_path: Path, field: str, value: An
 
 
 def test_plan_stratifies_by_level_only() -> None:
-    from evalpipe.config.loader import load_plan
+    from evalpipe.config.loader import load_sampling_rule
     from evalpipe.errors import ConfigError
 
-    plan = load_plan(REPO / "samplers" / "math_500.yaml")
-    check_plan(plan, "math_500")
+    plan = load_sampling_rule(REPO / "sampling-rules" / "math_500.yaml")
+    check_sampling_rule(plan, "math_500")
     with pytest.raises(ConfigError, match="stratify_by 'subject' is not available"):
-        check_plan(plan.model_copy(update={"stratify_by": "subject"}), "math_500")
+        check_sampling_rule(plan.model_copy(update={"stratify_by": "subject"}), "math_500")
 
 
 # ---------------------------------------------------------------- scoring by EvalScope's own adapter

@@ -103,6 +103,32 @@ def test_plan_file_errors_name_the_plan(tmp_path: Path) -> None:
     assert "plan.yaml" in str(exc.value)
 
 
+def test_a_config_naming_the_former_rules_folder_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``../samplers/x.yaml`` where ``../sampling-rules/x.yaml`` exists: one line naming the file to use, on the
+    config's line; a missing file anywhere else stays 'file not found'."""
+    rules = tmp_path / "sampling-rules"
+    rules.mkdir()
+    (rules / "gsm8k.yaml").write_text("stratify_by: none\ntotal: 3\nallocation: uniform\n")
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    head = "name: t\nmodel: {path: /m, served_name: m}\nserver: {kind: endpoint, endpoint: 'http://x'}\n"
+    old = configs / "old.yaml"
+    old.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../samplers/gsm8k.yaml\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(old)
+    assert exc.value.details == [
+        f"{old}:6: benchmarks[0].sampling: {tmp_path / 'samplers' / 'gsm8k.yaml'}: file not found: the sampling "
+        f"rules moved to {rules}/ (use {rules / 'gsm8k.yaml'})"
+    ]
+    new = configs / "new.yaml"
+    new.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../sampling-rules/gsm8k.yaml\n")
+    assert load_config(new).benchmarks[0].name == "gsm8k"
+    (rules / "gsm8k.yaml").unlink()
+    with pytest.raises(ConfigError) as exc:
+        load_config(old)
+    assert exc.value.details[0].endswith("gsm8k.yaml: file not found")
+
+
 def test_invalid_yaml_names_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "name: t\nmodel: [unclosed\n")
     with pytest.raises(ConfigError) as exc:
@@ -159,7 +185,7 @@ def test_settings_at_their_old_place_load_with_one_notice(
 ) -> None:
     """``server.tp_size`` (and a variant's ``overrides: {ep_size: …}``) are read as the kind's settings, and
     one stderr line names every one of them, placed on the first one's YAML line."""
-    cfg = load_run(_write(tmp_path, OLD_PLACE), check_plans=False).config
+    cfg = load_run(_write(tmp_path, OLD_PLACE), check_sampling=False).config
     assert cfg.server.settings == {"tp_size": 8, "speculative": {"algorithm": "EAGLE"}}
     assert cfg.variants[1].overrides == {"settings.ep_size": 4}
     (line,) = capsys.readouterr().err.splitlines()
@@ -168,7 +194,7 @@ def test_settings_at_their_old_place_load_with_one_notice(
     new_place = OLD_PLACE.replace("  tp_size: 8\n  speculative: {algorithm: EAGLE}\n", "")
     new_place = new_place.replace('1"\n', '1"\n  settings: {tp_size: 8}\n')
     new_place = new_place.replace("{ep_size: 4}", "{settings.ep_size: 4}")
-    load_run(_write(tmp_path, new_place), check_plans=False)
+    load_run(_write(tmp_path, new_place), check_sampling=False)
     assert capsys.readouterr().err == ""
 
 
@@ -184,5 +210,5 @@ def test_settings_at_their_old_place_load_with_one_notice(
 def test_settings_are_validated_by_the_kind(tmp_path: Path, server: str, message: str) -> None:
     text = f"name: t\nmodel: {{path: /m, served_name: m}}\nserver: {server}\n{ONE_BENCHMARK}"
     with pytest.raises(ConfigError) as exc:
-        load_run(_write(tmp_path, text), check_plans=False)
+        load_run(_write(tmp_path, text), check_sampling=False)
     assert any(message in d for d in exc.value.details), exc.value.details

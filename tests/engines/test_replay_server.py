@@ -13,7 +13,7 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.requests import RequestAttempt, ResponseRecord
 from evalpipe.audit.checks import check_replay_misses
-from evalpipe.engines.replay_queues import build_plan
+from evalpipe.engines.replay_queues import build_queues
 from evalpipe.engines.replay_server import build_app
 from evalpipe.hashing import prompt_sha256
 
@@ -59,7 +59,7 @@ def _bundle(root: Path) -> RunDir:
 
 def test_replay_serves_failures_then_the_used_answer_and_logs_misses(tmp_path: Path) -> None:
     rd = _bundle(tmp_path / "bundle")
-    plan = build_plan(rd.root)
+    plan = build_queues(rd.root)
     assert plan.skipped_unused == 1 and not plan.missing_bodies
     out = RunDir(tmp_path / "replay")
     out.root.mkdir()

@@ -189,7 +189,7 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
     from evalpipe.processes.group import group_alive
     from evalpipe.run import pipeline
     from evalpipe.run.options import FreshRun, ServerTarget
-    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.spec import RunSpec
     from evalpipe.run.stages import preparation
 
     spawned: list[int] = []
@@ -212,7 +212,7 @@ def test_the_run_starts_the_worker_early_and_stops_it_when_it_fails_before_the_s
     out = tmp_path / "run"
     with pytest.raises(DataError, match="preflight failed"):
         pipeline.run(
-            RunPlan(resolve(cfg), FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
+            RunSpec(resolve(cfg), FreshRun(out, shared_datasets), ServerTarget(endpoint="http://127.0.0.1:9"))
         )
     rundir = RunDir(out)
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")

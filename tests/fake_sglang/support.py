@@ -29,7 +29,7 @@ def server_config(
 ) -> RunConfig:
     """``tmp_path/run.yaml`` written by ``helpers.config.write_config`` with the server tests' model and
     server settings (``server``/``model`` merged over them, ``sections`` replacing top-level keys), loaded
-    without checking sampling plans; the model directory is created when ``model_dir``."""
+    without checking sampling rules; the model directory is created when ``model_dir``."""
     if model_dir:
         (tmp_path / "model").mkdir(exist_ok=True)
         (tmp_path / "model" / "config.json").write_text('{"architectures": ["FakeForCausalLM"]}')
@@ -41,7 +41,7 @@ def server_config(
         benchmarks=[{"name": b, "sampling": {"per_stratum": 1}} for b in benchmarks],
         **sections,
     )
-    return load_run(path, check_plans=False).config
+    return load_run(path, check_sampling=False).config
 
 
 def fake_nvidia_smi(bin_dir: Path, gpus: list[tuple[str, str]], cuda: str = "12.8") -> Path:

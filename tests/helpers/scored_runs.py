@@ -18,7 +18,7 @@ from evalpipe.artifacts.schema.manifest import (
     StratumAllocation,
 )
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
-from evalpipe.config.models import SamplingPlan
+from evalpipe.config.models import SamplingRule
 from evalpipe.hashing import rank_key, sha256_hex
 
 
@@ -50,7 +50,7 @@ def one_stratum_manifest(
                 benchmark=bench,
                 subsets=["default"],
                 few_shot=0,
-                plan=SamplingPlan(total=n, allocation="uniform"),
+                plan=SamplingRule(total=n, allocation="uniform"),
                 plan_sha256="0" * 64,
                 dataset=DatasetIdentity(
                     kind=kind, eval_split="test", eval_records=n, fingerprint=sha256_hex(bench)

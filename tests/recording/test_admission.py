@@ -28,8 +28,8 @@ from evalpipe.recording.proxy import UPSTREAM_TIMEOUT, Forwarding, recording_pro
 from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import SampledRun, ServerTarget
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.sample import Spine
+from evalpipe.run.spec import RunSpec
 
 #: A slot freed at the proxy must be taken by a queued request within this many seconds, measured on the
 #: proxy's own clock (the releasing attempt's ``ended_at`` to the queued one's ``admitted_at``: one turn of the
@@ -169,7 +169,7 @@ def test_pipelined_run_shares_slots_across_benchmarks(tmp_path: Path, shared_dat
     default = Rule("", "A short answer.", delay_s=0.5)
     with ScriptedServer(rules, default=default, served_name=cfg.model.served_name) as srv:
         spine = Spine(rundir, manifest, datasets)
-        result = pipeline.run(RunPlan(resolve(cfg), SampledRun(spine), ServerTarget(endpoint=srv.base_url)))
+        result = pipeline.run(RunSpec(resolve(cfg), SampledRun(spine), ServerTarget(endpoint=srv.base_url)))
         app = srv.app
     assert len(result.outcomes) == 7
     assert app.max_in_flight == 2  # both slots used, never a third
@@ -236,7 +236,7 @@ def test_sequential_schedule_runs_benchmarks_one_after_another(tmp_path: Path, s
         rules, default=Rule("", "Short.", delay_s=0.2), served_name=cfg.model.served_name
     ) as srv:
         spine = Spine(rundir, manifest, datasets)
-        pipeline.run(RunPlan(resolve(cfg), SampledRun(spine), ServerTarget(endpoint=srv.base_url), audit=False))
+        pipeline.run(RunSpec(resolve(cfg), SampledRun(spine), ServerTarget(endpoint=srv.base_url), audit=False))
         app = srv.app
     bench_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}
     gsm = [r for r in app.requests if bench_of[r.prompt_sha256] == "gsm8k"]

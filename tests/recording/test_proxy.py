@@ -24,9 +24,9 @@ from evalpipe.artifacts import RunDir, read_jsonl
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.engines.http_base import ServerThread
 from evalpipe.hashing import prompt_sha256
+from evalpipe.processes.ports import free_port
 from evalpipe.recording.proxy import Forwarding, ProxyHandle, inject_rid, recording_proxy
 from evalpipe.recording.responses import read_response_records, read_responses
-from evalpipe.server.ports import free_port
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
 

@@ -9,8 +9,8 @@ Every import that runs counts: ``import``/``from … import`` at module level an
 walk cannot read must be listed in ``NON_LITERAL_IMPORTS`` with the reason it cannot reach back into
 evalpipe.
 
-Imports under ``if TYPE_CHECKING:`` are left out here: they never execute (``tools/layers.py``, the package
-view, counts them too, and ``tests/repo/test_layers.py`` finds no package cycle even with them).
+Imports under ``if TYPE_CHECKING:`` never execute, so the first test leaves them out; a second counts them too
+(a type a module names must be understood before it), as ``tools/layers.py``, the package view, does.
 
 A cycle between two modules means neither can be understood (or imported) without the other; the fix is to
 move the shared piece to where both can import it, never to hide an import inside a function.
@@ -255,3 +255,11 @@ def test_importing_a_submodule_runs_its_package_init(tmp_path: Path) -> None:
     assert graph["evalpipe.d"] == {"evalpipe.p.x", "evalpipe.p"}
     assert graph["evalpipe.p.x"] == {"evalpipe.p.y"}  # its own package is already imported
     assert cycles(graph) == [["evalpipe.d", "evalpipe.p"]]
+
+
+def test_no_import_cycle_with_type_only_imports() -> None:
+    """Imports under ``if TYPE_CHECKING:`` close no module cycle either: a type a module names is something a
+    reader must understand before it (a run's plan and its stages were such a loop)."""
+    graph = import_graph(type_checking=True)
+    found = cycles(graph)
+    assert not found, "module cycles through type-only imports:\n" + "\n".join(_path(graph, c) for c in found)

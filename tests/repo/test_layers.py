@@ -4,9 +4,9 @@ beyond the known ones, which only shrink.
 ``tools/layers.py`` collapses every ``import`` of ``evalpipe.X`` (module level, inside functions, under
 ``if TYPE_CHECKING:``) into an edge between first-level packages and ranks the packages (core < config, stats
 < artifacts < plugins < resolve < stages, words < analysis < presentation < orchestration < cli).  The package graph
-has no cycle — a new one fails here, whatever closes it.  ``CLIMBING_EDGES`` is a ratchet of edges that go up
-the order without closing a cycle — empty now: a new one fails (move the code down instead, or argue its entry
-here in the same commit).
+has no cycle — a new one fails here, whatever closes it, a process started by module name (``-m evalpipe.…``)
+included.  ``CLIMBING_EDGES`` is a ratchet of edges that go up the order without closing a cycle — empty now: a
+new one fails (move the code down instead, or argue its entry here in the same commit).
 """
 
 from __future__ import annotations
@@ -158,3 +158,26 @@ def test_a_face_breach_is_found_in_every_import_form(tmp_path: Path) -> None:
         ("evalpipe/bad.py:9", "evalpipe.server.kinds.eng.flags"),
     ]
     assert "plugin folders imported past their face: 5" in layers.describe_faces(layers.face_breaches(root))
+def test_process_launches_and_module_name_constants_are_edges(tmp_path: Path) -> None:
+    """``a`` starts ``b.server`` as a process and ``c`` keeps a command line naming ``d.tool``: both are edges
+    (``process-launch``).  A docstring, a logger name, a former module path that no longer exists and a
+    constant inside its own package are not."""
+    root = _package(
+        tmp_path,
+        {
+            "a.py": 'import sys\nARGV = [sys.executable, "-m", "evalpipe.b.server"]\n',
+            "b/__init__.py": "",
+            "b/server.py": '"""Started as ``python -m evalpipe.c``."""\nimport logging\nlog = logging.getLogger("evalpipe.c")\n',
+            "c.py": 'CMD = "{python} -m evalpipe.d.tool --port 1"\nOLD = "evalpipe.b.gone"\n',
+            "d/__init__.py": 'SELF = "evalpipe.d.tool"\nfrom evalpipe import c\n',
+            "d/tool.py": "",
+        },
+    )
+    graph = layers.package_graph(root)
+    assert set(graph.edges) == {("a", "b"), ("c", "d"), ("d", "c")}
+    assert graph.edges[("a", "b")].kind == "process-launch"
+    assert graph.edges[("a", "b")].sites == ["evalpipe/a.py:2"]
+    assert graph.edges[("c", "d")].kind == "process-launch"
+    assert graph.edges[("d", "c")].kind == "runtime"
+    assert graph.cycles() == [["c", "d"]]
+    assert "2 process-launch only" in layers.describe(graph).splitlines()[1]

@@ -1,7 +1,7 @@
 """The folders are what the README says: its architecture list names every package of ``evalpipe/`` (and
 no package that is gone), and the top of ``evalpipe/`` holds only the package face and the leaves the README
-names (``errors``, ``hashing``, ``clock``, ``progress``).  A new package or a loose module fails here until the README's
-list says where it sits in the run."""
+names (``errors``, ``hashing``, ``clock``, ``progress``, ``registry``, ``tokenizer``).  A new package or a loose
+module fails here until the README's list says where it sits in the run."""
 
 from __future__ import annotations
 

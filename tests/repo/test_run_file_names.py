@@ -66,7 +66,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         (
             "evalpipe/resolve/published.py",
             f"{name}.schema.json",
-        ): "a published JSON Schema's file name under audits/"
+        ): "a published JSON Schema's file name under schemas/"
         for name in (
             "config",
             "manifest",

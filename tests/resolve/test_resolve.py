@@ -113,7 +113,7 @@ def test_a_plan_files_stratification_names_the_plan_files_line(tmp_path: Path) -
     path = _write(tmp_path, "  - name: gsm8k\n    sampling: plan.yaml\n")
     (line,) = _refused(path)
     assert line.startswith(f"{tmp_path / 'plan.yaml'}:3: stratify_by: must be one of 'none', ")
-    assert load_run(path, check_plans=False).config.benchmarks[0].sampling == "plan.yaml"
+    assert load_run(path, check_sampling=False).config.benchmarks[0].sampling == "plan.yaml"
 
 
 def test_every_failure_is_listed_and_config_validate_exits_2(

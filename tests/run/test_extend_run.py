@@ -16,13 +16,13 @@ from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.config.loader import load_config
-from evalpipe.config.models import RunConfig, SamplingPlan
+from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ConfigError
 from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import ExtendedRun, FreshRun, ServerTarget
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.sample import sample_stage
+from evalpipe.run.spec import RunSpec
 from evalpipe.selftest.controls import demo_config_path
 
 NOWHERE = "http://127.0.0.1:9"  # never asked: the refusal comes first
@@ -31,8 +31,8 @@ NOWHERE = "http://127.0.0.1:9"  # never asked: the refusal comes first
 def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
     cfg = load_config(demo_config_path())
     plans = {
-        "gsm8k": SamplingPlan(total=gsm8k_total, allocation="uniform"),
-        "ceval": SamplingPlan(stratify_by="subject", per_stratum=ceval_per_subject),
+        "gsm8k": SamplingRule(total=gsm8k_total, allocation="uniform"),
+        "ceval": SamplingRule(stratify_by="subject", per_stratum=ceval_per_subject),
     }
     benchmarks = [b.model_copy(update={"sampling": plans[b.name]}) for b in cfg.benchmarks if b.name in plans]
     gates = cfg.gates.model_copy(update={"max_error_findings": 100})
@@ -45,7 +45,7 @@ def _cfg(gsm8k_total: int, ceval_per_subject: int) -> RunConfig:
 
 def _run(cfg: RunConfig, out: Path, srv: ScriptedServer, extend: Path | None = None) -> pipeline.RunResult:
     origin = FreshRun(out) if extend is None else ExtendedRun(extend, out)
-    return pipeline.run(RunPlan(resolve(cfg), origin, ServerTarget(endpoint=srv.base_url)))
+    return pipeline.run(RunSpec(resolve(cfg), origin, ServerTarget(endpoint=srv.base_url)))
 
 
 def _facts(rows: list[OutcomeRow]) -> set[tuple[str, str, str, float | None, str | None]]:
@@ -100,7 +100,7 @@ def test_extend_refuses_a_selection_that_does_not_contain_the_old_one(tmp_path: 
     other_seed._config_path = small.config_path
     with pytest.raises(ConfigError) as err:
         grown = ExtendedRun(tmp_path / "small", tmp_path / "grown")
-        pipeline.run(RunPlan(resolve(other_seed), grown, ServerTarget(endpoint=NOWHERE)))
+        pipeline.run(RunSpec(resolve(other_seed), grown, ServerTarget(endpoint=NOWHERE)))
     assert "does not contain the old one" in str(err.value)
     assert any("seed" in d for d in err.value.details)
     assert not (tmp_path / "grown").exists()

@@ -23,7 +23,7 @@ from evalpipe.engines.llamacpp import smollm2_path
 from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
-from evalpipe.run.plan import RunPlan
+from evalpipe.run.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -66,10 +66,10 @@ def test_the_probe_on_llama_cpp_places_its_evidence_inside_what_the_server_proce
     data.mkdir()
     (data / "probe.json").write_text(json.dumps(SPEC), encoding="utf-8")
     config = tmp_path / "run.yaml"
-    sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
+    sampler = REPO / "sampling-rules" / "demo" / "kv_probe.yaml"
     config.write_text(CONFIG.format(sampler=sampler, data=data), encoding="utf-8")
 
-    result = pipeline.run(RunPlan(load_run(config), FreshRun(out=tmp_path / "run")))
+    result = pipeline.run(RunSpec(load_run(config), FreshRun(out=tmp_path / "run")))
 
     run = result.rundir.root
     entries = read_model(run / "manifest.json", Manifest).entries

@@ -19,7 +19,7 @@ from evalpipe.resolve import load_run
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun
 from evalpipe.run.pipeline import RunResult
-from evalpipe.run.plan import RunPlan
+from evalpipe.run.spec import RunSpec
 from evalpipe.run.stages import state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def _config(root: Path, context: int) -> Path:
     (root / "data" / "kv_probe").mkdir(parents=True, exist_ok=True)
     (root / "data" / "kv_probe" / "probe.json").write_text(json.dumps(SPEC), encoding="utf-8")
     path = root / "run.yaml"
-    sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
+    sampler = REPO / "sampling-rules" / "demo" / "kv_probe.yaml"
     path.write_text(CONFIG.format(data=root / "data", context=context, sampler=sampler), encoding="utf-8")
     return path
 
@@ -71,7 +71,7 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, list[st
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        result = pipeline.run(RunPlan(load_run(_config(root, CONTEXT)), FreshRun(out=root / "run")))
+        result = pipeline.run(RunSpec(load_run(_config(root, CONTEXT)), FreshRun(out=root / "run")))
     finally:
         log.removeHandler(handler)
         log.setLevel(old_level)

@@ -27,7 +27,7 @@ from evalpipe.hashing import attempt_seed, normalize_newlines
 from evalpipe.resolve import resolve
 from evalpipe.run import pipeline
 from evalpipe.run.options import FreshRun, ResumedRun, ServerTarget
-from evalpipe.run.plan import RunPlan
+from evalpipe.run.spec import RunSpec
 from evalpipe.samplers.loading import load_benchmark
 
 N = 5  # reversed: indices 0↔4 and 1↔3 move, index 2 stays
@@ -50,7 +50,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
     rules = _rules(shared_datasets)
     with ScriptedServer(rules, served_name=cfg.model.served_name) as first:
         fresh = FreshRun(out=run_dir, dataset_root=shared_datasets)
-        result = pipeline.run(RunPlan(resolve(cfg), fresh, ServerTarget(endpoint=first.base_url)))
+        result = pipeline.run(RunSpec(resolve(cfg), fresh, ServerTarget(endpoint=first.base_url)))
         assert [o.failure_class for o in result.outcomes] == ["ok"] * N
         assert len(first.requests) == N
         first_seeds = {r.last_user: r.body["seed"] for r in first.requests}
@@ -96,7 +96,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
         fh.write(b'{"index": 2, "model": "scripted-mo')
     with ScriptedServer(rules, served_name=cfg.model.served_name) as second:
         again = ResumedRun(resume_dir, dataset_root=shared_datasets)
-        resumed = pipeline.run(RunPlan(resolve(cfg), again, ServerTarget(endpoint=second.base_url)))
+        resumed = pipeline.run(RunSpec(resolve(cfg), again, ServerTarget(endpoint=second.base_url)))
         asked = [r.last_user or "" for r in second.requests]
         # a re-sent sample carries the seed it was first sent with, though its position moved
         resent = {r.last_user: r.body["seed"] for r in second.requests}

@@ -42,9 +42,10 @@ from evalpipe.run.options import (
     ServerTarget,
 )
 from evalpipe.run.pipeline import RunResult
-from evalpipe.run.plan import RunPlan
 from evalpipe.run.runner import RUNNER_FILES
 from evalpipe.run.sample import Spine
+from evalpipe.run.spec import RunSpec
+from evalpipe.run.stages import declared_stages
 from evalpipe.run.stages.base import RunFile
 from evalpipe.run.stages.sampling import SAMPLE
 from evalpipe.selftest.controls import demo_config_path
@@ -81,10 +82,10 @@ def _config() -> RunConfig:
 
 @dataclass(frozen=True)
 class Runs:
-    plan: RunPlan
+    plan: RunSpec
     first: RunResult
     resumed: RunResult
-    resumed_plan: RunPlan
+    resumed_plan: RunSpec
     without_speed: RunResult
 
 
@@ -96,16 +97,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         patch.setattr(speed_run, "make_client", lambda cfg, **_: StandInClient())
         patch.setattr(speed_run, "server_context", lambda url, key=None: (4096, "total", "stand-in"))
         resolved = resolve(cfg)
-        plan = RunPlan(resolved, FreshRun(out=root / "run"))
+        plan = RunSpec(resolved, FreshRun(out=root / "run"))
         first = pipeline.run(plan)
         shutil.copytree(root / "run", root / "resumed")
         with open(root / "resumed" / "requests.jsonl", "ab") as fh:  # a crash mid-write: the runner cuts it
             fh.write(b'{"attempt_id": "torn')
-        resumed_plan = RunPlan(resolved, ResumedRun(root / "resumed"))
+        resumed_plan = RunSpec(resolved, ResumedRun(root / "resumed"))
         resumed = pipeline.run(resumed_plan)
         shutil.copytree(root / "run", root / "without-speed")
         RunDir(root / "without-speed").speed_json.unlink()
-        without_speed = pipeline.run(RunPlan(resolved, ResumedRun(root / "without-speed")))
+        without_speed = pipeline.run(RunSpec(resolved, ResumedRun(root / "without-speed")))
     return Runs(plan, first, resumed, resumed_plan, without_speed)
 
 
@@ -119,7 +120,7 @@ def _present(declared: RunFile, files: list[PurePosixPath]) -> bool:
 
 def test_every_output_a_stage_always_writes_is_there(runs: Runs) -> None:
     files = _files(runs.first.rundir)
-    for stage in runs.plan.stages:
+    for stage in declared_stages(runs.plan):
         always = [f for f in stage.outputs if f.only is None]
         missing = [str(f.path) for f in always if not _present(f, files)]
         assert not missing, f"{stage.name}: declared outputs missing from the run: {missing}"
@@ -134,7 +135,7 @@ def test_every_file_of_the_run_directory_is_declared(runs: Runs, which: str) -> 
     undeclared = [
         str(f)
         for f in _files(result.rundir)
-        if not any(s.writes(f) for s in runs.plan.stages) and not any(r.covers(f) for r in RUNNER_FILES)
+        if not any(s.writes(f) for s in declared_stages(runs.plan)) and not any(r.covers(f) for r in RUNNER_FILES)
     ]
     assert not undeclared, f"files no stage declares: {undeclared}"
 
@@ -160,7 +161,7 @@ def test_a_resume_keeps_exactly_the_stages_whose_outputs_are_complete(runs: Runs
 def test_timings_json_holds_each_declared_stage_under_its_name(runs: Runs, which: str) -> None:
     result: RunResult = getattr(runs, which)
     timings = read_model(result.rundir.timings, StageTimings)
-    names = [s.name for s in runs.plan.stages]
+    names = [s.name for s in declared_stages(runs.plan)]
     assert [t.stage for t in timings.stages] == names
     assert [t.stage for t in result.timings] == names
     assert timings.utilisation is not None
@@ -170,7 +171,7 @@ def _spine(root: Path) -> Spine:
     return Spine(RunDir(root), Manifest(seed=1, benchmarks=[], entries=[]), {})
 
 
-def _plans(tmp_path: Path) -> list[RunPlan]:
+def _plans(tmp_path: Path) -> list[RunSpec]:
     cfg = _config()
     origins: list[Origin] = [
         FreshRun(),
@@ -182,8 +183,8 @@ def _plans(tmp_path: Path) -> list[RunPlan]:
     barrier = VariantBarrier(tmp_path / "barrier", "a", 1)
     roles = [Coordination(), Coordination(ParentSpeed()), Coordination(ParentSpeed(barrier))]
     runs = (resolve(cfg), resolve(cfg.accuracy_only()))
-    plans = [RunPlan(c, o, ServerTarget(), r) for c in runs for o in origins for r in roles]
-    return [*plans, RunPlan(runs[0], FreshRun(), audit=False)]
+    plans = [RunSpec(c, o, ServerTarget(), r) for c in runs for o in origins for r in roles]
+    return [*plans, RunSpec(runs[0], FreshRun(), audit=False)]
 
 
 def _overlaps(a: RunFile, b: RunFile) -> bool:
@@ -194,7 +195,7 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
     for plan in _plans(tmp_path):
         # a caller's spine comes with the sample stage's files (the variants' copies, a replay's)
         written = list(SAMPLE.outputs) if isinstance(plan.origin, SampledRun) else []
-        for stage in plan.stages:
+        for stage in declared_stages(plan):
             for wanted in stage.inputs:
                 assert any(_overlaps(wanted, f) for f in written), (
                     f"{stage.name} reads {wanted.path}: no stage before it writes it"
@@ -205,7 +206,7 @@ def test_every_stage_input_is_written_by_a_stage_before_it(tmp_path: Path) -> No
 def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> None:
     cfg = _config()
     resolved = resolve(cfg)
-    names = [s.name for s in RunPlan(resolved, FreshRun()).stages]
+    names = [s.name for s in declared_stages(RunSpec(resolved, FreshRun()))]
     assert names == [
         "sample",
         "preflight",
@@ -217,7 +218,7 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "outcomes",
         "audit",
     ]
-    sampled = RunPlan(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False).stages
+    sampled = declared_stages(RunSpec(resolve(cfg.accuracy_only()), SampledRun(_spine(tmp_path)), audit=False))
     assert [s.name for s in sampled] == [
         "preflight",
         "launch",
@@ -226,8 +227,8 @@ def test_the_plan_declares_the_stages_its_options_call_for(tmp_path: Path) -> No
         "stop",
         "outcomes",
     ]
-    measured_by_parent = RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
-    assert "speed" not in [s.name for s in measured_by_parent.stages]
+    measured_by_parent = RunSpec(resolved, SampledRun(_spine(tmp_path)), coordination=Coordination(ParentSpeed()))
+    assert "speed" not in [s.name for s in declared_stages(measured_by_parent)]
     barrier = Coordination(ParentSpeed(VariantBarrier(tmp_path, "a", 1)))
-    at_barrier = [s for s in RunPlan(resolved, SampledRun(_spine(tmp_path)), coordination=barrier).stages]
+    at_barrier = list(declared_stages(RunSpec(resolved, SampledRun(_spine(tmp_path)), coordination=barrier)))
     assert [s.wall_time for s in at_barrier if s.name == "speed"] == [False]  # it times the wait apart

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from evalpipe.artifacts.schema.manifest import Manifest
-from evalpipe.config.loader import load_config, load_plan, resolve_plan
-from evalpipe.config.models import SamplingPlan
+from evalpipe.config.loader import load_config, load_sampling_rule, resolve_sampling_rule
+from evalpipe.config.models import SamplingRule
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import rank_key
 from evalpipe.samplers.allocate import largest_remainder
 from evalpipe.samplers.extend import (
     check_contains,
     floored_allocation,
-    plan_allocation,
+    rule_allocation,
     selected_allocation,
 )
 from evalpipe.samplers.run import _allocate, build_manifest, load_datasets
@@ -24,13 +24,13 @@ IFEVAL_STRATA = {"1": 305, "2": 179, "3": 57}
 
 
 def test_plan_allocation_is_the_samplers_rule(repo_root: Path) -> None:
-    """One rule: ``plan_allocation`` and the sampler's own allocation agree on every shipped plan."""
+    """One rule: ``rule_allocation`` and the sampler's own allocation agree on every shipped plan."""
     populations = {"a": 17, "b": 230, "c": 3, "d": 88}
-    plans = [load_plan(p) for p in sorted((repo_root / "samplers").glob("*.yaml"))]
-    plans.append(SamplingPlan(stratify_by="none", total=7, allocation="uniform"))
+    plans = [load_sampling_rule(p) for p in sorted((repo_root / "sampling-rules").glob("*.yaml"))]
+    plans.append(SamplingRule(stratify_by="none", total=7, allocation="uniform"))
     for plan in plans:
         pops = {"all": 400} if plan.allocation == "uniform" else populations
-        assert plan_allocation(plan, pops) == _allocate(plan, pops), plan
+        assert rule_allocation(plan, pops) == _allocate(plan, pops), plan
 
 
 def test_largest_remainder_is_not_monotone_on_ifeval_and_floors_fix_it() -> None:
@@ -60,7 +60,7 @@ def test_a_plan_that_drops_an_old_stratum_is_refused() -> None:
         floored_allocation({"easy": 6, "hard": 6}, {"easy": 12})
 
 
-def _doubled(plan: SamplingPlan) -> SamplingPlan:
+def _doubled(plan: SamplingRule) -> SamplingRule:
     if plan.per_stratum is not None:
         return plan.model_copy(update={"per_stratum": 2 * plan.per_stratum})
     assert plan.total is not None
@@ -72,7 +72,7 @@ def glm_manifests(repo_root: Path, shared_datasets: Path) -> tuple[Manifest, Man
     """The seed's 160-sample glm-fp8 manifest and the one with twice the samples per stratum."""
     cfg = load_config(repo_root / "configs" / "glm-fp8.yaml")
     datasets = load_datasets(cfg, shared_datasets)
-    plans = {b.name: resolve_plan(cfg, b.name) for b in cfg.benchmarks}
+    plans = {b.name: resolve_sampling_rule(cfg, b.name) for b in cfg.benchmarks}
     old, _ = build_manifest(cfg, datasets, plans=plans)
     new, _ = build_manifest(cfg, datasets, plans={name: _doubled(p) for name, p in plans.items()})
     return old, new

@@ -15,7 +15,7 @@ import pytest
 
 from evalpipe.benchmarks import REGISTRY, described
 from evalpipe.benchmarks.base import bundled_data_dir
-from evalpipe.config.loader import load_config, resolve_plan
+from evalpipe.config.loader import load_config, resolve_sampling_rule
 from evalpipe.config.models import AnswerKeyConfig
 from evalpipe.engines.answer_key import FAULTS, AnswerKey
 from evalpipe.samplers.loading import load_local
@@ -189,7 +189,7 @@ def test_demo_config_validates_with_the_same_plan_kinds_as_the_real_run(repo_roo
             continue
         assert bench.source.local and demo.resolve_path(bench.source.local).resolve().is_relative_to(DATA)
         assert bench.few_shot == real.benchmark(bench.name).few_shot
-        d, r = resolve_plan(demo, bench.name), resolve_plan(real, bench.name)
+        d, r = resolve_sampling_rule(demo, bench.name), resolve_sampling_rule(real, bench.name)
         assert (d.stratify_by, d.allocation, d.per_stratum is None) == (
             r.stratify_by,
             r.allocation,

@@ -23,9 +23,9 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.audit.checks import check_server
 from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
+from evalpipe.processes.ports import free_port
 from evalpipe.resolve import load_run
 from evalpipe.server.lifecycle import managed_server
-from evalpipe.server.ports import free_port
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
 
@@ -173,11 +173,11 @@ def test_config_rejects_unknown_placeholder_and_missing_command(tmp_path: Path) 
     gsm8k = [{"name": "gsm8k", "sampling": {"per_stratum": 1}}]
     write_config(path, server={"kind": "command", "command": ["srv", "--port", "{prot}"]}, benchmarks=gsm8k)
     with pytest.raises(ConfigError) as exc:
-        load_config(path, check_plans=False)
+        load_config(path, check_sampling=False)
     assert "unknown placeholder {prot}" in str(exc.value) and "server" in str(exc.value)
     write_config(path, server={"kind": "command"}, benchmarks=gsm8k)
     with pytest.raises(ConfigError) as exc:
-        load_run(path, check_plans=False)  # the kind's own check: the resolve step
+        load_run(path, check_sampling=False)  # the kind's own check: the resolve step
     assert "command (the server's argv) is required" in str(exc.value)
 
 

@@ -29,16 +29,16 @@ from evalpipe.audit.fleet import check_fleet
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RouterConfig
 from evalpipe.processes.group import group_alive
+from evalpipe.processes.ports import free_port
 from evalpipe.server import fetch
 from evalpipe.server.fleet.launcher import RouterProcess
 from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.server.lifecycle import managed_server
-from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = json.loads((ROOT / "tests" / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json").read_text())
-GLM = load_config(ROOT / "configs" / "glm-fp8.yaml", check_plans=False)
+GLM = load_config(ROOT / "configs" / "glm-fp8.yaml", check_sampling=False)
 MODEL = GLM.model.served_name
 DATA = ROOT / "evalpipe" / "selftest" / "data"
 

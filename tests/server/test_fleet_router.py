@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
+from evalpipe.processes.ports import free_port
 from evalpipe.recording.request_id import x_request_id
 from evalpipe.server import fetch
 from evalpipe.server.fleet.client import RouterClient, request_count_delta
@@ -29,7 +30,6 @@ from evalpipe.server.fleet.launcher import RouterProcess
 from evalpipe.server.fleet.probe import default_checks, probe_request_fields
 from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
 from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot
-from evalpipe.server.ports import free_port
 from tests.scripted_server import Rule, ScriptedServer
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"

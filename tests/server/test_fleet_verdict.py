@@ -33,7 +33,7 @@ from evalpipe.server.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = json.loads((ROOT / "tests" / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json").read_text())
-CFG = load_config(ROOT / "configs" / "glm-fp8.yaml", check_plans=False)
+CFG = load_config(ROOT / "configs" / "glm-fp8.yaml", check_sampling=False)
 A, B, C = "http://10.0.0.1:30000", "http://10.0.0.2:30000", "http://10.0.0.3:30000"
 
 

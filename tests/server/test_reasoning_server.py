@@ -52,7 +52,7 @@ def _glm_env(tmp_path: Path) -> dict[str, str]:
 def test_fixture_is_the_real_shape_for_the_glm_argv() -> None:
     """The payload was built by SGLang from exactly the argv evalpipe builds for glm-fp8.yaml."""
     info = _real_info()
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     argv = build_argv(cfg, cfg.server, sglang_version="0.5.23", python="python")
     assert info["launch_command"] == " ".join([*argv[3:], "--api-key", PLANTED]), (
         "the glm-fp8 argv changed: regenerate the fixture with tools/make_sglang_server_info_fixture.py"
@@ -64,7 +64,7 @@ def test_fixture_is_the_real_shape_for_the_glm_argv() -> None:
 
 
 def test_glm_config_verifies_against_the_real_payload() -> None:
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     v = verify(cfg, cfg.server, _real_info(), base_url="http://127.0.0.1:30000")
     assert v.verified, mismatches(v)
     keys = {c.key for c in v.checks}
@@ -89,7 +89,7 @@ def test_changed_value_fails_naming_the_field(key: str, served: Any, where: str)
     else:
         del info[key]
         info["internal_states"][0][key] = served
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     v = verify(cfg, cfg.server, info, base_url="http://x")
     assert not v.verified
     failed = [c.key for c in v.checks if not c.ok]
@@ -104,7 +104,7 @@ def test_value_only_in_internal_states_is_found() -> None:
 
 
 def test_model_without_reasoning_expects_no_parser() -> None:
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     cfg.model.reasoning_parser = "none"
     cfg.model.tool_call_parser = None
     v = verify(cfg, cfg.server, _real_info(), base_url="http://x")
@@ -128,7 +128,7 @@ def test_planted_api_key_is_redacted_everywhere_sglang_puts_it() -> None:
 
 
 def test_argv_carries_the_parsers() -> None:
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     argv = build_argv(cfg, cfg.server, sglang_version="0.5.23")
     assert argv[argv.index("--reasoning-parser") + 1] == "glm45"
     assert argv[argv.index("--tool-call-parser") + 1] == "glm47"
@@ -223,7 +223,7 @@ def test_report_shows_the_verification_of_the_real_payload(tmp_path: Path) -> No
     from evalpipe.report.markdown import render_markdown
     from evalpipe.run.audit import audit_run
 
-    cfg = load_config(GLM_CONFIG, check_plans=False)
+    cfg = load_config(GLM_CONFIG, check_sampling=False)
     b = RunDirBuilder(tmp_path / "run")
     b.verification = verify(cfg, cfg.server, redact(_real_info()), base_url="http://127.0.0.1:30000")
     b.server_info = redact(_real_info())

@@ -220,7 +220,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 from evalpipe.config.loader import load_config
 from evalpipe.artifacts import RunDir
 from evalpipe.server.lifecycle import managed_server
-cfg = load_config(sys.argv[1], check_plans=False)
+cfg = load_config(sys.argv[1], check_sampling=False)
 try:
     with managed_server(cfg, cfg.server, RunDir(sys.argv[2])) as h:
         print(h.launch.pid, flush=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalpipe.config.models import BenchmarkConfig, SamplingPlan
+from evalpipe.config.models import BenchmarkConfig, SamplingRule
 from evalpipe.errors import DataError
 from evalpipe.samplers import loading
 from evalpipe.sources import hub
@@ -46,7 +46,7 @@ def listening() -> Iterator[int]:
 
 def _ceval() -> BenchmarkConfig:
     return BenchmarkConfig(
-        name="ceval", few_shot=0, sampling=SamplingPlan(stratify_by="none", total=1, allocation="uniform")
+        name="ceval", few_shot=0, sampling=SamplingRule(stratify_by="none", total=1, allocation="uniform")
     )
 
 

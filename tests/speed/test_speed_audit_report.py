@@ -17,9 +17,9 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.run.audit import audit_run
 from evalpipe.speed import run, stage
-from evalpipe.speed.errors import SpeedSetupError
 
 WORKLOADS = [
     SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2),

@@ -15,21 +15,20 @@ import pytest
 from helpers.speed_client import StandInClient
 
 from evalpipe.artifacts import RunDir, read_model, write_model
+from evalpipe.artifacts.schema.speed_barrier import Release, RoundsStarted
 from evalpipe.clock import utc_now
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.resolve import load_run
 from evalpipe.speed import run
 from evalpipe.speed.barrier import (
     RELEASE_JSON,
     STARTED_JSON,
-    Release,
-    RoundsStarted,
     SpeedCoordinator,
     VariantBarrier,
     needs_barrier,
     rounds_bound_s,
 )
-from evalpipe.speed.errors import SpeedSetupError
 
 WORKLOAD = SpeedWorkload(input_len=8, output_len=4, concurrency=1, prompts_per_round=2)
 CFG = SpeedConfig(workloads=[WORKLOAD], rounds=3, round_timeout_s=5)

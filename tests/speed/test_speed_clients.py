@@ -36,5 +36,5 @@ def test_an_unregistered_client_is_refused_on_its_yaml_line(tmp_path: Path) -> N
         "speed:\n  client: vegeta\n  tokenizer: /t\n"
     )
     with pytest.raises(ConfigError) as exc:
-        load_run(path, check_plans=False)
+        load_run(path, check_sampling=False)
     assert exc.value.details == [f"{path}:8: speed.client: must be one of 'sglang' or 'evalscope' (got 'vegeta')"]

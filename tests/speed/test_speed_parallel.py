@@ -32,6 +32,7 @@ from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_barrier import Arrival, Release
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.config.speed import SpeedConfig
@@ -39,11 +40,11 @@ from evalpipe.processes.group import group_alive
 from evalpipe.resolve import load_run
 from evalpipe.run.variants import run_variants
 from evalpipe.speed import run
-from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON, Arrival, Release
+from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON
 from evalpipe.speed.clients.base import RoundPlan
 
 DATA = Path(__file__).resolve().parents[2] / "evalpipe" / "selftest" / "data"
-SAMPLERS = Path(__file__).resolve().parents[2] / "samplers" / "demo"
+SAMPLERS = Path(__file__).resolve().parents[2] / "sampling-rules" / "demo"
 WORKLOAD = "in8-out4-c1"
 ROUNDS = 4
 

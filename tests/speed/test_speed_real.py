@@ -42,10 +42,10 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
 from evalpipe.engines.llamacpp import smollm2_path
+from evalpipe.errors import SpeedSetupError
 from evalpipe.processes.group import stop_group
-from evalpipe.server.ports import free_port
+from evalpipe.processes.ports import free_port
 from evalpipe.speed.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, compare_speed
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import SpeedRequest, SpeedTarget, prepare, run_speed_alternating
 from evalpipe.stats.ratio import ratio_interval
 from evalpipe.tokenizer import resolve

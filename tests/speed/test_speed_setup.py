@@ -14,9 +14,9 @@ import pytest
 from pydantic import ValidationError
 
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.speed.clients.base import RoundPlan
 from evalpipe.speed.clients.evalscope_perf import EvalscopePerfClient, parse_run_dir
-from evalpipe.speed.errors import SpeedSetupError
 from evalpipe.speed.run import check_fit, prepare, resolve_tokenizer
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from evalpipe.config.speed import SpeedConfig, SpeedWorkload
+from evalpipe.errors import SpeedSetupError
 from evalpipe.speed.clients.base import RoundPlan, keep_raw_files
 from evalpipe.speed.clients.sglang_bench import OUTPUT_FILE, SglangBenchServingClient, parse_jsonl, parse_line
-from evalpipe.speed.errors import SpeedSetupError
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 OK = FIXTURES / "sglang-0.5.23-bench_serving-llamacpp.jsonl"

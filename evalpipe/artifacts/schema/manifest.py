@@ -14,7 +14,7 @@ from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
 from evalpipe.artifacts.schema.sources import GeneratedItem
-from evalpipe.config.models import SamplingPlan
+from evalpipe.config.models import SamplingRule
 
 SELECTION_RULE = (
     "Within each stratum, sort records ascending by "
@@ -64,7 +64,7 @@ class BenchmarkSampling(Row):
         description="EvalScope subsets the selected entries fall in, in manifest order."
     )
     few_shot: int
-    plan: SamplingPlan
+    plan: SamplingRule
     plan_sha256: str
     dataset: DatasetIdentity
     filtered_population: int = Field(description="Records left after the plan's filter (N).")

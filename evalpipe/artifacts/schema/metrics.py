@@ -1,6 +1,6 @@
 """A metric's value with its counts and interval: the rows a summary and a benchmark's own metrics share.
 
-Kept apart from ``schema.summary`` (which embeds the manifest's sampling plan, i.e. the config models,
+Kept apart from ``schema.summary`` (which embeds the manifest's sampling rule, i.e. the config models,
 which are built from the benchmark registry) so that benchmark modules can return ``MetricResult``
 without importing the config: no import cycle through the registry.
 """

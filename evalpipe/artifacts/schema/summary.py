@@ -14,7 +14,7 @@ from evalpipe.artifacts.schema.base import Artifact, Row
 from evalpipe.artifacts.schema.explorer import ExplorerRecord
 from evalpipe.artifacts.schema.fleet import FleetSummary
 from evalpipe.artifacts.schema.manifest import StratumAllocation
-from evalpipe.artifacts.schema.metrics import Interval as Interval  # re-exported: summary rows
+from evalpipe.artifacts.schema.metrics import Interval
 from evalpipe.artifacts.schema.metrics import MetricResult as MetricResult
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.reviews import ReviewsRecord

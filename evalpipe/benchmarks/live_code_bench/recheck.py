@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts.schema.outcomes import CodeExecution, FailureClass, OutcomeRow
+from evalpipe.artifacts.schema.sandbox import Denial
 from evalpipe.benchmarks.base import ReviewContext
 from evalpipe.benchmarks.live_code_bench.policy import WALL_FACTOR
 from evalpipe.benchmarks.live_code_bench.result_codes import (
@@ -47,7 +48,6 @@ from evalpipe.benchmarks.live_code_bench.result_codes import (
 from evalpipe.benchmarks.live_code_bench.test_process import TestJob, TestRun, run_tests
 from evalpipe.errors import ArtifactError
 from evalpipe.sandbox.launcher import ProgramLauncher
-from evalpipe.sandbox.run import Denial
 
 #: Test processes started for one sample when one never comes up.
 MAX_ATTEMPTS = 2

@@ -35,9 +35,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evalpipe.artifacts.schema.sandbox import Denial
 from evalpipe.config.code_execution import SandboxKind
 from evalpipe.sandbox.launcher import ProgramLauncher, RunningProgram
-from evalpipe.sandbox.run import Denial, signal_name
+from evalpipe.sandbox.run import signal_name
 
 #: The test process: ``python -m MODULE FD`` (this module).
 MODULE = "evalpipe.benchmarks.live_code_bench.test_process"

@@ -9,9 +9,8 @@ from typing import Literal
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.speed import LoadAverage
 from evalpipe.artifacts.schema.speed_compare import MetricRatio, WorkloadComparison
-from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.artifacts.schema.summary import SpeedSummary, Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, Paragraph, T, Table
-from evalpipe.speed.summary import SpeedSummary
 from evalpipe.words.numbers import plural, rate
 
 SPEED_HEADERS = [

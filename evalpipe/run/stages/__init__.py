@@ -30,12 +30,12 @@ from evalpipe.run.stages.server import LAUNCH, STOP
 from evalpipe.run.stages.speed import own_speed, speed_at_barrier
 
 if TYPE_CHECKING:
-    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.spec import RunSpec
 
 __all__ = ["Stage", "declared_stages"]
 
 
-def declared_stages(plan: RunPlan) -> tuple[Stage, ...]:
+def declared_stages(plan: RunSpec) -> tuple[Stage, ...]:
     """The stages ``plan`` runs, in order."""
     stages: list[Stage] = [] if isinstance(plan.origin, SampledRun) else [SAMPLE]
     stages += [PREFLIGHT, LAUNCH, MATERIALIZE, EVALSCOPE]

@@ -22,7 +22,7 @@ from evalpipe.artifacts.schema.timings import StageName
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.evalscope_bridge.runner import WorkerProcess
 from evalpipe.evalscope_bridge.stage import StageResult
-from evalpipe.run.extend import ExtensionPlan
+from evalpipe.run.extend import Extension
 from evalpipe.run.options import resuming
 from evalpipe.run.sample import Spine
 from evalpipe.run.stage_clock import StageClock
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts.schema.provenance import ComponentTestResult
     from evalpipe.artifacts.schema.summary import Summary
     from evalpipe.progress import ProgressDisplay
-    from evalpipe.run.plan import RunPlan
+    from evalpipe.run.spec import RunSpec
     from evalpipe.server.kinds.base import Kind, ServerHandle
 
 logger = logging.getLogger(__name__)
@@ -55,13 +55,13 @@ class RunState:
     ``server_scope`` holds the server's lifetime: the launch stage enters it, the stop stage closes it, and
     the runner closes it on the way out of a failed run, so what was launched is always stopped."""
 
-    plan: RunPlan
+    plan: RunSpec
     progress: ProgressDisplay | None
     upstream_path: str
     started_at: str
     clock: StageClock
     server_scope: ExitStack = field(default_factory=ExitStack)
-    extension: ExtensionPlan | None = None
+    extension: Extension | None = None
     worker: WorkerProcess | None = None
     component_results: list[ComponentTestResult] = field(default_factory=list)
     kept: list[StageName] = field(default_factory=list)

@@ -253,18 +253,3 @@ def request_count_delta(
             WorkerRequestCount(url=r.url, success=r.success - b.success, failure=r.failure - b.failure)
         )
     return out
-
-
-def describe_members(members: list[FleetMember]) -> str:
-    """``2 workers: http://a:1 (ranks 0,1), http://b:2 (unhealthy)`` for one-line messages."""
-    parts = []
-    for m in members:
-        notes = []
-        if m.dp_ranks:
-            notes.append("ranks " + ",".join(map(str, m.dp_ranks)))
-        if m.query_url != m.url:
-            notes.append(f"via {m.query_url}")
-        if not m.healthy:
-            notes.append("unhealthy")
-        parts.append(m.url + (f" ({'; '.join(notes)})" if notes else ""))
-    return f"{len(members)} worker{'s' if len(members) != 1 else ''}: " + ", ".join(parts)

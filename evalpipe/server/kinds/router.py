@@ -198,7 +198,7 @@ class RouterKind(SglangServerInfo):
         from evalpipe.server.fleet.sglang_router import METRICS_PATH, router_argv
 
         server_kind = self.kind_of
-        from evalpipe.server.ports import free_port
+        from evalpipe.processes.ports import free_port
 
         server = ctx.server
         router = _router(server)

@@ -40,8 +40,8 @@ from typing import Any
 
 from evalpipe.artifacts.schema.speed import LatencyStats, PercentileMethod
 from evalpipe.config.speed import SpeedClientName, SpeedConfig
+from evalpipe.errors import SpeedSetupError
 from evalpipe.speed.clients.base import ClientPlugin, ParsedRound, RoundPlan, finite
-from evalpipe.speed.errors import SpeedSetupError
 
 OUTPUT_FILE = "bench_serving.jsonl"
 EXTRA = "sglang"

@@ -1,4 +1,5 @@
-"""Loopback port helpers shared by preflight, the lifecycle and the llama.cpp launcher."""
+"""Loopback port helpers shared by preflight, the lifecycle and the llama.cpp launcher (an engine, which the
+server kinds launch: it may not import ``server/``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """One variant of a run with ``parallel_variants``, in a process of its own (started by
-``evalpipe.run.parallel_variants``): ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
+``evalpipe.run.parallel_variants``): ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
 
 Not a user command: the parent ``evalpipe run`` prepares ``DIR`` and reads it back once this process ends.
-Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the pipeline;
-in ``cli`` because it is a command line all the same (arguments, consoles, error → exit code): from ``run`` it
-closed the package cycle ``run → cli → run``.
+Kept apart from ``evalpipe.run.parallel_variants`` (which ``run.variants`` imports) because it imports the
+pipeline.  In ``run/``, below the command line: the parent launches it by module name, and a launch is an
+edge like an import (``tools/layers.py``); it prints its progress and errors on stderr itself (its output is
+the variant's ``logs/run.log``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import TYPE_CHECKING
 from evalpipe.errors import EvalpipeError, RunStopped
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from evalpipe.progress import ProgressDisplay
 
 
 def main(argv: list[str] | None = None) -> int:
-    """One variant's run in its own process: ``python -m evalpipe.cli.variant_process CONFIG VARIANT DIR``.
+    """One variant's run in its own process: ``python -m evalpipe.run.variant_process CONFIG VARIANT DIR``.
 
     ``DIR`` already holds the variant's spine (manifest, config copy, run record); a directory with
     EvalScope outputs is resumed.  Exit code: 0 once its outcomes and provenance are written (the parent
@@ -45,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
 
-    from evalpipe.cli.console import LineProgress, err
     from evalpipe.processes.signals import sigterm_interrupts
+    from evalpipe.progress import LineProgress
+
+    err = _stderr()
 
     try:
         with sigterm_interrupts():
@@ -62,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _stderr() -> Console:
+    """The variant's stderr: its ``logs/run.log``, so 120 columns rather than rich's 80 for a file."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, width=120)
+
+
 def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
     from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.manifest import Manifest
@@ -69,9 +81,9 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
     from evalpipe.resolve import load_run
     from evalpipe.run import pipeline
     from evalpipe.run.options import Coordination, ParentSpeed, SampledRun, ServerTarget
-    from evalpipe.run.plan import RunPlan
     from evalpipe.run.sample import Spine, load_manifest_datasets
     from evalpipe.run.sequential_stop import arm_for
+    from evalpipe.run.spec import RunSpec
     from evalpipe.speed.barrier import VariantBarrier
 
     resolved = load_run(Path(args.config), notice=False)
@@ -92,7 +104,7 @@ def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid
         barrier = (
             VariantBarrier(Path(args.speed_barrier), args.variant, parent_pid) if args.speed_barrier else None
         )
-        plan = RunPlan(
+        plan = RunSpec(
             resolved,
             SampledRun(Spine(rd, manifest, datasets), resuming=resuming),
             ServerTarget(variant=args.variant),

@@ -1,9 +1,10 @@
-"""``RunPlan``: what one run does — its resolved config, its origin, its server, its coordination with other
-variants — and the ordered stages that follow from them (``evalpipe.run.stages``).
+"""``RunSpec``: what one run does — its resolved config, its origin, its server, its coordination with other
+variants.  The ordered stages follow from it (``evalpipe.run.stages.declared_stages``).
 
-A plan is a value: tests build one and read its stages without running anything; ``evalpipe.run.pipeline.run``
+A spec is a value: tests build one and read its stages without running anything; ``evalpipe.run.pipeline.run``
 executes it.  It carries the :class:`~evalpipe.resolve.ResolvedRun` it was made from, so the stages take
 the server's kind (``kind``) and the benchmarks' plugins (``benchmarks``) from it and look nothing up again.
+It imports no stage: the stages read the spec, so a spec naming its stages made the two a cycle.
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ from evalpipe.benchmarks import Benchmark
 from evalpipe.config.models import RunConfig, ServerConfig
 from evalpipe.resolve import ResolvedRun
 from evalpipe.run.options import Coordination, Origin, ServerTarget
-from evalpipe.run.stages import Stage, declared_stages
 from evalpipe.server.kinds.base import Kind
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunSpec:
     """One run: ``run`` (the config as given, its plugins resolved), ``origin`` (fresh, resumed, extended or
     a caller's spine), ``target`` (the server), ``coordination`` (with the other variants of a paired run);
     ``audit`` False when the caller audits (the variants of a paired run, once, after their comparison).
-    ``server`` (the target's launch settings), ``kind`` (its kind) and ``stages`` are derived from these,
-    never given."""
+    ``server`` (the target's launch settings) and ``kind`` (its kind) are derived from these, never given;
+    so are its stages (``declared_stages``)."""
 
     run: ResolvedRun
     origin: Origin
@@ -34,13 +34,11 @@ class RunPlan:
     audit: bool = True
     server: ServerConfig = field(init=False)
     kind: Kind = field(init=False)
-    stages: tuple[Stage, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         server = self.target.server(self.cfg)
         object.__setattr__(self, "server", server)
         object.__setattr__(self, "kind", self.run.kinds[server.kind])
-        object.__setattr__(self, "stages", declared_stages(self))
 
     @property
     def cfg(self) -> RunConfig:
