@@ -174,6 +174,7 @@ def watch_server(
             raise _ServerGone()
     except _ServerGone:
         if changed:
+            # import cost: kept out of the pipeline's import (server.fleet), loaded on this path only
             from evalpipe.server.fleet.errors import FleetChanged
 
             raise FleetChanged(
