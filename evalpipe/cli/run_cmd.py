@@ -88,8 +88,7 @@ def run(
     `variants:` in the config every variant runs on the same manifest and the first is compared with the
     others.
     """
-    # import cost: the command's modules (~15) load when it runs; `evalpipe --help` stays light
-    from evalpipe.evalscope_bridge.prestart import discard_prestarted
+    from evalpipe.evalscope_bridge.prestart import discard_prestarted  # import cost: not for --help
 
     if extend is not None and resume is not None:
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from evalpipe.artifacts import JsonlAppender
 from evalpipe.artifacts.disk import append_whole, is_disk_error
+from evalpipe.artifacts.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.protocol import Channel, Failed, RenderedSample, Sample, Start
@@ -295,11 +296,8 @@ def install_evaluator(
     With ``request_seeds`` (subset → sample index → seed): each sample's request goes through a copy of the
     model whose generation config carries that sample's seed (``seeded_model``); a sample without one is
     refused rather than sent with the task-wide seed."""
-    # import cost: evalscope, only in the worker
-    from evalscope.api.registry import EVALUATOR_REGISTRY
-    from evalscope.evaluator.evaluator import DefaultEvaluator
-
-    from evalpipe.artifacts.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
+    from evalscope.api.registry import EVALUATOR_REGISTRY  # import cost: evalscope, worker only
+    from evalscope.evaluator.evaluator import DefaultEvaluator  # import cost: evalscope, worker only
 
     # EvalScope ships no type information: its classes, and the work items below, are Any to mypy.
     class EvalpipeEvaluator(DefaultEvaluator):  # type: ignore[misc]  # DefaultEvaluator is Any (untyped EvalScope)
