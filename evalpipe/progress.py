@@ -54,6 +54,7 @@ class LineProgress:
         return None
 
     def add_task(self, description: str, total: float | None = None, **_: Any) -> TaskID:
+        # import cost: rich, only on this path
         from rich.progress import TaskID
 
         self._tasks.append(

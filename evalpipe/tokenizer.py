@@ -125,6 +125,7 @@ def read_gguf_tokenizer(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]
         raise TokenizerError(
             f"deriving a tokenizer from {path.name} needs the gguf package: pip install -e '.[speed]'"
         )
+    # optional dependency: gguf (the speed extra)
     from gguf import GGUFReader
     from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_TOKENIZER_MAPPING
 
@@ -156,6 +157,7 @@ def read_gguf_tokenizer(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]
 
 def derive_from_gguf(path: Path, out_dir: Path) -> Path:
     """Write ``tokenizer.json`` + ``tokenizer_config.json`` (+ chat template) for ``path`` into ``out_dir``."""
+    # optional dependency: transformers (the speed extra)
     from transformers import PreTrainedTokenizerFast
     from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer
 

@@ -13,15 +13,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalpipe.artifacts import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.artifacts.schema.server import ServerVerification
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage, PromptGroup, attempt_failure, attempt_ok
 from evalpipe.audit.secret_scan import scan_paths
+from evalpipe.errors import ConfigError
+from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
+from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.verify import unverifiable_text
 from evalpipe.words.compare import design_check_sentence
 
 #: Run-directory files as findings name them (relative to the run directory).
@@ -444,11 +449,8 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
     if verification.verified:
         return []
     bad = [c for c in verification.checks if not c.ok]
-    from evalpipe.server.kinds.registry import server_kind
 
     if not verification.resolved_config_available and not server_kind(verification.kind).requires_server_info:
-        from evalpipe.server.verify import unverifiable_text
-
         mismatch = "; ".join(f"{c.key}: expected {c.expected!r}, resolved {c.resolved!r}" for c in bad)
         return [
             Finding(
@@ -472,9 +474,6 @@ def check_server(verification: ServerVerification | None, present: bool) -> list
 def check_thinking_setting(inputs: RunInputs) -> list[Finding]:
     """Every recorded chat request carried the thinking setting the config asked for: the reasoning
     parser's toggle with the configured value, or (``thinking: model_default``) no toggle at all."""
-    from evalpipe.errors import ConfigError
-    from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
-
     if inputs.config is None or inputs.attempts is None:
         return []
     try:
@@ -536,7 +535,6 @@ def check_replay_misses(rd: RunDir) -> list[Finding]:
     """``evalpipe replay``: every request the recorded log had no answer for is an error."""
     if not rd.replay_misses.is_file():
         return []
-    from evalpipe.artifacts import read_jsonl
 
     misses = read_jsonl(rd.replay_misses)
     if not misses:
@@ -556,8 +554,6 @@ def check_extension(rd: RunDir) -> list[Finding]:
     """``evalpipe run --extend``: say which run this one grew from and what it reused (info)."""
     if not rd.extension.is_file():
         return []
-    from evalpipe.artifacts import read_model
-    from evalpipe.artifacts.schema.run import ExtensionRecord
 
     ext = read_model(rd.extension, ExtensionRecord)
     return [Finding(severity="info", code="extended_run", path=rd.extension.name, message=ext.statement)]

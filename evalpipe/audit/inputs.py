@@ -25,6 +25,7 @@ from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.artifacts.schema.summary import Finding
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError
 from evalpipe.hashing import block_order
@@ -108,6 +109,7 @@ def not_sent(
     (``evalpipe.run.sequential_stop``) stopped it, as ``sequential_stop.json`` records: of a gated benchmark, after its sent prefix in the block's order
     (``evalpipe.hashing.block_order``, generations first after ``--extend``) and without a prediction (a unit
     cut between its attempts was sent and stays)."""
+    # import cost: the samplers' modules (samplers.extend), only for an extended run
     from evalpipe.samplers.extend import entry_generations
 
     path = RunDir(root).sequential_stop
@@ -207,7 +209,6 @@ def load_inputs(root: Path) -> RunInputs:
     config_sha: str | None = None
     if rd.config_copy.is_file():
         config_sha = hashlib.sha256(rd.config_copy.read_bytes()).hexdigest()
-        from evalpipe.config.loader import load_config
 
         try:
             config = load_config(rd.config_copy, check_sampling=False)

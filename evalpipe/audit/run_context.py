@@ -24,6 +24,7 @@ from evalpipe.artifacts.schema.summary import (
     VerifiedCheck,
 )
 from evalpipe.audit.inputs import RunInputs
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.words.compare import (
     design_check_sentence,
     dropped_sentence,
@@ -69,8 +70,6 @@ def _redacted_text(value: Any) -> str | None:
 
 
 def server_summary(inputs: RunInputs) -> ServerSummary:
-    from evalpipe.server.kinds.registry import server_kind
-
     v = inputs.verification
     if v is None:
         return ServerSummary(

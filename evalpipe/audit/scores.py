@@ -29,9 +29,10 @@ from evalpipe.audit.inputs import RunInputs
 from evalpipe.audit.linkage import Linkage
 from evalpipe.audit.request_metrics import request_audit, throughput
 from evalpipe.benchmarks import display_name, find, length_buckets, primary_metric
+from evalpipe.benchmarks.live_code_bench import policy_text
 from evalpipe.benchmarks.parts import ScoringPart
 from evalpipe.stats.descriptive import length_summary
-from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, stratified_proportion
+from evalpipe.stats.intervals import STRATIFIED_METHOD, StratumData, clustered_mean, stratified_proportion
 
 SampleKey = tuple[str, str]
 
@@ -186,7 +187,6 @@ def reasoning_length(found: list[OutcomeRow | None], budget: int | None) -> Reas
 
 def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSummary | None:
     """How a code benchmark's programs ran, and what the isolated re-checks changed."""
-    from evalpipe.benchmarks.live_code_bench import policy_text
 
     rows = [r for r in found if r is not None and r.code_execution is not None]
     runs = [r.code_execution for r in rows if r.code_execution is not None]
@@ -217,7 +217,7 @@ def code_execution_summary(found: list[OutcomeRow | None]) -> CodeExecutionSumma
 
 def repeats_result(found: list[OutcomeRow | None]) -> tuple[RepeatsResult, Interval] | None:
     """The clustered score and the measured nondeterminism of a run with ``generation.repeats > 1``."""
-    from evalpipe.stats.intervals import clustered_mean
+    # import cost: numpy (~93 modules), only on this path
     from evalpipe.stats.repeats import Attempt, nondeterminism
 
     planned = max((len(r.attempts) for r in found if r is not None), default=0)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from evalpipe.artifacts import RunDir
+from evalpipe.artifacts import RunDir, read_jsonl
+from evalpipe.artifacts.schema.evalscope import PromptHashRecord
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.timings import ServerUtilisation
 from evalpipe.audit.linkage import parse_time
@@ -131,9 +132,6 @@ def _mean(values: list[float]) -> float | None:
 
 def utilisation_of_run(rundir: RunDir, concurrency: int) -> ServerUtilisation | None:
     """``server_utilisation`` of a run directory's ``requests.jsonl`` (None when it has none)."""
-    from evalpipe.artifacts import read_jsonl
-    from evalpipe.artifacts.schema.evalscope import PromptHashRecord
-
     if not rundir.requests_log.is_file():
         return None
     benchmark_of = {r.prompt_sha256: r.benchmark for r in read_jsonl(rundir.prompt_hashes, PromptHashRecord)}

@@ -20,6 +20,7 @@ _VERDICT_STYLE = {"pass": "bold green", "gate_failed": "bold red", "audit_error"
 
 def show(summary: Summary, *, written: Path | None = None) -> None:
     """Print the results table, the findings, failed gates and the verdict (rich)."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from rich.markup import escape
     from rich.table import Table
 
@@ -59,6 +60,7 @@ def show(summary: Summary, *, written: Path | None = None) -> None:
         elif not g.passed:
             out.print(f"  [red]gate failed[/] {g.gate}: {escape(g.message)}")
     if written is not None:
+        # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
         from evalpipe.artifacts import RunDir
 
         rd = RunDir(written)
@@ -86,12 +88,14 @@ def audit(
 ) -> None:
     """Recompute the audit from RUN_DIR; write summary.json, report.md, report.html, explorer.html; exit
     0/1/2/3."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.compare import comparison_beside
     from evalpipe.run.audit import audit_run
     from evalpipe.speed.stage import speed_comparison_beside
 
     if reviews is not None:
+        # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
         from evalpipe.artifacts import RunDir, read_model
         from evalpipe.artifacts.schema.manifest import Manifest
         from evalpipe.audit.reviews import keep_reviews
@@ -113,6 +117,7 @@ def audit(
 
 def _show_speed(summary: Summary) -> None:
     """The "Serving speed" table of this variant and the paired ratios with their intervals."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from rich.markup import escape
     from rich.table import Table
 

@@ -41,6 +41,7 @@ class BenchmarkListing(BaseModel):
 
 def listings() -> list[BenchmarkListing]:
     """Every registered benchmark, in registry order."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.benchmarks import REGISTRY
     from evalpipe.benchmarks.base import bundled_data_dir
     from evalpipe.engines.answer_key import AnswerKey
@@ -76,6 +77,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """List the registered benchmarks: adapter, id rule, strata, local layout, answer-key coverage."""
+        # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
         from rich.table import Table
 
         from evalpipe.cli.console import out

@@ -36,6 +36,7 @@ def compare(
     ] = 0.5,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out as console
     from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
     from evalpipe.config.models import SequentialConfig

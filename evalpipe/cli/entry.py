@@ -35,10 +35,12 @@ def entry() -> NoReturn:
     traceback included; a non-numeric ``SystemExit`` too."""
     prestarted = _runs_evalscope(sys.argv[1:])
     if prestarted:
+        # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
         from evalpipe.evalscope_bridge.prestart import prestart
 
         prestart()
     try:
+        # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
         from evalpipe.cli.main import main
 
         code: str | int | None = main()
@@ -46,6 +48,7 @@ def entry() -> NoReturn:
         code = exc.code
     finally:
         if prestarted:
+            # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
             from evalpipe.evalscope_bridge.prestart import discard_prestarted
 
             discard_prestarted()

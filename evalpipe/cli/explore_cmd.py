@@ -20,6 +20,7 @@ def explore(
     ] = 20.0,
 ) -> None:
     """Rebuild RUN/explorer.html (every sample; a paired root: flips first) and print its path."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.cli.console import out

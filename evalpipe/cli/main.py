@@ -22,36 +22,46 @@ app = typer.Typer(
 
 
 def _register() -> None:
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import compare_cmd, config_cmd, sample_cmd
 
     app.add_typer(config_cmd.app, name="config")
     sample_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import plan_cmd
 
     plan_cmd.register(app)
     # --- registration of later stages (one line each) ---
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import server_cmd
 
     app.add_typer(server_cmd.app, name="server")
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.run_cmd import register as register_run
 
     register_run(app)
     compare_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import speed_cmd
 
     speed_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import selftest_cmd
 
     selftest_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import replay_cmd
 
     replay_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.audit_cmd import register as register_audit
 
     register_audit(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import benchmarks_cmd
 
     benchmarks_cmd.register(app)
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli import explore_cmd
 
     explore_cmd.register(app)
@@ -62,6 +72,7 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: run the app, turn expected errors into one line + exit code."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import err
 
     ctrl_c_interrupts()
@@ -75,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"  {line}", markup=False, soft_wrap=True)
         sys.exit(int(exc.exit_code))
     except EvalpipeError as exc:
+        # import cost: rich only when the command runs
         from rich.markup import escape
 
         err.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
@@ -89,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit:
         raise
     except Exception as exc:  # usage errors arrive as click exceptions (typer >= 0.2x vendors its own click)
+        # import cost: click only when the command runs
         import click
 
         if isinstance(exc, (click.exceptions.Abort, typer.Abort)):  # click's wrapping of a KeyboardInterrupt
@@ -102,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupt_code(exc: BaseException | None) -> ExitCode:
     """130 for Ctrl-C, 143 for SIGTERM (``Terminated``)."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.processes.signals import Terminated
 
     return ExitCode.TERMINATED if isinstance(exc, Terminated) else ExitCode.INTERRUPTED

@@ -32,6 +32,7 @@ def plan(
 ) -> None:
     """Per benchmark and per pool: n now, the noise it assumes, the MDE now, the n a target MDE needs
     (reachable or not) and the cost of the current and the proposed design."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out as console
     from evalpipe.errors import ConfigError
     from evalpipe.plan.mde import plan_benchmark, plan_inputs, pool_input, write_plan

@@ -24,6 +24,7 @@ def publish(
     max_mb: Annotated[float, typer.Option("--max-mb", help="Size cap of the bundle")] = 20.0,
 ) -> None:
     """Write a small committable sign-off bundle (claim, spine, provenance, replayable response log)."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out
     from evalpipe.replay.publish import publish as do_publish
 
@@ -37,6 +38,7 @@ def publish(
 
 
 def _show_replay(result: ReplayResult) -> None:
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out
 
     for p in result.bundle_problems:
@@ -57,6 +59,7 @@ def replay(
     out: Annotated[Path | None, typer.Option("--out", help="Where the replay run goes")] = None,
 ) -> None:
     """Serve the recorded responses, re-score with EvalScope, re-audit; exit 0 if identical, 1 if not."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.run_cmd import _progress
     from evalpipe.replay.replay import replay as do_replay
 
@@ -73,6 +76,7 @@ def reproduce(
     out: Annotated[Path | None, typer.Option("--out", help="Where the replay run goes")] = None,
 ) -> None:
     """verify-sample (the ids and record hashes re-derive from the datasets) + replay: one verdict."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out as console
     from evalpipe.cli.run_cmd import _progress
     from evalpipe.replay.replay import replay as do_replay

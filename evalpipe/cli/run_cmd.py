@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from evalpipe.errors import ConfigError, RunStopped
 from evalpipe.processes.signals import sigterm_interrupts
 
 if TYPE_CHECKING:  # heavy imports stay inside the functions: `evalpipe --help` must be instant
@@ -85,8 +88,7 @@ def run(
     `variants:` in the config every variant runs on the same manifest and the first is compared with the
     others.
     """
-    from evalpipe.errors import ConfigError, RunStopped
-    from evalpipe.evalscope_bridge.prestart import discard_prestarted
+    from evalpipe.evalscope_bridge.prestart import discard_prestarted  # import cost: not for --help
 
     if extend is not None and resume is not None:
         raise ConfigError("--extend and --resume: a run is either grown from another or continued, not both")
@@ -105,6 +107,7 @@ def run(
                 execute_variants(resolved, dataset_root=dataset_root, out=out, resume=resume,
                                  allow_drift=allow_dataset_drift, progress=progress, extend=extend)  # fmt: skip
                 return
+            # import cost: the command's modules (~338) load when it runs; `evalpipe --help` stays light
             from evalpipe.run import pipeline
             from evalpipe.run.options import ServerTarget, origin_from_flags
             from evalpipe.run.spec import RunSpec
@@ -137,7 +140,6 @@ def resume_command(
 ) -> str:
     """The exact command that continues ``run_dir`` (with the endpoint, mirror and speed flags this run
     used)."""
-    import shlex
 
     argv = ["evalpipe", "run", str(config), "--resume", str(run_dir)]
     if endpoint:
@@ -153,6 +155,7 @@ def resume_command(
 
 def _progress() -> Progress | LineProgress:
     """The per-benchmark progress display (on stderr): bars on a terminal, else one line per benchmark."""
+    # import cost: the command's modules (~71) load when it runs; `evalpipe --help` stays light
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from evalpipe.cli.console import err
@@ -172,6 +175,7 @@ def _progress() -> Progress | LineProgress:
 
 
 def _setup(config: Path) -> tuple[ResolvedRun, Callable[[], Progress | LineProgress]]:
+    # import cost: the command's modules (~194) load when it runs; `evalpipe --help` stays light
     from evalpipe.resolve import load_run
 
     return load_run(config), _progress
@@ -179,6 +183,7 @@ def _setup(config: Path) -> tuple[ResolvedRun, Callable[[], Progress | LineProgr
 
 def finish(result: RunResult) -> None:
     """Outcome table, then the audit's table, findings and verdict; raise the verdict's exit code."""
+    # import cost: the command's modules (~197) load when it runs; `evalpipe --help` stays light
     from evalpipe.audit.gates import raise_for_verdict
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
@@ -224,6 +229,7 @@ def execute_variants(
 ) -> None:
     """Each variant on the same manifest, the paired comparison, each variant's audit (``run_variants``);
     shown here, the verdict the outcome names exits."""
+    # import cost: the command's modules (~417) load when it runs; `evalpipe --help` stays light
     from evalpipe.artifacts import read_model
     from evalpipe.artifacts.schema.compare import CompareResult
     from evalpipe.artifacts.schema.timings import StageTimings
@@ -267,6 +273,7 @@ def execute_variants(
 
 def power_lines(block: PairedBenchmark) -> list[str]:
     """What a compare.json block says about noise, power and non-inferiority, one sentence a line."""
+    # import cost: the command's modules (~127) load when it runs; `evalpipe --help` stays light
     from evalpipe.words.compare import block_mde_sentence, verdict_sentence
     from evalpipe.words.sentences import aa_sentence, noise_sentence, sequential_sentence
 
@@ -287,8 +294,8 @@ def power_lines(block: PairedBenchmark) -> list[str]:
 
 def summarize(result: RunResult, console: Console) -> None:
     """Per benchmark: samples, ok, failure classes; repairs on resume; where the files are."""
-    from collections import Counter
 
+    # import cost: the command's modules (~45) load when it runs; `evalpipe --help` stays light
     from rich.table import Table
 
     table = Table(title=f"run {result.rundir.root}", show_lines=False)

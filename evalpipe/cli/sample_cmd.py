@@ -29,6 +29,7 @@ def sample(
     ] = False,
 ) -> None:
     """Load the datasets, select the samples, write manifest.json and sampled_ids.csv."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out as console
     from evalpipe.resolve import load_run
     from evalpipe.samplers import sample_run
@@ -58,6 +59,7 @@ def verify(
     ] = None,
 ) -> None:
     """Re-derive the selection from the datasets; exit 0 when identical, 1 with a diff otherwise."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.cli.console import out as console

@@ -16,6 +16,7 @@ Out = Annotated[Path | None, typer.Option("--out", help="Run directory (default:
 def demo(out: Out = None) -> None:
     """Run the whole pipeline on the bundled self-test: answer-key server with planted faults vs a clean
     one on the same manifest, audit, report and paired comparison."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.run_cmd import run
     from evalpipe.selftest.controls import demo_config_path
 
@@ -24,6 +25,7 @@ def demo(out: Out = None) -> None:
 
 def selftest(out: Out = None) -> None:
     """Positive control (with planted faults) and negative control; exit 0 only if every guarantee holds."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from rich.table import Table
 
     from evalpipe.cli.console import out as console

@@ -23,6 +23,7 @@ VariantOpt = Annotated[str | None, typer.Option("--variant", help="Apply this na
 
 def shell_line(argv: list[str]) -> str:
     """One shell-quoted line; an unresolved API key placeholder stays a ``"$VAR"`` expansion."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX
 
     parts = []
@@ -39,6 +40,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
     A router fleet prints each launched worker's argv first, each after a ``# worker N`` line.  The API key
     is printed as a reference to its environment variable, never as its value.
     """
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import err
     from evalpipe.resolve import load_run
     from evalpipe.server.launch_env import server_env
@@ -65,6 +67,7 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
 @app.command("preflight")
 def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.benchmarks import punkt_needed
     from evalpipe.cli.console import err, out
     from evalpipe.resolve import load_run

@@ -13,6 +13,7 @@ not installed, no tokenizer, a workload longer than the server's context, a serv
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -53,8 +54,8 @@ def speed(
     ] = None,
 ) -> None:
     """Benchmark running servers with the config's speed section; print each round and the ratios."""
-    import time
 
+    # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.artifacts import RunDir
     from evalpipe.audit.gates import AuditErrorFound, GateFailed
     from evalpipe.cli.console import out as console

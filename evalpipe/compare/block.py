@@ -104,6 +104,7 @@ def _counted(
 ) -> PairedBenchmark:
     """The block's counts by its scoring rule — both scores with Wilson intervals, the difference with its
     paired-bootstrap interval, McNemar on the discordant pairs, the flips — over each sample's first attempt."""
+    # import cost: scipy, pandas (~1039 modules), only on this path
     from evalpipe.stats.paired import exact_mcnemar_p, paired_bootstrap
 
     oa, ob = pair.test, pair.control

@@ -36,6 +36,7 @@ def gate_fields(
     After ``--extend`` (``gate.plan_sizes``: units per generation) a sequential block's e-processes continue
     over the generations with no second look; a fixed design's look stays at its first run's units (the look
     spent α there, and ``evalpipe run --extend`` refuses to grow a fixed-design gate)."""
+    # import cost: numpy, scipy (~255 modules), only on this path
     from evalpipe.stats.operating import gate_verdict
 
     if not keys or gate.margin_pts is None:
@@ -73,6 +74,7 @@ def _design(
 ) -> GateDesign:
     """The block's gate design: a fixed look at ``gate.fixed_alpha`` over the planned units (after ``--extend``
     the first run's), or the sequential rule's α and share over the planned units."""
+    # import cost: numpy, scipy (~255 modules), only on this path
     from evalpipe.stats.operating import GateDesign
 
     repeats = max(
@@ -91,6 +93,7 @@ def _operating(
 ) -> OperatingCharacteristic:
     """The design's chance to pass at no regression, at the margin and at the must-catch drop, for the
     discordance measured (clamped so every drop stays a probability)."""
+    # import cost: numpy, scipy (~255 modules), only on this path
     from evalpipe.stats.operating import pass_probability
 
     drops = [0.0, design.margin_pts / 100.0]

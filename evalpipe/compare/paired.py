@@ -28,6 +28,7 @@ from evalpipe.artifacts.schema.compare import (
 )
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.sequential import SequentialStops
 from evalpipe.artifacts.schema.sources import GeneratedItem
 from evalpipe.benchmarks import length_buckets
 from evalpipe.compare.block import aa_only_block, block_of_pairs, left_out, with_fields
@@ -46,6 +47,7 @@ from evalpipe.compare.sequential import sequential_fields
 from evalpipe.compare.units import BlockGate, CompareRefused, PairedOutcomes, drop_reasons, run_label
 from evalpipe.compare.versions import paired_versions
 from evalpipe.config.gates import DesignAssumption
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import SequentialConfig
 from evalpipe.errors import EvalpipeError
 from evalpipe.hashing import block_order, generation_sizes, sha256_hex
@@ -315,8 +317,6 @@ class _Comparison:
 
 def _design_of(rundir: RunDir) -> Mapping[str, DesignAssumption]:
     """The ``design:`` of the run's own config copy; empty without a readable one."""
-    from evalpipe.config.loader import load_config
-
     if not rundir.config_copy.is_file():
         return {}
     try:
@@ -330,8 +330,6 @@ def _units_sent(arms: list[RunDir]) -> tuple[dict[str, int], dict[str, int | Non
     for the benchmarks whose sending the sequential rule stopped inside the run (empty when none did), and
     block (a benchmark, or the pool that gated it) → the unit at which it crossed there (the first arm's
     record that names one)."""
-    from evalpipe.artifacts.schema.sequential import SequentialStops
-
     sent: dict[str, int] = {}
     crossed: dict[str, int | None] = {}
     for arm in arms:

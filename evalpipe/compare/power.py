@@ -36,6 +36,7 @@ def power_fields(
     uses): every attempt counts, one without an answer 0 in the test arm and 1 in the control arm.  The A/A
     pair (no arm under test) keeps the summary's attempt scores.
     """
+    # import cost: scipy, pandas (~1045 modules), only on this path
     from evalpipe.stats.noninferiority import non_inferiority
     from evalpipe.stats.paired import paired_difference
     from evalpipe.stats.power import minimum_detectable_effect, noise_from_runs
@@ -88,6 +89,7 @@ def _aa_fields(
     """The A/A pair's fields into ``out`` — its discordance with the responses that differed, and whether the
     A/B pair (``ab``: test and control scores) changed more samples than the noise did; returns the A/A
     discordance and both runs' attempt scores (the MDE's noise model)."""
+    # import cost: scipy, pandas (~1039 modules), only on this path
     from evalpipe.stats.paired import excess_discordance
     from evalpipe.stats.repeats import per_sample_means
 

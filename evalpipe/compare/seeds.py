@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.compare import AttemptSeedCheck, PairedBenchmark
 from evalpipe.artifacts.schema.outcomes import AttemptOutcome, OutcomeRow
+from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError
 
 #: Source ids of differing seeds listed in compare.json (the count is whole).
@@ -79,8 +80,6 @@ def attempt_seed_check(
 
 def run_temperature(rundir: RunDir) -> float | None:
     """``generation.temperature`` of the run's own config copy; None without a readable one."""
-    from evalpipe.config.loader import load_config
-
     if not rundir.config_copy.is_file():
         return None
     try:

@@ -35,6 +35,7 @@ def ordered_units(
     order when ``block_ordered`` is off: the fixed look, which no order changes) and each unit's test and control
     value by the paired rule of ``evalpipe.stats.unit_scores`` (the in-run stop's): no answer never counts for
     the test arm.  One place for the sequential fields and the gate."""
+    # import cost: numpy, only on this path
     import numpy as np
 
     by_unit = {k[:2]: k for k in keys}
@@ -65,6 +66,7 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
     units per generation of the plan; default: of ``keys``), so the e-process continues the old run's.  Unit
     values by the paired rule of ``evalpipe.stats.unit_scores``, the one the in-run stop applies."""
 
+    # import cost: numpy (stats.sequential), only for a sequential design
     from evalpipe.stats.sequential import PlannedN, planned_n_per_unit, sequential_decision, sequential_path
 
     if not keys or gate.margin_pts is None or gate.sequential is None:

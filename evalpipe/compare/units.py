@@ -15,6 +15,7 @@ from evalpipe.artifacts.schema.compare import (
     DropReason,
     ScoreWithInterval,
 )
+from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, is_correct
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.config.models import SequentialConfig
@@ -98,8 +99,6 @@ def drop_reasons(rundir: RunDir) -> Drops:
     with the reason: the served context when the line naming the lengths beyond it is recorded
     (``PromptFit.reason``), else the context fit's estimate against the configured context.  Empty without a
     readable ``context_fit.json``."""
-    from evalpipe.artifacts.schema.context_fit import ContextFit
-
     if not rundir.context_fit.is_file():
         return {}
     try:
@@ -117,6 +116,7 @@ def drop_reasons(rundir: RunDir) -> Drops:
 
 
 def discordance(first: list[list[float]], second: list[list[float]]) -> Discordance:
+    # import cost: numpy, scipy, statsmodels (stats.paired), only on this path
     from evalpipe.stats.paired import paired_difference
 
     diff = paired_difference(first, second)

@@ -4,8 +4,10 @@ replay servers, and the named variants a paired run overrides it with."""
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -233,7 +235,6 @@ class RouterConfig(Strict):
 
 
 def _is_origin(url: str) -> bool:
-    from urllib.parse import urlsplit
 
     parts = urlsplit(url.strip())
     return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.path in ("", "/")
@@ -320,7 +321,6 @@ class ServerConfig(Strict):
 
 def _check_placeholders(argv: list[str]) -> None:
     """Every ``{name}`` in ``command`` must be a known placeholder (a typo would reach the server verbatim)."""
-    import string
 
     for i, arg in enumerate(argv):
         try:

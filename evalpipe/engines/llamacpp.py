@@ -38,7 +38,10 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,8 @@ import aiohttp
 from aiohttp import web
 
 from evalpipe.engines.http_base import ModelServer, serve_until_signalled
+from evalpipe.processes.group import kill_group
+from evalpipe.processes.group import spawn as spawn_group
 from evalpipe.processes.ports import free_port, port_in_use
 
 ENGINE = "llama.cpp"
@@ -250,6 +255,7 @@ def settings_from(ns: argparse.Namespace, argv: list[str]) -> Settings:
 
 
 def common_params(s: Settings, internal_port: int) -> Any:
+    # optional dependency: xllamacpp (the model-demo extra)
     import xllamacpp as xl  # the wheel ships no type information: Any (pyproject [tool.mypy] overrides)
 
     p = xl.CommonParams()
@@ -287,6 +293,7 @@ class Engine:
 
     def load(self) -> None:
         try:
+            # optional dependency: xllamacpp (the model-demo extra)
             import xllamacpp as xl
 
             self.model_sha256 = file_sha256(self.settings.model)
@@ -395,8 +402,6 @@ class BinaryEngine(Engine):
         sys.stderr.flush()
 
     def _wait_healthy(self, timeout: float) -> None:
-        import urllib.error
-        import urllib.request
 
         deadline = time.monotonic() + timeout
         url = f"http://127.0.0.1:{self.internal_port}/health"
@@ -433,7 +438,6 @@ class BinaryEngine(Engine):
 
 
 def _dist_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version(name)
@@ -516,6 +520,7 @@ class LlamaCppFront(ModelServer):
 
     async def forward(self, request: web.Request) -> web.StreamResponse:
         """Pass a request through to llama.cpp unchanged (streamed when it streams)."""
+        # import cost: the recording proxy's modules (pydantic models), only when the front forwards
         from evalpipe.recording.proxy import HOP_BY_HOP, RESPONSE_DROP
 
         if not self.engine.props:
@@ -563,11 +568,6 @@ def spawn(args: list[str], log_path: Path, timeout: float = 120.0) -> tuple[Any,
 
     For tests and benchmarks that need one server shared by several runs; ``evalpipe run`` launches it
     through the server lifecycle instead.  Returns ``(Popen, base_url)``; the caller stops the group."""
-    import subprocess
-    import urllib.request
-
-    from evalpipe.processes.group import kill_group
-    from evalpipe.processes.group import spawn as spawn_group
 
     port = free_port()
     with open(log_path, "ab") as log:

@@ -9,6 +9,7 @@ serving them at once would change which answer is used.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class ReplayQueues:
 
 
 def build_queues(root: Path) -> ReplayQueues:
+    # import cost: kept out of the replay engine's import (recording, gzip), loaded on this path only
     from evalpipe.recording.responses import read_response_records
 
     rd = RunDir(root)
@@ -68,6 +70,5 @@ def build_queues(root: Path) -> ReplayQueues:
 
 
 def _b64(value: str | None) -> bytes:
-    import base64
 
     return base64.b64decode(value or "")

@@ -21,6 +21,7 @@ EvalScope's ``LocalDataLoader``) gets that loader's flat layout instead (``Bench
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections.abc import Collection, Mapping
@@ -74,8 +75,8 @@ def write_config(
     different keys per instruction — often all empty, which parquet cannot store at all — and the JSON
     loader hands them to the adapter exactly as in the source.
     """
-    import io
 
+    # import cost: pyarrow, only on this path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -113,6 +114,7 @@ def write_config(
 
 
 def _readme(configs: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    # import cost: yaml, only on this path
     import yaml
 
     block = {

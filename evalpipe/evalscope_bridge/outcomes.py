@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_jsonl_atomic
+from evalpipe.artifacts.schema.context_fit import ContextFit
 from evalpipe.artifacts.schema.evalscope import EvalscopeErrorRecord, EvalscopeTasks, IndexMap, IndexMapEntry
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import (
@@ -185,8 +186,6 @@ def _rows_by_index(lines: list[Any]) -> tuple[Rows, Counts]:
 
 def _dropped(rundir: RunDir) -> dict[tuple[str, str], str]:
     """Entries the context-fit preflight dropped (with consent), and why."""
-    from evalpipe.artifacts.schema.context_fit import ContextFit
-
     if not rundir.context_fit.is_file():
         return {}
     fit = read_model(rundir.context_fit, ContextFit)

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+import evalpipe
 from evalpipe.processes.environment import worker_environment
 from evalpipe.processes.group import spawn, stop_group
 
@@ -33,8 +34,6 @@ WORKER_GRACE_S = 10.0
 
 
 def _package_root() -> str:
-    import evalpipe
-
     return str(Path(evalpipe.__file__).resolve().parents[1])
 
 

@@ -242,6 +242,7 @@ def run_evalscope(
     the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
     (without one it starts its own).  ``stopper``: the sequential rule stopping inside a paired run
     (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases."""
+    # import cost: kept out of the pipeline's import, loaded when the EvalScope stage runs
     from evalpipe.server.nltk_data import punkt_tab_available
 
     check_generation(cfg)
@@ -412,6 +413,7 @@ def _run_benchmarks(
     process group) and the error is raised here.  With a ``stopper``, every look of the wait loop is one of
     the sequential rule's (``SequentialStopper.poll``: judge, release, halt).
     """
+    # import cost: concurrent.futures.thread stays out of the pipeline's import
     from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
     if not planned:

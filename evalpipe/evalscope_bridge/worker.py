@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from evalpipe.artifacts.disk import disk_error_in
 from evalpipe.evalscope_bridge.patches import (
     ErrorsLog,
     cache_identity_problem,
@@ -223,6 +224,7 @@ class Worker:
     """What every benchmark of the process shares: the channel, the commands, the lock, the errors log."""
 
     def __init__(self, spec: WorkerSpec, channel: Channel, lines: Lines) -> None:
+        # import cost: evalscope, only on this path
         import evalscope
 
         self.spec = spec
@@ -291,6 +293,7 @@ class Worker:
                 )
                 prepare_code_execution(name, self.spec.code_sandbox)
 
+                # import cost: evalscope, only on this path
                 from evalscope import TaskConfig, run_task
 
                 # the worker holds no key: the recording proxy adds the server's to what it forwards
@@ -415,8 +418,6 @@ def move_home(home: WorkerHome) -> None:
 
 def failed_event(benchmark: str, error: str, exc: BaseException) -> Failed:
     """The ``Failed`` event of ``exc``, naming the file a refused write was for (full disk, quota, read-only)."""
-    from evalpipe.artifacts.disk import disk_error_in
-
     disk = disk_error_in(exc)
     path = disk.filename if disk is not None and isinstance(disk.filename, str) else None
     return Failed(
@@ -429,7 +430,7 @@ def failed_event(benchmark: str, error: str, exc: BaseException) -> Failed:
 
 def _end_children() -> None:
     """Kill and reap the processes this worker's EvalScope started through ``multiprocessing``."""
-    import multiprocessing
+    import multiprocessing  # import cost: 9 modules the worker's import does without (EvalScope loads them)
 
     for child in multiprocessing.active_children():
         with contextlib.suppress(Exception):

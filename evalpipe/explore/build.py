@@ -33,6 +33,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
+from evalpipe.explore.page import render_page
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.words.compare import design_check_sentence, dropped_sentence, paired_line, verdict_sentence
 from evalpipe.words.sentences import aa_sentence, operating_sentence
@@ -250,7 +251,6 @@ def _raw_size(arms: list[Arm]) -> int:
 
 def _write(path: Path, title: str, arms: list[Arm], aa: tuple[Arm, Arm] | None, stats: list[BlockStats],
            limit_bytes: int, run_a: Path) -> Built:  # fmt: skip
-    from evalpipe.explore.page import render_page
 
     manifest = arms[-1].manifest
     manifest_sha = sha256_hex(arms[-1].rundir.manifest.read_bytes())

@@ -7,6 +7,7 @@ prediction (``evalscope_bridge.prompts``), the rest from ``outcomes.jsonl`` and 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections.abc import Sequence
@@ -89,7 +90,6 @@ def _body_text(rec: ResponseRecord) -> str | None:
     if rec.body is not None:
         return rec.body
     if rec.body_b64 is not None:
-        import base64
 
         return base64.b64decode(rec.body_b64).decode("latin-1")
     return None

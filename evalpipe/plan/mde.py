@@ -44,14 +44,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts import RunDir, read_jsonl, read_model, recorded_run
+import yaml
+
+from evalpipe.artifacts import RunDir, atomic_write_text, read_jsonl, read_model, recorded_run
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
+from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.benchmarks import benchmark
+from evalpipe.config.loader import resolve_sampling_rule
 from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ArtifactError, ConfigError
 from evalpipe.samplers.extend import floored_allocation, rule_allocation, selected_allocation
+from evalpipe.samplers.run import build_manifest, load_datasets
 from evalpipe.stats.design import RepeatsChoice, expected_tokens, gpu_hours, optimal_repeats
 from evalpipe.stats.power import (
     MinimumDetectableEffect,
@@ -299,7 +305,7 @@ def prefill_rate(run: Path) -> tuple[float | None, str | None]:
     An estimate of the same kind as ``decode_rate``'s: a first token also waits for a slot and for the decode
     steps of the requests in flight, so the prefill rate it gives is a lower bound and the GPU time an upper
     one.  ``(None, why)`` when it cannot be derived, ``(None, None)`` without a speed benchmark."""
-    from evalpipe.artifacts.schema.provenance import Provenance
+    # import cost: the speed reader's HTTP client (~24 modules: ssl, email), only with a speed file
     from evalpipe.speed.run import read_speed
 
     path = RunDir(run).speed_json
@@ -337,7 +343,7 @@ def decode_rate(run: Path) -> tuple[float | None, str | None]:
     """Output tokens per second per GPU from ``run``'s serving benchmark: the mean ``output_throughput`` of its
     completed rounds (``speed.json``, every workload) over the GPUs ``provenance.json`` recorded; ``(None,
     why)`` when the run holds no speed rounds or no GPU, ``(None, None)`` without a speed benchmark."""
-    from evalpipe.artifacts.schema.provenance import Provenance
+    # import cost: the speed reader's HTTP client (~24 modules: ssl, email), only with a speed file
     from evalpipe.speed.run import read_speed
 
     path = RunDir(run).speed_json
@@ -514,9 +520,7 @@ def _cochran(noise: NoiseModel, cost: TokenCost) -> RepeatsChoice | None:
 
 
 def write_plan(plan: SamplingRule, path: Path) -> None:
-    import yaml
 
-    from evalpipe.artifacts import atomic_write_text
 
     data = plan.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
@@ -524,7 +528,6 @@ def write_plan(plan: SamplingRule, path: Path) -> None:
 
 def manifest_for(cfg: RunConfig, dataset_root: Path | None, run: Path | None) -> Manifest:
     """The selection the config makes now (its data, its plans)."""
-    from evalpipe.samplers.run import build_manifest, load_datasets
 
     manifest, _ = build_manifest(cfg, load_datasets(cfg, dataset_root))
     if run is not None:
@@ -552,8 +555,6 @@ def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> Pla
     not change them: a ``total`` plan, no filter, no strata restriction, the default subset (module
     docstring); else None.  A local copy (``--dataset-root``, ``dataset_root``, ``source.local``) is read
     instead: it may be a subset of the published split, and reading it needs no network."""
-    from evalpipe.benchmarks import benchmark
-    from evalpipe.config.loader import resolve_sampling_rule
 
     spec: DataPart = benchmark(name)
     meta = spec.meta

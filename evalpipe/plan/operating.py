@@ -328,6 +328,7 @@ def foreseen_drops(cfg: RunConfig, block: PlanInput, run: Path | None) -> tuple[
     foreseen): with RUN, the units its compare.json left out of the block; else the items of a generator's spec
     that need more context than the configured one (``model.context_length``)."""
     if run is not None:
+        # import cost: plan.mde (statsmodels, the samplers), only on this path
         from evalpipe.plan.mde import _comparison
 
         cmp = _comparison(run)
@@ -360,6 +361,7 @@ def plan_operating_lines(
 ) -> list[str]:
     """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring);
     ``inputs`` are ``plan_inputs``' (a ``str``: a benchmark that cannot be planned, skipped here)."""
+    # import cost: plan.mde (statsmodels, the samplers), only on this path
     from evalpipe.plan.mde import PlanInput, measured, token_cost
 
     gated = {

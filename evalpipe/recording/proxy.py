@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import evalpipe
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.disk import disk_full
 from evalpipe.errors import ServerError
@@ -129,8 +130,6 @@ class _RecorderPipe:
     """The recorder process and the non-blocking pipe feeding it (written only from the proxy's loop)."""
 
     def __init__(self, rundir: RunDir) -> None:
-        import evalpipe
-
         rundir.logs_dir.mkdir(parents=True, exist_ok=True)
         pkg_root = str(Path(evalpipe.__file__).resolve().parents[1])
         host_path = os.environ.get("PYTHONPATH")
@@ -438,12 +437,14 @@ class _Proxy:
             loop.close()
 
     async def _startup(self) -> None:
+        # import cost: aiohttp, only on this path
         from aiohttp import web
 
         self._web = web
         self._client = UpstreamClient(self.upstream)
         if self.concurrency is not None:
             self._slots = asyncio.Semaphore(self.concurrency)
+        # import cost: aiohttp, only on this path
         from aiohttp.web_request import BaseRequest
 
         loop = asyncio.get_running_loop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,7 +128,6 @@ def read_responses(rundir: RunDir) -> dict[str, str]:
 def response_message(body: str) -> tuple[str | None, str | None]:
     """``(content, reasoning_content)`` of the first choice of a recorded body — a JSON document or an SSE
     stream (the deltas joined); ``(None, None)`` when the body holds no choice (an error body)."""
-    import json
 
     if body.lstrip().startswith("data:"):
         content: list[str] = []

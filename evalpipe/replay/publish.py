@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalpipe import __version__
-from evalpipe.artifacts import RunDir, write_model
+from evalpipe.artifacts import RunDir, read_model, write_model
 from evalpipe.artifacts.schema.bundle import BundleFile, BundleIndex
+from evalpipe.audit.secret_scan import scan_paths
 from evalpipe.errors import ArtifactError, EvalpipeError
+from evalpipe.recording.responses import read_response_records
 
 DEFAULT_CAP_BYTES = 20 * 1024 * 1024
 BUNDLE_INDEX = "bundle.json"
@@ -50,9 +52,6 @@ class PublishRefused(EvalpipeError):
 
 
 def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYTES) -> BundleIndex:
-    from evalpipe.audit.secret_scan import scan_paths
-    from evalpipe.recording.responses import read_response_records
-
     rd = RunDir(Path(run_dir))
     missing = [
         str(p.relative_to(rd.root)) for p, required in bundle_paths(rd) if required and not p.is_file()
@@ -103,8 +102,6 @@ def publish(run_dir: Path, bundle_dir: Path, *, cap_bytes: int = DEFAULT_CAP_BYT
 
 def check_bundle(bundle_dir: Path) -> list[str]:
     """Files of a bundle whose content no longer matches ``bundle.json`` (tampering, corruption)."""
-    from evalpipe.artifacts import read_model
-
     root = Path(bundle_dir)
     index_path = root / BUNDLE_INDEX
     if not index_path.is_file():

@@ -44,6 +44,7 @@ def _check_source(src: RunDir) -> None:
 
 
 def load_source_config(src: RunDir) -> tuple[RunConfig, RunRecord]:
+    # import cost: the config loader and yaml (~21 modules), only on this path
     from evalpipe.config.loader import load_config
 
     run = read_model(src.run_record, RunRecord)
@@ -57,6 +58,7 @@ def load_source_config(src: RunDir) -> tuple[RunConfig, RunRecord]:
 def replay_config(cfg: RunConfig, run: RunRecord, src: RunDir, dest: RunDir) -> RunConfig:
     """The original config with the server replaced by the replay server (same verification targets), without
     its speed section."""
+    # import cost: the server variants and process helpers (~16 modules), only on this path
     from evalpipe.server.variants import effective_server
 
     original = effective_server(cfg, run.variant)
@@ -127,6 +129,7 @@ def replay(
     out: Path | None = None,
     progress: ProgressDisplay | None = None,
 ) -> ReplayResult:
+    # import cost: the pipeline behind a replay (~208 modules), loaded when a replay runs
     from evalpipe.replay.publish import check_bundle
     from evalpipe.resolve import resolve
     from evalpipe.run import pipeline

@@ -15,14 +15,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from evalpipe.artifacts import atomic_write_text
+from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.context_fit import ContextFit
+from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.reviews import ReviewsFile
+from evalpipe.artifacts.schema.run import RunRecord
+from evalpipe.artifacts.schema.speed import SpeedArtifact
+from evalpipe.artifacts.schema.speed_compare import SpeedComparison
+from evalpipe.artifacts.schema.summary import Summary
+from evalpipe.benchmarks import names, stratifications
+from evalpipe.config.models import RunConfig
 from evalpipe.config.registry_names import REGISTRY_MARKER
+from evalpipe.server.kinds.registry import kinds
+from evalpipe.speed.clients.registry import clients
 
 
 def registry_names() -> dict[str, tuple[str, ...]]:
     """Each registry's names, in registry order (the order the schema's ``enum`` lists them)."""
-    from evalpipe.benchmarks import names, stratifications
-    from evalpipe.server.kinds.registry import kinds
-    from evalpipe.speed.clients.registry import clients
 
     return {
         "benchmarks": names(),
@@ -50,7 +61,6 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def config_schema() -> dict[str, Any]:
-    from evalpipe.config.models import RunConfig
 
     schema = _schema(RunConfig)
     with_kind_settings(schema)
@@ -61,7 +71,6 @@ def with_kind_settings(schema: dict[str, Any]) -> None:
     """``schema`` (the config's) told what ``server.settings`` holds for each registered kind: one
     ``if kind is K then settings is K's settings_model`` per kind, the models under ``$defs`` — so an editor
     checks the settings the resolve step will."""
-    from evalpipe.server.kinds.registry import kinds
 
     defs = schema.setdefault("$defs", {})
     rules = []
@@ -80,55 +89,46 @@ def with_kind_settings(schema: dict[str, Any]) -> None:
 
 
 def manifest_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.manifest import Manifest
 
     return _schema(Manifest)
 
 
 def run_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.run import RunRecord
 
     return _schema(RunRecord)
 
 
 def summary_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.summary import Summary
 
     return _schema(Summary)
 
 
 def compare_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.compare import CompareResult
 
     return _schema(CompareResult)
 
 
 def context_fit_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.context_fit import ContextFit
 
     return _schema(ContextFit)
 
 
 def fleet_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.fleet import FleetRecord
 
     return _schema(FleetRecord)
 
 
 def speed_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.speed import SpeedArtifact
 
     return _schema(SpeedArtifact)
 
 
 def speed_compare_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 
     return _schema(SpeedComparison)
 
 
 def reviews_schema() -> dict[str, Any]:
-    from evalpipe.artifacts.schema.reviews import ReviewsFile
 
     return _schema(ReviewsFile)
 
@@ -153,7 +153,6 @@ def render(builder: Callable[[], dict[str, Any]]) -> str:
 
 
 def write_all(directory: Path) -> list[Path]:
-    from evalpipe.artifacts import atomic_write_text
 
     written = []
     for name, builder in PUBLISHED.items():

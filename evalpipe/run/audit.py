@@ -10,23 +10,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalpipe.artifacts import atomic_write_text, write_model
+from evalpipe.artifacts import RunDir, atomic_write_text, write_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.audit.run import build_summary
 from evalpipe.errors import ArtifactError
+from evalpipe.explore import build_run_explorer
+from evalpipe.report.html import render_html
+from evalpipe.report.markdown import render_markdown
 
 
 def write_outputs(run_dir: Path, summary: Summary, *, paired: bool = False) -> Summary:
     """explorer.html, then summary.json (saying what the explorer holds), report.md and report.html, each
     written atomically; returns the summary as written.  ``paired``: a paired comparison sits beside the
     run directory, so the report also links its explorer (``../explorer.html``) when there is one."""
-    from evalpipe.artifacts import RunDir
-    from evalpipe.explore import build_run_explorer
-    from evalpipe.report.html import render_html
-    from evalpipe.report.markdown import render_markdown
-
     rd = RunDir(Path(run_dir))
     if rd.outcomes.is_file():
         try:

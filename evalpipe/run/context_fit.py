@@ -54,6 +54,7 @@ def estimator(cfg: RunConfig) -> tuple[Callable[[str], int], Estimator, str]:
     for value in (cfg.model.tokenizer_path, cfg.model.path):
         directory = _local_dir(cfg, value)
         if directory is not None and (directory / "tokenizer.json").is_file():
+            # import cost: tokenizers, only on this path
             from tokenizers import Tokenizer
 
             tok = Tokenizer.from_file(str(directory / "tokenizer.json"))

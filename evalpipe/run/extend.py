@@ -19,6 +19,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.benchmarks import benchmark
 from evalpipe.compare.versions import recorded_versions
+from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.run.sample import Spine
@@ -106,7 +107,6 @@ def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:
     """Refuse (exit 2, one line) an extension that would spend a gate's α again: a non-inferiority margin
     without ``generation.sequential`` (in this config or the old run's), or a sequential rule or margin other
     than the old run's (the first run's α split and margin are the design declared before the first look)."""
-    from evalpipe.config.loader import load_config
 
     seq = cfg.generation.sequential
     margins = cfg.gates.non_inferiority_margin_pts

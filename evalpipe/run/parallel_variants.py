@@ -34,6 +34,8 @@ from evalpipe.processes.signals import Terminated
 from evalpipe.run.sequential_stop import arm_for
 from evalpipe.server.launch_env import api_key
 from evalpipe.server.variants import effective_server
+from evalpipe.speed.barrier import BARRIER_DIR, SpeedCoordinator, needs_barrier
+from evalpipe.speed.stage import check_before_launch
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -167,8 +169,6 @@ def _speed_coordinator(
     whose alternating rounds are not all in the run yet; the client and tokenizer are checked here, once,
     before any variant launches a server (one line, exit 2)."""
     # only runs with ``speed:`` need the speed stage and its barrier (~0.3 s of imports)
-    from evalpipe.speed.barrier import BARRIER_DIR, SpeedCoordinator, needs_barrier
-    from evalpipe.speed.stage import check_before_launch
 
     if cfg.speed is None or not needs_barrier(cfg.speed, [d.root for d in dirs.values()]):
         return None

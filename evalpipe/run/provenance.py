@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
 
+import evalpipe
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.redact import redact_argv
 from evalpipe.artifacts.schema.provenance import ComponentTestResult, PackageVersion, Provenance
@@ -27,6 +28,8 @@ from evalpipe.artifacts.source_git import git_info
 from evalpipe.clock import utc_now
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig
 from evalpipe.errors import PreflightError
+from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.launch_env import server_env
 
 #: evalpipe's own runtime packages (EvalScope runs the benchmarks, NLTK scores IFEval), read from this process.
 OWN_PACKAGES = ("evalscope", "nltk")
@@ -42,10 +45,8 @@ def collect_provenance(
     """Versions, source commits, GPUs and host.  The serving engine's packages and source are its kind's
     (``Kind.provenance``, as the server's environment sees them: ``server.env`` can put another checkout on
     ``PYTHONPATH``); evalpipe's own packages are read from this process."""
-    import evalpipe
+    # import cost: kept out of the pipeline's import (server.gpus), loaded on this path only
     from evalpipe.server import gpus
-    from evalpipe.server.kinds.registry import server_kind
-    from evalpipe.server.launch_env import server_env
 
     if env is None:
         env = server_env(server) if server is not None else None
@@ -168,7 +169,6 @@ def run_component_tests(
     All entries run; then a failed ``required: true`` entry raises ComponentTestFailed (a PreflightError:
     exit 2) naming it, with every entry's result as ``exc.results``.  Non-required failures are only recorded.
     """
-    from evalpipe.server.launch_env import server_env
 
     if env is None:
         env = server_env(cfg.server)

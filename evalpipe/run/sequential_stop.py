@@ -182,6 +182,7 @@ class _Block:
         """The planned bet's n: the block's units that remain after the drops decided before generation, or
         per unit when ``--extend`` grew it (old units keep the n of the plan they were drawn for:
         ``evalpipe.stats.sequential.planned_n_per_unit``; ``generations`` counts the remaining units)."""
+        # import cost: numpy (stats.sequential), only for a sequential rule
         from evalpipe.stats.sequential import planned_n_per_unit
 
         return planned_n_per_unit(self.generations) if len(self.generations) > 1 else self.n - self.dropped
@@ -341,6 +342,7 @@ class SequentialStopper:
 
     def poll(self, worker: Releases) -> None:
         """One look at every gated block still sending: judge, then release or halt (module docstring)."""
+        # import cost: numpy (stats.sequential), only for a sequential rule
         from evalpipe.stats.sequential import sequential_decision
 
         for block in self.blocks.values():

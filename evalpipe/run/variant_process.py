@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     parent_pid = os.getppid()  # the run that coordinates the barrier; a changed parent pid means it has gone
 
+    # import cost: loaded after the arguments parse (6 modules: signal, progress)
     from evalpipe.processes.signals import sigterm_interrupts
     from evalpipe.progress import LineProgress
 
@@ -69,12 +70,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _stderr() -> Console:
     """The variant's stderr: its ``logs/run.log``, so 120 columns rather than rich's 80 for a file."""
+    # import cost: rich (~73 modules), loaded once the arguments parsed
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, width=120)
 
 
 def _run_variant(args: argparse.Namespace, progress: ProgressDisplay, parent_pid: int) -> None:
+    # import cost: the pipeline (~394 modules), loaded once the arguments parsed
     from evalpipe.artifacts import RunDir, read_model
     from evalpipe.artifacts.schema.manifest import Manifest
     from evalpipe.artifacts.schema.run import RunRecord

@@ -36,6 +36,7 @@ from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import arm_for
 from evalpipe.run.spec import RunSpec
 from evalpipe.run.stage_clock import StageClock
+from evalpipe.speed.stage import compare_variant_dirs
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.speed_compare import SpeedComparison
@@ -162,7 +163,6 @@ def _compare_arms(
         json_path, _ = write_compare(comparison, target)
         speed_comparison = None
         if cfg.speed is not None:  # the first variant is the test, as in compare.json
-            from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
 
             speed_comparison = compare_variant_dirs(
                 dirs[first].root,
@@ -179,7 +179,6 @@ def _compare_arms(
         )
         json_path, _ = write_compare(comparison, root.root)
         if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
-            from evalpipe.speed.stage import compare_variant_dirs  # only runs with ``speed:`` import it
 
             speed_comparison = compare_variant_dirs(
                 dirs[first].root,
@@ -245,6 +244,7 @@ def _cite(
 def _audit_finished(names: list[str], dirs: dict[str, RunDir]) -> None:
     """A stopped run's variants that did finish, audited without a comparison (there is none yet): their
     reports say what they found, as a single run's would.  The resume audits them again, after it."""
+    # import cost: the audit (~36 modules), loaded when the audit runs
     from evalpipe.run.audit import audit_run
 
     for name in names:
@@ -260,7 +260,7 @@ def _audit_once(
 ) -> None:
     """Audit every variant once, after the comparisons: its report cites the comparison it is an arm of (a
     variant in none cites the first), and its audit's wall time joins ``timings.json`` under its name."""
-    from evalpipe.run.audit import audit_run  # loaded when the audit runs, as in pipeline.run
+    from evalpipe.run.audit import audit_run  # import cost: loaded when the audit runs, as in pipeline.run
 
     fallback = cited.get(names[0])
     for name in names:

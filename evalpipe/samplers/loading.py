@@ -85,6 +85,7 @@ def load_local(
 
 def adapter_dataset_ids(name: str) -> tuple[str, str | None, list[str]]:
     """(ModelScope id, HF id, subset list) that EvalScope's adapter for ``name`` declares."""
+    # import cost: evalscope, only on this path
     import evalscope.benchmarks  # noqa: F401  (registers the adapters)
     from evalscope.api.registry import BENCHMARK_REGISTRY
 

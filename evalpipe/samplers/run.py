@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import yaml
+
 from evalpipe import __version__
 from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, read_model, write_model
 from evalpipe.artifacts.schema.manifest import (
@@ -23,13 +25,14 @@ from evalpipe.artifacts.schema.manifest import (
 )
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.sources import BenchmarkSources, EntryLocation, SourcesRecord
+from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks import benchmark as benchmark_spec
-from evalpipe.config.loader import resolve_sampling_rule
+from evalpipe.config.loader import load_config, resolve_sampling_rule
 from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ConfigError, FingerprintMismatch
 from evalpipe.hashing import rank_key, sha256_hex, sha256_json
 from evalpipe.samplers.allocate import largest_remainder, stratum_sort_key
-from evalpipe.samplers.loading import load_benchmark
+from evalpipe.samplers.loading import load_benchmark, load_local
 from evalpipe.samplers.regenerate import generated_differences
 from evalpipe.samplers.strata import apply_filter, check_sampling_rule, stratum_of
 from evalpipe.sources.base import BenchmarkData, SourceRecord
@@ -212,7 +215,6 @@ def default_run_dir(cfg: RunConfig) -> Path:
 def without_missing_mirrors(cfg: RunConfig, dataset_root: Path) -> tuple[RunConfig, list[str]]:
     """``cfg`` restricted to the benchmarks present under ``dataset_root``, and one line per benchmark left
     out (it needs the hub).  The run directory's config.yaml then records exactly what was sampled."""
-    from evalpipe.benchmarks import benchmark
 
     kept, notes = [], []
     for bench in cfg.benchmarks:
@@ -247,9 +249,7 @@ def load_datasets(cfg: RunConfig, dataset_root: Path | None) -> dict[str, Benchm
 def effective_config_bytes(cfg: RunConfig) -> bytes:
     """The config as it runs: the file's bytes verbatim, unless the config was changed in memory after
     loading (self-test controls, replays), in which case the effective config is written as YAML."""
-    import yaml
 
-    from evalpipe.config.loader import load_config
 
     if cfg.config_path is not None and cfg.config_path.is_file():
         data = cfg.config_path.read_bytes()
@@ -327,7 +327,6 @@ class VerifyResult:
 def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyResult:
     """Re-derive the selection from the datasets and the plans/seed recorded in the manifest; regenerate every
     generated entry from its recorded parameters (``evalpipe.samplers.regenerate``)."""
-    from evalpipe.config.loader import load_config
 
     rundir = RunDir(run_dir)
     recorded = read_model(rundir.manifest, Manifest)
@@ -342,7 +341,6 @@ def verify_sample(run_dir: Path, *, dataset_root: Path | None = None) -> VerifyR
     for bench in cfg.benchmarks:
         recorded_local = next(b.dataset.is_local for b in recorded.benchmarks if b.benchmark == bench.name)
         if dataset_root is None and recorded_local and run.dataset_locations.get(bench.name):
-            from evalpipe.samplers.loading import load_local
 
             datasets[bench.name] = load_local(
                 bench.name, Path(run.dataset_locations[bench.name]), subset=bench.subset, source=bench.source

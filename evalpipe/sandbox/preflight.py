@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts import read_model, write_model
 from evalpipe.artifacts.schema.sandbox import SandboxRecord, SandboxStartup
 from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.errors import ConfigError
@@ -133,8 +134,6 @@ def for_run(
     directory (unless ``fresh``: resolve again, as the preflight of a run or a resume does) or a new one,
     written there.  A resumed run whose host now resolves to another sandbox is refused: its programs
     would not all have run in the sandbox its report names."""
-    from evalpipe.artifacts import read_model, write_model
-
     names = list(benchmarks)
     if not names:
         return None

@@ -174,7 +174,7 @@ def watch_server(
             raise _ServerGone()
     except _ServerGone:
         if changed:
-            from evalpipe.server.fleet.errors import FleetChanged
+            from evalpipe.server.fleet.errors import FleetChanged  # import cost: not in the pipeline's import
 
             raise FleetChanged(
                 f"fleet changed during the run (on_mismatch: abort): {changed[0]}", str(rundir.root)

@@ -23,6 +23,7 @@ def punkt_tab_available(search_paths: Sequence[str] | None = None) -> bool:
     ``nltk.data.find`` only — a lookup, never a download.  False when NLTK itself is not installed.
     """
     try:
+        # import cost: nltk, only on this path
         import nltk.data
     except ImportError:
         return False

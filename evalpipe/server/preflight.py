@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts import write_model
+from evalpipe.artifacts.redact import redact_argv
 from evalpipe.artifacts.schema.server import PreflightCheck, PreflightReport
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import server_env
 from evalpipe.server.preflight_rules import check_api_key, check_extra_args, check_punkt
+from evalpipe.server.variants import effective_server
 
 if TYPE_CHECKING:
     from evalpipe.artifacts import RunDir
@@ -51,9 +54,6 @@ def run_preflight(
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
     ``PreflightRefused`` carries the report as ``exc.report``.
     """
-    from evalpipe.artifacts import write_model
-    from evalpipe.artifacts.redact import redact_argv
-
     env = dict(env) if env is not None else server_env(server)
     checks: list[PreflightCheck] = []
     checks += check_api_key(server, env)
@@ -92,8 +92,6 @@ def preflight_for(
 ) -> PreflightReport:
     """Convenience for the CLI: effective server for ``variant``; ``punkt_needed`` as ``run_preflight`` takes it
     (``evalpipe.benchmarks.punkt_needed``: the caller asks the registry, the server package does not)."""
-    from evalpipe.server.variants import effective_server
-
     server = effective_server(cfg, variant)
     try:
         return run_preflight(cfg, server, punkt_needed=punkt_needed, variant=variant, rundir=rundir)

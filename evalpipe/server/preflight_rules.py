@@ -110,6 +110,7 @@ def check_port(server: ServerConfig) -> list[PreflightCheck]:
 def check_punkt(punkt_needed: str | None) -> list[PreflightCheck]:
     if not punkt_needed:
         return []
+    # import cost: kept out of the kinds registry's import (server.nltk_data), loaded on this path only
     from evalpipe.server.nltk_data import PUNKT_TAB_FIX, punkt_tab_available
 
     if punkt_tab_available():

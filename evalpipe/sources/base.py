@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import math
 import mmap
@@ -59,6 +60,7 @@ class RecordHasher:
     """
 
     def __init__(self) -> None:
+        # import cost: concurrent.futures (6 modules) stays out of the answer-key engine's and resolve's import
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-hash")
@@ -247,7 +249,6 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 ({exc})") from None
-    import io
 
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
@@ -276,6 +277,7 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    # import cost: pandas, only on this path
     import pandas as pd
 
     try:

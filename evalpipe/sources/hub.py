@@ -102,10 +102,12 @@ def _why(exc: Exception) -> str:
 def load_split(bench: BenchmarkConfig, repo: str, subset: str | None, split: str) -> Iterable[dict[str, Any]]:
     try:
         if bench.source.hub_backend == "huggingface":
+            # import cost: datasets, only on this path
             from datasets import load_dataset
 
             ds = load_dataset(repo, subset, split=split, revision=bench.source.revision)
         else:
+            # import cost: modelscope, only on this path
             from modelscope import MsDataset
 
             ds = MsDataset.load(

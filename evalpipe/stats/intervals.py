@@ -59,6 +59,7 @@ def wilson_interval(correct: float, n: float, confidence: float = Z_CONFIDENCE) 
         return None
     if correct < 0 or correct > n:
         raise ValueError(f"correct={correct} outside [0, n={n}]")
+    # import cost: statsmodels, only on this path
     from statsmodels.stats.proportion import proportion_confint
 
     lo, hi = proportion_confint(correct, n, alpha=1 - confidence, method="wilson")
@@ -92,6 +93,7 @@ def stratified_proportion(
     A stratum with a single sampled entry has no within-stratum variance estimate; it contributes the
     Bernoulli maximum s_h^2 = 1/4 (conservative) instead of zero.
     """
+    # import cost: numpy, only on this path
     import numpy as np
 
     used = [s for s in strata if len(s.outcomes) > 0]
@@ -147,6 +149,7 @@ def clustered_mean(samples: Sequence[Sequence[float]], confidence: float = Z_CON
     A single sample has no between-sample variance estimate; its standard error is the Bernoulli
     maximum ``sqrt(1/4)`` (the conservative rule ``stratified_proportion`` uses for one-entry strata).
     """
+    # import cost: numpy (also through stats.repeats), only for clustered samples
     import numpy as np
 
     from evalpipe.stats.repeats import per_sample_means

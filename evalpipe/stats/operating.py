@@ -219,6 +219,7 @@ def worst_size(n: int, margin_pts: float, z: float, *, points: int = 64) -> tupl
     """``max_ψ`` of ``size_at_margin`` and the ψ where it is reached: the grid of ``_nuisance_grid`` (ψ = 0
     included), then every local maximum on it refined by a bounded Brent search between its neighbours (the
     size is a polynomial of degree n in ψ, smooth between grid points)."""
+    # import cost: scipy, only on this path
     from scipy.optimize import minimize_scalar
 
     margin = margin_pts / 100.0
@@ -264,6 +265,7 @@ def calibrated_critical_value(n: int, margin_pts: float, alpha: float, grid: int
     maximum of the chosen region's size is refined between its grid neighbours (``worst_size``) and, should it
     exceed α there, the region shrinks by one outcome class until it does not.  ``tests/stats/
     test_calibration.py`` checks size ≤ α over n 50–400, margins 5–20 pts, α 0.0125–0.05 on a finer grid."""
+    # import cost: scipy, only on this path
     from scipy.optimize import minimize_scalar
 
     if not 0.0 < alpha < 0.5:

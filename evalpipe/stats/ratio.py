@@ -33,6 +33,7 @@ def ratio_interval(
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of ``median(test) / median(control)``, resampling whole rounds
     (pairs of rounds together when ``paired``), numpy ``default_rng(seed)`` (module docstring)."""
+    # import cost: numpy, only on this path
     import numpy as np
 
     t = np.asarray(test, dtype=float)

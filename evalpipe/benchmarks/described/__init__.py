@@ -172,7 +172,7 @@ class DescribedQA(Benchmark):
         )
 
     def register_evalscope_adapter(self) -> None:
-        # imported here: EvalScope takes seconds to import, and only the worker about to run it needs it
+        # import cost: EvalScope takes seconds to import, and only the worker about to run it needs it
         from evalpipe.benchmarks.described.adapter import register
 
         register(self.meta.name, self.meta.display_name, self.description.description)

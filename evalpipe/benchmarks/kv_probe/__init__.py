@@ -44,7 +44,10 @@ from evalpipe.benchmarks.base import (
     PlannedItem,
     local_data,
 )
+from evalpipe.benchmarks.kv_probe.generate import Measure, generate, generate_item, placements
 from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, TASKS, read_spec
+from evalpipe.benchmarks.kv_probe.tasks import Draw, build
+from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split
@@ -88,9 +91,6 @@ class KVProbe(Benchmark):
     """Generated, not read: the folder's spec is the data; the adapter is TriviaQA's under this name."""
 
     def load_local(self, directory: Path, subset: str | None) -> BenchmarkData:
-        from evalpipe.benchmarks.kv_probe.generate import Measure, generate
-        from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
-
         spec = read_spec(directory)
         counter, prefix = resolve_tokenizer(spec.tokenizer, directory)
         lengths, dropped = spec.fitting_lengths()
@@ -112,7 +112,8 @@ class KVProbe(Benchmark):
         )
 
     def register_evalscope_adapter(self) -> None:
-        from evalpipe.benchmarks.kv_probe import adapter  # registers the adapter with EvalScope
+        # import cost: evalscope (the adapter registers itself there), only when a run binds the benchmark
+        from evalpipe.benchmarks.kv_probe import adapter
 
         assert adapter.NAME == NAME
 
@@ -122,15 +123,10 @@ class KVProbe(Benchmark):
     def evidence(self, item: GeneratedItem, source_id: str) -> tuple[str, ...]:
         """The item's evidence sentences, drawn again from its seed and id (no tokenizer: the draw alone
         decides them, ``generate.generate_item``)."""
-        from evalpipe.benchmarks.kv_probe.tasks import Draw, build
-
         task = next((t for t in TASKS if t == item.task), None)
         return build(task, Draw(item.seed, source_id)).evidence if task is not None else ()
 
     def regenerate(self, item: GeneratedItem, source_id: str, spec_file: Path) -> SourceRecord:
-        from evalpipe.benchmarks.kv_probe.generate import Measure, generate_item
-        from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
-
         spec = read_spec(spec_file.parent).model_copy(update={"seed": item.seed, "page_size": item.page_size})
         counter, prefix = resolve_tokenizer(spec.tokenizer, spec_file.parent)
         if counter.name != item.tokenizer:
@@ -150,8 +146,6 @@ class KVProbe(Benchmark):
     def planned_items(self, directory: Path) -> list[PlannedItem] | None:
         """The spec's items (after its own context cap) without generating them: no tokenizer is loaded; each
         is priced at its context length (the template, question and answer reserve come on top)."""
-        from evalpipe.benchmarks.kv_probe.generate import placements
-
         spec = read_spec(directory)
         lengths, _ = spec.fitting_lengths()
         return [

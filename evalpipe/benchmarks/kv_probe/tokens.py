@@ -8,6 +8,7 @@ the probe counts whitespace-separated words, and says so in every record (``toke
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ class FileTokenizer:
     _tok: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        # import cost: tokenizers (~14 modules), only on this path
         from tokenizers import Tokenizer
 
         data = self.path.read_bytes()
@@ -70,8 +72,8 @@ def chat_prefix(directory: Path | None) -> str:
     template = directory / "chat_template.jinja"
     if not template.is_file():
         return ""
-    import json
 
+    # import cost: jinja2, markupsafe (~24 modules), only on this path
     import jinja2
 
     config_path = directory / "tokenizer_config.json"
@@ -92,6 +94,7 @@ def resolve_tokenizer(value: str | None, base: Path) -> tuple[TokenCounter, str]
         words: TokenCounter = WordCounter()
         return words, ""
     if value.startswith("gguf:"):
+        # import cost: the GGUF tokenizer resolver (argparse, gettext), only for a gguf: tokenizer
         from evalpipe.tokenizer import TokenizerError, resolve
 
         try:

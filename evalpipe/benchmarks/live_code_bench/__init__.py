@@ -35,6 +35,7 @@ from evalpipe.benchmarks.base import (
     local_data,
     read_records,
 )
+from evalpipe.benchmarks.live_code_bench import recheck, review
 from evalpipe.benchmarks.live_code_bench.policy import (
     policy_text as policy_text,  # the face offers the wording
 )
@@ -186,12 +187,10 @@ class LiveCodeBench(Benchmark):
 
     def prepare_review(self, launcher: ProgramLauncher) -> None:
         # imported here: only the EvalScope worker needs it (it imports EvalScope's evaluate_utils)
-        from evalpipe.benchmarks.live_code_bench import review
 
         review.install(launcher)
 
     def post_review(self, row: OutcomeRow, score: ReviewScore, context: ReviewContext) -> OutcomeRow:
-        from evalpipe.benchmarks.live_code_bench import recheck
 
         return recheck.reviewed_row(row, score, context)
 

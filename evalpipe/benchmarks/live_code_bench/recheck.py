@@ -100,6 +100,7 @@ class ProblemTests:
     def record(self, subset: str, index: int, source_id: str) -> dict[str, Any]:
         path = self.root / subset / f"{self.eval_split}.parquet"
         if subset not in self._rows:
+            # import cost: pyarrow, only on this path
             import pyarrow.parquet as pq
 
             if not path.is_file():

@@ -59,6 +59,7 @@ def check_correctness(
 def install(launcher: ProgramLauncher) -> None:
     """Route every program EvalScope's LiveCodeBench review runs in this process through ``launcher``."""
     global _launcher
+    # import cost: evalscope, only on this path
     from evalscope.benchmarks.live_code_bench import evaluate_utils
 
     _launcher = launcher

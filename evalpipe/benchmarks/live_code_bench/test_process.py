@@ -236,12 +236,14 @@ def run_tests(
 
 
 def _child(fd: int) -> None:
+    # import cost: evalscope, only on this path
     from evalscope.benchmarks.live_code_bench import testing_util
     from evalscope.benchmarks.live_code_bench.pass_k_utils import compute_metrics_from_results
 
     out = os.fdopen(fd, "w", encoding="utf-8")
     job = json.loads(sys.stdin.buffer.readline())
     if "record" in job:  # derive the tests exactly as the adapter does
+        # import cost: evalscope, only on this path
         from evalscope.benchmarks.live_code_bench.load_utils import transform
 
         input_output = transform(dict(job["record"]))["evaluation_sample"]

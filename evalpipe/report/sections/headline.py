@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import B, Block, Heading, Paragraph, T
+from evalpipe.sandbox.preflight import sandbox_line
 from evalpipe.words.numbers import plural
 
 VERDICT_TEXT = {"pass": "PASS", "gate_failed": "GATE FAILED", "audit_error": "AUDIT ERROR"}
@@ -11,8 +12,6 @@ VERDICT_TEXT = {"pass": "PASS", "gate_failed": "GATE FAILED", "audit_error": "AU
 
 def code_sandbox_line(summary: Summary) -> str | None:
     """Where the run's model-written code ran (``code_sandbox.json``), for the report's first lines."""
-    from evalpipe.sandbox.preflight import sandbox_line
-
     record = summary.code_sandbox
     if record is None:
         return None

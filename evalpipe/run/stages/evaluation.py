@@ -64,6 +64,7 @@ def _stopper(
 ) -> SequentialStopper:
     """This arm's stopper over the manifest's order: earlier generations first after ``--extend``
     (extension.json), entries the context fit dropped in their places as units without an answer."""
+    # import cost: the sampler's thread pool stays out of the pipeline's import
     from evalpipe.samplers.extend import entry_generations
 
     materialised = {(e.benchmark, e.source_id) for e in index_map.entries}

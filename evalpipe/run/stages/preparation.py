@@ -26,6 +26,7 @@ from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
 from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 from evalpipe.server.preflight import run_preflight
+from evalpipe.server.served_context import served_context
 
 EXTEND_ONLY = "--extend: the old run's answers, seeded as this run's cache"
 SERVED_INFO = "a server that serves /server_info (behind a router: its workers')"
@@ -50,7 +51,7 @@ def _preflight(state: RunState) -> None:
         )
     state.component_results = run_component_tests(cfg, rd) if cfg.component_tests else []
     if cfg.speed is not None and state.plan.coordination.parent_speed is None:
-        # only runs with ``speed:`` import the speed stage (clients, tokenizer: ~0.3 s)
+        # import cost: only runs with ``speed:`` import the speed stage (clients, tokenizer: ~0.3 s)
         from evalpipe.speed.stage import check_before_launch
 
         check_before_launch(cfg.speed, cfg.base_dir(), client_env=state.server.env)
@@ -88,7 +89,6 @@ def _materialize(state: RunState) -> None:
 def _served_info(rd: RunDir) -> dict[str, Any] | None:
     """The server's saved ``/server_info``; behind a router, the worker resolving the least context (every
     request may land on any of them)."""
-    from evalpipe.server.served_context import served_context
 
     def read(path: Path) -> object:
         return json.loads(path.read_text(encoding="utf-8"))

@@ -48,7 +48,7 @@ OUTCOMES = Stage(
 
 
 def _audit(state: RunState) -> None:
-    # the audit runs last: its report and statistics modules (~0.3-0.6 s) load after EvalScope has run
+    # import cost: the audit runs last: its report and statistics modules (~0.3-0.6 s) load after EvalScope
     from evalpipe.run.audit import audit_run
 
     state.summary = audit_run(state.rundir.root)

@@ -39,6 +39,7 @@ def speed_at_barrier() -> Stage:
 
 
 def _measure(state: RunState) -> None:
+    # import cost: only runs with ``speed:`` import the speed stage (9 modules), loaded on this path only
     from evalpipe.speed.run import SpeedRequest, SpeedTarget
     from evalpipe.speed.stage import run_speed_stage
 
@@ -59,6 +60,7 @@ def _measure(state: RunState) -> None:
 
 
 def _measured(state: RunState) -> bool:
+    # import cost: only runs with ``speed:`` import the speed stage (9 modules), loaded on this path only
     from evalpipe.speed.stage import already_measured
 
     speed = state.cfg.speed

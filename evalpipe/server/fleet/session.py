@@ -34,10 +34,13 @@ from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
 from evalpipe.server import fetch
+from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
 from evalpipe.server.fleet.client import FleetMember, RouterClient, fold_workers
+from evalpipe.server.fleet.probe import probe_request_fields
 from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot, worker_record
 from evalpipe.server.fleet.verdict import WorkerCheck, agreement_keys, combined_verification, fleet_problems
 from evalpipe.server.fleet.watch import FleetWatchPlan
+from evalpipe.server.kinds.base import ServerHandle
 
 if TYPE_CHECKING:
     from evalpipe.config.models import ServerConfig
@@ -226,8 +229,6 @@ def _unreadable_why(member: FleetMember, error: str | None) -> str:
 def _attached_handle(ctx: ServeContext, plan: PlannedWorker, member: FleetMember) -> ServerHandle:
     """A handle for a worker evalpipe did not start (reached at its rewritten URL); its launch record says
     "attached" — nothing to wait for: the router has just listed it healthy."""
-    from evalpipe.server.kinds.base import ServerHandle
-
     now = utc_now()
     launch = LaunchRecord(
         kind=plan.verify_as.kind,
@@ -274,9 +275,6 @@ def _judge(problems: Sequence[str], on_mismatch: str, ctx: ServeContext) -> None
 def _probe(
     ctx: ServeContext, client: RouterClient, checks: Sequence[WorkerCheck], version: str | None
 ) -> RequestFieldProbe:
-    from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
-    from evalpipe.server.fleet.probe import probe_request_fields
-
     cfg = ctx.cfg
     urls = [c.verification.base_url for c in checks if c.verification is not None]
     return probe_request_fields(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 #: pip extra (pyproject ``[project.optional-dependencies] router``) and the package it installs.
@@ -243,7 +244,6 @@ def router_argv(spec: RouterLaunchSpec, python: str) -> list[str]:
 
 def installed_version() -> str | None:
     """The installed sglang-router's version (package metadata), None when it is not installed."""
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version(PACKAGE)

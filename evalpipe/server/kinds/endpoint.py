@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from evalpipe.errors import ConfigError
+from evalpipe.server.fleet.client import RouterClient
 from evalpipe.server.kinds.base import ServeContext, ServerHandle, nothing_launched
 from evalpipe.server.kinds.sglang import SglangServerInfo
 
@@ -59,7 +60,7 @@ class EndpointKind(SglangServerInfo):
     @contextlib.contextmanager
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Attach; a router (it answers ``/workers`` with a listing) is verified worker by worker."""
-        from evalpipe.server.fleet.client import RouterClient
+        # import cost: the fleet session's modules, only for a fleet (the kinds stay cheap to import)
         from evalpipe.server.fleet.session import fleet_session
 
         server = ctx.server
@@ -107,6 +108,7 @@ def openai_base_url(endpoint: str) -> str:
 def _expected_workers(ctx: ServeContext, server: ServerConfig) -> list[Any]:
     """The workers ``server.router.workers`` says must be behind the router (URLs only: nothing is launched
     when attaching; a ``kind`` entry is refused)."""
+    # import cost: the fleet session's modules, only for a fleet (the kinds stay cheap to import)
     from evalpipe.server.fleet.session import PlannedWorker, attached_view
 
     router = server.router

@@ -22,8 +22,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
+from evalpipe.processes.ports import free_port
+from evalpipe.server.fleet.errors import RouterNotInstalled
+from evalpipe.server.fleet.sglang_router import METRICS_PATH, RouterLaunchSpec, router_argv
 from evalpipe.server.kinds.base import EngineProvenance, Kind, KindPreflight, ServeContext, ServerHandle
 from evalpipe.server.kinds.sglang import SglangServerInfo
+from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX, server_env
+from evalpipe.server.overrides import with_overrides
 from evalpipe.server.preflight_rules import check_port, fail, ok
 
 if TYPE_CHECKING:
@@ -91,7 +96,6 @@ class RouterKind(SglangServerInfo):
         python: str | None = None,
     ) -> list[str]:
         """The router's argv (worker URLs of launched workers on port 0 show port 0 until launch)."""
-        from evalpipe.server.fleet.sglang_router import router_argv
 
         urls = [self._worker_url(server, w, i) for i, w in enumerate(_router(server).workers)]
         spec = launch_spec(cfg, server, urls, resolve_secrets=resolve_secrets)
@@ -157,11 +161,10 @@ class RouterKind(SglangServerInfo):
     # ------------------------------------------------------------------ preflight
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         """sglang-router installed, the router's ports free, and each launched worker's own preflight."""
-        from evalpipe.server.fleet.errors import RouterNotInstalled
+        # import cost: the fleet launcher (~17 modules: ctypes, ssl), only when a fleet starts
         from evalpipe.server.fleet.launcher import require_router
 
         server_kind = self.kind_of
-        from evalpipe.server.launch_env import server_env
 
         checks: list[PreflightCheck] = []
         try:
@@ -192,13 +195,12 @@ class RouterKind(SglangServerInfo):
     @contextlib.contextmanager
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Workers first (all started, then each waited for), then the router, then the fleet verified."""
+        # import cost: the fleet client, launcher and session (~40 modules), only when a fleet starts
         from evalpipe.server.fleet.client import RouterClient
         from evalpipe.server.fleet.launcher import require_router, wait_registered
         from evalpipe.server.fleet.session import PlannedWorker, attached_view, fleet_session
-        from evalpipe.server.fleet.sglang_router import METRICS_PATH, router_argv
 
         server_kind = self.kind_of
-        from evalpipe.processes.ports import free_port
 
         server = ctx.server
         router = _router(server)
@@ -283,7 +285,6 @@ def worker_launch_server(
     model (SGLang's); a worker of another kind (a command, the self-test server) starts from none of them —
     they remain what it is verified against.  ValueError naming ``router.workers[index]`` when that is not a valid server.
     ``kind_of``: the kind registry's lookup (``server_kind``)."""
-    from evalpipe.server.overrides import with_overrides
 
     where = f"router.workers[{index}]"
     assert worker.kind is not None
@@ -322,8 +323,6 @@ def launch_spec(
 ) -> RouterLaunchSpec:
     """The router's launch settings from the config (``--request-timeout-secs`` at least the run's own
     request timeout: the router's 1800 s default would cut a long thinking answer)."""
-    from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
-    from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX
 
     router = _router(server)
     timeout = router.request_timeout_s or math.ceil(cfg.generation.request_timeout_s)

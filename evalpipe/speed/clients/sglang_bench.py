@@ -70,6 +70,7 @@ class SglangBenchServingClient:
         if self.python != sys.executable:
             return f"(interpreter {self.python})"
         # SGLang lives in the server's environment: ask a child with it, as the server kind's preflight does
+        # import cost: the SGLang kind's probe (~27 modules), only when the version is asked
         from evalpipe.server.kinds.sglang import probe_sglang
 
         probe = probe_sglang({**os.environ, **self.installation_env}, packages=("sglang",))
