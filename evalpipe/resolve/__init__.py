@@ -213,15 +213,9 @@ def resolve(cfg: RunConfig, lines: YamlLines | None = None, *, check_sampling: b
 
 
 def _kinds(cfg: RunConfig, kind: Kind) -> Mapping[str, Kind]:
-    """The kinds of the config's server, of each variant's server and of an attachment.  A variant whose
-    overrides are invalid names no kind here: planning its run refuses it (``effective_server``'s
-    ConfigError naming the override), and the other variants' commands still read the config."""
-    names = {ATTACHED_KIND}
-    for v in cfg.variants:
-        try:
-            names.add(effective_server(cfg, v.name).kind)
-        except ConfigError:
-            continue
+    """The kinds of the config's server, of each variant's server and of an attachment (every variant's
+    overrides were checked by ``_check_variants`` before this is called)."""
+    names = {ATTACHED_KIND} | {effective_server(cfg, v.name).kind for v in cfg.variants}
     return MappingProxyType({kind.name: kind, **{n: server_kind(n) for n in sorted(names - {kind.name})}})
 
 
