@@ -197,6 +197,11 @@ class RunDir:
         return self.root / "sequential_stop.json"
 
     @property
+    def pilot(self) -> Path:
+        """The internal pilot's measurement and the attempts it chose (``evalpipe.run.pilot``)."""
+        return self.root / "pilot.json"
+
+    @property
     def torn_repairs(self) -> Path:
         """What a resume cut from the torn tail of a log file (``run.torn_files``)."""
         return self.logs_dir / "torn_repairs.jsonl"

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.pilot import PilotDecision
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.run import RunRecord
@@ -51,6 +52,9 @@ class RunInputs:
     #: Benchmark → (samples never sent, samples planned): the sequential rule stopped this run's sending
     #: (``sequential_stop.json``); those samples are left out of the manifest and outcomes audited here.
     not_sent: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: The internal pilot's decision (``pilot.json``): what the first units measured and the attempts it gave
+    #: the rest; None without a pilot.
+    pilot: PilotDecision | None = None
 
     @property
     def run_id(self) -> str:
@@ -238,6 +242,7 @@ def load_inputs(root: Path) -> RunInputs:
         config_sha256=config_sha,
         run_record=run_record,
         not_sent=not_sent,
+        pilot=read_model_quiet(rd, rd.pilot, PilotDecision, findings) if rd.pilot.is_file() else None,
         findings=findings,
     )
 

@@ -232,6 +232,12 @@ def limitations(
             f"(generation.sequential, sequential_stop.json): {gone} were never sent, and this run's scores are "
             "over the samples sent, the leading samples of the seeded sequence order."
         )
+    if inputs.pilot is not None:
+        out.append(
+            f"{inputs.pilot.statement[0].upper()}{inputs.pilot.statement[1:]} (generation.sequential.pilot, "
+            "pilot.json): the pilot's samples were asked once, the others as many times as it chose, each "
+            "scored by the mean of its attempts."
+        )
     total = sum(r.scored for r in results)
     out.append(
         f"Scores come from {total} sampled records; the 95 % intervals cover sampling error only, "

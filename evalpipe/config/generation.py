@@ -10,6 +10,28 @@ from pydantic import Field
 from evalpipe.config.base import Strict
 
 
+class PilotConfig(Strict):
+    """The internal pilot (``evalpipe.stats.pilot``): the first units of every gated block, one attempt per arm,
+    decide the attempts of the rest — declared before the first unit is sent, so α is kept."""
+
+    share: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.4,
+        description="Share of each gated block's units (in its seeded order, after the drops decided before "
+        "generation) that form the pilot; every arm sends them first.",
+    )
+    threshold: Annotated[float, Field(gt=0)] = Field(
+        default=0.7,
+        description="The pooled pilot discordance (units of the judged pair whose answers differ), as a multiple "
+        "of sum K_b 2p_b(1-p_b) at each block's design accuracy, above which every remaining unit gets "
+        "`attempts` attempts per arm; at or below it, one.",
+    )
+    attempts: Annotated[int, Field(ge=2, le=16)] = Field(
+        default=4,
+        description="Attempts per remaining unit when the pilot's discordance exceeds the threshold (the unit's "
+        "value is the mean of its attempts: its variance falls, its mean does not move).",
+    )
+
+
 class SequentialConfig(Strict):
     """Anytime-valid non-inferiority (``evalpipe.stats.sequential``): the paired comparison judged unit by unit."""
 
@@ -38,6 +60,13 @@ class SequentialConfig(Strict):
         "and no pool sends its samples in the seeded sequence order, a batch at a time, and stops sending at the "
         "first crossing (evalpipe.run.sequential_stop); false: every sample is sent and the rule only judges "
         "afterwards. A pool is always judged afterwards.",
+    )
+    pilot: PilotConfig | None = Field(
+        default=None,
+        description="Internal pilot sizing (needs sequential_share 1, in_run, generation.repeats 1, a control "
+        "variant and design: accuracy for every gated block): every arm first sends each gated block's pilot "
+        "units, then the rule fixes the remaining units' attempts (pilot.json), then every arm sends the rest. "
+        "Each arm's server is launched twice.",
     )
     batch_units: Annotated[int, Field(ge=1)] | None = Field(
         default=None,

@@ -146,6 +146,7 @@ class RunConfig(Strict):
             raise ValueError(
                 "generation.sequential judges against gates.non_inferiority_margin_pts: set the margin"
             )
+        self._check_pilot()
         for i, v in enumerate(self.variants):
             if v.repeat_of is None:
                 continue
@@ -161,6 +162,53 @@ class RunConfig(Strict):
                     f"variants[0] ({v.name}): the first variant is the one under test, not a repeat"
                 )
         return self
+
+    def _check_pilot(self) -> None:
+        """``generation.sequential.pilot`` sizes attempts from a paired pilot judged by the e-processes alone."""
+        seq = self.generation.sequential
+        if seq is None or seq.pilot is None:
+            return
+        where = "generation.sequential.pilot"
+        if seq.sequential_share != 1.0:
+            raise ValueError(f"{where}: needs sequential_share 1 (the e-processes alone judge; no fixed look)")
+        if not seq.in_run:
+            raise ValueError(f"{where}: needs in_run true (the pilot is sent before the rest)")
+        if self.generation.repeats != 1:
+            raise ValueError(f"{where}: needs generation.repeats 1 (the pilot chooses the attempts)")
+        if not any(v.repeat_of is None for v in self.variants[1:]):
+            raise ValueError(f"{where}: needs variants with a control (the pilot measures the paired discordance)")
+        if self.generation.schedule != "pipelined":
+            raise ValueError(f"{where}: needs generation.schedule pipelined (a pool's members send side by side)")
+        missing = [name for name in self.pilot_blocks() if name not in self.design]
+        if missing:
+            raise ValueError(
+                f"{where}: needs design: accuracy for every gated block (its chance level 2p(1-p)); "
+                f"missing: {', '.join(missing)}"
+            )
+
+    def pilot_blocks(self) -> dict[str, tuple[str, ...]]:
+        """Block → members of every block an internal pilot sizes: each pool with a margin, then each other
+        benchmark with a margin of its own (``evalpipe.run.sequential_stop.gated_blocks`` under the pipelined
+        schedule the pilot needs); empty without ``generation.sequential.pilot``."""
+        seq = self.generation.sequential
+        if seq is None or seq.pilot is None:
+            return {}
+        margin = self.gates.points_for
+        out = {p: tuple(m) for p, m in self.pools.items() if margin("non_inferiority_margin_pts", p) is not None}
+        taken = {m for members in out.values() for m in members}
+        for b in self.benchmarks:
+            if b.name not in taken and margin("non_inferiority_margin_pts", b.name) is not None:
+                out[b.name] = (b.name,)
+        return out
+
+    def task_attempts(self, benchmark: str) -> int:
+        """EvalScope's ``repeats`` for the benchmark's task: ``generation.repeats``, or for a member of a block an
+        internal pilot sizes the most attempts it may choose (which of them are sent is the pilot's decision)."""
+        seq = self.generation.sequential
+        if seq is not None and seq.pilot is not None:
+            if any(benchmark in members for members in self.pilot_blocks().values()):
+                return seq.pilot.attempts
+        return self.generation.repeats
 
     @property
     def config_path(self) -> Path | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,8 +217,12 @@ def _dropped_row(m: ManifestEntry, detail: str) -> OutcomeRow:
     )
 
 
-def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> list[OutcomeRow]:
-    """One ``OutcomeRow`` per manifest entry, in manifest order."""
+def build_outcomes(
+    rundir: RunDir, manifest: Manifest, index_map: IndexMap, asked: Callable[[str, str], int] | None = None
+) -> list[OutcomeRow]:
+    """One ``OutcomeRow`` per manifest entry, in manifest order; ``asked(benchmark, source_id)``: the attempts
+    the entry was asked when not every one of its task's ``repeats`` (an internal pilot's decision,
+    ``evalpipe.run.pilot``) — the row holds those, the others were never meant to be sent."""
     tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks) if rundir.evalscope_tasks.is_file() else None
     punkt = tasks.nltk_punkt_tab if tasks is not None else True
     hashes: dict[tuple[str, str], str] = {}
@@ -274,7 +279,7 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
         task = tasks.task_for(entry.benchmark) if tasks is not None else None
         repeats = task_repeats(task.task) if task is not None else 1
         tried: list[OutcomeRow] = []
-        for attempt_no in range(repeats):
+        for attempt_no in range(asked(m.benchmark, m.source_id) if asked is not None else repeats):
             idx = evalscope_index(entry.index, attempt_no, repeats)
             pred, review = preds.get(idx), revs.get(idx)
             errs = errors.get((entry.benchmark, entry.subset, idx), {})
@@ -294,8 +299,9 @@ def build_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> l
 
 
 def _with_attempts(tried: list[OutcomeRow], position: int, repeats: int) -> OutcomeRow:
-    """Attempt 0's row carrying every attempt (repeats > 1), or the one row as it is."""
-    if repeats == 1:
+    """Attempt 0's row carrying every attempt (more than one asked), or the one row as it is; ``repeats``: the
+    task's, which numbers the attempts' indices."""
+    if len(tried) == 1:
         return tried[0]
     attempts = [
         AttemptOutcome(
@@ -407,7 +413,9 @@ def _row(
     )
 
 
-def write_outcomes(rundir: RunDir, manifest: Manifest, index_map: IndexMap) -> list[OutcomeRow]:
-    rows = build_outcomes(rundir, manifest, index_map)
+def write_outcomes(
+    rundir: RunDir, manifest: Manifest, index_map: IndexMap, asked: Callable[[str, str], int] | None = None
+) -> list[OutcomeRow]:
+    rows = build_outcomes(rundir, manifest, index_map, asked)
     write_jsonl_atomic(rundir.outcomes, rows)
     return rows

@@ -355,7 +355,7 @@ def install_evaluator(
             index = _row(item)
             self._subset.name = item.subset  # read by _predict_sample, which this thread calls next
             try:
-                if gate is not None and item.needs_predict and not gate.admit(item.subset, index // repeats):
+                if gate is not None and item.needs_predict and not gate.admit(item.subset, *divmod(index, repeats)):
                     self._predictions.returned()  # never sent: it will not return either
                     raise NotSent(f"{benchmark} {item.subset}[{index}]: the sequential rule stopped first")
                 result = super()._process_work_item(item, model_prediction_dir)

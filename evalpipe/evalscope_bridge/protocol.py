@@ -65,6 +65,9 @@ class BenchmarkTask(_Line):
     #: Rows ``(subset, index)`` in the order the sequential rule consumes them: requests go in this order and
     #: only as far as the parent releases (``scheduling.SequenceGate``); None: every row at once.
     sequence: list[tuple[str, int]] | None = None
+    #: Per row of ``sequence``: how many of its attempts may be sent (an internal pilot's decision, the rest never
+    #: sent); None: every attempt.
+    attempts: list[int] | None = None
     #: Subset → EvalScope sample index (position × repeats + attempt) → the ``seed`` that attempt's request
     #: carries (``evalpipe.hashing.attempt_seed``); None: every request carries ``generation_config``'s own
     #: (none when the run sets no seed).

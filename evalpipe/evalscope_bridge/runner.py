@@ -150,11 +150,13 @@ class WorkerProcess:
         together: bool = False,
         code_sandbox: SandboxRecord | None = None,
         sequences: dict[str, list[tuple[str, int]]] | None = None,
+        attempts: dict[str, list[int]] | None = None,
         request_seeds: dict[str, dict[str, dict[int, int]]] | None = None,
     ) -> None:
         """Give the worker ``tasks`` (benchmark, task), in the order they start: one after another, or side by
         side (``together``); ``sequences``: the
         benchmarks whose rows go in that order and only as far as ``release`` lets them (``halt`` ends them);
+        ``attempts``: per row of a sequence, how many of its attempts may be sent (an internal pilot's);
         ``request_seeds``: benchmark → subset → sample index → the seed of that attempt's request."""
         self.spawn()
         assert self._log is not None and self._channel_fd is not None
@@ -176,6 +178,7 @@ class WorkerProcess:
                     benchmark=name,
                     task=task,
                     sequence=(sequences or {}).get(name),
+                    attempts=(attempts or {}).get(name),
                     request_seeds=(request_seeds or {}).get(name),
                 )
                 for name, task in tasks

@@ -164,8 +164,13 @@ class SequenceGate:
     taken from the queue before it.
     """
 
-    def __init__(self, positions: dict[tuple[str, int], int]) -> None:
+    def __init__(
+        self, positions: dict[tuple[str, int], int], asked: dict[tuple[str, int], int] | None = None
+    ) -> None:
+        """``asked``: row → the attempts of it that may be sent at all (an internal pilot's decision:
+        ``evalpipe.stats.pilot``); a row without one may send every attempt."""
         self._positions = positions
+        self._asked = asked or {}
         self._released = 0
         self._halted = False
         self._cond = threading.Condition()
@@ -186,8 +191,12 @@ class SequenceGate:
             self._halted = True
             self._cond.notify_all()
 
-    def admit(self, subset: str, index: int) -> bool:
-        """Block until the row is released (True) or the benchmark halted (False)."""
+    def admit(self, subset: str, index: int, attempt: int = 0) -> bool:
+        """Block until the row is released (True) or the benchmark halted (False); an attempt the row is not
+        asked (``asked``) is refused at once."""
+        asked = self._asked.get((subset, index))
+        if asked is not None and attempt >= asked:
+            return False
         place = self.position(subset, index)
         with self._cond:
             self._cond.wait_for(lambda: self._halted or place < self._released)

@@ -67,6 +67,8 @@ class SequentialGate(Protocol):
 
     def sequence(self, benchmark: str) -> list[tuple[str, int]] | None: ...
 
+    def attempts(self, benchmark: str) -> list[int] | None: ...
+
     def begin(self, benchmark: str) -> None: ...
 
     def observe(self, benchmark: str, event: Sample) -> None: ...
@@ -463,11 +465,15 @@ def _start(
     """Tell the worker every benchmark's task (``planned`` in ``order``), with the sequence of each one the
     sequential rule gates and each one's request seeds; returns the gated benchmarks' sequences."""
     sequences = {}
+    attempts: dict[str, list[int]] = {}
     if stopper is not None:
         for plan in planned:
             sequence = stopper.sequence(plan[0])
             if sequence is not None:
                 sequences[plan[0]] = sequence
+            asked = stopper.attempts(plan[0])
+            if asked is not None:
+                attempts[plan[0]] = asked
     seeds = {
         name: request_seeds(
             run.cfg, name, ((e.subset, e.index, e.source_id) for e in entries), task_repeats(task)
@@ -479,6 +485,7 @@ def _start(
         together=run.cfg.generation.schedule == "pipelined",
         code_sandbox=run.code_sandbox,
         sequences=sequences,
+        attempts=attempts,
         request_seeds={name: s for name, s in seeds.items() if s is not None},
     )
     return sequences

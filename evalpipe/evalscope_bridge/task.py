@@ -132,7 +132,7 @@ def build_task(
         "use_cache": work if use_cache else None,
         "rerun_review": rerun_review,
         # absent at 1 (EvalScope's default), so a run recorded before repeats existed still resumes
-        **({"repeats": cfg.generation.repeats} if cfg.generation.repeats > 1 else {}),
+        **({"repeats": cfg.task_attempts(benchmark)} if cfg.task_attempts(benchmark) > 1 else {}),
     }
 
 

@@ -268,7 +268,10 @@ class Worker:
                     turn=lambda: self.turns.wait(name),
                 )
                 sequence = (
-                    SequenceGate({row: place for place, row in enumerate(item.sequence)})
+                    SequenceGate(
+                        {row: place for place, row in enumerate(item.sequence)},
+                        dict(zip(item.sequence, item.attempts, strict=True)) if item.attempts else None,
+                    )
                     if item.sequence is not None
                     else None
                 )

@@ -115,6 +115,13 @@ def check_alpha_kept(cfg: RunConfig, old_rd: RunDir) -> None:
     if margins is None and old_margins is None:
         return  # no gate at a margin: nothing spends α
     head = f"--extend {old_rd.root}"
+    if (seq is not None and seq.pilot is not None) or (
+        old_cfg is not None and old_cfg.generation.sequential is not None and old_cfg.generation.sequential.pilot
+    ):
+        raise ConfigError(
+            f"{head}: a run sized by generation.sequential.pilot cannot be extended: its pilot chose the attempts "
+            "for the planned units only; plan the larger selection in a new run"
+        )
     if seq is None or (old_cfg is not None and old_cfg.generation.sequential is None):
         which = "this config" if seq is None else "the old run"
         raise ConfigError(

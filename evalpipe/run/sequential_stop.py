@@ -53,6 +53,8 @@ from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_bot
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.evalscope import IndexMap
+    from evalpipe.artifacts.schema.manifest import Manifest
+    from evalpipe.artifacts.schema.pilot import PilotDecision
     from evalpipe.config.models import RunConfig
     from evalpipe.evalscope_bridge.protocol import Sample
 
@@ -132,6 +134,17 @@ def gated_blocks(cfg: RunConfig) -> dict[str, tuple[float, tuple[str, ...]]]:
     return out
 
 
+def dropped_entries(manifest: Manifest, index_map: IndexMap) -> list[tuple[str, str, str]]:
+    """Manifest entries ``(benchmark, subset, source_id)`` not materialised: dropped before generation (the
+    context fit, the served context) — units of the order without an answer in any arm."""
+    materialised = {(e.benchmark, e.source_id) for e in index_map.entries}
+    return [
+        (e.benchmark, e.subset, e.source_id)
+        for e in manifest.entries
+        if (e.benchmark, e.source_id) not in materialised
+    ]
+
+
 def in_run_order(
     seed: int,
     benchmark: str,
@@ -154,10 +167,17 @@ class _Member:
     released: int = 0
     halted: bool = False
     dropped: frozenset[tuple[str, int]] = frozenset()
+    #: EvalScope's attempts per row of the task (``RunConfig.task_attempts``): its index is row × repeats + attempt
+    repeats: int = 1
+    #: Row → the attempts of it asked (an internal pilot's decision); a row not in it is asked ``repeats``.
+    asked: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return len(self.order)
+
+    def attempts_asked(self, row: tuple[str, int]) -> int:
+        return self.asked.get(row, self.repeats)
 
 
 @dataclass
@@ -176,6 +196,10 @@ class _Block:
     stop_position: int | None = None
     verdict: Verdict = "inconclusive"
     partner_ended: bool = False
+    #: With an internal pilot: the block's first order positions that hold its pilot units (its first K units
+    #: that are not dropped, and the drops among them); None: no pilot.
+    pilot_position: int | None = None
+    pilot_units: int = 0
 
     @property
     def planned_n(self) -> int | list[int]:
@@ -200,19 +224,17 @@ class _Block:
 
 
 def _unit_states(
-    records: Mapping[tuple[str, int], SequenceRecord],
-    subset: str,
-    row: int,
-    repeats: int,
-    dropped: frozenset[tuple[str, int]],
+    records: Mapping[tuple[str, int], SequenceRecord], member: _Member, subset: str, row: int
 ) -> list[PairedState] | None:
-    """A unit's attempt states, or None while one is pending (no record yet, or not sent: beyond the stop).
-    A row dropped before sending (context fit, the served context) is ``dropped`` in every attempt."""
-    if (subset, row) in dropped:
-        return ["dropped"] * repeats
+    """A unit's attempt states (the attempts it is asked), or None while one is pending (no record yet, or
+    not sent: beyond the stop).  A row dropped before sending (context fit, the served context) is
+    ``dropped`` in every attempt."""
+    asked = member.attempts_asked((subset, row))
+    if (subset, row) in member.dropped:
+        return ["dropped"] * asked
     states: list[PairedState] = []
-    for attempt in range(repeats):
-        rec = records.get((subset, row * repeats + attempt))
+    for attempt in range(asked):
+        rec = records.get((subset, row * member.repeats + attempt))
         state = rec.attempt_state() if rec is not None else None
         if state is None:
             return None
@@ -244,21 +266,29 @@ class SequentialStopper:
         *,
         generations: Mapping[tuple[str, str], int] | None = None,
         dropped: Iterable[tuple[str, str, str]] = (),
+        pilot: PilotDecision | None = None,
     ) -> None:
         """``generations``: the run's entries of earlier generations (``--extend``:
         ``ExtensionRecord.generation_of``), which come first in the block's order, in their old order;
         ``dropped``: manifest entries ``(benchmark, subset, source_id)`` not materialised (context fit, the
         served context) — they keep their place in the order, so the order is the manifest's, and are no unit
-        of the rule (dropped before generation in every arm: the rule judges the units that remain)."""
+        of the rule (dropped before generation in every arm: the rule judges the units that remain).
+
+        With ``generation.sequential.pilot`` every block's first ``K`` units (``evalpipe.stats.pilot``) are its
+        pilot: before ``pilot`` (the decision, ``pilot.json``) exists this arm sends only them, one attempt
+        each, and ends there; once it exists the remaining units go at the attempts it chose."""
         seq = cfg.generation.sequential
         assert seq is not None
         self.arm = arm
         self.alpha = seq.eprocess_alpha
         self.repeats = cfg.generation.repeats
+        self.pilot_rule = seq.pilot
+        self.decision = pilot
         self._lock = threading.Lock()
         self._logs: dict[str, JsonlAppender] = {}
         self.members: dict[str, _Member] = {}
         self.blocks: dict[str, _Block] = {}
+        self._source_ids: dict[str, dict[tuple[str, int], str]] = {}  # member → row → source id
         batch = seq.batch_units or max(1, cfg.generation.concurrency // self.repeats)
         not_materialised: dict[str, list[tuple[str, str]]] = {}
         for bench, subset, source_id in dropped:
@@ -270,8 +300,10 @@ class SequentialStopper:
             for member in members:
                 for e in index_map.for_benchmark(member):
                     rows[(member, e.source_id)] = (e.subset, e.index)
+                    self._source_ids.setdefault(member, {})[(e.subset, e.index)] = e.source_id
                 for k, (subset, source_id) in enumerate(sorted(not_materialised.get(member, []))):
                     rows[(member, source_id)] = (subset, -1 - k)  # a row EvalScope never holds
+                    self._source_ids.setdefault(member, {})[(subset, -1 - k)] = source_id
                     placeholders.setdefault(member, set()).add((subset, -1 - k))
                     never_sent.add((member, source_id))
             if not rows:
@@ -290,7 +322,41 @@ class SequentialStopper:
             order = [(member, position[(member, sid)]) for member, sid in units]
             sizes = generation_sizes((u for u in units if u not in never_sent), generations)
             dropped_units = sum(1 for u in units if u in never_sent)
-            self.blocks[name] = _Block(name, margin, batch, tuple(present), order, sizes, dropped_units)
+            block = _Block(name, margin, batch, tuple(present), order, sizes, dropped_units)
+            for member in present:
+                self.members[member].repeats = cfg.task_attempts(member)
+            if self.pilot_rule is not None:
+                self._size_pilot(block, units, never_sent, rows)
+            self.blocks[name] = block
+
+    def _size_pilot(
+        self,
+        block: _Block,
+        units: list[tuple[str, str]],
+        never_sent: set[tuple[str, str]],
+        rows: Mapping[tuple[str, str], tuple[str, int]],
+    ) -> None:
+        """The block's pilot (its first ``K`` units that remain, and the drops among them) and every row's
+        asked attempts: one in the pilot; after it one until the decision, then the decision's."""
+        assert self.pilot_rule is not None
+        remaining = len(units) - len(never_sent & set(units))
+        k = min(remaining, max(1, round(self.pilot_rule.share * remaining))) if remaining else 0
+        seen = position = 0
+        while position < len(units) and seen < k:
+            seen += units[position] not in never_sent
+            position += 1
+        block.pilot_position, block.pilot_units = position, k
+        for i, unit in enumerate(units):
+            asked = 1 if i < position or self.decision is None else self.decision.attempts
+            self.members[unit[0]].asked[rows[unit]] = asked
+
+    def pilot_entries(self, block: str) -> list[str]:
+        """The block's pilot entries, ``<benchmark>/<source_id>`` in its order (``pilot.json``)."""
+        b = self.blocks[block]
+        out = []
+        for bench, position in b.order[: b.pilot_position or 0]:
+            out.append(f"{bench}/{self._source_ids[bench][self.members[bench].order[position]]}")
+        return out
 
     def path(self, benchmark: str, variant: str) -> Path:
         return self.arm.exchange / benchmark / f"{variant}.jsonl"
@@ -299,6 +365,13 @@ class SequentialStopper:
         """The rows in the order the worker sends them, or None for a benchmark the rule does not gate."""
         member = self.members.get(benchmark)
         return list(member.order) if member is not None else None
+
+    def attempts(self, benchmark: str) -> list[int] | None:
+        """Per row of ``sequence``, the attempts of it that may be sent; None: every attempt (no pilot)."""
+        member = self.members.get(benchmark)
+        if member is None or self.pilot_rule is None:
+            return None
+        return [member.attempts_asked(row) for row in member.order]
 
     def begin(self, benchmark: str) -> None:
         """The benchmark starts (or resumes): what this arm recorded before counts."""
@@ -334,17 +407,41 @@ class SequentialStopper:
         for bench, position in block.order:
             member = self.members[bench]
             subset, row = member.order[position]
-            states = _unit_states(records[bench], subset, row, self.repeats, member.dropped)
+            states = _unit_states(records[bench], member, subset, row)
             if states is None:
                 break
             out.append(states)
         return out
 
-    def poll(self, worker: Releases) -> None:
-        """One look at every gated block still sending: judge, then release or halt (module docstring)."""
+    def _judged(self, block: _Block) -> tuple[list[int], list[float]]:
+        """The block's leading units complete in both the test and the control arm, less those dropped in both
+        (no units): their order positions and their paired differences."""
+        test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
+        positions = [
+            i for i, (t, c) in enumerate(zip(test, control, strict=False)) if not dropped_in_both(t, c)
+        ]
+        return positions, [unit_difference(test[i], control[i]) for i in positions]
+
+    def _judge(self, block: _Block) -> None:
+        """Look for the rule's first crossing on the units judged so far; record it on the block."""
         # import cost: numpy (stats.sequential), only for a sequential rule
         from evalpipe.stats.sequential import sequential_decision
 
+        positions, diffs = self._judged(block)
+        if not diffs:
+            return
+        decision = sequential_decision(diffs, block.margin_pts, self.alpha, planned_n=block.planned_n)
+        if decision.stop_reason == "crossing":
+            block.stop_unit, block.verdict = decision.units_used, decision.verdict
+            block.stop_position = positions[decision.units_used - 1] + 1
+
+    def piloting(self) -> bool:
+        """An internal pilot is configured and not decided yet: every arm sends only the pilot units."""
+        return self.pilot_rule is not None and self.decision is None
+
+    def poll(self, worker: Releases) -> None:
+        """One look at every gated block still sending: judge, then release or halt (module docstring); while
+        piloting, nothing beyond the pilot is released and the block halts once this arm holds its pilot."""
         for block in self.blocks.values():
             with self._lock:
                 begun = [m for m in block.members if m in self._logs and not self.members[m].halted]
@@ -352,30 +449,18 @@ class SequentialStopper:
                 continue
             own = self._values(block, self.arm.variant)
             if block.stop_unit is None:
-                test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
-                # the units complete in both arms, less those dropped in both (no units): their positions
-                judged = [
-                    i
-                    for i, (t, c) in enumerate(zip(test, control, strict=False))
-                    if not dropped_in_both(t, c)
-                ]
-                test, control = [test[i] for i in judged], [control[i] for i in judged]
-                k = len(judged)
-                if k:
-                    diffs = [unit_difference(t, c) for t, c in zip(test[:k], control[:k], strict=True)]
-                    decision = sequential_decision(
-                        diffs, block.margin_pts, self.alpha, planned_n=block.planned_n
-                    )
-                    if decision.stop_reason == "crossing":
-                        block.stop_unit, block.verdict = decision.units_used, decision.verdict
-                        block.stop_position = judged[decision.units_used - 1] + 1
+                self._judge(block)
             if block.stop_position is not None:
                 self._release(block, block.stop_position, begun, worker)
                 if len(own) >= block.stop_position:
-                    for name in begun:
-                        self.members[name].halted = True
-                        worker.halt(name)
+                    self._halt(begun, worker)
                 continue
+            limit = block.n
+            if self.piloting():  # nothing beyond the pilot before the decision
+                limit = block.pilot_position or 0
+                if len(own) >= limit:
+                    self._halt(begun, worker)
+                    continue
             live = [len(own)]
             if self.arm.together:
                 for variant in self.arm.variants:
@@ -385,7 +470,28 @@ class SequentialStopper:
                         block.partner_ended = True
                         continue
                     live.append(len(self._values(block, variant)))
-            self._release(block, min(block.n, min(live) + block.batch), begun, worker)
+            self._release(block, min(limit, min(live) + block.batch), begun, worker)
+
+    def _halt(self, members: list[str], worker: Releases) -> None:
+        for name in members:
+            self.members[name].halted = True
+            worker.halt(name)
+
+    def pilot_counts(self, block_name: str) -> tuple[int, int, Verdict | None]:
+        """The block's pilot as the test and control arms answered it: judged units (complete in both, not
+        dropped in both, before a crossing inside the pilot), how many of them differ, and the crossing's
+        verdict when the e-processes crossed inside the pilot."""
+        block = self.blocks[block_name]
+        if block.stop_unit is None:
+            self._judge(block)
+        end = block.pilot_position or 0
+        crossed = block.stop_position is not None and block.stop_position <= end
+        if crossed:
+            assert block.stop_position is not None
+            end = block.stop_position
+        positions, diffs = self._judged(block)
+        kept = [d for i, d in zip(positions, diffs, strict=True) if i < end]
+        return len(kept), sum(1 for d in kept if d != 0.0), block.verdict if crossed else None
 
     def _release(self, block: _Block, units: int, members: list[str], worker: Releases) -> None:
         """Release the block's first ``units`` to every member that has begun (each its share of them)."""
@@ -418,19 +524,23 @@ class SequentialStopper:
                 member = self.members[name]
                 rows: dict[tuple[str, int], list[SequenceRecord]] = {}
                 for (subset, index), rec in member.own.items():
-                    rows.setdefault((subset, index // self.repeats), []).append(rec)
+                    if index % member.repeats < member.attempts_asked((subset, index // member.repeats)):
+                        rows.setdefault((subset, index // member.repeats), []).append(rec)
                 sent = sum(1 for recs in rows.values() if any(r.sent for r in recs))
                 complete = sum(
                     1
-                    for recs in rows.values()
-                    if len(recs) == self.repeats and all(r.sent and r.correct is not None for r in recs)
+                    for row, recs in rows.items()
+                    if len(recs) == member.attempts_asked(row) and all(r.sent and r.correct is not None for r in recs)
                 )
                 prefix = 0
                 for subset, row in member.order:
                     if (subset, row) in member.dropped:  # never sent, but done: no answer (_unit_states)
                         prefix += 1
                         continue
-                    recs = [member.own.get((subset, row * self.repeats + a)) for a in range(self.repeats)]
+                    recs = [
+                        member.own.get((subset, row * member.repeats + a))
+                        for a in range(member.attempts_asked((subset, row)))
+                    ]
                     if not all(r is not None and r.sent for r in recs):
                         break
                     prefix += 1

@@ -31,9 +31,10 @@ from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import Extension, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
+from evalpipe.run.pilot import decide, read_decision, share_decision
 from evalpipe.run.pipeline import RunResult, run
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
-from evalpipe.run.sequential_stop import arm_for
+from evalpipe.run.sequential_stop import SequentialArm, arm_for
 from evalpipe.run.spec import RunSpec
 from evalpipe.run.stage_clock import StageClock
 from evalpipe.speed.stage import compare_variant_dirs
@@ -294,44 +295,81 @@ def _run_in_turn(
     under test, which stops at the rule's first crossing on the control's units, then the others (the A/A
     arm), which send exactly the units up to that crossing."""
     cfg = resolved.config
-    results: dict[str, RunResult] = {}
     order = list(dirs)
     arms = {name: arm_for(cfg, name, root_spine.rundir.root, together=False) for name in order}
     first = arms[order[0]]
     if first is not None:
         order.remove(first.control)
         order.insert(0, first.control)
+    seq = cfg.generation.sequential
+    turn = _Turn(resolved, root_spine, dirs, order, arms, progress, finished)
     try:
-        for name in order:
-            sub = dirs[name]
-            resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
-            spine = Spine(sub, root_spine.manifest, root_spine.datasets)
-            arm = arms[name]
-            if arm is not None:
-                arm.begin()
-            try:
-                own_extension = (
-                    replace(extension, old=RunDir(extension.old.root / name))
-                    if extension is not None and not resuming
-                    else None
-                )
-                plan = RunSpec(
-                    resolved,
-                    SampledRun(spine, resuming=resuming, extension=own_extension),
-                    ServerTarget(variant=name),
-                    Coordination(sequential_arm=arm),
-                    audit=False,  # audited once, after the comparison (``run_variants``)
-                )
-                results[name] = run(plan, progress)
-                finished.add(name)
-            finally:
-                if arm is not None:
-                    arm.end()
+        if first is not None and seq is not None and seq.pilot is not None:
+            root = root_spine.rundir
+            piloted: dict[str, RunResult] = {}
+            if read_decision(root) is None:  # every arm sends its pilot, then the rule decides once
+                piloted = _arms_in_turn(turn, resume=resume, extension=extension)
+                finished.clear()
+                decision = decide(cfg, root, root_spine.manifest, read_model(dirs[order[0]].index_map, IndexMap))
+                if progress is not None:
+                    progress.console.print(decision.statement, markup=False, soft_wrap=True)
+            share_decision(root, [d.root for d in dirs.values()])
+            resume, extension = root.root, None  # the rest continues every arm's pilot
+            rest = _arms_in_turn(turn, resume=resume, extension=extension)
+            for name, result in piloted.items():  # both passes' stages (two launches) in timings.json
+                rest[name].timings[:0] = result.timings
+            return rest
+        return _arms_in_turn(turn, resume=resume, extension=extension)
     except RunStopped as exc:  # a variant's run stopped: the whole run is resumed from its root
         exc.run_dir = str(root_spine.rundir.root)
         raise
     except KeyboardInterrupt as exc:
         raise RunInterrupted(str(root_spine.rundir.root), terminated=isinstance(exc, Terminated)) from None
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What every pass of the variants in turn shares: the run, its spine, the variants' directories in the
+    order they run, their sequential arms, the progress display and the set of variants whose run ended."""
+
+    resolved: ResolvedRun
+    root_spine: Spine
+    dirs: dict[str, RunDir]
+    order: list[str]
+    arms: dict[str, SequentialArm | None]
+    progress: ProgressDisplay | None
+    finished: set[str]
+
+
+def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | None) -> dict[str, RunResult]:
+    """One pass of every variant in turn's order, each run to its end (its pilot, or its whole run)."""
+    resolved, root_spine, dirs, arms = turn.resolved, turn.root_spine, turn.dirs, turn.arms
+    results: dict[str, RunResult] = {}
+    for name in turn.order:
+        sub = dirs[name]
+        resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
+        spine = Spine(sub, root_spine.manifest, root_spine.datasets)
+        arm = arms[name]
+        if arm is not None:
+            arm.begin()
+        try:
+            own_extension = (
+                replace(extension, old=RunDir(extension.old.root / name))
+                if extension is not None and not resuming
+                else None
+            )
+            plan = RunSpec(
+                resolved,
+                SampledRun(spine, resuming=resuming, extension=own_extension),
+                ServerTarget(variant=name),
+                Coordination(sequential_arm=arm),
+                audit=False,  # audited once, after the comparison (``run_variants``)
+            )
+            results[name] = run(plan, turn.progress)
+            turn.finished.add(name)
+        finally:
+            if arm is not None:
+                arm.end()
     return results
 
 

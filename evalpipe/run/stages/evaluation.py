@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.manifest import Manifest
+from evalpipe.artifacts.schema.pilot import PilotDecision
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import Forwarding, recording_proxy
-from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper
+from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper, dropped_entries
 from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
 from evalpipe.server.lifecycle import watch_server
@@ -67,14 +69,16 @@ def _stopper(
     # import cost: the sampler's thread pool stays out of the pipeline's import
     from evalpipe.samplers.extend import entry_generations
 
-    materialised = {(e.benchmark, e.source_id) for e in index_map.entries}
-    dropped = [
-        (e.benchmark, e.subset, e.source_id)
-        for e in manifest.entries
-        if (e.benchmark, e.source_id) not in materialised
-    ]
+    # an internal pilot's decision (pilot.json, copied here once every arm sent its pilot)
+    pilot = read_model(state.rundir.pilot, PilotDecision) if state.rundir.pilot.is_file() else None
     return SequentialStopper(
-        arm, cfg, manifest.seed, index_map, generations=entry_generations(state.rundir.root), dropped=dropped
+        arm,
+        cfg,
+        manifest.seed,
+        index_map,
+        generations=entry_generations(state.rundir.root),
+        dropped=dropped_entries(manifest, index_map),
+        pilot=pilot,
     )
 
 
@@ -97,6 +101,7 @@ EVALSCOPE = Stage(
         file(AT.index_map),
         file(AT.code_sandbox),
         file(AT.extension),
+        file(AT.pilot),
     ),
     outputs=(
         file(AT.requests_log),

@@ -12,6 +12,7 @@ from evalpipe.artifacts import write_model
 from evalpipe.audit.utilisation import utilisation_of_run
 from evalpipe.clock import utc_now
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
+from evalpipe.run.pilot import asked_attempts
 from evalpipe.run.provenance import collect_provenance
 from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
@@ -20,7 +21,7 @@ from evalpipe.run.stages.state import RunState
 def _outcomes(state: RunState) -> None:
     cfg, rd = state.cfg, state.rundir
     state.clock.utilisation = utilisation_of_run(rd, cfg.generation.concurrency)
-    state.outcomes = write_outcomes(rd, state.spine.manifest, state.index_map)
+    state.outcomes = write_outcomes(rd, state.spine.manifest, state.index_map, asked_attempts(cfg, rd))
     prov = collect_provenance(
         server=state.server, started_at=state.started_at, component_tests=state.component_results
     )
@@ -38,6 +39,7 @@ OUTCOMES = Stage(
         file(AT.prompt_hashes),
         file(AT.evalscope_errors),
         file(AT.cache_repairs),
+        file(AT.pilot),
         file(AT.requests_log),
         file(AT.responses_log),
         file(AT.code_sandbox),

@@ -1,0 +1,86 @@
+"""generation.sequential.pilot end to end on answer-key servers (no GPU, no model): every arm sends its gated
+blocks' pilot units first, the pooled pilot fixes the remaining units' attempts (pilot.json), then every arm —
+its server launched again — sends the rest at those attempts, and compare judges every unit by the mean of
+its attempts.
+
+The candidate answers a fixed 15 % of the GSM8K questions wrong (a planted disagreement the pilot sees),
+MATH-500 like the reference; the design accuracy 0.95 puts the chance level 2p(1 − p) at 0.095, so the pooled
+pilot discordance is far above the threshold and the rule chooses the most attempts.  A margin of 20 points is
+too wide for 80 units to cross inside the pilot.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalpipe.artifacts import RunDir, read_jsonl, read_model
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
+from evalpipe.artifacts.schema.pilot import PilotDecision
+from evalpipe.artifacts.schema.requests import RequestAttempt
+from evalpipe.artifacts.schema.sequential import SequentialStops
+from evalpipe.config.gates import DesignAssumption
+from evalpipe.config.generation import PilotConfig
+from evalpipe.config.loader import load_config
+from evalpipe.resolve import resolve
+from evalpipe.run.variants import run_variants
+
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo-sequential.yaml"
+ATTEMPTS = 2
+
+
+def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory: pytest.TempPathFactory) -> None:
+    cfg = load_config(CONFIG)
+    seq = cfg.generation.sequential
+    assert seq is not None
+    server = cfg.server.model_copy(update={"answer_key": cfg.server.answer_key.model_copy(update={})})
+    variants = [
+        cfg.variants[0].model_copy(update={"overrides": {"answer_key": {"wrong_share": {"gsm8k": 0.15}}}}),
+        *cfg.variants[1:],
+    ]
+    assumption = {
+        name: DesignAssumption(accuracy=0.95, discordance=0.04, basis="test: the reference answers every item")
+        for name in ("gsm8k", "math_500")
+    }
+    run_cfg = cfg.model_copy(
+        update={
+            "parallel_variants": False,
+            "server": server,
+            "variants": variants,
+            "design": assumption,
+            "generation": cfg.generation.model_copy(
+                update={"sequential": seq.model_copy(update={"pilot": PilotConfig(attempts=ATTEMPTS)})}
+            ),
+        }
+    )
+    run_cfg._config_path = cfg.config_path
+    outcome = run_variants(resolve(run_cfg), out=tmp_path_factory.mktemp("pilot") / "run")
+    root = outcome.rundir
+    decision = read_model(root.pilot, PilotDecision)
+    assert decision.attempts == ATTEMPTS and decision.ratio is not None and decision.ratio > 0.7
+    blocks = {b.block: b for b in decision.blocks}
+    assert {b: (x.units, x.pilot_units) for b, x in blocks.items()} == {"gsm8k": (80, 32), "math_500": (80, 32)}
+    assert blocks["math_500"].discordant == 0 and blocks["gsm8k"].discordant > 0
+    pilot = {e for b in decision.blocks for e in b.entries}
+    assert len(pilot) == 64
+    for variant in cfg.variants:
+        rd = RunDir(root.root / variant.name)
+        assert read_model(rd.pilot, PilotDecision) == decision  # the copy every arm read
+        rows = [r for r in read_jsonl(rd.outcomes, OutcomeRow) if isinstance(r, OutcomeRow)]
+        sent = {f"{r.benchmark}/{r.source_id}": r for r in rows if r.prediction_present}
+        for key, row in sent.items():
+            want = 1 if key in pilot else ATTEMPTS
+            assert max(1, len(row.attempts)) == want, (variant.name, key)
+        requests = [a for a in read_jsonl(rd.requests_log, RequestAttempt) if isinstance(a, RequestAttempt)]
+        stops = read_model(rd.sequential_stop, SequentialStops)
+        assert all(s.stop_reason in ("units exhausted", "crossing") for s in stops.benchmarks)
+        if variant.name == decision.control:  # the control sends the pilot, then every remaining unit k times
+            assert len(requests) == 64 + 2 * (80 - 32) * ATTEMPTS
+        # two passes, each on a server of its own: the pilot's launch, then the rest's
+        launches = [t for t in outcome.results[variant.name].timings if t.stage == "launch"]
+        assert len(launches) == 2, variant.name
+    cmp = json.loads(outcome.comparisons[0].compare_json.read_text())
+    by = {b["benchmark"]: b for b in cmp["benchmarks"]}
+    assert by["math_500"]["sequential"]["verdict"] in ("non-inferior", "inconclusive")

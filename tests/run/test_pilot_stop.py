@@ -1,0 +1,192 @@
+"""The internal pilot inside a run, without a server (``generation.sequential.pilot``).
+
+Before the decision every arm is released its gated block's pilot only (its first ``K`` units) and halts once it
+holds them; the pilot's counts are the in-run rule's (units complete in both arms, before a crossing); after the
+decision the pilot rows are asked one attempt and the rest the decision's, a unit complete only once every
+attempt it is asked has answered; the worker's gate refuses an attempt a row is not asked, at once.  The config
+refuses a pilot it cannot run, with one line naming the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.config import config_data, entry
+from pydantic import ValidationError
+
+from evalpipe.artifacts.schema.evalscope import IndexMap
+from evalpipe.artifacts.schema.pilot import PilotBlock, PilotDecision
+from evalpipe.config.models import RunConfig
+from evalpipe.evalscope_bridge.protocol import Sample
+from evalpipe.evalscope_bridge.scheduling import SequenceGate
+from evalpipe.run.pilot import statement
+from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper, in_run_order
+from evalpipe.stats.pilot import PilotRule
+
+SEED = 11
+BENCH = "gsm8k"
+N = 40
+K = 10  # round(0.25 × 40)
+ATTEMPTS = 3
+
+
+def _data(**pilot: object) -> dict[str, object]:
+    return config_data(
+        benchmarks=[entry(BENCH, subset="main"), entry("ceval")],
+        generation={
+            "concurrency": 4,
+            "sequential": {
+                "alpha": 0.05,
+                "sequential_share": 1.0,
+                "batch_units": 3,
+                "pilot": {"share": 0.25, "threshold": 0.7, "attempts": ATTEMPTS, **pilot},
+            },
+        },
+        variants=[{"name": "test"}, {"name": "control"}, {"name": "again", "repeat_of": "control"}],
+        gates={"non_inferiority_margin_pts": {BENCH: 10.0}},
+        design={BENCH: {"accuracy": 0.8, "discordance": 0.1, "basis": "test"}},
+    )
+
+
+def _index_map() -> IndexMap:
+    return IndexMap.model_validate(
+        {
+            "datasets": [
+                {"benchmark": BENCH, "path": "d", "eval_split": "test", "subsets": ["main"], "files": {}}
+            ],
+            "entries": [
+                {
+                    "benchmark": BENCH,
+                    "subset": "main",
+                    "index": i,
+                    "source_id": f"s{i:02d}",
+                    "record_sha256": "0" * 64,
+                    "stratum": "all",
+                    "question": "q",
+                }
+                for i in range(N)
+            ],
+        }
+    )
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.released: dict[str, int] = {}
+        self.halted: set[str] = set()
+
+    def release(self, benchmark: str, units: int) -> None:
+        self.released[benchmark] = units
+
+    def halt(self, benchmark: str) -> None:
+        self.halted.add(benchmark)
+
+
+def _arm(tmp_path: Path, variant: str) -> SequentialArm:
+    return SequentialArm(tmp_path / "sequential", variant, "test", "control", ("test", "control", "again"), False)
+
+
+def _answer(stopper: SequentialStopper, rows: list[tuple[str, int]], right: bool, attempt: int = 0) -> None:
+    for subset, row in rows:
+        index = row * ATTEMPTS + attempt
+        stopper.observe(BENCH, Sample(benchmark=BENCH, subset=subset, index=index, ok=True, correct=float(right)))
+
+
+def test_the_pilot_is_sent_first_its_counts_decide_and_the_rest_is_asked_the_decisions_attempts(
+    tmp_path: Path,
+) -> None:
+    cfg, imap = RunConfig.model_validate(_data()), _index_map()
+    assert cfg.task_attempts(BENCH) == ATTEMPTS and cfg.task_attempts("ceval") == 1
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    # the control, piloting: released its pilot only, one attempt a row, halted once it holds it
+    control = SequentialStopper(_arm(tmp_path, "control"), cfg, SEED, imap)
+    assert control.piloting() and control.attempts(BENCH) == [1] * N
+    control.begin(BENCH)
+    worker = Recorder()
+    control.poll(worker)
+    assert worker.released == {BENCH: 3} and not worker.halted  # a batch at a time, as ever
+    for unit in range(K):
+        _answer(control, order[unit : unit + 1], right=True)
+        control.poll(worker)
+        assert worker.released[BENCH] == min(K, unit + 1 + 3)  # never beyond the pilot
+    assert BENCH in worker.halted
+    control.finish(BENCH)
+    # the test arm: 4 of its 10 pilot units differ (wrong where the control was right)
+    test = SequentialStopper(_arm(tmp_path, "test"), cfg, SEED, imap)
+    test.begin(BENCH)
+    worker = Recorder()
+    for unit in range(K):
+        test.poll(worker)
+        _answer(test, order[unit : unit + 1], right=unit >= 4)
+    test.poll(worker)
+    assert worker.released[BENCH] == K and BENCH in worker.halted
+    test.finish(BENCH)
+    # the counts the decision reads (an observer of both files), and the rule on them
+    observer = SequentialStopper(_arm(tmp_path, ""), cfg, SEED, imap)
+    judged, discordant, crossed = observer.pilot_counts(BENCH)
+    assert (judged, discordant, crossed) == (K, 4, None)
+    rule = PilotRule(0.25, 0.7, ATTEMPTS)
+    expected = K * 2 * 0.8 * 0.2  # 3.2: 4 / 3.2 = 1.25 > 0.7
+    assert rule.attempts_after(discordant, expected) == ATTEMPTS and rule.attempts_after(2, expected) == 1
+    entries = observer.pilot_entries(BENCH)
+    assert entries == [f"{BENCH}/s{row:02d}" for _, row in order[:K]]
+    block = PilotBlock(
+        block=BENCH, members=[BENCH], units=N, pilot_units=K, judged=judged, discordant=discordant,
+        accuracy=0.8, crossed=None, entries=entries,
+    )  # fmt: skip
+    decision = PilotDecision(
+        test="test", control="control", share=0.25, threshold=0.7, attempts_if_above=ATTEMPTS, blocks=[block],
+        discordant=4, expected=expected, ratio=4 / expected, attempts=ATTEMPTS,
+        statement=statement([block], 4, expected, rule, ATTEMPTS), decided_at="2026-12-06T00:00:00+00:00",
+    )  # fmt: skip
+    assert "4 of 10 judged units differ" in decision.statement and "3 attempts per remaining unit" in decision.statement
+    assert decision.attempts_for(BENCH, f"s{order[0][1]:02d}") == 1
+    assert decision.attempts_for(BENCH, f"s{order[K][1]:02d}") == ATTEMPTS
+    assert decision.attempts_for("ceval", "x") == 1
+    # after the decision: the control resumes; pilot rows one attempt, the rest three, released beyond the pilot
+    resumed = SequentialStopper(_arm(tmp_path, "control"), cfg, SEED, imap, pilot=decision)
+    assert not resumed.piloting()
+    assert resumed.attempts(BENCH) == [1] * K + [ATTEMPTS] * (N - K)
+    resumed.begin(BENCH)
+    worker = Recorder()
+    resumed.poll(worker)
+    assert worker.released[BENCH] == K + 3 and not worker.halted
+    # a remaining unit with one of its three attempts answered is not complete: the prefix stays at K
+    _answer(resumed, order[K : K + 1], right=True, attempt=0)
+    assert len(resumed._values(resumed.blocks[BENCH], "control")) == K
+    for attempt in (1, 2):
+        _answer(resumed, order[K : K + 1], right=True, attempt=attempt)
+    assert len(resumed._values(resumed.blocks[BENCH], "control")) == K + 1
+
+
+def test_the_gate_refuses_an_attempt_a_row_is_not_asked_at_once() -> None:
+    gate = SequenceGate({("main", 0): 0, ("main", 1): 1}, {("main", 0): 1, ("main", 1): 3})
+    gate.release(2)
+    assert gate.admit("main", 0, 0) and not gate.admit("main", 0, 1)  # the pilot row: its first attempt only
+    assert all(gate.admit("main", 1, a) for a in range(3)) and not gate.admit("main", 1, 3)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"generation": {"repeats": 2}}, "needs generation.repeats 1"),
+        ({"share": 0.5, "seq": {"sequential_share": 0.5}}, "needs sequential_share 1"),
+        ({"seq": {"in_run": False}}, "needs in_run true"),
+        ({"design": {}}, "needs design: accuracy for every gated block"),
+        ({"variants": [{"name": "test"}, {"name": "again", "repeat_of": "test"}]}, "needs variants with a control"),
+    ],
+)
+def test_a_pilot_the_run_cannot_carry_out_is_refused_naming_the_field(change: dict[str, object], words: str) -> None:
+    data = _data()
+    generation = data["generation"]
+    assert isinstance(generation, dict)
+    if "generation" in change:
+        generation.update(change["generation"])  # type: ignore[arg-type]
+    if "seq" in change:
+        generation["sequential"].update(change["seq"])  # type: ignore[arg-type]
+    for key in ("design", "variants"):
+        if key in change:
+            data[key] = change[key]
+    with pytest.raises(ValidationError, match="generation.sequential.pilot: " + words):
+        RunConfig.model_validate(data)

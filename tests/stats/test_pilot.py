@@ -1,0 +1,78 @@
+"""The internal pilot's rule and its path (``evalpipe.stats.pilot``).
+
+The rule is declared before the first unit (share, threshold, attempts) and reads only the pilot's answers: type I
+at the margin stays at most α for every block at every discordance — while a rule that re-asks a unit because of
+its own answer (not predictable) passes a release at the margin most of the time, which these bounds would see.
+At 2p(1 − p) the sensitive profile's three blocks pass a release with no regression ≥ 0.95 together.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evalpipe.stats.operating import GateDesign, gate_codes, unit_probabilities
+from evalpipe.stats.pilot import PilotBlockDesign, PilotRule, chance_discordance, simulate_pilot
+
+ALPHA = 0.025
+PATHS = 2000
+#: configs/glm-fp8-sensitive.yaml's gated blocks: name, n, margin, design accuracy
+SENSITIVE = (("competition_math", 153, 13.0, 0.91), ("gpqa_diamond", 198, 13.0, 0.862), ("kv_probe", 288, 9.0, 0.93))
+RULE = PilotRule(0.4, 0.7, 4)
+
+
+def _blocks() -> list[PilotBlockDesign]:
+    return [PilotBlockDesign(name, GateDesign(n, m, ALPHA, 1.0), p, 1.0) for name, n, m, p in SENSITIVE]
+
+
+def _psi(ratio: float, blocks: list[PilotBlockDesign], cap: float = 0.15) -> list[float]:
+    return [min(ratio * chance_discordance(b.accuracy), 1.0 - cap) for b in blocks]
+
+
+def test_the_rule_and_its_bounds() -> None:
+    assert RULE.pilot_units(153) == 61 and RULE.pilot_units(1) == 1 and RULE.pilot_units(288) == 115
+    assert RULE.attempts_after(8, 10.0) == 4 and RULE.attempts_after(7, 10.0) == 1  # 0.8 > 0.7; 0.7 is not
+    assert RULE.attempts_after(0, 0.0) == 1  # nothing judged: nothing to size
+    for bad in ({"share": 0.0}, {"share": 1.0}, {"threshold": 0.0}, {"attempts": 1}):
+        with pytest.raises(ValueError):
+            PilotRule(**{"share": 0.4, "threshold": 0.7, "attempts": 4, **bad})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sequential_share 1"):
+        simulate_pilot([PilotBlockDesign("b", GateDesign(50, 10.0, ALPHA, 0.5), 0.8)], RULE, [0.1], [0.0], paths=1, seed=0)
+
+
+@pytest.mark.parametrize("ratio", [0.1, 0.467, 1.0])
+def test_type_one_at_the_margin_stays_within_alpha_for_every_block(ratio: float) -> None:
+    blocks = _blocks()
+    psi = _psi(ratio, blocks)
+    for b, block in enumerate(blocks):
+        drops = [0.0] * len(blocks)
+        drops[b] = block.design.margin_pts / 100.0
+        out = simulate_pilot(blocks, RULE, psi, drops, paths=PATHS, seed=7 + b)
+        se = math.sqrt(ALPHA * (1 - ALPHA) / PATHS)
+        assert out.p_pass(b) <= ALPHA + 3 * se, (ratio, block.name, out.p_pass(b))
+
+
+def test_a_rule_that_reasks_a_units_own_loss_breaks_the_bound_these_tests_apply() -> None:
+    """The negative control: re-ask a unit whose first attempt was a loss (its value the mean of both) — not
+    predictable — and the gate's own rule passes a release at the margin far above α."""
+    design = GateDesign(198, 13.0, ALPHA, 1.0)
+    gain, loss = unit_probabilities(0.111, 0.13)
+    draw = np.random.default_rng(5).random((PATHS, design.n, 2))
+    attempt = np.where(draw < gain, 1.0, np.where(draw < gain + loss, -1.0, 0.0))
+    d = np.where(attempt[:, :, 0] < 0.0, attempt.mean(axis=2), attempt[:, :, 0])
+    codes, _, _ = gate_codes(d, design)
+    assert float((codes == 1).mean()) > 0.3
+
+
+def test_at_chance_discordance_the_sensitive_sign_off_passes_a_good_release_and_fails_a_single_block_miss() -> None:
+    blocks = _blocks()
+    zero = simulate_pilot(blocks, RULE, _psi(1.0, blocks), [0.0, 0.0, 0.0], paths=PATHS, seed=11)
+    assert zero.p_pass() >= 0.95 and zero.fired.mean() > 0.9  # at 2p(1 − p) the rule chose 4 attempts
+    argued = simulate_pilot(blocks, RULE, _psi(0.467, blocks), [0.0, 0.0, 0.0], paths=PATHS, seed=12)
+    assert argued.p_pass() >= 0.95 and argued.fired.mean() < 0.1  # at the argued ratio it mostly did not
+    # the spend follows the choice: one attempt nearly everywhere at the argued ratio
+    assert argued.tokens(blocks) < zero.tokens(blocks)
+    miss = simulate_pilot(blocks, RULE, _psi(1.0, blocks), [0.0, 0.15, 0.0], paths=PATHS, seed=13)
+    assert miss.p_pass() <= 0.01  # GPQA at #22671's −15 points, the others unchanged
