@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.config.models import RunConfig
+from evalpipe.plan.pilot import PilotCase, PilotInput, pilot_lines
 from evalpipe.stats.operating import GateDesign, PassProbability, pass_probability
 
 if TYPE_CHECKING:
@@ -391,7 +392,7 @@ def plan_operating_lines(
     rows: list[DesignRow] = []
     drops: dict[str, float | None] = {}
     plans: dict[str, BlockPlan] = {}
-    k = cfg.generation.repeats
+    k, piloted, pilot_cases = cfg.generation.repeats, list[PilotInput](), list[list[DiscordanceCase]]()
     for name, block in gated.items():
         noise_value: float | None = None
         source: str | None = None
@@ -427,9 +428,22 @@ def plan_operating_lines(
         rows += block_rows
         lines += [row_line(r, drop) for r in block_rows]
         plans[name] = BlockPlan(name, block_designs(cfg, name, n, k), block.population)
+        if name in cfg.design and margin is not None:
+            piloted.append(PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt))
+            pilot_cases.append(cases)
     lines += signoff_lines(rows, drops)
     lines += reach_lines(rows, plans)
+    if len(piloted) == len(gated):  # every gated block argued (the config's pilot check)
+        lines += _pilot(cfg, piloted, pilot_cases)
     return lines
+
+
+def _pilot(cfg: RunConfig, piloted: list[PilotInput], cases: list[list[DiscordanceCase]]) -> list[str]:
+    """The internal pilot's lines when every block was judged under the same discordance cases."""
+    labels = [c.label for c in cases[0]] if cases else []
+    if not all([c.label for c in x] == labels for x in cases):
+        return []
+    return pilot_lines(cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)])
 
 
 def _input_per_sample(measured: float | None, is_measured: bool, block: object) -> tuple[float | None, str]:

@@ -44,6 +44,17 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
     # what the populations reach at 2p(1-p) in the design it runs, and what would (reach_lines)
     assert "    sequential, 2p(1-p): the sign-off reaches 0.7" in text
     assert "      gpqa_diamond reaches 0.8" in text and "(population 198) or 2 attempts per unit at n 198" in text
+    # the design it runs: the internal pilot, simulated jointly — the sign-off >= 0.95 at the argued discordance
+    # and at 2p(1-p), at no more output tokens at the argued one than one attempt throughout (34.43 M)
+    lines = text.splitlines()
+    for label in ("argued", "2p(1-p)"):
+        line = next(x for x in lines if x.startswith(f"    pilot, {label}: sign-off P(pass | no regression) "))
+        assert float(line.split("no regression) ")[1].split(" ")[0]) >= 0.95, line
+        assert "single-block miss 0.00" in line
+    spend = next(x for x in lines[lines.index(next(x for x in lines if x.startswith("    pilot, argued:"))) :]
+                 if x.startswith("      tokens: out "))  # fmt: skip
+    assert float(spend.split("out ")[1].split(" M")[0]) <= 34.43
+    assert max(len(x) for x in lines if "pilot" in x) <= 180
 
 
 def test_plan_prints_the_single_block_miss_and_the_worst_block_at_its_margin() -> None:
