@@ -111,6 +111,12 @@ STEPS: tuple[Step, ...] = (
         "recorded some; the comparison did not check them), which the report reads as unknown.",
     ),
     Step(
+        "CompareResult",
+        8,
+        "v9: units_by_attempts in each sequential block. Empty: a v8 file's units all had the block's "
+        "repeats (no internal pilot existed).",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "

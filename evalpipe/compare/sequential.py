@@ -4,6 +4,7 @@ with the gate) and the sequential fields (``evalpipe.stats.sequential``)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -85,6 +86,7 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
     )
     rows = [o.get((b, sid)) for o in (pair.test, pair.control) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
+    by_attempts = Counter(max(1, len(r.attempts)) if r is not None else 1 for r in rows[: len(ordered)])
     spend = _spend(ordered, pair, decision.units_used, planned)
     unit_share = decision.units_left / decision.units_available
     if planned is not None:  # what was really not sent (the units after the stop were sent: in flight)
@@ -114,6 +116,7 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
             units_unsent_share=unit_share,
             output_tokens_unsent_share=spend.unsent_share,
             repeats=repeats,
+            units_by_attempts=dict(sorted(by_attempts.items())) if len(by_attempts) > 1 else {},
             output_tokens_spent=spend.spent,
             output_tokens_fixed=spend.fixed,
             max_e_value_non_inferior=decision.max_e_value_non_inferior,

@@ -277,10 +277,12 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
     …, 83 (stop): 20.4 / 0.05 [-3.1, +4.0]; first crossing K+ at 83, K− never; output tokens 3.2 M spent of
     4.1 M (the fixed design)"."""
     unit_word = "unit" if seq.units_available == 1 else "units"
-    design = (
-        f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"
-        + (f" (pool of {', '.join(members)})" if members else "")
-    )
+    if seq.units_by_attempts:  # an internal pilot: its units once, the rest as it chose
+        mix = ", ".join(f"{units} × {k} attempt{'s' if k != 1 else ''}" for k, units in seq.units_by_attempts.items())
+        design = f"{seq.units_available} {unit_word} ({mix}) per arm"
+    else:
+        design = f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"
+    design += f" (pool of {', '.join(members)})" if members else ""
     if seq.stopped_in_run and seq.units_planned is not None:
         design += f" sent of {seq.units_planned} planned (the rule stopped sending inside the run)"
     bet = f"planned bet tuned to n = {seq.planned_n}" if seq.planned_n is not None else "aGRAPA bet"

@@ -83,4 +83,9 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
         assert len(launches) == 2, variant.name
     cmp = json.loads(outcome.comparisons[0].compare_json.read_text())
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
+    # compare judged every unit by the mean of its attempts and says how many each had
+    assert by["gsm8k"]["sequential"]["units_by_attempts"] == {"1": 32, str(ATTEMPTS): 48}
+    md = (root.root / "compare.md").read_text()
+    assert f"80 units (32 × 1 attempt, 48 × {ATTEMPTS} attempts) per arm" in md
+    assert "Internal pilot: " in (root.root / "candidate" / "report.md").read_text()
     assert by["math_500"]["sequential"]["verdict"] in ("non-inferior", "inconclusive")

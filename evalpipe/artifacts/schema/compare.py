@@ -270,7 +270,12 @@ class SequentialResult(Row):
     repeats: int = Field(
         default=1,
         description="The design: attempts per arm in each unit (the block's n is planned_n; a pool's "
-        "benchmarks are the block's members).",
+        "benchmarks are the block's members); the most any unit had when units_by_attempts says they differ.",
+    )
+    units_by_attempts: dict[int, int] = Field(
+        default_factory=dict,
+        description="Attempts per arm -> units judged with that many, when they differ between units (an "
+        "internal pilot: its units once, the rest as it chose); empty: every unit had `repeats`.",
     )
     output_tokens_spent: int | None = Field(
         default=None,
@@ -484,7 +489,7 @@ class CompareResult(Artifact):
     (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
     (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
 
-    schema_version: int = 8
+    schema_version: int = 9
     run_a: str
     run_b: str
     label_a: str
