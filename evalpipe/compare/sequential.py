@@ -13,7 +13,7 @@ from evalpipe.artifacts.schema.compare import (
     SequentialLook,
     SequentialResult,
 )
-from evalpipe.artifacts.schema.outcomes import attempt_states
+from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_states
 from evalpipe.compare.units import BlockGate, Outcomes, PairedOutcomes
 from evalpipe.hashing import block_order, generation_sizes
 from evalpipe.stats.unit_scores import arm_value
@@ -50,6 +50,12 @@ def ordered_units(
     return ordered, test, control
 
 
+def _attempts_mix(rows: list[OutcomeRow | None]) -> dict[int, int]:
+    """Attempts → units (the test arm's rows), when units had different numbers of attempts; else empty."""
+    by_attempts = Counter(max(1, len(r.attempts)) if r is not None else 1 for r in rows)
+    return dict(sorted(by_attempts.items())) if len(by_attempts) > 1 else {}
+
+
 def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, gate: BlockGate) -> dict[str, object]:
     """The block judged unit by unit (``evalpipe.stats.sequential``) against ``gate.margin_pts`` with
     ``gate.sequential`` (the rule and its sequence seed); empty without either: units in the seeded sequence
@@ -81,12 +87,9 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
     plan: PlannedN = planned_n_per_unit(sizes) if len(sizes) > 1 else n
     cap = math.ceil(config.cap_factor * n)
     decision = sequential_decision(test - control, margin_pts, config.eprocess_alpha, cap=cap, planned_n=plan)
-    path = sequential_path(
-        test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=plan
-    )
+    path = sequential_path(test - control, margin_pts, decision.units_used, config.eprocess_alpha, planned_n=plan)
     rows = [o.get((b, sid)) for o in (pair.test, pair.control) for b, sid, _ in ordered]
     repeats = max((len(r.attempts) for r in rows if r is not None and r.attempts), default=1)
-    by_attempts = Counter(max(1, len(r.attempts)) if r is not None else 1 for r in rows[: len(ordered)])
     spend = _spend(ordered, pair, decision.units_used, planned)
     unit_share = decision.units_left / decision.units_available
     if planned is not None:  # what was really not sent (the units after the stop were sent: in flight)
@@ -116,7 +119,7 @@ def sequential_fields(keys: list[tuple[str, str, str]], pair: PairedOutcomes, ga
             units_unsent_share=unit_share,
             output_tokens_unsent_share=spend.unsent_share,
             repeats=repeats,
-            units_by_attempts=dict(sorted(by_attempts.items())) if len(by_attempts) > 1 else {},
+            units_by_attempts=_attempts_mix(rows[: len(ordered)]),
             output_tokens_spent=spend.spent,
             output_tokens_fixed=spend.fixed,
             max_e_value_non_inferior=decision.max_e_value_non_inferior,
