@@ -63,8 +63,8 @@ class SequentialConfig(Strict):
     )
     pilot: PilotConfig | None = Field(
         default=None,
-        description="Internal pilot sizing (needs sequential_share 1, in_run, generation.repeats 1, a control "
-        "variant and design: accuracy for every gated block): every arm first sends each gated block's pilot "
+        description="Internal pilot sizing (needs sequential_share 1, in_run, generation.repeats 1, the pipelined "
+        "schedule, a control variant, variants run in turn and design: accuracy for every gated block): every arm first sends each gated block's pilot "
         "units, then the rule fixes the remaining units' attempts (pilot.json), then every arm sends the rest. "
         "Each arm's server is launched twice.",
     )

@@ -177,6 +177,11 @@ class RunConfig(Strict):
             raise ValueError(f"{where}: needs generation.repeats 1 (the pilot chooses the attempts)")
         if not any(v.repeat_of is None for v in self.variants[1:]):
             raise ValueError(f"{where}: needs variants with a control (the pilot measures the paired discordance)")
+        if self.parallel_variants:
+            raise ValueError(
+                f"{where}: needs the variants run in turn (parallel_variants: false): each arm's server is "
+                "launched for the pilot and again for the rest"
+            )
         if self.generation.schedule != "pipelined":
             raise ValueError(f"{where}: needs generation.schedule pipelined (a pool's members send side by side)")
         missing = [name for name in self.pilot_blocks() if name not in self.design]

@@ -173,6 +173,7 @@ def test_the_gate_refuses_an_attempt_a_row_is_not_asked_at_once() -> None:
         ({"generation": {"repeats": 2}}, "needs generation.repeats 1"),
         ({"share": 0.5, "seq": {"sequential_share": 0.5}}, "needs sequential_share 1"),
         ({"seq": {"in_run": False}}, "needs in_run true"),
+        ({"parallel_variants": True}, "needs the variants run in turn"),
         ({"design": {}}, "needs design: accuracy for every gated block"),
         ({"variants": [{"name": "test"}, {"name": "again", "repeat_of": "test"}]}, "needs variants with a control"),
     ],
@@ -185,7 +186,7 @@ def test_a_pilot_the_run_cannot_carry_out_is_refused_naming_the_field(change: di
         generation.update(change["generation"])  # type: ignore[arg-type]
     if "seq" in change:
         generation["sequential"].update(change["seq"])  # type: ignore[arg-type]
-    for key in ("design", "variants"):
+    for key in ("design", "variants", "parallel_variants"):
         if key in change:
             data[key] = change[key]
     with pytest.raises(ValidationError, match="generation.sequential.pilot: " + words):
