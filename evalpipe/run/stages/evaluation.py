@@ -4,7 +4,10 @@ The proxy is the run's one admission point: never more than ``generation.concurr
 server, whichever benchmark sends them; ``request_timeout_s`` counts server time only.  EvalScope runs in
 the worker the runner started when the spine was known (its import overlaps the stages before this one).
 On a resume the stage runs again: every cached row is identity-checked against its manifest entry and only
-what is missing or moved is asked again (``evalpipe.evalscope_bridge.stage``).
+what is missing or moved is asked again (``evalpipe.evalscope_bridge.stage``).  With an internal pilot the
+paired run's parent copies ``pilot.json`` in between a variant's two passes (``evalpipe.run.pilot``): no
+stage writes it, so it is no stage's input; this stage (which attempts to send) and the outcomes (which
+attempts a unit has) read it when it is there.
 """
 
 from __future__ import annotations
@@ -101,7 +104,6 @@ EVALSCOPE = Stage(
         file(AT.index_map),
         file(AT.code_sandbox),
         file(AT.extension),
-        file(AT.pilot),
     ),
     outputs=(
         file(AT.requests_log),

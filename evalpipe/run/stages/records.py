@@ -39,7 +39,6 @@ OUTCOMES = Stage(
         file(AT.prompt_hashes),
         file(AT.evalscope_errors),
         file(AT.cache_repairs),
-        file(AT.pilot),
         file(AT.requests_log),
         file(AT.responses_log),
         file(AT.code_sandbox),
