@@ -179,20 +179,7 @@ def load_inputs(root: Path) -> RunInputs:
 
     manifest, rows, not_sent = _drop_not_sent(rd, manifest, list(outcome_rows))
 
-    attempts: list[RequestAttempt] | None
-    attempts_torn = False
-    if rd.requests_log.is_file():
-        attempts, attempts_torn = _optional_jsonl(rd, rd.requests_log, RequestAttempt, findings)
-    else:
-        attempts = None
-        findings.append(
-            Finding(
-                severity="warn",
-                code="missing_artifact",
-                path=_rel(rd, rd.requests_log),
-                message="absent: responses cannot be linked to requests; duplicates/retries/throughput not verified",
-            )
-        )
+    attempts, attempts_torn = _request_attempts(rd, findings)
     repairs, _ = _optional_jsonl(rd, rd.cache_repairs, CacheRepair, findings)
 
     # absence of the verification is reported by checks.check_server (server_not_verified)
@@ -209,24 +196,7 @@ def load_inputs(root: Path) -> RunInputs:
     )
     run_record = read_model_quiet(rd, rd.run_record, RunRecord, findings) if rd.run_record.is_file() else None
 
-    config: RunConfig | None = None
-    config_sha: str | None = None
-    if rd.config_copy.is_file():
-        config_sha = hashlib.sha256(rd.config_copy.read_bytes()).hexdigest()
-
-        try:
-            config = load_config(rd.config_copy, check_sampling=False)
-        except ConfigError as exc:
-            findings.append(_unreadable(rd, rd.config_copy, exc))
-    else:
-        findings.append(
-            Finding(
-                severity="warn",
-                code="missing_artifact",
-                path=_rel(rd, rd.config_copy),
-                message="absent: default gates apply; budgets and generation settings unknown",
-            )
-        )
+    config, config_sha = _run_config(rd, findings)
 
     return RunInputs(
         rundir=rd,
@@ -245,6 +215,41 @@ def load_inputs(root: Path) -> RunInputs:
         pilot=read_model_quiet(rd, rd.pilot, PilotDecision, findings) if rd.pilot.is_file() else None,
         findings=findings,
     )
+
+
+def _request_attempts(rd: RunDir, findings: list[Finding]) -> tuple[list[RequestAttempt] | None, bool]:
+    """The proxy's request log and whether its last line was torn; None (a warning) when it is absent."""
+    if rd.requests_log.is_file():
+        return _optional_jsonl(rd, rd.requests_log, RequestAttempt, findings)
+    findings.append(
+        Finding(
+            severity="warn",
+            code="missing_artifact",
+            path=_rel(rd, rd.requests_log),
+            message="absent: responses cannot be linked to requests; duplicates/retries/throughput not verified",
+        )
+    )
+    return None, False
+
+
+def _run_config(rd: RunDir, findings: list[Finding]) -> tuple[RunConfig | None, str | None]:
+    """The config the run ran and its sha256; an unreadable one is an error finding, an absent one a warning."""
+    if not rd.config_copy.is_file():
+        findings.append(
+            Finding(
+                severity="warn",
+                code="missing_artifact",
+                path=_rel(rd, rd.config_copy),
+                message="absent: default gates apply; budgets and generation settings unknown",
+            )
+        )
+        return None, None
+    config_sha = hashlib.sha256(rd.config_copy.read_bytes()).hexdigest()
+    try:
+        return load_config(rd.config_copy, check_sampling=False), config_sha
+    except ConfigError as exc:
+        findings.append(_unreadable(rd, rd.config_copy, exc))
+        return None, config_sha
 
 
 def read_model_quiet(rd: RunDir, path: Path, model: type[M], findings: list[Finding]) -> M | None:

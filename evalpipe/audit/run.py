@@ -9,6 +9,7 @@ Exit codes are decided by ``evalpipe.audit.gates.raise_for_verdict``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import get_args
@@ -16,14 +17,17 @@ from typing import get_args
 from evalpipe import __version__
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.compare import CompareResult
+from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.artifacts.schema.speed import SpeedArtifact
 from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.audit import checks
 from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
 from evalpipe.audit.gates import decide, evaluate_gates, mark_advisory, paired_gates
-from evalpipe.audit.inputs import load_inputs
-from evalpipe.audit.linkage import link
+from evalpipe.audit.inputs import RunInputs, load_inputs
+from evalpipe.audit.linkage import Linkage, link
 from evalpipe.audit.request_metrics import request_audit, response_selection
 from evalpipe.audit.reviews import reviews_record
 from evalpipe.audit.run_context import (
@@ -58,24 +62,28 @@ def _sort_findings(findings: list[Finding]) -> list[Finding]:
     )
 
 
-def build_summary(
-    run_dir: Path,
-    comparison: CompareResult | None = None,
-    speed_comparison: SpeedComparison | None = None,
-) -> Summary:
-    """Everything the audit computes, without writing anything.
+@dataclass(frozen=True)
+class _Checked:
+    """Every check's findings, sorted, and what the summary reads of the checks besides them."""
 
-    ``comparison``: the paired comparison this run directory is a variant of (``compare.json`` beside it),
-    cited in the report's paired-control line; ``speed_comparison``: its serving-speed counterpart
-    (``speed_compare.json``), shown in the "Serving speed" section and read by ``min_output_throughput_ratio``.
-    """
-    inputs = load_inputs(run_dir)
-    findings = list(inputs.findings)
-    rows, join_findings = checks.join_outcomes(inputs.manifest, inputs.outcomes)
-    findings += join_findings
+    findings: list[Finding]
+    fleet: FleetRecord | None
+    violations: int
+    unverifiable: int
+    speed: SpeedArtifact | None
+
+
+def _checks(
+    inputs: RunInputs,
+    rows: dict[tuple[str, str], OutcomeRow],
+    linkage: Linkage | None,
+    comparison: CompareResult | None,
+    join_findings: list[Finding],
+) -> _Checked:
+    """Run every check of the run directory in order (each a function of ``audit.checks`` or its own module)."""
+    findings = list(inputs.findings) + join_findings
     for row in rows.values():
         findings += checks.check_outcome_row(row)
-    linkage = link(rows.values(), inputs.attempts) if inputs.attempts is not None else None
     violations = unverifiable = 0
     if linkage is not None:
         req_findings, violations, unverifiable = checks.check_requests(rows, linkage)
@@ -96,7 +104,25 @@ def build_summary(
         findings += checks.check_design(comparison)
     speed_artifact, more = speed_findings(inputs.rundir.root, inputs.config)
     findings += more
-    findings = _sort_findings(findings)
+    return _Checked(_sort_findings(findings), fleet, violations, unverifiable, speed_artifact)
+
+
+def build_summary(
+    run_dir: Path,
+    comparison: CompareResult | None = None,
+    speed_comparison: SpeedComparison | None = None,
+) -> Summary:
+    """Everything the audit computes, without writing anything.
+
+    ``comparison``: the paired comparison this run directory is a variant of (``compare.json`` beside it),
+    cited in the report's paired-control line; ``speed_comparison``: its serving-speed counterpart
+    (``speed_compare.json``), shown in the "Serving speed" section and read by ``min_output_throughput_ratio``.
+    """
+    inputs = load_inputs(run_dir)
+    rows, join_findings = checks.join_outcomes(inputs.manifest, inputs.outcomes)
+    linkage = link(rows.values(), inputs.attempts) if inputs.attempts is not None else None
+    checked = _checks(inputs, rows, linkage, comparison, join_findings)
+    findings, fleet, speed_artifact = checked.findings, checked.fleet, checked.speed
 
     results = benchmark_results(inputs, rows, linkage)
     overall = request_audit(inputs.manifest.entries, linkage, None, inputs.attempts_torn)
@@ -132,7 +158,7 @@ def build_summary(
         benchmarks=results,
         code_sandbox=read_model(rd.code_sandbox, SandboxRecord) if rd.code_sandbox.is_file() else None,
         requests=overall,
-        response_selection=response_selection(linkage, violations, unverifiable),
+        response_selection=response_selection(linkage, checked.violations, checked.unverifiable),
         paired_control=paired,
         limitations=limitations(inputs, results, server, paired)
         + power_limitations(inputs, comparison)
