@@ -102,22 +102,7 @@ def run_at_once(
     try:
         for name, sub in dirs.items():
             sub.logs_dir.mkdir(parents=True, exist_ok=True)
-            argv = [
-                sys.executable,
-                "-m",
-                VARIANT_PROCESS,
-                str(cfg.config_path),
-                name,
-                str(sub.root),
-            ]
-            if dataset_root is not None:
-                argv += ["--dataset-root", str(dataset_root)]
-            if cfg.no_speed:  # the variant reloads the config file: it drops the speed section itself
-                argv.append("--no-speed")
-            if cfg.speed is not None:  # the parent runs the speed rounds (or they are all in the run already)
-                argv.append("--speed-by-parent")
-            if speed is not None:
-                argv += ["--speed-barrier", str(speed.directory)]
+            argv = _variant_argv(cfg, name, sub, dataset_root, speed.directory if speed is not None else None)
             with open(sub.logs_dir / RUN_LOG, "ab") as out:
                 # SIGTERM if we are killed: the variant then stops its own servers
                 procs[name] = spawn(
@@ -149,17 +134,39 @@ def run_at_once(
         raise RunInterrupted(str(root), terminated=isinstance(exc, Terminated)) from None
     failed = {name: proc.returncode for name, proc in procs.items() if proc.returncode != 0}
     if failed:
-        name, code = next(iter(failed.items()))
-        log = dirs[name].logs_dir / RUN_LOG
-        last = _last_line(log)
-        message = f"variant {name} did not finish (exit {code}: {last}; log {log})"
-        if code in _STOPPED:
-            stopped = RunStopped(message, str(root))
-            stopped.exit_code = ExitCode(code)
-            raise stopped
-        error = EvalpipeError(message)
-        error.exit_code = ExitCode(code) if code in {int(c) for c in ExitCode} else ExitCode.USAGE
-        raise error
+        _raise_first_failure(failed, dirs, root)
+
+
+def _variant_argv(
+    cfg: RunConfig, name: str, sub: RunDir, dataset_root: Path | None, barrier: Path | None
+) -> list[str]:
+    """The command line of one variant's own process (``evalpipe.run.variant_process``)."""
+    assert cfg.config_path is not None
+    argv = [sys.executable, "-m", VARIANT_PROCESS, str(cfg.config_path), name, str(sub.root)]
+    if dataset_root is not None:
+        argv += ["--dataset-root", str(dataset_root)]
+    if cfg.no_speed:  # the variant reloads the config file: it drops the speed section itself
+        argv.append("--no-speed")
+    if cfg.speed is not None:  # the parent runs the speed rounds (or they are all in the run already)
+        argv.append("--speed-by-parent")
+    if barrier is not None:
+        argv += ["--speed-barrier", str(barrier)]
+    return argv
+
+
+def _raise_first_failure(failed: dict[str, int], dirs: dict[str, RunDir], root: Path) -> None:
+    """The first variant that could not finish, as the run's error: RunStopped (resumable) for a stop, else an
+    EvalpipeError carrying its exit code."""
+    name, code = next(iter(failed.items()))
+    log = dirs[name].logs_dir / RUN_LOG
+    message = f"variant {name} did not finish (exit {code}: {_last_line(log)}; log {log})"
+    if code in _STOPPED:
+        stopped = RunStopped(message, str(root))
+        stopped.exit_code = ExitCode(code)
+        raise stopped
+    error = EvalpipeError(message)
+    error.exit_code = ExitCode(code) if code in {int(c) for c in ExitCode} else ExitCode.USAGE
+    raise error
 
 
 def _speed_coordinator(
