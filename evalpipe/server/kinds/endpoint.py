@@ -4,8 +4,8 @@ Nothing is launched and nothing is stopped.  Its ``/server_info`` is still verif
 server settings (as SGLang names them, or as another engine reports them); a server without one is
 "unverifiable", and readiness falls back to ``/v1/models`` where ``/health`` is not served.
 
-An endpoint that lists workers on ``/workers`` is a router (``RouterClient.is_router``): its own answers describe
-no server configuration, so they are never read as one.  Instead every worker behind it
+An endpoint that lists workers on ``/workers`` is a router (``RouterClient.is_router``): its own answers
+describe no server configuration, so they are never read as one.  Instead every worker behind it
 is verified as ``kind: router`` verifies the workers it launched (the router kind's ``attached_fleet``), with
 the attach settings of ``server.router`` when the config has them (its Prometheus URL, version, URL rewrites).
 """

@@ -1,4 +1,4 @@
-"""``server.kind: router`` — everything evalpipe knows about SGLang's router (``sglang-router``), in one folder.
+"""``server.kind: router`` — everything evalpipe knows about SGLang's router (``sglang-router``), in a folder.
 
 evalpipe talks to one OpenAI endpoint; behind a router that endpoint is several servers, each with its own
 resolved configuration, and the router's own ``/server_info`` is 404.  The modules here see through it:
@@ -23,11 +23,12 @@ resolved configuration, and the router's own ``/server_info`` is 404.  The modul
   tests and scripts (importable without sglang-router installed).
 
 Outside this folder only this face is imported (``tools/layers.py`` checks it): the kind registry finds
-``KIND`` here; ``kind: endpoint`` asks :class:`RouterClient` whether it attached to a router and hands it to
-:func:`attached_fleet`; the server lifecycle runs the fleet watch the session leaves on the handle (as a
-``kinds.base.FleetWatching``) and stops a run with :class:`FleetChanged`; the audit words its findings with the router's facts
-(:data:`ROUTER_NAME`, :data:`ATTRIBUTION`, :data:`VERSION_NOT_REPORTED`).  The session, probe and launcher
-stay unimported until a fleet starts (they cost ~40 modules).
+``KIND`` here (and a worker's launch settings, :func:`worker_launch_server`); ``kind: endpoint`` asks
+:class:`RouterClient` whether it attached to a router and hands it to :func:`attached_fleet`; the server
+lifecycle runs the fleet watch the session leaves on the handle (typed there as ``kinds.base.FleetWatching``,
+so the generic code names no type of this folder) and stops a run with :class:`FleetChanged`; the audit words
+its findings with the router's facts (:data:`ROUTER_NAME`, :data:`ATTRIBUTION`, :data:`VERSION_NOT_REPORTED`).
+The session, probe and launcher stay unimported until a fleet starts (they cost ~40 modules).
 """
 
 from evalpipe.server.kinds.router.attach import attached_fleet

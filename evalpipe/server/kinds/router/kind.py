@@ -7,7 +7,7 @@ own log under ``server/workers/<n>/``).  Workers start first and are waited for 
 then the router, which is ready only when every worker is listed healthy.  Everything is stopped as one on
 the way out: the router, then the workers.
 
-What the run talks to is the router, but what it verifies is each worker (``evalpipe.server.kinds.router.session``): the
+What the run talks to is the router, but what it verifies is each worker (``session`` of this folder): the
 router's own ``/server_info`` is 404.  Every value the top-level settings pin must be resolved by every
 worker — a worker's ``overrides`` change how it is launched, never what it is verified against.  Attaching to
 a running router is ``kind: endpoint`` (it is recognised from its ``/workers``).
