@@ -1,6 +1,6 @@
 """The fleet behind a router, audited from ``server/fleet.json`` alone.
 
-A run through SGLang's router is one configuration only if every worker behind it was that configuration
+A run through a router is one configuration only if every worker behind it was that configuration
 for the whole run and every request field reached the workers with its effect.  ``fleet.json`` records the
 workers at the start (each verified against the config) and at the end, the request-field probe and the
 router's per-worker counters; the findings here turn each gap into a line naming the worker:
@@ -37,16 +37,11 @@ from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
 from evalpipe.audit.linkage import attempt_ok, parse_time
 from evalpipe.errors import ArtifactError
+from evalpipe.server.kinds.router import ATTRIBUTION, ROUTER_NAME, VERSION_NOT_REPORTED
 from evalpipe.words.sentences import event_sentence
 
 PATH = str(RunDir(Path(".")).fleet_json)  # as findings name it, relative to the run directory
 BAD_VERDICTS = ("changed_generation", "refused")
-#: What the report says about per-worker accuracy through sglang-router (0.3.2): nothing can attribute it.
-ATTRIBUTION = (
-    "Accuracy per worker cannot be attributed through sglang-router: no response names the worker that "
-    "produced it (the X-Request-Id each request carried reaches its worker, whose own log may name it); "
-    "requests per worker come from the router's counters."
-)
 
 
 def load_fleet(rd: RunDir, findings: list[Finding]) -> FleetRecord | None:
@@ -276,8 +271,7 @@ def check_fleet(record: FleetRecord, attempts: Sequence[RequestAttempt] | None =
         add(
             "info",
             "router_version_unknown",
-            "router version unknown: sglang-router reports none over HTTP (set server.router.version when "
-            "attaching)",
+            f"router version unknown: {VERSION_NOT_REPORTED}",
         )
     return out
 
@@ -332,6 +326,6 @@ def fleet_limitations(record: FleetRecord) -> list[str]:
     """Lines for the report's limitations when the run went through a router."""
     n = len(record.start.workers)
     return [
-        f"The run went through SGLang's router to {n} worker(s); each was verified from its own server_info. "
+        f"The run went through {ROUTER_NAME} to {n} worker(s); each was verified from its own server_info. "
         + ATTRIBUTION
     ]

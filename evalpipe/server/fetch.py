@@ -1,7 +1,7 @@
 """Small blocking HTTP calls to a server, with bounded timeouts (standard library only) — written once.
 
-Readiness polls and info documents (``server.readiness``), the fleet's router and worker calls
-(``evalpipe.server.fleet``) and the speed stage's context check (``speed.run``) run before and after the evaluation,
+Readiness polls and info documents (``server.readiness``), the fleet's router and worker calls (the router
+kind's ``client``) and the speed stage's context check (``speed.run``) run before and after the evaluation,
 a few dozen calls at most: blocking ``urllib`` keeps them free of event loops and usable from any thread.
 :func:`request` never raises for HTTP or connection errors (they are in the :class:`HttpResult`, with the
 exception that carried them); :func:`read_json` raises them, as ``urllib`` and ``json`` do.

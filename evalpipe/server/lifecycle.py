@@ -96,7 +96,7 @@ def watch_server(
     worker) gets ``SIGUSR1``, whose handler raises, so the worker is stopped on the way out and the run ends
     with ``ServerDied`` naming that process's log.  Attached servers (``--endpoint``) have no process.
 
-    A fleet behind a router (``handle.fleet_watch``) is also watched by ``evalpipe.server.fleet.watch``: one dead
+    A fleet behind a router (``handle.fleet_watch``) is also watched by the router kind's fleet watch: one dead
     worker is recorded (the others serve on), only the router's death or every worker's ends the run, and a
     worker that changed its configuration under ``on_mismatch: abort`` ends it with ``FleetChanged``.  With
     the recording ``proxy`` (the evaluation) each event names the requests in flight; under ``abort`` the
@@ -174,7 +174,7 @@ def watch_server(
             raise _ServerGone()
     except _ServerGone:
         if changed:
-            from evalpipe.server.fleet.errors import FleetChanged  # import cost: not in the pipeline's import
+            from evalpipe.server.kinds.router import FleetChanged  # import cost: not in the pipeline's import
 
             raise FleetChanged(
                 f"fleet changed during the run (on_mismatch: abort): {changed[0]}", str(rundir.root)

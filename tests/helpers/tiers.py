@@ -63,7 +63,7 @@ INTEGRATION_ENTRY_POINTS: dict[str, str] = {
     "evalpipe.engines.llamacpp.spawn": "llama.cpp",
     "evalpipe.engines.llamacpp.main": "llama.cpp",
     "evalpipe.recording.proxy.recording_proxy": "the recorder process",
-    "evalpipe.server.fleet.launcher.RouterProcess": "the router",
+    "evalpipe.server.kinds.router.launcher.RouterProcess": "the router",
     # the EvalScope worker and everything that runs it
     "evalpipe.evalscope_bridge.runner.WorkerProcess": "the EvalScope worker",
     "evalpipe.evalscope_bridge.prestart.prestart": "the EvalScope worker, started before the run",

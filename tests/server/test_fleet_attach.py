@@ -31,8 +31,8 @@ from evalpipe.config.models import RouterConfig
 from evalpipe.processes.group import group_alive
 from evalpipe.processes.ports import free_port
 from evalpipe.server import fetch
-from evalpipe.server.fleet.launcher import RouterProcess
-from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
+from evalpipe.server.kinds.router.launcher import RouterProcess
+from evalpipe.server.kinds.router.sglang_router import RouterLaunchSpec
 from evalpipe.server.lifecycle import managed_server
 from tests.scripted_server import Rule, ScriptedServer
 

@@ -20,10 +20,10 @@ import pytest
 from evalpipe.engines.llamacpp import smollm2_path, spawn
 from evalpipe.processes.ports import free_port
 from evalpipe.server import fetch
-from evalpipe.server.fleet.launcher import RouterProcess
-from evalpipe.server.fleet.probe import default_checks, probe_request_fields
-from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
-from evalpipe.server.fleet.snapshot import take_snapshot
+from evalpipe.server.kinds.router.launcher import RouterProcess
+from evalpipe.server.kinds.router.probe import default_checks, probe_request_fields
+from evalpipe.server.kinds.router.sglang_router import RouterLaunchSpec
+from evalpipe.server.kinds.router.snapshot import take_snapshot
 from tests.server.test_fleet_router import group_members, stop_and_check_gone
 
 ENGINE_ARGS = ["--model", "smollm2", "--served-model-name", "smollm2", "--threads", "1", "--ctx-size", "1024",

@@ -10,14 +10,14 @@ import pytest
 
 from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.recording.request_id import attempt_id_of, x_request_id
-from evalpipe.server.fleet.client import (
+from evalpipe.server.kinds.router.client import (
     UrlRewrites,
     fold_request_counts,
     fold_workers,
     request_count_delta,
     router_base,
 )
-from evalpipe.server.fleet.sglang_router import (
+from evalpipe.server.kinds.router.sglang_router import (
     RouterLaunchSpec,
     parse_prometheus,
     parse_workers,
@@ -187,8 +187,9 @@ def test_fleet_modules_import_without_sglang_router() -> None:
     the extra to install."""
     code = (
         "import sys; sys.modules['sglang_router'] = None\n"
-        "import evalpipe.server.fleet.launcher, evalpipe.server.fleet.probe, evalpipe.server.fleet.snapshot\n"
-        "from evalpipe.server.fleet.launcher import require_router\n"
+        "import evalpipe.server.kinds.router.launcher, evalpipe.server.kinds.router.probe\n"
+        "import evalpipe.server.kinds.router.snapshot\n"
+        "from evalpipe.server.kinds.router.launcher import require_router\n"
         "try:\n    require_router()\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -24,12 +24,17 @@ from aiohttp import ClientSession, web
 from evalpipe.processes.ports import free_port
 from evalpipe.recording.request_id import x_request_id
 from evalpipe.server import fetch
-from evalpipe.server.fleet.client import RouterClient, request_count_delta
-from evalpipe.server.fleet.errors import NoHealthyWorkers, NotARouter, RouterLaunchError, RouterUnreachable
-from evalpipe.server.fleet.launcher import RouterProcess
-from evalpipe.server.fleet.probe import default_checks, probe_request_fields
-from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
-from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot
+from evalpipe.server.kinds.router.client import RouterClient, request_count_delta
+from evalpipe.server.kinds.router.errors import (
+    NoHealthyWorkers,
+    NotARouter,
+    RouterLaunchError,
+    RouterUnreachable,
+)
+from evalpipe.server.kinds.router.launcher import RouterProcess
+from evalpipe.server.kinds.router.probe import default_checks, probe_request_fields
+from evalpipe.server.kinds.router.sglang_router import RouterLaunchSpec
+from evalpipe.server.kinds.router.snapshot import fleet_changes, take_snapshot
 from tests.scripted_server import Rule, ScriptedServer
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
@@ -144,7 +149,7 @@ def test_x_request_id_reaches_the_worker_and_is_echoed(
     assert res.ok and res.headers["x-request-id"] == rid
     (seen,) = [r for r in a.requests + b.requests if r.last_user == "x-request-id probe"]
     assert {k.lower(): v for k, v in seen.headers.items()}["x-request-id"] == rid
-    # what sglang-router 0.3.2 does to the body on the way (FORWARDING in evalpipe.server.fleet.sglang_router)
+    # what sglang-router 0.3.2 does to the body on the way (FORWARDING in evalpipe.server.kinds.router.sglang_router)
     assert seen.body["max_completion_tokens"] == 3 and "max_tokens" not in seen.body
     assert "rid" not in seen.body and "evalpipe_extra" not in seen.body
     assert seen.body["data_parallel_rank"] in (0, 1) or seen in b.requests

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot, FleetWorker
-from evalpipe.server.fleet.client import FleetMember
-from evalpipe.server.fleet.probe import Answer, Observations, default_checks, judge, request_body
-from evalpipe.server.fleet.sglang_router import FORWARDING
-from evalpipe.server.fleet.snapshot import config_sha256, config_view, fleet_changes, worker_record
+from evalpipe.server.kinds.router.client import FleetMember
+from evalpipe.server.kinds.router.probe import Answer, Observations, default_checks, judge, request_body
+from evalpipe.server.kinds.router.sglang_router import FORWARDING
+from evalpipe.server.kinds.router.snapshot import config_sha256, config_view, fleet_changes, worker_record
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sglang-0.5.23-server_info-glm-fp8.json"
 PLANTED_KEY = "sk-evalpipe-PLANTED-fixture-key-0123456789abcdef"
@@ -179,7 +179,7 @@ def test_probe_request_keeps_the_runs_template_kwargs() -> None:
 
 
 def test_a_changed_worker_is_named_by_the_field_a_fleet_must_share_first() -> None:
-    from evalpipe.server.fleet.watch import changed_fields, describe_change
+    from evalpipe.server.kinds.router.watch import changed_fields, describe_change
 
     info = _info()
     assert changed_fields(info, copy.deepcopy(info)) == []
@@ -200,7 +200,7 @@ def test_a_changed_worker_is_named_by_the_field_a_fleet_must_share_first() -> No
 
 
 def test_a_restart_with_the_same_configuration_shows_in_the_process_start_time_only() -> None:
-    from evalpipe.server.fleet.watch import process_start
+    from evalpipe.server.kinds.router.watch import process_start
 
     info = _info()
     again = {**copy.deepcopy(info), "startup_time": 1764800000.5}

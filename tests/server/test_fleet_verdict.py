@@ -27,8 +27,8 @@ from evalpipe.artifacts.schema.fleet import (
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.audit.fleet import ATTRIBUTION, check_fleet, fleet_summary
 from evalpipe.config.loader import load_config
-from evalpipe.server.fleet.verdict import WorkerCheck, combined_verification, fleet_problems
 from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.router.verdict import WorkerCheck, combined_verification, fleet_problems
 from evalpipe.server.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,7 +268,7 @@ def test_a_resumed_run_keeps_and_judges_the_earlier_sessions_events(tmp_path: Pa
     again — an abort or a death whose requests were all answered is information, answers let through from a
     changed worker (warn: they may sit in EvalScope's cache) stay an error."""
     from evalpipe.artifacts import write_model
-    from evalpipe.server.fleet.session import _earlier_events
+    from evalpipe.server.kinds.router.session import _earlier_events
 
     aborted = FleetEvent(at=T0, last_seen_as_started=T0, kind="config_changed", url=B, action="aborted",
                          fields=["kv_cache_dtype"], message=f"worker {B} resolved kv_cache_dtype 'q4_0'")  # fmt: skip

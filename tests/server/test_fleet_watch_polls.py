@@ -19,9 +19,9 @@ from aiohttp import web
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.fleet import FleetRecord, FleetSnapshot
 from evalpipe.engines.http_base import ServerThread
-from evalpipe.server.fleet.client import FleetMember, RouterClient
-from evalpipe.server.fleet.snapshot import worker_record
-from evalpipe.server.fleet.watch import FleetWatch, FleetWatchPlan
+from evalpipe.server.kinds.router.client import FleetMember, RouterClient
+from evalpipe.server.kinds.router.snapshot import worker_record
+from evalpipe.server.kinds.router.watch import FleetWatch, FleetWatchPlan
 
 INFO: dict[str, Any] = {
     "engine": "llama.cpp",

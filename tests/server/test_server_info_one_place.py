@@ -18,8 +18,8 @@ import pytest
 from evalpipe.audit.checks import check_server
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig, ServerConfig
-from evalpipe.server.fleet.verdict import WorkerCheck, fleet_problems
 from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.router.verdict import WorkerCheck, fleet_problems
 from evalpipe.server.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,8 +5,8 @@ A router (SGLang's ``sglang-router``) hides its workers: its own ``/server_info`
 directly.  This record names every worker the router listed (``URL@rank`` entries of one data-parallel
 server folded into one worker), the sha256 of each worker's redacted resolved configuration, its version
 and health, twice — so a worker that joined, left or changed its configuration while the run was going
-on is visible afterwards (``changes``, computed by ``evalpipe.server.fleet.snapshot.fleet_changes``) — and what
-the fleet watch saw in between, as it happened (``events``: ``evalpipe.server.fleet.watch``).
+on is visible afterwards (``changes``, computed by the router kind's ``snapshot.fleet_changes``) — and what
+the fleet watch saw in between, as it happened (``events``: the router kind's ``watch``).
 
 Secrets are stripped at the point of capture: a config hash is taken over the *redacted* ``/server_info``
 and no payload is stored here.
@@ -31,7 +31,7 @@ FieldVerdict = Literal[
 FleetChangeKind = Literal[
     "joined", "left", "unreadable", "config_changed", "version_changed", "health_changed"
 ]
-#: What the fleet watch saw happen to one worker while the evaluation ran (``evalpipe.server.fleet.watch``).
+#: What the fleet watch saw happen to one worker while the evaluation ran (the router kind's ``watch``).
 FleetEventKind = Literal[
     "died",  # its /server_info stopped answering (or the router stopped listing it)
     "returned",  # answering again on its URL with the configuration verified at the start
@@ -154,7 +154,7 @@ class FieldProbe(Row):
 
 
 class RequestFieldProbe(Row):
-    """The result of ``evalpipe.server.fleet.probe.probe_request_fields`` at the start of a run."""
+    """The result of the router kind's request-field probe (``probe_request_fields``) at the start of a run."""
 
     router_version: str | None = None
     fields: list[FieldProbe] = Field(default_factory=list)

@@ -54,7 +54,32 @@ if TYPE_CHECKING:
         ServerVerification,
     )
     from evalpipe.config.models import RunConfig, ServerConfig
-    from evalpipe.server.fleet.watch import FleetWatchPlan
+
+
+class RunningWatch(Protocol):
+    """A fleet's watch as the server lifecycle runs it during the evaluation."""
+
+    def running(
+        self, *, in_flight: Callable[[float | None], list[str]], on_abort: Callable[[str], None]
+    ) -> AbstractContextManager[None]:
+        """Watch while the block runs: ``in_flight(since)`` names the requests to record with an event,
+        ``on_abort(line)`` stops the run (``on_mismatch: abort``)."""
+        ...
+
+    def verified_after(self, t: float) -> bool:
+        """Whether a look at every worker begun after ``t`` found each as verified (the proxy's gate)."""
+        ...
+
+
+class FleetWatching(Protocol):
+    """What a fleet leaves on its handle for the run to watch it by (the router kind's ``FleetWatchPlan``):
+    the generic server code names no kind's types."""
+
+    on_mismatch: str
+
+    def watch(self) -> RunningWatch:
+        """The run's one watch of this fleet."""
+        ...
 
 
 @dataclass
@@ -70,9 +95,9 @@ class ServerHandle:
     log_path: Path | None = None  # the launched process's log
     #: A fleet's launched workers: the run ends promptly when any of them dies, as when the router does.
     members: list[ServerHandle] = field(default_factory=list)
-    #: A fleet behind a router: what the fleet watch needs (``evalpipe.server.fleet.watch.FleetWatchPlan``); then a
+    #: A fleet behind a router: what the fleet watch needs (the router kind's ``FleetWatchPlan``); then a
     #: launched worker's death is the watch's to record, not the end of the run.
-    fleet_watch: FleetWatchPlan | None = None
+    fleet_watch: FleetWatching | None = None
 
     @property
     def pid(self) -> int | None:

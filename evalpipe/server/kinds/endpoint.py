@@ -4,22 +4,22 @@ Nothing is launched and nothing is stopped.  Its ``/server_info`` is still verif
 server settings (as SGLang names them, or as another engine reports them); a server without one is
 "unverifiable", and readiness falls back to ``/v1/models`` where ``/health`` is not served.
 
-An endpoint that lists workers on ``/workers`` is SGLang's router: its own ``/server_info`` is 404 and its
-``/get_server_info`` a stub, so it is never read as a server configuration.  Instead every worker behind it
-is verified as ``kind: router`` verifies the workers it launched (``evalpipe.server.fleet.session``), with the
-attach settings of ``server.router`` when the config has them (its Prometheus URL, version, URL rewrites).
+An endpoint that lists workers on ``/workers`` is a router (``RouterClient.is_router``): its own answers
+describe no server configuration, so they are never read as one.  Instead every worker behind it
+is verified as ``kind: router`` verifies the workers it launched (the router kind's ``attached_fleet``), with
+the attach settings of ``server.router`` when the config has them (its Prometheus URL, version, URL rewrites).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from evalpipe.errors import ConfigError
-from evalpipe.server.fleet.client import RouterClient
 from evalpipe.server.kinds.base import ServeContext, ServerHandle, nothing_launched
+from evalpipe.server.kinds.router import RouterClient, attached_fleet
 from evalpipe.server.kinds.sglang import SglangServerInfo
 
 if TYPE_CHECKING:
@@ -60,9 +60,6 @@ class EndpointKind(SglangServerInfo):
     @contextlib.contextmanager
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Attach; a router (it answers ``/workers`` with a listing) is verified worker by worker."""
-        # import cost: the fleet session's modules, only for a fleet (the kinds stay cheap to import)
-        from evalpipe.server.fleet.session import fleet_session
-
         server = ctx.server
         handle = ctx.attach(self.base_url(server), ready_paths=self.ready_paths(server))
         settings = server.router_settings()
@@ -78,17 +75,7 @@ class EndpointKind(SglangServerInfo):
             handle.verification = ctx.verify(handle)
             yield handle
             return
-        planned = _expected_workers(ctx, server)
-        with fleet_session(
-            ctx,
-            handle,
-            client,
-            planned=planned,
-            router_version=settings.version,
-            version_source="config" if settings.version else "unknown",
-            policy=None,
-            launched=False,
-        ) as fleet_handle:
+        with attached_fleet(ctx, handle, client) as fleet_handle:
             yield fleet_handle
 
 
@@ -103,26 +90,6 @@ def openai_base_url(endpoint: str) -> str:
     if not path:
         path = "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def _expected_workers(ctx: ServeContext, server: ServerConfig) -> list[Any]:
-    """The workers ``server.router.workers`` says must be behind the router (URLs only: nothing is launched
-    when attaching; a ``kind`` entry is refused)."""
-    # import cost: the fleet session's modules, only for a fleet (the kinds stay cheap to import)
-    from evalpipe.server.fleet.session import PlannedWorker, attached_view
-
-    router = server.router
-    planned = []
-    for i, worker in enumerate(router.workers if router is not None else []):
-        if worker.url is None:
-            raise ConfigError(
-                f"server.router.workers[{i}]: kind: endpoint launches nothing; name a running worker's url "
-                "(or use kind: router to launch the router and its workers)"
-            )
-        url = worker.url.rstrip("/")
-        view = attached_view(server, url)
-        planned.append(PlannedWorker(url, ctx.member(str(i), view), view))
-    return planned
 
 
 KIND = EndpointKind()

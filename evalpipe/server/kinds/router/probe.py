@@ -30,7 +30,7 @@ from typing import Any
 from evalpipe.artifacts.schema.fleet import FieldProbe, FieldVerdict, RequestFieldProbe
 from evalpipe.recording.request_id import HEADER, x_request_id
 from evalpipe.server import fetch
-from evalpipe.server.fleet.sglang_router import FORWARDING, Forwarding
+from evalpipe.server.kinds.router.sglang_router import FORWARDING, Forwarding
 
 PROMPT = "Write a long story about a cat who lives in a lighthouse."
 BASE_MAX_TOKENS = 12

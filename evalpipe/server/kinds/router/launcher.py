@@ -29,9 +29,14 @@ from pathlib import Path
 from types import TracebackType
 
 from evalpipe.processes.group import StopMethod, spawn, stop_group
-from evalpipe.server.fleet.client import FleetMember, RouterClient
-from evalpipe.server.fleet.errors import NotARouter, RouterLaunchError, RouterNotInstalled, RouterUnreachable
-from evalpipe.server.fleet.sglang_router import (
+from evalpipe.server.kinds.router.client import FleetMember, RouterClient
+from evalpipe.server.kinds.router.errors import (
+    NotARouter,
+    RouterLaunchError,
+    RouterNotInstalled,
+    RouterUnreachable,
+)
+from evalpipe.server.kinds.router.sglang_router import (
     INSTALL_HINT,
     METRICS_PATH,
     MODULE,

@@ -46,6 +46,17 @@ WORKER_OUTCOMES_METRIC = "smg_worker_cb_outcomes_total"
 #: Requests the router retried on another worker (labels: worker_type, endpoint).
 RETRIES_METRIC = "smg_worker_retries_total"
 
+#: The router as the audit's sentences name it.
+ROUTER_NAME = "SGLang's router"
+#: What per-worker accuracy through the router (0.3.2) can be: nothing can attribute it.
+ATTRIBUTION = (
+    "Accuracy per worker cannot be attributed through sglang-router: no response names the worker that "
+    "produced it (the X-Request-Id each request carried reaches its worker, whose own log may name it); "
+    "requests per worker come from the router's counters."
+)
+#: Why a router's version can be unknown (an attached router's, unless the config states it).
+VERSION_NOT_REPORTED = "sglang-router reports none over HTTP (set server.router.version when attaching)"
+
 _RANK = re.compile(r"^(?P<base>.+)@(?P<rank>\d+)$")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from evalpipe.artifacts.redact import redact
 from evalpipe.artifacts.schema.fleet import FleetChange, FleetSnapshot, FleetWorker
 from evalpipe.hashing import sha256_json
-from evalpipe.server.fleet.client import FleetMember, RouterClient, fold_workers
+from evalpipe.server.kinds.router.client import FleetMember, RouterClient, fold_workers
 
 #: ``/server_info`` keys (top level and in each ``internal_states`` entry) that are runtime state, not
 #: configuration: SGLang 0.5.23 reports throughput and memory there, and its start time and status.

@@ -7,7 +7,7 @@ own log under ``server/workers/<n>/``).  Workers start first and are waited for 
 then the router, which is ready only when every worker is listed healthy.  Everything is stopped as one on
 the way out: the router, then the workers.
 
-What the run talks to is the router, but what it verifies is each worker (``evalpipe.server.fleet.session``): the
+What the run talks to is the router, but what it verifies is each worker (``session`` of this folder): the
 router's own ``/server_info`` is 404.  Every value the top-level settings pin must be resolved by every
 worker — a worker's ``overrides`` change how it is launched, never what it is verified against.  Attaching to
 a running router is ``kind: endpoint`` (it is recognised from its ``/workers``).
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from evalpipe.errors import ConfigError
 from evalpipe.processes.ports import free_port
-from evalpipe.server.fleet.errors import RouterNotInstalled
-from evalpipe.server.fleet.sglang_router import METRICS_PATH, RouterLaunchSpec, router_argv
 from evalpipe.server.kinds.base import EngineProvenance, Kind, KindPreflight, ServeContext, ServerHandle
+from evalpipe.server.kinds.router.errors import RouterNotInstalled
+from evalpipe.server.kinds.router.sglang_router import METRICS_PATH, RouterLaunchSpec, router_argv
 from evalpipe.server.kinds.sglang import SglangServerInfo
 from evalpipe.server.launch_env import API_KEY_PLACEHOLDER_PREFIX, server_env
 from evalpipe.server.overrides import with_overrides
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from evalpipe.artifacts.schema.provenance import PackageVersion
     from evalpipe.artifacts.schema.server import PreflightCheck
     from evalpipe.config.models import RouterConfig, RouterWorker, RunConfig, ServerConfig
-    from evalpipe.server.fleet.sglang_router import RouterLaunchSpec
+    from evalpipe.server.kinds.router.sglang_router import RouterLaunchSpec
 
 
 class RouterKind(SglangServerInfo):
@@ -162,7 +162,7 @@ class RouterKind(SglangServerInfo):
     def preflight(self, cfg: RunConfig, server: ServerConfig, env: Mapping[str, str]) -> KindPreflight:
         """sglang-router installed, the router's ports free, and each launched worker's own preflight."""
         # import cost: the fleet launcher (~17 modules: ctypes, ssl), only when a fleet starts
-        from evalpipe.server.fleet.launcher import require_router
+        from evalpipe.server.kinds.router.launcher import require_router
 
         server_kind = self.kind_of
 
@@ -196,9 +196,9 @@ class RouterKind(SglangServerInfo):
     def serve(self, ctx: ServeContext) -> Iterator[ServerHandle]:
         """Workers first (all started, then each waited for), then the router, then the fleet verified."""
         # import cost: the fleet client, launcher and session (~40 modules), only when a fleet starts
-        from evalpipe.server.fleet.client import RouterClient
-        from evalpipe.server.fleet.launcher import require_router, wait_registered
-        from evalpipe.server.fleet.session import PlannedWorker, attached_view, fleet_session
+        from evalpipe.server.kinds.router.client import RouterClient
+        from evalpipe.server.kinds.router.launcher import require_router, wait_registered
+        from evalpipe.server.kinds.router.session import PlannedWorker, attached_view, fleet_session
 
         server_kind = self.kind_of
 

@@ -42,8 +42,8 @@ from evalpipe.artifacts import write_model
 from evalpipe.artifacts.schema.fleet import FleetEvent, FleetEventAction, FleetEventKind, FleetRecord
 from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError
-from evalpipe.server.fleet.client import FleetMember, RouterClient
-from evalpipe.server.fleet.snapshot import config_sha256, config_view
+from evalpipe.server.kinds.router.client import FleetMember, RouterClient
+from evalpipe.server.kinds.router.snapshot import config_sha256, config_view
 
 log = logging.getLogger("evalpipe.server")
 

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 from evalpipe.artifacts.schema.fleet import WorkerRequestCount
 from evalpipe.server import fetch
-from evalpipe.server.fleet.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
-from evalpipe.server.fleet.sglang_router import (
+from evalpipe.server.kinds.router.errors import NoHealthyWorkers, NotARouter, RouterUnreachable
+from evalpipe.server.kinds.router.sglang_router import (
     READINESS_PATH,
     WORKER_PATH,
     WORKERS_PATH,

@@ -6,13 +6,13 @@ when the endpoint turns out to be a router (it lists workers on ``/workers``).  
 1. the router's listing: at least one healthy worker, every configured worker listed healthy;
 2. each worker's own ``/server_info``, saved and verified against the config exactly as a single server's
    (``ServeContext.verify`` of the worker's member context: ``server/workers/<n>/``), then the workers
-   judged together (``evalpipe.server.fleet.verdict``): a mismatch or disagreement names the worker and the field,
-   an unreadable or unhealthy worker is unverified — with ``on_mismatch: abort`` the run stops here;
-3. the request-field probe (``evalpipe.server.fleet.probe``): a field the router drops or rewrites so that
-   generation changes is a problem like a mismatch;
+   judged together (``verdict``): a mismatch or disagreement names the worker and the field, an unreadable
+   or unhealthy worker is unverified — with ``on_mismatch: abort`` the run stops here;
+3. the request-field probe (``probe``): a field the router drops or rewrites so that generation changes is a
+   problem like a mismatch;
 4. ``server/fleet.json`` with the start snapshot, and the router's per-worker counters.
 
-During the evaluation the run watches the fleet (``evalpipe.server.fleet.watch``, from the plan left on the handle):
+During the evaluation the run watches the fleet (``watch``, from the plan left on the handle):
 a worker that dies, returns, joins or changes configuration is recorded as it happens.  After the evaluation
 (also when it failed, not when it was interrupted): the end snapshot, what changed, and the counters again,
 so the report can say which worker served how many requests.
@@ -35,12 +35,17 @@ from evalpipe.clock import utc_now
 from evalpipe.errors import EvalpipeError, ServerError
 from evalpipe.server import fetch
 from evalpipe.server.chat_template import THINKING_TOGGLE, thinking_kwargs
-from evalpipe.server.fleet.client import FleetMember, RouterClient, fold_workers
-from evalpipe.server.fleet.probe import probe_request_fields
-from evalpipe.server.fleet.snapshot import fleet_changes, take_snapshot, worker_record
-from evalpipe.server.fleet.verdict import WorkerCheck, agreement_keys, combined_verification, fleet_problems
-from evalpipe.server.fleet.watch import FleetWatchPlan
 from evalpipe.server.kinds.base import ServerHandle
+from evalpipe.server.kinds.router.client import FleetMember, RouterClient, fold_workers
+from evalpipe.server.kinds.router.probe import probe_request_fields
+from evalpipe.server.kinds.router.snapshot import fleet_changes, take_snapshot, worker_record
+from evalpipe.server.kinds.router.verdict import (
+    WorkerCheck,
+    agreement_keys,
+    combined_verification,
+    fleet_problems,
+)
+from evalpipe.server.kinds.router.watch import FleetWatchPlan
 
 if TYPE_CHECKING:
     from evalpipe.config.models import ServerConfig
