@@ -471,7 +471,10 @@ class _Proxy:
     async def _handle(self, request: Any) -> Any:
         """One client request: one attempt, or several when a fleet's router answered 5xx (``resend_failed``)."""
         arrived = time.perf_counter()
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionResetError:  # the client went away mid-body (its worker ended): nothing was sent on
+            return self._web.Response(status=499, text="client closed the request before its body arrived")
         resent = 0
         while True:
             resp, ex = await self._attempt(request, body, arrived)
