@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from evalpipe.benchmarks import benchmark
 from evalpipe.stats.paired import exact_mcnemar_p
 from evalpipe.stats.power import NoiseModel
 from evalpipe.stats.sequential import betting_eprocesses, first_crossings
@@ -246,7 +247,7 @@ def main() -> None:
     cfg = load_run(args.config).config
     inputs: list[PlanInput | str] = []
     for bench in cfg.benchmarks:
-        known = population_only(cfg, bench.name, None)
+        known = population_only(cfg, benchmark(bench.name), None)
         inputs.append(known if known is not None else f"{bench.name}: skipped (its plan needs the data)")
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     arms = max(1, len(cfg.variants))

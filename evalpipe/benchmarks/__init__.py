@@ -1,7 +1,8 @@
 """The benchmark registry: one module per benchmark, one line per built-in benchmark below.
 
-Everything outside ``evalpipe/benchmarks/`` asks this registry (``benchmark(name)``, ``find(name)``,
-``names()``, ``REGISTRY`` to iterate) and never names a benchmark.  A built-in benchmark is a module
+Nothing outside ``evalpipe/benchmarks/`` names a benchmark: a run's plugins are looked up once, by the resolve
+step (``evalpipe.resolve``), and its stages take them from the resolved run; what reads a recorded run or lists
+the registered ones asks this registry (``benchmark(name)``, ``find(name)``, ``names()``, ``REGISTRY``).  A built-in benchmark is a module
 (or package) here declaring ``BENCHMARK`` plus one line in ``_MODULES``; the order there is the order of
 the benchmark enum in the published config schema (``make schemas``).
 
@@ -24,7 +25,7 @@ registered after the modules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import import_module
 from types import MappingProxyType
 
@@ -105,13 +106,11 @@ __all__ = [
     "Benchmark",
     "KeyItem",
     "benchmark",
-    "code_benchmarks",
     "display_name",
     "find",
     "length_buckets",
     "names",
     "primary_metric",
-    "punkt_needed",
     "stratifications",
 ]
 
@@ -126,22 +125,6 @@ def find(name: str) -> Benchmark | None:
 
 def benchmark(name: str) -> Benchmark:
     return REGISTRY[name]  # KeyError naming the registered ones
-
-
-def code_benchmarks(names: Sequence[str]) -> list[str]:
-    """Those of ``names`` whose benchmark executes model-written code."""
-    out = []
-    for name in names:
-        spec = find(name)
-        if spec is not None and spec.meta.executes_code:
-            out.append(name)
-    return out
-
-
-def punkt_needed(names: Sequence[str]) -> str | None:
-    """Display names of those of ``names`` whose scoring needs NLTK punkt_tab (None: none)."""
-    needing = [benchmark(n).meta.display_name for n in names if benchmark(n).meta.nltk_module]
-    return ", ".join(needing) or None
 
 
 def display_name(name: str) -> str:

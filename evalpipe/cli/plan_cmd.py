@@ -42,8 +42,9 @@ def plan(
 
     if mde is not None and mde <= 0:
         raise ConfigError(f"--mde: must be a positive number of points, got {mde:g}")
-    cfg = load_run(config).config
-    inputs, manifest = plan_inputs(cfg, dataset_root, from_run)
+    run = load_run(config)
+    cfg = run.config
+    inputs, manifest = plan_inputs(run, dataset_root, from_run)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     for block in [*inputs, *pools] if mde is not None else []:
         if isinstance(block, str):

@@ -68,14 +68,14 @@ def command(config: ConfigArg, variant: VariantOpt = None) -> None:
 def preflight(config: ConfigArg, variant: VariantOpt = None) -> None:
     """Run the preflight rules alone (exit 2 naming the flag on the first failure; warnings shown)."""
     # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
-    from evalpipe.benchmarks import punkt_needed
     from evalpipe.cli.console import err, out
     from evalpipe.resolve import load_run
     from evalpipe.server.preflight import PreflightRefused, preflight_for
 
-    cfg = load_run(config, check_sampling=False).config
+    run = load_run(config, check_sampling=False)
+    needing = [spec.meta.display_name for spec in run.benchmarks.values() if spec.meta.nltk_module]
     try:
-        report = preflight_for(cfg, variant, punkt_needed=punkt_needed([b.name for b in cfg.benchmarks]))
+        report = preflight_for(run.config, variant, kinds=run.kinds, punkt_needed=", ".join(needing) or None)
     except PreflightRefused as exc:
         _print_checks(exc.report, out)
         raise

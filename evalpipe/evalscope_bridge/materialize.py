@@ -26,18 +26,19 @@ import json
 import shutil
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalpipe.artifacts import RunDir, atomic_write_bytes, atomic_write_text, write_model
 from evalpipe.artifacts.schema.evalscope import IndexMap, IndexMapEntry, MaterializedDataset
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
-from evalpipe.benchmarks import benchmark
 from evalpipe.benchmarks.base import BenchmarkMeta
 from evalpipe.benchmarks.parts import EvalScopePart
-from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
 from evalpipe.sources.base import BenchmarkData, SourceRecord
+
+if TYPE_CHECKING:
+    from evalpipe.resolve import ResolvedRun
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -187,11 +188,11 @@ def materialize(
     rundir: RunDir,
     manifest: Manifest,
     datasets: Mapping[str, BenchmarkData],
-    cfg: RunConfig,
+    run: ResolvedRun,
     *,
     skip: Collection[tuple[str, str]] = (),
 ) -> IndexMap:
-    """Write every benchmark's dataset directory and ``index_map.json``; returns the index map.
+    """Write every benchmark's dataset directory (as ``run``'s plugin for it says) and ``index_map.json``.
 
     ``skip``: ``(benchmark, source_id)`` entries left out (prompts dropped by the context-fit preflight)."""
     rundir.datasets_dir.mkdir(parents=True, exist_ok=True)
@@ -199,9 +200,9 @@ def materialize(
     index_entries: list[IndexMapEntry] = []
     for block in manifest.benchmarks:
         name = block.benchmark
-        spec: EvalScopePart = benchmark(name)
+        spec: EvalScopePart = run.benchmarks[name]
         f = spec.meta
-        bench = cfg.benchmark(name)
+        bench = run.config.benchmark(name)
         if f.max_few_shot is not None and bench.few_shot > f.max_few_shot:
             raise ConfigError(f"benchmark {name}: few_shot must be 0 ({name} has no few-shot split)")
         data = datasets.get(name)

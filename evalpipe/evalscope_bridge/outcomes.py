@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,6 @@ from evalpipe.artifacts.schema.outcomes import (
 )
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
-from evalpipe.benchmarks import find
 from evalpipe.benchmarks.base import ReviewContext
 from evalpipe.benchmarks.parts import ScoringPart
 from evalpipe.errors import ArtifactError
@@ -103,7 +102,7 @@ def _gold(review: dict[str, Any] | None) -> str | None:
 
 
 def classify(
-    benchmark: str,
+    spec: ScoringPart,
     entry: IndexMapEntry,
     pred: dict[str, Any] | None,
     review: dict[str, Any] | None,
@@ -111,7 +110,7 @@ def classify(
     *,
     punkt_tab: bool,
 ) -> tuple[FailureClass, str | None]:
-    """``(failure_class, failure_detail)`` of one manifest entry."""
+    """``(failure_class, failure_detail)`` of one manifest entry; ``spec``: its benchmark's scoring part."""
     if pred is None:
         err = errors.get("predict")
         if err is not None:
@@ -136,7 +135,7 @@ def classify(
     values = _float_scores(score.get("value"))
     main = score.get("main_score_name")
     if not values or (main and main not in values) or score.get("status") == "excluded":
-        return "scoring_error", _scoring_error_detail(benchmark, entry, score, punkt_tab)
+        return "scoring_error", _scoring_error_detail(spec, entry, score, punkt_tab)
     primary = main_value(values, main)
     if stop in BUDGET_STOP_REASONS:
         split = split_message((choice.get("message") or {}).get("content"))
@@ -152,17 +151,11 @@ def classify(
         return "budget_exhausted", detail
     if primary is not None and primary >= 1.0:
         return "ok", None
-    spec: ScoringPart | None = find(benchmark)
-    if spec is not None:
-        return spec.classify_wrong(score)
-    return "wrong", None
+    return spec.classify_wrong(score)
 
 
-def _scoring_error_detail(
-    benchmark: str, entry: IndexMapEntry, score: dict[str, Any], punkt_tab: bool
-) -> str:
-    spec: ScoringPart | None = find(benchmark)
-    hint = spec.scoring_error_hint(entry, score, punkt_tab) if spec is not None else None
+def _scoring_error_detail(spec: ScoringPart, entry: IndexMapEntry, score: dict[str, Any], punkt_tab: bool) -> str:
+    hint = spec.scoring_error_hint(entry, score, punkt_tab)
     if hint:
         return hint
     meta = score.get("metadata") or {}
@@ -218,10 +211,11 @@ def _dropped_row(m: ManifestEntry, detail: str) -> OutcomeRow:
 
 
 def build_outcomes(
-    rundir: RunDir, manifest: Manifest, index_map: IndexMap, asked: Callable[[str, str], int] | None = None
-) -> list[OutcomeRow]:
-    """One ``OutcomeRow`` per manifest entry, in manifest order; ``asked(benchmark, source_id)``: the attempts
-    the entry was asked when not every one of its task's ``repeats`` (an internal pilot's decision,
+    rundir: RunDir, manifest: Manifest, index_map: IndexMap, benchmarks: Mapping[str, ScoringPart],
+    asked: Callable[[str, str], int] | None = None,
+) -> list[OutcomeRow]:  # fmt: skip
+    """One ``OutcomeRow`` per manifest entry, in manifest order, scored by the run's ``benchmarks``; ``asked``:
+    the attempts an entry was asked when not all its task's ``repeats`` (an internal pilot's decision,
     ``evalpipe.run.pilot``) — the row holds those, the others were never meant to be sent."""
     tasks = read_model(rundir.evalscope_tasks, EvalscopeTasks) if rundir.evalscope_tasks.is_file() else None
     punkt = tasks.nltk_punkt_tab if tasks is not None else True
@@ -278,16 +272,16 @@ def build_outcomes(
         preds, n_p, revs, n_r = subset_rows(entry.benchmark, entry.subset)
         task = tasks.task_for(entry.benchmark) if tasks is not None else None
         repeats = task_repeats(task.task) if task is not None else 1
+        spec = benchmarks[entry.benchmark]
         tried: list[OutcomeRow] = []
         for attempt_no in range(asked(m.benchmark, m.source_id) if asked is not None else repeats):
             idx = evalscope_index(entry.index, attempt_no, repeats)
             pred, review = preds.get(idx), revs.get(idx)
             errs = errors.get((entry.benchmark, entry.subset, idx), {})
-            fclass, detail = classify(entry.benchmark, entry, pred, review, errs, punkt_tab=punkt)
+            fclass, detail = classify(spec, entry, pred, review, errs, punkt_tab=punkt)
             recorded = _Attempt(pred, review, n_p.get(idx, 0), n_r.get(idx, 0), errs, fclass, detail)
             row = _row(entry, recorded, hashes.get((entry.benchmark, entry.source_id)), reasoning_tokens, seeds)
-            spec: ScoringPart | None = find(entry.benchmark)
-            if spec is not None and review is not None:
+            if review is not None:
                 context = contexts.get(entry.benchmark)
                 if context is None:
                     context = ReviewContext(entry.benchmark, rundir.root, index_map, launcher)
@@ -414,8 +408,12 @@ def _row(
 
 
 def write_outcomes(
-    rundir: RunDir, manifest: Manifest, index_map: IndexMap, asked: Callable[[str, str], int] | None = None
+    rundir: RunDir,
+    manifest: Manifest,
+    index_map: IndexMap,
+    benchmarks: Mapping[str, ScoringPart],
+    asked: Callable[[str, str], int] | None = None,
 ) -> list[OutcomeRow]:
-    rows = build_outcomes(rundir, manifest, index_map, asked)
+    rows = build_outcomes(rundir, manifest, index_map, benchmarks, asked)
     write_jsonl_atomic(rundir.outcomes, rows)
     return rows

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +37,6 @@ from evalpipe.artifacts.schema.evalscope import (
     PromptHashRecord,
 )
 from evalpipe.artifacts.schema.outcomes import CacheRepair
-from evalpipe.benchmarks import REGISTRY, code_benchmarks, display_name
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, DataError, EvalpipeError
 from evalpipe.evalscope_bridge.identity import Expected, contains_question, verify_and_repair
@@ -56,7 +55,9 @@ from evalpipe.sandbox.preflight import for_run as sandbox_for_run
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.sandbox import SandboxRecord
+    from evalpipe.benchmarks import Benchmark
     from evalpipe.progress import ProgressDisplay
+    from evalpipe.resolve import ResolvedRun
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +227,7 @@ def _load_tasks(rundir: RunDir) -> EvalscopeTasks | None:
 
 
 def run_evalscope(
-    cfg: RunConfig,
+    resolved: ResolvedRun,
     rundir: RunDir,
     index_map: IndexMap,
     *,
@@ -243,18 +244,19 @@ def run_evalscope(
     (``evalscope_bridge.extend``); they are verified like a resume's and reviewed afresh.  ``worker``: one
     the run spawned when it started (its EvalScope import done meanwhile); the stage ends it either way
     (without one it starts its own).  ``stopper``: the sequential rule stopping inside a paired run
-    (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases."""
+    (``evalpipe.run.sequential_stop``): its benchmarks send in sequence order, as far as it releases.
+    ``resolved``: the run's config with its benchmarks' plugins, which the stage asks and never looks up."""
     # import cost: kept out of the pipeline's import, loaded when the EvalScope stage runs
     from evalpipe.server.nltk_data import punkt_tab_available
 
-    check_generation(cfg)
+    cfg, benchmarks = resolved.config, resolved.benchmarks
+    check_generation(resolved)
     result = StageResult(punkt_tab=punkt_tab_available())
     if not result.punkt_tab:
-        _warn_without_punkt(index_map, progress)
+        _warn_without_punkt(index_map, benchmarks, progress)
     # the run's code sandbox (resolved by the preflight; resolved here when the stage runs on its own)
-    code_sandbox = sandbox_for_run(
-        cfg.code_execution, rundir, code_benchmarks([d.benchmark for d in index_map.datasets])
-    )
+    executing = [d.benchmark for d in index_map.datasets if benchmarks[d.benchmark].meta.executes_code]
+    code_sandbox = sandbox_for_run(cfg.code_execution, rundir, executing)
     previous = _load_tasks(rundir) if resume else None
     if not resume and not extending:
         for path in (rundir.prompt_hashes, rundir.evalscope_errors, rundir.cache_repairs):
@@ -270,18 +272,20 @@ def run_evalscope(
     return result
 
 
-def _warn_without_punkt(index_map: IndexMap, progress: ProgressDisplay | None) -> None:
+def _warn_without_punkt(
+    index_map: IndexMap, benchmarks: Mapping[str, Benchmark], progress: ProgressDisplay | None
+) -> None:
     """Up front, not after the run: the sampled prompts that need NLTK's punkt_tab will be scoring errors,
-    not "wrong"."""
+    not "wrong".  ``benchmarks``: the run's plugins, by name."""
     needs_punkt = [
         e
-        for spec in REGISTRY.values()
+        for spec in benchmarks.values()
         for e in index_map.for_benchmark(spec.meta.name)
         if spec.needs_punkt(e)
     ]
     if not needs_punkt:
         return
-    labels = ", ".join(dict.fromkeys(display_name(e.benchmark) for e in needs_punkt))
+    labels = ", ".join(dict.fromkeys(benchmarks[e.benchmark].meta.display_name for e in needs_punkt))
     message = (
         f"NLTK punkt_tab is not installed: {len(needs_punkt)} sampled {labels} prompt(s) count sentences or "
         "capital words and will be reported as scoring_error (nothing is downloaded at run time; "

@@ -11,13 +11,15 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalpipe.benchmarks import benchmark as benchmark_spec
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
 from evalpipe.hashing import attempt_seed
 from evalpipe.server.chat_template import thinking_kwargs
+
+if TYPE_CHECKING:
+    from evalpipe.resolve import ResolvedRun
 
 # Keys that may legitimately differ between a run and its resume: transport, resume mechanics, and
 # paths inside the run directory (always ``datasets/<benchmark>`` and ``evalscope/<benchmark>``, so a
@@ -31,15 +33,17 @@ def model_id(served_name: str) -> str:
     return safe or "model"
 
 
-def check_generation(cfg: RunConfig) -> None:
-    """Settings the bridge cannot honour without breaking the index ↔ manifest mapping."""
+def check_generation(run: ResolvedRun) -> None:
+    """Settings the bridge cannot honour without breaking the index ↔ manifest mapping (each benchmark's
+    own, from its plugin as the run resolved it)."""
+    cfg = run.config
     if cfg.generation.n != 1:
         raise ConfigError(
             "generation.n: must be 1 (EvalScope turns n > 1 into repeated samples; ask for them with "
             "generation.repeats, which keeps every attempt tied to its manifest entry)"
         )
     for bench in cfg.benchmarks:
-        bad = sorted(benchmark_spec(bench.name).meta.forbidden_extra_params & bench.extra_params.keys())
+        bad = sorted(run.benchmarks[bench.name].meta.forbidden_extra_params & bench.extra_params.keys())
         if bad:
             raise ConfigError(
                 f"benchmark {bench.name}: extra_params {', '.join(bad)} make EvalScope drop sampled rows; "

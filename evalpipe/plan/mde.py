@@ -52,7 +52,6 @@ from evalpipe.artifacts.schema.manifest import BenchmarkSampling, Manifest
 from evalpipe.artifacts.schema.outcomes import OutcomeRow, attempt_scores
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.summary import Summary
-from evalpipe.benchmarks import benchmark
 from evalpipe.config.loader import resolve_sampling_rule
 from evalpipe.config.models import RunConfig, SamplingRule
 from evalpipe.errors import ArtifactError, ConfigError
@@ -73,6 +72,7 @@ from evalpipe.stats.power import (
 if TYPE_CHECKING:
     from evalpipe.benchmarks.base import PlannedItem
     from evalpipe.benchmarks.parts import DataPart
+    from evalpipe.resolve import ResolvedRun
 
 #: Repeats tried when the target is out of reach at one attempt (A/A noise model only).
 REPEATS_TRIED = (2, 4, 8)
@@ -550,14 +550,15 @@ def input_from_block(block: BenchmarkSampling) -> PlanInput:
     )
 
 
-def population_only(cfg: RunConfig, name: str, dataset_root: Path | None) -> PlanInput | None:
+def population_only(cfg: RunConfig, spec: DataPart, dataset_root: Path | None) -> PlanInput | None:
     """The plan's n and N from the module's ``population`` when the data would come from the hub and would
     not change them: a ``total`` plan, no filter, no strata restriction, the default subset (module
     docstring); else None.  A local copy (``--dataset-root``, ``dataset_root``, ``source.local``) is read
-    instead: it may be a subset of the published split, and reading it needs no network."""
+    instead: it may be a subset of the published split, and reading it needs no network.  ``spec``: the
+    benchmark's plugin, as the run resolved it."""
 
-    spec: DataPart = benchmark(name)
     meta = spec.meta
+    name = meta.name
     plan = resolve_sampling_rule(cfg, name)
     bench = cfg.benchmark(name)
     if dataset_root is None and not cfg.dataset_root and bench.source.local and plan.filter is None:
@@ -610,17 +611,18 @@ def _planned(name: str, plan: SamplingRule, items: list[PlannedItem]) -> PlanInp
 
 
 def plan_inputs(
-    cfg: RunConfig, dataset_root: Path | None, run: Path | None
+    resolved: ResolvedRun, dataset_root: Path | None, run: Path | None
 ) -> tuple[list[PlanInput | str], Manifest | None]:
-    """Per benchmark in config order: its plan input, or the line saying why it cannot be planned (its data
-    could not be loaded and its plan needs it).  With RUN every benchmark's data is loaded (the noise is
-    measured on the same entries) and the manifest is returned."""
+    """Per benchmark of ``resolved`` in config order: its plan input, or the line saying why it cannot be
+    planned (its data could not be loaded and its plan needs it).  With RUN every benchmark's data is loaded
+    (the noise is measured on the same entries) and the manifest is returned."""
+    cfg = resolved.config
     if run is not None:
         manifest = manifest_for(cfg, dataset_root, run)
         return [input_from_block(b) for b in manifest.benchmarks], manifest
     out: list[PlanInput | str] = []
     for bench in cfg.benchmarks:
-        known = population_only(cfg, bench.name, dataset_root)
+        known = population_only(cfg, resolved.benchmarks[bench.name], dataset_root)
         if known is not None:
             out.append(known)
             continue

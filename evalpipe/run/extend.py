@@ -17,11 +17,11 @@ from pathlib import Path
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.run import ExtensionRecord
-from evalpipe.benchmarks import benchmark
 from evalpipe.compare.versions import recorded_versions
 from evalpipe.config.loader import load_config
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import ResolvedRun
 from evalpipe.run.sample import Spine
 from evalpipe.samplers import sample_run
 from evalpipe.samplers.extend import (
@@ -35,15 +35,16 @@ from evalpipe.samplers.run import build_manifest, load_datasets
 
 
 def extend_stage(
-    cfg: RunConfig, old_run: Path, *, dataset_root: Path | None, out: Path | None, allow_drift: bool
+    run: ResolvedRun, old_run: Path, *, dataset_root: Path | None, out: Path | None, allow_drift: bool
 ) -> tuple[Spine, Extension]:
     """The larger selection for ``--extend RUN``: the config's sampling rules with RUN's n_h as floors; refuses
     (exit 2, the problems as details) unless it contains every entry of RUN's manifest."""
+    cfg = run.config
     old_rd = RunDir(Path(old_run))
     if not old_rd.manifest.is_file():
         raise ConfigError(f"--extend {old_rd.root}: no manifest.json (not a run directory)")
     check_alpha_kept(cfg, old_rd)
-    check_versions_kept(cfg, old_rd)
+    check_versions_kept(run, old_rd)
     old = read_model(old_rd.manifest, Manifest)
     datasets = load_datasets(cfg, dataset_root)
     planned, _ = build_manifest(cfg, datasets, allow_drift=allow_drift)
@@ -86,15 +87,17 @@ def extend_stage(
     return Spine(result.rundir, result.manifest, result.datasets), extension
 
 
-def check_versions_kept(cfg: RunConfig, old_rd: RunDir) -> None:
+def check_versions_kept(run: ResolvedRun, old_rd: RunDir) -> None:
     """Refuse (exit 2) an extension of a benchmark whose version changed since the old run (its prompt, scoring
     or selection did): the old answers it reuses were made and scored by the old version, the new ones would be
-    by the new, and one block would hold both.  An old run that recorded no versions is not checked (unknown)."""
+    by the new, and one block would hold both.  An old run that recorded no versions is not checked (unknown).
+    The versions now are those of the run's resolved plugins."""
     old = recorded_versions(old_rd)
+    now = {name: spec.meta.version for name, spec in run.benchmarks.items()}
     changed = [
-        f"{b.name}: version {old[b.name]} in the old run, {benchmark(b.name).meta.version} now"
-        for b in cfg.benchmarks
-        if b.name in old and old[b.name] != benchmark(b.name).meta.version
+        f"{b.name}: version {old[b.name]} in the old run, {now[b.name]} now"
+        for b in run.config.benchmarks
+        if b.name in old and old[b.name] != now[b.name]
     ]
     if changed:
         raise ConfigError(

@@ -28,7 +28,7 @@ from evalpipe.artifacts.source_git import git_info
 from evalpipe.clock import utc_now
 from evalpipe.config.models import ComponentTest, RunConfig, ServerConfig
 from evalpipe.errors import PreflightError
-from evalpipe.server.kinds.registry import server_kind
+from evalpipe.server.kinds.base import Kind
 from evalpipe.server.launch_env import server_env
 
 #: evalpipe's own runtime packages (EvalScope runs the benchmarks, NLTK scores IFEval), read from this process.
@@ -38,19 +38,23 @@ OWN_PACKAGES = ("evalscope", "nltk")
 def collect_provenance(
     *,
     server: ServerConfig | None = None,
+    kind: Kind | None = None,
     env: Mapping[str, str] | None = None,
     started_at: str | None = None,
     component_tests: list[ComponentTestResult] | None = None,
 ) -> Provenance:
     """Versions, source commits, GPUs and host.  The serving engine's packages and source are its kind's
     (``Kind.provenance``, as the server's environment sees them: ``server.env`` can put another checkout on
-    ``PYTHONPATH``); evalpipe's own packages are read from this process."""
+    ``PYTHONPATH``); evalpipe's own packages are read from this process.  ``kind``: the server's kind as the
+    run resolved it, given with ``server``."""
     # import cost: kept out of the pipeline's import (server.gpus), loaded on this path only
     from evalpipe.server import gpus
 
     if env is None:
         env = server_env(server) if server is not None else None
-    engine = server_kind(server.kind).provenance(server, env or {}) if server is not None else None
+    if (server is None) != (kind is None):
+        raise ValueError("collect_provenance: a server comes with its kind")
+    engine = kind.provenance(server, env or {}) if server is not None and kind is not None else None
     packages = [PackageVersion(name="evalpipe", version=evalpipe.__version__)]
     packages += engine.packages if engine is not None else ()
     packages += [PackageVersion(name=name, version=_installed(name)) for name in OWN_PACKAGES]

@@ -44,7 +44,7 @@ RUNNER_FILES: tuple[RunFile, ...] = (
 def execute(plan: RunSpec, progress: ProgressDisplay | None = None) -> RunState:
     """Run ``plan``'s stages (see the module docstring); ``timings.json`` is written once all have run."""
     upstream_path = plan.kind.upstream_path(plan.server)  # a bad endpoint URL: a usage error before any stage
-    check_generation(plan.cfg)
+    check_generation(plan.run)
     state = RunState(
         plan=plan,
         progress=progress,

@@ -104,7 +104,7 @@ def run_variants(
             root_spine = resume_stage(cfg, resume, dataset_root=dataset_root)
         elif extend is not None:  # every variant grows from its own directory onto the same new manifest
             root_spine, extension = extend_stage(
-                cfg, extend, dataset_root=dataset_root, out=out, allow_drift=allow_drift
+                resolved, extend, dataset_root=dataset_root, out=out, allow_drift=allow_drift
             )
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)

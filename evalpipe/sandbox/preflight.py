@@ -129,7 +129,7 @@ def for_run(
     say: Callable[[str], None] | None = None,
 ) -> SandboxRecord | None:
     """The run's sandbox record: None when ``benchmarks`` (the run's benchmarks that execute model-written code:
-    ``evalpipe.benchmarks.code_benchmarks``, asked by the caller so that the sandbox needs no registry) is
+    read by the caller from its resolved plugins, so that the sandbox needs no registry) is
     empty; else the one in the run
     directory (unless ``fresh``: resolve again, as the preflight of a run or a resume does) or a new one,
     written there.  A resumed run whose host now resolves to another sandbox is refused: its programs

@@ -246,12 +246,11 @@ def managed_server(
     rundir: RunDir,
     *,
     variant: str | None = None,
-    kind: Kind | None = None,
+    kind: Kind,
 ) -> Iterator[ServerHandle]:
     """Launch (or attach to) the server, verify it, yield a handle, and always stop what was launched.
-    ``kind``: the server's kind as the run resolved it (None: looked up by ``server.kind``)."""
+    ``kind``: the server's kind as the run resolved it."""
     rundir.server_dir.mkdir(parents=True, exist_ok=True)
-    kind = kind if kind is not None else server_kind(server.kind)
     key = api_key(server)
     with _SigtermGuard() as guard:
         if kind.launches_process and server.port == 0:

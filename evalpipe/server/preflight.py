@@ -18,7 +18,6 @@ from evalpipe.artifacts import write_model
 from evalpipe.artifacts.redact import redact_argv
 from evalpipe.artifacts.schema.server import PreflightCheck, PreflightReport
 from evalpipe.errors import ConfigError, PreflightError
-from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.launch_env import server_env
 from evalpipe.server.preflight_rules import check_api_key, check_extra_args, check_punkt
 from evalpipe.server.variants import effective_server
@@ -45,11 +44,11 @@ def run_preflight(
     variant: str | None = None,
     env: Mapping[str, str] | None = None,
     rundir: RunDir | None = None,
-    kind: Kind | None = None,
+    kind: Kind,
 ) -> PreflightReport:
     """Evaluate every rule; raise PreflightRefused (a PreflightError: exit 2) naming the flag if any fails.
 
-    ``kind``: the server's kind as the run resolved it (None: looked up by ``server.kind``).
+    ``kind``: the server's kind as the run resolved it.
     ``env`` is the environment the server would get (default: ours plus ``server.env``).  With
     ``rundir`` the report is also written to ``server/preflight.json`` (also on failure).  The raised
     ``PreflightRefused`` carries the report as ``exc.report``.
@@ -57,7 +56,6 @@ def run_preflight(
     env = dict(env) if env is not None else server_env(server)
     checks: list[PreflightCheck] = []
     checks += check_api_key(server, env)
-    kind = kind if kind is not None else server_kind(server.kind)
     checks += check_extra_args(server, kind.extra_args_conflicts(server))
     own = kind.preflight(cfg, server, env)
     checks += own.checks
@@ -87,13 +85,17 @@ def preflight_for(
     cfg: RunConfig,
     variant: str | None = None,
     *,
+    kinds: Mapping[str, Kind],
     punkt_needed: str | None,
     rundir: RunDir | None = None,
 ) -> PreflightReport:
-    """Convenience for the CLI: effective server for ``variant``; ``punkt_needed`` as ``run_preflight`` takes it
-    (``evalpipe.benchmarks.punkt_needed``: the caller asks the registry, the server package does not)."""
+    """Convenience for the CLI: effective server for ``variant``, its kind from ``kinds`` (the resolved run's:
+    every kind a server of the run may be); ``punkt_needed`` as ``run_preflight`` takes it (the caller reads
+    it from the run's benchmarks, the server package does not)."""
     server = effective_server(cfg, variant)
     try:
-        return run_preflight(cfg, server, punkt_needed=punkt_needed, variant=variant, rundir=rundir)
+        return run_preflight(
+            cfg, server, punkt_needed=punkt_needed, variant=variant, rundir=rundir, kind=kinds[server.kind]
+        )
     except ConfigError as exc:  # e.g. the API key variable missing while building the argv
         raise PreflightError(exc.message, details=exc.details) from None

@@ -17,6 +17,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.resolve import resolve
 from evalpipe.run.audit import audit_run
 
 ROLES = ("correct", "wrong", "truncated", "http500")
@@ -48,12 +49,12 @@ def test_audit_of_a_real_evalscope_run(tmp_path: Path, shared_datasets: Path) ->
         else:
             rules.append(Rule(raw["question"], "unused", status=500, fail_times=None))
 
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
         with recording_proxy(srv.base_url, rundir) as proxy:
-            run_evalscope(cfg, rundir, index_map, api_url=proxy.base_url)
+            run_evalscope(resolve(cfg), rundir, index_map, api_url=proxy.base_url)
             proxy.flush()
-    write_outcomes(rundir, manifest, index_map)
+    write_outcomes(rundir, manifest, index_map, resolve(cfg).benchmarks)
 
     s = audit_run(rundir.root)
     by_role = {ids[sid]: sid for sid in ids}

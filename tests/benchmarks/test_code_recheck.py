@@ -35,6 +35,7 @@ from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
+from evalpipe.resolve import resolve as resolve_run
 from evalpipe.samplers import build_manifest
 from evalpipe.samplers.loading import load_benchmark
 from evalpipe.sandbox.launcher import ProgramLauncher
@@ -188,15 +189,15 @@ def _run(root: Path) -> dict[str, object]:
     rundir = RunDir(root)
     rundir.root.mkdir(parents=True)
     write_model(rundir.manifest, manifest)
-    index_map = materialize(rundir, manifest, {"live_code_bench": data}, cfg)
+    index_map = materialize(rundir, manifest, {"live_code_bench": data}, resolve_run(cfg))
     answers = _answers(LOAD_LIMIT_S)
     rules = [
         Rule(r.raw["question_content"], f"```python\n{answers[r.source_id]}\n```\n", name=r.source_id)
         for r in keep
     ]
     with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
-        run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
-    return {o.source_id: o for o in write_outcomes(rundir, manifest, index_map)}
+        run_evalscope(resolve_run(cfg), rundir, index_map, api_url=srv.base_url)
+    return {o.source_id: o for o in write_outcomes(rundir, manifest, index_map, resolve_run(cfg).benchmarks)}
 
 
 class OneBusyCore:
@@ -281,7 +282,7 @@ def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does
     rundir, manifest, datasets = picked_run(
         tmp_path / "run", cfg, {"live_code_bench": ["abc387_b"]}, datasets_root=shared_datasets
     )
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve_run(cfg))
     ds, entry = index_map.dataset("live_code_bench"), index_map.entries[0]
     record = ProblemTests(rundir.root, ds.path, ds.eval_split).record(entry.subset, entry.index, "abc387_b")
     correct = "x = int(input())\nprint(sum(i * j for i in range(1, 10) for j in range(1, 10) if i * j != x))"

@@ -110,7 +110,7 @@ def test_outcome_classification_asks_the_plugin() -> None:
     }
     score = review_score([-4], {"error": "IndexError('list index out of range')", "error_code": -4}, "x")
     rev = {"index": 0, "sample_score": {"score": score}}
-    assert classify("live_code_bench", entry, pred, rev, {}, punkt_tab=True) == (
+    assert classify(benchmark("live_code_bench"), entry, pred, rev, {}, punkt_tab=True) == (
         "code_runtime_error",
         "IndexError",
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalpipe.benchmarks import benchmark
 from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
 
@@ -94,7 +95,7 @@ def test_sensitive_design_is_planned_without_data_and_sees_the_22671_drops() -> 
 
     cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
     members = cfg.pools["competition_math"]
-    inputs = [population_only(cfg, name, None) for name in [*members, "gpqa_diamond"]]
+    inputs = [population_only(cfg, benchmark(name), None) for name in [*members, "gpqa_diamond"]]
     assert all(x is not None for x in inputs)
     known = [x for x in inputs if x is not None]
     pool = pool_input("competition_math", members, list(known))

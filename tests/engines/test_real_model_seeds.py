@@ -28,6 +28,7 @@ from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.hashing import attempt_seed
 from evalpipe.processes.group import stop_group
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.resolve import resolve
 
 N, K = 2, 2
 
@@ -38,11 +39,11 @@ def _arm(tmp: Path, name: str, shared_datasets: Path, ids: list[str], base: str)
     g = cfg.generation
     g.repeats, g.temperature, g.top_p, g.concurrency, g.max_tokens = K, 0.8, 1.0, 1, {"gsm8k": 24}
     rundir, manifest, datasets = picked_run(tmp / name, cfg, {"gsm8k": ids}, datasets_root=shared_datasets)
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     with recording_proxy(base, rundir) as proxy:
-        run_evalscope(cfg, rundir, index_map, api_url=proxy.base_url)
+        run_evalscope(resolve(cfg), rundir, index_map, api_url=proxy.base_url)
         proxy.flush()
-    write_outcomes(rundir, manifest, index_map)
+    write_outcomes(rundir, manifest, index_map, resolve(cfg).benchmarks)
     return rundir.root
 
 

@@ -27,6 +27,7 @@ from evalpipe.benchmarks import names
 from evalpipe.benchmarks.base import bundled_data_dir
 from evalpipe.engines.answer_key import FAULTS, AnswerKey
 from evalpipe.processes.group import signal_group
+from evalpipe.server.kinds.registry import server_kind
 
 MODULE = "evalpipe.engines.answer_key_server"
 SERVED = "answer-key-test"
@@ -340,7 +341,7 @@ def test_launched_by_lifecycle_faults_recorded_by_proxy(
     cfg = load_config(repo_root / "configs" / "demo.yaml")
     rundir = RunDir(tmp_path / "run")
     dup, err = key.fault_targets["duplicate_request"], key.fault_targets["http_500_once"]
-    with managed_server(cfg, cfg.server, rundir) as handle:
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
         assert handle.verification.verified, handle.verification.description
         with recording_proxy(handle.base_url, rundir) as proxy:
             api = OpenAICompatibleAPI(

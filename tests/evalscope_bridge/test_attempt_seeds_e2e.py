@@ -25,6 +25,7 @@ from evalpipe.explore.collect import arm_card, load_arm
 from evalpipe.hashing import attempt_seed
 from evalpipe.recording.proxy import recording_proxy
 from evalpipe.report.compare_markdown import compare_markdown
+from evalpipe.resolve import resolve
 
 K = 2
 N = 3
@@ -37,11 +38,11 @@ def _arm(tmp: Path, name: str, shared_datasets: Path, ids: list[str], srv: Scrip
     cfg.generation.retries = 1
     cfg.generation.retry_interval_s = 0
     rundir, manifest, datasets = picked_run(tmp / name, cfg, {"gsm8k": ids}, datasets_root=shared_datasets)
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     with recording_proxy(srv.base_url, rundir) as proxy:
-        run_evalscope(cfg, rundir, index_map, api_url=proxy.base_url)
+        run_evalscope(resolve(cfg), rundir, index_map, api_url=proxy.base_url)
         proxy.flush()
-    write_outcomes(rundir, manifest, index_map)
+    write_outcomes(rundir, manifest, index_map, resolve(cfg).benchmarks)
     return rundir.root
 
 

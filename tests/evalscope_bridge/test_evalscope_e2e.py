@@ -27,6 +27,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.hashing import attempt_seed
+from evalpipe.resolve import resolve
 from evalpipe.server.nltk_data import punkt_tab_available
 
 GSM8K = {  # test-split line → role
@@ -117,11 +118,11 @@ def run(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path):
         answer = f"Here is my solution.\n```python\n{programs[role]}\n```\n"
         rules.append(Rule(raw["question_content"], answer, name=f"live_code_bench:{role}"))
 
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
-        stage = run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
+        stage = run_evalscope(resolve(cfg), rundir, index_map, api_url=srv.base_url)
         requests = srv.requests
-    outcomes = write_outcomes(rundir, manifest, index_map)
+    outcomes = write_outcomes(rundir, manifest, index_map, resolve(cfg).benchmarks)
     roles = {
         **{("gsm8k", s): r for s, r in gsm_ids.items()},
         **{("ceval", f"{s}/{i}"): r for s, i, r in CEVAL},

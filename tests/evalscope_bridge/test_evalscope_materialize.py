@@ -23,6 +23,7 @@ from evalpipe.evalscope_bridge.task import (
     task_differences,
 )
 from evalpipe.hashing import sha256_hex
+from evalpipe.resolve import resolve
 
 CODE_IDS = ["abc387_b", "3708"]
 
@@ -51,7 +52,7 @@ def test_materialize_layout_order_and_bytes(tmp_path: Path, shared_datasets: Pat
         },
         datasets_root=shared_datasets,
     )
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     assert read_model(rundir.index_map, IndexMap) == index_map
 
     # one index-map entry per manifest entry; index = position within (benchmark, subset)
@@ -125,14 +126,14 @@ def test_materialize_refuses_a_changed_record_and_fewshot_without_split(
         update={"entries": [manifest.entries[0].model_copy(update={"record_sha256": "0" * 64})]}
     )
     with pytest.raises(DataError, match="changed since the manifest was written"):
-        materialize(rundir, tampered, datasets, cfg)
+        materialize(rundir, tampered, datasets, resolve(cfg))
     bad = run_config({"ifeval": 1})
     bad.benchmarks[0].few_shot = 2
     rundir2, manifest2, datasets2 = picked_run(
         tmp_path / "run2", run_config({"ifeval": 1}), {"ifeval": ["1162"]}, datasets_root=shared_datasets
     )
     with pytest.raises(ConfigError, match="no few-shot split"):
-        materialize(rundir2, manifest2, datasets2, bad)
+        materialize(rundir2, manifest2, datasets2, resolve(bad))
 
 
 # ---------------------------------------------------------------- task
@@ -225,16 +226,16 @@ def test_thinking_mode_and_settings_the_bridge_refuses(monkeypatch: pytest.Monke
     assert task["generation_config"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
     cfg.generation.n = 2
     with pytest.raises(ConfigError, match=r"generation\.n"):
-        check_generation(cfg)
+        check_generation(resolve(cfg))
     live_code_bench = run_config({"live_code_bench": 1})
     live_code_bench.benchmarks[0].extra_params = {"start_date": "2025-01-01"}
     with pytest.raises(ConfigError, match="start_date"):
-        check_generation(live_code_bench)
+        check_generation(resolve(live_code_bench))
     keyed = run_config({"gsm8k": 1})
     keyed.server.api_key_env = "EVALPIPE_TEST_KEY_UNSET"
     monkeypatch.delenv("EVALPIPE_TEST_KEY_UNSET", raising=False)
     with pytest.raises(ConfigError, match="EVALPIPE_TEST_KEY_UNSET"):
-        check_generation(keyed)
+        check_generation(resolve(keyed))
 
 
 def test_adapter_facts_match_installed_evalscope(shared_datasets: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalpipe.artifacts.schema.evalscope import EvalscopeErrorRecord, IndexMapEntry
+from evalpipe.benchmarks import benchmark as benchmark_plugin
 from evalpipe.evalscope_bridge.outcomes import classify
 
 ENTRY = IndexMapEntry(
@@ -44,7 +45,7 @@ def err(phase: str, etype: str = "InternalServerError", msg: str = "Error code: 
 
 
 def c(benchmark: str, p, r, errors=None, punkt: bool = True, entry=ENTRY):  # type: ignore[no-untyped-def]
-    return classify(benchmark, entry, p, r, errors or {}, punkt_tab=punkt)
+    return classify(benchmark_plugin(benchmark), entry, p, r, errors or {}, punkt_tab=punkt)
 
 
 def test_prediction_level_classes() -> None:

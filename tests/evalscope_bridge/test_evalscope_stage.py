@@ -18,6 +18,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.protocol import Finished, RenderedSample, Sample, Start
 from evalpipe.evalscope_bridge.runner import EvalscopeFailed
 from evalpipe.evalscope_bridge.stage import RenderingChanged, run_evalscope
+from evalpipe.resolve import resolve
 
 IDS = ["1162", "1051", "1268"]
 
@@ -28,7 +29,7 @@ def ifeval_run(tmp_path: Path, shared_datasets: Path):
     rundir, manifest, datasets = picked_run(
         tmp_path / "run", cfg, {"ifeval": IDS}, datasets_root=shared_datasets
     )
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     return cfg, rundir, index_map
 
 
@@ -39,7 +40,7 @@ def test_rows_that_do_not_load_back_in_order_stop_the_run_before_any_request(ife
     path.write_text("\n".join([lines[1], lines[0], lines[2]]) + "\n", encoding="utf-8")  # rows swapped
     with ScriptedServer([], default=Rule("", "answer")) as srv:
         with pytest.raises(DataError, match="does not load back through EvalScope") as info:
-            run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
+            run_evalscope(resolve(cfg), rundir, index_map, api_url=srv.base_url)
         assert srv.requests == []
     e0, e1 = index_map.entries[0], index_map.entries[1]
     assert (
@@ -55,7 +56,7 @@ def test_worker_failure_is_one_error_pointing_at_the_log(ifeval_run) -> None:
     cfg, rundir, index_map = ifeval_run
     (rundir.datasets_dir / "ifeval" / "default" / "train.jsonl").write_text("{not json\n", encoding="utf-8")
     with pytest.raises(EvalscopeFailed, match="EvalScope failed on ifeval") as info:
-        run_evalscope(cfg, rundir, index_map, api_url="http://127.0.0.1:9/v1")
+        run_evalscope(resolve(cfg), rundir, index_map, api_url="http://127.0.0.1:9/v1")
     assert f"log: {rundir.evalscope_log}" in info.value.details
     assert "Traceback" in rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     assert not list(rundir.hf_cache_dir.iterdir())
@@ -79,7 +80,7 @@ def test_resume_refuses_prompts_rendered_differently_than_recorded(ifeval_run) -
     ]
     rundir.prompt_hashes.write_text("".join(json.dumps(r) + "\n" for r in recorded), encoding="utf-8")
     with pytest.raises(RenderingChanged, match="renders 3 prompt") as info:
-        run_evalscope(cfg, rundir, index_map, api_url="http://127.0.0.1:9/v1", resume=True)
+        run_evalscope(resolve(cfg), rundir, index_map, api_url="http://127.0.0.1:9/v1", resume=True)
     assert any(
         f"default/{index_map.entries[1].source_id}: recorded 000000000000" in d for d in info.value.details
     )

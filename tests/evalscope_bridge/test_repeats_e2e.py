@@ -21,6 +21,7 @@ from evalpipe.evalscope_bridge.materialize import materialize
 from evalpipe.evalscope_bridge.outcomes import write_outcomes
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import recording_proxy
+from evalpipe.resolve import resolve
 from evalpipe.run.audit import audit_run
 from evalpipe.stats.intervals import clustered_mean
 
@@ -53,13 +54,13 @@ def test_repeats_through_evalscope(tmp_path: Path, shared_datasets: Path) -> Non
         else:
             rules.append(Rule(q, right, status=500, fail_times=1))
 
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     with ScriptedServer(rules, served_name=cfg.model.served_name) as srv:
         with recording_proxy(srv.base_url, rundir) as proxy:
-            run_evalscope(cfg, rundir, index_map, api_url=proxy.base_url)
+            run_evalscope(resolve(cfg), rundir, index_map, api_url=proxy.base_url)
             proxy.flush()
         asked = [r.last_user for r in srv.requests]
-    write_outcomes(rundir, manifest, index_map)
+    write_outcomes(rundir, manifest, index_map, resolve(cfg).benchmarks)
 
     # every sample was asked K times, no more
     for sid in ids:

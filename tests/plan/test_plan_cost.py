@@ -80,10 +80,10 @@ def test_a_local_copy_is_read_not_the_module_population(
 ) -> None:
     """With --dataset-root the local files decide N (they may be a subset of the published split)."""
     cfg = load_config(_config(tmp_path))
-    assert mde_plan.population_only(cfg, "gpqa_diamond", tmp_path) is None
-    known = mde_plan.population_only(cfg, "gpqa_diamond", None)
+    assert mde_plan.population_only(cfg, benchmark("gpqa_diamond"), tmp_path) is None
+    known = mde_plan.population_only(cfg, benchmark("gpqa_diamond"), None)
     assert known is not None and (known.n_now, known.population) == (198, 198)
-    assert mde_plan.population_only(cfg, "ceval", None) is None  # per stratum: the strata decide n
+    assert mde_plan.population_only(cfg, benchmark("ceval"), None) is None  # per stratum: the strata decide n
 
 
 @pytest.mark.parametrize("name", ["gsm8k", "ifeval", "math_500"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evalpipe.config.loader import load_config
 from evalpipe.plan.operating import design_rows, discordance_cases, plan_operating_lines
+from evalpipe.resolve import resolve
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "glm-fp8-sensitive.yaml"
 GATED = {"competition_math": 153, "gpqa_diamond": 198, "kv_probe": 288}
@@ -33,7 +34,7 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
     from evalpipe.plan.mde import plan_inputs, pool_input
 
     cfg = load_config(CONFIG)
-    inputs, manifest = plan_inputs(cfg, None, None)
+    inputs, manifest = plan_inputs(resolve(cfg), None, None)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     text = "\n".join(plan_operating_lines(cfg, [*inputs, *pools], manifest, None))
     for block in GATED:
@@ -66,7 +67,7 @@ def test_plan_prints_the_single_block_miss_and_the_worst_block_at_its_margin() -
     from evalpipe.plan.operating import design_rows, sign_off
 
     cfg = load_config(CONFIG)
-    inputs, manifest = plan_inputs(cfg, None, None)
+    inputs, manifest = plan_inputs(resolve(cfg), None, None)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     lines = plan_operating_lines(cfg, [*inputs, *pools], manifest, None)
     assert (
@@ -112,7 +113,7 @@ def test_the_plan_models_the_drops_it_can_foresee(tmp_path: Path) -> None:
     path = tmp_path / "short.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     cfg = load_config(path)
-    inputs, manifest = plan_inputs(cfg, None, None)
+    inputs, manifest = plan_inputs(resolve(cfg), None, None)
     pools = [pool_input(name, members, inputs) for name, members in cfg.pools.items()]
     text = "\n".join(plan_operating_lines(cfg, [*inputs, *pools], manifest, None))
     assert (
@@ -128,7 +129,7 @@ def test_plan_prices_prefill_and_decode_apart_per_block() -> None:
     from evalpipe.plan.mde import plan_inputs, pool_input
 
     cfg = load_config(CONFIG)
-    inputs, manifest = plan_inputs(cfg, None, None)
+    inputs, manifest = plan_inputs(resolve(cfg), None, None)
     probe = next(x for x in inputs if not isinstance(x, str) and x.benchmark == "kv_probe")
     lengths = (4096, 8192, 16384, 32768, 65536, 98304)
     assert (probe.n_now, probe.population) == (288, 288)
@@ -149,7 +150,7 @@ def test_the_mde_plan_prices_the_probes_prefill_too() -> None:
     from evalpipe.report.plan import plan_lines
 
     cfg = load_config(CONFIG)
-    inputs, _ = plan_inputs(cfg, None, None)
+    inputs, _ = plan_inputs(resolve(cfg), None, None)
     probe = next(x for x in inputs if not isinstance(x, str) and x.benchmark == "kv_probe")
     aime = next(x for x in inputs if not isinstance(x, str) and x.benchmark == "aime26")
     probe_lines = plan_lines(plan_benchmark(cfg, probe, None, 15.0, None, False))

@@ -8,6 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from evalpipe.benchmarks import benchmark
 from evalpipe.config.loader import load_config
 from evalpipe.plan.mde import plan_benchmark, population_only
 from evalpipe.stats.power import assumed_noise, drop_power
@@ -25,7 +26,7 @@ PATHS = 3000
 
 def test_the_proposed_design_reaches_its_stated_power_in_simulation() -> None:
     cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
-    block = population_only(cfg, "gsm8k", None)
+    block = population_only(cfg, benchmark("gsm8k"), None)
     assert block is not None
     plan = plan_benchmark(cfg, block, None, 15.0, None, False)
     current, proposed = plan.designs
@@ -46,7 +47,7 @@ def test_the_pool_at_22671s_drop_and_the_sequential_rule_at_its_margin() -> None
 
     cfg = load_config(REPO / "configs" / "glm-fp8-sensitive.yaml")
     members = cfg.pools["competition_math"]
-    pool = pool_input("competition_math", members, [population_only(cfg, m, None) or m for m in members])
+    pool = pool_input("competition_math", members, [population_only(cfg, benchmark(m), None) or m for m in members])
     assert not isinstance(pool, str)
     n = pool.population
     assert n == pool.n_now == 153

@@ -10,6 +10,7 @@ import pytest
 from fixtures_rundir import Attempt, RunDirBuilder, Sample
 from test_evalscope_outcomes import ENTRY, pred, review
 
+from evalpipe.benchmarks import benchmark
 from evalpipe.evalscope_bridge.outcomes import _Attempt, _row, classify
 from evalpipe.recording.reasoning import split_message, split_text
 from evalpipe.recording.recorder import build_attempt
@@ -62,7 +63,7 @@ def _thinking_pred(stop: str, answer: str, reasoning: str = "step " * 50) -> dic
 
 
 def test_budget_in_reasoning_vs_truncated_answer() -> None:
-    c = lambda p: classify("gsm8k", ENTRY, p, review({"acc": 0.0}, extracted=""), {}, punkt_tab=True)  # noqa: E731
+    c = lambda p: classify(benchmark("gsm8k"), ENTRY, p, review({"acc": 0.0}, extracted=""), {}, punkt_tab=True)  # noqa: E731
     fclass, detail = c(_thinking_pred("max_tokens", ""))
     assert fclass == "budget_exhausted_in_reasoning" and "250 reasoning characters" in detail
     assert c(pred("<think>step step step", stop="max_tokens"))[0] == "budget_exhausted_in_reasoning"

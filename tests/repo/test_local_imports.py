@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "evalpipe"
 REASON = re.compile(r"#.*\b(import cost|optional dependency)\b")
 #: Function-local import statements in evalpipe/ (the ratchet: it may only fall; 374 before they said why).
-LOCAL_IMPORTS = 255
+LOCAL_IMPORTS = 254
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from evalpipe.artifacts import RunDir, write_model
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError
+from evalpipe.resolve import resolve
 from evalpipe.run.extend import check_alpha_kept, check_versions_kept, extend_stage
 
 BENCH = "gsm8k"
@@ -50,7 +51,7 @@ def _old_run(
 def test_a_fixed_design_gate_is_refused_in_one_line_naming_the_sequential_rule(tmp_path: Path) -> None:
     old = _old_run(tmp_path, gates=MARGIN)
     with pytest.raises(ConfigError) as caught:
-        extend_stage(_cfg(gates=MARGIN), old.root, dataset_root=None, out=None, allow_drift=False)
+        extend_stage(resolve(_cfg(gates=MARGIN)), old.root, dataset_root=None, out=None, allow_drift=False)
     message = str(caught.value)
     assert "\n" not in message and "generation.sequential" in message and "fixed design" in message
     assert message.startswith(f"--extend {old.root}: ")
@@ -99,8 +100,8 @@ def _with_versions(run: RunDir, versions: dict[str, str] | None) -> RunDir:
 def test_a_benchmark_whose_version_changed_since_the_old_run_is_not_extended(tmp_path: Path) -> None:
     old = _with_versions(_old_run(tmp_path), {BENCH: "0"})
     with pytest.raises(ConfigError) as refused:
-        check_versions_kept(_cfg(), old)
+        check_versions_kept(resolve(_cfg()), old)
     assert refused.value.message.endswith("a benchmark changed version since the old run; start a new run")
     assert refused.value.details == [f"{BENCH}: version 0 in the old run, 1 now"]
-    check_versions_kept(_cfg(), _with_versions(_old_run(tmp_path / "same"), {BENCH: "1"}))
-    check_versions_kept(_cfg(), _with_versions(_old_run(tmp_path / "older"), None))  # unknown: not checked
+    check_versions_kept(resolve(_cfg()), _with_versions(_old_run(tmp_path / "same"), {BENCH: "1"}))
+    check_versions_kept(resolve(_cfg()), _with_versions(_old_run(tmp_path / "older"), None))  # unknown: not checked

@@ -19,6 +19,7 @@ from evalpipe.run.provenance import (
     parse_junit,
     run_component_tests,
 )
+from evalpipe.server.kinds.registry import server_kind
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -74,7 +75,7 @@ def test_collect_provenance_from_a_patched_sglang_checkout(tmp_path: Path) -> No
     fake_nvidia_smi(bin_dir, [("NVIDIA H200", "9.0"), ("NVIDIA H200", "9.0")], cuda="12.9")
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(checkout / "python"), "HOME": str(tmp_path)}
     server = server_config(tmp_path, {"kind": "sglang"}).server
-    prov = collect_provenance(server=server, env=env, started_at="2026-01-01T00:00:00+00:00")
+    prov = collect_provenance(server=server, kind=server_kind(server.kind), env=env, started_at="2026-01-01T00:00:00+00:00")
     versions = {p.name: p.version for p in prov.packages}
     assert versions["sglang"] == "0.5.23" and versions["evalscope"] and versions["evalpipe"]
     assert versions["torch"] is None  # not installed here: None, never a placeholder string
@@ -84,7 +85,7 @@ def test_collect_provenance_from_a_patched_sglang_checkout(tmp_path: Path) -> No
     assert prov.gpus[0].compute_capability == "9.0" and prov.gpus[0].driver_version == "570.86"
     assert prov.cuda_version == "12.9" and prov.host and prov.python
     assert Provenance.model_validate_json(prov.model_dump_json()) == prov
-    bare = collect_provenance(server=server, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    bare = collect_provenance(server=server, kind=server_kind(server.kind), env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert bare.sglang_git is None and bare.gpus == [] and bare.cuda_version is None
 
 
@@ -97,9 +98,9 @@ def test_the_self_test_server_probes_no_engine(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr("evalpipe.server.kinds.sglang.kind.probe_sglang", refuse)
     sglang = server_config(tmp_path, {"kind": "sglang"}).server
     with pytest.raises(AssertionError, match="probed"):  # the patch is where the SGLang kind looks
-        collect_provenance(server=sglang, env={})
+        collect_provenance(server=sglang, kind=server_kind(sglang.kind), env={})
     server = server_config(tmp_path, {"kind": "answer_key"}).server
-    prov = collect_provenance(server=server, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    prov = collect_provenance(server=server, kind=server_kind(server.kind), env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     names = [p.name for p in prov.packages]
     assert names == ["evalpipe", "evalscope", "nltk"] and prov.sglang_git is None
 

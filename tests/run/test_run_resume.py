@@ -67,7 +67,7 @@ def test_reorder_between_runs_plain_use_cache_misattributes_and_evalpipe_repairs
 
         # --- plain EvalScope use_cache (same task, same server): old answers land on new questions
         data = {"gsm8k": load_benchmark(cfg, "gsm8k", shared_datasets)}
-        index_map = materialize(rundir, reordered, data, cfg)
+        index_map = materialize(rundir, reordered, data, resolve(cfg))
         task = {**tasks.tasks[0].task, "use_cache": tasks.tasks[0].task["work_dir"]}
         with WorkerProcess(rundir) as worker:
             worker.start([("gsm8k", task)])

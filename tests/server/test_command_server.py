@@ -25,6 +25,7 @@ from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, ExitCode, PreflightError, ServerError
 from evalpipe.processes.ports import free_port
 from evalpipe.resolve import load_run
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import verify
@@ -68,7 +69,7 @@ def _stopped(rundir: RunDir) -> LaunchRecord:
 def test_command_server_without_server_info_or_health(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, _command("--no-health"))
     rundir = RunDir(tmp_path / "run")
-    with managed_server(cfg, cfg.server, rundir) as handle:  # ready via /v1/models; on_mismatch abort
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:  # ready via /v1/models; on_mismatch abort
         v = handle.verification
         assert v is not None
         assert v.kind == "command" and v.resolved_config_available is False and v.verified is False
@@ -91,7 +92,7 @@ def test_wrong_served_name_aborts(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, [*_command()[:-1], "other-model"])
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError) as exc:
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pass
     assert "served_model_name: config 'fake-model', server resolved 'other-model'" in str(exc.value)
     _stopped(rundir)
@@ -105,7 +106,7 @@ def test_endpoint_without_server_info_never_crashes(tmp_path: Path) -> None:
         cfg = server_config(
             tmp_path, {**GLM_LIKE, "kind": "endpoint", "endpoint": f"http://127.0.0.1:{port}/v1"}
         )
-        with managed_server(cfg, cfg.server, RunDir(tmp_path / "run")) as handle:
+        with managed_server(cfg, cfg.server, RunDir(tmp_path / "run"), kind=server_kind(cfg.server.kind)) as handle:
             v = handle.verification
         assert v is not None and not v.verified and not v.resolved_config_available
         assert set(v.unverified_keys) >= {"tp_size", "kv_cache_dtype", "attention_backend"}
@@ -126,7 +127,7 @@ def test_command_that_exits_at_once(tmp_path: Path) -> None:
     rundir = RunDir(tmp_path / "run")
     t0 = time.monotonic()
     with pytest.raises(ServerError) as exc:
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pass
     assert time.monotonic() - t0 < 15
     assert str(exc.value).startswith("server exited with code 3 before becoming ready")
@@ -138,7 +139,7 @@ def test_server_never_ready_times_out(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, _command("--never-ready"), launch_timeout_s=1.5)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError) as exc:
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pass
     assert "not ready within 1.5 s (last /health: HTTP 503)" in str(exc.value)
     launch = _stopped(rundir)
@@ -152,7 +153,7 @@ def test_preflight_port_in_use_and_missing_model(tmp_path: Path) -> None:
         port = busy.getsockname()[1]
         cfg = _cfg(tmp_path, [*_command(), "--model", "{model_path}"], port=port)
         with pytest.raises(PreflightError) as exc:
-            run_preflight(cfg, cfg.server, punkt_needed=None)
+            run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None)
     report = exc.value.report
     assert report is not None
     failed = {c.rule: c.message for c in report.failures}
@@ -164,7 +165,7 @@ def test_preflight_port_in_use_and_missing_model(tmp_path: Path) -> None:
 def test_preflight_missing_executable(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, ["/nonexistent/llama-server", "--port", "{port}"])
     with pytest.raises(PreflightError) as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None)
     assert str(exc.value).startswith("preflight: server.command[0]: /nonexistent/llama-server: no such file")
 
 

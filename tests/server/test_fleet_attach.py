@@ -31,6 +31,7 @@ from evalpipe.config.models import RouterConfig
 from evalpipe.processes.group import group_alive
 from evalpipe.processes.ports import free_port
 from evalpipe.server import fetch
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.router.launcher import RouterProcess
 from evalpipe.server.kinds.router.sglang_router import RouterLaunchSpec
 from evalpipe.server.lifecycle import managed_server
@@ -85,7 +86,7 @@ def test_an_attached_router_is_verified_worker_by_worker(tmp_path: Path, router_
     rundir = RunDir(tmp_path / "run")
     late = _worker()
     try:
-        with managed_server(GLM, server, rundir) as handle:
+        with managed_server(GLM, server, rundir, kind=server_kind(server.kind)) as handle:
             assert handle.base_url == router.url and handle.verification is not None
             assert handle.verification.verified and handle.verification.kv_cache_dtype == "fp8_e4m3"
             chat = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}

@@ -12,6 +12,7 @@ from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.server import PreflightReport
 from evalpipe.cli.main import main
 from evalpipe.errors import ExitCode, PreflightError
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.sglang.raw_fp8 import check_raw_fp8_rules
 from evalpipe.server.nltk_data import punkt_tab_available
 from evalpipe.server.preflight import run_preflight
@@ -51,7 +52,7 @@ def _fails(exc: pytest.ExceptionInfo[PreflightError]) -> dict[str, str]:
 def test_full_glm_config_passes_and_writes_report(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
-    report = run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8), rundir=rundir)
+    report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8), rundir=rundir)
     assert report.ok and report.sglang_version == "0.5.23"
     for rule in (
         "dry_parse",
@@ -73,11 +74,11 @@ def test_dry_parse_rejects_bad_choice_and_unknown_flag(tmp_path: Path) -> None:
     env = _env(tmp_path, [H100] * 8)
     cfg = server_config(tmp_path, {**GLM, "attention_backend": "bogus"})
     with pytest.raises(PreflightError, match="--attention-backend") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert "invalid choice: 'bogus'" in _fails(exc)["dry_parse"]
     cfg = server_config(tmp_path, {**GLM, "extra_args": ["--no-such-flag"]})
     with pytest.raises(PreflightError, match="unrecognized arguments: --no-such-flag") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert exc.value.exit_code == ExitCode.USAGE
 
 
@@ -85,7 +86,7 @@ def test_sglang_not_importable_fails(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     env = _env(tmp_path, [H100] * 8, PYTHONPATH=str(tmp_path / "empty"))
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert "sglang_installed" in _fails(exc)
 
 
@@ -97,7 +98,7 @@ def test_parser_that_cannot_run_is_a_warning(tmp_path: Path) -> None:
     (broken / "sglang" / "srt" / "server_args.py").write_text("raise RuntimeError('no CUDA device')\n")
     cfg = server_config(tmp_path, GLM)
     report = run_preflight(
-        cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken))
+        cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken))
     )
     assert _status(report, "dry_parse") == ["warn"]
     assert "no CUDA device" in report.warnings[0].message
@@ -172,16 +173,16 @@ def test_model_path_rules(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     (tmp_path / "model" / "config.json").write_text("{not json")
     with pytest.raises(PreflightError, match="--model-path") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert "config.json unreadable" in _fails(exc)["model_path"]
     (tmp_path / "model" / "config.json").unlink()
     with pytest.raises(PreflightError, match=r"no config\.json"):
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     cfg = server_config(elsewhere, GLM, model_dir=False)
     with pytest.raises(PreflightError, match="does not exist"):
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
 
 
 def test_port_in_use_fails(tmp_path: Path) -> None:
@@ -191,27 +192,27 @@ def test_port_in_use_fails(tmp_path: Path) -> None:
         port = s.getsockname()[1]
         cfg = server_config(tmp_path, {**GLM, "port": port})
         with pytest.raises(PreflightError, match=f"--port {port} is already in use") as exc:
-            run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8))
+            run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8))
         assert list(_fails(exc)) == ["port_free"]
 
 
 def test_gpu_count_rules(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     with pytest.raises(PreflightError, match="needs 8 GPU") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 4))
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 4))
     assert "4 visible" in _fails(exc)["gpu_count"]
     with pytest.raises(PreflightError, match="CUDA_VISIBLE_DEVICES=0,1"):
         run_preflight(
-            cfg, cfg.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8, CUDA_VISIBLE_DEVICES="0,1")
+            cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8, CUDA_VISIBLE_DEVICES="0,1")
         )
     nogpu = tmp_path / "nogpu"
     nogpu.mkdir()
     with pytest.raises(PreflightError, match="nvidia-smi is not available"):
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=_env(nogpu))
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(nogpu))
     two_nodes = server_config(
         tmp_path, {**GLM, "tp_size": 16, "multi_node": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "h:1"}}
     )
-    report = run_preflight(two_nodes, two_nodes.server, punkt_needed=None, env=_env(tmp_path, [H100] * 8))
+    report = run_preflight(two_nodes, two_nodes.server, kind=server_kind(two_nodes.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8))
     assert _status(report, "gpu_count") == ["ok"]
 
 
@@ -219,15 +220,15 @@ def test_api_key_and_extra_args_rules(tmp_path: Path) -> None:
     env = _env(tmp_path, [H100] * 8)
     cfg = server_config(tmp_path, {**GLM, "api_key_env": "EVALPIPE_PF_KEY"})
     with pytest.raises(PreflightError, match=r"--api-key.*EVALPIPE_PF_KEY"):
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert _status(
-        run_preflight(cfg, cfg.server, punkt_needed=None, env={**env, "EVALPIPE_PF_KEY": "k"}), "api_key"
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={**env, "EVALPIPE_PF_KEY": "k"}), "api_key"
     ) == ["ok"]
     cfg = server_config(tmp_path, {**GLM, "extra_args": ["--kv-cache-dtype", "bf16"]})
     with pytest.raises(
         PreflightError, match=r"--kv-cache-dtype in server\.extra_args overrides config field"
     ):
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
 
 
 # (f) NLTK punkt_tab for IFEval
@@ -241,19 +242,19 @@ def test_punkt_tab_missing_warns_present_ok(tmp_path: Path, monkeypatch: pytest.
     assert punkt_tab_available([str(data)])
     cfg = server_config(tmp_path, {"kind": "answer_key"}, benchmarks=("ifeval", "gsm8k"))
     monkeypatch.setattr(nltk.data, "path", [str(empty)])
-    report = run_preflight(cfg, cfg.server, punkt_needed="IFEval", env={})
+    report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed="IFEval", env={})
     assert report.ok and _status(report, "nltk_punkt_tab") == ["warn"]
     assert "nltk.downloader punkt_tab" in report.warnings[0].message
     monkeypatch.setattr(nltk.data, "path", [str(data)])
-    assert _status(run_preflight(cfg, cfg.server, punkt_needed="IFEval", env={}), "nltk_punkt_tab") == ["ok"]
-    assert _status(run_preflight(cfg, cfg.server, punkt_needed=None, env={}), "nltk_punkt_tab") == []
+    assert _status(run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed="IFEval", env={}), "nltk_punkt_tab") == ["ok"]
+    assert _status(run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={}), "nltk_punkt_tab") == []
 
 
 def test_endpoint_kind_skips_launch_rules(tmp_path: Path) -> None:
     cfg = server_config(
         tmp_path, {**GLM, "kind": "endpoint", "endpoint": "http://127.0.0.1:9"}, model_dir=False
     )
-    report = run_preflight(cfg, cfg.server, punkt_needed=None, env={})
+    report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={})
     assert report.ok and report.checks == []
 
 

@@ -17,6 +17,7 @@ from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, PreflightError
 from evalpipe.evalscope_bridge.task import generation_config
 from evalpipe.server.chat_template import thinking_kwargs
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.kinds.sglang.flags import build_argv, resolved_value
 from evalpipe.server.preflight import run_preflight
 from evalpipe.server.verify import mismatches, verify
@@ -140,7 +141,7 @@ def test_argv_carries_the_parsers() -> None:
 def test_preflight_accepts_known_parser_names(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
                                               "reasoning_parser": "glm45", "tool_call_parser": "glm47"})  # fmt: skip
-    report = run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
+    report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_glm_env(tmp_path))
     status = {c.rule: c.status for c in report.checks}
     assert status["reasoning_parser"] == "ok" and status["tool_call_parser"] == "ok"
     assert status["dry_parse"] == "ok"
@@ -150,7 +151,7 @@ def test_preflight_refuses_a_parser_the_installed_sglang_does_not_know(tmp_path:
     cfg = server_config(tmp_path, GLM, model={"path": "model", "served_name": "m",
                                               "reasoning_parser": "glm99"})  # fmt: skip
     with pytest.raises(PreflightError) as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=_glm_env(tmp_path))
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_glm_env(tmp_path))
     # the first (headline) failure names the config field; the list comes from the installed (fake) SGLang
     assert exc.value.message.startswith(
         "preflight: model.reasoning_parser: 'glm99' is not a --reasoning-parser"
@@ -176,7 +177,7 @@ def test_preflight_without_sglang_skips_the_name_check(tmp_path: Path) -> None:
                                               "reasoning_parser": "glm45"})  # fmt: skip
     env = {**_glm_env(tmp_path), "PYTHONPATH": str(tmp_path / "empty")}
     with pytest.raises(PreflightError, match="sglang is not importable") as exc:
-        run_preflight(cfg, cfg.server, punkt_needed=None, env=env)
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     report = exc.value.report
     assert report is not None
     assert {c.rule: c.status for c in report.checks}["reasoning_parser"] == "skipped"

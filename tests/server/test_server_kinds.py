@@ -176,7 +176,7 @@ def test_preflight_returns_typed_checks(tmp_path: Path, kind: Kind, monkeypatch:
     assert all(isinstance(c, PreflightCheck) and c.rule and c.message for c in own.checks)
     assert bool(own.argv) == kind.launches_process and not any(SECRET in a for a in own.argv)
     try:
-        report = run_preflight(cfg, cfg.server, punkt_needed=None)
+        report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None)
     except PreflightError as exc:
         assert exc.report is not None and not exc.report.ok
         report = exc.report

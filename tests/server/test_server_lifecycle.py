@@ -20,6 +20,7 @@ from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.server import LaunchRecord, ServerVerification
 from evalpipe.errors import ServerError
 from evalpipe.processes.group import group_alive, signal_group
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server
 
 GLM = {
@@ -60,7 +61,7 @@ def test_launch_verify_stop(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> Non
     cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
     t0 = time.monotonic()
-    with managed_server(cfg, cfg.server, rundir) as handle:
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
         assert time.monotonic() - t0 >= 0.3  # /health answered 503 first
         assert group_alive(handle.launch.pid or 0)
         with urllib.request.urlopen(handle.base_url + "/health") as r:
@@ -96,7 +97,7 @@ def test_slow_start_then_launch_timeout(tmp_path: Path, fake_env: pytest.MonkeyP
     cfg = server_config(tmp_path, {"launch_timeout_s": 1.5})
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match=r"not ready within 1\.5 s \(last /health: HTTP 503\)"):
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pytest.fail("must not become ready")
     assert _assert_stopped(rundir).stop_method == "sigterm"
 
@@ -106,7 +107,7 @@ def test_crash_on_start_shows_last_50_log_lines(tmp_path: Path, fake_env: pytest
     cfg = server_config(tmp_path)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match="exited with code 3 before becoming ready") as exc:
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pytest.fail("must not become ready")
     assert len(exc.value.details) == 50
     assert exc.value.details[-1] == "RuntimeError: fake crash during model load"
@@ -120,7 +121,7 @@ def test_kv_mismatch_aborts(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> Non
     cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(ServerError, match="on_mismatch: abort") as exc:
-        with managed_server(cfg, cfg.server, rundir):
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
             pytest.fail("a mismatching server must not be used")
     assert exc.value.details == ["kv_cache_dtype: config 'fp8_e4m3', server resolved 'bfloat16'"]
     v = read_model(rundir.server_verification, ServerVerification)
@@ -136,7 +137,7 @@ def test_kv_mismatch_warns_when_configured(
     fake_env.setenv("FAKE_SGLANG_DETERMINISTIC", "1")
     cfg = server_config(tmp_path, {**GLM, "on_mismatch": "warn"})
     rundir = RunDir(tmp_path / "run")
-    with managed_server(cfg, cfg.server, rundir) as handle:
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
         assert handle.verification is not None and not handle.verification.verified
         assert handle.verification.seed_effective is True
     assert "server verification failed (on_mismatch: warn)" in caplog.text
@@ -149,7 +150,7 @@ def test_api_key_echoed_by_server_is_redacted(tmp_path: Path, fake_env: pytest.M
     fake_env.setenv("EVALPIPE_LIFECYCLE_KEY", "sk-lifecycle-secret-123")
     cfg = server_config(tmp_path, {"api_key_env": "EVALPIPE_LIFECYCLE_KEY"})
     rundir = RunDir(tmp_path / "run")
-    with managed_server(cfg, cfg.server, rundir) as handle:
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
         # the fake demands the key on /server_info: verification succeeding proves it was sent
         assert handle.verification is not None and handle.verification.verified
         with pytest.raises(urllib.error.HTTPError, match="401"):
@@ -169,7 +170,7 @@ def test_ignored_sigterm_escalates_to_sigkill_of_the_group(
     fake_env.setenv("FAKE_SGLANG_IGNORE_SIGTERM", "1")
     cfg = server_config(tmp_path, {"stop_timeout_s": 1.0})
     rundir = RunDir(tmp_path / "run")
-    with managed_server(cfg, cfg.server, rundir):
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)):
         pass
     launch = _assert_stopped(rundir)
     assert launch.stop_method == "sigkill" and launch.exit_code == -signal.SIGKILL
@@ -180,7 +181,7 @@ def test_exception_in_block_stops_server(tmp_path: Path, fake_env: pytest.Monkey
     cfg = server_config(tmp_path)
     rundir = RunDir(tmp_path / "run")
     with pytest.raises(RuntimeError, match="evaluation blew up"):
-        with managed_server(cfg, cfg.server, rundir) as handle:
+        with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
             assert handle.verification is not None and handle.verification.verified
             raise RuntimeError("evaluation blew up")
     _assert_stopped(rundir)
@@ -189,10 +190,10 @@ def test_exception_in_block_stops_server(tmp_path: Path, fake_env: pytest.Monkey
 def test_endpoint_attaches_and_leaves_server_running(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     cfg = server_config(tmp_path, GLM)
     owner = RunDir(tmp_path / "owner")
-    with managed_server(cfg, cfg.server, owner) as upstream:
+    with managed_server(cfg, cfg.server, owner, kind=server_kind(cfg.server.kind)) as upstream:
         att_cfg = server_config(tmp_path, {**GLM, "kind": "endpoint", "endpoint": upstream.base_url + "/v1/"})
         attached = RunDir(tmp_path / "attached")
-        with managed_server(att_cfg, att_cfg.server, attached) as handle:
+        with managed_server(att_cfg, att_cfg.server, attached, kind=server_kind(att_cfg.server.kind)) as handle:
             assert handle.base_url == upstream.base_url and handle.process is None
             assert handle.verification is not None and handle.verification.verified
         launch = _launched(attached)
@@ -204,7 +205,7 @@ def test_endpoint_attaches_and_leaves_server_running(tmp_path: Path, fake_env: p
 def test_answer_key_kind_uses_the_same_path(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> None:
     cfg = server_config(tmp_path, {"kind": "answer_key", "answer_key": {"mode": "positive"}})
     rundir = RunDir(tmp_path / "run")
-    with managed_server(cfg, cfg.server, rundir) as handle:
+    with managed_server(cfg, cfg.server, rundir, kind=server_kind(cfg.server.kind)) as handle:
         assert handle.verification is not None and handle.verification.verified
         assert handle.verification.description.startswith("answer-key self-test server, model fake-model")
     launch = _assert_stopped(rundir)
@@ -219,10 +220,11 @@ import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from evalpipe.config.loader import load_config
 from evalpipe.artifacts import RunDir
+from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.lifecycle import managed_server
 cfg = load_config(sys.argv[1], check_sampling=False)
 try:
-    with managed_server(cfg, cfg.server, RunDir(sys.argv[2])) as h:
+    with managed_server(cfg, cfg.server, RunDir(sys.argv[2]), kind=server_kind(cfg.server.kind)) as h:
         print(h.launch.pid, flush=True)
         time.sleep(60)
 except KeyboardInterrupt as exc:

@@ -49,7 +49,7 @@ def _evalscope(state: RunState) -> None:
         api_url = proxy.base_url.rstrip("/") + state.upstream_path
         with watch_server(handle, rd, proxy=proxy):
             state.evalscope = run_evalscope(
-                cfg,
+                state.plan.run,
                 rd,
                 state.index_map,
                 api_url=api_url,

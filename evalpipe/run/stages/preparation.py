@@ -80,7 +80,9 @@ def _materialize(state: RunState) -> None:
             state.notice(line)
         fit = state.fit = capped
     write_model(rd.context_fit, fit)
-    state.index_map = materialize(rd, spine.manifest, spine.datasets, cfg, skip=dropped_entries(fit, cfg))
+    state.index_map = materialize(
+        rd, spine.manifest, spine.datasets, state.plan.run, skip=dropped_entries(fit, cfg)
+    )
     if state.extension is not None:
         seed_from_run(state.extension.old, rd, state.index_map, cfg.generation.repeats)
         write_model(rd.extension, state.extension.record())

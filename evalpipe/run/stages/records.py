@@ -21,9 +21,11 @@ from evalpipe.run.stages.state import RunState
 def _outcomes(state: RunState) -> None:
     cfg, rd = state.cfg, state.rundir
     state.clock.utilisation = utilisation_of_run(rd, cfg.generation.concurrency)
-    state.outcomes = write_outcomes(rd, state.spine.manifest, state.index_map, asked_attempts(cfg, rd))
+    state.outcomes = write_outcomes(
+        rd, state.spine.manifest, state.index_map, state.plan.benchmarks, asked_attempts(cfg, rd)
+    )
     prov = collect_provenance(
-        server=state.server, started_at=state.started_at, component_tests=state.component_results
+        server=state.server, kind=state.kind, started_at=state.started_at, component_tests=state.component_results
     )
     prov.finished_at = utc_now()
     write_model(rd.provenance, prov)

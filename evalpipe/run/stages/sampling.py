@@ -28,7 +28,7 @@ def _sample(state: RunState) -> None:
         raise not_a_run_directory(origin.run_dir)
     if isinstance(origin, ExtendedRun):
         state.spine, state.extension = extend_stage(
-            cfg,
+            state.plan.run,
             origin.old_run,
             dataset_root=origin.dataset_root,
             out=origin.out,
