@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             fast_code, fast_s, fast_text = _timed(["make", "test-fast"], clone, root / "fast.log")
             fast_passed, fast_failed, fast_pytest_s = _pytest_summary(fast_text)
             demo_code, demo_s, _ = _timed([".venv/bin/evalpipe", "demo"], clone, root / "demo.log")
+            failures = [x for t in (test_text, fast_text) for x in t.splitlines() if x.startswith(("FAILED ", "ERROR "))]
     finally:
         for proc in spinners:
             proc.kill()
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{fast_failed} failed in {fast_pytest_s:.1f} s",
         f"evalpipe demo (venv built): exit {demo_code}, {demo_s:.0f} s",
     ]
+    lines += [f"  {x}" for x in failures]  # a failing run names what failed (its logs go with the clone)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0 if code == fast_code == demo_code == 0 else 1

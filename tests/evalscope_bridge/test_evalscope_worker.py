@@ -43,7 +43,7 @@ def materialized(
     rundir, manifest, datasets = picked_run(
         tmp_path_factory.mktemp("worker") / "run", cfg, picks, datasets_root=shared_datasets
     )
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     tasks = [
         (
             ds.benchmark,
@@ -165,11 +165,11 @@ def test_a_failing_benchmark_ends_the_shared_worker_naming_it(
     )
     picks = {"gsm8k": [gsm8k_id(json.loads(line)["question"])], "ifeval": ["1162"]}
     rundir, manifest, datasets = picked_run(tmp_path / "run", cfg, picks, datasets_root=shared_datasets)
-    index_map = materialize(rundir, manifest, datasets, cfg)
+    index_map = materialize(rundir, manifest, datasets, resolve(cfg))
     (rundir.datasets_dir / "ifeval" / "default" / "train.jsonl").write_text("{not json\n", encoding="utf-8")
     with ScriptedServer([], default=Rule("", "The answer is \\boxed{1}.", delay_s=0.5)) as srv:
         with pytest.raises(EvalscopeFailed, match="EvalScope failed on ifeval") as info:
-            run_evalscope(cfg, rundir, index_map, api_url=srv.base_url)
+            run_evalscope(resolve(cfg), rundir, index_map, api_url=srv.base_url)
     assert "exit code 1" in info.value.details
     log = rundir.evalscope_log.read_text(encoding="utf-8", errors="replace")
     (pid,) = re.findall(r"worker pid (\d+)", log)
