@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers.config import config_data, entry
+from helpers.stopper import Recorder, index_map
 from pydantic import ValidationError
 
 from evalpipe.artifacts.schema.evalscope import IndexMap
@@ -50,37 +51,7 @@ def _data(**pilot: object) -> dict[str, object]:
 
 
 def _index_map() -> IndexMap:
-    return IndexMap.model_validate(
-        {
-            "datasets": [
-                {"benchmark": BENCH, "path": "d", "eval_split": "test", "subsets": ["main"], "files": {}}
-            ],
-            "entries": [
-                {
-                    "benchmark": BENCH,
-                    "subset": "main",
-                    "index": i,
-                    "source_id": f"s{i:02d}",
-                    "record_sha256": "0" * 64,
-                    "stratum": "all",
-                    "question": "q",
-                }
-                for i in range(N)
-            ],
-        }
-    )
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.released: dict[str, int] = {}
-        self.halted: set[str] = set()
-
-    def release(self, benchmark: str, units: int) -> None:
-        self.released[benchmark] = units
-
-    def halt(self, benchmark: str) -> None:
-        self.halted.add(benchmark)
+    return index_map(BENCH, N)
 
 
 def _arm(tmp_path: Path, variant: str) -> SequentialArm:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers.config import config_data, entry
+from helpers.stopper import Recorder, index_map
 
 from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
@@ -105,46 +106,7 @@ def _cfg(
 
 
 def _index_map(n: int = N) -> IndexMap:
-    return IndexMap.model_validate(
-        {
-            "datasets": [
-                {
-                    "benchmark": BENCH,
-                    "path": "datasets/gsm8k",
-                    "eval_split": "test",
-                    "subsets": ["main"],
-                    "files": {},
-                }
-            ],
-            "entries": [
-                {
-                    "benchmark": BENCH,
-                    "subset": "main",
-                    "index": i,
-                    "source_id": f"s{i:02d}",
-                    "record_sha256": "0" * 64,
-                    "stratum": "all",
-                    "question": "q",
-                }
-                for i in range(n)
-            ],
-        }
-    )
-
-
-class Recorder:
-    """The worker as the stopper sees it: what was released and halted."""
-
-    def __init__(self) -> None:
-        self.released: dict[str, int] = {}
-        self.halted: set[str] = set()
-
-    def release(self, benchmark: str, units: int) -> None:
-        assert units >= self.released.get(benchmark, 0)
-        self.released[benchmark] = units
-
-    def halt(self, benchmark: str) -> None:
-        self.halted.add(benchmark)
+    return index_map(BENCH, n)
 
 
 def _arm(tmp_path: Path, variant: str, *, together: bool) -> SequentialArm:
