@@ -22,7 +22,7 @@ from evalpipe.artifacts.schema.pilot import PilotBlock, PilotDecision
 from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig
 from evalpipe.run.sequential_stop import SequentialStopper, arm_for, dropped_entries
-from evalpipe.stats.pilot import PilotRule, chance_discordance
+from evalpipe.stats.pilot_rule import PilotRule, chance_discordance
 
 
 def read_decision(rundir: RunDir) -> PilotDecision | None:

@@ -337,7 +337,8 @@ class SequentialStopper:
         rows: Mapping[tuple[str, str], tuple[str, int]],
     ) -> None:
         """The block's pilot (its first ``K`` units that remain, and the drops among them) and every row's
-        asked attempts: one in the pilot; after it one until the decision, then the decision's."""
+        asked attempts: one until the decision, then the decision's (``PilotDecision.attempts_for``: one in the
+        pilot, its choice after it)."""
         assert self.pilot_rule is not None
         remaining = len(units) - len(never_sent & set(units))
         k = min(remaining, max(1, round(self.pilot_rule.share * remaining))) if remaining else 0
@@ -346,9 +347,9 @@ class SequentialStopper:
             seen += units[position] not in never_sent
             position += 1
         block.pilot_position, block.pilot_units = position, k
-        for i, unit in enumerate(units):
-            asked = 1 if i < position or self.decision is None else self.decision.attempts
-            self.members[unit[0]].asked[rows[unit]] = asked
+        for member, source_id in units:  # the decision's own rule (pilot.json), the one the outcomes read
+            asked = 1 if self.decision is None else self.decision.attempts_for(member, source_id)
+            self.members[member].asked[rows[(member, source_id)]] = asked
 
     def pilot_entries(self, block: str) -> list[str]:
         """The block's pilot entries, ``<benchmark>/<source_id>`` in its order (``pilot.json``)."""

@@ -23,7 +23,8 @@ A rule that re-asks a unit *because of its own answer* is not predictable and br
 inside the pilot is the block's verdict and nothing more of that block is sent; the judged pilot units (those
 before a crossing, less the units dropped before generation) give the pooled ratio; the remaining units go at the
 chosen attempts; the e-processes continue over every unit to their crossing.  The run's own code
-(``evalpipe.run.pilot``) calls ``attempts_after`` on the counts it observed, and compare judges the block with
+(``evalpipe.run.pilot``) calls ``attempts_after`` (``evalpipe.stats.pilot_rule``: plain Python, so a run's
+import stays without numpy) on the counts it observed, and compare judges the block with
 ``evalpipe.stats.operating.gate_codes`` — the function simulated here.
 
 **The model** of one attempt is ``evalpipe.stats.operating``'s three-point law (test-only right ``ψ/2``,
@@ -42,40 +43,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalpipe.stats.operating import CHUNK_PATHS, GateDesign, gate_codes, unit_probabilities
+from evalpipe.stats.pilot_rule import PilotRule, chance_discordance
 
-
-@dataclass(frozen=True)
-class PilotRule:
-    """The rule declared before the first unit is sent (``generation.sequential.pilot``)."""
-
-    share: float
-    threshold: float
-    attempts: int
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.share < 1.0:
-            raise ValueError(f"pilot share must lie in (0, 1), got {self.share}")
-        if self.threshold <= 0.0:
-            raise ValueError(f"pilot threshold must be > 0, got {self.threshold}")
-        if self.attempts < 2:
-            raise ValueError(f"pilot attempts must be >= 2, got {self.attempts}")
-
-    def pilot_units(self, n: int) -> int:
-        """``K``: the block's first units (of the ``n`` that remain after the drops) that form its pilot."""
-        return min(n, max(1, round(self.share * n)))
-
-    def attempts_after(self, discordant: int, expected: float) -> int:
-        """Attempts per remaining unit: ``attempts`` when the pooled pilot's discordant units exceed
-        ``threshold × expected`` (``expected``: ``Σ K_b 2p_b(1 − p_b)`` over the judged pilot units), else 1.
-        With no judged pilot unit (every block crossed at once, or nothing left) there is nothing to size: 1."""
-        if expected <= 0.0:
-            return 1
-        return self.attempts if discordant / expected > self.threshold else 1
-
-
-def chance_discordance(accuracy: float) -> float:
-    """``2p(1 − p)``: how often two independent answers at accuracy p disagree."""
-    return 2.0 * accuracy * (1.0 - accuracy)
+__all__ = ["PilotBlockDesign", "PilotOutcome", "PilotRule", "chance_discordance", "simulate_pilot"]
 
 
 @dataclass(frozen=True)

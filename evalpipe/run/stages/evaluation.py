@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.manifest import Manifest
-from evalpipe.artifacts.schema.pilot import PilotDecision
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import Forwarding, recording_proxy
+from evalpipe.run.pilot import read_decision
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper, dropped_entries
 from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
@@ -73,7 +72,7 @@ def _stopper(
     from evalpipe.samplers.extend import entry_generations
 
     # an internal pilot's decision (pilot.json, copied here once every arm sent its pilot)
-    pilot = read_model(state.rundir.pilot, PilotDecision) if state.rundir.pilot.is_file() else None
+    pilot = read_decision(state.rundir)
     return SequentialStopper(
         arm,
         cfg,
