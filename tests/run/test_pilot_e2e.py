@@ -36,9 +36,10 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
     seq = cfg.generation.sequential
     assert seq is not None
     server = cfg.server.model_copy(update={"answer_key": cfg.server.answer_key.model_copy(update={})})
+    # the candidate and the control (the A/A arm adds two launches and nothing the pilot decides)
     variants = [
         cfg.variants[0].model_copy(update={"overrides": {"answer_key": {"wrong_share": {"gsm8k": 0.15}}}}),
-        *cfg.variants[1:],
+        cfg.variants[1],
     ]
     assumption = {
         name: DesignAssumption(accuracy=0.95, discordance=0.04, basis="test: the reference answers every item")
@@ -50,8 +51,12 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
             "server": server,
             "variants": variants,
             "design": assumption,
+            # 16 units released per look instead of the demo's 4: the same rule in a quarter of the looks
             "generation": cfg.generation.model_copy(
-                update={"sequential": seq.model_copy(update={"pilot": PilotConfig(attempts=ATTEMPTS)})}
+                update={
+                    "concurrency": 16,
+                    "sequential": seq.model_copy(update={"pilot": PilotConfig(attempts=ATTEMPTS)}),
+                }
             ),
         }
     )
@@ -65,7 +70,7 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
     assert blocks["math_500"].discordant == 0 and blocks["gsm8k"].discordant > 0
     pilot = {e for b in decision.blocks for e in b.entries}
     assert len(pilot) == 64
-    for variant in cfg.variants:
+    for variant in variants:
         rd = RunDir(root.root / variant.name)
         assert read_model(rd.pilot, PilotDecision) == decision  # the copy every arm read
         rows = [r for r in read_jsonl(rd.outcomes, OutcomeRow) if isinstance(r, OutcomeRow)]
