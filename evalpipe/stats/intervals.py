@@ -1,8 +1,9 @@
 """Interval estimates of one run's score: Wilson, stratified, clustered.
 
 * Simple proportions use the Wilson score interval (Wilson 1927, "Probable inference, the law of
-  succession, and statistical inference", *JASA* 22; ``statsmodels`` ``proportion_confint``'s formula and
-  its float operations in their order, with ``z`` looked up once per level — the same floats, a tenth of the time):
+  succession, and statistical inference", *JASA* 22; ``statsmodels`` ``proportion_confint``'s formula, its
+  float operations in their order, with ``z`` looked up once per level — the same floats without its
+  per-call overhead):
   it keeps its coverage near 0 and 1 and at the small n of a sampled sign-off, where the Wald interval
   fails (Brown, Cai & DasGupta 2001, "Interval estimation for a binomial proportion", *Stat. Sci.* 16).
 * A stratified sample whose strata were not sampled proportionally (LiveCodeBench 6 per difficulty)
