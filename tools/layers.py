@@ -48,6 +48,7 @@ lists every import of a module below the face from elsewhere (``tests/repo/test_
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -191,14 +192,18 @@ def _words(tree: ast.AST) -> set[int]:
     and logger names (the first argument of ``getLogger``)."""
     out: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            out.add(id(node.value))
-        elif isinstance(node, ast.Call) and node.args:
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name == "getLogger":
-                out.add(id(node.args[0]))
+        _add_word(node, out)
     return out
+
+
+def _add_word(node: ast.AST, out: set[int]) -> None:
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        out.add(id(node.value))
+    elif isinstance(node, ast.Call) and node.args:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name == "getLogger":
+            out.add(id(node.args[0]))
 
 
 def _exists(dotted: str, root: Path) -> bool:
@@ -211,27 +216,70 @@ def _exists(dotted: str, root: Path) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+def _string_names(node: ast.AST) -> list[str]:
+    """The dotted names a string constant could name to launch or look up (whether they exist aside)."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return []
+    text = node.value
+    return [text] if _DOTTED.fullmatch(text) else _DASH_M.findall(text)
+
+
 def named_modules(tree: ast.AST, root: Path) -> Iterator[tuple[ast.Constant, str]]:
     """Every module of ``root``'s package that a string literal of ``tree`` names to launch or to look up
     (see the module docstring), with the literal that names it."""
     words = _words(tree)
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in words:
-            continue
-        text = node.value
-        names = [text] if _DOTTED.fullmatch(text) else _DASH_M.findall(text)
+    candidates = [(n, _string_names(n)) for n in ast.walk(tree) if id(n) not in words]
+    yield from _existing(candidates, root)
+
+
+def _existing(candidates: list[tuple[ast.AST, list[str]]], root: Path) -> Iterator[tuple[ast.Constant, str]]:
+    for node, names in candidates:
         for name in names:
             if _exists(name, root):
+                assert isinstance(node, ast.Constant)
                 yield node, name.rstrip(".")
 
 
+@dataclass(frozen=True)
+class _Scan:
+    """What the graph and the face check read of one file, found in one traversal: the nodes that may import
+    (``_targets`` reads them; with whether each sits under ``if TYPE_CHECKING:``) and the string literals
+    that may name a module (``named_modules``, before asking whether the module exists)."""
+
+    imports: list[tuple[ast.AST, bool]]
+    strings: list[tuple[ast.AST, list[str]]]
+
+
+def _scan(path: Path) -> _Scan:
+    """``path``'s ``_Scan``, remembered per process while the file is unchanged (size and mtime): the graph,
+    the face check and ``main`` read every file of the package, and a test process asks for them again."""
+    stat = path.stat()
+    return _scan_unchanged(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_unchanged(path: Path, size: int, mtime_ns: int) -> _Scan:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    imports: list[tuple[ast.AST, bool]] = []
+    words: set[int] = set()
+    strings: list[tuple[ast.AST, list[str]]] = []
+    for node, typing_only in _walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.Call):
+            imports.append((node, typing_only))
+        _add_word(node, words)
+        names = _string_names(node)
+        if names:
+            strings.append((node, names))
+    return _Scan(imports, [(n, names) for n, names in strings if id(n) not in words])
+
+
 def _add_launch_edges(
-    edges: dict[tuple[str, str], Edge], tree: ast.AST, path: Path, root: Path, packages: list[str]
+    edges: dict[tuple[str, str], Edge], scan: _Scan, path: Path, root: Path, packages: list[str]
 ) -> None:
     """Add the process-launch edges of one module (``path``) to ``edges``; an edge imports make as well
     keeps their kind."""
     source = _package_of(_module_name(path, root))
-    for node, target in named_modules(tree, root):
+    for node, target in _existing(scan.strings, root):
         dest = _package_of(target)
         if source is None or dest is None or dest == source or dest not in packages:
             continue
@@ -331,8 +379,8 @@ def package_graph(root: Path = ROOT) -> PackageGraph:
         source = _package_of(module)
         if source is None:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, typing_only in _walk(tree):
+        scan = _scan(path)
+        for node, typing_only in scan.imports:
             for target in _targets(node, module, path.name == "__init__.py"):
                 dest = _package_of(target)
                 if dest is None or dest == source or dest not in packages:
@@ -343,7 +391,7 @@ def package_graph(root: Path = ROOT) -> PackageGraph:
                     edge.sites.append(site)
                 edge.type_only = edge.type_only and typing_only
                 edge.launch_only = False
-        _add_launch_edges(edges, tree, path, root, packages)
+        _add_launch_edges(edges, scan, path, root, packages)
     for edge in edges.values():
         edge.sites.sort(key=lambda s: (s.rpartition(":")[0], int(s.rpartition(":")[2])))
     return PackageGraph(packages, dict(sorted(edges.items())))
@@ -392,8 +440,7 @@ def face_breaches(root: Path = ROOT) -> list[FaceBreach]:
     out: list[FaceBreach] = []
     for path in sorted(root.rglob("*.py")):
         module = _module_name(path, root)
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, _ in _walk(tree):
+        for node, _ in _scan(path).imports:
             for target in _targets(node, module, path.name == "__init__.py"):
                 folder = _internal(target, folders, root)
                 if folder is None or module == folder or module.startswith(folder + "."):

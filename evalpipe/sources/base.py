@@ -56,14 +56,16 @@ class RecordHasher:
     """Hashes records' canonical JSON on a worker thread while the caller parses the next rows.
 
     ``hashlib`` releases the GIL for large buffers, so on LiveCodeBench-sized records (MBs of test
-    cases) hashing overlaps with parsing instead of following it.
+    cases) hashing overlaps with parsing instead of following it.  A record under ``INLINE_BYTES`` is
+    hashed where it is read: a round trip through the pool (a future, two lock hand-offs) costs more than
+    hashing a few KB, and C-Eval's and GSM8K's 11,000 records are all short; the thread is started only
+    when a large record first needs it.  Either way the digest is the same.
     """
 
-    def __init__(self) -> None:
-        # import cost: concurrent.futures (6 modules) stays out of the answer-key engine's and resolve's import
-        from concurrent.futures import ThreadPoolExecutor
+    INLINE_BYTES = 1 << 16
 
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-hash")
+    def __init__(self) -> None:
+        self._pool: Any = None
         self._pending: list[tuple[SourceRecord, Any]] = []
 
     @staticmethod
@@ -71,14 +73,24 @@ class RecordHasher:
         return hashlib.sha256(data).hexdigest()
 
     def add(self, record: SourceRecord) -> SourceRecord:
-        self._pending.append((record, self._pool.submit(self._digest, canonical_json(record.canonical))))
+        data = canonical_json(record.canonical)
+        if len(data) < self.INLINE_BYTES:
+            record.record_sha256 = self._digest(data)
+            return record
+        if self._pool is None:
+            # import cost: concurrent.futures (6 modules) stays out of the answer-key engine's and resolve's import
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record-hash")
+        self._pending.append((record, self._pool.submit(self._digest, data)))
         return record
 
     def finish(self) -> None:
         for record, future in self._pending:
             record.record_sha256 = future.result()
         self._pending.clear()
-        self._pool.shutdown()
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 @dataclass(slots=True)

@@ -10,9 +10,10 @@ defined anywhere else.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from pathlib import Path
+
+from helpers.source_trees import parsed
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "evalpipe" / "artifacts" / "schema"
@@ -36,9 +37,8 @@ def _sources(repo: Path = REPO) -> list[Path]:
     return [p for tree in TREES for p in sorted((repo / tree).rglob("*.py"))]
 
 
-@functools.cache
 def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
+    return parsed(path)  # the trees of tests/ are the tier scan's, parsed at collection
 
 
 def other_paths(homes: dict[str, str], paths: list[Path], repo: Path = REPO) -> list[str]:

@@ -38,6 +38,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
+from helpers.source_trees import parsed
+
 TESTS = Path(__file__).resolve().parents[1]
 
 #: Dotted names (as imported by a test or helper) that start a process, and what they start.  A reference to
@@ -165,7 +167,7 @@ def _load(path: str) -> _Module | None:
     name = _module_name(Path(path))
     if name is None or not Path(path).is_file():
         return None
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    tree = parsed(path)
     imports: dict[str, str] = {}
     defs: dict[str, ast.AST] = {}
     for node in ast.walk(tree):

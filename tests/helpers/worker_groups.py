@@ -55,12 +55,13 @@ SLOW_FIRST = (
     "tests/run/test_sequential_demo.py",
     "tests/server/test_fleet_run.py",
     "tests/recording/test_admission.py",
-    # the unit tier's largest modules (12-16 s of CPU each, 2026-12-06): first among the unit tier, so that
-    # make test-fast's two workers finish together instead of one waiting on a late heavy module
-    "tests/samplers/test_sampling.py",
+    # the unit tier's largest modules (the plan's simulations ~10 s of CPU, the others 3-5 s, 2026-12-06):
+    # first among the unit tier, so that make test-fast's two workers finish together instead of one waiting
+    # on a late heavy module
     "tests/plan/test_plan_operating.py",
+    "tests/samplers/test_sampling.py",
     "tests/stats/test_stats_paired.py",
-    "tests/stats/test_stats_intervals.py",
+    "tests/repo/test_layers.py",
 )
 
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.source_trees import parsed
 
 PACKAGE = "evalpipe"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
@@ -116,7 +117,7 @@ def import_graph(
     known = _modules(root)
     graph: dict[str, set[str]] = {m: set() for m in known}
     for mod, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parsed(path)
         is_pkg = path.name == "__init__.py"
         own = {mod, *_ancestors(mod)}  # already imported when ``mod`` runs
         for node in _nodes(tree, type_checking):

@@ -26,6 +26,9 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+from helpers.source_trees import parsed
+
 ROOT = Path(__file__).resolve().parents[2] / "evalpipe"
 REASON = re.compile(r"#.*\b(import cost|optional dependency)\b")
 #: Function-local import statements in evalpipe/ (the ratchet: it may only fall; 374 before they said why).
@@ -61,29 +64,41 @@ def _reason(body: list[ast.stmt], i: int, comments: dict[int, str]) -> str | Non
     return found.group(1) if found else None
 
 
-def _walk(node: ast.AST, in_function: bool, site: str, comments: dict[int, str], out: list[LocalImport]) -> None:
+def _walk(node: ast.AST, in_function: bool, out: list[tuple[list[ast.stmt], int]]) -> None:
+    """Every import statement inside a function, as (its block, its index there)."""
     for name in ("body", "orelse", "finalbody"):
         block = getattr(node, name, None)
         if in_function and isinstance(block, list):
             for i, child in enumerate(block):
                 if isinstance(child, ast.Import | ast.ImportFrom):
-                    out.append(LocalImport(f"{site}:{child.lineno}", _reason(block, i, comments)))
+                    out.append((block, i))
     for child in ast.iter_child_nodes(node):
-        _walk(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef), site, comments, out)
+        if isinstance(child, ast.expr):  # no statement sits inside an expression (a lambda's body is one)
+            continue
+        _walk(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef), out)
 
 
 def local_imports(root: Path = ROOT) -> list[LocalImport]:
     """Every ``import`` statement inside a function under ``root``, with the reason its comment names."""
     out: list[LocalImport] = []
     for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
+        found: list[tuple[list[ast.stmt], int]] = []
+        _walk(parsed(path), False, found)
+        if not found:  # the comments are read only where an import needs its reason (tokenizing is slow)
+            continue
         site = path.relative_to(root.parent).as_posix()
-        _walk(ast.parse(text, filename=str(path)), False, site, _comments(text), out)
+        comments = _comments(path.read_text(encoding="utf-8"))
+        out += [LocalImport(f"{site}:{block[i].lineno}", _reason(block, i, comments)) for block, i in found]
     return out
 
 
-def test_function_local_imports_only_fall() -> None:
-    found = local_imports()
+@pytest.fixture(scope="module")
+def found() -> list[LocalImport]:
+    """``evalpipe/``'s function-local imports, walked once for the module's tests (every file parsed)."""
+    return local_imports()
+
+
+def test_function_local_imports_only_fall(found: list[LocalImport]) -> None:
     assert len(found) <= LOCAL_IMPORTS, (
         f"{len(found)} function-local imports (at most {LOCAL_IMPORTS}): import at the module's head, or name "
         "the reason (import cost, optional dependency) in a comment"
@@ -91,8 +106,8 @@ def test_function_local_imports_only_fall() -> None:
     assert len(found) == LOCAL_IMPORTS, f"{len(found)} function-local imports now: lower LOCAL_IMPORTS to it"
 
 
-def test_function_local_imports_say_why() -> None:
-    unexplained = [f.site for f in local_imports() if f.reason is None]
+def test_function_local_imports_say_why(found: list[LocalImport]) -> None:
+    unexplained = [f.site for f in found if f.reason is None]
     assert not unexplained, (
         "function-local imports without a reason (import cost, optional dependency) in a comment on the line or "
         "above the group — or import at the module's head:\n" + "\n".join(unexplained)

@@ -14,6 +14,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from helpers.source_trees import parsed
+
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("evalpipe", "tools", "perf")
 
@@ -90,7 +92,7 @@ def file_name_literals() -> frozenset[tuple[str, str]]:
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith("evalpipe/artifacts/"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and FILE_NAME.match(node.value):
                 found.add((rel, node.value))
     return frozenset(found)

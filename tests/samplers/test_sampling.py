@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,8 @@ from evalpipe.config.loader import load_config
 from evalpipe.errors import ConfigError, DataError, FingerprintMismatch
 from evalpipe.samplers import largest_remainder, sample_run, verify_sample
 from evalpipe.samplers.loading import load_local
-from evalpipe.samplers.run import build_manifest, load_datasets
+from evalpipe.samplers.run import build_manifest
+from evalpipe.sources.base import BenchmarkData
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,13 @@ def glm_cfg(repo_root: Path):
 def reference(glm_cfg, shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("ref") / "run"
     return sample_run(glm_cfg, dataset_root=shared_datasets, out=out)
+
+
+@pytest.fixture(scope="module")
+def original(shared_datasets: Path) -> Callable[[str], BenchmarkData]:
+    """``load_local`` of a benchmark's real files, read once for the module's tests (they compare other copies
+    of the same files with it and only read it)."""
+    return functools.cache(lambda name: load_local(name, shared_datasets / name))
 
 
 # ------------------------------------------------------------------ reference run
@@ -154,21 +164,21 @@ def _hashes(data) -> dict[str, str]:
     return {r.source_id: r.record_sha256 for r in data.eval.records}
 
 
-def test_lf_normalized_ceval_hashes_identical(shared_datasets: Path, tmp_path: Path) -> None:
+def test_lf_normalized_ceval_hashes_identical(original, shared_datasets: Path, tmp_path: Path) -> None:
     lf = tmp_path / "ceval"
     for split in ("val", "dev"):
         (lf / split).mkdir(parents=True)
         for p in (shared_datasets / "ceval" / split).glob("*.csv"):
             (lf / split / p.name).write_bytes(p.read_bytes().replace(b"\r\n", b"\n"))
-    original = load_local("ceval", shared_datasets / "ceval")
+    ceval = original("ceval")
     normalized = load_local("ceval", lf)
-    assert any("\r\n" in r.raw["question"] for r in original.eval.records)  # the hazard is real
-    assert _hashes(original) == _hashes(normalized)
-    assert original.eval.fingerprint == normalized.eval.fingerprint
-    assert original.fewshot.fingerprint == normalized.fewshot.fingerprint
+    assert any("\r\n" in r.raw["question"] for r in ceval.eval.records)  # the hazard is real
+    assert _hashes(ceval) == _hashes(normalized)
+    assert ceval.eval.fingerprint == normalized.eval.fingerprint
+    assert ceval.fewshot.fingerprint == normalized.fewshot.fingerprint
 
 
-def test_parquet_copy_with_integer_ids_and_null_kwargs(shared_datasets: Path, tmp_path: Path) -> None:
+def test_parquet_copy_with_integer_ids_and_null_kwargs(original, shared_datasets: Path, tmp_path: Path) -> None:
     # C-Eval: integer ids and an explicit empty explanation column (as the HF loader has it).
     pq = tmp_path / "ceval"
     for split in ("val", "dev"):
@@ -179,7 +189,7 @@ def test_parquet_copy_with_integer_ids_and_null_kwargs(shared_datasets: Path, tm
             if "explanation" not in df:
                 df["explanation"] = ""
             df.to_parquet(pq / split / f"{p.stem}.parquet")
-    assert _hashes(load_local("ceval", shared_datasets / "ceval")) == _hashes(load_local("ceval", pq))
+    assert _hashes(original("ceval")) == _hashes(load_local("ceval", pq))
 
     # IFEval: the HF copy fills every kwargs key with null.
     rows = [json.loads(line) for line in (shared_datasets / "ifeval" / "input_data.jsonl").open()]
@@ -188,8 +198,7 @@ def test_parquet_copy_with_integer_ids_and_null_kwargs(shared_datasets: Path, tm
         r["kwargs"] = [{k: kw.get(k) for k in all_keys} for kw in r["kwargs"]]
     (tmp_path / "ifeval").mkdir()
     pd.DataFrame(rows).to_parquet(tmp_path / "ifeval" / "input_data.parquet")
-    original = load_local("ifeval", shared_datasets / "ifeval")
-    assert _hashes(original) == _hashes(load_local("ifeval", tmp_path / "ifeval"))
+    assert _hashes(original("ifeval")) == _hashes(load_local("ifeval", tmp_path / "ifeval"))
 
     # GSM8K parquet
     (tmp_path / "gsm8k").mkdir()
@@ -197,13 +206,11 @@ def test_parquet_copy_with_integer_ids_and_null_kwargs(shared_datasets: Path, tm
         pd.read_json(shared_datasets / "gsm8k" / f"{split}.jsonl", lines=True).to_parquet(
             tmp_path / "gsm8k" / f"{split}.parquet"
         )
-    assert _hashes(load_local("gsm8k", shared_datasets / "gsm8k")) == _hashes(
-        load_local("gsm8k", tmp_path / "gsm8k")
-    )
+    assert _hashes(original("gsm8k")) == _hashes(load_local("gsm8k", tmp_path / "gsm8k"))
 
 
-def test_changing_the_seed_changes_the_selection(glm_cfg, shared_datasets: Path) -> None:
-    datasets = load_datasets(glm_cfg, shared_datasets)
+def test_changing_the_seed_changes_the_selection(glm_cfg, reference) -> None:
+    datasets = reference.datasets  # glm_cfg's benchmarks as sample_run loaded them from the real files
     m42, _ = build_manifest(glm_cfg, datasets)
     m43, _ = build_manifest(glm_cfg, datasets, seed=43)
     ids42 = [(e.benchmark, e.source_id) for e in m42.entries]
@@ -261,8 +268,8 @@ def test_pin_mismatch_refused_then_allowed_with_drift(tmp_path: Path, shared_dat
     assert ident.drift_allowed and ident.pinned_fingerprint == pin and ident.fingerprint != pin
 
 
-def test_pin_match_accepted(tmp_path: Path, shared_datasets: Path) -> None:
-    fp = load_local("gsm8k", shared_datasets / "gsm8k").eval.fingerprint
+def test_pin_match_accepted(original, tmp_path: Path, shared_datasets: Path) -> None:
+    fp = original("gsm8k").eval.fingerprint
     path = _cfg(tmp_path, entry("gsm8k", total=3, fingerprint=fp))
     result = sample_run(load_config(path), dataset_root=shared_datasets, out=tmp_path / "r")
     assert not result.manifest.sampling_for("gsm8k").dataset.drift_allowed
@@ -354,14 +361,15 @@ def test_live_code_bench_version_filter(tmp_path: Path, shared_datasets: Path) -
     assert [s.population for s in block.strata] == [43, 80, 52]
 
 
-def test_verify_sample_reports_tampered_record(
-    glm_cfg, shared_datasets: Path, tmp_path: Path, capsys
-) -> None:
+def test_verify_sample_reports_tampered_record(shared_datasets: Path, tmp_path: Path, capsys) -> None:
+    # GSM8K alone: the check is per record and the victim is a GSM8K record (the other benchmarks' files
+    # would only be copied, sampled and re-read unchanged)
     data = tmp_path / "data"
-    shutil.copytree(shared_datasets, data)
+    shutil.copytree(shared_datasets / "gsm8k", data / "gsm8k")
     for p in data.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    result = sample_run(glm_cfg, dataset_root=data, out=tmp_path / "run")
+    cfg = load_config(_cfg(tmp_path, entry("gsm8k", total=50)))
+    result = sample_run(cfg, dataset_root=data, out=tmp_path / "run")
     victim = result.manifest.entries_for("gsm8k")[0]
     test = data / "gsm8k" / "test.jsonl"
     lines = test.read_text().splitlines()
@@ -402,13 +410,13 @@ def test_fast_canonical_json_matches_stdlib_definition() -> None:
         assert canonical_json(no_float) == _canonical_json_stdlib(_normalize(no_float))
 
 
-def test_hub_rows_hash_like_the_local_mirror(monkeypatch, shared_datasets: Path, tmp_path: Path) -> None:
+def test_hub_rows_hash_like_the_local_mirror(original, monkeypatch, tmp_path: Path) -> None:
     """Without a local mirror the hub ids EvalScope declares are used; rows as a hub client returns them
     (integer ids, empty explanation) go through the same canonicalisation. No network: the client is stubbed."""
     import evalpipe.sources.hub as hub
     from evalpipe.samplers.loading import load_benchmark
 
-    local = load_local("ceval", shared_datasets / "ceval")
+    local = original("ceval")
     by_subject: dict[tuple[str, str], list[dict]] = {}
     for split, recs in (("val", local.eval.records), ("dev", local.fewshot.records)):
         for r in recs:

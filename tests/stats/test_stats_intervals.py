@@ -30,6 +30,21 @@ def test_wilson_known_values(k: int, n: int, lo: float, hi: float) -> None:
     assert ci[1] == pytest.approx(hi, abs=5e-5)
 
 
+def test_wilson_is_statsmodels_float_for_float() -> None:
+    """The interval is statsmodels' ``proportion_confint(method="wilson")`` written out (z looked up once):
+    the same floats at integer and fractional counts (the effective sample sizes), the ends and other levels."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(11)
+    cases = [(0, 7), (7, 7), (1, 1), (0.0, 0.5)]
+    cases += [(int(k), int(n)) for n in rng.integers(1, 3000, 80) for k in [rng.integers(0, n + 1)]]
+    cases += [(float(f * n), float(n)) for n, f in zip(rng.uniform(0.5, 2000, 80), rng.random(80), strict=True)]
+    for confidence in (0.95, 0.99):
+        for k, n in cases:
+            lo, hi = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
+            assert wilson_interval(k, n, confidence) == (max(0.0, float(lo)), min(1.0, float(hi))), (k, n)
+
+
 def test_wilson_empty_and_invalid() -> None:
     assert wilson_interval(0, 0) is None
     with pytest.raises(ValueError):
