@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers.tiers import classify, install_guard
+from helpers.tiers import classify, install_guard, recall_scans, remembered_scans, sources_digest
 
 if TYPE_CHECKING:
     from helpers.paired_demo import PairedDemo
@@ -46,6 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Markers from the fixtures a test uses: ``shared_datasets`` for a test that reads the real files; a
     15-minute timeout instead of the suite's 5 (pyproject) for a test using ``registry_controls``, which may
     pay for the session's two pipeline runs over every registered benchmark (minutes on a busy host)."""
+    recalled = _recall_scans(config)
     for item in items:
         if _needs_shared_datasets(item):
             item.add_marker(pytest.mark.shared_datasets)
@@ -53,6 +54,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(900))
         _mark_tier(item)
     config.stash[_COLLECTED] = _tier_counts(items)
+    _remember_scans(config, recalled)
+
+
+#: pytest's cache key of the tier scans (``.pytest_cache``; absent with ``-p no:cacheprovider``)
+_SCANS_KEY = "evalpipe/tier-scans"
+
+
+def _recall_scans(config: pytest.Config) -> tuple[str, int] | None:
+    """The scans of an earlier session over the same test sources, from pytest's cache: every xdist worker
+    and every later run (``make test-fast`` after ``make test``) would otherwise walk the same trees.
+    Returns (the sources' digest, how many scans were recalled), or None without a cache."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    digest = sources_digest()
+    saved = cache.get(_SCANS_KEY, None)
+    if isinstance(saved, dict) and saved.get("digest") == digest and isinstance(saved.get("scans"), dict):
+        recall_scans(saved["scans"])
+        return digest, len(saved["scans"])
+    return digest, 0
+
+
+def _remember_scans(config: pytest.Config, recalled: tuple[str, int] | None) -> None:
+    """Saves the scans when this session made any the cache did not hold."""
+    cache = getattr(config, "cache", None)
+    if cache is None or recalled is None:
+        return
+    scans = remembered_scans()
+    if len(scans) > recalled[1]:
+        cache.set(_SCANS_KEY, {"digest": recalled[0], "scans": scans})
 
 
 _TIER = pytest.StashKey[str]()  # "scan" / "fixture" / "manual" for integration, "unit" otherwise

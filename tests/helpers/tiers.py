@@ -25,6 +25,7 @@ it went through to ``INTEGRATION_ENTRY_POINTS``.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import multiprocessing.process
 import os
@@ -343,6 +344,38 @@ def scan_def(path: Path, qualname: str) -> tuple[str, ...] | None:
     if key not in _COMPLETE:
         _COMPLETE[key] = _scan(*key, set())
     return _COMPLETE[key]
+
+
+#: Scans as lists (JSON), by ``path::qualname``; None: no entry point reached.
+Scans = dict[str, list[str] | None]
+
+
+def sources_digest() -> str:
+    """sha256 over every Python file under tests/ (its path and bytes): all a scan reads — the test modules,
+    the helpers and this module's entry points — so equal digests mean equal scans."""
+    digest = hashlib.sha256()
+    for path in sorted(TESTS.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(f"{path}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def remembered_scans() -> Scans:
+    """The complete scans made so far (``scan_def``'s), for ``recall_scans`` in a later session."""
+    return {
+        f"{path}::{qualname}": (list(found) if found is not None else None)
+        for (path, qualname), found in _COMPLETE.items()
+    }
+
+
+def recall_scans(scans: Scans) -> None:
+    """Scans a session made over the same sources (``sources_digest``), so this one need not walk the trees
+    again: a quarter to half of each pytest process's collection."""
+    for key, found in scans.items():
+        path, _, qualname = key.partition("::")
+        _COMPLETE.setdefault((path, qualname), tuple(found) if found is not None else None)
 
 
 def scan_function(func: Callable[..., Any]) -> tuple[str, ...] | None:

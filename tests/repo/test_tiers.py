@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from helpers.tiers import TESTS, Finding, classify, scan_def
 
 
@@ -155,3 +156,28 @@ def test_the_guard_refuses_every_way_to_start_a_process_and_restores_them() -> N
         "subprocess.Popen", "subprocess.Popen", "os.fork", "multiprocessing",
     ]  # fmt: skip
     assert starters() == originals
+
+
+def test_scans_recalled_from_pytests_cache_are_the_scans_a_fresh_walk_makes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ``tests/conftest.py`` saves in pytest's cache and recalls in the next session (same sources)
+    classifies exactly as walking the trees again does."""
+    import json
+
+    from helpers import tiers
+
+    defs = [
+        (TESTS / "core" / "test_process_group.py", "test_kill_group_is_immediate"),
+        (TESTS / "stats" / "test_stats_intervals.py", "test_wilson_known_values"),
+        (TESTS / "evalscope_bridge" / "test_generation_turns.py", "test_side_by_side_never_blocks"),
+    ]
+    monkeypatch.setattr(tiers, "_COMPLETE", {})
+    walked = [scan_def(path, qualname) for path, qualname in defs]
+    assert walked[0] is not None and walked[1] is None  # one integration, the others unit
+    saved = json.loads(json.dumps(tiers.remembered_scans()))  # as pytest's cache stores it
+    monkeypatch.setattr(tiers, "_COMPLETE", {})
+    tiers.recall_scans(saved)
+    monkeypatch.setattr(tiers, "_scan", lambda *a: pytest.fail(f"walked again: {a}"))
+    assert [scan_def(path, qualname) for path, qualname in defs] == walked
+    assert tiers.sources_digest() == tiers.sources_digest() and len(tiers.sources_digest()) == 64
