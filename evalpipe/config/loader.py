@@ -19,20 +19,26 @@ from evalpipe.errors import ConfigError
 M = TypeVar("M", bound=BaseModel)
 
 _TAGS = {"path", "inline"}  # discriminator tags, not part of the user's YAML path
+#: libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents and marks as the
+#: pure-Python ``SafeLoader``, parsed in C — a config and its sampling rules are read at every stage and plan.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     text = path.read_text(encoding="utf-8")
-    try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    loader = _SAFE_LOADER(text)
+    try:  # what yaml.safe_load does, keeping the node (its lines name the fields): one parse, not two
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    finally:
+        loader.dispose()
     return data, node
 
 
