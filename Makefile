@@ -87,15 +87,11 @@ browser-deps:
 # 2026-12-06); written once, the next run (make test-fast after make test, a nested pytest of the suite's
 # own files) reads them.
 PYTEST_BYTECODE := PYTHONDONTWRITEBYTECODE=
-# make test runs three pytest-xdist workers on a 2-core machine: the integration tier waits a good part of
-# its time (a server's start, a watch interval, a grace period, a sandbox's wall-clock limit) and a third
-# worker runs tests in those waits (2026-12-06 on this machine: 1.57 cores busy on average with two workers,
-# 1.64 with three, tools/suite_cpu.py).  The unit tier (make test-fast) has no waits: two workers there.
 test: $(MODEL_STAMP) sandbox-deps browser-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(VENV)/bin/mypy
 	$(PY) -m compileall -q evalpipe
-	$(PYTEST_BYTECODE) $(PY) -m pytest -q -n 3   # tests/helpers/worker_groups.py; why three: above
+	$(PYTEST_BYTECODE) $(PY) -m pytest -q -n 2   # two pytest-xdist workers (tests/helpers/worker_groups.py)
 
 # The unit tier: every test that starts no process (tests/helpers/tiers.py decides), with ruff and mypy;
 # the same environment as make test.

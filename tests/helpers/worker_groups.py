@@ -1,4 +1,4 @@
-"""Which tests share a pytest-xdist worker (``make test``: ``pytest -n 3``; ``make test-fast``: ``-n 2``).
+"""Which tests share a pytest-xdist worker (``make test`` runs ``pytest -n 2``).
 
 A module's tests stay on one worker, so its module-scoped fixtures (a pipeline run, a real engine) are built
 once; the modules reading one of the session's shared runs (``READERS``: a session fixture in conftest that
