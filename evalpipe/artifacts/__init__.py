@@ -12,7 +12,6 @@ anything reaches a file (``redact``).
 from evalpipe.artifacts.io import (
     JsonlAppender,
     JsonlReadResult,
-    JsonlTail,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
@@ -28,7 +27,6 @@ from evalpipe.artifacts.rundir import RunDir, ServerFiles, recorded_run
 __all__ = [
     "JsonlAppender",
     "JsonlReadResult",
-    "JsonlTail",
     "RunDir",
     "ServerFiles",
     "atomic_write_bytes",

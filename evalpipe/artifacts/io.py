@@ -169,9 +169,11 @@ def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult[Any]
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     torn = bool(lines and lines[-1].strip())
+    n = 0
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        n += 1
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
@@ -179,64 +181,13 @@ def read_jsonl(path: Path, model: type[M] | None = None) -> JsonlReadResult[Any]
                 result.torn_last_line = True
                 break
             raise ArtifactError(f"{path}:{i}: malformed JSON line") from None
-        result.append(_row(path, i, obj, model))
-    return result
-
-
-def _row(path: Path, line: int, obj: Any, model: type[M] | None) -> Any:
-    """One parsed line of a log, lifted to the current version and validated when a ``model`` is given."""
-    if model is None:
-        return obj
-    obj = upgraded(Path(f"{path}:{line}"), obj, model)
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        raise ArtifactError(f"{path}:{line}: does not match {model.__name__}", details=_errors(exc)) from None
-
-
-class JsonlTail(Generic[M]):
-    """A JSONL log another process appends to, read as it grows: each :meth:`read` parses only the complete
-    lines appended since the last one.  A reader that looks many times a second (the sequential rule reads
-    the other arms' files at every look) would otherwise parse the whole file each time — quadratic in the
-    file's length.  A line without its newline yet (being written, or torn) waits for the next read, as
-    ``read_jsonl`` skips a torn last line.  A file that was replaced (another inode) or shortened is read again
-    from its start, and :meth:`read` says so; a missing file reads as empty."""
-
-    def __init__(self, path: Path, model: type[M]) -> None:
-        self.path = Path(path)
-        self.model = model
-        self._offset = 0
-        self._line = 0
-        self._inode: int | None = None
-
-    def read(self) -> tuple[bool, list[M]]:
-        """``(restarted, rows)``: the rows appended since the last read; ``restarted``: the file is not the one
-        read so far, and ``rows`` are all of it (the caller drops what it kept)."""
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            restarted = self._inode is not None
-            self._offset, self._line, self._inode = 0, 0, None
-            return restarted, []
-        restarted = self._inode is not None and (st.st_ino != self._inode or st.st_size < self._offset)
-        if restarted:
-            self._offset, self._line = 0, 0
-        self._inode = st.st_ino
-        if st.st_size == self._offset:
-            return restarted, []
-        with open(self.path, "rb") as fh:
-            fh.seek(self._offset)
-            chunk = fh.read(st.st_size - self._offset)
-        end = chunk.rfind(b"\n") + 1  # complete lines only
-        self._offset += end
-        rows: list[M] = []
-        for line in chunk[:end].split(b"\n")[:-1]:
-            self._line += 1
-            if not line.strip():
-                continue
+        if model is not None:
+            obj = upgraded(Path(f"{path}:{i}"), obj, model)
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                raise ArtifactError(f"{self.path}:{self._line}: malformed JSON line") from None
-            rows.append(_row(self.path, self._line, obj, self.model))
-        return restarted, rows
+                obj = model.model_validate(obj)
+            except ValidationError as exc:
+                raise ArtifactError(
+                    f"{path}:{i}: does not match {model.__name__}", details=_errors(exc)
+                ) from None
+        result.append(obj)
+    return result

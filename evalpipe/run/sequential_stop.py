@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from evalpipe.artifacts import JsonlAppender, JsonlTail, RunDir, write_model
+from evalpipe.artifacts import JsonlAppender, RunDir, read_jsonl, write_model
 from evalpipe.artifacts.schema.sequential import (
     ArmEnded,
     BenchmarkStop,
@@ -242,24 +242,16 @@ def _unit_states(
     return states
 
 
-class ArmFile:
-    """Another arm's exchange file as read so far: the last record of each attempt winning (a resume re-sends
-    what it lost).  Read at every look of the rule while that arm appends to it, so each read parses only the
-    lines appended since the previous one (``JsonlTail``)."""
-
-    def __init__(self, path: Path) -> None:
-        self._tail = JsonlTail(path, SequenceRecord)
-        self.records: dict[tuple[str, int], SequenceRecord] = {}
-
-    def read(self) -> dict[tuple[str, int], SequenceRecord]:
-        restarted, rows = self._tail.read()
-        if restarted:
-            self.records = {}
-        for rec in rows:
-            if rec.cached and (rec.subset, rec.index) in self.records:
-                continue  # a cached score never overrides the record made when the sample was sent
-            self.records[(rec.subset, rec.index)] = rec
-        return self.records
+def read_records(path: Path) -> dict[tuple[str, int], SequenceRecord]:
+    """An arm's exchange file, the last record of each attempt winning (a resume re-sends what it lost)."""
+    out: dict[tuple[str, int], SequenceRecord] = {}
+    if not path.is_file():
+        return out
+    for rec in read_jsonl(path, SequenceRecord):
+        if rec.cached and (rec.subset, rec.index) in out:
+            continue  # a cached score never overrides the record made when the sample was sent
+        out[(rec.subset, rec.index)] = rec
+    return out
 
 
 class SequentialStopper:
@@ -294,8 +286,6 @@ class SequentialStopper:
         self.decision = pilot
         self._lock = threading.Lock()
         self._logs: dict[str, JsonlAppender] = {}
-        self._files_lock = threading.Lock()
-        self._files: dict[tuple[str, str], ArmFile] = {}  # (member, other arm) → its exchange file, as read
         self.members: dict[str, _Member] = {}
         self.blocks: dict[str, _Block] = {}
         self._source_ids: dict[str, dict[tuple[str, int], str]] = {}  # member → row → source id
@@ -387,7 +377,7 @@ class SequentialStopper:
     def begin(self, benchmark: str) -> None:
         """The benchmark starts (or resumes): what this arm recorded before counts."""
         member = self.members[benchmark]
-        own = ArmFile(self.path(benchmark, self.arm.variant)).read()
+        own = read_records(self.path(benchmark, self.arm.variant))
         log = JsonlAppender(self.path(benchmark, self.arm.variant))
         with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
             member.own = {**own, **member.own}
@@ -413,11 +403,7 @@ class SequentialStopper:
                 with self._lock:
                     records[name] = dict(self.members[name].own)
             else:
-                with self._files_lock:
-                    arm_file = self._files.get((name, variant))
-                    if arm_file is None:
-                        arm_file = self._files[(name, variant)] = ArmFile(self.path(name, variant))
-                    records[name] = dict(arm_file.read())
+                records[name] = read_records(self.path(name, variant))
         out: list[list[PairedState]] = []
         for bench, position in block.order:
             member = self.members[bench]
@@ -545,8 +531,7 @@ class SequentialStopper:
                 complete = sum(
                     1
                     for row, recs in rows.items()
-                    if len(recs) == member.attempts_asked(row)
-                    and all(r.sent and r.correct is not None for r in recs)
+                    if len(recs) == member.attempts_asked(row) and all(r.sent and r.correct is not None for r in recs)
                 )
                 prefix = 0
                 for subset, row in member.order:
