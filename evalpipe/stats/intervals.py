@@ -63,7 +63,7 @@ def wilson_interval(correct: float, n: float, confidence: float = Z_CONFIDENCE) 
         return None
     if correct < 0 or correct > n:
         raise ValueError(f"correct={correct} outside [0, n={n}]")
-    crit = _upper_z((1 - confidence) / 2.0)
+    crit = two_sided_z(confidence)
     crit2 = crit**2
     q = correct / n
     denom = 1 + crit2 / n
@@ -74,12 +74,14 @@ def wilson_interval(correct: float, n: float, confidence: float = Z_CONFIDENCE) 
 
 
 @lru_cache(maxsize=64)
-def _upper_z(tail: float) -> float:
-    """``norm.isf(tail)``, remembered per level (scipy's call costs ~0.2 ms; a report asks for one level)."""
+def two_sided_z(confidence: float) -> float:
+    """``z`` of a two-sided interval at ``confidence`` (1.96 at 0.95): ``norm.isf((1 − confidence) / 2)``,
+    remembered per confidence — scipy's call costs ~0.2 ms, most of an interval's time, and callers judging
+    many intervals (coverage simulations, compare's per-unit intervals) ask for one level."""
     # import cost: scipy, only on this path
     from scipy.stats import norm
 
-    return float(norm.isf(tail))
+    return float(norm.isf((1.0 - confidence) / 2.0))
 
 
 @dataclass(frozen=True)

@@ -45,13 +45,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 from scipy.stats import norm
 from statsmodels.stats.contingency_tables import mcnemar
 
+from evalpipe.stats.intervals import two_sided_z
 from evalpipe.stats.repeats import per_sample_means
 
 PairedTest = Literal["exact McNemar", "paired score test"]
@@ -108,14 +108,6 @@ def adjusted_wald_interval(
     second = (float(np.square(d).sum()) + 2.0) / n_adj
     half = two_sided_z(confidence) * max(0.0, second - centre * centre) ** 0.5 / n_adj**0.5
     return max(-1.0, centre - half), min(1.0, centre + half)
-
-
-@lru_cache(maxsize=64)
-def two_sided_z(confidence: float) -> float:
-    """``z`` of a two-sided interval at ``confidence`` (1.96 at 0.95), remembered per confidence: scipy's
-    ``norm.isf`` costs ~0.2 ms a call, three quarters of an interval's time, and a caller judging many
-    sequences (a coverage simulation) asks for the same level each time."""
-    return float(norm.isf((1.0 - confidence) / 2.0))
 
 
 def paired_difference(
