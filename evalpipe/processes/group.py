@@ -26,7 +26,20 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
+
+
+class GroupLeader(Protocol):
+    """What stopping a process group needs of its leader: a ``subprocess.Popen``, or a child forked by the
+    fork server (``processes.forkserver.ForkedChild``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
 
 #: How a stop ended: nothing was left to stop, the group exited after SIGTERM, or it had to be SIGKILLed.
 StopMethod = Literal["exited", "sigterm", "sigkill"]
@@ -65,6 +78,13 @@ def _die_with_parent(sig: int) -> Any:
             os._exit(1)
 
     return preexec
+
+
+def die_with_parent_now(sig: int) -> None:
+    """In a child forked without exec (``processes.forkserver``): ``sig`` when its parent thread ends, as
+    ``spawn``'s ``die_with_parent`` asks for a spawned one."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
 
 def spawn(
@@ -136,14 +156,14 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: GroupLeader) -> None:
     """SIGKILL ``proc``'s whole group at once and reap the leader."""
     signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
 def stop_group(
-    proc: subprocess.Popen[bytes],
+    proc: GroupLeader,
     grace_s: float,
     *,
     hurry: threading.Event | None = None,

@@ -176,7 +176,11 @@ def test_sandbox_none_without_allow_unsandboxed_is_refused_in_one_line(tmp_path:
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# SIGTERM with a spawned worker (the product's default), SIGINT with one the suite's fork server forked
+@pytest.mark.parametrize(
+    ("sig", "code"),
+    [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.spawned_worker)],
+)
 def test_interrupt_ends_the_evalscope_worker_and_its_process_group(
     tmp_path: Path, shared_datasets: Path, sig: signal.Signals, code: int
 ) -> None:
@@ -362,6 +366,7 @@ def test_server_killed_mid_run_ends_naming_its_log_and_resume_completes_on_a_res
     assert summary["verdict"] == "pass"
 
 
+@pytest.mark.spawned_worker  # /proc/<worker>/environ: a forked worker's shows the fork server's start-up
 def test_glm_config_without_sglang_runs_accuracy_only_and_the_worker_never_holds_a_secret(
     tmp_path: Path, shared_datasets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

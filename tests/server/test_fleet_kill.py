@@ -24,6 +24,9 @@ from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.server import LaunchRecord
 from evalpipe.processes.group import group_alive, signal_group
 
+# what a killed run leaves behind is checked with the product's default: workers spawned by the run
+pytestmark = pytest.mark.spawned_worker
+
 DATA = Path(__file__).resolve().parents[2] / "evalpipe" / "selftest" / "data"
 
 

@@ -1,0 +1,69 @@
+"""``python -m evalpipe.evalscope_bridge.forkserver SOCKET``: EvalScope workers forked with EvalScope imported.
+
+Started once, it imports what a worker imports before it reads its tasks (``patches.preload``), then forks
+one worker per request (``processes.forkserver``).  A run whose environment names the socket in
+``EVALPIPE_WORKER_FORKSERVER`` gets its worker from it (``prestart.launch``) instead of starting an
+interpreter that imports EvalScope again: ~2-3 s of CPU less per run, what many short runs on one host (the
+test suite, a sweep of small configs) spend most on.  A request it cannot serve is started the usual way,
+and the worker's log says which way it came.
+
+The worker is the same code either way (``worker.main``): its streams, channel, working directory and
+environment are the request's; its process group and its end (the parent's connection closing kills the
+group) are those of a spawned one.  What EvalScope's import read from the environment is read here, once,
+from the same settings a spawned worker has (``prestart.worker_env``: offline hubs, no colours, the
+allow-listed host variables); the HF ``datasets`` cache, read at import too, is pointed at the request's
+private one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalpipe.evalscope_bridge import worker
+from evalpipe.evalscope_bridge.patches import preload
+from evalpipe.evalscope_bridge.prestart import worker_env
+from evalpipe.processes.forkserver import ForkRequest, serve
+
+#: The server's own ``HF_DATASETS_CACHE`` (under a file: no directory can be made there).
+UNUSABLE_CACHE = "/dev/null/evalpipe-forkserver-has-no-datasets-cache"
+
+
+def point_datasets_cache(cache_dir: str) -> None:
+    """The paths ``datasets.config`` derived from ``HF_DATASETS_CACHE`` when EvalScope's import loaded it (in
+    the server), set to the request's cache as a spawned worker's import would have."""
+    config: Any = sys.modules["datasets.config"]
+    root = Path(cache_dir)
+    config.HF_DATASETS_CACHE = root
+    config.DOWNLOADED_DATASETS_PATH = root / config.DOWNLOADED_DATASETS_DIR
+    config.EXTRACTED_DATASETS_PATH = config.DOWNLOADED_DATASETS_PATH / config.EXTRACTED_DATASETS_DIR
+
+
+def _run_worker(request: ForkRequest) -> int:
+    """In the forked child: the worker, as ``python -m evalpipe.evalscope_bridge.worker`` runs it."""
+    cache = request.env.get("HF_DATASETS_CACHE")
+    if cache:
+        point_datasets_cache(cache)
+    sys.argv = [worker.__file__ or "worker"]
+    worker.leave(worker.main())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m evalpipe.evalscope_bridge.forkserver SOCKET", file=sys.stderr)
+        return 2
+    # the environment EvalScope's import reads is a spawned worker's; its datasets cache, replaced per request,
+    # is a path nothing can be written under: a worker that kept it would fail, not share a cache
+    env = worker_env(UNUSABLE_CACHE)
+    os.environ.clear()
+    os.environ.update(env)
+    preload()  # EvalScope (and HF datasets) read the environment at import: after it is set
+    serve(args[0], _run_worker, ready=lambda: print("ready", flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
