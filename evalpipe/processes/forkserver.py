@@ -18,7 +18,8 @@ connection per child:
 The connection stands for the parent: when it closes before the child ended (the run died, even of
 SIGKILL), the server SIGKILLs the child's process group, as ``PR_SET_PDEATHSIG`` does for a spawned child;
 the child gets ``PR_SET_PDEATHSIG`` for the server itself.  A caller of another user (``SO_PEERCRED``) or in
-other namespaces (``SHARED_NAMESPACES``) is refused: its child would not be its own.  Children are reaped through pidfds, so the
+other namespaces (``SHARED_NAMESPACES``) or cgroup is refused: its child would not be its own; what a
+spawned child inherits besides (CPU affinity, umask, nice value, resource limits) the forked one is given.  Children are reaped through pidfds, so the
 server is one thread: nothing is forked while another thread holds a lock.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -36,6 +38,7 @@ import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from evalpipe.processes.group import die_with_parent_now
@@ -65,6 +68,58 @@ class ForkRequest:
     #: The caller's namespaces (``namespaces()``): a child must share them to be the caller's child in all
     #: but name — see the same files, reach the same loopback, be signalled by the pid it is given.
     namespaces: dict[str, str] = field(default_factory=dict)
+    #: What a spawned child inherits and a forked one gets from here (``inherited()``): CPU affinity, umask,
+    #: nice value, resource limits — and the cgroup, which must be the server's (checked, not moved).
+    inherited: dict[str, Any] = field(default_factory=dict)
+
+
+def inherited() -> dict[str, Any]:
+    """This process's attributes a child inherits through fork and exec (Linux)."""
+    status = Path("/proc/self/status").read_text() if Path("/proc/self/status").exists() else ""
+    umask = next((int(line.split()[1], 8) for line in status.splitlines() if line.startswith("Umask:")), None)
+    return {
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "umask": umask,
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "rlimits": {name: list(resource.getrlimit(getattr(resource, name))) for name in _RLIMITS},
+        "cgroup": Path("/proc/self/cgroup").read_text() if Path("/proc/self/cgroup").exists() else "",
+    }
+
+
+#: The resource limits a forked child gets from its caller: every ``RLIMIT_*`` this platform has, one name per
+#: limit (``RLIMIT_OFILE`` is ``RLIMIT_NOFILE`` on Linux: set second, it would undo the first).
+_RLIMITS = tuple(
+    {getattr(resource, n): n for n in sorted(dir(resource), reverse=True) if n.startswith("RLIMIT_")}.values()
+)
+
+
+def inherited_mismatch(asked: Mapping[str, Any]) -> str | None:
+    """Why this process cannot give its child the attributes ``asked`` (another cgroup; a lower nice value or
+    a higher hard limit, which only a privileged process may set); None when it can."""
+    own = inherited()
+    if asked.get("cgroup") != own["cgroup"]:
+        return "the caller is in another cgroup than the fork server"
+    if os.geteuid() != 0:
+        if int(asked.get("nice", own["nice"])) < own["nice"]:
+            return f"the caller's nice value {asked['nice']} is below the fork server's {own['nice']}"
+        for name, (_soft, hard) in dict(asked.get("rlimits", {})).items():
+            mine = own["rlimits"].get(name)
+            if mine is not None and mine[1] != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or hard > mine[1]):
+                return f"the caller's hard {name} is above the fork server's"
+    return None
+
+
+def _take_on(attributes: Mapping[str, Any]) -> None:
+    """In the forked child: the caller's affinity, umask, nice value and resource limits."""
+    if attributes.get("affinity"):
+        os.sched_setaffinity(0, attributes["affinity"])
+    if attributes.get("umask") is not None:
+        os.umask(int(attributes["umask"]))
+    if "nice" in attributes:
+        os.setpriority(os.PRIO_PROCESS, 0, int(attributes["nice"]))
+    for name, (soft, hard) in dict(attributes.get("rlimits", {})).items():
+        if hasattr(resource, name):
+            resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
 #: The namespaces a forked child must share with the process asking for it.
@@ -155,7 +210,9 @@ def fork_child(
     stdin_read, stdin_write = os.pipe()
     try:
         conn.connect(address)
-        request = ForkRequest(env=dict(env), cwd=cwd, fds=list(pass_fds), namespaces=namespaces())
+        request = ForkRequest(
+            env=dict(env), cwd=cwd, fds=list(pass_fds), namespaces=namespaces(), inherited=inherited()
+        )
         socket.send_fds(
             conn, [json.dumps(request.__dict__).encode()], [stdin_read, stdout, stderr, *pass_fds]
         )
@@ -196,6 +253,7 @@ def _become_child(request: ForkRequest, fds: list[int], in_session: int) -> None
         if fd not in wanted:
             with contextlib.suppress(OSError):
                 os.close(fd)
+    _take_on(request.inherited)
     os.environ.clear()
     os.environ.update(request.env)
     os.chdir(request.cwd)
@@ -229,11 +287,15 @@ def _fork(conn: socket.socket, child_main: Callable[[ForkRequest], int]) -> _Chi
         raw = json.loads(message)
         request = ForkRequest(
             env=dict(raw["env"]), cwd=str(raw["cwd"]), fds=[int(n) for n in raw["fds"]],
-            namespaces=dict(raw["namespaces"]),
+            namespaces=dict(raw["namespaces"]), inherited=dict(raw["inherited"]),
         )  # fmt: skip
         if len(fds) != 3 + len(request.fds):
             raise ValueError(f"{len(fds)} descriptors for {len(request.fds)} extra ones")
-        mismatch = _peer_mismatch(conn) or namespace_mismatch(request.namespaces)
+        mismatch = (
+            _peer_mismatch(conn)
+            or namespace_mismatch(request.namespaces)
+            or inherited_mismatch(request.inherited)
+        )
         if mismatch is not None:
             raise ValueError(mismatch)
     except (ValueError, KeyError, TypeError) as exc:

@@ -27,7 +27,7 @@ from evalpipe.processes.forkserver import FORKSERVER_ENV, ForkedChild, ForkRefus
 from evalpipe.processes.group import group_alive, stop_group
 
 SERVER = """
-import json, os, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
 from evalpipe.processes.forkserver import serve
 
 def child(request):
@@ -39,7 +39,9 @@ def child(request):
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     out.write(json.dumps({
         "stdin": line, "x": os.environ.get("X"), "env": sorted(os.environ), "cwd": os.getcwd(),
-        "pgid": os.getpgid(0), "pid": os.getpid(), "channel": request.fds[0], "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
+        "pgid": os.getpgid(0), "pid": os.getpid(), "channel": request.fds[0],
+        "affinity": sorted(os.sched_getaffinity(0)), "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "umask": os.umask(0), "nofile": list(resource.getrlimit(resource.RLIMIT_NOFILE)), "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
     }) + "\\n")
     out.flush()
     if os.environ.get("SLEEP"):
@@ -177,4 +179,40 @@ def test_a_caller_in_another_mount_namespace_is_refused(
     assert set(own) == set(forkserver.SHARED_NAMESPACES)
     monkeypatch.setattr(forkserver, "namespaces", lambda: {**own, "mnt": "mnt:[1]"})
     with pytest.raises(ForkRefused, match="the caller is in another mnt namespace than the fork server"):
+        fork_child(server, ["child"], stdout=1, stderr=2, env={}, cwd=str(tmp_path))
+
+
+def test_a_forked_child_has_its_callers_affinity_umask_nice_value_and_limits(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a spawned child inherits through fork and exec, a forked one is given from its caller's request."""
+    own = forkserver.inherited()
+    previous = os.umask(0o027)
+    try:
+        assert forkserver.inherited()["umask"] == 0o027  # read from /proc/self/status, not by setting it
+    finally:
+        os.umask(previous)
+    soft, hard = own["rlimits"]["RLIMIT_NOFILE"]
+    asked = {
+        **own,
+        "affinity": [max(own["affinity"])],
+        "umask": 0o027,
+        "nice": own["nice"] + 1,
+        "rlimits": {**own["rlimits"], "RLIMIT_NOFILE": [min(soft, 512), hard]},
+    }
+    monkeypatch.setattr(forkserver, "inherited", lambda: asked)
+    child, read_fd, _ = _fork(server, tmp_path)
+    assert child.stdin is not None
+    child.stdin.close()
+    report = _report(read_fd)
+    assert child.wait(timeout=30) == 0
+    assert report["affinity"] == [max(own["affinity"])]
+    assert (report["umask"], report["nice"]) == (0o027, own["nice"] + 1)
+    assert report["nofile"] == [min(soft, 512), hard]
+
+
+def test_a_caller_in_another_cgroup_is_refused(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = forkserver.inherited()
+    monkeypatch.setattr(forkserver, "inherited", lambda: {**own, "cgroup": "0::/elsewhere\n"})
+    with pytest.raises(ForkRefused, match="the caller is in another cgroup than the fork server"):
         fork_child(server, ["child"], stdout=1, stderr=2, env={}, cwd=str(tmp_path))
