@@ -257,8 +257,11 @@ def _become_child(request: ForkRequest, fds: list[int], in_session: int) -> None
     os.environ.clear()
     os.environ.update(request.env)
     os.chdir(request.cwd)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL if sig != signal.SIGPIPE else signal.SIG_IGN)
+    # as a fresh interpreter has them: Ctrl-C raises KeyboardInterrupt, SIGPIPE is ignored, the rest default
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _peer_mismatch(conn: socket.socket) -> str | None:
