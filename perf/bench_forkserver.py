@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from evalpipe.evalscope_bridge import forkserver
 from evalpipe.processes.forkserver import FORKSERVER_ENV
 
 EVALPIPE = [sys.executable, "-m", "evalpipe.cli.entry"]
@@ -67,14 +68,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-forkserver-") as tmp:
         address = str(Path(tmp) / "sock")
         t0 = time.perf_counter()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "evalpipe.evalscope_bridge.forkserver", address],
-            stdout=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
+        server = forkserver.start(address)
         try:
-            assert server.stdout is not None
-            if server.stdout.readline().strip() != b"ready":
-                raise SystemExit("the fork server did not start")
             start_wall, start_cpu = time.perf_counter() - t0, _own_cpu(server.pid)
             plain = {k: v for k, v in os.environ.items() if k != FORKSERVER_ENV}
             arms = {"spawned": (plain, None), "forked": ({**plain, FORKSERVER_ENV: address}, server.pid)}

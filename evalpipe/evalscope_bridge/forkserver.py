@@ -18,14 +18,16 @@ private one.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from evalpipe.evalscope_bridge import worker
 from evalpipe.evalscope_bridge.patches import preload
 from evalpipe.evalscope_bridge.prestart import worker_env
 from evalpipe.processes.forkserver import ForkRequest, serve
+from evalpipe.processes.group import spawn
 
 #: The server's own ``HF_DATASETS_CACHE`` (under a file: no directory can be made there).
 UNUSABLE_CACHE = "/dev/null/evalpipe-forkserver-has-no-datasets-cache"
@@ -48,6 +50,19 @@ def _run_worker(request: ForkRequest) -> int:
         point_datasets_cache(cache)
     sys.argv = [worker.__file__ or "worker"]
     worker.leave(worker.main())
+
+
+def start(address: str, *, log: int | IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``python -m evalpipe.evalscope_bridge.forkserver ADDRESS`` as the leader of its own process group
+    (its stderr to ``log``) and return it once it listens; raises ``RuntimeError`` if it ends first."""
+    server = spawn(
+        [sys.executable, "-m", "evalpipe.evalscope_bridge.forkserver", address], stdout=subprocess.PIPE, stderr=log
+    )
+    assert server.stdout is not None
+    if server.stdout.readline().strip() != b"ready":  # "ready", or end of file when it failed
+        server.wait()
+        raise RuntimeError(f"the EvalScope fork server at {address} did not start (exit {server.returncode})")
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,8 +72,7 @@ def _die_with_parent(sig: int) -> Any:
     parent = os.getpid()
 
     def preexec() -> None:
-        if _PRCTL is not None:
-            _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        die_with_parent_now(sig)
         if os.getppid() != parent:
             os._exit(1)
 
@@ -81,8 +80,8 @@ def _die_with_parent(sig: int) -> Any:
 
 
 def die_with_parent_now(sig: int) -> None:
-    """In a child forked without exec (``processes.forkserver``): ``sig`` when its parent thread ends, as
-    ``spawn``'s ``die_with_parent`` asks for a spawned one."""
+    """In a child, before exec (``spawn``'s ``die_with_parent``) or without one (``processes.forkserver``):
+    ``sig`` when its parent thread ends."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 

@@ -17,16 +17,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from evalpipe.evalscope_bridge import forkserver
 from evalpipe.processes.forkserver import FORKSERVER_ENV
-
-#: Seconds the server may take to import EvalScope and listen (a loaded 2-core host: ~6 s).
-READY_TIMEOUT_S = 120.0
 
 _server: subprocess.Popen[bytes] | None = None
 _home: str | None = None
@@ -39,19 +36,11 @@ def start() -> str:
         return os.environ[FORKSERVER_ENV]
     _home = tempfile.mkdtemp(prefix="evalpipe-fork-")
     address = str(Path(_home) / "sock")
-    log = open(Path(_home) / "server.log", "wb")
-    _server = subprocess.Popen(
-        [sys.executable, "-m", "evalpipe.evalscope_bridge.forkserver", address],
-        stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    log.close()
-    assert _server.stdout is not None
-    line = _server.stdout.readline()  # "ready", or end of file when it failed
-    if line.strip() != b"ready":
-        _server.wait(timeout=READY_TIMEOUT_S)
-        raise RuntimeError(
-            f"the EvalScope fork server did not start: {(Path(_home) / 'server.log').read_text()[-2000:]}"
-        )
+    with open(Path(_home) / "server.log", "wb") as log:
+        try:
+            _server = forkserver.start(address, log=log)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}: {(Path(_home) / 'server.log').read_text()[-2000:]}") from None
     os.environ[FORKSERVER_ENV] = address
     return address
 
