@@ -5,8 +5,9 @@ its attempts.
 
 The candidate answers a fixed 15 % of the GSM8K questions wrong (a planted disagreement the pilot sees),
 MATH-500 like the reference; the design accuracy 0.95 puts the chance level 2p(1 − p) at 0.095, so the pooled
-pilot discordance is far above the threshold and the rule chooses the most attempts.  A margin of 20 points is
-too wide for 80 units to cross inside the pilot.
+pilot discordance is far above the threshold and the rule chooses the most attempts.  Each block has 40 units
+(the demo's 80, halved: a quarter less CPU, the same decision); a margin of 20 points is too wide for them to
+cross inside the pilot.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.pilot import PilotDecision
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.sequential import SequentialStops
+from evalpipe.config.benchmarks import SamplingRule
 from evalpipe.config.gates import DesignAssumption
 from evalpipe.config.generation import PilotConfig
 from evalpipe.config.loader import load_config
@@ -29,6 +31,10 @@ from evalpipe.run.variants import run_variants
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo-sequential.yaml"
 ATTEMPTS = 2
+#: units per gated block: the demo's 80 halved (the rule, the pilot's share and its decision are the same)
+UNITS = 40
+#: the pilot: the first 40 % of each block (PilotConfig.share's default)
+PILOT = 16
 
 
 def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -50,6 +56,10 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
             "parallel_variants": False,
             "server": server,
             "variants": variants,
+            "benchmarks": [
+                b.model_copy(update={"sampling": SamplingRule(stratify_by="none", total=UNITS, allocation="uniform")})
+                for b in cfg.benchmarks
+            ],
             "design": assumption,
             # 16 units released per look instead of the demo's 4: the same rule in a quarter of the looks
             "generation": cfg.generation.model_copy(
@@ -66,10 +76,10 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
     decision = read_model(root.pilot, PilotDecision)
     assert decision.attempts == ATTEMPTS and decision.ratio is not None and decision.ratio > 0.7
     blocks = {b.block: b for b in decision.blocks}
-    assert {b: (x.units, x.pilot_units) for b, x in blocks.items()} == {"gsm8k": (80, 32), "math_500": (80, 32)}
+    assert {b: (x.units, x.pilot_units) for b, x in blocks.items()} == {"gsm8k": (UNITS, PILOT), "math_500": (UNITS, PILOT)}
     assert blocks["math_500"].discordant == 0 and blocks["gsm8k"].discordant > 0
     pilot = {e for b in decision.blocks for e in b.entries}
-    assert len(pilot) == 64
+    assert len(pilot) == 2 * PILOT
     for variant in variants:
         rd = RunDir(root.root / variant.name)
         assert read_model(rd.pilot, PilotDecision) == decision  # the copy every arm read
@@ -82,15 +92,15 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
         stops = read_model(rd.sequential_stop, SequentialStops)
         assert all(s.stop_reason in ("units exhausted", "crossing") for s in stops.benchmarks)
         if variant.name == decision.control:  # the control sends the pilot, then every remaining unit k times
-            assert len(requests) == 64 + 2 * (80 - 32) * ATTEMPTS
+            assert len(requests) == 2 * PILOT + 2 * (UNITS - PILOT) * ATTEMPTS
         # two passes, each on a server of its own: the pilot's launch, then the rest's
         launches = [t for t in outcome.results[variant.name].timings if t.stage == "launch"]
         assert len(launches) == 2, variant.name
     cmp = json.loads(outcome.comparisons[0].compare_json.read_text())
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     # compare judged every unit by the mean of its attempts and says how many each had
-    assert by["gsm8k"]["sequential"]["units_by_attempts"] == {"1": 32, str(ATTEMPTS): 48}
+    assert by["gsm8k"]["sequential"]["units_by_attempts"] == {"1": PILOT, str(ATTEMPTS): UNITS - PILOT}
     md = (root.root / "compare.md").read_text()
-    assert f"80 units (32 × 1 attempt, 48 × {ATTEMPTS} attempts) per arm" in md
+    assert f"{UNITS} units ({PILOT} × 1 attempt, {UNITS - PILOT} × {ATTEMPTS} attempts) per arm" in md
     assert "Internal pilot: " in (root.root / "candidate" / "report.md").read_text()
     assert by["math_500"]["sequential"]["verdict"] in ("non-inferior", "inconclusive")
