@@ -55,6 +55,8 @@ SLOW_FIRST = (
     "tests/run/test_sequential_demo.py",
     "tests/server/test_fleet_run.py",
     "tests/recording/test_admission.py",
+    # the pilot's end-to-end test (40-57 s in the suite on 2026-12-06: four passes of EvalScope's forked math scoring)
+    "tests/run/test_pilot_e2e.py",
     # the unit tier's largest modules (the plan's simulations ~10 s of CPU, the others 3-5 s, 2026-12-06):
     # first among the unit tier, so that make test-fast's two workers finish together instead of one waiting
     # on a late heavy module
