@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             fast_passed, fast_failed, fast_pytest_s = _pytest_summary(fast_text)
             demo_code, demo_s, _ = _timed([".venv/bin/evalpipe", "demo"], clone, root / "demo.log")
             failures = [x for t in (test_text, fast_text) for x in t.splitlines() if x.startswith(("FAILED ", "ERROR "))]
+            if failures or test_code or mutants_code or fast_code or demo_code:
+                # the clone goes with the temporary directory: a failing run's logs are kept, and named below
+                kept = Path(tempfile.mkdtemp(prefix="time-suite-logs-"))
+                for log in root.glob("*.log"):
+                    shutil.copy(log, kept / log.name)
+                failures.append(f"logs: {kept}")
     finally:
         for proc in spinners:
             proc.kill()
