@@ -184,4 +184,4 @@ schemas: $(STAMP)
 	$(PY) -c "from evalpipe.resolve.published import write_all; write_all('schemas')"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(LOCK_VENV) .pytest_cache .ruff_cache .mypy_cache
