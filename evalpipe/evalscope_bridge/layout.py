@@ -26,8 +26,21 @@ def reviews_file(work_dir: Path, model_id: str, benchmark: str, subset: str) -> 
     return Path(work_dir) / "reviews" / model_id / f"{benchmark}_{subset}.jsonl"
 
 
+#: The task snapshot EvalScope writes before its first request, relative to the task's ``work_dir``.
+SNAPSHOT_NAME = "configs/task_config.yaml"
+
+
 def task_snapshot(work_dir: Path) -> Path:
-    return Path(work_dir) / "configs" / "task_config.yaml"
+    return Path(work_dir) / SNAPSHOT_NAME
+
+
+def nothing_cached(work_dir: Path) -> bool:
+    """No task snapshot and no prediction or review file: EvalScope never began this task (a run stopped
+    before it did), so a resume has nothing of EvalScope's to restore."""
+    if task_snapshot(work_dir).exists():
+        return False
+    folders = (Path(work_dir) / "predictions", Path(work_dir) / "reviews")
+    return not any(path.is_file() for folder in folders for path in folder.rglob("*"))
 
 
 def eval_log(work_dir: Path) -> Path:

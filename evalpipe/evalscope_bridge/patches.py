@@ -243,11 +243,12 @@ def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
         validate_cached_evaluation_identity,
     )
 
-    from evalpipe.evalscope_bridge.layout import task_snapshot
+    from evalpipe.evalscope_bridge.layout import SNAPSHOT_NAME, task_snapshot
 
     snapshot = load_task_config_snapshot(str(task_snapshot(task_kwargs["work_dir"])))
     if snapshot is None:
-        return None
+        # EvalScope refuses a cache without its snapshot ("previous=unknown") even when nothing is cached
+        return f"no task snapshot ({SNAPSHOT_NAME}) beside the cached outputs"
     task = TaskConfig(**task_kwargs)
     specs, versions = {}, {}
     for name in task.datasets:

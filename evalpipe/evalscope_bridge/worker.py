@@ -13,8 +13,10 @@ fresh run the samples the parent checks come from the dataset load of the run it
 ``load_dataset``, wrapped by ``RenderGate``), which then waits for the parent's answer: no separate
 rendering pass, and what was checked is what is sent.  On a resume (``use_cache``) the dataset is loaded
 once before ``run_task``, because EvalScope validates and reads its cache before its own load, and the
-parent checks prompts and repairs the cache before that.  One benchmark's failure ends the process, as it
-ends the stage.
+parent checks prompts and repairs the cache before that.  EvalScope 1.14 refuses ``use_cache`` when its
+task snapshot is missing, so a resumed task it never began runs afresh, and one whose cached outputs lost
+their snapshot reuses the checked predictions and re-scores them.  One benchmark's failure ends the
+process, as it ends the stage.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from evalpipe.artifacts.disk import disk_error_in
+from evalpipe.evalscope_bridge.layout import nothing_cached
 from evalpipe.evalscope_bridge.patches import (
     ErrorsLog,
     cache_identity_problem,
@@ -251,6 +255,9 @@ class Worker:
                 install_nltk_guard(name)
                 task_kwargs: dict[str, Any] = item.task
                 cache_identity = None
+                if task_kwargs.get("use_cache") and nothing_cached(Path(task_kwargs["work_dir"])):
+                    # EvalScope refuses use_cache without its snapshot, even with nothing to restore
+                    task_kwargs = {**task_kwargs, "use_cache": None, "rerun_review": False}
                 if task_kwargs.get("use_cache") and not task_kwargs.get("rerun_review"):
                     problem = cache_identity_problem(task_kwargs)
                     if problem is not None:

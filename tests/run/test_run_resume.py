@@ -158,3 +158,35 @@ def test_a_resume_repeats_the_speed_flags_the_run_started_with(tmp_path: Path) -
     )
     with pytest.raises(ConfigError, match=r"given: neither\)$"):
         check_same_speed_flags(record, cfg, rd)
+
+
+def test_a_resume_of_a_task_evalscope_never_snapshotted(tmp_path, shared_datasets: Path) -> None:
+    """A run stopped before EvalScope wrote a task's ``configs/task_config.yaml`` resumes.  EvalScope 1.14
+    refuses ``use_cache`` without that snapshot ("previous=unknown"), so a task with nothing cached runs
+    afresh, and one whose outputs survived without it reuses its checked predictions and re-scores them."""
+    cfg = run_config({"gsm8k": 2})
+    run_dir = tmp_path / "run"
+    rules = _rules(shared_datasets)
+    with ScriptedServer(rules, served_name=cfg.model.served_name) as server:
+        pipeline.run(RunSpec(resolve(cfg), FreshRun(out=run_dir, dataset_root=shared_datasets),
+                             ServerTarget(endpoint=server.base_url)))  # fmt: skip
+        work_dir = RunDir(run_dir).evalscope_work_dir("gsm8k")
+
+        # outputs without a snapshot: predictions reused (nothing asked again), reviews re-scored
+        (work_dir / "configs" / "task_config.yaml").unlink()
+        again = ResumedRun(run_dir, dataset_root=shared_datasets)
+        resumed = pipeline.run(RunSpec(resolve(cfg), again, ServerTarget(endpoint=server.base_url)))
+        assert len(server.requests) == 2
+        stage = resumed.evalscope.benchmarks[0]
+        assert stage.rerun_review is True
+        assert "configs/task_config.yaml" in (stage.cache_identity_reason or "")
+        assert [o.failure_class for o in resumed.outcomes] == ["ok"] * 2
+
+        # nothing of EvalScope's at all (stopped before its task began): the task runs afresh
+        shutil.rmtree(work_dir)
+        work_dir.mkdir()
+        resumed = pipeline.run(RunSpec(resolve(cfg), again, ServerTarget(endpoint=server.base_url)))
+        assert len(server.requests) == 4
+        stage = resumed.evalscope.benchmarks[0]
+        assert (stage.rerun_review, stage.cache_identity_reason) == (False, None)
+        assert [o.failure_class for o in resumed.outcomes] == ["ok"] * 2
