@@ -414,21 +414,28 @@ class SequentialStopper:
             out.append(states)
         return out
 
-    def _judged(self, block: _Block) -> tuple[list[int], list[float]]:
+    def _judged(
+        self, block: _Block, seen: dict[str, list[list[PairedState]]] | None = None
+    ) -> tuple[list[int], list[float]]:
         """The block's leading units complete in both the test and the control arm, less those dropped in both
-        (no units): their order positions and their paired differences."""
-        test, control = self._values(block, self.arm.test), self._values(block, self.arm.control)
+        (no units): their order positions and their paired differences.  ``seen``: the arms' units as read
+        at this look (an arm read already is not read again; the ones read here are added)."""
+        seen = {} if seen is None else seen
+        for variant in (self.arm.test, self.arm.control):
+            if variant not in seen:
+                seen[variant] = self._values(block, variant)
+        test, control = seen[self.arm.test], seen[self.arm.control]
         positions = [
             i for i, (t, c) in enumerate(zip(test, control, strict=False)) if not dropped_in_both(t, c)
         ]
         return positions, [unit_difference(test[i], control[i]) for i in positions]
 
-    def _judge(self, block: _Block) -> None:
+    def _judge(self, block: _Block, seen: dict[str, list[list[PairedState]]] | None = None) -> None:
         """Look for the rule's first crossing on the units judged so far; record it on the block."""
         # import cost: numpy (stats.sequential), only for a sequential rule
         from evalpipe.stats.sequential import sequential_decision
 
-        positions, diffs = self._judged(block)
+        positions, diffs = self._judged(block, seen)
         if not diffs:
             return
         decision = sequential_decision(diffs, block.margin_pts, self.alpha, planned_n=block.planned_n)
@@ -449,8 +456,11 @@ class SequentialStopper:
             if not begun:
                 continue
             own = self._values(block, self.arm.variant)
+            # one read of each arm per look: the release below is bounded by what the judge saw, never by
+            # units an arm completed after it looked (they could lie past the crossing it has not judged)
+            seen = {self.arm.variant: own}
             if block.stop_unit is None:
-                self._judge(block)
+                self._judge(block, seen)
             if block.stop_position is not None:
                 self._release(block, block.stop_position, begun, worker)
                 if len(own) >= block.stop_position:
@@ -470,7 +480,7 @@ class SequentialStopper:
                     if self.arm.ended(variant):
                         block.partner_ended = True
                         continue
-                    live.append(len(self._values(block, variant)))
+                    live.append(len(seen[variant] if variant in seen else self._values(block, variant)))
             self._release(block, min(limit, min(live) + block.batch), begun, worker)
 
     def _halt(self, members: list[str], worker: Releases) -> None:

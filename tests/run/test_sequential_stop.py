@@ -211,6 +211,46 @@ def test_arms_together_wait_for_the_slowest_live_arm_and_not_for_an_ended_one(tm
     assert arms["test"].stops().benchmarks[0].stop_reason == "partner ended"
 
 
+def test_a_look_releases_no_more_than_a_batch_beyond_what_its_judge_saw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The arms complete units while another arm looks: units the test and control arms finish after the judge
+    read them (here: past the crossing) never widen that look's release, so every arm stops within a batch of
+    the verdict's unit."""
+    cfg, imap = _cfg(batch=2), _index_map()
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    crossing = sequential_decision([-1.0] * N, 10.0, 0.05, planned_n=N).units_used
+    assert 4 < crossing < N - 4
+    arms = {
+        v: SequentialStopper(_arm(tmp_path, v, together=True), cfg, SEED, imap)
+        for v in ("test", "control", "again")
+    }
+    workers = {v: Recorder() for v in arms}
+    for s in arms.values():
+        s.begin(BENCH)
+    before = crossing - 3  # no crossing yet on these units
+    _answer(arms["test"], order, range(before), right=False)
+    _answer(arms["control"], order, range(before), right=True)
+    _answer(arms["again"], order, range(N), right=True)
+    looking = arms["again"]
+    read = looking._values
+
+    def read_then_the_arms_go_on(block, variant):  # type: ignore[no-untyped-def]
+        values = read(block, variant)
+        if variant == "control":  # just after this look read the control arm, both arms pass the crossing
+            _answer(arms["test"], order, range(before, crossing + 3), right=False)
+            _answer(arms["control"], order, range(before, crossing + 3), right=True)
+        return values
+
+    monkeypatch.setattr(looking, "_values", read_then_the_arms_go_on)
+    looking.poll(workers["again"])
+    assert workers["again"].released[BENCH] == before + 2  # what the judge saw, plus a batch
+    monkeypatch.setattr(looking, "_values", read)
+    looking.poll(workers["again"])  # the next look judges the crossing: released up to it, then halted
+    assert workers["again"].released[BENCH] == crossing and BENCH in workers["again"].halted
+    assert looking.blocks[BENCH].stop_unit == crossing
+
+
 def test_runs_without_a_control_are_not_stopped_inside(tmp_path: Path) -> None:
     # a pool without a margin of its own gates nothing: its members keep their own blocks
     assert gated_blocks(_cfg(pools={"both": [BENCH, "ceval"]})) == gated_blocks(_cfg())
