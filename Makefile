@@ -129,15 +129,18 @@ PYTEST_BYTECODE := PYTHONDONTWRITEBYTECODE=
 # the suite leaves about a sixth of the cores' time idle (tests waiting on timeouts and servers; time_suite,
 # 2026-12-07), which is where mypy runs.  Its report is printed after pytest's; make test fails when either
 # fails (pytest's exit status first).  make test-fast and make lint run mypy first, as the inner loop wants.
-# pytest runs on two xdist workers (tests/helpers/worker_groups.py).
+# pytest runs on three xdist workers (tests/helpers/worker_groups.py), one more than this host's 2 cores: the
+# suite waits on servers, timeouts and child processes for about a sixth of the cores' time, and a third worker
+# runs tests in it (2026-12-07, back to back in one checkout: 514 and 526 s of pytest with three, 537-548 s with
+# two).  make test-fast keeps two: the unit tier waits on nothing.
 MYPY_REPORT := $(VENV)/mypy-report.txt
 test: $(MODEL_STAMP) sandbox-deps browser-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
 	$(PY) -m compileall -q evalpipe
 	@echo "nice -n 19 $(VENV)/bin/mypy > $(MYPY_REPORT) &   # beside pytest"
 	@nice -n 19 $(VENV)/bin/mypy > $(MYPY_REPORT) 2>&1 & typecheck=$$!; \
-	  echo "$(PYTEST_BYTECODE) $(PY) -m pytest -q -n 2"; \
-	  $(PYTEST_BYTECODE) $(PY) -m pytest -q -n 2; tests=$$?; \
+	  echo "$(PYTEST_BYTECODE) $(PY) -m pytest -q -n 3"; \
+	  $(PYTEST_BYTECODE) $(PY) -m pytest -q -n 3; tests=$$?; \
 	  wait $$typecheck; typed=$$?; echo "$(VENV)/bin/mypy:"; cat $(MYPY_REPORT); \
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$typed
 

@@ -1,6 +1,6 @@
 """Where the test suite's CPU time goes, by kind of process: ``python tools/suite_cpu.py [pytest args]``.
 
-Runs ``python -m pytest`` with the given arguments (default: ``-q -n 2``, as ``make test``) and samples
+Runs ``python -m pytest`` with the given arguments (default: ``-q -n 3``, as ``make test``) and samples
 ``/proc`` every 0.3 s: every process descended from that pytest (found through the parent pid, each process
 known by its pid and start time, so a reused pid is another process) is charged its user + system CPU time
 as last seen, under a kind read from its command line (the EvalScope worker, llama.cpp, the recorder, a
@@ -98,7 +98,7 @@ def watch(root: subprocess.Popen[bytes]) -> dict[tuple[int, str], tuple[str, flo
 
 
 def main(argv: list[str]) -> int:
-    args = argv or ["-q", "-n", "2"]
+    args = argv or ["-q", "-n", "3"]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=REPO, env=env)

@@ -1,4 +1,4 @@
-"""Which tests share a pytest-xdist worker (``make test`` runs ``pytest -n 2``).
+"""Which tests share a pytest-xdist worker (``make test`` runs ``pytest -n 3``, ``make test-fast`` ``-n 2``).
 
 A module's tests stay on one worker, so its module-scoped fixtures (a pipeline run, a real engine) are built
 once; the modules reading one of the session's shared runs (``READERS``: a session fixture in conftest that
@@ -102,7 +102,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if unlisted:
         raise pytest.UsageError(
             f"{', '.join(unlisted)}: reads a shared session run without being listed in "
-            "tests/helpers/worker_groups.py READERS (under xdist the run would be built on two workers)"
+            "tests/helpers/worker_groups.py READERS (under xdist the run would be built on several workers)"
         )
 
 
