@@ -125,14 +125,15 @@ browser-deps:
 # 2026-12-06); written once, the next run (make test-fast after make test, a nested pytest of the suite's
 # own files) reads them.
 PYTEST_BYTECODE := PYTHONDONTWRITEBYTECODE=
-# mypy runs beside pytest at the lowest CPU priority (nice 19): from a fresh clone it takes ~13 s of CPU, and
-# the suite leaves about a sixth of the cores' time idle (tests waiting on timeouts and servers; time_suite,
-# 2026-12-07), which is where mypy runs.  Its report is printed after pytest's; make test fails when either
-# fails (pytest's exit status first).  make test-fast and make lint run mypy first, as the inner loop wants.
-# pytest runs on three xdist workers (tests/helpers/worker_groups.py), one more than this host's 2 cores: the
-# suite waits on servers, timeouts and child processes for about a sixth of the cores' time, and a third worker
-# runs tests in it (2026-12-07, back to back in one checkout: 514 and 526 s of pytest with three, 537-548 s with
-# two).  make test-fast keeps two: the unit tier waits on nothing.
+# mypy runs beside pytest at the lowest CPU priority (nice 19): from a fresh clone it takes ~13 s of CPU, on
+# what pytest's workers leave of the cores (6 % with three workers, time_suite 2026-12-07).  Its report is
+# printed after pytest's; make test fails when either fails (pytest's exit status first).  make test-fast and
+# make lint run mypy first, as the inner loop wants.
+# pytest runs on three xdist workers (tests/helpers/worker_groups.py), one more than this host's 2 cores: with
+# two, the suite waited on servers, timeouts and child processes for about a sixth of the cores' time, and a
+# third worker runs tests in it (2026-12-07, back to back in one checkout: 514 and 526 s of pytest with three,
+# 537-548 s with two; from a fresh clone the cores 94 % busy instead of 84-86 %).  make test-fast keeps two: the
+# unit tier waits on nothing.
 MYPY_REPORT := $(VENV)/mypy-report.txt
 test: $(MODEL_STAMP) sandbox-deps browser-deps
 	$(VENV)/bin/ruff check evalpipe tests perf
