@@ -247,7 +247,8 @@ def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
 
     snapshot = load_task_config_snapshot(str(task_snapshot(task_kwargs["work_dir"])))
     if snapshot is None:
-        # EvalScope refuses a cache without its snapshot ("previous=unknown") even when nothing is cached
+        # EvalScope refuses a cache without its snapshot ("previous=unknown"); a task with nothing cached at all
+        # never gets here (the worker runs it afresh, ``layout.nothing_cached``)
         return f"no task snapshot ({SNAPSHOT_NAME}) beside the cached outputs"
     task = TaskConfig(**task_kwargs)
     specs, versions = {}, {}
