@@ -1,6 +1,7 @@
 """``python -m evalpipe.evalscope_bridge.forkserver SOCKET``: EvalScope workers forked with EvalScope imported.
 
-Started once, it imports what a worker imports before it reads its tasks (``patches.preload``), then forks
+Started once, it imports what a worker imports before it reads its tasks (``patches.preload``) and what the
+benchmarks' scoring imports (``patches.preload_scoring``: Math-Verify, NLTK), then forks
 one worker per request (``processes.forkserver``).  A run whose environment names the socket in
 ``EVALPIPE_WORKER_FORKSERVER`` gets its worker from it (``prestart.launch``) instead of starting an
 interpreter that imports EvalScope again: ~2-3 s of CPU less per run, what many short runs on one host (the
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evalpipe.evalscope_bridge import worker
-from evalpipe.evalscope_bridge.patches import preload
+from evalpipe.evalscope_bridge.patches import SCORING_IMPORT_ENV, preload, preload_scoring
 from evalpipe.evalscope_bridge.prestart import worker_env
 from evalpipe.processes.forkserver import ForkRequest, serve
 from evalpipe.processes.group import spawn
@@ -41,6 +42,17 @@ def point_datasets_cache(cache_dir: str) -> None:
     config.HF_DATASETS_CACHE = root
     config.DOWNLOADED_DATASETS_PATH = root / config.DOWNLOADED_DATASETS_DIR
     config.EXTRACTED_DATASETS_PATH = config.DOWNLOADED_DATASETS_PATH / config.EXTRACTED_DATASETS_DIR
+
+
+def import_env_mismatch(request: ForkRequest) -> str | None:
+    """Why a worker asked for with ``request``'s environment cannot be forked from this server: a variable
+    that a library the server imported read at import (``patches.SCORING_IMPORT_ENV``) differs, so the
+    worker would not find what a spawned one would (NLTK's data folders); None when none differs.  The
+    caller then spawns the worker."""
+    differ = [name for name in SCORING_IMPORT_ENV if request.env.get(name) != os.environ.get(name)]
+    if differ:
+        return f"{', '.join(differ)} differ from the fork server's, which its imports read"
+    return None
 
 
 def _run_worker(request: ForkRequest) -> int:
@@ -76,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.clear()
     os.environ.update(env)
     preload()  # EvalScope (and HF datasets) read the environment at import: after it is set
-    serve(args[0], _run_worker, ready=lambda: print("ready", flush=True))
+    preload_scoring()  # a fork server's workers may run any benchmark: their scoring's imports once, here
+    serve(args[0], _run_worker, ready=lambda: print("ready", flush=True), refuse=import_env_mismatch)
     return 0
 
 

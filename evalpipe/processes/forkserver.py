@@ -280,7 +280,13 @@ class _Child:
     pidfd: int
 
 
-def _fork(conn: socket.socket, child_main: Callable[[ForkRequest], int]) -> _Child | None:
+#: Why a request cannot have a child of this server beyond the checks every server makes; None when it can.
+Refusal = Callable[["ForkRequest"], str | None]
+
+
+def _fork(
+    conn: socket.socket, child_main: Callable[[ForkRequest], int], refuse: Refusal | None
+) -> _Child | None:
     """Serve one request on ``conn``: fork, reply with the pid; None when the request was unusable."""
     try:
         message, fds, _flags, _addr = socket.recv_fds(conn, _MAX_REQUEST, _MAX_FDS)
@@ -298,6 +304,7 @@ def _fork(conn: socket.socket, child_main: Callable[[ForkRequest], int]) -> _Chi
             _peer_mismatch(conn)
             or namespace_mismatch(request.namespaces)
             or inherited_mismatch(request.inherited)
+            or (refuse(request) if refuse is not None else None)
         )
         if mismatch is not None:
             raise ValueError(mismatch)
@@ -332,10 +339,17 @@ def _fork(conn: socket.socket, child_main: Callable[[ForkRequest], int]) -> _Chi
     return _Child(conn, pid, pidfd)
 
 
-def serve(address: str, child_main: Callable[[ForkRequest], int], *, ready: Callable[[], Any]) -> None:
+def serve(
+    address: str,
+    child_main: Callable[[ForkRequest], int],
+    *,
+    ready: Callable[[], Any],
+    refuse: Refusal | None = None,
+) -> None:
     """Listen at ``address`` and fork a child running ``child_main`` per connection, until SIGTERM/SIGINT.
-    ``ready`` is called once the socket listens.  On the way out every child still running is SIGKILLed
-    with its group."""
+    ``ready`` is called once the socket listens; ``refuse`` says why a request may not have a child (what the
+    server prepared does not fit it), besides the user, namespace and cgroup checks.  On the way out every
+    child still running is SIGKILLed with its group."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     listener.listen(64)
@@ -348,7 +362,7 @@ def serve(address: str, child_main: Callable[[ForkRequest], int], *, ready: Call
             for fd in readable:
                 if fd == listener.fileno():
                     conn, _ = listener.accept()
-                    child = _fork(conn, child_main)
+                    child = _fork(conn, child_main, refuse)
                     if child is None:
                         conn.close()
                         continue

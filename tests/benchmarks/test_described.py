@@ -108,3 +108,23 @@ def test_the_environment_adds_descriptions_and_a_taken_name_is_refused(
     monkeypatch.setenv(DESCRIPTIONS_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(ConfigError, match=r"nowhere: no benchmark.yaml there"):
         _build()
+
+
+def test_registering_the_adapter_loads_no_other_evalscope_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EvalScope's registry loads every adapter module it ships (~1,400 modules, ~1.2 s of CPU) for ``get`` of
+    a name its index does not list: registering a described benchmark must not ask it that way."""
+    from evalscope.api.registry import BENCHMARK_REGISTRY
+
+    from evalpipe.benchmarks.described.adapter import register
+
+    def load_everything() -> None:
+        raise AssertionError("every EvalScope adapter module was loaded")
+
+    monkeypatch.setattr(BENCHMARK_REGISTRY, "_resolve_all", load_everything)
+    name = "described_registration_probe"
+    try:
+        register(name, "Probe", "registered by a test")
+        register(name, "Probe", "registered by a test")  # a second call finds it registered
+        assert BENCHMARK_REGISTRY.get(name).pretty_name == "Probe"
+    finally:
+        dict.pop(BENCHMARK_REGISTRY, name, None)

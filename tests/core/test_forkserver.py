@@ -48,7 +48,8 @@ def child(request):
         time.sleep(float(os.environ["SLEEP"]))
     return int(os.environ.get("EXIT", "0"))
 
-serve(sys.argv[1], child, ready=lambda: print("ready", flush=True))
+serve(sys.argv[1], child, ready=lambda: print("ready", flush=True),
+      refuse=lambda request: "X says no" if request.env.get("X") == "no" else None)
 """
 
 
@@ -209,6 +210,47 @@ def test_a_forked_child_has_its_callers_affinity_umask_nice_value_and_limits(
     assert report["affinity"] == [max(own["affinity"])]
     assert (report["umask"], report["nice"]) == (0o027, own["nice"] + 1)
     assert report["nofile"] == [min(soft, 512), hard]
+
+
+def test_what_the_server_prepared_may_refuse_a_request(server: str, tmp_path: Path) -> None:
+    """A server's own refusal (``serve(refuse=...)``) reaches the caller as the others do; the run spawns."""
+    with pytest.raises(ForkRefused, match="X says no"):
+        fork_child(server, ["child"], stdout=1, stderr=2, env={"X": "no"}, cwd=str(tmp_path))
+    child, read_fd, _ = _fork(server, tmp_path, X="yes")
+    assert child.stdin is not None
+    child.stdin.close()
+    assert _report(read_fd)["x"] == "yes" and child.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("name", ["NLTK_DATA", "HOME"])
+def test_the_evalscope_fork_server_refuses_a_worker_whose_nltk_paths_differ(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NLTK, imported by the server, read its data path from these at import: a worker asked for with other
+    values would look for IFEval's punkt_tab where a spawned one would not."""
+    monkeypatch.setenv("NLTK_DATA", "/data/nltk")
+    monkeypatch.setenv("HOME", "/home/evalpipe")
+    same = forkserver.ForkRequest(
+        env={"NLTK_DATA": "/data/nltk", "HOME": "/home/evalpipe", "X": "1"}, cwd="/"
+    )
+    assert evalscope_forkserver.import_env_mismatch(same) is None
+    other = forkserver.ForkRequest(env={**same.env, name: "/elsewhere"}, cwd="/")
+    assert evalscope_forkserver.import_env_mismatch(other) == (
+        f"{name} differ from the fork server's, which its imports read"
+    )
+    unset = forkserver.ForkRequest(env={k: v for k, v in same.env.items() if k != name}, cwd="/")
+    assert evalscope_forkserver.import_env_mismatch(unset) is not None
+
+
+def test_the_evalscope_fork_server_has_the_scoring_libraries_its_workers_would_import() -> None:
+    """``preload_scoring`` leaves EvalScope's math parser warmed up (its own flag: a forked worker's first
+    GSM8K or MATH-500 score skips the warm-up) and NLTK imported."""
+    from evalscope.metrics.math import parser
+
+    from evalpipe.evalscope_bridge.patches import preload_scoring
+
+    preload_scoring()
+    assert parser._warmed_up is True and "nltk" in sys.modules
 
 
 def test_a_caller_in_another_cgroup_is_refused(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
