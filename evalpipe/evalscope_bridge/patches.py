@@ -43,6 +43,7 @@ from evalpipe.artifacts import JsonlAppender
 from evalpipe.artifacts.disk import append_whole, is_disk_error
 from evalpipe.artifacts.schema.evalscope import ErrorPhase, EvalscopeErrorRecord
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
+from evalpipe.benchmarks import find  # the registry's modules are imported at its first lookup, not here
 from evalpipe.evalscope_bridge.facts import BUDGET_STOP_REASONS
 from evalpipe.evalscope_bridge.protocol import Channel, Failed, RenderedSample, Sample, Start
 from evalpipe.evalscope_bridge.scheduling import NotSent, PredictionCount, SequenceGate
@@ -164,9 +165,6 @@ def install_nltk_guard(benchmark: str) -> None:
         raise RuntimeError("evalpipe forbids NLTK downloads during a run")
 
     resource_utils.check_nltk_data = find_or_fail
-    # import cost: the benchmark registry (~50 modules) stays out of the worker's import
-    from evalpipe.benchmarks import find
-
     spec = find(benchmark)
     if spec is not None and spec.meta.nltk_module:  # only these import NLTK (slow to import otherwise)
 
@@ -181,9 +179,6 @@ def install_nltk_guard(benchmark: str) -> None:
 def register_adapter(benchmark: str) -> None:
     """Make sure EvalScope knows the benchmark's adapter (one EvalScope does not ship is registered by
     the module the benchmark names)."""
-    # import cost: the benchmark registry (~50 modules) stays out of the worker's import
-    from evalpipe.benchmarks import find
-
     spec = find(benchmark)
     if spec is not None:
         spec.register_evalscope_adapter()
@@ -193,8 +188,7 @@ def prepare_code_execution(benchmark: str, sandbox: SandboxRecord | None) -> Non
     """A benchmark whose review executes model-written code gets the run's sandbox before EvalScope runs
     (``Benchmark.prepare_review``); without one the worker refuses to run it — never unsandboxed by
     accident."""
-    # import cost: the benchmark registry and the sandbox launcher stay out of the worker's import
-    from evalpipe.benchmarks import find
+    # import cost: the sandbox launcher stays out of the worker's import
     from evalpipe.sandbox.preflight import launcher_for
 
     spec = find(benchmark)
