@@ -1,12 +1,14 @@
 """LiveCodeBench verdicts do not depend on the host's load.
 
-The unit tests run EvalScope's test code through the isolated re-check directly (short limits).  The
-load test runs the real EvalScope review twice on the bundled LiveCodeBench items — once idle, once with
-the run's CPU saturated for its whole duration — and asserts identical classes,
-including a program that loops forever (stays ``code_timeout``) and one that needs ~60 % of the per-test
-limit on every test (passes).  It sets the per-test limit to 1 s (``review_timeout_s``): the verdicts are
-relative to the limit, and a sixth of EvalScope's 6 s default keeps the saturated phase near 27 s (idle ~13 s);
-the other LiveCodeBench tests run the 6 s default.  The saturation is confined to one core (``OneBusyCore``):
+The unit tests run EvalScope's test code through the isolated re-check directly (short limits), on an idle
+core.  The load test runs the real EvalScope review on the bundled LiveCodeBench items with the run's CPU
+saturated for its whole duration and asserts the class each program has by construction — the one an idle
+host gives it: a correct program, a wrong one, a crash, a program that loops forever (stays
+``code_timeout``) and one that needs ~60 % of the per-test limit on every test (passes).  It sets the
+per-test limit to 1 s (``review_timeout_s``): the verdicts are relative to the limit, and a sixth of
+EvalScope's 6 s default keeps the saturated run near 27 s; the other LiveCodeBench tests run the 6 s default
+(``test_live_code_bench.py``: every bundled item's reference solution, idle).  The saturation is confined to
+one core (``OneBusyCore``):
 the loaded run and one busy process share it, so a program gets at most half a core — the 60 % program then
 needs more wall time than the limit on every test, and only the re-check's CPU-time clock passes it — while
 the suite's other tests keep the other cores.
@@ -226,16 +228,12 @@ class OneBusyCore:
         os.sched_setaffinity(0, self.allowed)
 
 
-def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None:
-    t0 = time.monotonic()
-    idle = _run(tmp_path / "idle")
-    t_idle = time.monotonic() - t0
+def test_classes_under_cpu_saturation_are_each_programs_own(tmp_path: Path) -> None:
     n_busy = 1
     with OneBusyCore(n_busy) as busy:
         t0 = time.monotonic()
         loaded = _run(tmp_path / "loaded")
         t_loaded = time.monotonic() - t0
-    classes_idle = {sid: o.failure_label for sid, o in idle.items()}
     classes_loaded = {sid: o.failure_label for sid, o in loaded.items()}
     expected = {sid: EXPECTED[role] for sid, role in ROLES.items()}
 
@@ -246,28 +244,28 @@ def test_classes_under_cpu_saturation_equal_the_idle_run(tmp_path: Path) -> None
     report = {
         "busy_processes": n_busy,
         "core": sorted(busy.core),
-        "seconds": {"idle": round(t_idle, 1), "loaded": round(t_loaded, 1)},
-        "samples": {sid: {"idle": how(idle[sid]), "loaded": how(loaded[sid])} for sid in ROLES},
+        "seconds": round(t_loaded, 1),
+        "samples": {sid: how(loaded[sid]) for sid in ROLES},
     }
     print(json.dumps(report, indent=1))  # the measured classes, visible with -s
-    assert classes_idle == expected, report
     assert classes_loaded == expected, report
-    assert {sid: o.score for sid, o in loaded.items()} == {sid: o.score for sid, o in idle.items()}
+    assert {sid: o.score for sid, o in loaded.items()} == {
+        sid: float(EXPECTED[role] == "ok") for sid, role in ROLES.items()
+    }, report
     # the load was real: the program needing 60 % of the limit got too little CPU to finish within the review's
     # wall-clock limit, and passed on the re-check's CPU-time limit
     needs_60 = loaded["akc102_d"].code_execution
     assert (needs_60.mode, needs_60.review_class) == ("isolated_recheck", "code_timeout"), report
     # every sample records how it ran; the infinite loop was re-checked and stayed a timeout on its CPU limit
-    for runs in (idle, loaded):
-        loop = runs["akc102_c"].code_execution
-        # the limit is the program's own CPU time, exactly (process_time(), not ITIMER_PROF's tick charge, which
-        # ran ahead under load and once stopped this loop at 1.755 s of a 2.0 s limit): never stopped early
-        assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= LOAD_LIMIT_S, report
-        # the config's limit reached EvalScope's review and the re-check (review_timeout_s)
-        assert {o.code_execution.per_test_limit_s for o in runs.values()} == {LOAD_LIMIT_S}, report
-        assert all(o.code_execution is not None for o in runs.values())
-        # ... and every program ran in the default sandbox, in the review and in the re-check
-        assert {o.code_execution.sandbox for o in runs.values()} == {LAUNCHER.kind}, report
+    loop = loaded["akc102_c"].code_execution
+    # the limit is the program's own CPU time, exactly (process_time(), not ITIMER_PROF's tick charge, which
+    # ran ahead under load and once stopped this loop at 1.755 s of a 2.0 s limit): never stopped early
+    assert loop.mode == "isolated_recheck" and loop.results == [-3] and loop.cpu_s >= LOAD_LIMIT_S, report
+    # the config's limit reached EvalScope's review and the re-check (review_timeout_s)
+    assert {o.code_execution.per_test_limit_s for o in loaded.values()} == {LOAD_LIMIT_S}, report
+    assert all(o.code_execution is not None for o in loaded.values())
+    # ... and every program ran in the default sandbox, in the review and in the re-check
+    assert {o.code_execution.sandbox for o in loaded.values()} == {LAUNCHER.kind}, report
 
 
 def test_recheck_derives_the_tests_from_the_materialized_row_as_the_adapter_does(
