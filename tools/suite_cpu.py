@@ -66,8 +66,15 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def watch(root: subprocess.Popen[bytes]) -> dict[tuple[int, str], tuple[str, float]]:
-    """Every descendant of ``root`` -> (kind, CPU seconds), until ``root`` exits."""
+#: the command lines of the costliest processes of no known kind are listed (up to this many)
+OTHER_LISTED = 10
+
+
+def watch(
+    root: subprocess.Popen[bytes], commands: dict[tuple[int, str], str]
+) -> dict[tuple[int, str], tuple[str, float]]:
+    """Every descendant of ``root`` -> (kind, CPU seconds), until ``root`` exits; ``commands`` gets the command
+    line of each one of no known kind."""
     seen: dict[tuple[int, str], tuple[str, float]] = {}
     family: set[tuple[int, str]] = set()
     while root.poll() is None:
@@ -91,7 +98,13 @@ def watch(root: subprocess.Popen[bytes]) -> dict[tuple[int, str], tuple[str, flo
         for pid, (_, cpu, start) in procs.items():
             key = (pid, start)
             if key in family:
-                kind = seen[key][0] if key in seen else kind_of(_cmdline(pid))
+                if key in seen:
+                    kind = seen[key][0]
+                else:
+                    command = _cmdline(pid)
+                    kind = kind_of(command)
+                    if kind == "other":
+                        commands[key] = command
                 seen[key] = (kind, max(cpu, seen.get(key, ("", 0.0))[1]))
         time.sleep(SAMPLE_S)
     return seen
@@ -102,7 +115,8 @@ def main(argv: list[str]) -> int:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=REPO, env=env)
-    seen = watch(proc)
+    commands: dict[tuple[int, str], str] = {}
+    seen = watch(proc, commands)
     wall = time.monotonic() - started
     cpu: Counter[str] = Counter()
     count: Counter[str] = Counter()
@@ -118,6 +132,11 @@ def main(argv: list[str]) -> int:
     print(f"{'CPU s':>8} {'share':>6} {'procs':>6}  kind (processes with >= 0.05 s CPU)")
     for kind, seconds in cpu.most_common():
         print(f"{seconds:8.1f} {seconds / total:6.1%} {count[kind]:6d}  {kind}")
+    others = sorted(((seen[key][1], command) for key, command in commands.items()), reverse=True)
+    if others:
+        print(f"the costliest processes of no known kind (of {len(others)}):")
+        for seconds, command in others[:OTHER_LISTED]:
+            print(f"{seconds:8.1f}  {command[:150]}")
     return proc.returncode or 0
 
 
