@@ -281,7 +281,7 @@ class _Child:
 
 
 #: Why a request cannot have a child of this server beyond the checks every server makes; None when it can.
-Refusal = Callable[["ForkRequest"], str | None]
+Refusal = Callable[[ForkRequest], str | None]
 
 
 def _fork(
