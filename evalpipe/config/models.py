@@ -20,6 +20,7 @@ from evalpipe.config.code_execution import CodeExecutionConfig
 from evalpipe.config.gates import AdvisoryGate, ComponentTest, DesignAssumption, GateConfig, PointsPerBlock
 from evalpipe.config.generation import GenerationConfig, SequentialConfig
 from evalpipe.config.model import ModelConfig
+from evalpipe.config.numerics import NumericsConfig
 from evalpipe.config.registry_names import BenchmarkName, ServerKindName, StratifyBy
 from evalpipe.config.server import (
     COMMAND_PLACEHOLDERS,
@@ -48,6 +49,7 @@ __all__ = [
     "GateConfig",
     "GenerationConfig",
     "ModelConfig",
+    "NumericsConfig",
     "PointsPerBlock",
     "ReplayConfig",
     "RouterConfig",
@@ -102,6 +104,12 @@ class RunConfig(Strict):
         description="Serving benchmark on each variant's server after its accuracy evaluation: right after it, "
         "or with parallel_variants once every variant's evaluation is done, rounds alternating across the live "
         "servers (speed.json; variants: speed_compare.json).",
+    )
+    numerics: NumericsConfig | None = Field(
+        default=None,
+        description="The numerics probe on every variant's server, right after its launch: the next-token "
+        "log-probabilities of seeded prompts (numerics.json); paired runs compare them against the A/A arm "
+        "(compare.json's numerics block).",
     )
     code_execution: CodeExecutionConfig = Field(
         default_factory=CodeExecutionConfig,
