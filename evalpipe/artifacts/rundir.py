@@ -291,6 +291,17 @@ class RunDir:
         (``speed.barrier``: its release and each variant's arrival; emptied when a barrier starts)."""
         return self.root / "speed_barrier"
 
+    # --- the numerics probe
+    @property
+    def numerics_json(self) -> Path:
+        """One variant's next-token log-probabilities on the probe's prompts (``artifacts.schema.numerics``)."""
+        return self.root / "numerics.json"
+
+    @property
+    def numerics_dir(self) -> Path:
+        """The probe's own recording: ``numerics/requests.jsonl``, ``numerics/responses.jsonl.gz``."""
+        return self.root / "numerics"
+
     # --- replay
     @property
     def replay_misses(self) -> Path:

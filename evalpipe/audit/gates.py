@@ -37,7 +37,7 @@ from evalpipe.artifacts.schema.summary import (
     Summary,
     Verdict,
 )
-from evalpipe.config.models import GateConfig
+from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import EvalpipeError, ExitCode
 from evalpipe.words.compare import block_mde_sentence, mde_basis_text, verdict_sentence
 
@@ -231,3 +231,36 @@ def raise_for_verdict(summary: Summary) -> None:
         raise AuditErrorFound(f"audit found {n} error-severity finding(s)", details=failed)
     if summary.verdict == "gate_failed":
         raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)
+
+
+def numerics_gates(
+    config: RunConfig | None, comparison: CompareResult | None, *, under_test: bool
+) -> list[GateResult]:
+    """``numerics.fail_above`` (off when unset): the variant under test fails when the one-sided bound of its
+    numerics shift over the A/A arm exceeds the threshold — read from compare.json's numerics block, the same
+    decision its report and compare.md print.  Without a numerics comparison with an A/A arm the gate fails."""
+    threshold = config.numerics.fail_above if config is not None and config.numerics is not None else None
+    if threshold is None or not under_test:
+        return []
+    block = comparison.numerics if comparison is not None else None
+    if block is None or block.gate is None:
+        return [
+            GateResult(
+                gate="numerics_fail_above",
+                benchmark="numerics",
+                threshold=threshold,
+                actual=None,
+                passed=False,
+                message="numerics.fail_above: no numerics comparison with an A/A arm (compare.json) beside this run",
+            )
+        ]
+    return [
+        GateResult(
+            gate="numerics_fail_above",
+            benchmark="numerics",
+            threshold=threshold,
+            actual=block.gate.lower,
+            passed=block.gate.passed,
+            message=f"numerics: {block.gate.message}",
+        )
+    ]

@@ -18,6 +18,7 @@ from evalpipe import __version__
 from evalpipe.artifacts import read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.fleet import FleetRecord
+from evalpipe.artifacts.schema.numerics import NumericsComparison
 from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
 from evalpipe.artifacts.schema.speed import SpeedArtifact
@@ -25,7 +26,7 @@ from evalpipe.artifacts.schema.speed_compare import SpeedComparison
 from evalpipe.artifacts.schema.summary import FINDING_CODES, Finding, Severity, Summary
 from evalpipe.audit import checks
 from evalpipe.audit.fleet import check_fleet, fleet_limitations, fleet_summary, load_fleet
-from evalpipe.audit.gates import decide, evaluate_gates, mark_advisory, paired_gates
+from evalpipe.audit.gates import decide, evaluate_gates, mark_advisory, numerics_gates, paired_gates
 from evalpipe.audit.inputs import RunInputs, load_inputs
 from evalpipe.audit.linkage import Linkage, link
 from evalpipe.audit.request_metrics import request_audit, response_selection
@@ -38,6 +39,7 @@ from evalpipe.audit.run_context import (
     power_limitations,
     sampling_summary,
     server_summary,
+    this_variant,
     under_test,
 )
 from evalpipe.audit.scores import benchmark_results
@@ -107,6 +109,18 @@ def _checks(
     return _Checked(_sort_findings(findings), fleet, violations, unverifiable, speed_artifact)
 
 
+def numerics_of(inputs: RunInputs, comparison: CompareResult | None) -> NumericsComparison | None:
+    """The numerics block of the comparison this variant is an arm of, without its per-prompt pairs."""
+    if comparison is None or comparison.numerics is None:
+        return None
+    this = this_variant(inputs)
+    if this is not None and this not in (
+        Path(p).name for p in (comparison.run_a, comparison.run_b, comparison.run_aa) if p
+    ):
+        return None
+    return comparison.numerics.model_copy(update={"pairs": []})
+
+
 def build_summary(
     run_dir: Path,
     comparison: CompareResult | None = None,
@@ -136,6 +150,7 @@ def build_summary(
     gates = evaluate_gates(gate_cfg, results, findings, overall)
     gates += paired_gates(gate_cfg, comparison, under_test=under_test(inputs))
     gates += speed_gates(gate_cfg, inputs.config, speed_comparison, inputs.run_record)
+    gates += numerics_gates(inputs.config, comparison, under_test=under_test(inputs))
     gates = mark_advisory(gate_cfg, gates)
     verdict, code = decide(gates)
     counts: dict[Severity, int] = {s: sum(1 for f in findings if f.severity == s) for s in get_args(Severity)}
@@ -171,4 +186,5 @@ def build_summary(
         speed=speed_summary(speed_artifact, speed_comparison),
         reviews=reviews_record(rd, inputs.manifest),
         speed_not_measured=speed_not_measured(inputs.run_record),
+        numerics=numerics_of(inputs, comparison),
     )

@@ -36,7 +36,7 @@ def plan(
     from evalpipe.cli.console import out as console
     from evalpipe.errors import ConfigError
     from evalpipe.plan.mde import plan_benchmark, plan_inputs, pool_input, write_plan
-    from evalpipe.plan.operating import plan_operating_lines
+    from evalpipe.plan.operating import plan_numerics_lines, plan_operating_lines
     from evalpipe.report.plan import plan_lines
     from evalpipe.resolve import load_run
 
@@ -59,7 +59,10 @@ def plan(
             path.parent.mkdir(parents=True, exist_ok=True)
             write_plan(result.new_plan, path)
             console.print(f"  plan → {path}", markup=False, soft_wrap=True)
-    for line in plan_operating_lines(cfg, [*inputs, *pools], manifest, from_run):
+    for line in [
+        *plan_operating_lines(cfg, [*inputs, *pools], manifest, from_run),
+        *plan_numerics_lines(cfg),
+    ]:
         console.print(line, markup=False, soft_wrap=True)
 
 

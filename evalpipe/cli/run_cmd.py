@@ -237,7 +237,7 @@ def execute_variants(
     from evalpipe.cli.audit_cmd import show
     from evalpipe.cli.console import out as console
     from evalpipe.run.variants import run_variants
-    from evalpipe.words.compare import paired_line
+    from evalpipe.words.compare import numerics_verdict, paired_line
 
     outcome = run_variants(
         resolved,
@@ -262,6 +262,8 @@ def execute_variants(
             console.print(paired_line(b, cmp.label_a, cmp.label_b), soft_wrap=True)
             for said in power_lines(b):
                 console.print(f"  {said}", soft_wrap=True, markup=False)
+        if cmp.numerics is not None:
+            console.print(f"numerics: {numerics_verdict(cmp.numerics)}", soft_wrap=True, markup=False)
         console.print(f"{files.compare_json.name} → {files.compare_json}")
         if files.speed_compare is not None:
             console.print(f"{files.speed_compare.name} → {files.speed_compare}")

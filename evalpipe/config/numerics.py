@@ -39,7 +39,9 @@ class NumericsEdges(Strict):
 class NumericsConfig(Strict):
     """The numerics probe every arm runs right after its server is up (before the evaluation)."""
 
-    ask: NumericsAsk = Field(default="chat", description="chat (any OpenAI server) or teacher_forced (SGLang).")
+    ask: NumericsAsk = Field(
+        default="chat", description="chat (any OpenAI server) or teacher_forced (SGLang)."
+    )
     lengths: Annotated[list[Annotated[int, Field(ge=32)]], Field(min_length=1)] = Field(
         default_factory=lambda: [256, 1024, 2048, 4096],
         description="Served prompt lengths in tokens (chat template included); lengths that do not fit the "
@@ -57,7 +59,8 @@ class NumericsConfig(Strict):
         "compared on identical contexts.",
     )
     continuation_tokens: Annotated[int, Field(gt=0, le=512)] = Field(
-        default=64, description="teacher_forced: tokens at the end of the prompt whose log-probabilities count."
+        default=64,
+        description="teacher_forced: tokens at the end of the prompt whose log-probabilities count.",
     )
     top_k: Annotated[int, Field(gt=0, le=20)] = Field(
         default=20, description="Top log-probabilities per step (OpenAI's top_logprobs allows at most 20)."

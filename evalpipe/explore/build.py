@@ -25,6 +25,7 @@ from evalpipe.artifacts.schema.explorer import (
     BlockStats,
     ExplorerData,
     ExplorerRecord,
+    NumericsView,
     PromptMessage,
     SampleCard,
     SampleIndex,
@@ -33,6 +34,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
+from evalpipe.explore.numerics import numerics_view
 from evalpipe.explore.page import render_page
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.words.compare import design_check_sentence, dropped_sentence, paired_line, verdict_sentence
@@ -89,7 +91,9 @@ def build_paired_explorer(
     stats = [_stats(b, comparison.label_a, comparison.label_b) for b in blocks]
     title = f"{comparison.label_a} vs {comparison.label_b}: every sample, flips first"
     out = RunDir(Path(out_dir))
-    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a)
+    aa_dir = arm(comparison.run_aa) if comparison.run_aa is not None and not comparison.aa_only else None
+    numerics = numerics_view(comparison, arm(comparison.run_b), run_a, aa_dir)
+    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a, numerics)
 
 
 def flip_kind(control: Arm, test: Arm, key: Key) -> FlipKind:
@@ -250,7 +254,7 @@ def _raw_size(arms: list[Arm]) -> int:
 
 
 def _write(path: Path, title: str, arms: list[Arm], aa: tuple[Arm, Arm] | None, stats: list[BlockStats],
-           limit_bytes: int, run_a: Path) -> Built:  # fmt: skip
+           limit_bytes: int, run_a: Path, numerics: NumericsView | None = None) -> Built:  # fmt: skip
 
     manifest = arms[-1].manifest
     manifest_sha = sha256_hex(arms[-1].rundir.manifest.read_bytes())
@@ -283,6 +287,7 @@ def _write(path: Path, title: str, arms: list[Arm], aa: tuple[Arm, Arm] | None, 
             replay_command=f"evalpipe replay {shlex.quote(str(run_a))}",
             stats=stats,
             samples=[s.index for s in ordered],
+            numerics=numerics,
         )  # fmt: skip
         html = render_page(data)
         if len(html.encode("utf-8")) <= limit_bytes:

@@ -20,8 +20,10 @@ length and per placement.  The gate reads the "all" group's bound only.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.numerics import (
     DivergenceName,
     NumericsAnswer,
@@ -109,7 +111,9 @@ def _shift(pairs: Sequence[NumericsPair], primary: DivergenceName, alpha: float)
     )  # fmt: skip
 
 
-def _group(by: str, name: str, pairs: Sequence[NumericsPair], primary: DivergenceName, alpha: float) -> NumericsGroup:
+def _group(
+    by: str, name: str, pairs: Sequence[NumericsPair], primary: DivergenceName, alpha: float
+) -> NumericsGroup:
     aa_rows = [p.aa for p in pairs if p.aa is not None]
     return NumericsGroup.model_validate(
         {
@@ -125,12 +129,11 @@ def _group(by: str, name: str, pairs: Sequence[NumericsPair], primary: Divergenc
     )
 
 
-def _ordered(values: list[str], key: Callable[[str], tuple[int, str]]) -> list[str]:
-    return sorted(set(values), key=key)
-
-
-def _placement_key(name: str) -> tuple[int, str]:
-    return (0 if name == "interior" else 1, name)
+def _placement_key(name: str) -> tuple[int, str, int]:
+    """``interior`` first, then per edge one token before, on, after it (``chunk-1``, ``chunk+0``, ``chunk+1``)."""
+    if name == "interior" or len(name) < 3 or name[-2] not in "+-" or not name[-1].isdigit():
+        return (0 if name == "interior" else 2, name, 0)
+    return (1, name[:-2], int(name[-2:]))
 
 
 def compare_numerics(test: NumericsProbe, control: NumericsProbe, aa: NumericsProbe | None, *,
@@ -164,8 +167,10 @@ def compare_numerics(test: NumericsProbe, control: NumericsProbe, aa: NumericsPr
     groups = [_group("all", "all", pairs, primary, alpha)]
     for length in sorted({p.length for p in pairs}):
         groups.append(_group("length", str(length), [p for p in pairs if p.length == length], primary, alpha))
-    for placement in _ordered([p.placement for p in pairs], _placement_key):
-        groups.append(_group("placement", placement, [p for p in pairs if p.placement == placement], primary, alpha))
+    for placement in sorted({p.placement for p in pairs}, key=_placement_key):
+        groups.append(
+            _group("placement", placement, [p for p in pairs if p.placement == placement], primary, alpha)
+        )
     gate = None
     if fail_above is not None:
         shift = groups[0].shift
@@ -202,3 +207,16 @@ def compare_numerics(test: NumericsProbe, control: NumericsProbe, aa: NumericsPr
         pairs=pairs,
         gate=gate,
     )
+
+
+def compare_variant_numerics(test_dir: Path, control_dir: Path, aa_dir: Path | None, *,
+                             labels: tuple[str, str, str | None], fail_above: float | None) -> NumericsComparison | None:  # fmt: skip
+    """The numerics block from the arms' ``numerics.json`` (None when the arm under test or the control has none:
+    a run without ``numerics:``, or one whose probe never ran)."""
+    paths = [RunDir(d).numerics_json for d in (test_dir, control_dir)]
+    if not all(p.is_file() for p in paths):
+        return None
+    test, control = (read_model(p, NumericsProbe) for p in paths)
+    aa_path = RunDir(aa_dir).numerics_json if aa_dir is not None else None
+    aa = read_model(aa_path, NumericsProbe) if aa_path is not None and aa_path.is_file() else None
+    return compare_numerics(test, control, aa, labels=labels, fail_above=fail_above)

@@ -37,12 +37,9 @@ EDGE_KEYS = {"page": "page_size", "chunk": "chunked_prefill_size"}
 
 
 def numerics_dir(run_dir: Path) -> RunDir:
-    """``RUN/numerics/``: the probe's own recording (requests.jsonl, responses.jsonl.gz, recorder.log)."""
-    return RunDir(Path(run_dir) / "numerics")
-
-
-def numerics_json(run_dir: Path) -> Path:
-    return Path(run_dir) / "numerics.json"
+    """``RUN/numerics/`` as a run directory of its own: the proxy writes its requests.jsonl and
+    responses.jsonl.gz (and logs/recorder.log) there."""
+    return RunDir(RunDir(run_dir).numerics_dir)
 
 
 @dataclass(frozen=True)
@@ -103,7 +100,9 @@ def run_probe(target: ProbeTarget, cfg: NumericsConfig, *, base_dir: Path,
     ask = ask_for(cfg.ask)
     served = resolve_served_tokens(cfg.tokenizer, base_dir)
     edges, edges_from = edges_for(cfg, target.server_info)
-    prompts, dropped = build_prompts(cfg, edges, served, max_prompt_tokens=_max_prompt(cfg, target.server_info))
+    prompts, dropped = build_prompts(
+        cfg, edges, served, max_prompt_tokens=_max_prompt(cfg, target.server_info)
+    )
     if say is not None:
         gone = f"; lengths beyond the served context left out: {dropped}" if dropped else ""
         say(f"numerics: {len(prompts)} prompts ({cfg.ask}), edges {edges or 'none'}{gone}")
@@ -118,7 +117,7 @@ def run_probe(target: ProbeTarget, cfg: NumericsConfig, *, base_dir: Path,
         for prompt in prompts:
             body = json.dumps(ask.body(prompt, cfg, target.model), separators=(",", ":")).encode()
             sent[prompt.id] = body
-            status, error = _post(url, body, None, cfg.request_timeout_s)
+            _, error = _post(url, body, None, cfg.request_timeout_s)
             if error is not None:
                 errors[prompt.id] = error
         proxy.flush()
@@ -136,7 +135,7 @@ def run_probe(target: ProbeTarget, cfg: NumericsConfig, *, base_dir: Path,
         prompt_tokens_sent=sum(a.server_prompt_tokens or 0 for a in probe),
         answers=probe,
     )
-    write_model(numerics_json(target.run_dir), artifact)
+    write_model(RunDir(target.run_dir).numerics_json, artifact)
     return artifact
 
 
@@ -144,42 +143,44 @@ def read_back(recording: RunDir, prompts: list[ProbePrompt], sent: Mapping[str, 
               errors: Mapping[str, str], ask: Ask) -> list[NumericsAnswer]:  # fmt: skip
     """Each prompt's answer as the proxy recorded it: the attempt whose body sha256 is the body sent."""
     attempts: dict[str, RequestAttempt] = {}
-    for row in read_jsonl(recording.requests_log, RequestAttempt).rows:
-        attempts.setdefault(row.body_sha256, row)  # the first attempt with that body: the one sent
-    bodies = read_responses(recording)
-    out = []
-    for prompt in prompts:
-        attempt = attempts.get(sha256_hex(sent[prompt.id])) if prompt.id in sent else None
-        base = {
-            "id": prompt.id,
-            "length": prompt.length,
-            "placement": prompt.placement,
-            "prompt_sha256": prompt.sha256,
-            "prompt_tokens": prompt.prompt_tokens,
-            "attempt_id": attempt.attempt_id if attempt else None,
-            "status": attempt.status if attempt else None,
+    if recording.requests_log.is_file():
+        for row in read_jsonl(recording.requests_log, RequestAttempt):
+            attempts.setdefault(row.body_sha256, row)  # the first attempt with that body: the one sent
+    bodies = read_responses(recording) if recording.responses_log.is_file() else {}
+    return [_answer(p, attempts, bodies, sent, errors.get(p.id), ask) for p in prompts]
+
+
+def _answer(prompt: ProbePrompt, attempts: Mapping[str, RequestAttempt], bodies: Mapping[str, str],
+            sent: Mapping[str, bytes], error: str | None, ask: Ask) -> NumericsAnswer:  # fmt: skip
+    attempt = attempts.get(sha256_hex(sent[prompt.id])) if prompt.id in sent else None
+    body = bodies.get(attempt.attempt_id) if attempt is not None else None
+    answer = NumericsAnswer(
+        id=prompt.id,
+        length=prompt.length,
+        placement=prompt.placement,
+        prompt_sha256=prompt.sha256,
+        prompt_tokens=prompt.prompt_tokens,
+        server_prompt_tokens=None,
+        attempt_id=attempt.attempt_id if attempt is not None else None,
+        status=attempt.status if attempt is not None else None,
+    )
+    if error is None and attempt is None:
+        error = "no recorded attempt"
+    if error is None and body is None:
+        error = "no recorded response body"
+    if error is not None or body is None:
+        return answer.model_copy(update={"error": error})
+    try:
+        read = ask.read(prompt, json.loads(body))
+    except json.JSONDecodeError as exc:
+        return answer.model_copy(update={"error": f"the response is not JSON: {exc}"})
+    except AnswerError as exc:
+        return answer.model_copy(update={"error": str(exc)})
+    return answer.model_copy(
+        update={
+            "server_prompt_tokens": read.server_prompt_tokens,
+            "text": read.text,
+            "generated": read.generated,
+            "forced": read.forced,
         }
-        error = errors.get(prompt.id)
-        body = bodies.get(attempt.attempt_id) if attempt is not None else None
-        if attempt is None:
-            error = error or "no recorded attempt"
-        elif body is None:
-            error = error or "no recorded response body"
-        if error is None and body is not None:
-            try:
-                read = ask.read(prompt, json.loads(body))
-            except (AnswerError, json.JSONDecodeError) as exc:
-                error = f"{type(exc).__name__}: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            else:
-                out.append(
-                    NumericsAnswer(
-                        **base,
-                        server_prompt_tokens=read.server_prompt_tokens,
-                        text=read.text,
-                        generated=read.generated,
-                        forced=read.forced,
-                    )
-                )
-                continue
-        out.append(NumericsAnswer(**base, server_prompt_tokens=None, error=error))
-    return out
+    )

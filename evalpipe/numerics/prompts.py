@@ -22,17 +22,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from evalpipe.benchmarks.kv_probe.filler import sentences
-from evalpipe.benchmarks.kv_probe.tasks import Draw
+from evalpipe.benchmarks.kv_probe import Draw, FileTokenizer, chat_frame, sentences, tokenizer_directory
 from evalpipe.config.numerics import NumericsConfig
 from evalpipe.errors import DataError
 from evalpipe.hashing import sha256_hex
 
 #: The user turn ends with this after the filler (chat), so the model is asked something.
 INSTRUCTION = "Continue the story above with one more sentence."
-SENTINEL = "\x00NUMERICS\x00"
 WORDS = "words"
 
 
@@ -59,68 +56,36 @@ class ProbePrompt:
         return sha256_hex(json.dumps(self.messages, ensure_ascii=False, sort_keys=True).encode())
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServedTokens:
-    """The served model's tokenizer and the chat template around one user message."""
+    """The served model's tokenizer and the chat template around one user message (the KV-cache probe's
+    tokenizer and template reading, ``evalpipe.benchmarks.kv_probe``)."""
 
-    name: str  # sha256 of tokenizer.json
+    tokenizer: FileTokenizer
     head: str  # the template's text before the user message
     tail: str  # the template's text after it (the assistant turn's opening)
-    _tok: Any
 
-    @classmethod
-    def load(cls, directory: Path) -> ServedTokens:
-        # import cost: tokenizers and jinja2, only on this path
-        import jinja2
-        from tokenizers import Tokenizer
-
-        data = (directory / "tokenizer.json").read_bytes()
-        head, tail = "", ""
-        template = directory / "chat_template.jinja"
-        if template.is_file():
-            config_path = directory / "tokenizer_config.json"
-            config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-            env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)  # as transformers renders them
-            rendered = env.from_string(template.read_text(encoding="utf-8")).render(
-                messages=[{"role": "user", "content": SENTINEL}],
-                add_generation_prompt=True,
-                bos_token=config.get("bos_token") or "",
-                eos_token=config.get("eos_token") or "",
-            )
-            head, tail = rendered.split(SENTINEL, 1)
-        return cls(sha256_hex(data), head, tail, Tokenizer.from_str(data.decode("utf-8")))
+    @property
+    def name(self) -> str:
+        return self.tokenizer.name  # sha256 of tokenizer.json
 
     def ids(self, text: str) -> list[int]:
-        return list(self._tok.encode(text, add_special_tokens=False).ids)
+        return self.tokenizer.ids(text)
 
     def count(self, text: str) -> int:
-        return len(self.ids(text))
+        return len(self.tokenizer.ids(text))
 
     def offsets(self, text: str) -> list[int]:
-        return [start for start, _ in self._tok.encode(text, add_special_tokens=False).offsets]
+        return self.tokenizer.starts(text)
 
 
 def resolve_served_tokens(value: str | None, base: Path) -> ServedTokens | None:
     """The tokenizer ``numerics.tokenizer`` names (None: count words)."""
     if value is None:
         return None
-    if value.startswith("gguf:"):
-        # import cost: the GGUF tokenizer resolver, only for a gguf: tokenizer
-        from evalpipe.tokenizer import TokenizerError, resolve
-
-        try:
-            resolved = resolve(value, base, field="numerics.tokenizer")
-        except TokenizerError as exc:
-            raise DataError(exc.message) from None
-        if resolved is None:
-            raise DataError(f"numerics.tokenizer {value}: nothing resolved")
-        directory = resolved.directory
-    else:
-        directory = Path(value).expanduser()
-        directory = directory if directory.is_absolute() else base / directory
-    if not (directory / "tokenizer.json").is_file():
-        raise DataError(f"numerics.tokenizer {value}: {directory}/tokenizer.json not found")
-    return ServedTokens.load(directory)
+    directory = tokenizer_directory(value, base, field="numerics.tokenizer")
+    head, tail = chat_frame(directory)
+    return ServedTokens(FileTokenizer(directory / "tokenizer.json"), head, tail)
 
 
 def placements(length: int, edges: dict[str, int]) -> list[tuple[str, int]]:
@@ -170,7 +135,9 @@ def _forced_ids(
     cont = served.ids(_filler(draw, continuation * 2))[:continuation]
     room = target - len(head) - len(ask) - len(cont)
     if room < 8:
-        raise DataError(f"numerics: a prompt of {target} tokens cannot hold the template and the continuation")
+        raise DataError(
+            f"numerics: a prompt of {target} tokens cannot hold the template and the continuation"
+        )
     body_text = _filler(draw, room * 2)
     body = served.ids(body_text)[:room]
     return tuple(head + body + ask + cont), body_text

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.config.models import RunConfig
+from evalpipe.numerics.cost import cost_line
 from evalpipe.plan.pilot import PilotCase, PilotInput, pilot_lines
 from evalpipe.stats.operating import GateDesign, PassProbability, pass_probability
 
@@ -355,6 +356,11 @@ def foreseen_drops(cfg: RunConfig, block: PlanInput, run: Path | None) -> tuple[
         f"{units} need more than the configured context of {context:,} tokens (model.context_length): dropped before "
         "generation, not judged"
     )
+
+
+def plan_numerics_lines(cfg: RunConfig) -> list[str]:
+    """The numerics probe's cost (``numerics:``), one line; none without the probe."""
+    return [cost_line(cfg.numerics, max(1, len(cfg.variants)))] if cfg.numerics is not None else []
 
 
 def plan_operating_lines(

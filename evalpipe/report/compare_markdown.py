@@ -20,6 +20,7 @@ from evalpipe.words.compare import (
 )
 from evalpipe.words.length_verdict import length_verdict
 from evalpipe.words.numbers import fmt_bytes, fmt_signed_pts_from_fraction
+from evalpipe.words.numerics import table_lines as numerics_table_lines
 from evalpipe.words.sentences import operating_sentence, sequential_design_line
 
 
@@ -85,6 +86,8 @@ def compare_markdown(result: CompareResult, *, explorer: ExplorerRecord | None =
         lines += _block_notes(result, b)
     lines.append("")
     lines += _by_length_lines(result)
+    if result.numerics is not None:
+        lines += numerics_table_lines(result.numerics)
     for b in result.benchmarks:
         lines += placement_grid_lines(b, result.label_a, result.label_b)
     for b in result.benchmarks:

@@ -16,6 +16,7 @@ from evalpipe.report.sections.failures import failure_section
 from evalpipe.report.sections.findings import findings_section, gates_section
 from evalpipe.report.sections.fleet import fleet_section
 from evalpipe.report.sections.headline import headline_section
+from evalpipe.report.sections.numerics import numerics_section
 from evalpipe.report.sections.provenance import limitations_section, provenance_section
 from evalpipe.report.sections.request_audit import request_audit_section
 from evalpipe.report.sections.results import results_section
@@ -30,6 +31,7 @@ SECTIONS: tuple[Callable[[Summary], list[Block]], ...] = (
     fleet_section,
     results_section,
     speed_section,
+    numerics_section,
     sampling_section,
     failure_section,
     samples_section,

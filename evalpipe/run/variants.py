@@ -25,6 +25,7 @@ from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noi
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
+from evalpipe.numerics.compare import compare_variant_numerics
 from evalpipe.processes.signals import Terminated
 from evalpipe.resolve import ResolvedRun
 from evalpipe.run.compare_files import write_compare
@@ -152,19 +153,17 @@ def _compare_arms(
         comparison = compare_runs(
             PairedDesign(
                 Arms(dirs[first].root, dirs[other].root, labels[first], labels[other]),
-                aa=AAPair(dirs[again].root, dirs[noise_pair[0]].root, labels[again]) if again is not None else None,
+                aa=AAPair(dirs[again].root, dirs[noise_pair[0]].root, labels[again])
+                if again is not None
+                else None,
                 gate=GatePolicy.of(cfg),
             )
         )
-        target = (
-            root.root
-            if len(controls) == 1
-            else root.root / f"compare-{first}-vs-{other}"
-        )
+        target = root.root if len(controls) == 1 else root.root / f"compare-{first}-vs-{other}"
+        comparison = _with_numerics(cfg, comparison, (first, other, again), dirs, labels)
         json_path, _ = write_compare(comparison, target)
         speed_comparison = None
         if cfg.speed is not None:  # the first variant is the test, as in compare.json
-
             speed_comparison = compare_variant_dirs(
                 dirs[first].root,
                 dirs[other].root,
@@ -178,9 +177,9 @@ def _compare_arms(
         comparison = compare_noise(
             Arms(dirs[first].root, dirs[again].root, labels[first], labels[again]), GatePolicy.of(cfg)
         )
+        comparison = _with_numerics(cfg, comparison, (again, first, None), dirs, labels)
         json_path, _ = write_compare(comparison, root.root)
         if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
-
             speed_comparison = compare_variant_dirs(
                 dirs[first].root,
                 dirs[again].root,
@@ -191,6 +190,27 @@ def _compare_arms(
         compares.append(PairedFiles(json_path, speed_path))
         _cite(cited, (first, again), comparison, speed_comparison)
     return compares, cited
+
+
+def _with_numerics(
+    cfg: RunConfig,
+    comparison: CompareResult,
+    arms: tuple[str, str, str | None],
+    dirs: dict[str, RunDir],
+    labels: dict[str, str],
+) -> CompareResult:
+    """``comparison`` with the numerics block of ``arms`` (test, control, A/A) when the config probes numerics."""
+    if cfg.numerics is None:
+        return comparison
+    test, control, again = arms
+    block = compare_variant_numerics(
+        dirs[test].root,
+        dirs[control].root,
+        dirs[again].root if again is not None else None,
+        labels=(labels[test], labels[control], labels[again] if again is not None else None),
+        fail_above=cfg.numerics.fail_above,
+    )
+    return comparison.model_copy(update={"numerics": block}) if block is not None else comparison
 
 
 @dataclass(frozen=True)
@@ -310,7 +330,9 @@ def _run_in_turn(
             if read_decision(root) is None:  # every arm sends its pilot, then the rule decides once
                 piloted = _arms_in_turn(turn, resume=resume, extension=extension)
                 finished.clear()
-                decision = decide(cfg, root, root_spine.manifest, read_model(dirs[order[0]].index_map, IndexMap))
+                decision = decide(
+                    cfg, root, root_spine.manifest, read_model(dirs[order[0]].index_map, IndexMap)
+                )
                 if progress is not None:
                     progress.console.print(decision.statement, markup=False, soft_wrap=True)
             share_decision(root, [d.root for d in dirs.values()])

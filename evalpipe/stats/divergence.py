@@ -179,7 +179,7 @@ def shift_test(differences: Sequence[float], alpha: float = 0.05) -> ShiftTest:
     order = np.argsort(np.abs(d), kind="stable")
     ranks = np.empty(n, dtype=float)
     ranks[order] = np.arange(1, n + 1, dtype=float)
-    statistic = int(round(float(ranks[d > 0].sum())))
+    statistic = round(float(ranks[d > 0].sum()))
     i, j = np.triu_indices(n)
     walsh = np.sort((d[i] + d[j]) / 2.0)
     critical, method = _critical(n, alpha)

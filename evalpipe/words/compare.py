@@ -15,7 +15,9 @@ from evalpipe.artifacts.schema.compare import (
     OperatingCharacteristic,
     PairedBenchmark,
 )
+from evalpipe.artifacts.schema.numerics import NumericsComparison
 from evalpipe.words.numbers import fmt_signed_pts_from_fraction
+from evalpipe.words.numerics import verdict_sentence as numerics_sentence
 from evalpipe.words.sentences import (
     aa_sentence,
     gate_sentence,
@@ -163,3 +165,8 @@ def design_check_sentence(check: DesignCheck, oc: OperatingCharacteristic | None
         return f"{head}: within the design"
     tail = f" — {operating_sentence(oc)}" if oc is not None else ""
     return f"{head}: above the design, whose operating characteristic assumed less noise{tail}"
+
+
+def numerics_verdict(block: NumericsComparison) -> str:
+    """The numerics block's verdict (``evalpipe.words.numerics``), printed by the console beside the blocks' lines."""
+    return numerics_sentence(block)

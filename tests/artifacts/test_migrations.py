@@ -196,7 +196,7 @@ def test_compare_v4_keeps_the_numbers_its_sentences_were_made_from(tmp_path: Pat
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     read = read_model(path, CompareResult)
-    assert read.schema_version == 9 and read.scoring == "summary rule" and read.benchmarks[0].mde_basis is not None
+    assert read.schema_version == 10 and read.scoring == "summary rule" and read.benchmarks[0].mde_basis is not None
 
 
 def test_compare_v5_sequential_intervals_are_kept_as_descriptive(tmp_path: Path) -> None:

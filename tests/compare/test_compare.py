@@ -154,7 +154,7 @@ def test_cli_writes_compare_json(base_run: Path, tmp_path: Path) -> None:
     rc = main(["compare", str(ra), str(rb), "--out", str(tmp_path / "cmp")])
     assert rc == 0
     data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert data["schema_version"] == 9 and data["benchmarks"][0]["a_only"] == 1
+    assert data["schema_version"] == 10 and data["benchmarks"][0]["a_only"] == 1
     assert (tmp_path / "cmp" / "compare.md").is_file()
 
 

@@ -69,7 +69,7 @@ def test_planted_regression_stops_inferior_in_sequence_order(tmp_path: Path) -> 
     a, b, ids = _regression_runs(tmp_path, shuffle=11)
     gate = GatePolicy(margins=lambda _b: 5.0, sequential=SequentialConfig(alpha=0.05, sequential_share=1.0))
     result = compare_runs(PairedDesign(Arms(a, b, "fp8", "bf16"), gate=gate))
-    assert result.schema_version == 9
+    assert result.schema_version == 10
     block = result.benchmarks[0]
     seq = block.sequential
     assert seq is not None and seq.verdict == "inferior" and seq.stop_reason == "crossing"

@@ -54,11 +54,18 @@ def _probe(raw: Path, api: str, ask: Ask, cfg: NumericsConfig) -> NumericsProbe:
             read = ask.read(prompt, rec["response"])
             answers.append(
                 NumericsAnswer(
-                    id=prompt.id, length=prompt.length, placement=prompt.placement, prompt_sha256=prompt.sha256,
-                    prompt_tokens=prompt.prompt_tokens, server_prompt_tokens=read.server_prompt_tokens,
-                    attempt_id=None, status=rec["status"], text=read.text, generated=read.generated,
+                    id=prompt.id,
+                    length=prompt.length,
+                    placement=prompt.placement,
+                    prompt_sha256=prompt.sha256,
+                    prompt_tokens=prompt.prompt_tokens,
+                    server_prompt_tokens=read.server_prompt_tokens,
+                    attempt_id=None,
+                    status=rec["status"],
+                    text=read.text,
+                    generated=read.generated,
                     forced=read.forced,
-                )  # fmt: skip
+                )
             )
     return NumericsProbe(
         config=cfg, ask=cfg.ask, edges={}, edges_from="none", tokenizer="words", seconds=0.0,
@@ -76,7 +83,8 @@ def _median(block: NumericsComparison, by: str, name: str, arm: str, stat: str) 
 def chat() -> NumericsComparison:
     cfg = NumericsConfig(generated_tokens=16, lengths=list(BUCKETS.values()))
     bf16, again, fp8 = (
-        _probe(LIVE / "raw" / f"{arm}_pass1.jsonl.xz", "chat", ChatAsk(), cfg) for arm in ("auto1", "auto2", "fp8")
+        _probe(LIVE / "raw" / f"{arm}_pass1.jsonl.xz", "chat", ChatAsk(), cfg)
+        for arm in ("auto1", "auto2", "fp8")
     )
     return compare_numerics(fp8, bf16, again, labels=("fp8_e4m3", "bf16", "bf16 again"))
 
@@ -86,7 +94,8 @@ def forced() -> NumericsComparison:
     cfg = NumericsConfig(ask="teacher_forced", tokenizer="gguf:smollm2", lengths=[256, 1024])
     gen = LIVE / "generate" / "raw"
     bf16, again, fp8 = (
-        _probe(gen / f"{arm}_gen.jsonl.xz", "generate", TeacherForcedAsk(), cfg) for arm in ("auto", "auto2", "fp8")
+        _probe(gen / f"{arm}_gen.jsonl.xz", "generate", TeacherForcedAsk(), cfg)
+        for arm in ("auto", "auto2", "fp8")
     )
     return compare_numerics(fp8, bf16, again, labels=("fp8_e4m3", "bf16", "bf16 again"))
 
@@ -97,7 +106,9 @@ def test_chat_answers_reproduce_the_published_figures(chat: NumericsComparison) 
     assert overall.identical_aa == 60 and overall.identical_ab == 0  # A/A bit-identical, A/B never
     assert _median(chat, "all", "all", "aa", "kl0") == 0.0
     assert _median(chat, "all", "all", "ab", "kl0") == pytest.approx(0.00307, abs=5e-5)  # results.md: 0.00307
-    assert _median(chat, "all", "all", "ab", "kl_pre") == pytest.approx(0.0071, abs=1e-4)  # results.md: 0.0071
+    assert _median(chat, "all", "all", "ab", "kl_pre") == pytest.approx(
+        0.0071, abs=1e-4
+    )  # results.md: 0.0071
     assert _median(chat, "length", "4096", "ab", "kl0") == pytest.approx(0.00487, abs=5e-5)
     for group in chat.groups[1:6]:
         assert group.shift is not None and group.shift.n == 12
@@ -115,14 +126,18 @@ def test_generate_answers_reproduce_the_published_figures(forced: NumericsCompar
     assert _median(forced, "length", "1024", "ab", "kl_forced") == pytest.approx(0.00477, abs=5e-5)
     assert _median(forced, "length", "7168", "ab", "kl_forced") == pytest.approx(0.00952, abs=5e-5)
     short = next(g for g in forced.groups if g.by == "length" and g.name == "256")
-    assert short.shift is not None and short.shift.nonzero == 0 and short.shift.verdict == "not enough prompts"
+    assert (
+        short.shift is not None and short.shift.nonzero == 0 and short.shift.verdict == "not enough prompts"
+    )
     assert forced.primary == "kl_forced"
     assert overall.shift is not None and overall.shift.positive == 48 and overall.shift.above
 
 
 def test_a_relaunch_against_itself_is_within_the_floor(chat: NumericsComparison) -> None:
     cfg = NumericsConfig(generated_tokens=16)
-    bf16, again = (_probe(LIVE / "raw" / f"{a}_pass1.jsonl.xz", "chat", ChatAsk(), cfg) for a in ("auto1", "auto2"))
+    bf16, again = (
+        _probe(LIVE / "raw" / f"{a}_pass1.jsonl.xz", "chat", ChatAsk(), cfg) for a in ("auto1", "auto2")
+    )
     noise = compare_numerics(again, bf16, bf16, labels=("bf16 again", "bf16", "bf16"), fail_above=0.0)
     assert noise.groups[0].shift is not None and noise.groups[0].shift.verdict == "not enough prompts"
     assert noise.gate is not None and noise.gate.passed

@@ -36,6 +36,7 @@ _BARRIER = (
 ALLOWED: dict[tuple[str, str], str] = {
     ("evalpipe/benchmarks/kv_probe/tokens.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/benchmarks/kv_probe/tokens.py", "tokenizer_config.json"): _MODEL_DIR,
+    ("evalpipe/numerics/prompts.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/run/context_fit.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/run/context_fit.py", "config.json"): _MODEL_DIR,
     ("evalpipe/tokenizer.py", "tokenizer.json"): _MODEL_DIR,

@@ -48,7 +48,7 @@ def test_compare_json_carries_aa_noise_mde_and_non_inferiority(aa_run) -> None:
     assert set(results) == {"faults", "clean", "clean_again"}
     assert compares == [root.root / "compare.json"]  # one A/B comparison; the repeat is its noise
     cmp = json.loads(compares[0].read_text())
-    assert cmp["schema_version"] == 9 and cmp["run_aa"].endswith("clean_again")
+    assert cmp["schema_version"] == 10 and cmp["run_aa"].endswith("clean_again")
     by = {b["benchmark"]: b for b in cmp["benchmarks"]}
     gsm, ceval = by["gsm8k"], by["ceval"]
     # A/B: the truncated answer is the one flip; A/A: the answer-key server is deterministic

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
+from evalpipe.artifacts.schema.numerics import NumericsComparison
 
 
 class ScoreWithInterval(Row):
@@ -489,7 +490,7 @@ class CompareResult(Artifact):
     (samples resampled with replacement, seeded numpy), the exact McNemar test on the discordant pairs
     (statsmodels, binomial) and the flips; with a repeat or a margin the power, noise and gate fields."""
 
-    schema_version: int = 9
+    schema_version: int = 10
     run_a: str
     run_b: str
     label_a: str
@@ -530,3 +531,9 @@ class CompareResult(Artifact):
         "their populations, e.g. every problem of each AIME year).",
     )
     overall: PairedBenchmark | None = None
+    numerics: NumericsComparison | None = Field(
+        default=None,
+        description="The numerics probe (config numerics:): per prompt the divergence of the next-token "
+        "distributions of A and of the A/A arm from B's, per group the signed-rank test of A/B above A/A and "
+        "its one-sided Hodges-Lehmann bound (evalpipe.numerics.compare).",
+    )

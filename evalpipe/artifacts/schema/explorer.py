@@ -180,8 +180,42 @@ class ArmInfo(Row):
     run_id: str | None
 
 
+class NumericsTop(Row):
+    """One row of a prompt's first generated step: a token and its log-probability in each arm."""
+
+    token: str
+    control: float | None
+    test: float | None
+    aa: float | None = None
+
+
+class NumericsPrompt(Row):
+    """One prompt of the numerics probe, its divergences and its first step's top-k in the arms side by side."""
+
+    id: str
+    length: int
+    placement: str
+    prompt_tokens: int | None
+    ab: float | None = Field(description="The primary divergence of the arm under test from the control.")
+    aa: float | None = Field(description="The same of the A/A arm (None without one).")
+    first_divergence: int | None
+    text_control: str | None
+    text_test: str | None
+    top: list[NumericsTop] = Field(
+        description="The control's top-k of the first step, then tokens only the test has."
+    )
+
+
+class NumericsView(Row):
+    """The explorer's numerics panel: the verdict sentence and the prompts with the largest A/B divergence."""
+
+    sentence: str
+    primary: str
+    prompts: list[NumericsPrompt]
+
+
 class ExplorerData(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2
     title: str
     mode: Literal["paired", "single"]
     arms: list[ArmInfo] = Field(description="Paired: the control first, then the arm under test.")
@@ -195,6 +229,10 @@ class ExplorerData(Artifact):
     replay_command: str = Field(description="Serves the run's recorded responses again and re-scores them.")
     stats: list[BlockStats]
     samples: list[SampleIndex]
+    numerics: NumericsView | None = Field(
+        default=None,
+        description="The numerics probe's largest A/B divergences (compare.json's numerics block).",
+    )
 
 
 class ExplorerRecord(Row):

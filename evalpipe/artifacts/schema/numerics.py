@@ -86,7 +86,9 @@ class NumericsProbe(Artifact):
     )
     cache_flushed: bool = False
     seconds: float = Field(ge=0, description="Wall time of the probe's requests.")
-    prompt_tokens_sent: int = Field(ge=0, description="Prompt tokens of every request, as the server counted.")
+    prompt_tokens_sent: int = Field(
+        ge=0, description="Prompt tokens of every request, as the server counted."
+    )
     answers: list[NumericsAnswer]
 
     @property
@@ -145,7 +147,9 @@ class NumericsShift(Row):
     alpha: float
     method: Literal["exact", "normal"]
     estimate: float | None = Field(description="Hodges–Lehmann estimate of the shift (nats or |Δ log p|).")
-    lower: float | None = Field(description="One-sided 1 − alpha lower bound of the shift; None: not reachable.")
+    lower: float | None = Field(
+        description="One-sided 1 − alpha lower bound of the shift; None: not reachable."
+    )
     verdict: Literal["above the A/A floor", "within the A/A floor", "not enough prompts"]
 
     @property
@@ -164,7 +168,9 @@ class NumericsGroup(Row):
     aa: dict[str, SpreadOf] = Field(default_factory=dict, description="The same of A/A (empty without one).")
     identical_ab: int
     identical_aa: int | None
-    shift: NumericsShift | None = Field(description="The deciding test of the primary divergence; None without A/A.")
+    shift: NumericsShift | None = Field(
+        description="The deciding test of the primary divergence; None without A/A."
+    )
 
 
 class NumericsGate(Row):

@@ -16,6 +16,7 @@ from evalpipe.artifacts.schema.fleet import FleetSummary
 from evalpipe.artifacts.schema.manifest import StratumAllocation
 from evalpipe.artifacts.schema.metrics import Interval
 from evalpipe.artifacts.schema.metrics import MetricResult as MetricResult
+from evalpipe.artifacts.schema.numerics import NumericsComparison
 from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.reviews import ReviewsRecord
 from evalpipe.artifacts.schema.sandbox import SandboxRecord
@@ -381,6 +382,7 @@ GateName = Literal[
     "non_inferiority_margin_pts",
     "max_mde_pts",
     "min_output_throughput_ratio",
+    "numerics_fail_above",
 ]
 
 
@@ -453,8 +455,8 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 5  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
-    # 4: the finding fp8_kv_unscaled; 5: the finding discordance_above_design
+    schema_version: int = 6  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
+    # 4: the finding fp8_kv_unscaled; 5: the finding discordance_above_design; 6: numerics
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str
@@ -500,4 +502,9 @@ class Summary(Artifact):
         default=None,
         description="Why serving speed was not measured, when the run said so (run.json no_speed: "
         "'serving speed not measured (--no-speed)').",
+    )
+    numerics: NumericsComparison | None = Field(
+        default=None,
+        description="The numerics block of the comparison this variant is an arm of (compare.json), without its "
+        "per-prompt pairs (they stay in compare.json): the groups, their tests and the gate.",
     )

@@ -20,6 +20,7 @@ StageName = Literal[
     "materialize",
     "preflight",
     "launch",
+    "numerics",
     "evalscope",
     "speed_wait",
     "speed",

@@ -44,10 +44,17 @@ from evalpipe.benchmarks.base import (
     PlannedItem,
     local_data,
 )
+from evalpipe.benchmarks.kv_probe.filler import (
+    sentences as sentences,  # the haystack, the numerics probe's too
+)
 from evalpipe.benchmarks.kv_probe.generate import Measure, generate, generate_item, placements
 from evalpipe.benchmarks.kv_probe.spec import LENGTH_GRID, SPEC_FILE, TASKS, read_spec
-from evalpipe.benchmarks.kv_probe.tasks import Draw, build
+from evalpipe.benchmarks.kv_probe.tasks import Draw as Draw  # the numerics probe draws its text alike
+from evalpipe.benchmarks.kv_probe.tasks import build
+from evalpipe.benchmarks.kv_probe.tokens import FileTokenizer as FileTokenizer  # the numerics probe's too
+from evalpipe.benchmarks.kv_probe.tokens import chat_frame as chat_frame
 from evalpipe.benchmarks.kv_probe.tokens import resolve_tokenizer
+from evalpipe.benchmarks.kv_probe.tokens import tokenizer_directory as tokenizer_directory
 from evalpipe.errors import ConfigError, DataError
 from evalpipe.hashing import sha256_hex
 from evalpipe.sources.base import BenchmarkData, SourceRecord, Split

@@ -59,6 +59,10 @@ class FileTokenizer:
         enc = self._tok.encode(text, add_special_tokens=False)
         return [start for start, _ in enc.offsets]
 
+    def ids(self, text: str) -> list[int]:
+        """The token ids of ``text`` (no special tokens added around it)."""
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
 
 def token_at(starts: list[int], char: int) -> int:
     """Index of the token that covers character ``char`` (the last token starting at or before it)."""
@@ -67,11 +71,17 @@ def token_at(starts: list[int], char: int) -> int:
 
 def chat_prefix(directory: Path | None) -> str:
     """What the chat template puts before a single user message's text (empty without a template)."""
+    return chat_frame(directory)[0]
+
+
+def chat_frame(directory: Path | None) -> tuple[str, str]:
+    """What the chat template puts before and after a single user message's text, the generation prompt
+    included (both empty without a template)."""
     if directory is None:
-        return ""
+        return "", ""
     template = directory / "chat_template.jinja"
     if not template.is_file():
-        return ""
+        return "", ""
 
     # import cost: jinja2, markupsafe (~24 modules), only on this path
     import jinja2
@@ -85,7 +95,8 @@ def chat_prefix(directory: Path | None) -> str:
         bos_token=config.get("bos_token") or "",
         eos_token=config.get("eos_token") or "",
     )
-    return rendered.split(SENTINEL, 1)[0]
+    head, tail = rendered.split(SENTINEL, 1)
+    return head, tail
 
 
 def resolve_tokenizer(value: str | None, base: Path) -> tuple[TokenCounter, str]:
@@ -93,12 +104,19 @@ def resolve_tokenizer(value: str | None, base: Path) -> tuple[TokenCounter, str]
     if value is None:
         words: TokenCounter = WordCounter()
         return words, ""
+    directory = tokenizer_directory(value, base, field="kv_probe tokenizer")
+    return FileTokenizer(directory / "tokenizer.json"), chat_prefix(directory)
+
+
+def tokenizer_directory(value: str, base: Path, *, field: str) -> Path:
+    """The directory with ``tokenizer.json`` that ``value`` names (``gguf:FILE``/``gguf:smollm2``, or a path
+    relative to ``base``); ``DataError`` naming ``field`` when there is none."""
     if value.startswith("gguf:"):
         # import cost: the GGUF tokenizer resolver (argparse, gettext), only for a gguf: tokenizer
         from evalpipe.tokenizer import TokenizerError, resolve
 
         try:
-            resolved = resolve(value, base, field="kv_probe tokenizer")
+            resolved = resolve(value, base, field=field)
         except TokenizerError as exc:
             raise DataError(exc.message) from None
         assert resolved is not None  # a non-None spec resolves to a directory
@@ -107,5 +125,5 @@ def resolve_tokenizer(value: str | None, base: Path) -> tuple[TokenCounter, str]
         directory = Path(value).expanduser()
         directory = directory if directory.is_absolute() else base / directory
     if not (directory / "tokenizer.json").is_file():
-        raise DataError(f"kv_probe tokenizer {value}: {directory}/tokenizer.json not found")
-    return FileTokenizer(directory / "tokenizer.json"), chat_prefix(directory)
+        raise DataError(f"{field} {value}: {directory}/tokenizer.json not found")
+    return directory

@@ -402,6 +402,21 @@
       el("tbody", {}, Object.entries(counts).map(([k, c]) => el("tr", {}, el("td", {text: k}), el("td", {text: c.regression}), el("td", {text: c.improvement}), el("td", {text: c.answers_differ}), el("td", {text: c.same})))))));
     return box;
   }
+  function numericsPanel() {
+    const view = DATA.numerics;
+    if (!view) return null;
+    const lp = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
+    const div = (v) => (v === null || v === undefined ? "—" : v === 0 ? "0" : v.toPrecision(3));
+    const prompt = (p) => el("details", {class: "numerics-prompt"},
+      el("summary", {text: p.id + " · " + fmt(p.prompt_tokens) + " prompt tokens · " + p.placement + " · A/B " + div(p.ab) + " vs A/A " + div(p.aa) + (p.first_divergence === null ? " · greedy tokens identical" : " · first differing token at step " + p.first_divergence)}),
+      el("p", {class: "dim"}, "control: ", el("code", {text: p.text_control === null ? "—" : p.text_control}), " · under test: ", el("code", {text: p.text_test === null ? "—" : p.text_test})),
+      el("table", {}, el("thead", {}, el("tr", {}, ["first-step token", "log p control", "log p under test", "log p A/A"].map((h) => el("th", {text: h})))),
+        el("tbody", {}, p.top.map((r) => el("tr", {}, el("td", {}, el("code", {text: JSON.stringify(r.token)})), el("td", {text: lp(r.control)}), el("td", {text: lp(r.test)}), el("td", {text: lp(r.aa)}))))));
+    return el("details", {class: "numerics", id: "numerics"},
+      el("summary", {text: "Numerics: " + view.sentence}),
+      el("p", {class: "dim", text: "The " + view.prompts.length + " prompts whose next-token distribution the arm under test moved most (" + view.primary + "), the first step's top-k side by side."}),
+      view.prompts.map(prompt));
+  }
   const ui = {};
   function build() {
     ui.qError = el("span", {class: "bad-text"});
@@ -431,6 +446,7 @@
     const side = el("aside", {class: "side-panel"},
       el("div", {class: "filters"}, Object.values(ui.selects).filter(Boolean), ui.q, ui.qError, ui.count),
       statsPanel(),
+      numericsPanel(),
       el("p", {class: "dim keys", text: "keys: j / k next / previous, x select, / search"}),
       ui.queue);
     document.body.append(header, el("div", {class: "layout"}, side, ui.card));

@@ -25,7 +25,9 @@ def _step(token: Any, top: Any, where: str) -> NumericsStep:
         logprob, token_id = token[0], token[1]
         entries = [(str(t[1]), float(t[0])) for t in top if t is not None and t[0] is not None]
         return NumericsStep(
-            token=str(token_id), logprob=None if logprob is None else float(logprob), top=merge_duplicates(entries)
+            token=str(token_id),
+            logprob=None if logprob is None else float(logprob),
+            top=merge_duplicates(entries),
         )
     except (IndexError, TypeError, ValueError):
         raise AnswerError(f"{where} is not [logprob, token_id, text]") from None
@@ -55,7 +57,12 @@ class TeacherForcedAsk:
             raise AnswerError("the answer has no meta_info (is this SGLang's /generate?)")
         tokens, tops = meta.get("input_token_logprobs"), meta.get("input_top_logprobs")
         c = prompt.continuation_tokens
-        if not isinstance(tokens, list) or not isinstance(tops, list) or len(tokens) != c + 1 or len(tops) != c + 1:
+        if (
+            not isinstance(tokens, list)
+            or not isinstance(tops, list)
+            or len(tokens) != c + 1
+            or len(tops) != c + 1
+        ):
             raise AnswerError(
                 f"meta_info.input_token_logprobs/input_top_logprobs: expected {c + 1} entries (the first null), "
                 f"got {len(tokens) if isinstance(tokens, list) else 'none'}"
