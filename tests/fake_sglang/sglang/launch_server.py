@@ -13,6 +13,9 @@ Behaviour switches (environment variables, so tests need not change the argv eva
   ``/v1/models`` card with ``max_model_len``, its version) instead of the source-built 0.5.23 payload
 * ``FAKE_SGLANG_KV_STORAGE``     log this torch dtype for the KV pool instead of the one the flags give
 
+``/generate`` and chat ``logprobs`` answer in the live 0.5.17 shape (``sglang/logprobs.py``), deterministic per
+launch and moved by an ``fp8_*`` KV cache past the first 256-token chunk.
+
 Like SGLang, it logs the KV pool it allocated ("KV Cache is allocated. dtype: torch.…, #tokens: …") and, for an
 ``fp8_e4m3`` cache without ``--quantization-param-path``, that it defaults the scaling factors to 1.0 — the
 lines of SGLang's own log, word for word.  Like SGLang, the server starts a child process (its "scheduler") in the same process group and stops it on
@@ -41,6 +44,7 @@ from aiohttp import web
 
 from evalpipe.engines.http_base import ModelServer, Shutdown, serve_until_signalled
 from sglang import __version__
+from sglang.logprobs import chat_logprobs, generate_answer
 from sglang.srt.server_args import ServerArgs, prepare_server_args
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -120,8 +124,18 @@ class FakeSglang(ModelServer):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/v1/completions", self.chat)
+        app.router.add_post("/generate", self.generate)
         app.router.add_post("/flush_cache", self.flush_cache)
         app.router.add_get("/metrics", self.metrics)
+
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        """SGLang's native route with prompt log-probabilities (``sglang.logprobs``: the live 0.5.17 shape)."""
+        if not self.authorized(request):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        body = await request.json()
+        self.counter += 1
+        rid = body.get("rid") or f"fake-{self.counter}"
+        return web.json_response(generate_answer(body, self.args.kv_cache_dtype, rid))
 
     async def flush_cache(self, request: web.Request) -> web.StreamResponse:
         return web.Response(text="Cache flushed.\n")
@@ -170,6 +184,8 @@ class FakeSglang(ModelServer):
             return resp
         if chat_api:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            if body.get("logprobs"):
+                choice["logprobs"] = chat_logprobs(text, 7, int(body.get("top_logprobs") or 0), self.args.kv_cache_dtype)
         else:
             choice = {"index": 0, "text": text, "finish_reason": "stop"}
         return web.json_response(
