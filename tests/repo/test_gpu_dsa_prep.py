@@ -165,12 +165,15 @@ def test_the_dsa_kernels_are_pinned_by_version_and_sha256() -> None:
         assert f"{name} {version}" in live
 
 
-def test_the_dsa_kernels_are_cut_over_the_room_both_calls_leave() -> None:
+def test_the_dsa_kernels_are_cut_so_both_calls_keep_the_same_room() -> None:
     mib = payload.MIB
-    cuts = payload.model_cuts(11 * mib, [42 * mib, 19 * mib], 33 * mib)
-    assert sum(cuts) == 33 * mib and cuts[0] == payload.LIMIT - payload.MARGIN - 11 * mib - 42 * mib
+    fixed = [42 * mib, 19 * mib]
+    cuts = payload.balanced_cuts(11 * mib, fixed, 33 * mib)
+    assert sum(cuts) == 33 * mib
+    spare = [payload.LIMIT - 11 * mib - f - c for f, c in zip(fixed, cuts, strict=True)]
+    assert abs(spare[0] - spare[1]) <= 1 and min(spare) > payload.MARGIN
     with pytest.raises(SystemExit, match="does not fit"):
-        payload.model_cuts(11 * mib, [48 * mib, 45 * mib], 33 * mib)
+        payload.balanced_cuts(11 * mib, [48 * mib, 45 * mib], 33 * mib)
 
 
 def test_the_dsa_config_keeps_every_prefill_on_the_named_kernel_and_repeats_the_control_fresh() -> None:

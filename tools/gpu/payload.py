@@ -478,6 +478,21 @@ SGLANG_DSA = GPU / "sglang" / "dsa.tar.xz"
 DSA_CALLS = (GPU / "dsa1", GPU / "dsa2")
 
 
+def balanced_cuts(tree: int, fixed: list[int], size: int) -> list[int]:
+    """Bytes of a file each call carries so that every call keeps the same room to spare (the working tree the
+    device tool sends grows between this plan and the call).  Exits when the calls cannot hold it all."""
+    rooms = [LIMIT - MARGIN - tree - f for f in fixed]
+    slack = sum(rooms) - size
+    if slack < 0 or min(rooms) < 0:
+        sys.exit(
+            f"payload: {size / MIB:.1f} MiB does not fit beside the rest in {len(fixed)} calls "
+            f"({max(sum(rooms), 0) / MIB:.1f} MiB of room)"
+        )
+    cuts = [max(room - slack // len(rooms), 0) for room in rooms]
+    cuts[-1] += size - sum(cuts)  # rounding, and what a call too full to share left over
+    return cuts
+
+
 def pack_dsa() -> None:
     """``.gpu/dsa1`` (SGLang's site tree), ``.gpu/dsa2`` (evalpipe's wheels, SmolLM2's derived tokenizer), the
     DSA kernels' tree (``pack.sh dsa``) cut across the two as room allows; each with a MANIFEST naming the
@@ -498,7 +513,7 @@ def pack_dsa() -> None:
     tree = working_tree_bytes()
     fixed = [sum(p.stat().st_size for p in f.iterdir()) for f in DSA_CALLS]
     size = SGLANG_DSA.stat().st_size
-    cuts = model_cuts(tree, fixed, size)
+    cuts = balanced_cuts(tree, fixed, size)
     with SGLANG_DSA.open("rb") as fh:
         for n, (folder, cut) in enumerate(zip(DSA_CALLS, cuts, strict=True), start=1):
             (folder / f"dsa.part{n}").write_bytes(fh.read(cut))

@@ -122,13 +122,21 @@ dsa_two() {
   GPU_ROOT="$root" WHEELS_TAR="$c/wheels.tar.xz" bash "$repo/tools/gpu/setup.sh" python 2>&1 | tail -n 5
   cache="$("$py" -c 'from evalpipe.tokenizer import cache_root; print(cache_root())')"
   mkdir -p "$cache" && tar -xJf "$c/tokenizer.tar.xz" -C "$cache"
-  tok="$cache/$(tar -tJf "$c/tokenizer.tar.xz" | head -n 1 | cut -d/ -f1)"
+  tok="$cache/$(tar -tJf "$c/tokenizer.tar.xz" | awk -F/ 'NR == 1 {print $1}')"
   rm -rf "$root/glm-dsa-tiny"
   "$py" "$repo/tools/gpu/sglang/dsa_model.py" "$root/glm-dsa-tiny" --tokenizer "$tok"
   PYTHONPATH="$root/site" "$py" "$repo/tools/gpu/sglang/dsa_versions.py" > "$root/versions-dsa.txt" 2>&1 \
     || { cat "$root/versions-dsa.txt"; die "a DSA kernel module does not import with the servers' path"; }
   cat "$root/versions-dsa.txt"
   keep "$root/versions-dsa.txt" "$root/glm-dsa-tiny/weights_source.json"
+  # the release configuration's kernels over an FP8 cache: evalpipe's preflight answers for the installed SGLang
+  local rc=0 bin
+  bin="$(dirname "$("$py" -c 'import sys; print(sys.executable)')")"
+  (cd "$repo" && "$bin/evalpipe" server preflight configs/sglang-gpu-dsa-tilelang-fp8.yaml) \
+    > "$root/preflight-tilelang-fp8.txt" 2>&1 || rc=$?
+  echo "exit $rc" >> "$root/preflight-tilelang-fp8.txt"
+  tail -n 3 "$root/preflight-tilelang-fp8.txt"
+  keep "$root/preflight-tilelang-fp8.txt"
   touch "$root/dsa-two.done"
   log "call 2 staging done in $((SECONDS - t0)) s"
 }
