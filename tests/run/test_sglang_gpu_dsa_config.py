@@ -92,3 +92,30 @@ def test_the_dsa_config_runs_three_verified_launches_on_the_kernels_it_names(dsa
     assert seen["tl_bf16"] == seen["tl_bf16_again"] == ("bfloat16", "tilelang", "tilelang")
     compare = json.loads((run / "compare.json").read_text(encoding="utf-8"))
     assert compare["run_aa"].endswith("tl_bf16_again")
+
+
+def test_the_reports_name_the_layout_that_ran_and_the_prefill_kernels_share(dsa_run) -> None:
+    """The FP8 arm ran FlashMLA-KV's scaled row — named "scaled FP8 (656 B)", never "raw" — and SGLang's
+    per-tensor "scaling factors of 1.0" line is an info over it; every arm's prefills all reached the kernel
+    its server named (threshold 0 in the config's server env, stated in the log)."""
+    run, done = dsa_run
+    assert done.returncode == 0
+    fp8 = (run / "fp8_flashmla_kv" / "report.md").read_text(encoding="utf-8")
+    assert "KV layout: fp8_e4m3 scaled FP8 (656 B), FlashMLA KV prefill/decode" in fp8 and " raw" not in fp8
+    for arm, kernel in (
+        ("fp8_flashmla_kv", "FlashMLA KV"),
+        ("tl_bf16", "TileLang"),
+        ("tl_bf16_again", "TileLang"),
+    ):
+        summary = json.loads((run / arm / "summary.json").read_text(encoding="utf-8"))
+        codes = {f["code"]: f for f in summary["findings"]}
+        share = codes["dsa_prefill_kernel_share"]
+        n = share["message"].split(" of ")[1].split(" ")[0]
+        assert share["severity"] == "info" and share["message"].startswith(
+            f"{kernel} prefill on {n} of {n} prefills"
+        )
+        assert "fp8_kv_unscaled" not in codes
+        assert (arm == "fp8_flashmla_kv") == ("fp8_kv_block_scaled" in codes)
+        assert f"{kernel} prefill on {n} of {n} prefills" in (run / arm / "report.md").read_text(
+            encoding="utf-8"
+        )
