@@ -129,7 +129,7 @@ def default_verification(tp_size: int = 8, *, seed_effective: bool = False) -> S
         speculative_algorithm="EAGLE",
         served_model_name="test-model",
         seed_effective=seed_effective,
-        description="KV layout: fp8_e4m3 raw, TileLang prefill/decode — verified from server_info",
+        description="KV layout: fp8_e4m3 raw (576 B), TileLang prefill/decode — verified from server_info",
     )
 
 

@@ -89,11 +89,26 @@ STEPS: tuple[Step, ...] = (
         "Literal: a v3 file holds none, and every v3 code is still valid.",
     ),
     Step(
+        "Summary",
+        5,
+        "v6: the finding codes fp8_kv_block_scaled (an FP8 KV pool whose rows carry per-block scales, over "
+        "which SGLang still prints its per-tensor 'scaling factors of 1.0' line) and dsa_prefill_kernel_share "
+        "(the share of prefills that reached the DSA prefill kernel the server named). A widened Literal: a v5 "
+        "file holds none, and every v5 code is still valid.",
+    ),
+    Step(
         "ServerVerification",
         1,
         "v2: kv_cache (the pool's dtype, capacity and FP8 scale state from the server's log), the served "
         "context, cache_state (prefix cache, fresh start) and unreported_settings. None / empty: a v1 writer "
         "did not read them, so they are unknown, never claimed.",
+    ),
+    Step(
+        "ServerVerification",
+        2,
+        "v3: sparse_attention (a DSA server's kernels from its log, KV row layout and bytes per token per "
+        "layer, page size, dense-prefill threshold). None: a v2 writer did not read them, so they are unknown, "
+        "never claimed.",
     ),
     Step(
         "CompareResult",
@@ -167,7 +182,13 @@ STEPS: tuple[Step, ...] = (
     Step(
         "Summary",
         5,
-        "v6: numerics (the numerics probe's comparison) and the gate numerics_fail_above. None: a v5 run had "
+        "v6: the finding codes fp8_kv_block_scaled and dsa_prefill_kernel_share (a Literal widened). A v5 file "
+        "holds none: no verification read the KV row or the dense-prefill threshold then.",
+    ),
+    Step(
+        "Summary",
+        6,
+        "v7: numerics (the numerics probe's comparison) and the gate numerics_fail_above. None: a v6 run had "
         "no numerics probe.",
     ),
     Step(

@@ -17,6 +17,7 @@ from evalpipe.artifacts import RunDir, read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.manifest import Manifest, ManifestEntry
 from evalpipe.artifacts.schema.outcomes import BUDGET_CLASSES, CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.run import ExtensionRecord
 from evalpipe.artifacts.schema.server import ServerVerification
 from evalpipe.artifacts.schema.summary import Finding, FindingCode, Severity
@@ -417,18 +418,75 @@ def check_dataset_drift(manifest: Manifest) -> list[Finding]:
 
 
 def check_fp8_scales(verification: ServerVerification | None) -> list[Finding]:
-    """An FP8 KV cache that ran without scaling factors is a finding of its own: every K/V value was cast to
-    FP8 unscaled, which is the configuration under test only if that is what the release ships."""
+    """What SGLang's "no scaling factors provided ... 1.0" line means for the pool that ran, worded per row
+    layout.  It concerns per-tensor k/v scales (``--quantization-param-path``): over a pool whose rows carry
+    their own per-block scales (a DSA server's scaled FP8 row) it is an info, not a warning; over a raw FP8 row,
+    or a pool whose layout was not stated, every K/V value was cast to FP8 at scale 1.0."""
     kv = verification.kv_cache if verification is not None else None
     if kv is None or kv.fp8_scales != "default_1.0":
         return []
+    sparse = verification.sparse_attention if verification is not None else None
+    quoted = f'(the server\'s log: "{kv.fp8_scales_evidence}")'
+    if sparse is not None and sparse.kv_layout == "scaled":
+        return [
+            Finding(
+                severity="info",
+                code="fp8_kv_block_scaled",
+                path=_VERIFICATION,
+                message=f"the {kv.storage_dtype} KV pool stores per-block scales in every row (scaled FP8, "
+                f"{sparse.kv_bytes_per_token_layer:g} B per token per layer); no per-tensor k/v scales were "
+                f"loaded {quoted}, which this layout does not use",
+            )
+        ]
+    row = "raw FP8 rows without scales" if sparse is not None and sparse.kv_layout == "raw" else "the pool"
     return [
         Finding(
             severity="warn",
             code="fp8_kv_unscaled",
             path=_VERIFICATION,
             message=f"the {kv.storage_dtype} KV cache ran with scaling factors 1.0 — no scales were loaded "
-            f'(the server\'s log: "{kv.fp8_scales_evidence}"); its accuracy is that of unscaled FP8 KV',
+            f"{quoted}; {row}: its accuracy is that of unscaled FP8 KV",
+        )
+    ]
+
+
+def check_dsa_prefill_share(
+    verification: ServerVerification | None, attempts: list[RequestAttempt] | None
+) -> list[Finding]:
+    """Which share of the run's prefills reached the DSA prefill kernel the server named: a prefill whose KV
+    length (the prompt's tokens, as the server counted them in its usage) is at most the dense-prefill
+    threshold runs dense attention instead (SGLang on SM90/SM100).  Info when every prefill reached it, a
+    warning when not all did; nothing for a server off the DSA path or without a stated threshold."""
+    sparse = verification.sparse_attention if verification is not None else None
+    if sparse is None or sparse.dense_prefill_threshold is None or not attempts:
+        return []
+    lengths = [
+        a.usage.prompt_tokens for a in attempts if a.usage is not None and a.usage.prompt_tokens is not None
+    ]
+    if not lengths:
+        return []
+    threshold = sparse.dense_prefill_threshold
+    reached = sum(1 for n in lengths if n > threshold)
+    kernel = (
+        server_kind(verification.kind).kernel_label(sparse.prefill_kernel)
+        if verification is not None and sparse.prefill_kernel
+        else "the DSA kernel"
+    )
+    head = f"{kernel} prefill on {reached} of {len(lengths)} prefills"
+    why = (
+        f"(prompt lengths from the recorded usage against the dense-prefill threshold {threshold:,}, "
+        f"{sparse.dense_prefill_threshold_source}; a prefill of at most {threshold:,} KV tokens runs dense "
+        "attention instead)"
+    )
+    if reached == len(lengths):
+        return [Finding(severity="info", code="dsa_prefill_kernel_share", path=_VERIFICATION,
+                        message=f"{head} {why}")]  # fmt: skip
+    return [
+        Finding(
+            severity="warn",
+            code="dsa_prefill_kernel_share",
+            path=_VERIFICATION,
+            message=f"{head}: {len(lengths) - reached} ran dense attention, not {kernel} {why}",
         )
     ]
 

@@ -94,6 +94,7 @@ def _checks(
     findings += checks.check_dataset_drift(inputs.manifest)
     findings += checks.check_server(inputs.verification, inputs.rundir.server_verification.is_file())
     findings += checks.check_fp8_scales(inputs.verification)
+    findings += checks.check_dsa_prefill_share(inputs.verification, inputs.attempts)
     findings += checks.check_thinking_setting(inputs)
     findings += checks.check_secrets(inputs)
     findings += checks.check_config_identity(inputs)

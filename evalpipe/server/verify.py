@@ -19,7 +19,9 @@ from evalpipe.server.kinds.registry import server_kind
 from evalpipe.server.served_context import served_context
 
 if TYPE_CHECKING:
+    from evalpipe.artifacts.schema.server import KvCacheFacts, SparseAttentionFacts
     from evalpipe.config.models import RunConfig, ServerConfig
+    from evalpipe.server.kinds.base import Kind
 
 
 def verify(
@@ -83,17 +85,8 @@ def verify(
                 unreported.append(key)
                 continue
             checks.append(VerifiedValue(key=key, expected=want, resolved=got, ok=_same(got, want, normalize)))
-    kv_facts = kind.kv_cache_facts(log_path)
-    want_storage = kind.expected_kv_storage_dtype(server)
-    if kv_facts is not None and want_storage is not None:
-        checks.append(
-            VerifiedValue(
-                key="kv_cache_storage_dtype",
-                expected=want_storage,
-                resolved=kv_facts.storage_dtype,
-                ok=kv_facts.storage_dtype == want_storage,
-            )
-        )
+    kv_facts, sparse, stated = _stated_facts(kind, cfg, server, server_info, log_path)
+    checks += stated
     verified = server_info is not None and not unverified and all(c.ok for c in checks)
     context = served_context(info) if server_info is not None else None
     capacity = _int(resolved_value(info, "max_total_num_tokens")) if server_info is not None else None
@@ -133,6 +126,7 @@ def verify(
         served_models=served_models,
         engine=_str(res("engine")),
         kv_cache=kv_facts,
+        sparse_attention=sparse,
         served_context_tokens=context[0] if context else None,
         served_context_source=context[2] if context else None,
         cache_state=(
@@ -144,6 +138,31 @@ def verify(
     )
     out.description = describe(out, info_error=info_error if server_info is None else None, info=info)
     return out
+
+
+def _stated_facts(
+    kind: Kind,
+    cfg: RunConfig,
+    server: ServerConfig,
+    server_info: dict[str, Any] | None,
+    log_path: Path | None,
+) -> tuple[KvCacheFacts | None, SparseAttentionFacts | None, list[VerifiedValue]]:
+    """What the server stated beyond its resolved arguments — the KV pool as allocated (its log), a sparse-
+    attention server's kernels, KV row, page size and dense-prefill threshold — and their checks."""
+    checks: list[VerifiedValue] = []
+    kv_facts = kind.kv_cache_facts(log_path)
+    want_storage = kind.expected_kv_storage_dtype(server)
+    if kv_facts is not None and want_storage is not None:
+        checks.append(
+            VerifiedValue(
+                key="kv_cache_storage_dtype",
+                expected=want_storage,
+                resolved=kv_facts.storage_dtype,
+                ok=kv_facts.storage_dtype == want_storage,
+            )
+        )
+    sparse, sparse_checks = kind.sparse_attention(cfg, server, server_info, log_path)
+    return kv_facts, sparse, checks + sparse_checks
 
 
 def mismatches(v: ServerVerification) -> list[str]:
@@ -167,7 +186,7 @@ def unverifiable_text(v: ServerVerification) -> str:
 def describe(
     v: ServerVerification, *, info_error: str | None = None, info: Mapping[str, Any] | None = None
 ) -> str:
-    """The report line, e.g. ``KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE —
+    """The report line, e.g. ``KV layout: fp8_e4m3 raw (576 B), TileLang prefill/decode; TP 8, EP 4; MTP EAGLE —
     verified from server_info``; the kind names the server (``Kind.describe_head``)."""
     kind = server_kind(v.kind)
     head = kind.describe_head(v, None if info_error is not None else (info or {}))

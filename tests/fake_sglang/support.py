@@ -58,3 +58,18 @@ def fake_nvidia_smi(bin_dir: Path, gpus: list[tuple[str, str]], cuda: str = "12.
     )
     script.chmod(0o755)
     return script
+
+
+def fake_sglang_at(version: str, dest: Path) -> Path:
+    """A copy of the test double of SGLang under ``dest`` that claims ``version`` (its ``version.py`` and its
+    distribution metadata, which is what evalpipe's probe reads); the directory to put on PYTHONPATH."""
+    import shutil
+
+    shutil.copytree(FAKE_SGLANG_DIR / "sglang", dest / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "sglang" / "version.py").write_text(f'__version__ = "{version}"\n', encoding="utf-8")
+    dist = dest / f"sglang-{version}.dist-info"
+    dist.mkdir()
+    metadata = (FAKE_SGLANG_DIR / "sglang-0.5.23.dist-info" / "METADATA").read_text(encoding="utf-8")
+    (dist / "METADATA").write_text(metadata.replace("Version: 0.5.23", f"Version: {version}"), encoding="utf-8")
+    (dist / "top_level.txt").write_text("sglang\n", encoding="utf-8")
+    return dest

@@ -41,6 +41,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("evalpipe/run/context_fit.py", "config.json"): _MODEL_DIR,
     ("evalpipe/tokenizer.py", "tokenizer.json"): _MODEL_DIR,
     ("evalpipe/server/preflight_rules.py", "config.json"): _MODEL_DIR,
+    ("evalpipe/server/kinds/sglang/dsa_facts.py", "config.json"): _MODEL_DIR,
+    ("tools/gpu/sglang/dsa_model.py", "config.json"): "a model directory the script writes: " + _MODEL_DIR,
+    ("tools/gpu/sglang/dsa_model.py", "tokenizer.json"): "a model directory the script writes: " + _MODEL_DIR,
+    ("tools/gpu/sglang/dsa_model.py", "tokenizer_config.json"): "a model directory the script writes: "
+    + _MODEL_DIR,
+    ("tools/gpu/sglang/dsa_model.py", "weights_source.json"): "beside the weights the script writes: "
+    + _MODEL_DIR,
     ("tools/gpu/sglang/dequant.py", "model_source.json"): "beside a checkpoint the script makes: "
     + _MODEL_DIR,
     ("evalpipe/benchmarks/kv_probe/spec.py", "probe.json"): _PROBE,

@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, server_config
+from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi, fake_sglang_at, server_config
 
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.schema.server import PreflightReport
@@ -27,6 +27,7 @@ GLM = {
     "speculative": {"algorithm": "EAGLE"},
 }
 H100 = ("NVIDIA H100 80GB HBM3", "9.0")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(tmp_path: Path, gpus: list[tuple[str, str]] | None = None, **extra: str) -> dict[str, str]:
@@ -52,7 +53,14 @@ def _fails(exc: pytest.ExceptionInfo[PreflightError]) -> dict[str, str]:
 def test_full_glm_config_passes_and_writes_report(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     rundir = RunDir(tmp_path / "run")
-    report = run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8), rundir=rundir)
+    report = run_preflight(
+        cfg,
+        cfg.server,
+        kind=server_kind(cfg.server.kind),
+        punkt_needed=None,
+        env=_env(tmp_path, [H100] * 8),
+        rundir=rundir,
+    )
     assert report.ok and report.sglang_version == "0.5.23"
     for rule in (
         "dry_parse",
@@ -98,7 +106,11 @@ def test_parser_that_cannot_run_is_a_warning(tmp_path: Path) -> None:
     (broken / "sglang" / "srt" / "server_args.py").write_text("raise RuntimeError('no CUDA device')\n")
     cfg = server_config(tmp_path, GLM)
     report = run_preflight(
-        cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken))
+        cfg,
+        cfg.server,
+        kind=server_kind(cfg.server.kind),
+        punkt_needed=None,
+        env=_env(tmp_path, [H100] * 8, PYTHONPATH=str(broken)),
     )
     assert _status(report, "dry_parse") == ["warn"]
     assert "no CUDA device" in report.warnings[0].message
@@ -155,16 +167,122 @@ def test_compute_capability_rule(tmp_path: Path) -> None:
     ] == "ok"
 
 
-def test_fnuz_rejected_on_cuda_accepted_on_rocm(tmp_path: Path) -> None:
+LIVE_DSA = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-dsa-live"
+
+
+def _live_refusal(name: str) -> str:
+    """The last error line a live SGLang 0.5.17 printed when it refused a launch (``refuse/<name>.log``)."""
+    lines = (LIVE_DSA / "refuse" / f"{name}.log").read_text(encoding="utf-8").splitlines()
+    return next(ln for ln in reversed(lines) if "Error" in ln or ": error:" in ln)
+
+
+def test_fnuz_is_no_kv_cache_dtype_choice_and_the_parser_says_so(tmp_path: Path) -> None:
+    """``fp8_e4m3fnuz`` is no ``--kv-cache-dtype`` choice (SGLang 0.5.17 and 0.5.23 alike: the live server's
+    argparse refused it): the dry parse fails naming the flag; no rule of evalpipe's own is needed."""
+    assert "invalid choice: 'fp8_e4m3fnuz'" in _live_refusal("fnuz")
     cfg = server_config(tmp_path, {"kv_cache_dtype": "fp8_e4m3fnuz"})
-    cuda = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}
-    assert cuda["fnuz_on_cuda"].status == "fail" and cuda["fnuz_on_cuda"].flag == "--kv-cache-dtype"
-    rocm_bin = tmp_path / "rocm"
-    rocm_bin.mkdir()
-    (rocm_bin / "rocm-smi").write_text("#!/bin/sh\n")
-    (rocm_bin / "rocm-smi").chmod(0o755)
-    rocm = {c.rule: c for c in check_raw_fp8_rules(cfg.server, {"PATH": str(rocm_bin)})}
-    assert rocm["fnuz_on_cuda"].status == "ok"
+    with pytest.raises(PreflightError) as exc:
+        run_preflight(
+            cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100])
+        )
+    report = exc.value.report
+    assert report is not None
+    [dry] = [c for c in report.checks if c.rule == "dry_parse"]
+    assert dry.status == "fail" and dry.flag == "--kv-cache-dtype" and "fp8_e4m3fnuz" in dry.message
+    assert "fnuz_on_cuda" not in {c.rule for c in report.checks}
+
+
+def _at(tmp_path: Path, version: str) -> dict[str, str]:
+    """The test environment with the double of SGLang claiming ``version`` on PYTHONPATH."""
+    where = tmp_path / f"sglang-{version}"
+    if not where.is_dir():
+        fake_sglang_at(version, where)
+    return _env(tmp_path, [H100], PYTHONPATH=str(where))
+
+
+def test_sglang_0517_refuses_tilelang_over_fp8_in_its_own_words_naming_the_versions_that_can(
+    tmp_path: Path,
+) -> None:
+    """The live 0.5.17 refused TileLang prefill and decode over fp8_e4m3 while resolving its arguments; the
+    preflight calls that release's own check and says the same, with the version, the flags and the releases
+    that serve it — before any launch."""
+    cfg = server_config(tmp_path, {"attention_backend": "dsa", "dsa_prefill_backend": "tilelang",
+                                   "dsa_decode_backend": "tilelang", "kv_cache_dtype": "fp8_e4m3"})  # fmt: skip
+    checks = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _at(tmp_path, "0.5.17"))}
+    rule = checks["sglang_serves_tilelang_fp8"]
+    assert rule.status == "fail" and rule.flag == "--kv-cache-dtype"
+    assert rule.message.startswith(
+        "SGLang 0.5.17 refuses --attention-backend dsa --dsa-prefill-backend tilelang --dsa-decode-backend "
+        "tilelang --kv-cache-dtype fp8_e4m3 on CUDA"
+    )
+    live = _live_refusal("fp8_tilelang").split("ValueError: ", 1)[1]
+    assert f'"{live}"' in rule.message and "_check_tilelang_dsa_fp8_kv" in rule.message
+    assert "SGLang 0.5.22–0.5.23 serve it" in rule.message
+    # the mixed pair too (the live server refused it with the same sentence)
+    mixed = server_config(tmp_path, {"attention_backend": "dsa", "dsa_prefill_backend": "tilelang",
+                                     "dsa_decode_backend": "flashmla_kv", "kv_cache_dtype": "fp8_e4m3"})  # fmt: skip
+    assert _live_refusal("fp8_mixed_tilelang_flashmla_kv").endswith(live)
+    statuses = {c.rule: c.status for c in check_raw_fp8_rules(mixed.server, _at(tmp_path, "0.5.17"))}
+    assert statuses["sglang_serves_tilelang_fp8"] == "fail"
+    # TileLang on a BF16 cache is what 0.5.17 serves
+    bf16 = server_config(tmp_path, {"attention_backend": "dsa", "dsa_prefill_backend": "tilelang",
+                                    "dsa_decode_backend": "tilelang", "kv_cache_dtype": "bfloat16"})  # fmt: skip
+    assert "sglang_serves_tilelang_fp8" not in {
+        c.rule for c in check_raw_fp8_rules(bf16.server, _at(tmp_path, "0.5.17"))
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "status", "words"),
+    [
+        ("0.5.16", "fail", "accepts --attention-backend dsa --dsa-prefill-backend tilelang"),
+        ("0.5.21", "fail", "SGLang 0.5.21 refuses"),
+        ("0.5.23", "ok", "its own _check_dsa_backend_constraints accepts the kernels"),
+        ("0.5.30", "warn", "not among the releases checked (0.5.11–0.5.23)"),
+    ],
+)
+def test_which_release_serves_tilelang_over_fp8(
+    tmp_path: Path, version: str, status: str, words: str
+) -> None:
+    cfg = server_config(tmp_path, GLM)
+    rule = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _at(tmp_path, version))}[
+        "sglang_serves_tilelang_fp8"
+    ]
+    assert rule.status == status and words in rule.message, rule.message
+
+
+def test_attention_cp_is_marked_as_the_seed_prs_rule(tmp_path: Path) -> None:
+    """No SGLang release checks attention context parallelism with the raw TileLang row (the live 0.5.17 refused
+    ``--attn-cp-size 2`` for the TileLang-FP8 reason alone; 0.5.23's own checks do not name it)."""
+    assert "attn" not in _live_refusal("attn_cp2_fp8_tilelang").lower()
+    cfg = server_config(tmp_path, {**GLM, "attn_cp_size": 2})
+    rule = {c.rule: c for c in check_raw_fp8_rules(cfg.server, _env(tmp_path, [H100]))}["raw_fp8_attn_cp"]
+    assert rule.status == "fail" and "the seed PR's rule: no SGLang release checks it" in rule.message
+
+
+def test_the_cli_refuses_the_release_configuration_on_0517_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evalpipe server preflight configs/sglang-gpu-dsa-tilelang-fp8.yaml`` as the GPU run calls it, with the
+    servers' environment holding SGLang 0.5.17: exit 2, one line naming the version, no traceback."""
+    import yaml
+
+    shipped = yaml.safe_load(
+        (ROOT / "configs" / "sglang-gpu-dsa-tilelang-fp8.yaml").read_text(encoding="utf-8")
+    )
+    env = _at(tmp_path, "0.5.17")
+    shipped["server"]["env"]["PYTHONPATH"] = env["PYTHONPATH"]
+    shipped["benchmarks"][0]["sampling"] = str(ROOT / "sampling-rules" / "demo" / "gsm8k.yaml")
+    shipped["benchmarks"][0]["source"] = {"local": str(ROOT / "evalpipe" / "selftest" / "data" / "gsm8k")}
+    shipped["model"]["chat_template"] = str(ROOT / "tools" / "gpu" / "sglang" / "smollm2_chat_template.jinja")
+    path = tmp_path / "tilelang-fp8.yaml"
+    path.write_text(yaml.safe_dump(shipped, sort_keys=False), encoding="utf-8")
+    monkeypatch.setenv("PATH", env["PATH"])
+    with pytest.raises(SystemExit) as exc:
+        main(["server", "preflight", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "SGLang 0.5.17 refuses --attention-backend dsa" in err and "Traceback" not in err
 
 
 # (c) model path, (d) port, (e) GPUs
@@ -192,18 +310,34 @@ def test_port_in_use_fails(tmp_path: Path) -> None:
         port = s.getsockname()[1]
         cfg = server_config(tmp_path, {**GLM, "port": port})
         with pytest.raises(PreflightError, match=f"--port {port} is already in use") as exc:
-            run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8))
+            run_preflight(
+                cfg,
+                cfg.server,
+                kind=server_kind(cfg.server.kind),
+                punkt_needed=None,
+                env=_env(tmp_path, [H100] * 8),
+            )
         assert list(_fails(exc)) == ["port_free"]
 
 
 def test_gpu_count_rules(tmp_path: Path) -> None:
     cfg = server_config(tmp_path, GLM)
     with pytest.raises(PreflightError, match="needs 8 GPU") as exc:
-        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 4))
+        run_preflight(
+            cfg,
+            cfg.server,
+            kind=server_kind(cfg.server.kind),
+            punkt_needed=None,
+            env=_env(tmp_path, [H100] * 4),
+        )
     assert "4 visible" in _fails(exc)["gpu_count"]
     with pytest.raises(PreflightError, match="CUDA_VISIBLE_DEVICES=0,1"):
         run_preflight(
-            cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8, CUDA_VISIBLE_DEVICES="0,1")
+            cfg,
+            cfg.server,
+            kind=server_kind(cfg.server.kind),
+            punkt_needed=None,
+            env=_env(tmp_path, [H100] * 8, CUDA_VISIBLE_DEVICES="0,1"),
         )
     nogpu = tmp_path / "nogpu"
     nogpu.mkdir()
@@ -212,7 +346,13 @@ def test_gpu_count_rules(tmp_path: Path) -> None:
     two_nodes = server_config(
         tmp_path, {**GLM, "tp_size": 16, "multi_node": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "h:1"}}
     )
-    report = run_preflight(two_nodes, two_nodes.server, kind=server_kind(two_nodes.server.kind), punkt_needed=None, env=_env(tmp_path, [H100] * 8))
+    report = run_preflight(
+        two_nodes,
+        two_nodes.server,
+        kind=server_kind(two_nodes.server.kind),
+        punkt_needed=None,
+        env=_env(tmp_path, [H100] * 8),
+    )
     assert _status(report, "gpu_count") == ["ok"]
 
 
@@ -222,7 +362,14 @@ def test_api_key_and_extra_args_rules(tmp_path: Path) -> None:
     with pytest.raises(PreflightError, match=r"--api-key.*EVALPIPE_PF_KEY"):
         run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env=env)
     assert _status(
-        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={**env, "EVALPIPE_PF_KEY": "k"}), "api_key"
+        run_preflight(
+            cfg,
+            cfg.server,
+            kind=server_kind(cfg.server.kind),
+            punkt_needed=None,
+            env={**env, "EVALPIPE_PF_KEY": "k"},
+        ),
+        "api_key",
     ) == ["ok"]
     cfg = server_config(tmp_path, {**GLM, "extra_args": ["--kv-cache-dtype", "bf16"]})
     with pytest.raises(
@@ -246,8 +393,17 @@ def test_punkt_tab_missing_warns_present_ok(tmp_path: Path, monkeypatch: pytest.
     assert report.ok and _status(report, "nltk_punkt_tab") == ["warn"]
     assert "nltk.downloader punkt_tab" in report.warnings[0].message
     monkeypatch.setattr(nltk.data, "path", [str(data)])
-    assert _status(run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed="IFEval", env={}), "nltk_punkt_tab") == ["ok"]
-    assert _status(run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={}), "nltk_punkt_tab") == []
+    assert _status(
+        run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed="IFEval", env={}),
+        "nltk_punkt_tab",
+    ) == ["ok"]
+    assert (
+        _status(
+            run_preflight(cfg, cfg.server, kind=server_kind(cfg.server.kind), punkt_needed=None, env={}),
+            "nltk_punkt_tab",
+        )
+        == []
+    )
 
 
 def test_endpoint_kind_skips_launch_rules(tmp_path: Path) -> None:

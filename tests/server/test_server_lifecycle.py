@@ -69,7 +69,7 @@ def test_launch_verify_stop(tmp_path: Path, fake_env: pytest.MonkeyPatch) -> Non
         v = handle.verification
         assert v is not None and v.verified
         assert v.description.startswith(
-            "KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 2, EP 2; MTP EAGLE"
+            "KV layout: fp8_e4m3 (row layout not stated), TileLang prefill/decode; TP 2, EP 2; MTP EAGLE"
         )
         assert v.description.endswith("— verified from server_info")
         assert v.seed_effective is False and v.server_version == "0.5.23"

@@ -472,12 +472,89 @@ def plan_sglang() -> int:
     return status
 
 
+# --- the DSA run: the same site tree and evalpipe's wheels, the DSA kernels cut over both calls; the model is
+# written on the device (tools/gpu/sglang/dsa_model.py), so nothing of it travels but its config
+SGLANG_DSA = GPU / "sglang" / "dsa.tar.xz"
+DSA_CALLS = (GPU / "dsa1", GPU / "dsa2")
+
+
+def balanced_cuts(tree: int, fixed: list[int], size: int) -> list[int]:
+    """Bytes of a file each call carries so that every call keeps the same room to spare (the working tree the
+    device tool sends grows between this plan and the call).  Exits when the calls cannot hold it all."""
+    rooms = [LIMIT - MARGIN - tree - f for f in fixed]
+    slack = sum(rooms) - size
+    if slack < 0 or min(rooms) < 0:
+        sys.exit(
+            f"payload: {size / MIB:.1f} MiB does not fit beside the rest in {len(fixed)} calls "
+            f"({max(sum(rooms), 0) / MIB:.1f} MiB of room)"
+        )
+    cuts = [max(room - slack // len(rooms), 0) for room in rooms]
+    cuts[-1] += size - sum(cuts)  # rounding, and what a call too full to share left over
+    return cuts
+
+
+def pack_dsa() -> None:
+    """``.gpu/dsa1`` (SGLang's site tree), ``.gpu/dsa2`` (evalpipe's wheels, SmolLM2's derived tokenizer), the
+    DSA kernels' tree (``pack.sh dsa``) cut across the two as room allows; each with a MANIFEST naming the
+    whole tree's sha256, checked on the device once the parts are joined."""
+    for need in (SGLANG_SITE, SGLANG_DSA):
+        if not need.is_file():
+            sys.exit(f"payload: {need} missing: run tools/gpu/sglang/pack.sh dsa")
+    for folder in DSA_CALLS:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+    first, second = DSA_CALLS
+    (first / SGLANG_SITE.name).write_bytes(SGLANG_SITE.read_bytes())
+    wheels = wheel_files()
+    print(f"packing {len(wheels)} wheels (stored, xz) …", flush=True)
+    pack_wheels(wheels, second / "wheels.tar.xz")
+    pack_tokenizer(second / "tokenizer.tar.xz")
+    tree = working_tree_bytes()
+    fixed = [sum(p.stat().st_size for p in f.iterdir()) for f in DSA_CALLS]
+    size = SGLANG_DSA.stat().st_size
+    cuts = balanced_cuts(tree, fixed, size)
+    with SGLANG_DSA.open("rb") as fh:
+        for n, (folder, cut) in enumerate(zip(DSA_CALLS, cuts, strict=True), start=1):
+            (folder / f"dsa.part{n}").write_bytes(fh.read(cut))
+    facts = {"dsa": f"{SGLANG_DSA.name} {sha256_of(SGLANG_DSA)} {size}"}
+    for folder in DSA_CALLS:
+        write_manifest(folder, facts)
+    plan_dsa()
+
+
+def plan_dsa() -> int:
+    """What each of the DSA run's staging calls carries and whether it fits; 0 when both do."""
+    tree = working_tree_bytes()
+    status = 0
+    for n, folder in enumerate(DSA_CALLS, start=1):
+        if not (folder / "MANIFEST").is_file():
+            print(f"call {n}: {folder} not packed (payload.py dsa-pack)")
+            status = 1
+            continue
+        status |= 0 if print_call(n, folder, tree) else 1
+    print("call 1: bash tools/gpu/sglang/stage.sh dsa-one   (carry [.gpu/dsa1]: SGLang's site tree, DSA kernels part 1)")
+    print(
+        "call 2: bash tools/gpu/sglang/stage.sh dsa-two && CONFIG=configs/sglang-gpu-dsa.yaml WAIT_S=420 "
+        "bash tools/gpu/sglang/run.sh   (carry [.gpu/dsa2], within 30 s)"
+    )
+    return status
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "command", choices=("plan", "pack", "check", "sglang-plan", "sglang-pack"), nargs="?", default="plan"
+        "command",
+        choices=("plan", "pack", "check", "sglang-plan", "sglang-pack", "dsa-plan", "dsa-pack"),
+        nargs="?",
+        default="plan",
     )
     args = ap.parse_args()
+    if args.command == "dsa-pack":
+        pack_dsa()
+        return 0
+    if args.command == "dsa-plan":
+        return plan_dsa()
     if args.command == "pack":
         pack()
         return 0

@@ -63,6 +63,44 @@ class KvCacheFacts(Row):
     source: str = Field(description="Where these facts were read (e.g. 'server log').")
 
 
+#: How a sparse-attention KV pool stores a token's row, as its size shows it: ``raw`` (FP8 values, no scales),
+#: ``scaled`` (FP8 values with per-block scales), ``bf16`` (BF16 values).
+KvRowLayout = Literal["raw", "scaled", "bf16"]
+#: Where the dense-prefill threshold was read: the server's log line, the server's environment, or the
+#: engine's default (the model's ``index_topk``).
+ThresholdSource = Literal["server log", "server env", "engine default (index_topk)"]
+
+
+class SparseAttentionFacts(Row):
+    """What a DSA (sparse-attention) server ran with, from its own words: the kernels its log names, the KV
+    row it allocated (bytes per token per layer, from the pool's size over its slots and the model's layers),
+    the page size, and the KV length up to which a prefill takes the dense path instead of the named kernel."""
+
+    prefill_kernel: str | None = Field(default=None, description="The prefill kernel the server's log names.")
+    decode_kernel: str | None = Field(default=None, description="The decode kernel the server's log names.")
+    kernels_evidence: str | None = Field(default=None, description="The server's own line naming them.")
+    page_size: int | None = Field(default=None, description="Tokens per KV page, as the server resolved it.")
+    kv_layout: KvRowLayout | None = Field(
+        default=None, description="The row layout the pool's size shows; None: the size matches no known row."
+    )
+    kv_bytes_per_token_layer: float | None = Field(
+        default=None, description="The pool's bytes per token per layer, the indexer's row taken off."
+    )
+    indexer_bytes_per_token_layer: int | None = Field(
+        default=None, description="The indexer cache's row (FP8 keys and one FP32 scale) taken off above."
+    )
+    kv_bytes_evidence: str | None = Field(
+        default=None, description="How the bytes were computed (which size, over how many slots and layers)."
+    )
+    dense_prefill_threshold: int | None = Field(
+        default=None,
+        description="A prefill whose KV length is at most this many tokens runs dense attention, not the "
+        "named prefill kernel (SGLang: SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD on SM90/SM100).",
+    )
+    dense_prefill_threshold_source: ThresholdSource | None = None
+    index_topk: int | None = Field(default=None, description="The model's index_topk (its config.json).")
+
+
 class CacheState(Row):
     """What the server had cached when evaluation began: a prefix (radix) cache reused across requests
     changes the numerics of a repeated prompt, so an A/A arm on a warm server is not a fresh one."""
@@ -78,7 +116,7 @@ class CacheState(Row):
 
 
 class ServerVerification(Artifact):
-    schema_version: int = 2
+    schema_version: int = 3  # 3: sparse_attention
     kind: ServerKind
     variant: str | None = None
     base_url: str
@@ -119,6 +157,11 @@ class ServerVerification(Artifact):
     kv_cache: KvCacheFacts | None = Field(
         default=None, description="The KV pool as allocated (dtype, capacity, FP8 scales); None: not stated."
     )
+    sparse_attention: SparseAttentionFacts | None = Field(
+        default=None,
+        description="A DSA server's kernels, KV row layout and bytes, page size and dense-prefill threshold as "
+        "it stated them; None: not a sparse-attention server (or nothing stated).",
+    )
     served_context_tokens: int | None = Field(
         default=None, description="Tokens one request may use, as the server resolved it (see its source)."
     )
@@ -131,7 +174,7 @@ class ServerVerification(Artifact):
     )
     description: str = Field(
         default="",
-        description='Human line for the report, e.g. "KV layout: fp8_e4m3 raw, TileLang prefill/decode — '
+        description='Human line for the report, e.g. "KV layout: fp8_e4m3 raw (576 B), TileLang prefill/decode — '
         'verified from server_info".',
     )
 

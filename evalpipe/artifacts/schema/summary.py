@@ -63,6 +63,8 @@ FindingCode = Literal[
     "dataset_drift",
     "server_not_verified",
     "fp8_kv_unscaled",
+    "fp8_kv_block_scaled",
+    "dsa_prefill_kernel_share",
     "secret_in_artifact",
     "replay_miss",
     "extended_run",
@@ -455,8 +457,9 @@ class SpeedSummary(Row):
 
 
 class Summary(Artifact):
-    schema_version: int = 6  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
-    # 4: the finding fp8_kv_unscaled; 5: the finding discordance_above_design; 6: numerics
+    schema_version: int = 7  # 2: explorer, reviews, speed_not_measured, fleet watch events; 3: speed.lead_workload;
+    # 4: the finding fp8_kv_unscaled; 5: the finding discordance_above_design; 6: the findings
+    # fp8_kv_block_scaled and dsa_prefill_kernel_share; 7: numerics
     run_id: str
     audited_at: str = Field(description="UTC ISO-8601")
     evalpipe_version: str

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
         LaunchRecord,
         PreflightCheck,
         ServerVerification,
+        SparseAttentionFacts,
+        VerifiedValue,
     )
     from evalpipe.config.models import RunConfig, ServerConfig
 
@@ -380,6 +382,23 @@ class Kind(ABC):
         """The dtype the KV pool must be allocated in for this config (checked against
         :meth:`kv_cache_facts`); None: nothing to check.  Default: None."""
         return None
+
+    def kernel_label(self, name: str) -> str:
+        """How the report names one of this kind's attention kernels (``tilelang`` → ``TileLang``).
+        Default: as given."""
+        return name
+
+    def sparse_attention(
+        self,
+        cfg: RunConfig,
+        server: ServerConfig,
+        info: Mapping[str, Any] | None,
+        log_path: Path | None,
+    ) -> tuple[SparseAttentionFacts | None, list[VerifiedValue]]:
+        """A sparse-attention server's kernels, KV row layout, page size and dense-prefill threshold as it
+        stated them (``info``: its ``/server_info``, None without one; ``log_path``: a launched server's log),
+        and the checks of them against the config.  Default: nothing stated, nothing checked."""
+        return None, []
 
     def prefix_cache(self, info: Mapping[str, Any]) -> Literal["on", "off"] | None:
         """Whether the server reuses cached prompt prefixes across requests, from its ``/server_info``

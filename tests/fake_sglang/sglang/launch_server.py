@@ -12,6 +12,12 @@ Behaviour switches (environment variables, so tests need not change the argv eva
   sglang-0.5.17-live/``: its ``/server_info`` with ``context_length`` null and ``max_req_input_len``, its
   ``/v1/models`` card with ``max_model_len``, its version) instead of the source-built 0.5.23 payload
 * ``FAKE_SGLANG_KV_STORAGE``     log this torch dtype for the KV pool instead of the one the flags give
+* ``FAKE_SGLANG_SHAPE=live-0.5.17-dsa`` a live 0.5.17 on the DSA path (``--attention-backend dsa``;
+  ``tests/fixtures/sglang-0.5.17-dsa-live/``): resolves as 0.5.17 does on an SM90 GPU — ``auto`` KV to
+  bfloat16, the page size to 64, unset kernels to ``flashmla_sparse``/``fa3`` (BF16) or ``flashmla_kv`` (FP8),
+  ``max_total_num_tokens`` — logs its DSA lines and the pool's ``KV size`` from the row each layout stores
+  (BF16 1,152 B, scaled FP8 656 B, plus the indexer's 132 B, per token per layer of the model's
+  ``num_hidden_layers``), and refuses TileLang + ``fp8_e4m3`` with 0.5.17's own ValueError (exit 1)
 
 ``/generate`` and chat ``logprobs`` answer in the live 0.5.17 shape (``sglang/logprobs.py``), deterministic per
 launch and moved by an ``fp8_*`` KV cache past the first 256-token chunk.
@@ -51,8 +57,24 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SERVER_INFO_FIXTURE = FIXTURES / "sglang-0.5.23-server_info-glm-fp8.json"
 LIVE_DIR = FIXTURES / "sglang-0.5.17-live"
 LIVE_SHAPE = "live-0.5.17"
+DSA_SHAPE = "live-0.5.17-dsa"
+DSA_DIR = FIXTURES / "sglang-0.5.17-dsa-live"
+#: 0.5.17's refusal of TileLang DSA kernels over an FP8 pool on CUDA (``_check_tilelang_dsa_fp8_kv``), verbatim.
+TILELANG_FP8_REFUSAL = (
+    "ValueError: The tilelang DSA prefill/decode kernels only support an fp8_e4m3 KV cache on ROCm/HIP; on CUDA "
+    "they require a bfloat16 KV cache. Use --kv-cache-dtype bfloat16 with the tilelang backend, or keep "
+    "--kv-cache-dtype fp8_e4m3 and pick an fp8-capable DSA backend (flashmla_kv on Hopper, trtllm on Blackwell)."
+)
+#: Bytes per token per layer of SGLang 0.5.17's DSA pools on CUDA: the MLA row by KV dtype, the indexer's row.
+DSA_ROW_BYTES = {"bfloat16": 1152, "fp8_e4m3": 656}
+DSA_INDEXER_BYTES = 132
 #: ``--kv-cache-dtype`` → the torch dtype SGLang allocates the pool in (``auto``: the model's --dtype).
-KV_TORCH = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+KV_TORCH = {
+    "fp8_e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
 
 _CHILD = """
 import os, signal, time
@@ -79,8 +101,12 @@ class FakeSglang(ModelServer):
         self.started = time.monotonic()
         self.startup_s = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
         self.counter = 0
-        self.live = os.environ.get("FAKE_SGLANG_SHAPE") == LIVE_SHAPE
-        shape = LIVE_DIR / "server_info-auto.json" if self.live else SERVER_INFO_FIXTURE
+        self.dsa = os.environ.get("FAKE_SGLANG_SHAPE") == DSA_SHAPE
+        self.live = self.dsa or os.environ.get("FAKE_SGLANG_SHAPE") == LIVE_SHAPE
+        if self.dsa:
+            shape = DSA_DIR / "server_info-bf16_tilelang.json"
+        else:
+            shape = LIVE_DIR / "server_info-auto.json" if self.live else SERVER_INFO_FIXTURE
         self.real_shape = json.loads(shape.read_text(encoding="utf-8"))
         if self.live:
             self.models_paths = ("/v1/models",)
@@ -103,6 +129,11 @@ class FakeSglang(ModelServer):
         info = json.loads(json.dumps(self.real_shape))
         for state in [info, *info["internal_states"]]:
             state.update(resolved)
+        if self.dsa:
+            pool = dsa_pool(self.args)
+            info["max_total_num_tokens"] = pool.tokens
+            for state in info["internal_states"]:
+                state["memory_usage"].update(kvcache=round(pool.gib, 3), token_capacity=pool.tokens)
         if not self.live:  # 0.5.17 reports no launch_command; its version is its own
             info["launch_command"] = " ".join(self.argv)
             info["version"] = __version__
@@ -207,6 +238,73 @@ def _completion_text(body: dict) -> str:
     return f"echo: {body.get('prompt', '')}"
 
 
+@dataclasses.dataclass(frozen=True)
+class DsaPool:
+    tokens: int
+    gib: float
+
+
+def _layers(args: ServerArgs) -> int:
+    try:
+        cfg = json.loads((Path(args.model_path) / "config.json").read_text(encoding="utf-8"))
+        return int(cfg.get("num_hidden_layers", 4))
+    except (OSError, ValueError):
+        return 4
+
+
+def dsa_pool(args: ServerArgs) -> DsaPool:
+    """The pool 0.5.17 allocates: ``max_total_tokens`` (else 131,072) tokens, one page more of slots."""
+    tokens = args.max_total_tokens or 131072
+    row = DSA_ROW_BYTES[args.kv_cache_dtype] + DSA_INDEXER_BYTES
+    return DsaPool(tokens, (tokens + 64) * _layers(args) * row / (1 << 30))
+
+
+def resolve_dsa(args: ServerArgs) -> None:
+    """What 0.5.17 resolves and logs for a DSA model on SM90 before it loads anything (``server_args.py``),
+    or its refusal (exit 1)."""
+    fp8 = args.kv_cache_dtype == "fp8_e4m3"
+    print("Setting page size to 64 for DeepSeek DSA.", flush=True)
+    args.page_size = 64
+    threshold = os.environ.get("SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD")
+    if threshold is not None:
+        print(
+            f"Dense attention kv len threshold is manually set to {threshold} for DSA. Caution: This may cause "
+            "performance regression if the threshold is larger than the index topk of model.",
+            flush=True,
+        )
+    if args.kv_cache_dtype == "auto":
+        print("Setting KV cache dtype to bfloat16 for DeepSeek DSA on SM9 device.", flush=True)
+        args.kv_cache_dtype = "bfloat16"
+    elif args.kv_cache_dtype == "bf16":
+        args.kv_cache_dtype = "bfloat16"
+    if fp8 and "tilelang" in (args.dsa_prefill_backend, args.dsa_decode_backend):
+        print("Traceback (most recent call last):", flush=True)
+        print(TILELANG_FP8_REFUSAL, flush=True)
+        raise SystemExit(1)
+    args.dsa_prefill_backend = args.dsa_prefill_backend or ("flashmla_kv" if fp8 else "flashmla_sparse")
+    args.dsa_decode_backend = args.dsa_decode_backend or ("flashmla_kv" if fp8 else "fa3")
+    print(
+        f"Set DSA backends for {args.kv_cache_dtype} KV Cache: prefill={args.dsa_prefill_backend}, "
+        f"decode={args.dsa_decode_backend}.",
+        flush=True,
+    )
+
+
+def log_dsa_pool(args: ServerArgs) -> None:
+    if args.kv_cache_dtype == "fp8_e4m3":
+        print(
+            "Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0. "
+            "This may lead to less accurate results!",
+            flush=True,
+        )
+    pool = dsa_pool(args)
+    dtype = KV_TORCH[args.kv_cache_dtype]
+    print(
+        f"KV Cache is allocated. dtype: torch.{dtype}, #tokens: {pool.tokens}, KV size: {pool.gib:.2f} GB",
+        flush=True,
+    )
+
+
 def log_kv_pool(args: ServerArgs) -> None:
     """SGLang's own lines about the pool (``srt/mem_cache/memory_pool.py``, ``load_model_utils.py``)."""
     if args.kv_cache_dtype == "fp8_e4m3":
@@ -221,7 +319,10 @@ def log_kv_pool(args: ServerArgs) -> None:
     model_dtype = "float16" if args.dtype in ("half", "float16") else "bfloat16"
     dtype = os.environ.get("FAKE_SGLANG_KV_STORAGE") or KV_TORCH.get(args.kv_cache_dtype, model_dtype)
     tokens = 2165893 if dtype.startswith("float8") else 1082946
-    print(f"KV Cache is allocated. dtype: torch.{dtype}, #tokens: {tokens}, K size: 11.62 GB, V size: 11.62 GB", flush=True)
+    print(
+        f"KV Cache is allocated. dtype: torch.{dtype}, #tokens: {tokens}, K size: 11.62 GB, V size: 11.62 GB",
+        flush=True,
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -232,7 +333,11 @@ def main(argv: list[str]) -> int:
             print(f"loading shard {i}/80", flush=True)
         print("RuntimeError: fake crash during model load", flush=True)
         return 3
-    log_kv_pool(args)
+    if os.environ.get("FAKE_SGLANG_SHAPE") == DSA_SHAPE and args.attention_backend in ("dsa", "nsa"):
+        resolve_dsa(args)
+        log_dsa_pool(args)
+    else:
+        log_kv_pool(args)
     ignore = bool(os.environ.get("FAKE_SGLANG_IGNORE_SIGTERM"))
     child = subprocess.Popen([sys.executable, "-c", _CHILD])
     print(f"scheduler child pid {child.pid}", flush=True)

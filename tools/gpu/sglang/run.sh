@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SGLang sign-off on the device machine, once tools/gpu/sglang/stage.sh has staged it:
 #
-#   bash tools/gpu/sglang/run.sh [start]   # validate, preflight, start `evalpipe run configs/sglang-gpu.yaml`
+#   bash tools/gpu/sglang/run.sh [start]   # validate, preflight, start `evalpipe run $CONFIG` (default
+#                                          # configs/sglang-gpu.yaml; the DSA run: configs/sglang-gpu-dsa.yaml)
 #                                          # in its own process session, wait up to WAIT_S (default 500 s)
 #   bash tools/gpu/sglang/run.sh wait      # a later call: wait again (the run goes on between calls while
 #                                          # the machine is warm), then collect
@@ -32,14 +33,16 @@ info() {
     "$py" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
     PYTHONPATH="$root/site" "$py" -c "import sglang, sgl_kernel, transformers, flashinfer; print('sglang', sglang.__version__, 'sgl_kernel', sgl_kernel.__version__, 'transformers (server)', transformers.__version__, 'flashinfer', flashinfer.__version__)" 2>&1 | tail -n 1
     "$py" -c "import evalscope, transformers, openai; print('evalscope', evalscope.__version__, 'transformers (evalpipe)', transformers.__version__, 'openai', openai.__version__)" 2>&1 | tail -n 1
-    echo "== model"; cat "$root/smollm2-bf16/model_source.json" 2>/dev/null; echo
+    echo "== model"; cat "$root/smollm2-bf16/model_source.json" "$root/glm-dsa-tiny/weights_source.json" 2>/dev/null; echo
+    echo "== the servers' DSA packages"; cat "$root/versions-dsa.txt" 2>/dev/null
     echo "== JIT warm-up"; tail -n 2 "$root"/jit-*.log 2>/dev/null
   } > "$root/info.txt" 2>&1
   keep "$root/info.txt"
 }
 
 start() {
-  [[ -f "$root/three.done" ]] || die "not staged: run tools/gpu/sglang/stage.sh one, two, three first"
+  [[ -f "$root/three.done" || -f "$root/dsa-two.done" ]] \
+    || die "not staged: run tools/gpu/sglang/stage.sh one, two, three (or dsa-one, dsa-two) first"
   info
   "$bin/evalpipe" config validate "$config"
   rm -f "$root/run.rc"

@@ -14,6 +14,17 @@
 #       tokenizer `gguf:smollm2`), and dequantised to the BF16 checkpoint SGLang serves
 #       (tools/gpu/sglang/dequant.py; $SGL_ROOT/smollm2-bf16/model_source.json says how).
 #
+# The DSA run (configs/sglang-gpu-dsa.yaml: a tiny GLM-5-class model on SGLang's DSA attention) stages in two
+# calls from tools/gpu/payload.py dsa-pack:
+#
+#   call 1, carry [.gpu/dsa1]:  bash tools/gpu/sglang/stage.sh dsa-one
+#       the same site tree → $SGL_ROOT/site; part 1 of the DSA kernels' tree kept.
+#   call 2, carry [.gpu/dsa2]:  bash tools/gpu/sglang/stage.sh dsa-two && CONFIG=configs/sglang-gpu-dsa.yaml bash tools/gpu/sglang/run.sh
+#       the DSA kernels' tree joined, checked against its sha256 and unpacked over the site tree (TileLang,
+#       z3's libz3, DeepGEMM, sglang-kernel's flashmla_ops); evalpipe and the tokenizer as in call 2 above;
+#       the model directory $SGL_ROOT/glm-dsa-tiny written (tools/gpu/sglang/dsa_model.py: config, SmolLM2's
+#       tokenizer, seeded random weights); every DSA kernel module imported once with the servers' path.
+#
 # SGLang lives only on the servers' PYTHONPATH (configs/sglang-gpu.yaml server.env): evalpipe and EvalScope
 # run on the image's python3 with their own pins, SGLang with its own (transformers 5.12.1, openai 2.6.1).
 set -euo pipefail
@@ -83,9 +94,58 @@ three() {
   log "call 3 staging done in $((SECONDS - t0)) s"
 }
 
+dsa_one() {
+  local c="$repo/.gpu/dsa1" t0=$SECONDS
+  verify_manifest "$c"
+  log "host: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -1)"
+  "$py" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  rm -rf "$root/site" "$root"/*.done && mkdir -p "$root/site"
+  xz -dc -T0 "$c/site.tar.xz" | tar -C "$root/site" -xf -
+  log "site tree unpacked ($(du -sh "$root/site" | cut -f1)) in $((SECONDS - t0)) s"
+  cp "$c/dsa.part1" "$root/dsa.part1"
+  PYTHONPATH="$root/site" "$py" -c "import sglang, sgl_kernel, transformers; print('sglang', sglang.__version__, 'sgl_kernel', sgl_kernel.__version__, 'transformers', transformers.__version__)"
+  touch "$root/dsa-one.done"
+  log "call 1 done in $((SECONDS - t0)) s: now call 2 at once (carry [.gpu/dsa2]): bash tools/gpu/sglang/stage.sh dsa-two && CONFIG=configs/sglang-gpu-dsa.yaml WAIT_S=420 bash tools/gpu/sglang/run.sh"
+}
+
+dsa_two() {
+  local c="$repo/.gpu/dsa2" t0=$SECONDS joined expect cache tok
+  [[ -f "$root/dsa-one.done" ]] || die "call 1's files are gone from $root (the machine was given back): start again from call 1 (dsa-one)"
+  verify_manifest "$c"
+  joined="$root/dsa.tar.xz"
+  cat "$root/dsa.part1" "$c/dsa.part2" > "$joined"
+  expect="$(awk '$1 == "dsa" {print $3}' "$c/MANIFEST")"
+  echo "$expect  $joined" | sha256sum --check --quiet - || die "joined DSA kernels' tree: sha256 is not $expect"
+  xz -dc -T0 "$joined" | tar -C "$root/site" -xf -
+  rm -f "$joined" "$root/dsa.part1"
+  log "DSA kernels unpacked over the site tree (sha256 $expect): $(du -sh "$root/site" | cut -f1)"
+  GPU_ROOT="$root" WHEELS_TAR="$c/wheels.tar.xz" bash "$repo/tools/gpu/setup.sh" python 2>&1 | tail -n 5
+  cache="$("$py" -c 'from evalpipe.tokenizer import cache_root; print(cache_root())')"
+  mkdir -p "$cache" && tar -xJf "$c/tokenizer.tar.xz" -C "$cache"
+  tok="$cache/$(tar -tJf "$c/tokenizer.tar.xz" | awk -F/ 'NR == 1 {print $1}')"
+  rm -rf "$root/glm-dsa-tiny"
+  "$py" "$repo/tools/gpu/sglang/dsa_model.py" "$root/glm-dsa-tiny" --tokenizer "$tok"
+  PYTHONPATH="$root/site" "$py" "$repo/tools/gpu/sglang/dsa_versions.py" > "$root/versions-dsa.txt" 2>&1 \
+    || { cat "$root/versions-dsa.txt"; die "a DSA kernel module does not import with the servers' path"; }
+  cat "$root/versions-dsa.txt"
+  keep "$root/versions-dsa.txt" "$root/glm-dsa-tiny/weights_source.json"
+  # the release configuration's kernels over an FP8 cache: evalpipe's preflight answers for the installed SGLang
+  local rc=0 bin
+  bin="$(dirname "$("$py" -c 'import sys; print(sys.executable)')")"
+  (cd "$repo" && "$bin/evalpipe" server preflight configs/sglang-gpu-dsa-tilelang-fp8.yaml) \
+    > "$root/preflight-tilelang-fp8.txt" 2>&1 || rc=$?
+  echo "exit $rc" >> "$root/preflight-tilelang-fp8.txt"
+  tail -n 3 "$root/preflight-tilelang-fp8.txt"
+  keep "$root/preflight-tilelang-fp8.txt"
+  touch "$root/dsa-two.done"
+  log "call 2 staging done in $((SECONDS - t0)) s"
+}
+
 case "${1:-}" in
   one) one ;;
   two) two ;;
   three) three ;;
-  *) echo "usage: bash tools/gpu/sglang/stage.sh one|two|three" >&2; exit 2 ;;
+  dsa-one) dsa_one ;;
+  dsa-two) dsa_two ;;
+  *) echo "usage: bash tools/gpu/sglang/stage.sh one|two|three|dsa-one|dsa-two" >&2; exit 2 ;;
 esac

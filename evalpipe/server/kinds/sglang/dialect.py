@@ -10,23 +10,26 @@ reports instead.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from evalpipe.server.kinds.base import Kind, engine_expectations, engine_head
+from evalpipe.server.kinds.sglang.dsa_facts import dsa_checks, dsa_facts, layout_words, prefill_words
 from evalpipe.server.kinds.sglang.flags import (
     KERNEL_NAMES,
     SERVER_INFO,
     extra_args_conflicts,
     resolved_expectations,
 )
-from evalpipe.server.kinds.sglang.settings import SglangSettings
+from evalpipe.server.kinds.sglang.settings import SglangSettings, sglang_settings
 from evalpipe.server.server_info import ServerInfoReader
 
 if TYPE_CHECKING:
-    from evalpipe.artifacts.schema.server import ServerVerification
+    from evalpipe.artifacts.schema.server import ServerVerification, SparseAttentionFacts, VerifiedValue
     from evalpipe.config.models import RunConfig, ServerConfig
 
 
@@ -49,6 +52,26 @@ class SglangServerInfo(Kind):
     def extra_args_conflicts(self, server: ServerConfig) -> list[tuple[str, str]]:
         return extra_args_conflicts(server)
 
+    def kernel_label(self, name: str) -> str:
+        return _kernel(name)
+
+    def sparse_attention(
+        self,
+        cfg: RunConfig,
+        server: ServerConfig,
+        info: Mapping[str, Any] | None,
+        log_path: Path | None,
+    ) -> tuple[SparseAttentionFacts | None, list[VerifiedValue]]:
+        """SGLang's DSA path as the server stated it (``evalpipe.server.kinds.sglang.dsa_facts``): the kernels
+        its log names and the KV row its pool's size shows, checked against the kernels and the raw or BF16
+        layout the config asks for; the dense-prefill threshold from its log, else the server's environment,
+        else SGLang's default (the model's ``index_topk``)."""
+        if info is None or info.get("engine"):
+            return None, []
+        st = sglang_settings(server)
+        facts = dsa_facts(info, log_path, cfg.model_path_for_server(), {**os.environ, **server.env})
+        return facts, dsa_checks(facts, server.kv_cache_dtype, st.dsa_prefill_backend, st.dsa_decode_backend)
+
     def describe_head(self, v: ServerVerification, info: Mapping[str, Any] | None) -> str:
         """The resolved KV layout, kernels, parallelism and MTP as SGLang reports them; another engine's own
         resolved settings; or, without ``/server_info``, the kind and URL."""
@@ -60,10 +83,11 @@ class SglangServerInfo(Kind):
 
 
 def layout_head(v: ServerVerification) -> str:
-    """E.g. ``KV layout: fp8_e4m3 raw, TileLang prefill/decode; TP 8, EP 4; MTP EAGLE``."""
-    kv = v.kv_cache_dtype or "?"
-    layout = f"{kv} raw" if kv.startswith("fp8_e4m3") or kv.startswith("fp8_e5m2") else kv
-    head = f"KV layout: {layout}"
+    """E.g. ``KV layout: fp8_e4m3 scaled FP8 (656 B), FlashMLA KV prefill/decode; page size 64; dense prefill
+    up to KV length 0 (server log); TP 1``: the row is named only where the server's pool size showed it (a DSA
+    server's; ``evalpipe.server.kinds.sglang.dsa_facts``), never inferred from the dtype."""
+    sparse = v.sparse_attention
+    head = f"KV layout: {layout_words(v.kv_cache_dtype, sparse)}"
     p, d = v.dsa_prefill_backend, v.dsa_decode_backend
     if p or d:
         if p == d:
@@ -72,6 +96,7 @@ def layout_head(v: ServerVerification) -> str:
             head += f", {_kernel(p)} prefill, {_kernel(d)} decode"
     elif v.attention_backend:
         head += f", {v.attention_backend} attention"
+    head += prefill_words(sparse)
     par = [f"TP {v.tp_size}"] if v.tp_size is not None else []
     if v.ep_size is not None and v.ep_size > 1:
         par.append(f"EP {v.ep_size}")

@@ -83,6 +83,37 @@ parser.parse_args(argv)
 print(json.dumps({"importable": True, "ok": True}))
 """
 
+# SGLang's own DSA backend check, called as its argument resolution calls it (``srt/arg_groups/overrides.py``:
+# 0.5.22+ ``_check_dsa_backend_constraints``, 0.5.17-0.5.21 ``_check_tilelang_dsa_fp8_kv``), with the kernels
+# and KV dtype of the config.  A ValueError is SGLang's refusal, verbatim; any other exception means the check
+# could not finish here (0.5.23's SM check asks the GPU).
+_DSA_CHECK = r"""
+import inspect, json, sys
+a = json.loads(sys.stdin.read())
+out = {"function": None, "refused": None, "error": None}
+try:
+    import sglang.srt.arg_groups.overrides as o
+except BaseException as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"
+    print(json.dumps(out))
+    sys.exit(0)
+fn = getattr(o, "_check_dsa_backend_constraints", None) or getattr(o, "_check_tilelang_dsa_fp8_kv", None)
+if fn is None:
+    out["error"] = "no DSA backend check in sglang.srt.arg_groups.overrides"
+else:
+    out["function"] = fn.__name__
+    kw = {"hip": a["hip"]}
+    if "dcp_size" in inspect.signature(fn).parameters:
+        kw["dcp_size"] = a["dcp_size"]
+    try:
+        fn(a["kv"], a["prefill"], a["decode"], **kw)
+    except ValueError as exc:
+        out["refused"] = str(exc)
+    except BaseException as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
 #: What ``provenance.json`` records of an SGLang server's environment: SGLang and the kernels and libraries
 #: it runs on.
 DEFAULT_PACKAGES = (
@@ -181,3 +212,43 @@ def dry_parse(
     return DryParse(
         importable=True, ok=False, error=f"SGLang's argument parser could not run: {tail}", inconclusive=True
     )
+
+
+@dataclass(frozen=True)
+class DsaCheck:
+    """SGLang's own DSA backend check on the config's kernels: which function answered, its refusal (verbatim),
+    or why it could not be called or finish here."""
+
+    function: str | None
+    refused: str | None
+    error: str | None
+
+
+def sglang_dsa_check(
+    env: Mapping[str, str] | None,
+    kv_cache_dtype: str,
+    prefill: str | None,
+    decode: str | None,
+    *,
+    hip: bool,
+    dcp_size: int,
+    timeout: float = 300,
+) -> DsaCheck:
+    """Call the installed SGLang's DSA backend check in a child with the server's environment."""
+    args = {"kv": kv_cache_dtype, "prefill": prefill, "decode": decode, "hip": hip, "dcp_size": dcp_size}
+    proc = subprocess.run(
+        [sys.executable, "-c", _DSA_CHECK],
+        input=json.dumps(args),
+        env=dict(env) if env is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    last = (proc.stdout or "").strip().splitlines()[-1:] or [""]
+    try:
+        data = json.loads(last[0])
+    except json.JSONDecodeError:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return DsaCheck(None, None, f"the check could not run: {tail[0]}")
+    return DsaCheck(data.get("function"), data.get("refused"), data.get("error"))

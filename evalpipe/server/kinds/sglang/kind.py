@@ -101,7 +101,7 @@ class SglangKind(SglangServerInfo):
         argv = self.argv(cfg, server, engine_version=probe.version, resolve_secrets=False)
         checks = check_parser_names(cfg, probe)
         checks += check_dry_parse(probe.importable, probe.error, argv, env)
-        checks += check_raw_fp8_rules(server, env)
+        checks += check_raw_fp8_rules(server, env, probe)
         checks += rules.check_model_path(cfg)
         checks += check_gpus(server, env)
         checks += rules.check_port(server)

@@ -1,6 +1,7 @@
 """What SGLang's own log says about its KV cache, which ``/server_info`` does not.
 
-``/server_info`` reports ``kv_cache_dtype`` as the flag was given (``"auto"``, ``"fp8_e4m3"``), not the dtype
+``/server_info`` reports ``kv_cache_dtype`` as the flag was given (``"auto"``, ``"fp8_e4m3"``) — except on the
+DSA path, where it is the dtype SGLang resolved (``"bfloat16"`` for ``auto`` on SM90) — never the torch dtype
 the pool was allocated in, and nothing about FP8 scaling factors.  The launched server's log does, in lines
 that read the same in SGLang 0.5.17 and 0.5.23 (``srt/mem_cache/memory_pool.py``,
 ``srt/model_executor/model_runner_components/load_model_utils.py``; seen live with 0.5.17):
@@ -8,7 +9,9 @@ that read the same in SGLang 0.5.17 and 0.5.23 (``srt/mem_cache/memory_pool.py``
 * ``KV Cache is allocated. dtype: torch.float8_e4m3fn, #tokens: 2165893, K size: 11.62 GB, V size: 11.62 GB``
   — the storage dtype and the pool's capacity in tokens;
 * ``Using FP8 KV cache but no scaling factors provided. Defaulting to scaling factors of 1.0.`` — an
-  ``fp8_e4m3`` cache without ``--quantization-param-path``: every K/V value is cast to FP8 unscaled;
+  ``fp8_e4m3`` cache without ``--quantization-param-path``: no per-tensor k/v scales.  Over a pool whose rows
+  carry no scales of their own every K/V value is cast to FP8 at 1.0; SGLang prints the same line over the DSA
+  path's scaled FP8 row (per-block scales in every row), which ``dsa_facts`` tells apart by the pool's size;
 * ``Loaded KV cache scaling factors from PATH`` — scales read from a file.
 
 Only a server evalpipe launched has a log here; an attached one leaves these facts unknown (None).

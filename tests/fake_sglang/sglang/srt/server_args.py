@@ -77,6 +77,9 @@ class ServerArgs:
     quantization_param_path: str | None = None
     log_level: str = "info"
     page_size: int | None = None
+    max_running_requests: int | None = None
+    max_total_tokens: int | None = None
+    random_seed: int | None = None
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -108,7 +111,9 @@ class ServerArgs:
         parser.add_argument("--trust-remote-code", action="store_true")
         parser.add_argument("--mem-fraction-static", type=float)
         parser.add_argument("--context-length", type=int)
-        parser.add_argument("--dtype", default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
+        parser.add_argument(
+            "--dtype", default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"]
+        )
         parser.add_argument("--chunked-prefill-size", type=int)
         parser.add_argument("--sampling-backend", choices=["flashinfer", "pytorch", "ascend"])
         parser.add_argument("--grammar-backend", choices=["xgrammar", "outlines", "llguidance", "none"])
@@ -118,6 +123,9 @@ class ServerArgs:
         parser.add_argument("--quantization-param-path")
         parser.add_argument("--log-level", default="info")
         parser.add_argument("--page-size", type=int)
+        parser.add_argument("--max-running-requests", type=int)
+        parser.add_argument("--max-total-tokens", type=int)
+        parser.add_argument("--random-seed", type=int)
         # like SGLang: choices are "auto" plus the names of the dependency-free name modules
         parser.add_argument("--reasoning-parser", choices=["auto", *REASONING_PARSER_NAMES])
         parser.add_argument("--tool-call-parser", choices=["auto", *TOOL_CALL_PARSER_NAMES])
