@@ -37,7 +37,7 @@ def main() -> None:
     cfg = load_config(CONFIG)
     seq = cfg.generation.sequential
     assert seq is not None and seq.pilot is not None
-    rule = PilotRule(seq.pilot.share, seq.pilot.threshold, seq.pilot.attempts)
+    rule = PilotRule(**seq.pilot.model_dump())
     names = list(UNITS)
     budget = {"competition_math": 65536, "gpqa_diamond": 32768, "kv_probe": 4096}
     blocks = []

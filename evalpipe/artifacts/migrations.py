@@ -117,6 +117,13 @@ STEPS: tuple[Step, ...] = (
         "repeats (no internal pilot existed).",
     ),
     Step(
+        "PilotDecision",
+        1,
+        "v2: the pilot's agreement units (asked twice), their within-unit sums, the within share and the "
+        "effective ratio; attempts chosen as the fewest that reach the threshold. Defaults: a v1 pilot asked no "
+        "unit twice and measured no split, which is what it did.",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "

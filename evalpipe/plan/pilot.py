@@ -63,7 +63,7 @@ def pilot_lines(cfg: RunConfig, blocks: list[PilotInput], cases: list[PilotCase]
     seq = cfg.generation.sequential
     if seq is None or seq.pilot is None or not blocks:
         return []
-    rule = PilotRule(seq.pilot.share, seq.pilot.threshold, seq.pilot.attempts)
+    rule = PilotRule(**seq.pilot.model_dump())
     arms = max(1, len(cfg.variants))
     designs = [
         PilotBlockDesign(b.name, GateDesign(b.n, b.margin_pts, seq.alpha, 1.0), b.accuracy, b.tokens_per_attempt)
