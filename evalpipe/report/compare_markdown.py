@@ -42,7 +42,10 @@ def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> s
     if check.temperature is not None:
         same += f" at temperature {check.temperature:g}"
         if check.temperature == 0:
-            same += " (greedy: identical attempts expected)"
+            same += (
+                " (greedy): a sample whose attempts are identical gained nothing from them — its disagreement is "
+                "between samples, which attempts do not average"
+            )
     return f"{seeds}; {same}"
 
 

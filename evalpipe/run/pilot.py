@@ -23,6 +23,7 @@ from evalpipe.clock import utc_now
 from evalpipe.config.models import RunConfig
 from evalpipe.run.sequential_stop import SequentialStopper, arm_for, dropped_entries
 from evalpipe.stats.pilot_rule import PilotCounts, PilotRule
+from evalpipe.stats.pilot_rule import decide as pooled_choice
 
 
 def read_decision(rundir: RunDir) -> PilotDecision | None:
@@ -45,11 +46,11 @@ def decide(cfg: RunConfig, root: RunDir, manifest: Manifest, index_map: IndexMap
     )
     rule = PilotRule(**seq.pilot.model_dump())
     blocks: list[PilotBlock] = []
-    pooled = PilotCounts(0, 0, 0.0, 0, 0.0, 0.0)
+    measured: list[PilotCounts] = []
     for name, block in stopper.blocks.items():
         accuracy = cfg.design[name].accuracy
         counts, crossed = stopper.pilot_counts(name, accuracy)
-        pooled = pooled + counts
+        measured.append(counts)
         blocks.append(
             PilotBlock(
                 block=name,
@@ -67,7 +68,7 @@ def decide(cfg: RunConfig, root: RunDir, manifest: Manifest, index_map: IndexMap
                 within_squares=counts.within_squares,
             )
         )
-    attempts = rule.attempts_after(pooled)
+    pooled, attempts = pooled_choice(rule, measured)
     decision = PilotDecision(
         test=arm.test,
         control=arm.control,

@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalpipe.stats.operating import CHUNK_PATHS, GateDesign, gate_codes, unit_probabilities
-from evalpipe.stats.pilot_rule import PilotCounts, PilotRule, chance_discordance
+from evalpipe.stats.pilot_rule import PilotCounts, PilotRule, chance_discordance, decide
 
 __all__ = [
     "PilotBlockDesign",
@@ -170,7 +170,7 @@ def simulate_pilot(
                 )
             in_pilot.append(early)
         # the run's own decision (``evalpipe.run.pilot.decide``): the blocks' counts pooled, then the rule
-        chosen = np.array([rule.attempts_after(sum(c[1:], c[0])) for c in counts], dtype=np.int64)
+        chosen = np.array([decide(rule, c)[1] for c in counts], dtype=np.int64)
         fired_all.append(chosen)
         for b, (block, a) in enumerate(zip(blocks, attempts, strict=True)):
             n, k_pilot = block.design.n, rule.pilot_units(block.design.n)

@@ -27,6 +27,7 @@ nothing is bought.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -123,6 +124,15 @@ class PilotRule:
                 return k
         optimistic = self.effective_ratio(counts, self.attempts, standard_errors=1.0)
         return self.attempts if optimistic is not None and optimistic <= self.threshold else 1
+
+
+def decide(rule: PilotRule, blocks: Sequence[PilotCounts]) -> tuple[PilotCounts, int]:
+    """The one decision of a run: every block's pilot pooled (the blocks share one choice of attempts), and the
+    rule on the pool — the run's (``evalpipe.run.pilot``) and every simulated path's (``evalpipe.stats.pilot``)."""
+    pooled = PilotCounts(0, 0, 0.0, 0, 0.0, 0.0)
+    for counts in blocks:
+        pooled = pooled + counts
+    return pooled, rule.attempts_after(pooled)
 
 
 def chance_discordance(accuracy: float) -> float:

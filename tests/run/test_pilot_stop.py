@@ -16,14 +16,17 @@ from helpers.config import config_data, entry
 from helpers.stopper import Recorder, index_map
 from pydantic import ValidationError
 
+from evalpipe.artifacts import RunDir, read_model
 from evalpipe.artifacts.schema.evalscope import IndexMap
+from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.pilot import PilotBlock, PilotDecision
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.protocol import Sample
 from evalpipe.evalscope_bridge.scheduling import SequenceGate
-from evalpipe.run.pilot import statement
+from evalpipe.run.pilot import decide, statement
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper, in_run_order
 from evalpipe.stats.pilot import PilotCounts, PilotRule
+from evalpipe.stats.pilot_rule import decide as pooled_choice
 
 SEED = 11
 BENCH = "gsm8k"
@@ -154,6 +157,54 @@ def test_the_pilot_is_sent_first_its_counts_decide_and_the_rest_is_asked_the_dec
     for attempt in (1, 2):
         _answer(resumed, order[K : K + 1], right=True, attempt=attempt)
     assert len(resumed._values(resumed.blocks[BENCH], "control")) == K + 1
+
+
+def _send_pilot(tmp_path: Path, cfg: RunConfig, variant: str, wrong: set[int], units: int = K) -> None:
+    """``variant``'s arm sends its first ``units`` pilot units (both attempts of those asked twice), wrong on
+    the units numbered in ``wrong`` (in the block's order), right on the others."""
+    imap = _index_map()
+    order = in_run_order(SEED, BENCH, ((e.subset, e.index, e.source_id) for e in imap.entries))
+    arm = SequentialStopper(_arm(tmp_path, variant), cfg, SEED, imap)
+    arm.begin(BENCH)
+    for unit in range(units):
+        for attempt in range(2 if unit < TWICE else 1):
+            _answer(arm, order[unit : unit + 1], right=unit not in wrong, attempt=attempt)
+    arm.finish(BENCH)
+
+
+def test_the_chance_level_counts_the_judged_units_only(tmp_path: Path) -> None:
+    """The pilot's expected discordance is Σ judged × 2p(1 − p): a unit the test arm has not answered is not
+    judged, and counting it would lower R (and the attempts it buys)."""
+    cfg = RunConfig.model_validate(_data())
+    _send_pilot(tmp_path, cfg, "control", wrong=set())
+    _send_pilot(tmp_path, cfg, "test", wrong={0, 4}, units=6)
+    counts, crossed = SequentialStopper(_arm(tmp_path, ""), cfg, SEED, _index_map()).pilot_counts(BENCH, 0.8)
+    assert crossed is None and (counts.judged, counts.discordant, counts.paired) == (6, 2, TWICE)
+    assert counts.expected == pytest.approx(6 * 2 * 0.8 * 0.2)
+
+
+def test_the_decision_pairs_the_test_arm_with_the_control_not_its_aa_repeat(tmp_path: Path) -> None:
+    """Three arms: the A/A repeat ("again") disagrees with the control on half the pilot, the test arm never:
+    the decision reads the test and control arms only — nothing differs, one attempt."""
+    cfg = RunConfig.model_validate(_data())
+    _send_pilot(tmp_path, cfg, "control", wrong=set())
+    _send_pilot(tmp_path, cfg, "test", wrong=set())
+    _send_pilot(tmp_path, cfg, "again", wrong={0, 1, 2, 3, 4})
+    decision = decide(cfg, RunDir(tmp_path), Manifest(seed=SEED, benchmarks=[], entries=[]), _index_map())
+    assert (decision.test, decision.control) == ("test", "control")
+    assert (decision.discordant, decision.attempts) == (0, 1)
+    assert read_model(RunDir(tmp_path).pilot, PilotDecision) == decision
+
+
+def test_the_blocks_share_one_decision_on_their_pooled_pilot() -> None:
+    """One block above the threshold, one far below: pooled, R = 0.4 ≤ 0.65 — one attempt for both, though the
+    first alone (R 1.0, all of it within a unit) would buy two."""
+    rule = PilotRule(0.3, 0.65, 4, 0.35)
+    noisy = PilotCounts(10, 4, 4.0, 4, 2.0, 2.0)
+    quiet = PilotCounts(90, 4, 16.0, 30, 0.0, 0.0)
+    assert rule.attempts_after(noisy) == 2 and rule.attempts_after(quiet) == 1
+    pooled, attempts = pooled_choice(rule, [noisy, quiet])
+    assert pooled == PilotCounts(100, 8, 20.0, 34, 2.0, 2.0) and pooled.ratio == 0.4 and attempts == 1
 
 
 def test_the_gate_refuses_an_attempt_a_row_is_not_asked_at_once() -> None:

@@ -105,3 +105,33 @@ def test_at_chance_discordance_the_sensitive_sign_off_passes_a_good_release_and_
     assert argued.tokens(blocks) < zero.tokens(blocks)
     miss = simulate_pilot(blocks, RULE, _psi(1.0, blocks), [0.0, 0.15, 0.0], paths=PATHS, seed=13)
     assert miss.p_pass() <= 0.01  # GPQA at #22671's −15 points, the others unchanged
+
+
+def test_the_chosen_attempts_go_to_the_units_after_the_pilot_only() -> None:
+    """A margin too tight for the e-processes to cross in 40 units but by chance: every arm sends every unit, so
+    a path spends K + m + (n − K) × k attempts per arm — the pilot's units at one attempt (its first m at two),
+    whatever the rule chose for the rest — and less only where a chance crossing stopped it."""
+    rule = PilotRule(0.25, 0.5, 3, 0.4)
+    block = PilotBlockDesign("b", GateDesign(40, 0.5, ALPHA, 1.0), 0.8)
+    out = simulate_pilot([block], rule, [0.6], [0.0], paths=200, seed=3, arms=3)
+    k_pilot, m = rule.pilot_units(40), rule.agreement_units(rule.pilot_units(40))
+    assert (k_pilot, m) == (10, 4) and set(np.unique(out.chosen)) >= {1, 2}  # both choices occur
+    per_arm = k_pilot + m + (40 - k_pilot) * out.chosen
+    assert np.all(out.attempts[0] <= 3.0 * per_arm) and np.mean(out.attempts[0] == 3.0 * per_arm) > 0.95
+
+
+def test_attempts_of_one_unit_that_repeat_themselves_are_measured_and_not_bought() -> None:
+    """At 2p(1 − p): attempts that disagree independently (ρ = 0) are bought and the sign-off reaches 0.95; attempts
+    that repeat themselves (ρ = 1) are never bought — the pilot's pairs all agree — and the spend is the
+    one-attempt design's plus the pilot's second attempts."""
+    blocks = _blocks()
+    psi = _psi(1.0, blocks)
+    independent = simulate_pilot(blocks, RULE, psi, [0.0] * 3, paths=PATHS, seed=21)
+    assert independent.p_pass() >= 0.95 and independent.fired.mean() > 0.85
+    repeated = simulate_pilot(blocks, RULE, psi, [0.0] * 3, paths=PATHS, seed=21, correlation=1.0)
+    assert not repeated.fired.any()
+    extra = sum(
+        3 * RULE.agreement_units(RULE.pilot_units(b.design.n)) * b.tokens_per_attempt for b in blocks
+    )  # the pilot's second attempts in three arms, at most
+    assert repeated.tokens(blocks) <= independent.tokens(blocks) / 1.5
+    assert 0.70 <= repeated.p_pass() <= 0.82 and extra > 0  # the one-attempt design's 0.77 at ratio 1
