@@ -430,7 +430,9 @@ def plan_operating_lines(
         lines += [row_line(r, drop) for r in block_rows]
         plans[name] = BlockPlan(name, block_designs(cfg, name, n, k), block.population)
         if name in cfg.design and margin is not None:
-            piloted.append(PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt))
+            piloted.append(
+                PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt)
+            )
             pilot_cases.append(cases)
     lines += signoff_lines(rows, drops)
     lines += reach_lines(rows, plans)
@@ -444,7 +446,9 @@ def _pilot(cfg: RunConfig, piloted: list[PilotInput], cases: list[list[Discordan
     labels = [c.label for c in cases[0]] if cases else []
     if not all([c.label for c in x] == labels for x in cases):
         return []
-    return pilot_lines(cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)])
+    return pilot_lines(
+        cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)]
+    )
 
 
 def _input_per_sample(measured: float | None, is_measured: bool, block: object) -> tuple[float | None, str]:
@@ -522,9 +526,8 @@ def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]
     out = [
         f"  the target: the sign-off's P(pass | no regression) ≥ {SIGNOFF_TARGET:g} at every discordance up to 2p(1-p), "
         f"≥ {share:.3f} per block ({items[0].blocks})",
-        "  where it falls short, what would reach it (k attempts: only if attempts of one unit disagree "
-        "independently, ρ = 0; at ρ = 1 — greedy answers that repeat themselves — attempts reach nothing and only "
-        "units do; an internal pilot measures ρ)",
+        "  where it falls short, what would reach it (k attempts: only if a unit's attempts disagree "
+        "independently, ρ = 0; at ρ = 1 only units)",
     ]
     for s in short:
         out.append(f"    {s.kind}, {s.label}: the sign-off reaches {s.at_zero:.3f}")
@@ -546,5 +549,7 @@ def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]
                 if attempts is not None
                 else f"more than {REACH_ATTEMPTS} attempts per unit"
             )
-            out.append(f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}")
+            out.append(
+                f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}"
+            )
     return out

@@ -7,7 +7,7 @@ with no regression, at −margin (that block at its margin, the others unchanged
 sign-off's P(pass | no regression), its worst one-block-at-−margin and its single-block miss; how often the rule
 chose more attempts; the expected output tokens in turn (the pilot, then the remainder at the chosen attempts:
 the control whole unless the pilot crossed, the other arms to the stop).  The figures assume attempts of one
-unit disagree independently (ρ = 0, ``assumption_line``); beside them the same sign-off when they repeat
+unit disagree independently (ρ = 0, ``assumption_lines``); beside them the same sign-off when they repeat
 themselves (ρ = 1), where the run's measurement of ρ keeps one attempt.
 """
 
@@ -42,13 +42,14 @@ def _simulated(
     )
 
 
-def assumption_line() -> str:
+def assumption_lines() -> list[str]:
     """What the pilot's figures assume about attempts of one unit, and what the run measures instead."""
-    return (
+    return [
         "    assumed: attempts of one unit disagree independently (ρ = 0: the disagreement is within a unit, and "
-        "attempts average it); the run measures ρ on the pilot's units asked twice and buys attempts only where "
-        "they reach the threshold — at ρ = 1 (greedy decoding repeating itself) they buy nothing and are not bought"
-    )
+        "attempts average it);",
+        "    the run measures ρ on the pilot's units asked twice and buys attempts only where they reach the "
+        "threshold (at ρ = 1 they average nothing)",
+    ]
 
 
 @dataclass(frozen=True)
@@ -80,14 +81,17 @@ def pilot_lines(cfg: RunConfig, blocks: list[PilotInput], cases: list[PilotCase]
     rule = PilotRule(**seq.pilot.model_dump())
     arms = max(1, len(cfg.variants))
     designs = [
-        PilotBlockDesign(b.name, GateDesign(b.n, b.margin_pts, seq.alpha, 1.0), b.accuracy, b.tokens_per_attempt)
+        PilotBlockDesign(
+            b.name, GateDesign(b.n, b.margin_pts, seq.alpha, 1.0), b.accuracy, b.tokens_per_attempt
+        )
         for b in blocks
     ]
     out = [
         f"  internal pilot: each gated block's first {rule.share:g} of units at 1 attempt ({rule.agreement:g} of them "
-        f"at 2, to measure how far attempts of one unit agree); the rest at the fewest attempts ≤ {rule.attempts} "
-        f"that bring the block's noise to {rule.threshold:g} × Σ 2p(1−p), else 1 ({PILOT_PATHS} joint paths)",
-        assumption_line(),
+        f"at 2: how far attempts of one unit agree);",
+        f"    the rest at the fewest attempts ≤ {rule.attempts} that bring the block's noise to {rule.threshold:g} × "
+        f"Σ 2p(1−p), else 1 ({PILOT_PATHS} joint paths)",
+        *assumption_lines(),
     ]
     for i, case in enumerate(cases):
         seed = PILOT_SEED + 1000 * i
