@@ -27,7 +27,7 @@ import numpy as np
 
 from evalpipe.config.loader import load_config
 from evalpipe.stats.operating import GateDesign, gate_codes, unit_probabilities
-from evalpipe.stats.pilot import PilotBlockDesign, PilotRule, chance_discordance, simulate_pilot
+from evalpipe.stats.pilot import AttemptModel, PilotBlockDesign, PilotRule, chance_discordance, simulate_pilot
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "glm-fp8-sensitive.yaml"
 UNITS = {"competition_math": 153, "gpqa_diamond": 198, "kv_probe": 288}
@@ -88,7 +88,7 @@ def main() -> None:
             for rho in RHOS:
                 point += 1
                 seed = SEED + 100 * point
-                kw = {"paths": args.paths, "arms": ARMS, "correlation": rho, "drift": drift}
+                kw = {"paths": args.paths, "arms": ARMS, "model": AttemptModel(rho, drift)}
                 zero = simulate_pilot(blocks, rule, psi, [0.0] * len(blocks), seed=seed, **kw)  # type: ignore[arg-type]
                 worst = (0.0, "")
                 for b, block in enumerate(blocks):

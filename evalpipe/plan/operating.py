@@ -430,9 +430,7 @@ def plan_operating_lines(
         lines += [row_line(r, drop) for r in block_rows]
         plans[name] = BlockPlan(name, block_designs(cfg, name, n, k), block.population)
         if name in cfg.design and margin is not None:
-            piloted.append(
-                PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt)
-            )
+            piloted.append(PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt))
             pilot_cases.append(cases)
     lines += signoff_lines(rows, drops)
     lines += reach_lines(rows, plans)
@@ -446,9 +444,7 @@ def _pilot(cfg: RunConfig, piloted: list[PilotInput], cases: list[list[Discordan
     labels = [c.label for c in cases[0]] if cases else []
     if not all([c.label for c in x] == labels for x in cases):
         return []
-    return pilot_lines(
-        cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)]
-    )
+    return pilot_lines(cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)])
 
 
 def _input_per_sample(measured: float | None, is_measured: bool, block: object) -> tuple[float | None, str]:
@@ -549,7 +545,5 @@ def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]
                 if attempts is not None
                 else f"more than {REACH_ATTEMPTS} attempts per unit"
             )
-            out.append(
-                f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}"
-            )
+            out.append(f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}")
     return out

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from evalpipe.config.models import RunConfig
 from evalpipe.stats.operating import GateDesign
-from evalpipe.stats.pilot import PilotBlockDesign, PilotOutcome, PilotRule, simulate_pilot
+from evalpipe.stats.pilot import AttemptModel, PilotBlockDesign, PilotOutcome, PilotRule, simulate_pilot
 
 #: Paths per point (Monte-Carlo SE ≤ 0.011, ≤ 0.004 near 0.97); seeded as the plan's other simulations.
 PILOT_PATHS = 2000
@@ -38,7 +38,14 @@ def _simulated(
     """``simulate_pilot`` remembered per process (a pure function of its arguments, seeded): the plan's lines
     and its callers ask for the same points again."""
     return simulate_pilot(
-        designs, rule, discordances, drops, paths=PILOT_PATHS, seed=seed, arms=arms, correlation=correlation
+        designs,
+        rule,
+        discordances,
+        drops,
+        paths=PILOT_PATHS,
+        seed=seed,
+        arms=arms,
+        model=AttemptModel(correlation),
     )
 
 

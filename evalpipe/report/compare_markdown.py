@@ -184,7 +184,7 @@ def _block_notes(result: CompareResult, b: PairedBenchmark) -> list[str]:
     said = power_sentences(b)
     if b.paired_ci_low is not None and b.paired_ci_high is not None:
         said.append(
-            f"descriptive, not the gate's: Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, "
+            f"Bonett–Price 95 % interval (descriptive) [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, "
             f"{fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, {b.paired_test} p = {b.paired_p:.3g}"
         )
     if said:

@@ -98,6 +98,24 @@ class PilotOutcome:
         return sum(float(a.mean()) * b.tokens_per_attempt for a, b in zip(self.attempts, blocks, strict=True))
 
 
+@dataclass(frozen=True)
+class AttemptModel:
+    """How the attempts of one unit relate (``simulate_pilot``).  ``correlation`` ρ: each unit, with probability
+    ρ, answers every attempt as its first (a server that repeats itself: greedy decoding on a warm cache), else
+    draws them independently — the correlation of two attempts' differences is ρ and each attempt keeps the
+    three-point law.  ``drift``: the pilot units are easier than the rest — their discordance is
+    ``(1 − drift) ψ``, the rest's ψ."""
+
+    correlation: float = 0.0
+    drift: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.correlation <= 1.0 or not 0.0 <= self.drift < 1.0:
+            raise ValueError(
+                f"correlation must lie in [0, 1] and drift in [0, 1), got {self.correlation}, {self.drift}"
+            )
+
+
 def simulate_pilot(
     blocks: Sequence[PilotBlockDesign],
     rule: PilotRule,
@@ -107,22 +125,14 @@ def simulate_pilot(
     paths: int,
     seed: int,
     arms: int = 3,
-    correlation: float = 0.0,
-    drift: float = 0.0,
+    model: AttemptModel = AttemptModel(),
 ) -> PilotOutcome:
     """The run's path (module docstring) on ``paths`` seeded sequences, every block at once (the pooled rule
-    couples them): block b at discordance ``discordances[b]`` and drop ``drops[b]``.  Spend in turn: the control
-    sends the pilot and, without a crossing in it, the remainder at the chosen attempts; the other ``arms − 1``
-    arms send up to the stop.
-
-    ``correlation`` ρ: the attempts of one unit agree beyond their law — each unit, with probability ρ, answers
-    every attempt as its first (a server that repeats itself: greedy decoding on a warm cache), else draws them
-    independently; the correlation of two attempts' differences is ρ and each attempt keeps the three-point law.
-    ``drift``: the pilot units are easier than the rest — their discordance is ``(1 − drift) ψ``, the rest's ψ."""
+    couples them): block b at discordance ``discordances[b]`` and drop ``drops[b]``, its attempts as ``model``
+    says.  Spend in turn: the control sends the pilot and, without a crossing in it, the remainder at the
+    chosen attempts; the other ``arms − 1`` arms send up to the stop."""
     if paths < 1:
         raise ValueError("paths must be >= 1")
-    if not 0.0 <= correlation <= 1.0 or not 0.0 <= drift < 1.0:
-        raise ValueError(f"correlation must lie in [0, 1] and drift in [0, 1), got {correlation}, {drift}")
     if any(b.design.sequential_share != 1.0 for b in blocks):
         raise ValueError("a pilot judges by the e-processes alone (sequential_share 1): no fixed look")
     rng = [np.random.default_rng([seed, b]) for b in range(len(blocks))]
@@ -132,42 +142,16 @@ def simulate_pilot(
     done = 0
     while done < paths:
         size = min(CHUNK_PATHS, paths - done)
-        attempts = []
-        for b, block in enumerate(blocks):
-            attempts.append(
-                _draw(
-                    rng[b], size, block, rule, discordances[b], drops[b], correlation=correlation, drift=drift
-                )
-            )
+        attempts = [
+            _draw(rng[b], size, block, rule, discordances[b], drops[b], model)
+            for b, block in enumerate(blocks)
+        ]
         counts: list[list[PilotCounts]] = [[] for _ in range(size)]
         in_pilot = []
         for block, a in zip(blocks, attempts, strict=True):
-            k_pilot = rule.pilot_units(block.design.n)
-            m = rule.agreement_units(k_pilot)
-            asked = np.ones(k_pilot)
-            asked[:m] = 2.0
-            codes, units, crossed = gate_codes(_unit_values(a[:, :k_pilot], asked), block.design)
-            early = crossed & (units <= k_pilot)
-            judged = np.where(early, units, k_pilot)
-            seen = np.arange(k_pilot)[None, :] < judged[:, None]
-            discordant = np.sum((a[:, :k_pilot, 0] != 0.0) & seen, axis=1)
-            first, second = a[:, :m, 0], a[:, :m, 1]
-            pair_seen = seen[:, :m]
-            within = np.sum(np.where(pair_seen, (first - second) ** 2 / 2.0, 0.0), axis=1)
-            squares = np.sum(np.where(pair_seen, ((first - second) ** 2 / 2.0) ** 2, 0.0), axis=1)
-            paired = np.sum(pair_seen, axis=1)
-            chance = chance_discordance(block.accuracy)
-            for path in range(size):
-                counts[path].append(
-                    PilotCounts(
-                        int(judged[path]),
-                        int(discordant[path]),
-                        float(judged[path]) * chance,
-                        int(paired[path]),
-                        float(within[path]),
-                        float(squares[path]),
-                    )
-                )
+            measured, early = _pilot_counts(block, a, rule)
+            for path, c in enumerate(measured):
+                counts[path].append(c)
             in_pilot.append(early)
         # the run's own decision (``evalpipe.run.pilot.decide``): the blocks' counts pooled, then the rule
         chosen = np.array([decide(rule, c)[1] for c in counts], dtype=np.int64)
@@ -189,6 +173,30 @@ def simulate_pilot(
     )
 
 
+def _pilot_counts(
+    block: PilotBlockDesign, a: NDArray[np.float64], rule: PilotRule
+) -> tuple[list[PilotCounts], NDArray[np.bool_]]:
+    """Per path, what the block's pilot measured (``PilotCounts``: the run's ``pilot_counts``) and whether the
+    e-processes crossed inside it — on the pilot's own unit values (one attempt, two for its first units)."""
+    k_pilot = rule.pilot_units(block.design.n)
+    m = rule.agreement_units(k_pilot)
+    asked = np.ones(k_pilot)
+    asked[:m] = 2.0
+    _, units, crossed = gate_codes(_unit_values(a[:, :k_pilot], asked), block.design)
+    early = crossed & (units <= k_pilot)
+    judged = np.where(early, units, k_pilot)
+    seen = np.arange(k_pilot)[None, :] < judged[:, None]
+    discordant = np.sum((a[:, :k_pilot, 0] != 0.0) & seen, axis=1)
+    x = np.where(seen[:, :m], (a[:, :m, 0] - a[:, :m, 1]) ** 2 / 2.0, 0.0)
+    within, squares, paired = x.sum(axis=1), (x * x).sum(axis=1), seen[:, :m].sum(axis=1)
+    chance = chance_discordance(block.accuracy)
+    out = [
+        PilotCounts(int(j), int(d), float(j) * chance, int(p), float(w), float(q))
+        for j, d, p, w, q in zip(judged, discordant, paired, within, squares, strict=True)
+    ]
+    return out, early
+
+
 def _unit_values(a: NDArray[np.float64], asked: NDArray[np.float64]) -> NDArray[np.float64]:
     """Each unit's value: the mean of its first ``asked`` attempts (``asked``: per unit, or per path and unit)."""
     k = np.broadcast_to(asked, a.shape[:2]).astype(np.int64)
@@ -204,19 +212,17 @@ def _draw(
     rule: PilotRule,
     discordance: float,
     drop: float,
-    *,
-    correlation: float,
-    drift: float,
+    model: AttemptModel,
 ) -> NDArray[np.float64]:
     """Paths × units × attempts paired differences of one block (``simulate_pilot``'s model): the pilot units at
     ``(1 − drift) ψ``, the rest at ψ, each unit's attempts copies of its first with probability ``correlation``."""
     n, k_pilot = block.design.n, rule.pilot_units(block.design.n)
     gain, loss = (np.empty(n), np.empty(n))
-    gain[:k_pilot], loss[:k_pilot] = unit_probabilities((1.0 - drift) * discordance, drop)
+    gain[:k_pilot], loss[:k_pilot] = unit_probabilities((1.0 - model.drift) * discordance, drop)
     gain[k_pilot:], loss[k_pilot:] = unit_probabilities(discordance, drop)
     draw = rng.random((size, n, rule.attempts))
     a = np.where(draw < gain[:, None], 1.0, np.where(draw < (gain + loss)[:, None], -1.0, 0.0))
-    if correlation > 0.0:
-        same = rng.random((size, n)) < correlation
+    if model.correlation > 0.0:
+        same = rng.random((size, n)) < model.correlation
         a[:, :, 1:] = np.where(same[:, :, None], a[:, :, :1], a[:, :, 1:])
     return a

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 from evalpipe.stats.operating import GateDesign, gate_codes, unit_probabilities
-from evalpipe.stats.pilot import PilotBlockDesign, PilotCounts, PilotRule, chance_discordance, simulate_pilot
+from evalpipe.stats.pilot import (
+    AttemptModel,
+    PilotBlockDesign,
+    PilotCounts,
+    PilotRule,
+    chance_discordance,
+    simulate_pilot,
+)
 
 ALPHA = 0.025
 PATHS = 2000
@@ -128,7 +135,7 @@ def test_attempts_of_one_unit_that_repeat_themselves_are_measured_and_not_bought
     psi = _psi(1.0, blocks)
     independent = simulate_pilot(blocks, RULE, psi, [0.0] * 3, paths=PATHS, seed=21)
     assert independent.p_pass() >= 0.95 and independent.fired.mean() > 0.85
-    repeated = simulate_pilot(blocks, RULE, psi, [0.0] * 3, paths=PATHS, seed=21, correlation=1.0)
+    repeated = simulate_pilot(blocks, RULE, psi, [0.0] * 3, paths=PATHS, seed=21, model=AttemptModel(1.0))
     assert not repeated.fired.any()
     extra = sum(
         3 * RULE.agreement_units(RULE.pilot_units(b.design.n)) * b.tokens_per_attempt for b in blocks
