@@ -37,7 +37,7 @@ def main() -> None:
     cfg = load_config(CONFIG)
     seq = cfg.generation.sequential
     assert seq is not None and seq.pilot is not None
-    rule = PilotRule(seq.pilot.share, seq.pilot.threshold, seq.pilot.attempts)
+    rule = PilotRule(**seq.pilot.model_dump())
     names = list(UNITS)
     budget = {"competition_math": 65536, "gpqa_diamond": 32768, "kv_probe": 4096}
     blocks = []
@@ -49,7 +49,7 @@ def main() -> None:
     drops = [cfg.gates.must_catch_drop_pts[n] / 100.0 for n in names]
     start = time.perf_counter()
     print(
-        f"pilot share {rule.share:g}, threshold {rule.threshold:g} x 2p(1-p), {rule.attempts} attempts; "
+        f"pilot share {rule.share:g}, threshold {rule.threshold:g} x 2p(1-p), up to {rule.attempts} attempts, {rule.agreement:g} of the pilot asked twice; "
         f"{args.paths} paths per point; alpha {seq.alpha:g}"
     )
     for r, ratio in enumerate(RATIOS if not args.type_one else (0.1, 0.467, 1.0)):
@@ -80,7 +80,7 @@ def main() -> None:
             f"  ratio {ratio:.3f}: sign-off P(pass|0) {zero.p_pass():.3f} +- {zero.standard_error():.3f} "
             f"(blocks {per_block}) | P(pass|-margin) block {max(margin_block)[0]:.4f} ({max(margin_block)[1]}) "
             f"sign-off {max(margin_signoff):.4f} | single-block miss {max(miss)[0]:.4f} ({max(miss)[1]}) | "
-            f"out {zero.tokens(blocks) / 1e6:.2f} M in turn | {rule.attempts} attempts chosen {zero.fired.mean():.2f}"
+            f"out {zero.tokens(blocks) / 1e6:.2f} M in turn | more than 1 attempt chosen {zero.fired.mean():.2f}"
         )
     print(f"({time.perf_counter() - start:.0f} s)")
 

@@ -137,6 +137,13 @@ STEPS: tuple[Step, ...] = (
         "v10: numerics, the paired numerics probe. None: a v9 file's runs had no numerics probe.",
     ),
     Step(
+        "PilotDecision",
+        1,
+        "v2: the pilot's agreement units (asked twice), their within-unit sums, the within share and the "
+        "effective ratio; attempts chosen as the fewest that reach the threshold. Defaults: a v1 pilot asked no "
+        "unit twice and measured no split, which is what it did.",
+    ),
+    Step(
         "RunRecord",
         1,
         "v2 (92bd3da): no_speed and speed_gate_waived. False: v1 had no --no-speed, so the config's speed "
@@ -178,12 +185,6 @@ STEPS: tuple[Step, ...] = (
         "ExplorerData",
         1,
         "v2: numerics, the numerics probe's panel. None: a v1 page had no numerics probe.",
-    ),
-    Step(
-        "Summary",
-        5,
-        "v6: the finding codes fp8_kv_block_scaled and dsa_prefill_kernel_share (a Literal widened). A v5 file "
-        "holds none: no verification read the KV row or the dense-prefill threshold then.",
     ),
     Step(
         "Summary",

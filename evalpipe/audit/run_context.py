@@ -235,8 +235,8 @@ def limitations(
     if inputs.pilot is not None:
         out.append(
             f"{inputs.pilot.statement[0].upper()}{inputs.pilot.statement[1:]} (generation.sequential.pilot, "
-            "pilot.json): the pilot's samples were asked once, the others as many times as it chose, each "
-            "scored by the mean of its attempts."
+            "pilot.json): the pilot's samples were asked once (its first ones twice, to measure how far attempts "
+            "of one sample agree), the others as many times as it chose, each scored by the mean of its attempts."
         )
     total = sum(r.scored for r in results)
     out.append(

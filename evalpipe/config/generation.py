@@ -11,8 +11,9 @@ from evalpipe.config.base import Strict
 
 
 class PilotConfig(Strict):
-    """The internal pilot (``evalpipe.stats.pilot``): the first units of every gated block, one attempt per arm,
-    decide the attempts of the rest — declared before the first unit is sent, so α is kept."""
+    """The internal pilot (``evalpipe.stats.pilot``): the first units of every gated block, one attempt per arm
+    (two for its first ``agreement`` share), decide the attempts of the rest — declared before the first unit is
+    sent, so α is kept."""
 
     share: Annotated[float, Field(gt=0, lt=1)] = Field(
         default=0.4,
@@ -21,14 +22,21 @@ class PilotConfig(Strict):
     )
     threshold: Annotated[float, Field(gt=0)] = Field(
         default=0.7,
-        description="The pooled pilot discordance (units of the judged pair whose answers differ), as a multiple "
-        "of sum K_b 2p_b(1-p_b) at each block's design accuracy, above which every remaining unit gets "
-        "`attempts` attempts per arm; at or below it, one.",
+        description="The target noise: the pooled pilot discordance (units of the judged pair whose first attempts "
+        "differ), as a multiple R of sum K_b 2p_b(1-p_b) at each block's design accuracy. At or below it every "
+        "remaining unit gets one attempt; above it, the fewest k <= attempts whose R (1 - w + w/k) is at or below "
+        "it (w: the within-unit share the twice-asked units measured), or one when no k reaches it.",
     )
     attempts: Annotated[int, Field(ge=2, le=16)] = Field(
         default=4,
-        description="Attempts per remaining unit when the pilot's discordance exceeds the threshold (the unit's "
-        "value is the mean of its attempts: its variance falls, its mean does not move).",
+        description="The most attempts per remaining unit the pilot may choose (the unit's value is the mean of its "
+        "attempts: its within-unit variance falls, its mean does not move).",
+    )
+    agreement: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.25,
+        description="Share of each block's pilot units (its first ones, in the block's seeded order) asked twice "
+        "in every arm: the two attempts of one unit measure how far its disagreement is within the unit "
+        "(attempts average it) or between units (they do not). Their value is the mean of both attempts.",
     )
 
 

@@ -38,7 +38,7 @@ from evalpipe.explore.numerics import numerics_view
 from evalpipe.explore.page import render_page
 from evalpipe.hashing import prompt_sha256, sha256_hex
 from evalpipe.words.compare import design_check_sentence, dropped_sentence, paired_line, verdict_sentence
-from evalpipe.words.sentences import aa_sentence, operating_sentence
+from evalpipe.words.sentences import aa_sentence, operating_sentence, verdict_cell
 
 DEFAULT_LIMIT_BYTES = 20_000_000
 #: characters of head and tail an unflagged sample's long text keeps, tier by tier (None: whole)
@@ -121,8 +121,10 @@ def _stats(b: PairedBenchmark, label_a: str, label_b: str) -> BlockStats:
         test=b.paired_test,
         ci_low_pts=None if low is None else round(100 * low, 2),
         ci_high_pts=None if high is None else round(100 * high, 2),
+        ci_label=f"{'Bonett–Price' if b.paired_ci_low is not None else 'bootstrap'} 95 %, descriptive",
         mde_pts=b.mde_pts,
         non_inferiority=verdict_sentence(b.non_inferiority) if b.non_inferiority is not None else None,
+        verdict=verdict_cell(b.non_inferiority) if b.non_inferiority is not None else None,
         operating=operating_sentence(b.operating) if b.operating is not None else None,
         design=design_check_sentence(b.design_check, b.operating) if b.design_check is not None else None,
         dropped=dropped_sentence(b),

@@ -35,9 +35,10 @@ agree no better than chance disagree.  Its B independent blocks share it equally
 ``0.95^(1/B)``.  For every case whose sign-off misses the target the plan names each block below its share,
 what it reaches, and what would reach the share: the units the same design needs at that discordance
 (``units_to_reach``: against the block's population), and the attempts per unit at the planned n
-(``attempts_to_reach``: with k attempts per arm the discordance is ``ψ/k`` when the disagreement is
-within-sample, as an A/A pair's is — ``evalpipe.stats.power``'s ``m0(k) = between + within/k``; a between-sample
-disagreement is not reduced by attempts at all, only by units).  Both from the same ``pass_probability`` the rows
+(``attempts_to_reach``: with k attempts per arm the discordance is ``ψ/k`` only when all of the disagreement is
+within a unit — attempts of one unit disagree independently, ρ = 0 — ``evalpipe.stats.power``'s
+``m0(k) = between + within/k``; a between-sample disagreement, which greedy decoding that repeats itself makes of
+all of it (ρ = 1), is not reduced by attempts at all, only by units).  Both from the same ``pass_probability`` the rows
 use — exact for the fixed look, the plan's seeded paths for the sequential design.
 """
 
@@ -497,7 +498,7 @@ def units_to_reach(design: GateDesign, discordance: float, target: float) -> int
 
 def attempts_to_reach(design: GateDesign, discordance: float, target: float) -> tuple[int, float] | None:
     """The fewest attempts per arm k at the design's n with which it reaches ``target`` at no regression, and
-    what it reaches there, when the discordance is within-sample (``ψ/k``, module docstring); None beyond
+    what it reaches there, when all of the discordance is within a unit (``ψ/k``, ρ = 0, module docstring); None beyond
     ``REACH_ATTEMPTS``."""
     for k in range(design.repeats, REACH_ATTEMPTS + 1):
         again = GateDesign(design.n, design.margin_pts, design.alpha, design.sequential_share, k)
@@ -527,8 +528,8 @@ def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]
     out = [
         f"  the target: the sign-off's P(pass | no regression) ≥ {SIGNOFF_TARGET:g} at every discordance up to 2p(1-p), "
         f"≥ {share:.3f} per block ({items[0].blocks})",
-        "  where it falls short, what would reach it (k attempts: if the disagreement is within-sample, as an A/A "
-        "pair's is)",
+        "  where it falls short, what would reach it (k attempts: only if a unit's attempts disagree "
+        "independently, ρ = 0; at ρ = 1 only units)",
     ]
     for s in short:
         out.append(f"    {s.kind}, {s.label}: the sign-off reaches {s.at_zero:.3f}")

@@ -18,10 +18,10 @@ from evalpipe.words.compare import (
     scoring_sentence,
     versions_sentence,
 )
-from evalpipe.words.length_verdict import length_verdict
+from evalpipe.words.length_verdict import length_interval, length_verdict
 from evalpipe.words.numbers import fmt_bytes, fmt_signed_pts_from_fraction
 from evalpipe.words.numerics import table_lines as numerics_table_lines
-from evalpipe.words.sentences import operating_sentence, sequential_design_line
+from evalpipe.words.sentences import operating_sentence, sequential_design_line, verdict_cell
 
 
 def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> str:
@@ -43,7 +43,10 @@ def attempt_seeds_line(check: AttemptSeedCheck, label_a: str, label_b: str) -> s
     if check.temperature is not None:
         same += f" at temperature {check.temperature:g}"
         if check.temperature == 0:
-            same += " (greedy: identical attempts expected)"
+            same += (
+                " (greedy): a sample whose attempts are identical gained nothing from them — its disagreement is "
+                "between samples, which attempts do not average"
+            )
     return f"{seeds}; {same}"
 
 
@@ -113,7 +116,8 @@ def _header_lines(result: CompareResult, explorer: ExplorerRecord | None) -> lis
     lines.append(
         f"Same {sum(b.n_pairs for b in result.benchmarks)} samples (manifest sha256 `{result.manifest_sha256[:16]}`), "
         "same rendered prompts. Difference = A − B in percentage points; "
-        f"{int(result.confidence * 100)} % paired-bootstrap interval; exact McNemar test on discordant pairs."
+        f"{int(result.confidence * 100)} % paired-bootstrap interval (descriptive); exact McNemar test on discordant "
+        "pairs; a verdict is printed with the interval of the test that decided it."
         + (f" {scoring}." if (scoring := scoring_sentence(result)) else "")
         + (f" {versions}." if (versions := versions_sentence(result)) else "")
     )
@@ -152,8 +156,8 @@ def _header_lines(result: CompareResult, explorer: ExplorerRecord | None) -> lis
 def _table_lines(result: CompareResult, blocks: list[PairedBenchmark]) -> list[str]:
     """One table row per block with samples (benchmarks, pools, the overall block)."""
     lines = [
-        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | McNemar p | MDE (80 %) "
-        "| Non-inferiority | Sequential | Flips |",
+        f"| Dataset | {result.label_a} | {result.label_b} | Diff (pts) | Bootstrap 95 % CI (descriptive) | McNemar p "
+        "| MDE (80 %) | Non-inferiority (the deciding interval, pts) | Sequential | Flips |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for b in blocks:
@@ -162,7 +166,7 @@ def _table_lines(result: CompareResult, blocks: list[PairedBenchmark]) -> list[s
         mde = (
             f"{b.mde_pts:.1f} pts" if b.mde_pts is not None else ("none" if b.mde_basis is not None else "–")
         )
-        ni = b.non_inferiority.verdict if b.non_inferiority else "–"
+        ni = verdict_cell(b.non_inferiority) if b.non_inferiority else "–"
         seq = (
             f"{b.sequential.verdict} at {b.sequential.units_used}/{b.sequential.units_available}"
             if b.sequential
@@ -183,8 +187,8 @@ def _block_notes(result: CompareResult, b: PairedBenchmark) -> list[str]:
     said = power_sentences(b)
     if b.paired_ci_low is not None and b.paired_ci_high is not None:
         said.append(
-            f"Bonett–Price 95 % interval [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, {fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, "
-            f"{b.paired_test} p = {b.paired_p:.3g}"
+            f"Bonett–Price 95 % interval (descriptive) [{fmt_signed_pts_from_fraction(b.paired_ci_low)}, "
+            f"{fmt_signed_pts_from_fraction(b.paired_ci_high)}] pts, {b.paired_test} p = {b.paired_p:.3g}"
         )
     if said:
         basis = mde_basis_text(b.mde_basis, b.n_pairs)
@@ -199,7 +203,9 @@ def _block_notes(result: CompareResult, b: PairedBenchmark) -> list[str]:
     if b.design_check is not None:
         lines.append(f"- {b.benchmark}: {design_check_sentence(b.design_check, b.operating)}")
     if b.attempt_seeds is not None:
-        lines.append(f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}")
+        lines.append(
+            f"- {b.benchmark}: {attempt_seeds_line(b.attempt_seeds, result.label_a, result.label_b)}"
+        )
         if b.attempt_seeds.common < b.attempt_seeds.seeded:
             lines.append(
                 f"- {b.benchmark}: the arms sent different seeds for "
@@ -217,13 +223,16 @@ def _by_length_lines(result: CompareResult) -> list[str]:
     lines = [
         "By context length (KV-cache view: does the difference grow with the context?):",
         "",
-        f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI | Flips |",
+        f"| Dataset | Length | n | {result.label_a} | {result.label_b} | Diff (pts) | 95 % CI (the test of "
+        "'behind') | Flips |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for b, x in by_length:
+        low, high, name = length_interval(x)
         diff = (
-            f"{fmt_signed_pts_from_fraction(x.difference)} | [{fmt_signed_pts_from_fraction(x.diff_ci_low)}, {fmt_signed_pts_from_fraction(x.diff_ci_high)}]"
-            if x.difference is not None and x.diff_ci_low is not None and x.diff_ci_high is not None
+            f"{fmt_signed_pts_from_fraction(x.difference)} | [{fmt_signed_pts_from_fraction(low)}, "
+            f"{fmt_signed_pts_from_fraction(high)}] {name}"
+            if x.difference is not None and low is not None and high is not None
             else "– | –"
         )
         lines.append(

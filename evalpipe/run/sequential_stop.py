@@ -49,6 +49,7 @@ from evalpipe.artifacts.schema.sequential import (
 )
 from evalpipe.clock import utc_now
 from evalpipe.hashing import block_order, generation_sizes
+from evalpipe.stats.pilot_rule import PilotCounts, PilotRule, chance_discordance
 from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_both, unit_difference
 
 if TYPE_CHECKING:
@@ -200,6 +201,9 @@ class _Block:
     #: that are not dropped, and the drops among them); None: no pilot.
     pilot_position: int | None = None
     pilot_units: int = 0
+    #: The pilot units asked twice in every arm (``(member, source_id)``, in the block's order): the first
+    #: ``PilotRule.agreement_units`` of them.
+    agreement: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def planned_n(self) -> int | list[int]:
@@ -340,16 +344,30 @@ class SequentialStopper:
         asked attempts: one until the decision, then the decision's (``PilotDecision.attempts_for``: one in the
         pilot, its choice after it)."""
         assert self.pilot_rule is not None
+        rule = PilotRule(**self.pilot_rule.model_dump())
         remaining = len(units) - len(never_sent & set(units))
-        k = min(remaining, max(1, round(self.pilot_rule.share * remaining))) if remaining else 0
+        k = rule.pilot_units(remaining) if remaining else 0
+        twice = rule.agreement_units(k)
         seen = position = 0
+        agreement: set[tuple[str, str]] = set()
         while position < len(units) and seen < k:
-            seen += units[position] not in never_sent
+            if units[position] not in never_sent:
+                if seen < twice:
+                    agreement.add(units[position])
+                seen += 1
             position += 1
         block.pilot_position, block.pilot_units = position, k
+        block.agreement = [u for u in units[:position] if u in agreement]
         for member, source_id in units:  # the decision's own rule (pilot.json), the one the outcomes read
-            asked = 1 if self.decision is None else self.decision.attempts_for(member, source_id)
+            if self.decision is not None:
+                asked = self.decision.attempts_for(member, source_id)
+            else:
+                asked = 2 if (member, source_id) in agreement else 1
             self.members[member].asked[rows[(member, source_id)]] = asked
+
+    def agreement_entries(self, block: str) -> list[str]:
+        """The block's pilot entries asked twice, ``<benchmark>/<source_id>`` in its order (``pilot.json``)."""
+        return [f"{bench}/{source_id}" for bench, source_id in self.blocks[block].agreement]
 
     def pilot_entries(self, block: str) -> list[str]:
         """The block's pilot entries, ``<benchmark>/<source_id>`` in its order (``pilot.json``)."""
@@ -488,10 +506,12 @@ class SequentialStopper:
             self.members[name].halted = True
             worker.halt(name)
 
-    def pilot_counts(self, block_name: str) -> tuple[int, int, Verdict | None]:
-        """The block's pilot as the test and control arms answered it: judged units (complete in both, not
-        dropped in both, before a crossing inside the pilot), how many of them differ, and the crossing's
-        verdict when the e-processes crossed inside the pilot."""
+    def pilot_counts(self, block_name: str, accuracy: float) -> tuple[PilotCounts, Verdict | None]:
+        """The block's pilot as the test and control arms answered it (``evalpipe.stats.pilot_rule.PilotCounts``):
+        judged units (complete in both, not dropped in both, before a crossing inside the pilot), how many of
+        them differ in their first attempts, and over the judged units asked twice the within-unit sums of
+        ``(d₁ − d₂)²/2``; the chance level at the block's design ``accuracy``; and the crossing's verdict when the
+        e-processes crossed inside the pilot."""
         block = self.blocks[block_name]
         if block.stop_unit is None:
             self._judge(block)
@@ -500,9 +520,25 @@ class SequentialStopper:
         if crossed:
             assert block.stop_position is not None
             end = block.stop_position
-        positions, diffs = self._judged(block)
-        kept = [d for i, d in zip(positions, diffs, strict=True) if i < end]
-        return len(kept), sum(1 for d in kept if d != 0.0), block.verdict if crossed else None
+        seen: dict[str, list[list[PairedState]]] = {}
+        positions, _ = self._judged(block, seen)
+        test, control = seen[self.arm.test], seen[self.arm.control]
+        judged = discordant = paired = 0
+        within = squares = 0.0
+        for i in positions:
+            if i >= end:
+                break
+            judged += 1
+            first = unit_difference(test[i][:1], control[i][:1])
+            discordant += first != 0.0
+            if len(test[i]) >= 2 and len(control[i]) >= 2:
+                second = unit_difference(test[i][1:2], control[i][1:2])
+                x = (first - second) ** 2 / 2.0
+                paired, within, squares = paired + 1, within + x, squares + x * x
+        counts = PilotCounts(
+            judged, discordant, judged * chance_discordance(accuracy), paired, within, squares
+        )
+        return counts, block.verdict if crossed else None
 
     def _release(self, block: _Block, units: int, members: list[str], worker: Releases) -> None:
         """Release the block's first ``units`` to every member that has begun (each its share of them)."""
@@ -541,7 +577,8 @@ class SequentialStopper:
                 complete = sum(
                     1
                     for row, recs in rows.items()
-                    if len(recs) == member.attempts_asked(row) and all(r.sent and r.correct is not None for r in recs)
+                    if len(recs) == member.attempts_asked(row)
+                    and all(r.sent and r.correct is not None for r in recs)
                 )
                 prefix = 0
                 for subset, row in member.order:

@@ -41,7 +41,7 @@ def paired_line(block: PairedBenchmark, label_a: str, label_b: str) -> str:
     flips = len(block.flips)
     line = (
         f"{head}: {fmt_signed_pts_from_fraction(diff)} pts "
-        f"[{fmt_signed_pts_from_fraction(low)}, {fmt_signed_pts_from_fraction(high)}], "
+        f"(bootstrap 95 % [{fmt_signed_pts_from_fraction(low)}, {fmt_signed_pts_from_fraction(high)}], descriptive), "
         f"McNemar p = {p:.3g}, {flips} flip{'s' if flips != 1 else ''}"
     )
     if block.repeats > 1:  # a, b and the flips are the first attempt's; the paired_* fields use every attempt

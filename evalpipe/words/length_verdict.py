@@ -25,12 +25,22 @@ def _lower(block: PairedBenchmark) -> float | None:
     return block.paired_ci_low if block.paired_ci_low is not None else block.diff_ci_low
 
 
+def length_interval(block: PairedBenchmark) -> tuple[float | None, float | None, str]:
+    """The interval that decides "behind" at one length, and its name: the Bonett–Price paired interval where
+    the block has one, else the bootstrap interval (module docstring)."""
+    name = "Bonett–Price" if block.paired_ci_high is not None else "bootstrap"
+    return _lower(block), _upper(block), name
+
+
 def _at(block: PairedBenchmark) -> str:
     low, high = _lower(block), _upper(block)
     ci = (
         ""
         if low is None or high is None
-        else (f", 95 % CI [{fmt_signed_pts_from_fraction(low)}, {fmt_signed_pts_from_fraction(high)}]")
+        else (
+            f", {length_interval(block)[2]} 95 % CI [{fmt_signed_pts_from_fraction(low)}, "
+            f"{fmt_signed_pts_from_fraction(high)}]"
+        )
     )
     diff = "–" if block.difference is None else fmt_signed_pts_from_fraction(block.difference)
     return f"{diff} pts{ci}, {len(block.flips)} flips, n = {block.n_pairs}"

@@ -144,6 +144,30 @@ def gate_sentence(result: NonInferiorityResult) -> str:
     return f"inconclusive: cannot exclude a {drop}-pt drop (margin {margin} pts; {how})"
 
 
+def deciding_interval_name(result: NonInferiorityResult) -> str:
+    """What the gate's bounds are, named after the test that decided (``NonInferiorityResult.basis``)."""
+    if result.basis in ("sequential crossing", "sequential: no crossing", "extended: no crossing"):
+        spent = f" at α {result.alpha_spent:g}" if result.alpha_spent is not None else ""
+        return f"margins not rejected{spent}"
+    if result.basis is None:
+        return "fixed 95 % interval"
+    z = f" at z* = {result.critical_value:.2f}" if result.critical_value is not None else ""
+    return {"final look": "final look", "fixed: first run": "first run's look"}.get(
+        result.basis, "fixed look"
+    ) + z
+
+
+def verdict_cell(result: NonInferiorityResult) -> str:
+    """The verdict with the interval that decided it, named, e.g. "non-inferior [−2.6, +5.9] (fixed look at
+    z* = 2.29)": what a table prints in the verdict's column.  A version-5 file's sequential bounds tested no
+    margin: the cell names the verdict alone and says where its (descriptive) interval is."""
+    if result.interval == "descriptive":
+        return f"{result.verdict} (no deciding interval recorded; a descriptive one in the notes)"
+    low = _bound(result.lower_bound_pts, result.margin_pts)
+    high = _bound(result.upper_bound_pts, result.margin_pts)
+    return f"{result.verdict} [{low}, {high}] ({deciding_interval_name(result)})"
+
+
 def _descriptive(result: NonInferiorityResult) -> str:
     """A version-5 file's sequential bounds, said apart from the verdict (they test no margin); else ""."""
     if result.interval != "descriptive":
@@ -278,7 +302,9 @@ def sequential_design_line(seq: SequentialResult, members: list[str]) -> str:
     4.1 M (the fixed design)"."""
     unit_word = "unit" if seq.units_available == 1 else "units"
     if seq.units_by_attempts:  # an internal pilot: its units once, the rest as it chose
-        mix = ", ".join(f"{units} × {k} attempt{'s' if k != 1 else ''}" for k, units in seq.units_by_attempts.items())
+        mix = ", ".join(
+            f"{units} × {k} attempt{'s' if k != 1 else ''}" for k, units in seq.units_by_attempts.items()
+        )
         design = f"{seq.units_available} {unit_word} ({mix}) per arm"
     else:
         design = f"{seq.units_available} {unit_word} × {seq.repeats} attempt{'s' if seq.repeats != 1 else ''} per arm"

@@ -100,7 +100,7 @@ def test_discordant_counts_pvalue_and_interval(base_run: Path, tmp_path: Path) -
     again = compare_runs(PairedDesign(Arms(ra, rb, "FP8 raw", "BF16 KV")))
     assert again.model_dump() == res.model_dump()
     line = paired_line(live_code_bench, res.label_a, res.label_b)
-    assert line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts [")
+    assert line.startswith("FP8 raw vs BF16 KV (live_code_bench): -8.3 pts (bootstrap 95 % [")
     assert line.endswith("McNemar p = 1, 3 flips") and live_code_bench.repeats == 1
     md = compare_markdown(res)
     assert "| gsm8k | 25/30 | 25/30 | +0.0 |" in md
@@ -182,7 +182,9 @@ def test_benchmark_versions_are_recorded_and_a_different_one_refuses(base_run: P
     assert refused.value.details == [f"gsm8k: version 1 in {ra} vs version 2 in {rb}"]
 
 
-def test_a_run_without_versions_pairs_and_the_report_says_it_is_unknown(base_run: Path, tmp_path: Path) -> None:
+def test_a_run_without_versions_pairs_and_the_report_says_it_is_unknown(
+    base_run: Path, tmp_path: Path
+) -> None:
     ra = _run_with(base_run, tmp_path / "a", {0, 1})
     rb = _run_with(base_run, tmp_path / "b", {0})
     _set_versions(rb, None)

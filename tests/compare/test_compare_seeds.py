@@ -102,7 +102,10 @@ def test_line_names_the_temperature() -> None:
     hot = attempt_seeds_line(check.model_copy(update={"temperature": 0.8}), "A", "B")
     assert hot.endswith("A: 4 of 4, B: 4 of 4 samples' 2 attempts returned identical text at temperature 0.8")
     greedy = attempt_seeds_line(check.model_copy(update={"temperature": 0.0}), "A", "B")
-    assert greedy.endswith("at temperature 0 (greedy: identical attempts expected)")
+    assert greedy.endswith(
+        "at temperature 0 (greedy): a sample whose attempts are identical gained nothing from them — its "
+        "disagreement is between samples, which attempts do not average"
+    )
 
 
 def test_run_temperature_from_the_runs_config_copy(tmp_path: Path) -> None:

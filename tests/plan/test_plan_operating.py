@@ -44,17 +44,35 @@ def test_plan_prints_every_block_and_the_whole_sign_off() -> None:
     assert "2p(1-p)" in text and "in turn" in text and "together" in text
     # what the populations reach at 2p(1-p) in the design it runs, and what would (reach_lines)
     assert "    sequential, 2p(1-p): the sign-off reaches 0.7" in text
-    assert "      gpqa_diamond reaches 0.8" in text and "(population 198) or 2 attempts per unit at n 198" in text
+    assert (
+        "      gpqa_diamond reaches 0.8" in text
+        and "(population 198) or 2 attempts per unit at n 198" in text
+    )
     # the design it runs: the internal pilot, simulated jointly — the sign-off >= 0.95 at the argued discordance
-    # and at 2p(1-p), at no more output tokens at the argued one than one attempt throughout (34.43 M)
+    # and at 2p(1-p), at no more output tokens at the argued one than one attempt throughout (34.43 M) and the
+    # pilot's second attempts (16, 21 and 30 units asked twice, three arms, at the budgets: 5.58 M); the figures'
+    # assumption (attempts of one unit disagree independently) and the sign-off when they repeat themselves
     lines = text.splitlines()
     for label in ("argued", "2p(1-p)"):
-        line = next(x for x in lines if x.startswith(f"    pilot, {label}: sign-off P(pass | no regression) "))
+        line = next(
+            x for x in lines if x.startswith(f"    pilot, {label}: sign-off P(pass | no regression) ")
+        )
         assert float(line.split("no regression) ")[1].split(" ")[0]) >= 0.95, line
         assert "single-block miss 0.00" in line
     spend = next(x for x in lines[lines.index(next(x for x in lines if x.startswith("    pilot, argued:"))) :]
                  if x.startswith("      tokens: out "))  # fmt: skip
-    assert float(spend.split("out ")[1].split(" M")[0]) <= 34.43
+    assert (
+        float(spend.split("out ")[1].split(" M")[0])
+        <= 34.43 + 3 * (16 * 65536 + 21 * 32768 + 30 * 4096) / 1e6
+    )
+    assert "assumed: attempts of one unit disagree independently (ρ = 0" in text
+    repeats = [
+        x for x in lines if x.startswith("      if attempts of one unit repeat themselves (ρ = 1): sign-off")
+    ]
+    assert (
+        len(repeats) == len([x for x in lines if x.startswith("    pilot, ")])
+        and "bought on 0% of runs" in repeats[0]
+    )
     assert max(len(x) for x in lines if "pilot" in x) <= 180
 
 
@@ -191,7 +209,9 @@ def test_units_to_reach_is_the_fewest_units_that_reach_the_target() -> None:
     assert fixed_pass_probability(n, psi, 0.0, 13.0, 0.025) >= 0.983
     assert fixed_pass_probability(n - 1, psi, 0.0, 13.0, 0.025) < 0.983
     assert units_to_reach(GateDesign(n, 13.0, 0.025), psi, 0.983) == n
-    assert units_to_reach(GateDesign(60, 5.0, 0.025), psi, 0.983) is None  # 240 units cannot see 5 pts at ψ 0.24
+    assert (
+        units_to_reach(GateDesign(60, 5.0, 0.025), psi, 0.983) is None
+    )  # 240 units cannot see 5 pts at ψ 0.24
 
 
 def test_attempts_to_reach_divides_a_within_sample_discordance_by_the_attempts() -> None:

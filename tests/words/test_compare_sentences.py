@@ -36,11 +36,11 @@ BASIS = MdeBasis(noise="A/A", second_moment=0.025, method="exact McNemar", repea
 
 def test_the_line_counts_flips_and_says_when_the_numbers_are_the_first_attempts() -> None:
     assert paired_line(_block(), "fp8", "bf16") == (
-        "fp8 vs bf16 (gsm8k): -20.0 pts [-60.0, +0.0], McNemar p = 1, 0 flips"
+        "fp8 vs bf16 (gsm8k): -20.0 pts (bootstrap 95 % [-60.0, +0.0], descriptive), McNemar p = 1, 0 flips"
     )
     repeated = _block(repeats=4, mcnemar_p=0.0312)
     assert paired_line(repeated, "fp8", "bf16") == (
-        "fp8 vs bf16 (gsm8k): -20.0 pts [-60.0, +0.0], McNemar p = 0.0312, 0 flips (first of 4 attempts)"
+        "fp8 vs bf16 (gsm8k): -20.0 pts (bootstrap 95 % [-60.0, +0.0], descriptive), McNemar p = 0.0312, 0 flips (first of 4 attempts)"
     )
     empty = _block(n_pairs=0, difference=None, diff_ci_low=None, diff_ci_high=None, mcnemar_p=None)
     assert paired_line(empty, "fp8", "bf16") == "fp8 vs bf16 (gsm8k): no samples"

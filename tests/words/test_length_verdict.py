@@ -24,7 +24,7 @@ def test_first_length_whose_interval_is_below_zero() -> None:
     ]
     line = length_verdict("kv_probe", blocks)
     assert line == (
-        "kv_probe: the candidate first falls behind at length 512 (-30.0 pts, 95 % CI [-55.0, -5.0], "
+        "kv_probe: the candidate first falls behind at length 512 (-30.0 pts, Bonett–Price 95 % CI [-55.0, -5.0], "
         "0 flips, n = 12); it holds at 256"
     )
 
@@ -141,6 +141,9 @@ def test_the_explorer_stats_carry_the_placement_grid() -> None:
     stats = _stats(PairedBenchmark.model_construct(**fields, by_placement=[cell]), "q4_0", "f16")
     assert stats.placement_grid == [cell]
     assert "placement_grid" in stats.model_dump(exclude_none=True)
-    assert stats.line == "q4_0 vs f16 (kv_probe): -50.0 pts [-50.0, +0.0], McNemar p = 1, 0 flips"
+    assert (
+        stats.line
+        == "q4_0 vs f16 (kv_probe): -50.0 pts (bootstrap 95 % [-50.0, +0.0], descriptive), McNemar p = 1, 0 flips"
+    )
     plain = _stats(PairedBenchmark.model_construct(**fields, by_placement=[]), "q4_0", "f16")
     assert "placement_grid" not in plain.model_dump_json()  # written only for generated benchmarks

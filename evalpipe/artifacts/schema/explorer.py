@@ -149,10 +149,19 @@ class BlockStats(Row):
     improvements: int
     p_value: float | None
     test: str | None
-    ci_low_pts: float | None
+    ci_low_pts: float | None = Field(description="A descriptive interval of test - control (ci_label); no verdict reads it.")
     ci_high_pts: float | None
+    ci_label: str = Field(
+        default="descriptive",
+        description="What ci_low/high_pts are: 'Bonett-Price 95 %, descriptive' or 'bootstrap 95 %, descriptive'.",
+    )
     mde_pts: float | None
     non_inferiority: str | None
+    verdict: str | None = Field(
+        default=None,
+        description="The gate's verdict with the interval that decided it, named (e.g. 'non-inferior [-2.6, +5.9] "
+        "(fixed look at z* = 2.29)'); None without a margin.",
+    )
     operating: str | None = Field(
         default=None,
         description="The gate's operating characteristic at the discordance measured here, in words.",

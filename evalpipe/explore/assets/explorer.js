@@ -384,8 +384,8 @@
       return box;
     }
     box.append(el("h3", {text: "Paired statistics"}), el("table", {},
-      el("thead", {}, el("tr", {}, ["block", "n", "regr.", "impr.", "p", "interval (pts)", "MDE (pts)", "A/A flips"].map((h) => el("th", {text: h})))),
-      el("tbody", {}, DATA.stats.map((b) => el("tr", {title: b.line}, el("td", {text: b.block}), el("td", {text: fmt(b.n_pairs)}), el("td", {text: fmt(b.regressions)}), el("td", {text: fmt(b.improvements)}), el("td", {text: b.p_value === null ? "—" : b.p_value.toPrecision(2)}), el("td", {text: b.ci_low_pts === null ? "—" : "[" + b.ci_low_pts.toFixed(1) + ", " + b.ci_high_pts.toFixed(1) + "]"}), el("td", {text: b.mde_pts === null ? "none" : b.mde_pts.toFixed(1)}), el("td", {text: fmt(b.aa_flips)}))))));
+      el("thead", {}, el("tr", {}, ["block", "n", "regr.", "impr.", "p", "descriptive interval (pts)", "MDE (pts)", "A/A flips", "verdict (deciding interval)"].map((h) => el("th", {text: h})))),
+      el("tbody", {}, DATA.stats.map((b) => el("tr", {title: b.line}, el("td", {text: b.block}), el("td", {text: fmt(b.n_pairs)}), el("td", {text: fmt(b.regressions)}), el("td", {text: fmt(b.improvements)}), el("td", {text: b.p_value === null ? "—" : b.p_value.toPrecision(2)}), el("td", {text: b.ci_low_pts === null ? "—" : "[" + b.ci_low_pts.toFixed(1) + ", " + b.ci_high_pts.toFixed(1) + "]", title: b.ci_label}), el("td", {text: b.mde_pts === null ? "none" : b.mde_pts.toFixed(1)}), el("td", {text: fmt(b.aa_flips)}), el("td", {text: b.verdict ? b.verdict : "—"}))))));
     for (const b of DATA.stats) {
       const lines = [b.non_inferiority ? "non-inferiority: " + b.non_inferiority : null, b.dropped, b.operating, b.design ? "measured beside designed: " + b.design : null, b.aa].filter(Boolean);
       if (lines.length) box.append(el("p", {class: "dim"}, el("strong", {text: b.block + ": "}), lines.join(" · ")));
