@@ -74,8 +74,8 @@ def test_the_screen_shows_the_numbers_the_detail_pilot_lines_give() -> None:
 
 
 def test_the_default_path_loads_no_power_module_and_no_ungated_data() -> None:
-    """What keeps the default view fast (the sensitive profile: 22 s before, 5.8–6.2 s after, on a 2-core host at load average 8):
-    no statsmodels or ``evalpipe.stats.power`` import, and only the gated blocks' benchmarks planned."""
+    """What keeps the default view fast (the sensitive profile: 22 s before, 5.8–6.2 s after, on a 2-core host
+    at load average 8): no statsmodels or ``evalpipe.stats.power`` import, and only the gated blocks' benchmarks planned."""
     probe = (
         "import sys\n"
         "from evalpipe.cli.main import main\n"
