@@ -57,20 +57,27 @@ class Built:
     record: ExplorerRecord
 
 
-def build_run_explorer(run_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> Built:
-    """``RUN/explorer.html`` for one run directory: its samples, failures first."""
+def build_run_explorer(
+    run_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES, page: Path | None = None
+) -> Built:
+    """``RUN/explorer.html`` (or ``page``: then nothing is written into RUN) for one run directory: its
+    samples, failures first."""
     arm = load_arm(run_dir)
     rd = RunDir(Path(run_dir))
     title = f"Samples of {arm.label}"
-    return _write(rd.explorer_html, title, [arm], None, [], limit_bytes, rd.root)
+    return _write(page or rd.explorer_html, title, [arm], None, [], limit_bytes, rd.root)
 
 
 def build_paired_explorer(
-    comparison: CompareResult, out_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES
+    comparison: CompareResult,
+    out_dir: Path,
+    *,
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    page: Path | None = None,
 ) -> Built:
-    """``OUT/explorer.html`` for a paired comparison (A under test, B the control), flips first; the arms
-    are read beside ``OUT``'s compare.json when they are there (a moved or unpacked root), else where
-    compare.json recorded them (``recorded_run``)."""
+    """``OUT/explorer.html`` (or ``page``: then nothing is written into OUT) for a paired comparison (A under
+    test, B the control), flips first; the arms are read beside ``OUT``'s compare.json when they are there (a
+    moved or unpacked root), else where compare.json recorded them (``recorded_run``)."""
 
     def arm(recorded: str) -> Path:
         return recorded_run(recorded, Path(out_dir), comparison.manifest_sha256)
@@ -89,7 +96,7 @@ def build_paired_explorer(
     stats = [_stats(b, comparison.label_a, comparison.label_b) for b in blocks]
     title = f"{comparison.label_a} vs {comparison.label_b}: every sample, flips first"
     out = RunDir(Path(out_dir))
-    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a)
+    return _write(page or out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a)
 
 
 def flip_kind(control: Arm, test: Arm, key: Key) -> FlipKind:

@@ -240,7 +240,7 @@ def test_a_run_naming_the_former_rules_folder_still_opens(tmp_path: Path) -> Non
     assert run_cli(["audit", str(faults)]) == 0
     assert raw(faults / "summary.json")["verdict"] == "pass"
     assert run_cli(["compare", str(faults), str(root / "clean"), "--out", str(tmp_path / "again")]) == 0
-    assert run_cli(["explore", str(root)]) == 0
+    assert run_cli(["explore", str(root), "--out", str(tmp_path / "explorer.html")]) == 0
     assert run_cli(["verify-sample", str(faults), "--dataset-root", str(bundled_data_dir())]) == 0
     out = tmp_path / "replayed"
     assert run_cli(["replay", str(faults), "--dataset-root", str(bundled_data_dir()), "--out", str(out)]) == 0
