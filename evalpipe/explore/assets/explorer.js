@@ -290,7 +290,7 @@
     const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0);
     const prompt = el("details", {class: "prompt"},
       el("summary", {}, el("strong", {text: "Prompt, as sent"}), " (" + (c.prompt || []).length + " message(s), " + fmt(chars) + " characters) sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
-        c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "no prompt recorded")),
+        c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "prompt text not in this copy: EvalScope's predictions (evalscope/) hold it, the proxy only its sha256")),
       ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), withEvidence(m))),
       pointer(c.prompt_cut));
     prompt.open = chars <= 1500;
