@@ -605,7 +605,9 @@ def reach_items(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[Reac
     """Per design kind and discordance case whose sign-off misses ``SIGNOFF_TARGET`` (module docstring): each
     block below its share, what it reaches, and the units or attempts that would reach the share."""
     items = sign_off(rows, dict.fromkeys(plans))
-    share = SIGNOFF_TARGET ** (1.0 / max(1, items[0].blocks)) if items else 1.0
+    if not items:
+        return []
+    share = SIGNOFF_TARGET ** (1.0 / max(1, items[0].blocks))
     out = []
     for s in (s for s in items if s.at_zero < SIGNOFF_TARGET):
         for row in rows:
