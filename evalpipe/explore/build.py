@@ -18,8 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.artifacts import RunDir, atomic_write_text, recorded_run
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model, recorded_run
 from evalpipe.artifacts.schema.compare import CompareResult, PairedBenchmark
+from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.explorer import (
     ArmInfo,
     BlockStats,
@@ -32,6 +33,7 @@ from evalpipe.artifacts.schema.explorer import (
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
+from evalpipe.errors import ArtifactError
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.explore.page import render_page
 from evalpipe.hashing import prompt_sha256, sha256_hex
@@ -156,7 +158,7 @@ class _Sample:
 
 def _card(
     arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str,
-    needles: tuple[str, ...] = (),
+    needles: tuple[str, ...] = (), question: str | None = None,
 ) -> SampleCard:  # fmt: skip
     first = arms[-1]  # the arm under test (paired) or the one arm
     prompt = next((a.prompts[key] for a in reversed(arms) if key in a.prompts), None)
@@ -183,6 +185,7 @@ def _card(
     return SampleCard(
         prompt=messages,
         prompt_cut=prompt_cut,
+        question=question if not messages else None,
         prompt_sha256=expected,
         prompt_verified=verified,
         gold=row.gold_answer if row else None,
@@ -203,6 +206,7 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
     """Every manifest entry as an index row with its packed card; rows in ``cache`` outside ``only`` are reused."""
     manifest = arms[-1].manifest
     ranks = _ranks(manifest)
+    questions = _materialised_questions(arms)
     paired = len(arms) == 2
     out: dict[Key, _Sample] = {}
     for position, e in enumerate(manifest.entries):
@@ -220,10 +224,10 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
         needles = (
             benchmark_of(e.benchmark).evidence(e.generated, e.source_id) if e.generated is not None else ()
         )
-        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key, needles)
-        texts = [m.content for m in card.prompt if m.role == "user"][-1:] + [
-            a.answer or "" for a in card.arms
-        ]
+        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key, needles,
+                     questions.get(key))  # fmt: skip
+        asked = [m.content for m in card.prompt if m.role == "user"][-1:] or [card.question or ""]
+        texts = asked + [a.answer or "" for a in card.arms]
         partial = any(len(t) > SEARCH_HEAD for t in texts) or card.prompt_cut is not None
         index = SampleIndex(
             key=f"{e.benchmark}/{e.source_id}",
@@ -246,6 +250,23 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
         else:
             order = (0 if flagged else 1, position)
         out[key] = _Sample(index, flagged, order)
+    return out
+
+
+def _materialised_questions(arms: list[Arm]) -> dict[Key, str]:
+    """Each entry's question as materialised for EvalScope (``index_map.json``; the arm under test's first):
+    what a card shows when the run no longer holds the messages as sent."""
+    out: dict[Key, str] = {}
+    for arm in reversed(arms):
+        path = arm.rundir.index_map
+        if not path.is_file():
+            continue
+        try:
+            entries = read_model(path, IndexMap).entries
+        except ArtifactError:
+            continue
+        for e in entries:
+            out.setdefault((e.benchmark, e.source_id), e.question)
     return out
 
 

@@ -326,6 +326,9 @@ def test_the_first_flip_reads_at_a_glance_on_the_committed_sglang_run(
     assert score[0].startswith("counted right") and score[1].startswith("counted wrong")
     assert "budget_exhausted" in score[1]  # the reason, in the same row
     assert box("table.fields tr.row-score")["y"] + box("table.fields tr.row-score")["height"] <= height
+    # the copy keeps no EvalScope predictions: the record's question as materialised stands in, said so
+    question = page.locator("#card .msg.question").inner_text()
+    assert "as materialised (index_map.json)" in question and "What is the special magic number?" in question
     # every section one collapsed line; opened, its tables fit the page
     sections = page.locator("details.section").all()
     assert {s.get_attribute("id") for s in sections} >= {"section-stats", "section-length"}

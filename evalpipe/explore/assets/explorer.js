@@ -94,7 +94,7 @@
     return true;
   }
   function cardText(c) {
-    return [...c.prompt.map((m) => m.content), ...c.arms.map((a) => a.answer || "")].join("\n");
+    return [...c.prompt.map((m) => m.content), c.question || "", ...c.arms.map((a) => a.answer || "")].join("\n");
   }
   async function applyFilters() {
     const token = ++searchToken;
@@ -287,11 +287,12 @@
       c.arms.map((a) => el("div", {}, a.label + " response sha256 ", el("code", {text: fmt(a.response_sha256)}))),
       el("div", {}, "re-derive the sample: ", el("code", {class: "cmd", id: "verify-cmd", text: DATA.verify_command + " " + shellWord(s.key)}), " · replay the run's recorded responses and re-score them: ", el("code", {class: "cmd", text: DATA.replay_command}))));
     if (PAIRED) put(body, el("h3", {text: "Word diff of the final answers (control → under test)"}), wordDiff(c.arms[0].answer || "", c.arms[1].answer || ""));
-    const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0);
+    const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0) + (c.question || "").length;
     const prompt = el("details", {class: "prompt"},
       el("summary", {}, el("strong", {text: "Prompt, as sent"}), " (" + (c.prompt || []).length + " message(s), " + fmt(chars) + " characters) sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
         c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "prompt text not in this copy: EvalScope's predictions (evalscope/) hold it, the proxy only its sha256")),
       ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), withEvidence(m))),
+      c.question ? el("div", {class: "msg question"}, el("div", {class: "role", text: "the record's question, as materialised (index_map.json); EvalScope's template and any context come on top"}), el("pre", {text: c.question})) : null,
       pointer(c.prompt_cut));
     prompt.open = chars <= 1500;
     put(body, prompt);
