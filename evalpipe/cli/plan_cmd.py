@@ -77,7 +77,13 @@ def plan(
         typer.echo(plan_json(cfg, gated, not_planned))
         return
     lines = _mde_lines(cfg, [*inputs, *pools], manifest, mde, from_run, write, out) if mde is not None else []
-    lines += design_lines(cfg, gated) if gated else [f"{cfg.name}: no gated block (gates:)"]
+    lines += (
+        design_lines(cfg, gated)
+        if gated
+        else [
+            f"{cfg.name}: no block is gated (gates.non_inferiority_margin_pts); --mde X: the n a target MDE needs"
+        ]
+    )
     if detail:
         lines += operating_lines(cfg, gated)
     for line in lines:
