@@ -190,7 +190,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 schemas: $(STAMP)
-	$(PY) -c "from evalpipe.resolve.published import write_all; write_all('schemas')"
+	$(PY) -c "from evalpipe.resolve.published import write_all; write_all('audits')"
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) .pytest_cache .ruff_cache .mypy_cache

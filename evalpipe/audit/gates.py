@@ -40,6 +40,7 @@ from evalpipe.artifacts.schema.summary import (
 from evalpipe.config.models import GateConfig, RunConfig
 from evalpipe.errors import EvalpipeError, ExitCode
 from evalpipe.words.compare import block_mde_sentence, mde_basis_text, verdict_sentence
+from evalpipe.words.numerics import gate_words
 
 #: A per-benchmark score gate: its name, thresholds by benchmark, what it compares, and how to read it.
 ScoreGate = tuple[GateName, dict[str, float], str, Callable[[BenchmarkResult], float | None]]
@@ -261,6 +262,6 @@ def numerics_gates(
             threshold=threshold,
             actual=block.gate.lower,
             passed=block.gate.passed,
-            message=f"numerics: {block.gate.message}",
+            message=gate_words(block),
         )
     ]

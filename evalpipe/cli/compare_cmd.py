@@ -16,6 +16,25 @@ def compare(
     ] = None,
     label_a: Annotated[str | None, typer.Option("--label-a")] = None,
     label_b: Annotated[str | None, typer.Option("--label-b")] = None,
+    aa: Annotated[
+        Path | None,
+        typer.Option(
+            "--aa",
+            help="A/A arm: a repeat run (repeat_of) on the same manifest, its noise beside the A/B (the MDE and "
+            "the operating characteristic at its discordance); it repeats RUN_A when its recorded repeat_of names "
+            "RUN_A's variant, else RUN_B.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Judge every block as this run config does (e.g. the paired run's config.yaml): its gates' "
+            "margins and must-catch drops, generation.sequential (its pilot included: the attempts it chose are "
+            "in the arms' outcomes), pools and design:. Not with --margin, --sequential, --alpha or "
+            "--sequential-share.",
+        ),
+    ] = None,
     margin: Annotated[
         float | None,
         typer.Option("--margin", help="Non-inferiority margin in points for every block (as the gate's)."),
@@ -25,40 +44,33 @@ def compare(
         typer.Option("--sequential", help="Also judge every block unit by unit (needs --margin)."),
     ] = False,
     alpha: Annotated[
-        float,
-        typer.Option("--alpha", help="The gate's one-sided error at the margin (split with --sequential)."),
-    ] = 0.025,
-    share: Annotated[
-        float,
+        float | None,
         typer.Option(
-            "--sequential-share", help="Share of --alpha the e-processes spend (the rest: one fixed look)."
+            "--alpha",
+            help="The gate's one-sided error at the margin (split with --sequential). [default: 0.025]",
         ),
-    ] = 0.5,
+    ] = None,
+    share: Annotated[
+        float | None,
+        typer.Option(
+            "--sequential-share",
+            help="Share of --alpha the e-processes spend (the rest: one fixed look). [default: 0.5]",
+        ),
+    ] = None,
 ) -> None:
     """Refuse unless both runs used the same manifest and prompts; then paired statistics."""
     # import cost: the command's modules load when it runs (`evalpipe --help` stays instant)
     from evalpipe.cli.console import out as console
-    from evalpipe.compare import Arms, GatePolicy, PairedDesign, compare_runs
-    from evalpipe.config.models import SequentialConfig
-    from evalpipe.errors import ConfigError
+    from evalpipe.compare import Arms, PairedDesign, compare_runs
+    from evalpipe.compare.asked import aa_pair_beside, gate_policy, with_numerics
     from evalpipe.run.compare_files import write_compare
     from evalpipe.words.compare import paired_line, verdict_sentence
     from evalpipe.words.sentences import sequential_sentence
 
-    if sequential and margin is None:
-        raise ConfigError("--sequential judges against a margin: give --margin X")
-    if margin is not None and margin < 0:
-        raise ConfigError(f"--margin: must be >= 0 points, got {margin:g}")
-    if not 0 < alpha < 0.5:
-        raise ConfigError(f"--alpha: must lie in (0, 0.5), got {alpha:g}")
-    if not 0 < share <= 1:
-        raise ConfigError(f"--sequential-share: must lie in (0, 1], got {share:g}")
-    gate = GatePolicy(
-        margins=lambda _block: margin,
-        alpha=alpha,
-        sequential=SequentialConfig(alpha=alpha, sequential_share=share) if sequential else None,
-    )
-    result = compare_runs(PairedDesign(Arms(run_a, run_b, label_a, label_b), gate=gate))
+    gate = gate_policy(config, margin, sequential, alpha, share)
+    arms = Arms(run_a, run_b, label_a, label_b)
+    aa_pair = aa_pair_beside(aa, arms) if aa is not None else None
+    result = with_numerics(compare_runs(PairedDesign(arms, aa=aa_pair, gate=gate)), config)
     json_path, md_path = write_compare(result, out if out is not None else Path(run_a).resolve().parent)
     for b in [*result.benchmarks, *([result.overall] if result.overall else [])]:
         console.print(paired_line(b, result.label_a, result.label_b), soft_wrap=True)

@@ -28,7 +28,7 @@ def validate(config: Annotated[Path, typer.Argument(help="Run config YAML")]) ->
 
 @app.command("schema")
 def schema() -> None:
-    """Print the run-config JSON Schema (committed as schemas/config.schema.json)."""
+    """Print the run-config JSON Schema (committed as audits/config.schema.json)."""
     # import cost: the command's modules (~208) load when it runs; `evalpipe --help` stays light
     from evalpipe.resolve.published import config_schema
 

@@ -20,7 +20,7 @@ DatasetRoot = Annotated[
 
 def publish(
     run_dir: Annotated[Path, typer.Argument(help="Audited run directory")],
-    bundle_dir: Annotated[Path, typer.Argument(help="New bundle directory, e.g. bundles/<name>/")],
+    bundle_dir: Annotated[Path, typer.Argument(help="New bundle directory, e.g. audits/bundles/<name>/")],
     max_mb: Annotated[float, typer.Option("--max-mb", help="Size cap of the bundle")] = 20.0,
 ) -> None:
     """Write a small committable sign-off bundle (claim, spine, provenance, replayable response log)."""

@@ -1,4 +1,4 @@
-"""``benchmarks:`` — per benchmark its dataset source, sampling rule (inline or a ``sampling-rules/*.yaml`` file),
+"""``benchmarks:`` — per benchmark its dataset source, sampling rule (inline or a ``samplers/*.yaml`` file),
 few-shot count, budget and fingerprint pin."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class SamplingFilter(Strict):
 
 
 class SamplingRule(Strict):
-    """A declarative sampling rule (``sampling-rules/<benchmark>.yaml``).
+    """A declarative sampling rule (``samplers/<benchmark>.yaml``).
 
     Exactly one of ``per_stratum`` and ``total``.  ``allocation`` applies to ``total`` only:
     ``proportional`` (largest remainder over strata) or ``uniform`` (one stratum: simple random sample).

@@ -116,7 +116,7 @@ def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None) -> 
 
 #: Folders of sampling rules that were renamed: a config still naming the old one is refused in one line that
 #: names the file to use instead (the config then names the file it reads; nothing is redirected silently).
-FORMER_RULE_FOLDERS: dict[str, str] = {"samplers": "sampling-rules"}
+FORMER_RULE_FOLDERS: dict[str, str] = {"sampling-rules": "samplers"}
 
 
 def _moved_rule(path: Path) -> Path | None:

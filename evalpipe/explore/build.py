@@ -18,8 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalpipe.artifacts import RunDir, atomic_write_text, recorded_run
+from evalpipe.artifacts import RunDir, atomic_write_text, read_model, recorded_run
 from evalpipe.artifacts.schema.compare import CompareResult, PairedBenchmark
+from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.explorer import (
     ArmInfo,
     BlockStats,
@@ -33,6 +34,7 @@ from evalpipe.artifacts.schema.explorer import (
 from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.artifacts.schema.reviews import FlipKind
 from evalpipe.benchmarks import benchmark as benchmark_of
+from evalpipe.errors import ArtifactError
 from evalpipe.explore.collect import Arm, Key, arm_card, evidence_cut, load_arm
 from evalpipe.explore.numerics import numerics_view
 from evalpipe.explore.page import render_page
@@ -59,20 +61,27 @@ class Built:
     record: ExplorerRecord
 
 
-def build_run_explorer(run_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> Built:
-    """``RUN/explorer.html`` for one run directory: its samples, failures first."""
+def build_run_explorer(
+    run_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES, page: Path | None = None
+) -> Built:
+    """``RUN/explorer.html`` (or ``page``: then nothing is written into RUN) for one run directory: its
+    samples, failures first."""
     arm = load_arm(run_dir)
     rd = RunDir(Path(run_dir))
     title = f"Samples of {arm.label}"
-    return _write(rd.explorer_html, title, [arm], None, [], limit_bytes, rd.root)
+    return _write(page or rd.explorer_html, title, [arm], None, [], limit_bytes, rd.root)
 
 
 def build_paired_explorer(
-    comparison: CompareResult, out_dir: Path, *, limit_bytes: int = DEFAULT_LIMIT_BYTES
+    comparison: CompareResult,
+    out_dir: Path,
+    *,
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    page: Path | None = None,
 ) -> Built:
-    """``OUT/explorer.html`` for a paired comparison (A under test, B the control), flips first; the arms
-    are read beside ``OUT``'s compare.json when they are there (a moved or unpacked root), else where
-    compare.json recorded them (``recorded_run``)."""
+    """``OUT/explorer.html`` (or ``page``: then nothing is written into OUT) for a paired comparison (A under
+    test, B the control), flips first; the arms are read beside ``OUT``'s compare.json when they are there (a
+    moved or unpacked root), else where compare.json recorded them (``recorded_run``)."""
 
     def arm(recorded: str) -> Path:
         return recorded_run(recorded, Path(out_dir), comparison.manifest_sha256)
@@ -93,7 +102,7 @@ def build_paired_explorer(
     out = RunDir(Path(out_dir))
     aa_dir = arm(comparison.run_aa) if comparison.run_aa is not None and not comparison.aa_only else None
     numerics = numerics_view(comparison, arm(comparison.run_b), run_a, aa_dir)
-    return _write(out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a, numerics)
+    return _write(page or out.explorer_html, title, [control, test], aa, stats, limit_bytes, run_a, numerics)
 
 
 def flip_kind(control: Arm, test: Arm, key: Key) -> FlipKind:
@@ -155,7 +164,7 @@ class _Sample:
 
 def _card(
     arms: list[Arm], key: Key, keep: int | None, rank: int, record_sha: str, rank_key: str,
-    needles: tuple[str, ...] = (),
+    needles: tuple[str, ...] = (), question: str | None = None,
 ) -> SampleCard:  # fmt: skip
     first = arms[-1]  # the arm under test (paired) or the one arm
     prompt = next((a.prompts[key] for a in reversed(arms) if key in a.prompts), None)
@@ -182,6 +191,7 @@ def _card(
     return SampleCard(
         prompt=messages,
         prompt_cut=prompt_cut,
+        question=question if not messages else None,
         prompt_sha256=expected,
         prompt_verified=verified,
         gold=row.gold_answer if row else None,
@@ -202,6 +212,7 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
     """Every manifest entry as an index row with its packed card; rows in ``cache`` outside ``only`` are reused."""
     manifest = arms[-1].manifest
     ranks = _ranks(manifest)
+    questions = _materialised_questions(arms)
     paired = len(arms) == 2
     out: dict[Key, _Sample] = {}
     for position, e in enumerate(manifest.entries):
@@ -219,10 +230,10 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
         needles = (
             benchmark_of(e.benchmark).evidence(e.generated, e.source_id) if e.generated is not None else ()
         )
-        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key, needles)
-        texts = [m.content for m in card.prompt if m.role == "user"][-1:] + [
-            a.answer or "" for a in card.arms
-        ]
+        card = _card(arms, key, None if flagged else keep, ranks[key], e.record_sha256, e.rank_key, needles,
+                     questions.get(key))  # fmt: skip
+        asked = [m.content for m in card.prompt if m.role == "user"][-1:] or [card.question or ""]
+        texts = asked + [a.answer or "" for a in card.arms]
         partial = any(len(t) > SEARCH_HEAD for t in texts) or card.prompt_cut is not None
         index = SampleIndex(
             key=f"{e.benchmark}/{e.source_id}",
@@ -245,6 +256,23 @@ def _samples(arms: list[Arm], aa: tuple[Arm, Arm] | None, keep: int | None, only
         else:
             order = (0 if flagged else 1, position)
         out[key] = _Sample(index, flagged, order)
+    return out
+
+
+def _materialised_questions(arms: list[Arm]) -> dict[Key, str]:
+    """Each entry's question as materialised for EvalScope (``index_map.json``; the arm under test's first):
+    what a card shows when the run no longer holds the messages as sent."""
+    out: dict[Key, str] = {}
+    for arm in reversed(arms):
+        path = arm.rundir.index_map
+        if not path.is_file():
+            continue
+        try:
+            entries = read_model(path, IndexMap).entries
+        except ArtifactError:
+            continue
+        for e in entries:
+            out.setdefault((e.benchmark, e.source_id), e.question)
     return out
 
 

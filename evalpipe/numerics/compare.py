@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalpipe.artifacts import RunDir, read_model
+from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.numerics import (
     DivergenceName,
     NumericsAnswer,
@@ -176,18 +177,7 @@ def compare_numerics(test: NumericsProbe, control: NumericsProbe, aa: NumericsPr
         shift = groups[0].shift
         lower = shift.lower if shift is not None else None
         passed = shift is not None and (lower is None or lower <= fail_above)
-        gate = NumericsGate(
-            fail_above=fail_above,
-            lower=lower,
-            passed=passed,
-            message=(
-                "no A/A arm: the numerics gate needs one"
-                if shift is None
-                else f"{primary} shift over A/A ≥ {lower:.4g} (one-sided bound) > {fail_above:g}"
-                if not passed and lower is not None
-                else f"{primary} shift over A/A not shown above {fail_above:g}"
-            ),
-        )
+        gate = NumericsGate(fail_above=fail_above, lower=lower, passed=passed, has_aa=shift is not None)
     seconds = {labels[0]: test.seconds, labels[1]: control.seconds}
     if aa is not None and labels[2] is not None:
         seconds[labels[2]] = aa.seconds
@@ -209,14 +199,17 @@ def compare_numerics(test: NumericsProbe, control: NumericsProbe, aa: NumericsPr
     )
 
 
-def compare_variant_numerics(test_dir: Path, control_dir: Path, aa_dir: Path | None, *,
-                             labels: tuple[str, str, str | None], fail_above: float | None) -> NumericsComparison | None:  # fmt: skip
-    """The numerics block from the arms' ``numerics.json`` (None when the arm under test or the control has none:
-    a run without ``numerics:``, or one whose probe never ran)."""
-    paths = [RunDir(d).numerics_json for d in (test_dir, control_dir)]
-    if not all(p.is_file() for p in paths):
+def numerics_for(result: CompareResult, *, fail_above: float | None) -> NumericsComparison | None:
+    """The numerics block of a paired comparison, from its arms' ``numerics.json`` (run A under test, run B the
+    control, the A/A arm unless the record is A/A-only); None when A or B has none (a run without ``numerics:``).
+    ``evalpipe run`` and ``evalpipe compare`` both call this, so a comparison re-derived from the CLI holds the
+    same block."""
+    a, b = RunDir(Path(result.run_a)).numerics_json, RunDir(Path(result.run_b)).numerics_json
+    if not (a.is_file() and b.is_file()):
         return None
-    test, control = (read_model(p, NumericsProbe) for p in paths)
-    aa_path = RunDir(aa_dir).numerics_json if aa_dir is not None else None
+    aa_path = RunDir(Path(result.run_aa)).numerics_json if result.run_aa and not result.aa_only else None
     aa = read_model(aa_path, NumericsProbe) if aa_path is not None and aa_path.is_file() else None
-    return compare_numerics(test, control, aa, labels=labels, fail_above=fail_above)
+    labels = (result.label_a, result.label_b, result.label_aa if aa is not None else None)
+    return compare_numerics(
+        read_model(a, NumericsProbe), read_model(b, NumericsProbe), aa, labels=labels, fail_above=fail_above
+    )

@@ -53,12 +53,12 @@ from typing import TYPE_CHECKING
 
 from evalpipe.config.models import RunConfig
 from evalpipe.numerics.cost import cost_line
+from evalpipe.plan.inputs import PlanInput, TokenCost, _comparison, token_cost
 from evalpipe.plan.pilot import PilotCase, PilotInput, pilot_lines
 from evalpipe.stats.operating import GateDesign, PassProbability, pass_probability
 
 if TYPE_CHECKING:
     from evalpipe.artifacts.schema.manifest import Manifest
-    from evalpipe.plan.mde import PlanInput
 
 #: Simulated paths per point of a sequential design in ``evalpipe plan`` (Monte-Carlo SE ≤ 0.008).
 PLAN_PATHS = 4000
@@ -331,9 +331,6 @@ def foreseen_drops(cfg: RunConfig, block: PlanInput, run: Path | None) -> tuple[
     foreseen): with RUN, the units its compare.json left out of the block; else the items of a generator's spec
     that need more context than the configured one (``model.context_length``)."""
     if run is not None:
-        # import cost: plan.mde (statsmodels, the samplers), only on this path
-        from evalpipe.plan.mde import _comparison
-
         cmp = _comparison(run)
         found = (
             next((b for b in [*cmp.benchmarks, *cmp.pools] if b.benchmark == block.benchmark), None)
@@ -359,52 +356,65 @@ def foreseen_drops(cfg: RunConfig, block: PlanInput, run: Path | None) -> tuple[
     )
 
 
+@dataclass(frozen=True)
+class GatedBlock:
+    """One gated block as the plan reads it before any simulation: its plan input, the units judged (less those
+    foreseen dropped, and why), margin, must-catch drop, discordance cases, tokens and prompt tokens."""
+
+    block: PlanInput
+    n: int
+    dropped_why: str | None
+    margin_pts: float
+    drop_pts: float | None
+    cases: list[DiscordanceCase]
+    cost: TokenCost
+    prefill: float | None
+    prefill_basis: str
+
+    @property
+    def name(self) -> str:
+        return self.block.benchmark
+
+
 def plan_numerics_lines(cfg: RunConfig) -> list[str]:
     """The numerics probe's cost (``numerics:``), one line; none without the probe."""
     return [cost_line(cfg.numerics, max(1, len(cfg.variants)))] if cfg.numerics is not None else []
 
 
-def plan_operating_lines(
-    cfg: RunConfig, inputs: Sequence[PlanInput | str], manifest: Manifest | None, run: Path | None
-) -> list[str]:
-    """What ``evalpipe plan`` prints for the gated blocks and the whole sign-off (module docstring);
-    ``inputs`` are ``plan_inputs``' (a ``str``: a benchmark that cannot be planned, skipped here)."""
-    # import cost: plan.mde (statsmodels, the samplers), only on this path
-    from evalpipe.plan.mde import PlanInput, measured, token_cost
-
-    gated = {
-        x.benchmark: x
-        for x in inputs
-        if isinstance(x, PlanInput)
-        and cfg.gates.points_for("non_inferiority_margin_pts", x.benchmark) is not None
+def gated_names(cfg: RunConfig) -> set[str]:
+    """The benchmarks the gated blocks are made of: each gated benchmark, and each member of a gated pool."""
+    out = {
+        b.name
+        for b in cfg.benchmarks
+        if cfg.gates.points_for("non_inferiority_margin_pts", b.name) is not None
     }
-    if not gated:
-        return []
-    seq = cfg.generation.sequential
-    alpha = seq.alpha if seq is not None else 0.025
-    if seq is None:
-        split = "fixed look only"
-    elif seq.sequential_share >= 1.0:
-        split = "sequential design: all of α on the e-processes, no fixed look (no crossing: inconclusive)"
-    else:
-        split = (
-            f"sequential design: {seq.sequential_share:g} of α on the e-processes, the rest "
-            f"({alpha * (1 - seq.sequential_share):g}) one fixed look when they do not cross"
-        )
-    lines = [
-        f"operating characteristic of the gate: one-sided α {alpha:g} at each margin; {split}; the fixed look "
-        f"exact, the sequential design {PLAN_PATHS} simulated paths; {max(1, len(cfg.variants))} arm(s)",
-        "  per block and design: P(pass) with no regression | at −margin | at the must-catch drop; tokens",
-    ]
-    rows: list[DesignRow] = []
-    drops: dict[str, float | None] = {}
-    plans: dict[str, BlockPlan] = {}
-    k, piloted, pilot_cases = cfg.generation.repeats, list[PilotInput](), list[list[DiscordanceCase]]()
-    for name, block in gated.items():
+    for pool, members in cfg.pools.items():
+        if cfg.gates.points_for("non_inferiority_margin_pts", pool) is not None:
+            out.update(members)
+    return out
+
+
+def gated_blocks(
+    cfg: RunConfig, inputs: Sequence[PlanInput | str], manifest: Manifest | None, run: Path | None
+) -> list[GatedBlock]:
+    """Every block with a margin (``inputs`` are ``plan_inputs``'; a ``str``, a benchmark that cannot be planned,
+    is skipped), in input order, with what the module docstring says each design is evaluated on."""
+    k = cfg.generation.repeats
+    out = []
+    for block in inputs:
+        if isinstance(block, str):
+            continue
+        name = block.benchmark
+        margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
+        if margin is None:
+            continue
         noise_value: float | None = None
         source: str | None = None
         accuracy: float | None = None
         if run is not None and manifest is not None:
+            # import cost: plan.mde (statsmodels, scipy.stats), only with --from RUN: the noise measured on it
+            from evalpipe.plan.mde import measured
+
             noise, accuracy, _ = measured(run, manifest, name, block.members)
             if noise is not None:
                 noise_value, source = (
@@ -412,32 +422,79 @@ def plan_operating_lines(
                     noise.source.upper().replace("AA", "A/A").replace("AB", "A/B"),
                 )
         cost = token_cost(cfg, run, manifest, name, block.members)
-        cases = discordance_cases(cfg, name, noise_value, source, accuracy)
-        drop = cfg.gates.must_catch_drop_pts.get(name)
-        drops[name] = drop
-        margin = cfg.gates.points_for("non_inferiority_margin_pts", name)
         prefill, prefill_basis = _input_per_sample(cost.input_per_sample, cost.measured, block)
         dropped, why = foreseen_drops(cfg, block, run)
-        n = max(1, block.n_now - dropped)
-        size = f"n {block.n_now} × {k}" + (f" ({n} judged: {why})" if why else "")
+        out.append(
+            GatedBlock(
+                block=block,
+                n=max(1, block.n_now - dropped),
+                dropped_why=why,
+                margin_pts=margin,
+                drop_pts=cfg.gates.must_catch_drop_pts.get(name),
+                cases=discordance_cases(cfg, name, noise_value, source, accuracy),
+                cost=cost,
+                prefill=prefill,
+                prefill_basis=prefill_basis,
+            )
+        )
+    return out
+
+
+def gate_split(cfg: RunConfig) -> str:
+    """How the gate spends α: the fixed look only, or the sequential share and what the rest does."""
+    seq = cfg.generation.sequential
+    alpha = seq.alpha if seq is not None else 0.025
+    if seq is None:
+        return "fixed look only"
+    if seq.sequential_share >= 1.0:
+        return "sequential design: all of α on the e-processes, no fixed look (no crossing: inconclusive)"
+    return (
+        f"sequential design: {seq.sequential_share:g} of α on the e-processes, the rest "
+        f"({alpha * (1 - seq.sequential_share):g}) one fixed look when they do not cross"
+    )
+
+
+def plan_operating_lines(
+    cfg: RunConfig, inputs: Sequence[PlanInput | str], manifest: Manifest | None, run: Path | None
+) -> list[str]:
+    """What ``evalpipe plan --detail`` prints for the gated blocks and the whole sign-off (module docstring);
+    ``inputs`` are ``plan_inputs``' (a ``str``: a benchmark that cannot be planned, skipped here)."""
+    return operating_lines(cfg, gated_blocks(cfg, inputs, manifest, run))
+
+
+def operating_lines(cfg: RunConfig, gated: list[GatedBlock]) -> list[str]:
+    """:func:`plan_operating_lines` of blocks already read: every design under every discordance case, the
+    sign-off, what would reach the target and the pilot."""
+    if not gated:
+        return []
+    seq = cfg.generation.sequential
+    alpha = seq.alpha if seq is not None else 0.025
+    lines = [
+        f"operating characteristic of the gate: one-sided α {alpha:g} at each margin; {gate_split(cfg)}; the fixed "
+        f"look exact, the sequential design {PLAN_PATHS} simulated paths; {max(1, len(cfg.variants))} arm(s)",
+        "  per block and design: P(pass) with no regression | at −margin | at the must-catch drop; tokens",
+    ]
+    rows, plans = alternative_rows(cfg, gated)
+    drops = {g.name: g.drop_pts for g in gated}
+    k, piloted, pilot_cases = cfg.generation.repeats, list[PilotInput](), list[list[DiscordanceCase]]()
+    for g in gated:
+        name, block, n, drop, margin, cost = g.name, g.block, g.n, g.drop_pts, g.margin_pts, g.cost
+        size = f"n {block.n_now} × {k}" + (f" ({n} judged: {g.dropped_why})" if g.dropped_why else "")
         lines.append(
             f"  {name}: {size}, margin {margin:g} pts, must-catch drop "
             f"{format(drop, 'g') + ' pts' if drop is not None else 'not set (gates.must_catch_drop_pts)'}"
         )
         worst = _tokens(max(1, len(cfg.variants)) * n * k * cost.budget)
         lines.append(f"    output: {cost.basis}; at most {worst}")
-        lines.append(f"    input: {prefill_basis}")
-        for case in cases:
+        lines.append(f"    input: {g.prefill_basis}")
+        for case in g.cases:
             lines.append(f"    ψ {case.discordance:.3f} {case.label}: {case.basis}")
-        block_rows = design_rows(
-            cfg, name, n, k, cases, cost.output_per_attempt, cost.budget, input_per_sample=prefill
-        )
-        rows += block_rows
-        lines += [row_line(r, drop) for r in block_rows]
-        plans[name] = BlockPlan(name, block_designs(cfg, name, n, k), block.population)
-        if name in cfg.design and margin is not None:
-            piloted.append(PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt))
-            pilot_cases.append(cases)
+        lines += [row_line(r, drop) for r in rows if r.block == name]
+        if name in cfg.design:
+            piloted.append(
+                PilotInput(name, n, margin, drop, cfg.design[name].accuracy, cost.output_per_attempt)
+            )
+            pilot_cases.append(g.cases)
     lines += signoff_lines(rows, drops)
     lines += reach_lines(rows, plans)
     if len(piloted) == len(gated):  # every gated block argued (the config's pilot check)
@@ -445,12 +502,28 @@ def plan_operating_lines(
     return lines
 
 
+def alternative_rows(cfg: RunConfig, gated: list[GatedBlock]) -> tuple[list[DesignRow], dict[str, BlockPlan]]:
+    """Every design (fixed, and sequential when configured) of every gated block under every discordance case,
+    and what the reach search needs of each block."""
+    k = cfg.generation.repeats
+    rows: list[DesignRow] = []
+    plans: dict[str, BlockPlan] = {}
+    for g in gated:
+        rows += design_rows(
+            cfg, g.name, g.n, k, g.cases, g.cost.output_per_attempt, g.cost.budget, input_per_sample=g.prefill
+        )
+        plans[g.name] = BlockPlan(g.name, block_designs(cfg, g.name, g.n, k), g.block.population)
+    return rows, plans
+
+
 def _pilot(cfg: RunConfig, piloted: list[PilotInput], cases: list[list[DiscordanceCase]]) -> list[str]:
     """The internal pilot's lines when every block was judged under the same discordance cases."""
     labels = [c.label for c in cases[0]] if cases else []
     if not all([c.label for c in x] == labels for x in cases):
         return []
-    return pilot_lines(cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)])
+    return pilot_lines(
+        cfg, piloted, [PilotCase(label, [c[i].discordance for c in cases]) for i, label in enumerate(labels)]
+    )
 
 
 def _input_per_sample(measured: float | None, is_measured: bool, block: object) -> tuple[float | None, str]:
@@ -517,39 +590,83 @@ class BlockPlan:
     population: int
 
 
-def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]:
+@dataclass(frozen=True)
+class ReachItem:
+    """One block below its share of the target under one design kind and case: what it reaches, and the units
+    (None: more than ``REACH_GROWTH`` × n) or attempts per unit with what they reach (None: more than
+    ``REACH_ATTEMPTS``) that would reach the share."""
+
+    kind: str
+    case: str
+    sign_off_reaches: float
+    block: str
+    reaches: float
+    share: float
+    n: int
+    population: int
+    units: int | None
+    attempts: tuple[int, float] | None
+
+
+def reach_items(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[ReachItem]:
     """Per design kind and discordance case whose sign-off misses ``SIGNOFF_TARGET`` (module docstring): each
     block below its share, what it reaches, and the units or attempts that would reach the share."""
     items = sign_off(rows, dict.fromkeys(plans))
-    short = [s for s in items if s.at_zero < SIGNOFF_TARGET]
-    if not short:
+    if not items:
         return []
     share = SIGNOFF_TARGET ** (1.0 / max(1, items[0].blocks))
-    out = [
-        f"  the target: the sign-off's P(pass | no regression) ≥ {SIGNOFF_TARGET:g} at every discordance up to 2p(1-p), "
-        f"≥ {share:.3f} per block ({items[0].blocks})",
-        "  where it falls short, what would reach it (k attempts: only if a unit's attempts disagree "
-        "independently, ρ = 0; at ρ = 1 only units)",
-    ]
-    for s in short:
-        out.append(f"    {s.kind}, {s.label}: the sign-off reaches {s.at_zero:.3f}")
+    out = []
+    for s in (s for s in items if s.at_zero < SIGNOFF_TARGET):
         for row in rows:
             if design_label(row.design) != s.kind or row.case.label != s.label or row.at_zero.p_pass >= share:
                 continue
             plan = plans[row.block]
             design = next(d for label, d in plan.designs if label == row.design)
             psi = row.case.discordance
-            units = units_to_reach(design, psi, share)
-            attempts = attempts_to_reach(design, psi, share)
-            need = (
-                f"n {units} units (population {plan.population})"
-                if units is not None
-                else f"more than {REACH_GROWTH * design.n} units (population {plan.population})"
+            out.append(
+                ReachItem(
+                    s.kind,
+                    s.label,
+                    s.at_zero,
+                    row.block,
+                    row.at_zero.p_pass,
+                    share,
+                    design.n,
+                    plan.population,
+                    units_to_reach(design, psi, share),
+                    attempts_to_reach(design, psi, share),
+                )
             )
-            tries = (
-                f"{attempts[0]} attempts per unit at n {design.n} ({attempts[1]:.3f})"
-                if attempts is not None
-                else f"more than {REACH_ATTEMPTS} attempts per unit"
-            )
-            out.append(f"      {row.block} reaches {row.at_zero.p_pass:.3f}; {share:.3f} needs {need} or {tries}")
+    return out
+
+
+def reach_lines(rows: list[DesignRow], plans: dict[str, BlockPlan]) -> list[str]:
+    """:func:`reach_items` in words: the target, then per short design kind and case each block's need."""
+    items = sign_off(rows, dict.fromkeys(plans))
+    reach = reach_items(rows, plans)
+    if not reach:
+        return []
+    share, blocks = reach[0].share, items[0].blocks
+    out = [
+        f"  the target: the sign-off's P(pass | no regression) ≥ {SIGNOFF_TARGET:g} at every discordance up to 2p(1-p), "
+        f"≥ {share:.3f} per block ({blocks})",
+        "  where it falls short, what would reach it (k attempts: only if a unit's attempts disagree "
+        "independently, ρ = 0; at ρ = 1 only units)",
+    ]
+    seen: set[tuple[str, str]] = set()
+    for item in reach:
+        if (item.kind, item.case) not in seen:
+            seen.add((item.kind, item.case))
+            out.append(f"    {item.kind}, {item.case}: the sign-off reaches {item.sign_off_reaches:.3f}")
+        need = (
+            f"n {item.units} units (population {item.population})"
+            if item.units is not None
+            else f"more than {REACH_GROWTH * item.n} units (population {item.population})"
+        )
+        tries = (
+            f"{item.attempts[0]} attempts per unit at n {item.n} ({item.attempts[1]:.3f})"
+            if item.attempts is not None
+            else f"more than {REACH_ATTEMPTS} attempts per unit"
+        )
+        out.append(f"      {item.block} reaches {item.reaches:.3f}; {share:.3f} needs {need} or {tries}")
     return out

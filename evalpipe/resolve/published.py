@@ -1,8 +1,8 @@
-"""JSON Schemas published in ``schemas/`` (kept in sync with the models by a test).
+"""JSON Schemas published in ``audits/`` (kept in sync with the models by a test).
 
 The models name plugins with plain strings (``evalpipe.config.registry_names``); a published schema lists the
 names registered here — each string marked with the registry it names gets that registry's names as its
-``enum`` — so an editor validating a config against ``schemas/config.schema.json`` knows every benchmark and
+``enum`` — so an editor validating a config against ``audits/config.schema.json`` knows every benchmark and
 server kind, as it did when those fields were literals.
 """
 
@@ -133,7 +133,7 @@ def reviews_schema() -> dict[str, Any]:
     return _schema(ReviewsFile)
 
 
-# file name in schemas/ → schema builder; later stages add theirs here.
+# file name in audits/ → schema builder; later stages add theirs here.
 PUBLISHED: dict[str, Callable[[], dict[str, Any]]] = {
     "config.schema.json": config_schema,
     "manifest.schema.json": manifest_schema,

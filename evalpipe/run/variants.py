@@ -25,7 +25,7 @@ from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noi
 from evalpipe.config.models import RunConfig
 from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
-from evalpipe.numerics.compare import compare_variant_numerics
+from evalpipe.numerics.compare import numerics_for
 from evalpipe.processes.signals import Terminated
 from evalpipe.resolve import ResolvedRun
 from evalpipe.run.compare_files import write_compare
@@ -160,7 +160,7 @@ def _compare_arms(
             )
         )
         target = root.root if len(controls) == 1 else root.root / f"compare-{first}-vs-{other}"
-        comparison = _with_numerics(cfg, comparison, (first, other, again), dirs, labels)
+        comparison = _with_numerics(cfg, comparison)
         json_path, _ = write_compare(comparison, target)
         speed_comparison = None
         if cfg.speed is not None:  # the first variant is the test, as in compare.json
@@ -177,7 +177,7 @@ def _compare_arms(
         comparison = compare_noise(
             Arms(dirs[first].root, dirs[again].root, labels[first], labels[again]), GatePolicy.of(cfg)
         )
-        comparison = _with_numerics(cfg, comparison, (again, first, None), dirs, labels)
+        comparison = _with_numerics(cfg, comparison)
         json_path, _ = write_compare(comparison, root.root)
         if cfg.speed is not None:  # the speed noise: the same launch settings measured twice
             speed_comparison = compare_variant_dirs(
@@ -192,24 +192,11 @@ def _compare_arms(
     return compares, cited
 
 
-def _with_numerics(
-    cfg: RunConfig,
-    comparison: CompareResult,
-    arms: tuple[str, str, str | None],
-    dirs: dict[str, RunDir],
-    labels: dict[str, str],
-) -> CompareResult:
-    """``comparison`` with the numerics block of ``arms`` (test, control, A/A) when the config probes numerics."""
+def _with_numerics(cfg: RunConfig, comparison: CompareResult) -> CompareResult:
+    """``comparison`` with its arms' numerics block when the config probes numerics."""
     if cfg.numerics is None:
         return comparison
-    test, control, again = arms
-    block = compare_variant_numerics(
-        dirs[test].root,
-        dirs[control].root,
-        dirs[again].root if again is not None else None,
-        labels=(labels[test], labels[control], labels[again] if again is not None else None),
-        fail_above=cfg.numerics.fail_above,
-    )
+    block = numerics_for(comparison, fail_above=cfg.numerics.fail_above)
     return comparison.model_copy(update={"numerics": block}) if block is not None else comparison
 
 

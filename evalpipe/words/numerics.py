@@ -61,6 +61,21 @@ def shift_words(shift: NumericsShift | None) -> str:
     return f"within the A/A floor ({p})"
 
 
+def gate_words(block: NumericsComparison) -> str:
+    """The numerics gate's outcome in words (empty without the gate)."""
+    gate = block.gate
+    if gate is None:
+        return ""
+    if not gate.has_aa:
+        return f"numerics.fail_above {gate.fail_above:g}: failed — no A/A arm, no floor to hold A/B against"
+    if gate.passed:
+        return f"numerics.fail_above {gate.fail_above:g}: passed — {block.primary} shift over A/A not shown above it"
+    return (
+        f"numerics.fail_above {gate.fail_above:g}: FAILED — {block.primary} shift over A/A ≥ {num(gate.lower)} "
+        "(the one-sided signed-rank bound)"
+    )
+
+
 def group_line(block: NumericsComparison, group: NumericsGroup) -> str:
     """One table row: the group, its prompts, the medians of the primary divergence, identical counts, the
     verdict and the interval that decided it."""
@@ -123,8 +138,7 @@ def table_lines(block: NumericsComparison) -> list[str]:
         lines.append(group_line(block, group.model_copy(update={"name": name})))
     lines.append("")
     if block.gate is not None:
-        lines.append(f"- Gate numerics.fail_above {block.gate.fail_above:g}: "
-                     f"{'passed' if block.gate.passed else 'FAILED'} — {block.gate.message}")  # fmt: skip
+        lines.append(f"- Gate {gate_words(block)}")
     if block.missing or block.mismatched:
         lines.append(f"- Left out: {len(block.missing)} prompt(s) some arm did not answer, "
                      f"{len(block.mismatched)} whose prompt differed between arms.")  # fmt: skip

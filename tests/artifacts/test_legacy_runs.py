@@ -240,6 +240,29 @@ class _Budget:
         return 2048
 
 
+def test_a_run_naming_the_former_rules_folder_still_opens(tmp_path: Path) -> None:
+    """A run whose config copy names ``../sampling-rules/`` (the samplers' folder's former name) opens as before:
+    its manifest holds the rules it drew with, so audit, compare, explore, replay and ``verify-sample`` never look
+    the folder up; only a new run from such a config is refused, naming the file under ``samplers/``."""
+    root = unpack("2026-12-05-0e06fc0", tmp_path) / "run"
+    for arm in ("faults", "clean"):
+        copy = root / arm / "config.yaml"
+        text = copy.read_text(encoding="utf-8")
+        assert "../samplers/demo/" in text
+        copy.write_text(text.replace("../samplers/", "../sampling-rules/"), encoding="utf-8")
+        record = raw(root / arm / "run.json")  # as a run started from that config records it
+        record["config_sha256"] = hashlib.sha256(copy.read_bytes()).hexdigest()
+        (root / arm / "run.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+    faults = root / "faults"
+    assert run_cli(["audit", str(faults)]) == 0
+    assert raw(faults / "summary.json")["verdict"] == "pass"
+    assert run_cli(["compare", str(faults), str(root / "clean"), "--out", str(tmp_path / "again")]) == 0
+    assert run_cli(["explore", str(root), "--out", str(tmp_path / "explorer.html")]) == 0
+    assert run_cli(["verify-sample", str(faults), "--dataset-root", str(bundled_data_dir())]) == 0
+    out = tmp_path / "replayed"
+    assert run_cli(["replay", str(faults), "--dataset-root", str(bundled_data_dir()), "--out", str(out)]) == 0
+
+
 def test_replay_of_an_old_run(tmp_path: Path) -> None:
     """The 2026-12-05 run's ``faults`` arm (run.json and summary.json v2) replayed from its response log."""
     run = unpack("2026-12-05-1dccca2", tmp_path) / "run" / "faults"

@@ -104,7 +104,7 @@ def test_summary_validates_against_committed_schema(tmp_path: Path) -> None:
 
     rd = planted_faults_run(tmp_path / "run").write()
     audit_run(rd.root)
-    schema = json.loads((REPO / "schemas" / "summary.schema.json").read_text())
+    schema = json.loads((REPO / "audits" / "summary.schema.json").read_text())
     jsonschema.validate(json.loads(rd.summary.read_text()), schema)
     assert next(iter(json.loads(rd.summary.read_text()))) == "schema_version"
 

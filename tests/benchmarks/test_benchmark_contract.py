@@ -194,7 +194,7 @@ def test_declared_strata_are_produced(spec: Benchmark, bundled: BenchmarkData) -
         strata = {str(r.stratum_fields[stratify_by]) for r in bundled.eval.records}
         buckets = {spec.length_bucket(stratify_by, s) for s in strata}
         assert buckets == {None} or buckets <= set(spec.meta.length_order), (stratify_by, buckets)
-    demo_plan = REPO / "sampling-rules" / "demo" / f"{spec.meta.name}.yaml"
+    demo_plan = REPO / "samplers" / "demo" / f"{spec.meta.name}.yaml"
     if demo_plan.is_file():
         from evalpipe.config.loader import load_sampling_rule
 

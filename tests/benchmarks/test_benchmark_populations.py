@@ -1,5 +1,5 @@
 """A module's published population (``BenchmarkMeta.population``: what `evalpipe plan` plans from without the
-data) and the shipped sampler that takes "every problem" of it (`sampling-rules/<name>.yaml`, `stratify_by: none`)
+data) and the shipped sampler that takes "every problem" of it (`samplers/<name>.yaml`, `stratify_by: none`)
 state the same count: a sampler asking for fewer would silently leave problems out, one asking for more would
 stop the run."""
 
@@ -12,7 +12,7 @@ import yaml
 
 from evalpipe.benchmarks import REGISTRY
 
-SAMPLERS = Path(__file__).resolve().parents[2] / "sampling-rules"
+SAMPLERS = Path(__file__).resolve().parents[2] / "samplers"
 
 
 def test_every_all_problems_sampler_matches_its_modules_population() -> None:

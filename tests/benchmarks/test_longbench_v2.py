@@ -114,7 +114,7 @@ def _cfg(mode: str, *, drop: bool, context_length: int = 24_000):
     cfg = load_config(demo_config_path())
     bench = BenchmarkConfig(
         name="longbench_v2",
-        sampling=str(REPO / "sampling-rules" / "demo" / "longbench_v2.yaml"),
+        sampling=str(REPO / "samplers" / "demo" / "longbench_v2.yaml"),
         source=DatasetSource(local=str(BUNDLED)),
         drop_overlong=drop,
     )

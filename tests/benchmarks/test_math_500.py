@@ -74,7 +74,7 @@ def test_plan_stratifies_by_level_only() -> None:
     from evalpipe.config.loader import load_sampling_rule
     from evalpipe.errors import ConfigError
 
-    plan = load_sampling_rule(REPO / "sampling-rules" / "math_500.yaml")
+    plan = load_sampling_rule(REPO / "samplers" / "math_500.yaml")
     check_sampling_rule(plan, "math_500")
     with pytest.raises(ConfigError, match="stratify_by 'subject' is not available"):
         check_sampling_rule(plan.model_copy(update={"stratify_by": "subject"}), "math_500")

@@ -104,24 +104,24 @@ def test_plan_file_errors_name_the_plan(tmp_path: Path) -> None:
 
 
 def test_a_config_naming_the_former_rules_folder_is_refused_in_one_line(tmp_path: Path) -> None:
-    """``../samplers/x.yaml`` where ``../sampling-rules/x.yaml`` exists: one line naming the file to use, on the
+    """``../sampling-rules/x.yaml`` where ``../samplers/x.yaml`` exists: one line naming the file to use, on the
     config's line; a missing file anywhere else stays 'file not found'."""
-    rules = tmp_path / "sampling-rules"
+    rules = tmp_path / "samplers"
     rules.mkdir()
     (rules / "gsm8k.yaml").write_text("stratify_by: none\ntotal: 3\nallocation: uniform\n")
     configs = tmp_path / "configs"
     configs.mkdir()
     head = "name: t\nmodel: {path: /m, served_name: m}\nserver: {kind: endpoint, endpoint: 'http://x'}\n"
     old = configs / "old.yaml"
-    old.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../samplers/gsm8k.yaml\n")
+    old.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../sampling-rules/gsm8k.yaml\n")
     with pytest.raises(ConfigError) as exc:
         load_config(old)
     assert exc.value.details == [
-        f"{old}:6: benchmarks[0].sampling: {tmp_path / 'samplers' / 'gsm8k.yaml'}: file not found: the sampling "
+        f"{old}:6: benchmarks[0].sampling: {tmp_path / 'sampling-rules' / 'gsm8k.yaml'}: file not found: the sampling "
         f"rules moved to {rules}/ (use {rules / 'gsm8k.yaml'})"
     ]
     new = configs / "new.yaml"
-    new.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../sampling-rules/gsm8k.yaml\n")
+    new.write_text(head + "benchmarks:\n  - name: gsm8k\n    sampling: ../samplers/gsm8k.yaml\n")
     assert load_config(new).benchmarks[0].name == "gsm8k"
     (rules / "gsm8k.yaml").unlink()
     with pytest.raises(ConfigError) as exc:

@@ -142,6 +142,35 @@ def test_explore_command_rebuilds_the_page_and_prints_its_path(
     assert "neither a run directory" in capsys.readouterr().err
 
 
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))}
+
+
+def test_explore_out_writes_the_page_there_and_nothing_into_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out FILE``: the page of a paired root or of one arm goes to FILE; the run it reads is left as it was
+    (a reviewer's read-only copy of a published run); a folder or a missing parent is one line, exit 2."""
+    root = _pair(tmp_path / "run", 3, flips=1, trace=5)
+    write_compare(_compare(root), root)  # type: ignore[arg-type]
+    (root / "explorer.html").unlink()
+    before = _tree(root)
+    page = tmp_path / "pages" / "pair.html"
+    page.parent.mkdir()
+    main(["explore", str(root), "--out", str(page)])
+    assert capsys.readouterr().out.splitlines()[-1] == str(page)
+    assert _data(page.read_text()).mode == "paired"
+    main(["explore", str(root / "test"), "--out", str(tmp_path / "pages" / "arm.html")])
+    assert _data((tmp_path / "pages" / "arm.html").read_text()).mode == "single"
+    assert _tree(root) == before
+    for bad in (tmp_path / "pages", tmp_path / "missing" / "x.html"):
+        with pytest.raises(SystemExit) as exc:
+            main(["explore", str(root), "--out", str(bad)])
+        assert exc.value.code == 2
+        assert capsys.readouterr().err.startswith(f"error: --out {bad}: give a file in an existing directory")
+    assert _tree(root) == before
+
+
 def _reviews(manifest_sha: str, **change: object) -> dict[str, object]:
     review = {"benchmark": "gsm8k", "source_id": "q0000", "verdict": "noise", "note": ""}
     review.update(change.pop("review", {}))  # type: ignore[call-overload]

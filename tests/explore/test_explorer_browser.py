@@ -117,8 +117,9 @@ def test_flips_first_and_a_card_shows_both_recorded_answers(
     assert command == f"evalpipe verify-sample {cmp.run_a} --sample {key}"
     assert main(command.split()[1:]) == 0
     assert f"sample {key}: re-derived identically (stratum " in capsys.readouterr().out
-    # the stats beside the queue: the compare.json numbers, the A/A line
-    stats = page.locator("section.stats").inner_text()
+    # the statistics, collapsed above the card behind one line: the compare.json numbers, the A/A line
+    page.locator("#section-stats > summary").click()
+    stats = page.locator("#section-stats").inner_text()
     for block in cmp.benchmarks:
         assert block.benchmark in stats
         assert block.aa_discordant is not None and aa_sentence(block.aa_discordant) in stats
@@ -285,4 +286,70 @@ def test_hostile_answers_show_as_text_and_nothing_runs_or_loads(browser: Browser
     page.click("#copy-md")
     assert opened.dialogs == [] and opened.errors == []
     assert opened.requests == [path.resolve().as_uri()]
+    opened.close()
+
+
+SGLANG_RUN = Path(__file__).resolve().parents[2] / "perf" / "results" / "sglang_h100_20261206"
+
+
+def test_the_first_flip_reads_at_a_glance_on_the_committed_sglang_run(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """At 1,400 × 1,000 (``helpers.browser.VIEWPORT``) on the committed SGLang run, written with ``--out`` (nothing
+    into the run): the first flipped sample — the queue's first line and its card, both arms' final answers side
+    by side, control first, each side saying why it counted right or wrong — is on the first screen; the
+    statistics and the length × placement grid are one collapsed line each; opened, every table fits the width
+    and the grid has its legend, control first."""
+    page_file = tmp_path / "explorer.html"
+    assert main(["explore", str(SGLANG_RUN), "--out", str(page_file)]) == 0
+    assert not (SGLANG_RUN / "explorer.html").exists()
+    opened = open_page(browser, page_file)
+    page = opened.page
+    height, width = page.viewport_size["height"], page.viewport_size["width"]  # type: ignore[index]
+    assert (width, height) == (1400, 1000)
+
+    def box(selector: str) -> dict[str, float]:
+        found = page.locator(selector).first.bounding_box()
+        assert found is not None, selector
+        return found
+
+    first = page.locator("#queue li").first
+    assert first.locator(".badge").first.inner_text() == "regression"
+    assert box("#queue li")["y"] + box("#queue li")["height"] <= height
+    assert str(first.get_attribute("data-key")) in page.locator("#card h2").inner_text()
+    control, test = box("#answer-0"), box("#answer-1")
+    assert control["y"] == test["y"] and control["x"] < test["x"]  # side by side, the control first
+    assert control["y"] + control["height"] <= height and test["y"] + test["height"] <= height
+    heads = page.locator("table.fields thead th").all_inner_texts()
+    assert heads[1].startswith("control: ") and heads[2].startswith("under test: ")
+    score = page.locator("table.fields tr.row-score td").all_inner_texts()
+    assert score[0].startswith("counted right") and score[1].startswith("counted wrong")
+    assert "budget_exhausted" in score[1]  # the reason, in the same row
+    assert box("table.fields tr.row-score")["y"] + box("table.fields tr.row-score")["height"] <= height
+    # the copy keeps no EvalScope predictions: the record's question as materialised stands in, said so
+    question = page.locator("#card .msg.question").inner_text()
+    assert "as materialised (index_map.json)" in question and "What is the special magic number?" in question
+    # every section one collapsed line; opened, its tables fit the page
+    sections = page.locator("details.section").all()
+    assert {s.get_attribute("id") for s in sections} >= {"section-stats", "section-length"}
+    for s in sections:
+        assert s.get_attribute("open") is None
+        assert s.locator("summary").bounding_box()["height"] < 30  # type: ignore[index]
+    page.evaluate("document.querySelectorAll('details.section').forEach(d => d.open = true)")
+    for table in page.locator("details.section table").all():
+        edge = table.bounding_box()
+        assert edge is not None and edge["x"] + edge["width"] <= width
+    legend = page.locator("#section-length .legend").inner_text()
+    assert legend.index("SGLang KV bf16") < legend.index("SGLang KV fp8_e4m3 (raw)")
+    # a cell is marked by its net change only: ▼1 ▲1 is unmarked, a net loss red
+    cells = page.eval_on_selector_all("#section-length td", "ns => ns.map(n => [n.textContent, n.className])")
+    for text, cls in cells:
+        lost = int(m.group(1)) if (m := re.search(r"▼(\d+)", text)) else 0
+        gained = int(m.group(1)) if (m := re.search(r"▲(\d+)", text)) else 0
+        want = "grid-lost" if lost > gained else "grid-gained" if gained > lost else ""
+        assert cls == want, (text, cls)
+    assert opened.dialogs == [] and opened.errors == []
+    page.evaluate("document.querySelectorAll('details.section').forEach(d => d.open = false)")
+    png = screenshot(page, tmp_path / "explorer-1400.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     opened.close()

@@ -2,7 +2,7 @@
 
 The config is the demo config (``configs/demo.yaml``: answer-key server, generation, thinking mode) with
 one entry per benchmark: the demo's own entry where it has one, otherwise the benchmark's bundled
-miniature sampled by ``sampling-rules/demo/<name>.yaml`` — or, without that file, every bundled record.
+miniature sampled by ``samplers/demo/<name>.yaml`` — or, without that file, every bundled record.
 Every benchmark gets a ``min_score`` gate of 0.5, so the negative control must fail the gates.
 ``evalpipe.run.selftest.run_selftest`` runs it: the positive control with every fault whose target
 is among the benchmarks, then the negative control, one EvalScope worker for each run.
@@ -47,7 +47,7 @@ def _entry(name: str, demo: dict[str, dict[str, Any]]) -> dict[str, Any]:
         entry = dict(demo[name])
         entry["sampling"] = str((demo_config_path().parent / entry["sampling"]).resolve())
         return {**entry, "source": source}
-    plan = REPO / "sampling-rules" / "demo" / f"{name}.yaml"
+    plan = REPO / "samplers" / "demo" / f"{name}.yaml"
     if plan.is_file():
         sampling: str | dict[str, Any] = str(plan)
     else:

@@ -14,6 +14,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from fixtures_rundir import run_cli
+
 from evalpipe.artifacts import read_jsonl, read_model
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.numerics import NumericsProbe
@@ -73,3 +75,8 @@ def test_q4_0_moves_the_distribution_above_a_zero_a_a_floor(tmp_path: Path) -> N
     assert '"numerics":{"sentence"' in explorer.replace(" ", "")
     data = json.loads((root / "kv_f16" / "timings.json").read_text())
     assert any(s["stage"] == "numerics" for s in data["stages"])
+    # the comparison re-derived from the command line holds the same numerics block
+    again = tmp_path / "again"
+    assert run_cli(["compare", str(root / "kv_q4_0"), str(root / "kv_f16"), "--aa", str(root / "kv_f16_again"),
+                    "--config", str(root / "config.yaml"), "--out", str(again)]) == 0  # fmt: skip
+    assert read_model(again / "compare.json", CompareResult).numerics == cmp.numerics

@@ -23,6 +23,7 @@ from evalpipe.benchmarks import benchmark
 from evalpipe.cli.main import main
 from evalpipe.config.loader import load_config
 from evalpipe.errors import DataError
+from evalpipe.plan import inputs as plan_inputs_module
 from evalpipe.plan import mde as mde_plan
 from evalpipe.plan.mde import PlanInput, plan_benchmark, token_cost
 from evalpipe.report.plan import plan_lines
@@ -60,7 +61,7 @@ def test_plans_from_the_module_population_without_loading_the_data(
         loaded.extend(b.name for b in cfg.benchmarks)
         raise DataError("hub dataset evalscope/ceval: could not load (no network)")
 
-    monkeypatch.setattr(mde_plan, "manifest_for", refuse)
+    monkeypatch.setattr(plan_inputs_module, "manifest_for", refuse)
     assert _cli(["plan", str(_config(tmp_path)), "--mde", "15"]) == 0
     text = capsys.readouterr().out
     assert loaded == ["ceval"]
@@ -151,7 +152,7 @@ def test_a_pool_is_planned_as_one_comparison(
     def refuse(cfg, dataset_root, run):  # type: ignore[no-untyped-def]  # stands in for the hub load
         raise DataError("hub dataset evalscope/ceval: could not load (no network)")
 
-    monkeypatch.setattr(mde_plan, "manifest_for", refuse)
+    monkeypatch.setattr(plan_inputs_module, "manifest_for", refuse)
     path = write_config(
         tmp_path / "c.yaml",
         benchmarks=[

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def sensitive_plan() -> str:
-    """``evalpipe plan configs/glm-fp8-sensitive.yaml``, as docs/benchmarks.md and the config quote it."""
+    """``evalpipe plan configs/glm-fp8-sensitive.yaml --detail``, as docs/benchmarks.md and the config quote it."""
     from evalpipe.cli.plan_cmd import plan as plan_command  # the command's own function, no subprocess
 
     lines: list[str] = []
@@ -28,7 +28,7 @@ def sensitive_plan() -> str:
     real = console_mod.out
     console_mod.out = Capture()  # type: ignore[assignment]
     try:
-        plan_command(REPO / "configs" / "glm-fp8-sensitive.yaml")
+        plan_command(REPO / "configs" / "glm-fp8-sensitive.yaml", detail=True)
     finally:
         console_mod.out = real
     return "\n".join(lines)

@@ -76,7 +76,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         (
             "evalpipe/resolve/published.py",
             f"{name}.schema.json",
-        ): "a published JSON Schema's file name under schemas/"
+        ): "a published JSON Schema's file name under audits/"
         for name in (
             "config",
             "manifest",

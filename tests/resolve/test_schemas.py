@@ -1,4 +1,4 @@
-"""Every published JSON Schema in schemas/ matches the model it is generated from."""
+"""Every published JSON Schema in audits/ matches the model it is generated from."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from evalpipe.resolve.published import PUBLISHED, render
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_committed_schema_in_sync(name: str, repo_root: Path) -> None:
-    committed = repo_root / "schemas" / name
-    assert committed.is_file(), f"schemas/{name} missing: run `make schemas`"
-    assert committed.read_text() == render(PUBLISHED[name]), f"schemas/{name} is stale: run `make schemas`"
+    committed = repo_root / "audits" / name
+    assert committed.is_file(), f"audits/{name} missing: run `make schemas`"
+    assert committed.read_text() == render(PUBLISHED[name]), f"audits/{name} is stale: run `make schemas`"
 
 
 #: compare.json's only free-text strings: names, paths, ids and hashes a reader looks up.  Every other string
@@ -25,6 +25,10 @@ COMPARE_NAMES = {
     "Flip": {"benchmark", "source_id", "stratum", "failure_a", "failure_b"},
     "AttemptSeedCheck": {"differing_across_arms"},
     "PlacementCell": {"placement"},
+    # the numerics block: the arms' labels, prompt ids, placements and group names
+    "NumericsComparison": {"label_test", "label_control", "label_aa", "missing", "mismatched"},
+    "NumericsPair": {"id", "placement"},
+    "NumericsGroup": {"name"},
 }
 
 

@@ -66,7 +66,7 @@ def test_the_probe_on_llama_cpp_places_its_evidence_inside_what_the_server_proce
     data.mkdir()
     (data / "probe.json").write_text(json.dumps(SPEC), encoding="utf-8")
     config = tmp_path / "run.yaml"
-    sampler = REPO / "sampling-rules" / "demo" / "kv_probe.yaml"
+    sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
     config.write_text(CONFIG.format(sampler=sampler, data=data), encoding="utf-8")
 
     result = pipeline.run(RunSpec(load_run(config), FreshRun(out=tmp_path / "run")))

@@ -51,7 +51,7 @@ def _config(root: Path, context: int) -> Path:
     (root / "data" / "kv_probe").mkdir(parents=True, exist_ok=True)
     (root / "data" / "kv_probe" / "probe.json").write_text(json.dumps(SPEC), encoding="utf-8")
     path = root / "run.yaml"
-    sampler = REPO / "sampling-rules" / "demo" / "kv_probe.yaml"
+    sampler = REPO / "samplers" / "demo" / "kv_probe.yaml"
     path.write_text(CONFIG.format(data=root / "data", context=context, sampler=sampler), encoding="utf-8")
     return path
 

@@ -23,6 +23,7 @@ from evalpipe.artifacts.schema.outcomes import OutcomeRow
 from evalpipe.artifacts.schema.pilot import PilotDecision
 from evalpipe.artifacts.schema.requests import RequestAttempt
 from evalpipe.artifacts.schema.sequential import SequentialStops
+from evalpipe.cli.main import main
 from evalpipe.config.benchmarks import SamplingRule
 from evalpipe.config.gates import DesignAssumption
 from evalpipe.config.generation import PilotConfig
@@ -113,3 +114,9 @@ def test_the_pilot_sizes_the_rest_and_every_arm_sends_it_first(tmp_path_factory:
     assert f"{UNITS} units ({UNITS - TWICE} × 1 attempt, {TWICE} × 2 attempts) per arm" in md
     assert "Internal pilot: " in (root.root / "candidate" / "report.md").read_text()
     assert by["math_500"]["sequential"]["verdict"] in ("non-inferior", "inconclusive")
+    # the command line re-derives the piloted comparison byte for byte: the run's gates and sequential rule
+    # with its pilot from its config copy, the attempts the pilot chose from the arms' outcomes
+    again = tmp_path_factory.mktemp("again")
+    args = [cmp["run_a"], cmp["run_b"], "--config", str(root.config_copy), "--out", str(again)]
+    assert main(["compare", *args]) == 0
+    assert (again / "compare.json").read_bytes() == outcome.comparisons[0].compare_json.read_bytes()

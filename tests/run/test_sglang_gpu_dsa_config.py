@@ -47,9 +47,9 @@ def dsa_config(root: Path, **env: str) -> Path:
     cfg["server"]["launch_timeout_s"] = 60
     benches = {b["name"]: b for b in cfg["benchmarks"]}
     benches["kv_probe"]["source"] = {"local": str(root / "probe")}
-    benches["kv_probe"]["sampling"] = str(REPO / "sampling-rules" / "demo" / "kv_probe.yaml")
+    benches["kv_probe"]["sampling"] = str(REPO / "samplers" / "demo" / "kv_probe.yaml")
     benches["gsm8k"]["source"] = {"local": str(REPO / "evalpipe" / "selftest" / "data" / "gsm8k")}
-    benches["gsm8k"]["sampling"] = str(REPO / "sampling-rules" / "demo" / "gsm8k.yaml")
+    benches["gsm8k"]["sampling"] = str(REPO / "samplers" / "demo" / "gsm8k.yaml")
     cfg["benchmarks"] = [benches["kv_probe"], benches["gsm8k"]]
     cfg["speed"]["workloads"][0]["prompts_per_round"] = 4
     assert cfg["numerics"]["tokenizer"] == "/tmp/sgl/glm-dsa-tiny"  # the device model directory, moved above

@@ -26,7 +26,7 @@ IFEVAL_STRATA = {"1": 305, "2": 179, "3": 57}
 def test_plan_allocation_is_the_samplers_rule(repo_root: Path) -> None:
     """One rule: ``rule_allocation`` and the sampler's own allocation agree on every shipped plan."""
     populations = {"a": 17, "b": 230, "c": 3, "d": 88}
-    plans = [load_sampling_rule(p) for p in sorted((repo_root / "sampling-rules").glob("*.yaml"))]
+    plans = [load_sampling_rule(p) for p in sorted((repo_root / "samplers").glob("*.yaml"))]
     plans.append(SamplingRule(stratify_by="none", total=7, allocation="uniform"))
     for plan in plans:
         pops = {"all": 400} if plan.allocation == "uniform" else populations

@@ -272,7 +272,7 @@ def test_the_cli_refuses_the_release_configuration_on_0517_in_one_line(
     )
     env = _at(tmp_path, "0.5.17")
     shipped["server"]["env"]["PYTHONPATH"] = env["PYTHONPATH"]
-    shipped["benchmarks"][0]["sampling"] = str(ROOT / "sampling-rules" / "demo" / "gsm8k.yaml")
+    shipped["benchmarks"][0]["sampling"] = str(ROOT / "samplers" / "demo" / "gsm8k.yaml")
     shipped["benchmarks"][0]["source"] = {"local": str(ROOT / "evalpipe" / "selftest" / "data" / "gsm8k")}
     shipped["model"]["chat_template"] = str(ROOT / "tools" / "gpu" / "sglang" / "smollm2_chat_template.jinja")
     path = tmp_path / "tilelang-fp8.yaml"

@@ -44,7 +44,7 @@ from evalpipe.speed.barrier import BARRIER_DIR, RELEASE_JSON
 from evalpipe.speed.clients.base import RoundPlan
 
 DATA = Path(__file__).resolve().parents[2] / "evalpipe" / "selftest" / "data"
-SAMPLERS = Path(__file__).resolve().parents[2] / "sampling-rules" / "demo"
+SAMPLERS = Path(__file__).resolve().parents[2] / "samplers" / "demo"
 WORKLOAD = "in8-out4-c1"
 ROUNDS = 4
 

@@ -107,6 +107,11 @@ class SampleCard(Row):
 
     prompt: list[PromptMessage] = Field(description="The messages as sent (the first arm's prediction).")
     prompt_cut: Truncation | None = None
+    question: str | None = Field(
+        default=None,
+        description="The record's question as materialised for EvalScope (index_map.json), when the messages as "
+        "sent are not in the run (its EvalScope predictions removed); None otherwise.",
+    )
     prompt_sha256: str | None = Field(
         default=None, description="The prompt hash recorded when the entry was rendered."
     )

@@ -174,10 +174,12 @@ class NumericsGroup(Row):
 
 
 class NumericsGate(Row):
+    """``numerics.fail_above``: passed unless the deciding bound exceeds it (failed without an A/A arm)."""
+
     fail_above: float
     lower: float | None
     passed: bool
-    message: str
+    has_aa: bool
 
 
 class NumericsComparison(Row):

@@ -28,7 +28,7 @@
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
       else node.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       node.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -94,7 +94,7 @@
     return true;
   }
   function cardText(c) {
-    return [...c.prompt.map((m) => m.content), ...c.arms.map((a) => a.answer || "")].join("\n");
+    return [...c.prompt.map((m) => m.content), c.question || "", ...c.arms.map((a) => a.answer || "")].join("\n");
   }
   async function applyFilters() {
     const token = ++searchToken;
@@ -239,8 +239,7 @@
     const rows = [
       ["final answer", (a, i) => el("pre", {class: "answer", id: "answer-" + i, text: a.answer === undefined || a.answer === null ? "(no response)" : a.answer})],
       ["extracted answer", (a) => el("code", {text: fmt(a.extracted)})],
-      ["score", (a) => fmt(a.score) + (a.correct ? " (counted correct)" : " (counted wrong)")],
-      ["failure class", (a) => a.failure_class + (a.failure_detail ? " — " + a.failure_detail : "")],
+      ["score", (a) => a.correct ? badge("ok", "counted right") : badge("bad", "counted wrong"), (a) => " score " + fmt(a.score) + (a.correct ? "" : ": " + a.failure_class + (a.failure_detail ? " — " + a.failure_detail : ""))],
       ["finish reason", (a) => fmt(a.finish_reason)],
       ["tokens (output / reasoning / input)", (a) => fmt(a.output_tokens) + " / " + fmt(a.reasoning_tokens) + " / " + fmt(a.input_tokens)],
       ["latency", (a) => a.latency_s === undefined || a.latency_s === null ? "—" : a.latency_s.toFixed(2) + " s"],
@@ -250,7 +249,7 @@
     ];
     return el("table", {class: "fields"},
       el("thead", {}, el("tr", {}, el("th", {text: ""}), c.arms.map((a, i) => el("th", {text: (PAIRED ? (i === 0 ? "control: " : "under test: ") : "") + a.label})))),
-      el("tbody", {}, rows.map(([name, f]) => el("tr", {}, el("th", {text: name}), c.arms.map((a, i) => el("td", {}, f(a, i), name === "final answer" ? pointer(a.answer_cut) : null))))));
+      el("tbody", {}, rows.map(([name, f, g]) => el("tr", {class: "row-" + name.split(" ")[0]}, el("th", {text: name}), c.arms.map((a, i) => el("td", {}, f(a, i), g ? g(a, i) : null, name === "final answer" ? pointer(a.answer_cut) : null))))));
   }
   function verdictBox(s) {
     const cur = verdicts[s.key] || {verdict: "", note: ""};
@@ -280,20 +279,20 @@
     const c = await card(key);
     if (state.key !== key) return;
     const body = clear(ui.card);
-    put(body, el("h2", {}, PAIRED ? badge("flip-" + s.flip, FLIP_TEXT[s.flip]) : null, s.aa_flip ? badge("noise", "A/A flip: noise") : null, " ", el("span", {text: s.key}), el("span", {class: "dim", text: " stratum " + s.stratum})));
+    put(body, el("h2", {}, PAIRED ? badge("flip-" + s.flip, FLIP_TEXT[s.flip]) : null, s.aa_flip ? badge("noise", "A/A flip: noise") : null, " ", el("span", {text: s.key}), el("span", {class: "dim", text: " stratum " + s.stratum + " · gold "}), el("code", {class: "gold", text: fmt(c.gold)})));
+    put(body, fieldsTable(c));
     put(body, el("div", {class: "repro"},
       el("div", {}, "source id ", el("code", {text: s.source_id}), " · seed ", el("code", {text: DATA.seed}), " · manifest rank ", el("code", {text: c.rank}), " in stratum (rank key ", el("code", {text: c.rank_key.slice(0, 16) + "…"}), ")"),
       el("div", {}, "record sha256 ", el("code", {text: c.record_sha256})),
       c.arms.map((a) => el("div", {}, a.label + " response sha256 ", el("code", {text: fmt(a.response_sha256)}))),
       el("div", {}, "re-derive the sample: ", el("code", {class: "cmd", id: "verify-cmd", text: DATA.verify_command + " " + shellWord(s.key)}), " · replay the run's recorded responses and re-score them: ", el("code", {class: "cmd", text: DATA.replay_command}))));
-    put(body, el("h3", {}, "Gold answer ", el("code", {class: "gold", text: fmt(c.gold)})));
-    put(body, el("h3", {text: PAIRED ? "Both arms" : "The answer"}), fieldsTable(c));
     if (PAIRED) put(body, el("h3", {text: "Word diff of the final answers (control → under test)"}), wordDiff(c.arms[0].answer || "", c.arms[1].answer || ""));
-    const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0);
+    const chars = (c.prompt || []).reduce((n, m) => n + m.content.length, 0) + (c.question || "").length;
     const prompt = el("details", {class: "prompt"},
       el("summary", {}, el("strong", {text: "Prompt, as sent"}), " (" + (c.prompt || []).length + " message(s), " + fmt(chars) + " characters) sha256 ", el("code", {text: fmt(c.prompt_sha256)}), " ",
-        c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "no prompt recorded")),
+        c.prompt_verified === true ? badge("ok", "hash verified") : c.prompt_verified === false ? badge("bad", "hash does not match") : badge("dim", "prompt text not in this copy: EvalScope's predictions (evalscope/) hold it, the proxy only its sha256")),
       ...(c.prompt || []).map((m) => el("div", {class: "msg"}, el("div", {class: "role", text: m.role}), withEvidence(m))),
+      c.question ? el("div", {class: "msg question"}, el("div", {class: "role", text: "the record's question, as materialised (index_map.json); EvalScope's template and any context come on top"}), el("pre", {text: c.question})) : null,
       pointer(c.prompt_cut));
     prompt.open = chars <= 1500;
     put(body, prompt);
@@ -358,7 +357,13 @@
     s.addEventListener("change", () => { state[name] = s.value; state.key = ""; applyFilters(); });
     return s;
   }
-  // a generated benchmark's length x placement grid: test/control correct of n, the flips marked
+  // ---------------------------------------------------------------- sections above the card, each collapsed behind one line
+  // one function per section: (summary text, body) or null when the page has nothing for it
+  const CONTROL = () => DATA.arms[0].label, TEST = () => DATA.arms[DATA.arms.length - 1].label;
+  function section(id, summary, ...body) {
+    return el("details", {class: "section", id: id}, el("summary", {}, summary), el("div", {class: "section-body"}, body));
+  }
+  // a generated benchmark's length x placement grid: control → under test right of n, marked by its net change
   function placementGrid(b) {
     const cells = b.placement_grid;
     const places = [...new Set(cells.map((c) => c.placement))];
@@ -368,41 +373,54 @@
     const cell = (length, place) => {
       const c = at[length + "/" + place];
       if (!c) return el("td", {class: "dim", text: "–"});
-      return el("td", {class: c.b_only ? "grid-lost" : c.a_only ? "grid-gained" : null, title: c.a_correct + " of " + c.n_pairs + " right in " + DATA.arms[DATA.arms.length - 1].label + ", " + c.b_correct + " in " + DATA.arms[0].label},
-        c.a_correct + "/" + c.b_correct + " of " + c.n_pairs, c.b_only ? el("span", {class: "bad-text", text: " ▼" + c.b_only}) : null, c.a_only ? el("span", {text: " ▲" + c.a_only}) : null);
+      const net = c.a_only - c.b_only;
+      return el("td", {class: net < 0 ? "grid-lost" : net > 0 ? "grid-gained" : null, title: c.b_correct + " of " + c.n_pairs + " right in " + CONTROL() + ", " + c.a_correct + " in " + TEST()},
+        c.b_correct + " → " + c.a_correct + " of " + c.n_pairs, c.b_only ? el("span", {class: "bad-text", text: " ▼" + c.b_only}) : null, c.a_only ? el("span", {class: "ok-text", text: " ▲" + c.a_only}) : null);
     };
-    return el("details", {open: true, class: "grid"}, el("summary", {text: b.block + ": by context length and where the evidence sat (▼ the test arm lost what the control found)"}),
+    return el("div", {class: "grid"}, el("h4", {text: b.block + ": by context length and where the evidence sat"}),
       el("table", {}, el("thead", {}, el("tr", {}, el("th", {text: "length"}), places.map((p) => el("th", {text: p})))),
         el("tbody", {}, lengths.map((n) => el("tr", {}, el("td", {text: fmt(n)}), places.map((p) => cell(n, p)))))));
   }
-  function statsPanel() {
-    const box = el("section", {class: "stats"});
+  function gridLegend() {
+    return el("p", {class: "legend"}, "Each cell: right in ", el("strong", {text: CONTROL()}), " → right in ", el("strong", {text: TEST()}), " of n. ",
+      el("span", {class: "bad-text", text: "▼k"}), " samples the arm under test lost, ", el("span", {class: "ok-text", text: "▲k"}), " samples it gained; ",
+      el("span", {class: "swatch grid-lost", text: "red"}), " a net loss, ", el("span", {class: "swatch grid-gained", text: "green"}), " a net gain, unmarked: no net change (0 → 0: neither arm right).");
+  }
+  function statsSection() {
     if (!PAIRED) {
       const per = {};
       for (const s of DATA.samples) { const b = per[s.benchmark] || (per[s.benchmark] = [0, 0]); b[0] += s.correct[0] ? 1 : 0; b[1]++; }
-      box.append(el("h3", {text: "Scores"}), el("ul", {}, Object.entries(per).map(([b, [k, n]]) => el("li", {text: b + ": " + k + " of " + n + " counted correct"}))));
-      return box;
+      const text = Object.entries(per).map(([b, [k, n]]) => b + " " + k + "/" + n).join(" · ");
+      return section("section-stats", "Scores: " + text, el("ul", {}, Object.entries(per).map(([b, [k, n]]) => el("li", {text: b + ": " + k + " of " + n + " counted right"}))));
     }
-    box.append(el("h3", {text: "Paired statistics"}), el("table", {},
-      el("thead", {}, el("tr", {}, ["block", "n", "regr.", "impr.", "p", "descriptive interval (pts)", "MDE (pts)", "A/A flips", "verdict (deciding interval)"].map((h) => el("th", {text: h})))),
-      el("tbody", {}, DATA.stats.map((b) => el("tr", {title: b.line}, el("td", {text: b.block}), el("td", {text: fmt(b.n_pairs)}), el("td", {text: fmt(b.regressions)}), el("td", {text: fmt(b.improvements)}), el("td", {text: b.p_value === null ? "—" : b.p_value.toPrecision(2)}), el("td", {text: b.ci_low_pts === null ? "—" : "[" + b.ci_low_pts.toFixed(1) + ", " + b.ci_high_pts.toFixed(1) + "]", title: b.ci_label}), el("td", {text: b.mde_pts === null ? "none" : b.mde_pts.toFixed(1)}), el("td", {text: fmt(b.aa_flips)}), el("td", {text: b.verdict ? b.verdict : "—"}))))));
-    for (const b of DATA.stats) {
-      const lines = [b.non_inferiority ? "non-inferiority: " + b.non_inferiority : null, b.dropped, b.operating, b.design ? "measured beside designed: " + b.design : null, b.aa].filter(Boolean);
-      if (lines.length) box.append(el("p", {class: "dim"}, el("strong", {text: b.block + ": "}), lines.join(" · ")));
-    }
-    for (const b of DATA.stats) if (b.placement_grid && b.placement_grid.length) box.append(placementGrid(b));
+    const flips = DATA.stats.reduce((n, b) => b.block === "all" ? n : n + b.regressions + b.improvements, 0);
+    const table = el("table", {class: "stats-table"},
+      el("thead", {}, el("tr", {}, ["block", "n", "lost", "gained", "p", "descriptive interval (pts)", "MDE (pts)", "A/A flips", "verdict (deciding interval)"].map((h) => el("th", {text: h})))),
+      el("tbody", {}, DATA.stats.map((b) => el("tr", {title: b.line}, el("td", {text: b.block}), el("td", {text: fmt(b.n_pairs)}), el("td", {text: fmt(b.regressions)}), el("td", {text: fmt(b.improvements)}), el("td", {text: b.p_value === null ? "—" : b.p_value.toPrecision(2)}), el("td", {text: b.ci_low_pts === null ? "—" : "[" + b.ci_low_pts.toFixed(1) + ", " + b.ci_high_pts.toFixed(1) + "]", title: b.ci_label}), el("td", {text: b.mde_pts === null ? "none" : b.mde_pts.toFixed(1)}), el("td", {text: fmt(b.aa_flips)}), el("td", {text: b.verdict ? b.verdict : "—"})))));
+    const lines = DATA.stats.map((b) => [b, [b.non_inferiority ? "non-inferiority: " + b.non_inferiority : null, b.dropped, b.operating, b.design ? "measured beside designed: " + b.design : null, b.aa].filter(Boolean)]).filter(([, l]) => l.length);
+    return section("section-stats", "Paired statistics: " + DATA.stats.length + " block(s), " + flips + " flip(s); lost and gained by the arm under test (" + TEST() + ") against the control (" + CONTROL() + ")",
+      el("p", {class: "legend"}, "lost: right in the control, wrong under test; gained: the reverse; interval: under test − control."), table,
+      lines.map(([b, l]) => el("p", {class: "dim"}, el("strong", {text: b.block + ": "}), l.join(" · "))));
+  }
+  function lengthSection() {
+    const grids = PAIRED ? DATA.stats.filter((b) => b.placement_grid && b.placement_grid.length) : [];
+    if (!grids.length) return null;
+    const lost = grids.reduce((n, b) => n + b.placement_grid.filter((c) => c.a_only < c.b_only).length, 0);
+    return section("section-length", "By context length and placement: " + grids.map((b) => b.block).join(", ") + " (" + lost + " cell(s) with a net loss)", gridLegend(), grids.map(placementGrid));
+  }
+  function strataSection() {
+    if (!PAIRED) return null;
     const counts = {};
     for (const s of DATA.samples) {
       const k = s.benchmark + " / " + s.stratum;
       const c = counts[k] || (counts[k] = {regression: 0, improvement: 0, answers_differ: 0, same: 0});
       c[s.flip]++;
     }
-    box.append(el("details", {}, el("summary", {text: "flips by benchmark and stratum"}), el("table", {},
-      el("thead", {}, el("tr", {}, ["benchmark / stratum", "regr.", "impr.", "differ", "same"].map((h) => el("th", {text: h})))),
-      el("tbody", {}, Object.entries(counts).map(([k, c]) => el("tr", {}, el("td", {text: k}), el("td", {text: c.regression}), el("td", {text: c.improvement}), el("td", {text: c.answers_differ}), el("td", {text: c.same})))))));
-    return box;
+    return section("section-strata", "Flips by benchmark and stratum (" + Object.keys(counts).length + " strata)", el("table", {},
+      el("thead", {}, el("tr", {}, ["benchmark / stratum", "regressions", "improvements", "answers differ", "same"].map((h) => el("th", {text: h})))),
+      el("tbody", {}, Object.entries(counts).map(([k, c]) => el("tr", {}, el("td", {text: k}), el("td", {text: c.regression}), el("td", {text: c.improvement}), el("td", {text: c.answers_differ}), el("td", {text: c.same}))))));
   }
-  function numericsPanel() {
+  function numericsSection() {
     const view = DATA.numerics;
     if (!view) return null;
     const lp = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
@@ -412,11 +430,12 @@
       el("p", {class: "dim"}, "control: ", el("code", {text: p.text_control === null ? "—" : p.text_control}), " · under test: ", el("code", {text: p.text_test === null ? "—" : p.text_test})),
       el("table", {}, el("thead", {}, el("tr", {}, ["first-step token", "log p control", "log p under test", "log p A/A"].map((h) => el("th", {text: h})))),
         el("tbody", {}, p.top.map((r) => el("tr", {}, el("td", {}, el("code", {text: JSON.stringify(r.token)})), el("td", {text: lp(r.control)}), el("td", {text: lp(r.test)}), el("td", {text: lp(r.aa)}))))));
-    return el("details", {class: "numerics", id: "numerics"},
-      el("summary", {text: "Numerics: " + view.sentence}),
-      el("p", {class: "dim", text: "The " + view.prompts.length + " prompts whose next-token distribution the arm under test moved most (" + view.primary + "), the first step's top-k side by side."}),
+    return section("section-numerics", "Numerics: " + view.sentence,
+      el("p", {class: "legend", text: "The " + view.prompts.length + " prompts whose next-token distribution the arm under test moved most (" + view.primary + "), the first step's top-k side by side: control, under test, A/A."}),
       view.prompts.map(prompt));
   }
+  // the sections, in order; a new one is one function added here
+  const SECTIONS = [statsSection, lengthSection, strataSection, numericsSection];
   const ui = {};
   function build() {
     ui.qError = el("span", {class: "bad-text"});
@@ -438,16 +457,15 @@
     const header = el("header", {},
       el("h1", {text: DATA.title}),
       el("p", {class: "dim"}, DATA.arms.map((a, i) => (PAIRED ? (i === 0 ? "control " : "under test ") : "run ") + a.label + " (" + a.run_dir + ")").join(" · ") + " · " + DATA.samples.length + " samples · " + DATA.tier),
+      el("div", {class: "sections"}, SECTIONS.map((f) => f()).filter(Boolean)),
       el("div", {class: "actions"},
         el("button", {type: "button", id: "copy-md", text: "Copy the selected flips as Markdown", onclick: copyMarkdown}),
         PAIRED ? el("button", {type: "button", id: "export", text: "Export verdicts (reviews.json)", onclick: exportVerdicts}) : null,
+        el("span", {class: "dim keys", text: "keys: j / k next / previous, x select, / search"}),
         ui.mdNote),
       ui.mdOut);
     const side = el("aside", {class: "side-panel"},
       el("div", {class: "filters"}, Object.values(ui.selects).filter(Boolean), ui.q, ui.qError, ui.count),
-      statsPanel(),
-      numericsPanel(),
-      el("p", {class: "dim keys", text: "keys: j / k next / previous, x select, / search"}),
       ui.queue);
     document.body.append(header, el("div", {class: "layout"}, side, ui.card));
   }

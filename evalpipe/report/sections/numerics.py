@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, Heading, Paragraph, T, Table
-from evalpipe.words.numerics import DIVERGENCE_WORDS, bound_text, num, shift_words, verdict_sentence
+from evalpipe.words.numerics import (
+    DIVERGENCE_WORDS,
+    bound_text,
+    gate_words,
+    num,
+    shift_words,
+    verdict_sentence,
+)
 
 HEADERS = ["Group", "Prompts", "A/B median [p90]", "A/A median [p90]", "A/B identical", "A/A identical",
            "Verdict", "Deciding interval"]  # fmt: skip
@@ -48,8 +55,7 @@ def numerics_section(summary: Summary) -> list[Block]:
         ],
     ]
     if block.gate is not None:
-        notes.append([T(f"Gate numerics.fail_above {block.gate.fail_above:g}: "
-                        f"{'passed' if block.gate.passed else 'failed'} — {block.gate.message}")])  # fmt: skip
+        notes.append([T(f"Gate {gate_words(block)}")])
     return [
         Heading(2, "Numerics: next-token distributions"),
         Paragraph([T(verdict_sentence(block))]),
