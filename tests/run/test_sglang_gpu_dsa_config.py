@@ -113,6 +113,10 @@ def test_the_dsa_config_runs_three_verified_launches_on_the_kernels_it_names(dsa
     assert seen["tl_bf16"] == seen["tl_bf16_again"] == ("bfloat16", "tilelang", "tilelang")
     compare = json.loads((run / "compare.json").read_text(encoding="utf-8"))
     assert compare["run_aa"].endswith("tl_bf16_again")
+    info = json.loads((run / "tl_bf16" / "server" / "server_info.json").read_text(encoding="utf-8"))
+    assert info["kv_cache_dtype"] == "bfloat16" and isinstance(info["startup_time"], dict)  # the live shape
+    model = json.loads((run / "tl_bf16" / "server" / "model_info.json").read_text(encoding="utf-8"))
+    assert model["model_type"] == "glm_moe_dsa" and model["architectures"] == ["GlmMoeDsaForCausalLM"]
 
 
 def test_the_reports_name_the_layout_that_ran_and_the_prefill_kernels_share(dsa_run) -> None:
