@@ -188,3 +188,9 @@ def test_provenance_reads_the_cuda_release_of_the_servers_torch(tmp_path: Path) 
         recorded = {p.name: p for p in packages}[TORCH_CUDA]
         assert recorded.environment == "server"
         assert recorded.version == (facts["cuda"] if cuda != "None" else None)
+
+
+def test_an_attached_servers_threshold_is_neither_read_from_our_environment_nor_assumed(tmp_path: Path) -> None:
+    model = _model(tmp_path)
+    facts = dsa_facts(_info("bf16_tilelang", model), None, str(model), None)
+    assert facts is not None and facts.dense_prefill_threshold is None and facts.kv_layout == "bf16"
