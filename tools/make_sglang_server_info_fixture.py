@@ -41,7 +41,12 @@ What is real and what is not (sglang 0.5.23, ``entrypoints/http_server.py::serve
   resolved dict, no runtime overrides at startup) + ``world_size`` + ``startup_time`` +
   ``effective_max_running_requests_per_dp`` + ``last_gen_throughput`` + ``memory_usage``
   (``build_memory_usage`` keys).  ``avg_spec_accept_length`` is absent, as before the first decode step.
-  ``startup_time`` is a fixed number so the fixture is reproducible.
+* Two values follow what a live SGLang (0.5.17 on the DSA path, ``tests/fixtures/sglang-0.5.17-dsa-live/``)
+  reports where an unresolved CPU build cannot: ``page_size`` 64 for a DSA argv (``--attention-backend
+  dsa``/``nsa``: the resolution SGLang 0.5.17 and 0.5.23 run forces it, "Setting page size to 64 for DeepSeek
+  DSA"), and ``startup_time`` as the launch's phase durations — a dict (``load_weight``, ``kv_cache_allocation``,
+  ``scheduler_e2e``, ``cuda_graph``; ``tokenizer_e2e`` at the top level), not a timestamp — with fixed
+  numbers so the fixture is reproducible (``live_shape``).
 * A planted ``--api-key`` (``PLANTED_API_KEY`` below) is appended to the argv: real SGLang then reports it in
   ``api_key`` (top level and in every ``internal_states`` entry) and inside ``launch_command``, which is
   what evalpipe's capture-time redaction must remove.
@@ -55,7 +60,16 @@ import sys
 from pathlib import Path
 
 PLANTED_API_KEY = "sk-evalpipe-PLANTED-fixture-key-0123456789abcdef"
-STARTUP_TIME = 1764720000.0  # fixed: the fixture must be byte-reproducible
+#: A launch's phase durations in seconds, as a live SGLang reports ``startup_time`` (fixed: the fixture must be
+#: byte-reproducible); the top level adds the tokenizer manager's.
+STARTUP_TIME: dict[str, object] = {
+    "load_weight": 12.5,
+    "kv_cache_allocation": 0.5,
+    "scheduler_e2e": 60.0,
+    "cuda_graph": {"prefill": 0.0, "decode": 20.0, "target_verify": 0.0, "draft_prefill": 0.0,
+                   "draft_decode": 0.0, "draft_extend": 0.0},
+}
+TOKENIZER_E2E = 75.0
 MODULE = "sglang.launch_server"
 
 
@@ -111,7 +125,20 @@ def build_payload(argv: list[str]) -> dict:
         "version": __version__,
         "frontend": "python",
     }
-    return msgspec_to_builtins(redact_watermark_secrets(payload))
+    return live_shape(msgspec_to_builtins(redact_watermark_secrets(payload)))
+
+
+def live_shape(payload: dict) -> dict:
+    """The values a live server reports where the unresolved build cannot (module docstring): ``page_size``
+    64 on the DSA path, ``startup_time`` as phase durations (the top level with ``tokenizer_e2e``)."""
+    out = json.loads(json.dumps(payload))
+    dsa = out.get("attention_backend") in ("dsa", "nsa")
+    for state in [out, *out.get("internal_states", [])]:
+        if dsa:
+            state["page_size"] = 64
+        state["startup_time"] = json.loads(json.dumps(STARTUP_TIME))
+    out["startup_time"]["tokenizer_e2e"] = TOKENIZER_E2E
+    return out
 
 
 def main(args: list[str]) -> int:

@@ -97,6 +97,12 @@ STEPS: tuple[Step, ...] = (
         "file holds none, and every v5 code is still valid.",
     ),
     Step(
+        "Provenance",
+        1,
+        "v2: packages[].environment (read in the serving engine's environment or evalpipe's own). None: a v1 "
+        "writer did not record it.",
+    ),
+    Step(
         "ServerVerification",
         1,
         "v2: kv_cache (the pool's dtype, capacity and FP8 scale state from the server's log), the served "

@@ -55,9 +55,11 @@ def collect_provenance(
     if (server is None) != (kind is None):
         raise ValueError("collect_provenance: a server comes with its kind")
     engine = kind.provenance(server, env or {}) if server is not None and kind is not None else None
-    packages = [PackageVersion(name="evalpipe", version=evalpipe.__version__)]
+    packages = [PackageVersion(name="evalpipe", version=evalpipe.__version__, environment="evalpipe")]
     packages += engine.packages if engine is not None else ()
-    packages += [PackageVersion(name=name, version=_installed(name)) for name in OWN_PACKAGES]
+    packages += [
+        PackageVersion(name=name, version=_installed(name), environment="evalpipe") for name in OWN_PACKAGES
+    ]
     gpu_list = gpus.query_gpus(env) or []
     return Provenance(
         evalpipe_version=evalpipe.__version__,

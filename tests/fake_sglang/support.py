@@ -72,4 +72,7 @@ def fake_sglang_at(version: str, dest: Path) -> Path:
     metadata = (FAKE_SGLANG_DIR / "sglang-0.5.23.dist-info" / "METADATA").read_text(encoding="utf-8")
     (dist / "METADATA").write_text(metadata.replace("Version: 0.5.23", f"Version: {version}"), encoding="utf-8")
     (dist / "top_level.txt").write_text("sglang\n", encoding="utf-8")
+    fixtures = dest.parent / "fixtures"  # where the copy's launch_server looks for the answers it serves
+    if not fixtures.exists():
+        fixtures.symlink_to(FAKE_SGLANG_DIR.parent / "fixtures", target_is_directory=True)
     return dest

@@ -13,11 +13,32 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_sglang.support import FAKE_SGLANG_DIR, fake_nvidia_smi
+from fake_sglang.support import fake_nvidia_smi, fake_sglang_at
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "sglang-gpu-dsa.yaml"
 MODEL_CONFIG = REPO / "tools" / "gpu" / "sglang" / "glm-dsa-tiny" / "config.json"
+#: The distributions the live DSA server's environment held (its versions.txt: "name version" lines).
+LIVE_VERSIONS = REPO / "tests" / "fixtures" / "sglang-0.5.17-dsa-live" / "versions.txt"
+
+
+def live_distributions() -> dict[str, str]:
+    rows = [ln.split() for ln in LIVE_VERSIONS.read_text(encoding="utf-8").splitlines()]
+    return {r[0]: r[1] for r in rows if len(r) == 2 and r[0] not in ("python", "import")}
+
+
+def server_site(root: Path) -> Path:
+    """The double of SGLang claiming 0.5.17, beside the live server's kernel distributions (metadata only)."""
+    site = fake_sglang_at("0.5.17", root / "site")
+    for name, version in live_distributions().items():
+        if name == "sglang":
+            continue
+        dist = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+        )
+    return site
 
 
 def dsa_config(root: Path, **env: str) -> Path:
@@ -40,7 +61,7 @@ def dsa_config(root: Path, **env: str) -> Path:
     server_env = cfg["server"]["env"]
     assert server_env["PYTHONPATH"] == "/tmp/sgl/site"  # the device layout this test moves
     server_env.update(
-        PYTHONPATH=str(FAKE_SGLANG_DIR), FAKE_SGLANG_SHAPE="live-0.5.17-dsa", PATH=f"{bin_dir}:/usr/bin:/bin"
+        PYTHONPATH=str(server_site(root)), FAKE_SGLANG_SHAPE="live-0.5.17-dsa", PATH=f"{bin_dir}:/usr/bin:/bin"
     )
     server_env.update(env)
     cfg["server"]["port"] = 0
@@ -98,6 +119,10 @@ def test_the_dsa_config_runs_three_verified_launches_on_the_kernels_it_names(dsa
     assert numerics["ask"] == "teacher_forced" and numerics["prompts"] == 4 and not numerics["missing"]
     assert sorted({p["placement"] for p in numerics["pairs"]}) == ["interior", "page+0", "page+1", "page-1"]
     assert numerics["groups"][0]["identical_aa"] == 4 and numerics["groups"][0]["identical_ab"] == 0
+    info = json.loads((run / "tl_bf16" / "server" / "server_info.json").read_text(encoding="utf-8"))
+    assert info["kv_cache_dtype"] == "bfloat16" and isinstance(info["startup_time"], dict)  # the live shape
+    model = json.loads((run / "tl_bf16" / "server" / "model_info.json").read_text(encoding="utf-8"))
+    assert model["model_type"] == "glm_moe_dsa" and model["architectures"] == ["GlmMoeDsaForCausalLM"]
 
 
 def test_the_reports_name_the_layout_that_ran_and_the_prefill_kernels_share(dsa_run) -> None:
@@ -125,3 +150,28 @@ def test_the_reports_name_the_layout_that_ran_and_the_prefill_kernels_share(dsa_
         assert f"{kernel} prefill on {n} of {n} prefills" in (run / arm / "report.md").read_text(
             encoding="utf-8"
         )
+
+
+def test_provenance_and_the_report_name_the_servers_kernel_packages(dsa_run) -> None:
+    """The server's environment (its own PYTHONPATH) holds the live server's distributions: provenance.json
+    records them by their distribution names — sglang-kernel, tilelang, sgl-deep-gemm — read there, not in
+    evalpipe's process, and the report's header lists them."""
+    run, done = dsa_run
+    assert done.returncode == 0
+    live = live_distributions()
+    prov = json.loads((run / "tl_bf16" / "provenance.json").read_text(encoding="utf-8"))
+    server = {p["name"]: p["version"] for p in prov["packages"] if p["environment"] == "server"}
+    for name in ("sglang", "sglang-kernel", "tilelang", "sgl-deep-gemm", "flashinfer-python", "transformers"):
+        assert server[name] == live[name], name
+    assert (
+        server["sgl-kernel"] is None and server["sgl-flash-mla"] is None
+    )  # 0.5.17's names: neither installed
+    assert {p["name"] for p in prov["packages"] if p["environment"] == "evalpipe"} >= {
+        "evalpipe",
+        "evalscope",
+    }
+    report = (run / "tl_bf16" / "report.md").read_text(encoding="utf-8")
+    assert (
+        f"Server packages: sglang 0.5.17, sglang-kernel {live['sglang-kernel']}, tilelang {live['tilelang']}, "
+        f"sgl-deep-gemm {live['sgl-deep-gemm']}, flashinfer-python {live['flashinfer-python']}"
+    ) in report

@@ -208,3 +208,19 @@ def test_a_restart_with_the_same_configuration_shows_in_the_process_start_time_o
     assert process_start(info) != process_start(again) == "1764800000.5"  # … another process
     nested = {"internal_states": [{"startup_time": 12.0}]}
     assert process_start(nested) == "12.0" and process_start({"engine": "llama.cpp"}) is None
+
+
+def test_a_live_sglang_startup_time_is_a_record_of_its_launch_not_a_start_time() -> None:
+    """A live SGLang 0.5.17 reports ``startup_time`` as the phase durations of its launch (two launches of the
+    DSA fixture: different records); each identifies its launch, and the same record is the same process."""
+    from evalpipe.server.kinds.router.watch import process_start
+
+    live = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-dsa-live"
+    one, two = (
+        json.loads((live / f"server_info-{arm}.json").read_text(encoding="utf-8"))
+        for arm in ("bf16_tilelang", "fp8_flashmla_kv")
+    )
+    assert isinstance(one["startup_time"], dict) and "load_weight" in one["startup_time"]
+    first = process_start(one)
+    assert first is not None and first.startswith("durations ") and first == process_start(copy.deepcopy(one))
+    assert process_start(two) != first

@@ -233,8 +233,8 @@ def test_report_shows_the_verification_of_the_real_payload(tmp_path: Path) -> No
     md = render_markdown(summary)
     # a source-built payload with no log and no local model: the FP8 row's layout is not stated, so not claimed
     assert (
-        "Server verification: KV layout: fp8_e4m3 (row layout not stated), TileLang prefill/decode; TP 8, EP 4; "
-        "MTP EAGLE; "
+        "Server verification: KV layout: fp8_e4m3 (row layout not stated), TileLang prefill/decode; page size 64; "
+        "TP 8, EP 4; MTP EAGLE; "
         "reasoning parser glm45; request seed not effective (no --enable-deterministic-inference) — "
         "verified from server_info"
     ) in md

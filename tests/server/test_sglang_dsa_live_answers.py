@@ -166,3 +166,31 @@ def test_prefills_at_or_below_the_threshold_are_counted_as_dense_and_warned(tmp_
     [finding] = check_dsa_prefill_share(v, attempts)
     assert finding.severity == "warn"
     assert finding.message.startswith("TileLang prefill on 1 of 3 prefills: 2 ran dense attention")
+
+
+@pytest.mark.integration  # the kind's provenance probes the server's environment in a child interpreter
+def test_provenance_reads_the_cuda_release_of_the_servers_torch(tmp_path: Path) -> None:
+    """``torch.version.cuda`` from the server's torch (its version.py, read without importing torch), as the
+    live server's environment had it (versions.txt: torch 2.11.0+cu130, cuda 13.0); a CPU build records None."""
+    from evalpipe.server.kinds.sglang.env import TORCH_CUDA
+    from evalpipe.server.kinds.sglang.kind import KIND
+
+    first = (LIVE / "versions.txt").read_text(encoding="utf-8").splitlines()[0].split()
+    facts = dict(zip(first[::2], first[1::2], strict=True))
+    for build, cuda in ((facts["torch"], f"'{facts['cuda']}'"), ("2.11.0+cpu", "None")):
+        site = tmp_path / build
+        (site / "torch").mkdir(parents=True)
+        (site / "torch" / "version.py").write_text(
+            f"__version__ = '{build}'\ncuda: Optional[str] = {cuda}\n", encoding="utf-8"
+        )
+        cfg = _config(tmp_path, _model(tmp_path), "auto")
+        packages = KIND.provenance(cfg.server, {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}).packages
+        recorded = {p.name: p for p in packages}[TORCH_CUDA]
+        assert recorded.environment == "server"
+        assert recorded.version == (facts["cuda"] if cuda != "None" else None)
+
+
+def test_an_attached_servers_threshold_is_neither_read_from_our_environment_nor_assumed(tmp_path: Path) -> None:
+    model = _model(tmp_path)
+    facts = dsa_facts(_info("bf16_tilelang", model), None, str(model), None)
+    assert facts is not None and facts.dense_prefill_threshold is None and facts.kv_layout == "bf16"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from evalpipe.artifacts.schema.base import Artifact, Row
@@ -13,6 +15,11 @@ class PackageVersion(Row):
         default=None, description="None when not installed (never a placeholder string)."
     )
     error: str | None = None
+    environment: Literal["server", "evalpipe"] | None = Field(
+        default=None,
+        description="Whose environment it was read in: the serving engine's (its server.env, e.g. its own "
+        "PYTHONPATH) or evalpipe's own process; None in files written before this was recorded.",
+    )
 
 
 class GitInfo(Row):
@@ -48,7 +55,7 @@ class ComponentTestResult(Row):
 
 
 class Provenance(Artifact):
-    schema_version: int = 1
+    schema_version: int = 2  # 2: packages[].environment
     evalpipe_version: str
     evalpipe_git: GitInfo | None = None
     packages: list[PackageVersion] = Field(default_factory=list)

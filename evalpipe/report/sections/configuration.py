@@ -6,6 +6,15 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.report.blocks import Block, Bullets, C, Heading, Inline, T
 
 
+def server_packages(summary: Summary) -> str:
+    """``sglang 0.5.17, sglang-kernel 0.4.5, tilelang 0.1.11, …`` — the installed packages ``provenance.json``
+    read in the server's environment, in its order."""
+    prov = summary.provenance
+    if prov is None:
+        return ""
+    return ", ".join(f"{p.name} {p.version}" for p in prov.packages if p.environment == "server" and p.version)
+
+
 def configuration_section(summary: Summary) -> list[Block]:
     srv = summary.server
     m = summary.model
@@ -44,6 +53,9 @@ def configuration_section(summary: Summary) -> list[Block]:
             if x
         )
         cfg_items.append([T(f"Runtime: {runtime}{'; ' + par if par else ''} ({verified}).")])
+        packages = server_packages(summary)
+        if packages:
+            cfg_items.append([T(f"Server packages: {packages} (read in the server's environment).")])
         kv = ", ".join(
             x
             for x in (

@@ -142,10 +142,13 @@ class FakeSglang(ModelServer):
     async def _models(self, request: web.Request) -> web.StreamResponse:
         """0.5.17's card: the model path as ``root``, ``owned_by`` sglang, ``max_model_len``."""
         card = {"id": self.served_model_name, "object": "model", "created": 0, "owned_by": "sglang",
-                "root": self.args.model_path, "parent": None, "max_model_len": 8192}  # fmt: skip
+                "root": self.args.model_path, "parent": None, "max_model_len": 16384 if self.dsa else 8192}  # fmt: skip
         return web.json_response({"object": "list", "data": [card]})
 
     def model_info(self) -> dict:
+        if self.dsa:  # the live DSA server's /get_model_info (model_type glm_moe_dsa), for this launch's model
+            live = json.loads((DSA_DIR / "get_model_info.json").read_text(encoding="utf-8"))
+            return {**live, "model_path": self.args.model_path, "tokenizer_path": self.args.model_path}
         return {
             "model_path": self.args.model_path,
             "tokenizer_path": self.args.tokenizer_path,

@@ -125,8 +125,9 @@ dsa_two() {
   tok="$cache/$(tar -tJf "$c/tokenizer.tar.xz" | awk -F/ 'NR == 1 {print $1}')"
   rm -rf "$root/glm-dsa-tiny"
   "$py" "$repo/tools/gpu/sglang/dsa_model.py" "$root/glm-dsa-tiny" --tokenizer "$tok"
+  # a module that does not import is named here and the run still starts: its servers' logs say what fails
   PYTHONPATH="$root/site" "$py" "$repo/tools/gpu/sglang/dsa_versions.py" > "$root/versions-dsa.txt" 2>&1 \
-    || { cat "$root/versions-dsa.txt"; die "a DSA kernel module does not import with the servers' path"; }
+    || log "WARNING: a DSA kernel module does not import with the servers' path (versions-dsa.txt)"
   cat "$root/versions-dsa.txt"
   keep "$root/versions-dsa.txt" "$root/glm-dsa-tiny/weights_source.json"
   # the release configuration's kernels over an FP8 cache: evalpipe's preflight answers for the installed SGLang

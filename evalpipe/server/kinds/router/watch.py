@@ -29,6 +29,8 @@ is asked directly, so a restart is seen within one poll.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import threading
 import time
@@ -68,14 +70,20 @@ class WatchedWorker:
 
 
 def process_start(info: dict[str, Any] | None) -> str | None:
-    """A worker process's start time from its ``/server_info`` (SGLang reports ``startup_time``; runtime
-    state, so not part of the config hash): a new value with the same configuration is a restart."""
+    """What identifies a worker process's launch in its ``/server_info`` (runtime state, so not part of the
+    config hash): SGLang's ``startup_time`` — a dict of that launch's phase durations in a live SGLang 0.5.17
+    (``load_weight``, ``scheduler_e2e``, ``tokenizer_e2e`` …, measured anew at every launch and fixed for the
+    process's life), a number in builds that report a start time — kept as the number, or the dict's canonical
+    JSON as ``durations <sha256 prefix>``.  A new value with the same configuration is a restart."""
     if info is None:
         return None
     value = info.get("startup_time")
     states = info.get("internal_states")
     if value is None and isinstance(states, list) and states and isinstance(states[0], dict):
         value = states[0].get("startup_time")
+    if isinstance(value, dict):
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return f"durations {hashlib.sha256(canonical.encode()).hexdigest()[:12]}"
     return None if value is None else str(value)
 
 
@@ -251,8 +259,8 @@ class FleetWatch:
                     self._event(
                         "restarted",
                         worker,
-                        f"worker {worker.url} restarted between two polls (startup_time {worker.started} → "
-                        f"{started}) with the configuration verified at the start",
+                        f"worker {worker.url} restarted between two polls (its startup_time changed: "
+                        f"{worker.started} → {started}) with the configuration verified at the start",
                     )
                 worker.started = started or worker.started
             elif worker.state != "changed":

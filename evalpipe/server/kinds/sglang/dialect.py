@@ -64,12 +64,14 @@ class SglangServerInfo(Kind):
     ) -> tuple[SparseAttentionFacts | None, list[VerifiedValue]]:
         """SGLang's DSA path as the server stated it (``evalpipe.server.kinds.sglang.dsa_facts``): the kernels
         its log names and the KV row its pool's size shows, checked against the kernels and the raw or BF16
-        layout the config asks for; the dense-prefill threshold from its log, else the server's environment,
-        else SGLang's default (the model's ``index_topk``)."""
+        layout the config asks for; the dense-prefill threshold from its log, else (a server evalpipe launched,
+        ``log_path`` given) the environment it was launched with, else SGLang's default (the model's
+        ``index_topk``) — for an attached server without its log, not stated."""
         if info is None or info.get("engine"):
             return None, []
         st = sglang_settings(server)
-        facts = dsa_facts(info, log_path, cfg.model_path_for_server(), {**os.environ, **server.env})
+        env = {**os.environ, **server.env} if log_path is not None else None
+        facts = dsa_facts(info, log_path, cfg.model_path_for_server(), env)
         return facts, dsa_checks(facts, server.kv_cache_dtype, st.dsa_prefill_backend, st.dsa_decode_backend)
 
     def describe_head(self, v: ServerVerification, info: Mapping[str, Any] | None) -> str:

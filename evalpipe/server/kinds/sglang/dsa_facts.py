@@ -95,10 +95,14 @@ def _int(value: Any) -> int | None:
 
 
 def dsa_facts(
-    info: Mapping[str, Any], log_path: Path | None, model_path: str | None, server_env: Mapping[str, str]
+    info: Mapping[str, Any],
+    log_path: Path | None,
+    model_path: str | None,
+    server_env: Mapping[str, str] | None,
 ) -> SparseAttentionFacts | None:
     """A DSA server's kernels, KV row, page size and dense-prefill threshold; None for another attention
-    backend.  Each fact is None where the server did not state it."""
+    backend.  Each fact is None where the server did not state it; ``server_env``: the environment a launched
+    server got (None for an attached one, whose threshold is then neither read nor assumed)."""
     if not is_dsa(info):
         return None
     log = read_log_tail(log_path) if log_path is not None and log_path.is_file() else ""
@@ -126,6 +130,8 @@ def dsa_facts(
         threshold, source = int(m.group("n")), "server log"
     elif (m := _THRESHOLD_DEFAULT.search(launch)) is not None:
         threshold, source = int(m.group("n")), "server log"
+    elif server_env is None:
+        pass  # an attached server: its environment is not ours to read
     elif (env := server_env.get(THRESHOLD_ENV)) is not None and re.fullmatch(r"-?\d+", env.strip()):
         threshold, source = int(env), "server env"
     elif topk is not None:

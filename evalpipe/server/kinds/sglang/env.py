@@ -38,6 +38,16 @@ for name in json.loads(sys.argv[1]):
         out["packages"][name] = None
         out.setdefault("package_errors", {})[name] = f"{type(exc).__name__}: {exc}"
 out["version"] = out["packages"].get("sglang")
+# the CUDA release torch was built for, read from torch/version.py (importing torch takes seconds)
+out["torch_cuda"] = None
+try:
+    tspec = importlib.util.find_spec("torch")
+    tdir = list(tspec.submodule_search_locations or [])[0] if tspec is not None else None
+    if tdir and os.path.isfile(os.path.join(tdir, "version.py")):
+        m = re.search(r"^cuda(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]", open(os.path.join(tdir, "version.py"), encoding="utf-8").read(), re.M)
+        out["torch_cuda"] = m.group(1) if m else None
+except Exception as exc:
+    out.setdefault("package_errors", {})["torch_cuda"] = f"{type(exc).__name__}: {exc}"
 if out["version"] is None and out["location"]:
     vf = os.path.join(out["location"], "version.py")
     if os.path.isfile(vf):
@@ -115,15 +125,22 @@ print(json.dumps(out))
 """
 
 #: What ``provenance.json`` records of an SGLang server's environment: SGLang and the kernels and libraries
-#: it runs on.
+#: it runs on, by their distribution names — ``sglang-kernel`` (SGLang's kernels; ``sgl-kernel`` before it was
+#: renamed, recorded too so either shows), ``tilelang`` (the TileLang DSA kernels), ``sgl-deep-gemm`` (the DSA
+#: indexer's FP8 logits), ``sgl-flash-mla`` (FlashMLA, its own wheel from 0.5.23), ``flashinfer-python``.
 DEFAULT_PACKAGES = (
     "sglang",
+    "sglang-kernel",
     "sgl-kernel",
-    "torch",
     "tilelang",
-    "transformers",
+    "sgl-deep-gemm",
+    "sgl-flash-mla",
     "flashinfer-python",
+    "torch",
+    "transformers",
 )
+#: The CUDA release the server's torch was built for (``torch.version.cuda``), recorded beside the packages.
+TORCH_CUDA = "torch.version.cuda"
 
 
 @dataclass
@@ -139,6 +156,8 @@ class SglangProbe:
     #: SGLang has no such module.
     reasoning_parsers: list[str] | None = None
     tool_call_parsers: list[str] | None = None
+    #: ``torch.version.cuda`` of the server's torch (from its version.py); None without torch or a CPU build.
+    torch_cuda: str | None = None
 
 
 def probe_sglang(
@@ -166,6 +185,7 @@ def probe_sglang(
         error=data.get("error"),
         reasoning_parsers=data.get("reasoning_parsers"),
         tool_call_parsers=data.get("tool_call_parsers"),
+        torch_cuda=data.get("torch_cuda"),
     )
 
 

@@ -17,7 +17,7 @@ from evalpipe.artifacts.source_git import package_source
 from evalpipe.server import preflight_rules as rules
 from evalpipe.server.kinds.base import EngineProvenance, KindPreflight, gpu_footprint
 from evalpipe.server.kinds.sglang.dialect import SglangServerInfo
-from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, probe_sglang
+from evalpipe.server.kinds.sglang.env import DEFAULT_PACKAGES, TORCH_CUDA, probe_sglang
 from evalpipe.server.kinds.sglang.flags import (
     MANAGED_FLAGS,
     build_argv,
@@ -54,15 +54,17 @@ class SglangKind(SglangServerInfo):
         return probe_sglang(env, packages=("sglang",)).version
 
     def provenance(self, server: ServerConfig, env: Mapping[str, str]) -> EngineProvenance:
-        """SGLang and the libraries it runs on, and its source tree (a checkout on ``PYTHONPATH``, an editable
-        install or the VCS commit pip recorded), as a child with the server's environment finds them."""
+        """SGLang and the libraries it runs on (its kernels' distributions and the CUDA release its torch was
+        built for), and its source tree (a checkout on ``PYTHONPATH``, an editable install or the VCS commit
+        pip recorded), as a child with the server's environment finds them."""
         probe = probe_sglang(env, packages=DEFAULT_PACKAGES)
         packages = []
         for name in DEFAULT_PACKAGES:
             version = probe.packages.get(name)
             if name == "sglang" and version is None:
                 version = probe.version  # a plain checkout on PYTHONPATH has no metadata, only version.py
-            packages.append(PackageVersion(name=name, version=version))
+            packages.append(PackageVersion(name=name, version=version, environment="server"))
+        packages.append(PackageVersion(name=TORCH_CUDA, version=probe.torch_cuda, environment="server"))
         source = package_source(probe.location, probe.direct_url) if probe.importable else None
         return EngineProvenance(packages=tuple(packages), source=source)
 
