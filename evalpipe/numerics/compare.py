@@ -56,7 +56,7 @@ def _dlp(ref: NumericsStep, other: NumericsStep) -> float | None:
 
 def _mean(values: Sequence[float | None]) -> float | None:
     finite = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
+    return math.fsum(finite) / len(finite) if finite else None  # exactly rounded: the same on every Python
 
 
 def divergence(ref: NumericsAnswer, other: NumericsAnswer) -> PromptDivergence:

@@ -33,9 +33,10 @@ info() {
     "$py" -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
     PYTHONPATH="$root/site" "$py" -c "import sglang, sgl_kernel, transformers, flashinfer; print('sglang', sglang.__version__, 'sgl_kernel', sgl_kernel.__version__, 'transformers (server)', transformers.__version__, 'flashinfer', flashinfer.__version__)" 2>&1 | tail -n 1
     "$py" -c "import evalscope, transformers, openai; print('evalscope', evalscope.__version__, 'transformers (evalpipe)', transformers.__version__, 'openai', openai.__version__)" 2>&1 | tail -n 1
-    echo "== model"; cat "$root/smollm2-bf16/model_source.json" "$root/glm-dsa-tiny/weights_source.json" 2>/dev/null; echo
-    echo "== the servers' DSA packages"; cat "$root/versions-dsa.txt" 2>/dev/null
-    echo "== JIT warm-up"; tail -n 2 "$root"/jit-*.log 2>/dev/null
+    # each run stages one model and may have no JIT warm-up log: a missing file is no error (set -e)
+    echo "== model"; cat "$root/smollm2-bf16/model_source.json" "$root/glm-dsa-tiny/weights_source.json" 2>/dev/null || true; echo
+    echo "== the servers' DSA packages"; cat "$root/versions-dsa.txt" 2>/dev/null || true
+    echo "== JIT warm-up"; tail -n 2 "$root"/jit-*.log 2>/dev/null || true
   } > "$root/info.txt" 2>&1
   keep "$root/info.txt"
 }
