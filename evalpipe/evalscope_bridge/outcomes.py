@@ -274,7 +274,11 @@ def build_outcomes(
         repeats = task_repeats(task.task) if task is not None else 1
         spec = benchmarks[entry.benchmark]
         tried: list[OutcomeRow] = []
-        for attempt_no in range(asked(m.benchmark, m.source_id) if asked is not None else repeats):
+        # the attempts asked, a prefix of the task's: never an index past them (the next sample's rows)
+        numbers = range(repeats)
+        if asked is not None:
+            numbers = numbers[: max(1, asked(m.benchmark, m.source_id))]
+        for attempt_no in numbers:
             idx = evalscope_index(entry.index, attempt_no, repeats)
             pred, review = preds.get(idx), revs.get(idx)
             errs = errors.get((entry.benchmark, entry.subset, idx), {})

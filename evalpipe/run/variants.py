@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.lock import hold_run_dir
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
@@ -31,7 +32,7 @@ from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import Extension, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
-from evalpipe.run.pilot import decide, read_decision, share_decision
+from evalpipe.run.pilot import checked_decision, decide, share_decision
 from evalpipe.run.pipeline import RunResult, run
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import SequentialArm, arm_for
@@ -88,8 +89,6 @@ def run_variants(
     with no other (``evalpipe.run.parallel_variants``); otherwise one after the other.
     """
     cfg = resolved.config
-    names = [v.name for v in cfg.variants]
-    labels = {v.name: v.label or v.name for v in cfg.variants}
     if cfg.parallel_variants and extend is not None:
         raise ConfigError(
             "--extend with parallel_variants: true is not supported; set parallel_variants: false to grow "
@@ -108,6 +107,29 @@ def run_variants(
             )
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    with hold_run_dir(root_spine.rundir):  # one process at a time in the run directory (a resume waits its turn)
+        return _variants_of(resolved, root_spine, _Start(resume, extension, progress, clock, dataset_root))
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How a paired run started: resumed or extended, its display, its clock, its datasets' root."""
+
+    resume: Path | None
+    extension: Extension | None
+    progress: ProgressDisplay | None
+    clock: StageClock
+    dataset_root: Path | None
+
+
+def _variants_of(resolved: ResolvedRun, root_spine: Spine, start: _Start) -> PairedOutcome:
+    """``run_variants`` once the manifest is known and the run directory held."""
+    cfg = resolved.config
+    names = [v.name for v in cfg.variants]
+    labels = {v.name: v.label or v.name for v in cfg.variants}
+    resume, extension, progress, clock, dataset_root = (
+        start.resume, start.extension, start.progress, start.clock, start.dataset_root
+    )
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
     finished: set[str] = set()
     try:
@@ -307,7 +329,9 @@ def _run_in_turn(
         if first is not None and seq is not None and seq.pilot is not None:
             root = root_spine.rundir
             piloted: dict[str, RunResult] = {}
-            if read_decision(root) is None:  # every arm sends its pilot, then the rule decides once
+            # checked against the config, the manifest and its copies in the arms before anything is sent
+            decided = checked_decision(cfg, root, root_spine.manifest, [d.root for d in dirs.values()])
+            if decided is None:  # every arm sends its pilot, then the rule decides once
                 piloted = _arms_in_turn(turn, resume=resume, extension=extension)
                 finished.clear()
                 decision = decide(cfg, root, root_spine.manifest, read_model(dirs[order[0]].index_map, IndexMap))

@@ -61,7 +61,9 @@ def _turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, decided: bool) -> 
     passes = Passes(root)
     monkeypatch.setattr(variants, "run", passes.run)
     monkeypatch.setattr(variants, "decide", passes.decide)
-    monkeypatch.setattr(variants, "read_decision", lambda rd: object() if rd.pilot.is_file() else None)
+    monkeypatch.setattr(
+        variants, "checked_decision", lambda cfg, rd, manifest, dirs: object() if rd.pilot.is_file() else None
+    )
     monkeypatch.setattr(variants, "read_model", lambda path, model: None)
     monkeypatch.setattr(variants, "share_decision", lambda rd, dirs: None)
     if decided:
