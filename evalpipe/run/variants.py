@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from evalpipe.artifacts.lock import hold_run_dir
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
@@ -330,8 +332,8 @@ def _run_in_turn(
             root = root_spine.rundir
             piloted: dict[str, RunResult] = {}
             # checked against the config, the manifest and its copies in the arms before anything is sent
-            decided = checked_decision(cfg, root, root_spine.manifest, [d.root for d in dirs.values()])
-            if decided is None:  # every arm sends its pilot, then the rule decides once
+            decision = checked_decision(cfg, root, root_spine.manifest, [d.root for d in dirs.values()])
+            if decision is None:  # every arm sends its pilot, then the rule decides once
                 piloted = _arms_in_turn(turn, resume=resume, extension=extension)
                 finished.clear()
                 decision = decide(cfg, root, root_spine.manifest, read_model(dirs[order[0]].index_map, IndexMap))
@@ -339,7 +341,8 @@ def _run_in_turn(
                     progress.console.print(decision.statement, markup=False, soft_wrap=True)
             share_decision(root, [d.root for d in dirs.values()])
             resume, extension = root.root, None  # the rest continues every arm's pilot
-            rest = _arms_in_turn(turn, resume=resume, extension=extension)
+            second = replace(turn, decided_at=decision.decided_at)
+            rest = _arms_in_turn(second, resume=resume, extension=extension)
             for name, result in piloted.items():  # both passes' stages (two launches) in timings.json
                 rest[name].timings[:0] = result.timings
             return rest
@@ -363,6 +366,8 @@ class _Turn:
     arms: dict[str, SequentialArm | None]
     progress: ProgressDisplay | None
     finished: set[str]
+    #: When the internal pilot was decided (its ``decided_at``); None before it, or without a pilot.
+    decided_at: str | None = None
 
 
 def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | None) -> dict[str, RunResult]:
@@ -371,6 +376,12 @@ def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | No
     results: dict[str, RunResult] = {}
     for name in turn.order:
         sub = dirs[name]
+        if resume is not None and _ran_to_its_end(sub, turn.decided_at):
+            # a resume after the arm's run had ended (a kill in a later arm, or in compare): its files stand,
+            # neither its EvalScope stage nor its sequential stop state is made again
+            results[name] = finished_variant(sub, root_spine)
+            turn.finished.add(name)
+            continue
         resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
         spine = Spine(sub, root_spine.manifest, root_spine.datasets)
         arm = arms[name]
@@ -395,6 +406,17 @@ def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | No
             if arm is not None:
                 arm.end()
     return results
+
+
+def _ran_to_its_end(rd: RunDir, decided_at: str | None) -> bool:
+    """The arm's run ended whole (its last stage, the outcomes and their provenance, written) — after the
+    internal pilot's decision when there is one (``decided_at``: its first pass ended before it)."""
+    if not (rd.outcomes.is_file() and rd.provenance.is_file()):
+        return False
+    finished = read_model(rd.provenance, Provenance).finished_at
+    if finished is None:
+        return False
+    return decided_at is None or datetime.fromisoformat(finished) > datetime.fromisoformat(decided_at)
 
 
 def finished_variant(rd: RunDir, root: Spine) -> RunResult:
