@@ -367,6 +367,21 @@ class SequentialStopper:
         member = self.members.get(benchmark)
         return list(member.order) if member is not None else None
 
+    def asked_total(self, benchmark: str) -> int | None:
+        """The attempts of ``benchmark`` this pass may send at all: while piloting, one for each of its pilot
+        units; after the decision, the sum of every row's; None for a benchmark no pilot sizes."""
+        member = self.members.get(benchmark)
+        if member is None or self.pilot_rule is None:
+            return None
+        if self.piloting():
+            return sum(
+                1
+                for block in self.blocks.values()
+                for bench, _ in block.order[: block.pilot_position or 0]
+                if bench == benchmark
+            )
+        return sum(member.attempts_asked(row) for row in member.order)
+
     def attempts(self, benchmark: str) -> list[int] | None:
         """Per row of ``sequence``, the attempts of it that may be sent; None: every attempt (no pilot)."""
         member = self.members.get(benchmark)

@@ -76,8 +76,8 @@ def _config(tmp: Path, datasets: Path) -> Path:
 
 
 class Baseline:
-    def __init__(self, config: Path, root: Path, ending: rf.Ending) -> None:
-        self.config, self.root, self.ending = config, root, ending
+    def __init__(self, config: Path, root: Path, ending: rf.Ending, output: str) -> None:
+        self.config, self.root, self.ending, self.output = config, root, ending, output
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,17 @@ def baseline(tmp_path_factory: pytest.TempPathFactory, shared_datasets: Path) ->
     output, _ = run.communicate(timeout=300)
     ending = rf.ending(root, run.returncode)
     assert json.loads((root / "pilot.json").read_text())["attempts"] == 2, output[-2000:]
-    return Baseline(config, root, ending)
+    return Baseline(config, root, ending, output)
+
+
+def test_the_second_pass_says_nothing_of_a_rescoring_when_only_the_proxy_moved(baseline: Baseline) -> None:
+    # every arm's second pass resumes its first through a new proxy port: EvalScope's cache identity (which
+    # holds the API address) is refused and its reviews recomputed, but nothing that decides a score changed
+    assert "re-scored every cached prediction" not in baseline.output
+    # each arm's pass counts the attempts it asks: the pilot's 4, then those 4 (cached) and 6 units x 2
+    # attempts — not the task's 10 rows x 2 attempts
+    assert baseline.output.count("gsm8k: 4/4 done") == 3, baseline.output[-3000:]
+    assert baseline.output.count("gsm8k: 16/16 done") == 3, baseline.output[-3000:]
 
 
 def _files(root: Path) -> dict[str, str]:
