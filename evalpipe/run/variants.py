@@ -26,7 +26,7 @@ from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noise, compare_runs
 from evalpipe.config.models import RunConfig
-from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
+from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.processes.signals import Terminated
 from evalpipe.resolve import ResolvedRun
@@ -58,6 +58,8 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
                          (root.sources, sub.sources), (root.config_copy, sub.config_copy)):  # fmt: skip
             if not dst.exists():
                 shutil.copyfile(src, dst)
+            elif dst.read_bytes() != src.read_bytes():  # a copy decides what the arm sends: never a stale one
+                raise ArtifactError(f"{dst}: differs from the run's {src}, of which it is a copy; nothing was rewritten")
         if not sub.run_record.exists():
             write_model(
                 sub.run_record,

@@ -176,6 +176,10 @@ TAMPERED = {
         lambda r: _edit(r / "pilot.json", schema_version="1"),
         "pilot.json: field schema_version",
     ),
+    "an arm's manifest edited": (
+        lambda r: _edit(r / "candidate" / "manifest.json", seed=7),
+        "candidate/manifest.json: differs from the run's",
+    ),
     "an arm's copy edited": (
         lambda r: _edit(r / "reference" / "pilot.json", discordant=0),
         "reference/pilot.json: field discordant differs",
