@@ -525,6 +525,8 @@ class _Proxy:
             ex.rec[M_CLIENT_GONE] = ex.rec[M_CLIENT_GONE] or not delivered
             self.recorder.submit(encode_frame(ex.rec, ex.body, ex.held or b""))
             ex.held = None
+        if delivered:
+            await self.recorder.handed_over()  # written ahead, as an answer that was never held
         return delivered
 
     async def _gate_passed(self, ended: float) -> bool:
