@@ -437,7 +437,8 @@ def test_an_answer_reaches_its_client_only_once_its_record_is_in_the_recorders_p
 
     async def handler(request: web.Request) -> web.Response:
         rid = (await request.json())["rid"]
-        return web.json_response({"id": rid, "choices": [{"message": {"content": big}, "finish_reason": "stop"}]})
+        choice = {"message": {"content": big}, "finish_reason": "stop"}
+        return web.json_response({"id": rid, "choices": [choice]})
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handler)
