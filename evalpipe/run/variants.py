@@ -59,7 +59,7 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
             if not dst.exists():
                 shutil.copyfile(src, dst)
             elif dst.read_bytes() != src.read_bytes():  # a copy decides what the arm sends: never a stale one
-                raise ArtifactError(f"{dst}: differs from the run's {src}, of which it is a copy; nothing was rewritten")
+                raise ArtifactError(f"{dst}: differs from the run's {src}, its original; nothing was rewritten")
         if not sub.run_record.exists():
             write_model(
                 sub.run_record,

@@ -167,8 +167,24 @@ def interrupt(
             os.killpg(run.pid, signal.SIGKILL)
     output, _ = run.communicate(timeout=60)
     time.sleep(1.0)
-    left = survivors(tree)
+    left = survivors(tree) + forked_workers(root)
     return Interrupted(phase.name, reached, run.returncode, output, left)
+
+
+def forked_workers(root: Path) -> list[str]:
+    """EvalScope workers the run's arms recorded (``evalscope_tasks.json``: ``worker_pid``) that are still alive:
+    a worker forked by a fork server (the test suite's) is that server's child, outside the run's tree."""
+    out = []
+    for tasks in root.glob("*/evalscope_tasks.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for task in json.loads(tasks.read_text())["tasks"]:
+                pid = task.get("worker_pid")
+                if pid is None or _stat(pid) is None:
+                    continue
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if "evalscope_bridge" in cmd:
+                    out.append(f"{pid}: {cmd.strip()} (EvalScope worker of {tasks.parent.name})")
+    return out
 
 
 def finish(config: Path, root: Path, *, timeout: float = 300) -> tuple[int, str]:
