@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from evalpipe.run.spec import RunSpec
 
 #: The files of a run directory that no stage writes: the runner's own (the stages' wall times; the torn
-#: records a resume cut before any stage appended).  Everything else in a run directory is some stage's.
+#: records a resume cut before any stage appended; the lock it holds while it runs there).  Everything else in a run directory is some stage's.
 RUNNER_FILES: tuple[RunFile, ...] = (
     file(AT.timings),
-    file(AT.lock),
     file(AT.torn_repairs, only="a resume that found a torn last record"),
+    file(AT.lock),
 )
 
 
