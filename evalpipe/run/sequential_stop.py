@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -48,6 +49,7 @@ from evalpipe.artifacts.schema.sequential import (
     SequentialStops,
 )
 from evalpipe.clock import utc_now
+from evalpipe.errors import ArtifactError
 from evalpipe.hashing import block_order, generation_sizes
 from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_both, unit_difference
 
@@ -157,6 +159,10 @@ def in_run_order(
     return [by_id[sid] for _, sid in block_order(seed, ((benchmark, sid) for sid in by_id), generations)]
 
 
+#: An exchange record's key: EvalScope's subset and sample index (row x repeats + attempt).
+RowKey = tuple[str, int]
+
+
 @dataclass
 class _Member:
     """One gated benchmark of this arm: its rows in sequence order, its records, what it was released."""
@@ -178,6 +184,21 @@ class _Member:
 
     def attempts_asked(self, row: tuple[str, int]) -> int:
         return self.asked.get(row, self.repeats)
+
+    @cached_property
+    def rows(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self.order)
+
+    def checked(self, path: Path, records: dict[RowKey, SequenceRecord]) -> dict[RowKey, SequenceRecord]:
+        """``records`` (an exchange file's), refused naming the file when one is no attempt of this run's rows
+        (an edited or foreign file would judge units on answers this run never had)."""
+        for subset, index in records:
+            if index < 0 or (subset, index // self.repeats) not in self.rows:
+                raise ArtifactError(
+                    f"{path}: field index: {subset}/{index} is no attempt of a {self.benchmark} row of this run "
+                    f"(index_map.json, {self.repeats} attempt(s) per row); nothing was rewritten"
+                )
+        return records
 
 
 @dataclass
@@ -392,7 +413,8 @@ class SequentialStopper:
     def begin(self, benchmark: str) -> None:
         """The benchmark starts (or resumes): what this arm recorded before counts."""
         member = self.members[benchmark]
-        own = read_records(self.path(benchmark, self.arm.variant))
+        path = self.path(benchmark, self.arm.variant)
+        own = member.checked(path, read_records(path))
         log = JsonlAppender(self.path(benchmark, self.arm.variant))
         with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
             member.own = {**own, **member.own}
@@ -418,7 +440,8 @@ class SequentialStopper:
                 with self._lock:
                     records[name] = dict(self.members[name].own)
             else:
-                records[name] = read_records(self.path(name, variant))
+                path = self.path(name, variant)
+                records[name] = self.members[name].checked(path, read_records(path))
         out: list[list[PairedState]] = []
         for bench, position in block.order:
             member = self.members[bench]
