@@ -94,6 +94,8 @@ def check_schema_version(path: Path, raw: Any, model: type[BaseModel]) -> None:
         return
     current = field.default
     found = raw.get("schema_version")
+    if "schema_version" in raw and (not isinstance(found, int) or isinstance(found, bool)):
+        raise ArtifactError(f"{path}: field schema_version: {found!r} is not an integer version")
     if isinstance(found, int) and isinstance(current, int) and found > current:
         raise ArtifactError(
             f"{path}: schema_version {found} is newer than this evalpipe understands ({current}); upgrade evalpipe"

@@ -202,6 +202,12 @@ class RunDir:
         return self.root / "pilot.json"
 
     @property
+    def lock(self) -> Path:
+        """Held (``flock``) by the process that runs in this directory, its PID inside
+        (``evalpipe.artifacts.lock``): a second run or a resume refuses to start while it is held."""
+        return self.root / "run.lock"
+
+    @property
     def torn_repairs(self) -> Path:
         """What a resume cut from the torn tail of a log file (``run.torn_files``)."""
         return self.logs_dir / "torn_repairs.jsonl"

@@ -350,7 +350,9 @@ def _group_findings(group: PromptGroup) -> list[Finding]:
                 sample_ids=_ids(ids),
                 attempt_ids=succ,
                 message=f"{len(succ)} successful attempts for {len(group.samples)} sample(s) "
-                f"({group.duplicates} duplicate request(s))",
+                f"({group.duplicates} duplicate request(s)"
+                + (f", {group.reasked} re-asked with the seed of an earlier attempt" if group.reasked else "")
+                + ")",
             )
         )
     fails = group.failures

@@ -8,8 +8,10 @@ counts and the selection rule are then judged per group.
 Declared response-selection rule: the response EvalScope used for a sample must be the **last
 completed successful attempt** of its prompt (completion time, then proxy sequence); for a group of
 k samples, the k used responses must be the group's last k completed successful attempts (with
-``generation.repeats: r``, k counts every attempt: r per sample).  Any other
-choice could have been correctness-based, so it is flagged.
+``generation.repeats: r``, k counts every attempt: r per sample).  Attempts that carry their seed are counted
+by seed: an attempt asked again with the same seed (a resume re-asks the attempts EvalScope had not saved) is
+that attempt again, and its latest answer is the one to use.  Any other choice could have been
+correctness-based, so it is flagged.
 """
 
 from __future__ import annotations
@@ -103,9 +105,26 @@ class PromptGroup:
         return [attempt_failure(prev) for prev, _ in pairwise(ordered) if not attempt_ok(prev)]
 
     def expected_ids(self) -> set[str]:
-        """Attempt ids the rule allows as used responses: the last k successes delivered to the client."""
+        """Attempt ids the rule allows as used responses: the last k successes delivered to the client — counted
+        by attempt (its seed) when every one carries one: an attempt asked again with its own seed (a resume
+        after an interruption re-asks what EvalScope had not saved) replaces that attempt, not another one."""
         k = self.responses_wanted
-        return {a.attempt_id for a in self.delivered[-k:]} if k else set()
+        if not k:
+            return set()
+        delivered = self.delivered
+        if delivered and all(a.seed is not None for a in delivered):
+            last: dict[int | None, RequestAttempt] = {}
+            for a in delivered:  # completion order: the latest of each seed, in the order of its latest
+                last.pop(a.seed, None)
+                last[a.seed] = a
+            return {a.attempt_id for a in list(last.values())[-k:]}
+        return {a.attempt_id for a in delivered[-k:]}
+
+    @property
+    def reasked(self) -> int:
+        """Successful attempts asked again with the seed of an earlier successful one (a resume's re-ask)."""
+        seeds = [a.seed for a in self.successes if a.seed is not None]
+        return len(seeds) - len(set(seeds))
 
 
 @dataclass

@@ -317,7 +317,7 @@ def summarize(result: RunResult, console: Console) -> None:
     if result.resumed:
         console.print(f"cache-identity repairs: {len(stage.repairs)} (→ {result.rundir.cache_repairs})")
     for b in stage.benchmarks:
-        if b.rerun_review:
+        if b.rerun_review and b.cache_identity_reason is not None:  # something that decides a score changed
             console.print(
                 f"{b.benchmark}: EvalScope re-scored every cached prediction ({b.cache_identity_reason})"
             )

@@ -274,7 +274,7 @@ def build_outcomes(
         repeats = task_repeats(task.task) if task is not None else 1
         spec = benchmarks[entry.benchmark]
         tried: list[OutcomeRow] = []
-        for attempt_no in range(asked(m.benchmark, m.source_id) if asked is not None else repeats):
+        for attempt_no in _asked_numbers(asked, m.benchmark, m.source_id, repeats):
             idx = evalscope_index(entry.index, attempt_no, repeats)
             pred, review = preds.get(idx), revs.get(idx)
             errs = errors.get((entry.benchmark, entry.subset, idx), {})
@@ -290,6 +290,13 @@ def build_outcomes(
             tried.append(row)
         rows.append(_with_attempts(tried, entry.index, repeats))
     return rows
+
+
+def _asked_numbers(asked: Callable[[str, str], int] | None, benchmark: str, source_id: str, repeats: int) -> range:
+    """The attempt numbers an entry was asked: a prefix of its task's ``repeats`` (all without ``asked``), so
+    never an index past them (the next sample's rows)."""
+    numbers = range(repeats)
+    return numbers if asked is None else numbers[: max(1, asked(benchmark, source_id))]
 
 
 def _with_attempts(tried: list[OutcomeRow], position: int, repeats: int) -> OutcomeRow:

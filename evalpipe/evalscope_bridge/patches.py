@@ -267,17 +267,31 @@ def cache_identity_problem(task_kwargs: dict[str, Any]) -> str | None:
         # EvalScope refuses a cache without its snapshot ("previous=unknown"); a task with nothing cached at all
         # never gets here (the worker runs it afresh, ``layout.nothing_cached``)
         return f"no task snapshot ({SNAPSHOT_NAME}) beside the cached outputs"
-    task = TaskConfig(**task_kwargs)
-    specs, versions = {}, {}
-    for name in task.datasets:
-        meta = get_benchmark(name, task).benchmark_meta
-        specs[name] = ResolvedBenchmarkSpec.from_meta(meta, task)
-        versions[name] = meta.evaluation_version
-    try:
-        validate_cached_evaluation_identity(snapshot, build_evaluation_identity(specs, versions, task), False)
-    except ValueError as exc:
-        return str(exc)
-    return None
+
+    def refusal(kwargs: dict[str, Any]) -> str | None:
+        task = TaskConfig(**kwargs)
+        specs, versions = {}, {}
+        for name in task.datasets:
+            meta = get_benchmark(name, task).benchmark_meta
+            specs[name] = ResolvedBenchmarkSpec.from_meta(meta, task)
+            versions[name] = meta.evaluation_version
+        try:
+            validate_cached_evaluation_identity(snapshot, build_evaluation_identity(specs, versions, task), False)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    problem = refusal(task_kwargs)
+    previous_url = snapshot.get("api_url")
+    if problem is not None and previous_url and refusal({**task_kwargs, "api_url": previous_url}) is None:
+        return ONLY_THE_ADDRESS  # a resume's new proxy: nothing that decides an answer or its score changed
+    return problem
+
+
+#: ``cache_identity_problem``'s answer when EvalScope refuses its cache only because the address it sends to
+#: changed (every resume has a proxy on a new port): predictions are reused and reviews recomputed as for any
+#: refusal, but nothing that decides an answer or a score changed, so nothing is reported.
+ONLY_THE_ADDRESS = "only the API address changed (a resume's new proxy port)"
 
 
 class ErrorsLog:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,8 @@ def launch(cache_dir: str, *, cwd: str, log: BinaryIO) -> tuple[WorkerLeader, in
             pass_fds=(write_fd,),
             env=worker_env(cache_dir),
             cwd=cwd,
+            # it writes into the run directory: it must not outlive a killed run (nor overlap its resume)
+            die_with_parent=signal.SIGKILL,
         )
     except BaseException:
         os.close(read_fd)

@@ -70,6 +70,8 @@ class SequentialGate(Protocol):
 
     def attempts(self, benchmark: str) -> list[int] | None: ...
 
+    def asked_total(self, benchmark: str) -> int | None: ...
+
     def begin(self, benchmark: str) -> None: ...
 
     def observe(self, benchmark: str, event: Sample) -> None: ...
@@ -214,7 +216,10 @@ class _ProgressSink:
             return
         if isinstance(event, Start):
             self.total = event.total or self.total
-            self.progress.update(self.task_id, total=self.total, completed=event.cached)
+            asked = self.stopper.asked_total(self.benchmark) if self.stopper is not None else None
+            if asked is not None:  # an internal pilot's pass: the attempts it may send, not the task's
+                self.total = min(self.total, asked)
+            self.progress.update(self.task_id, total=self.total, completed=min(event.cached, self.total))
         elif isinstance(event, Sample):
             desc = self.benchmark if not self.failed else f"{self.benchmark} [red]({self.failed} failed)[/]"
             self.progress.update(self.task_id, advance=1, description=desc)

@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from evalpipe.artifacts.disk import disk_error_in
 from evalpipe.evalscope_bridge.layout import nothing_cached
 from evalpipe.evalscope_bridge.patches import (
+    ONLY_THE_ADDRESS,
     ErrorsLog,
     cache_identity_problem,
     install_disk_guard,
@@ -263,7 +264,9 @@ class Worker:
                     if problem is not None:
                         task_kwargs = {**task_kwargs, "rerun_review": True}
                     cache_identity = CacheIdentity(
-                        benchmark=name, rerun_review=problem is not None, reason=problem
+                        benchmark=name,
+                        rerun_review=problem is not None,
+                        reason=None if problem == ONLY_THE_ADDRESS else problem,
                     )
                 gate = RenderGate(
                     name,

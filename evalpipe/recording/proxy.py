@@ -45,6 +45,7 @@ from typing import Any
 import evalpipe
 from evalpipe.artifacts import RunDir
 from evalpipe.artifacts.disk import disk_full
+from evalpipe.artifacts.lock import inheritable_fds
 from evalpipe.errors import ServerError
 from evalpipe.processes.environment import worker_environment
 from evalpipe.recording.recorder import (
@@ -93,6 +94,8 @@ _ENDED_KEPT = 4096
 #: whose worker died under it (measured), 502/503 when it has no worker to send it to.
 RESEND_STATUSES = frozenset({500, 502, 503})
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+#: While the recorder's pipe is full, how often an answer waiting for its record to be handed over looks again.
+_HANDOVER_POLL_S = 0.005
 _UPSTREAM_ERRORS = (
     OSError,
     asyncio.IncompleteReadError,
@@ -137,12 +140,16 @@ class _RecorderPipe:
         env = worker_environment({"PYTHONPATH": pkg_root + (os.pathsep + host_path if host_path else "")})
         self.log_path = rundir.recorder_log
         with open(self.log_path, "ab") as errfh:
+            # a session of its own: a kill of the run's process group leaves it to write what the pipe holds
+            # (it ends at end of input), holding the run directory's lock until it has
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "evalpipe.recording.recorder", str(rundir.root)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errfh,
                 env=env,
+                start_new_session=True,
+                pass_fds=inheritable_fds(),
             )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.fd = self.proc.stdin.fileno()
@@ -192,6 +199,12 @@ class _RecorderPipe:
             self._frames.clear()
         if not self._watching:
             self._write_some()
+
+    async def handed_over(self) -> None:
+        """Until every frame submitted so far is in the pipe (the recorder's to write, whatever becomes of this
+        process), or the recorder is gone: an answer goes to its client only after its record is."""
+        while (self._pending or self._frames) and not self.gone():
+            await asyncio.sleep(_HANDOVER_POLL_S)
 
     def _on_writable(self) -> None:
         if self._frames:
@@ -512,6 +525,8 @@ class _Proxy:
             ex.rec[M_CLIENT_GONE] = ex.rec[M_CLIENT_GONE] or not delivered
             self.recorder.submit(encode_frame(ex.rec, ex.body, ex.held or b""))
             ex.held = None
+        if delivered:
+            await self.recorder.handed_over()  # written ahead, as an answer that was never held
         return delivered
 
     async def _gate_passed(self, ended: float) -> bool:
@@ -648,6 +663,7 @@ class _Proxy:
                 # the client gave up (timeout) while the server worked: the answer will not reach it
                 rec[M_CLIENT_GONE] = transport is None or transport.is_closing() or self.refused is not None
                 self._record(ex, data, hold=self.gate is not None and up.status < 400)
+                await self.recorder.handed_over()  # written ahead: the client never has an unrecorded answer
                 if self.refused is not None:  # the run is stopping: this answer must not be used
                     return self._refusal()
                 return web.Response(status=up.status, reason=up.reason, body=data, headers=out_headers)
@@ -670,6 +686,7 @@ class _Proxy:
                     request.transport.close()
                 return resp
             if not rec[M_CLIENT_GONE]:
+                await self.recorder.handed_over()  # the stream ends only once its record is in the pipe
                 await resp.write_eof()
             return resp
         except _UPSTREAM_ERRORS as exc:

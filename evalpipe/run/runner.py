@@ -13,10 +13,12 @@ run with the line that says how to resume it; the server is stopped and the work
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts.disk import stage as disk_stage
+from evalpipe.artifacts.lock import hold_run_dir
 from evalpipe.clock import utc_now
 from evalpipe.errors import DiskFull, RunInterrupted, RunOutOfSpace
 from evalpipe.evalscope_bridge.runner import WorkerProcess
@@ -34,10 +36,11 @@ if TYPE_CHECKING:
     from evalpipe.run.spec import RunSpec
 
 #: The files of a run directory that no stage writes: the runner's own (the stages' wall times; the torn
-#: records a resume cut before any stage appended).  Everything else in a run directory is some stage's.
+#: records a resume cut before any stage appended; the lock it holds while it runs there).  Everything else in a run directory is some stage's.
 RUNNER_FILES: tuple[RunFile, ...] = (
     file(AT.timings),
     file(AT.torn_repairs, only="a resume that found a torn last record"),
+    file(AT.lock),
 )
 
 
@@ -55,12 +58,19 @@ def execute(plan: RunSpec, progress: ProgressDisplay | None = None) -> RunState:
     if isinstance(plan.origin, SampledRun):
         state.spine = plan.origin.spine
         state.extension = plan.origin.extension
+    with contextlib.ExitStack() as held:  # the run directory's lock, released once the worker has ended
+        return _execute(state, held)
+
+
+def _execute(state: RunState, held: contextlib.ExitStack) -> RunState:
+    plan = state.plan
     opened = False
     try:
         with state.server_scope:  # the stop stage closes it; a failed run closes it on the way out
             for stage in declared_stages(plan):
                 if not opened and state.has_spine:
                     opened = True
+                    held.enter_context(hold_run_dir(state.rundir))
                     _open(state)
                 _run_stage(stage, state)
         state.clock.write(state.rundir)

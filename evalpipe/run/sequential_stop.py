@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -48,6 +49,7 @@ from evalpipe.artifacts.schema.sequential import (
     SequentialStops,
 )
 from evalpipe.clock import utc_now
+from evalpipe.errors import ArtifactError
 from evalpipe.hashing import block_order, generation_sizes
 from evalpipe.stats.pilot_rule import PilotCounts, PilotRule, chance_discordance
 from evalpipe.stats.unit_scores import AttemptState, PairedState, dropped_in_both, unit_difference
@@ -158,6 +160,10 @@ def in_run_order(
     return [by_id[sid] for _, sid in block_order(seed, ((benchmark, sid) for sid in by_id), generations)]
 
 
+#: An exchange record's key: EvalScope's subset and sample index (row x repeats + attempt).
+RowKey = tuple[str, int]
+
+
 @dataclass
 class _Member:
     """One gated benchmark of this arm: its rows in sequence order, its records, what it was released."""
@@ -179,6 +185,21 @@ class _Member:
 
     def attempts_asked(self, row: tuple[str, int]) -> int:
         return self.asked.get(row, self.repeats)
+
+    @cached_property
+    def rows(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self.order)
+
+    def checked(self, path: Path, records: dict[RowKey, SequenceRecord]) -> dict[RowKey, SequenceRecord]:
+        """``records`` (an exchange file's), refused naming the file when one is no attempt of this run's rows
+        (an edited or foreign file would judge units on answers this run never had)."""
+        for subset, index in records:
+            if index < 0 or (subset, index // self.repeats) not in self.rows:
+                raise ArtifactError(
+                    f"{path}: field index: {subset}/{index} is no attempt of a {self.benchmark} row of this run "
+                    f"(index_map.json, {self.repeats} attempt(s) per row); nothing was rewritten"
+                )
+        return records
 
 
 @dataclass
@@ -385,6 +406,21 @@ class SequentialStopper:
         member = self.members.get(benchmark)
         return list(member.order) if member is not None else None
 
+    def asked_total(self, benchmark: str) -> int | None:
+        """The attempts of ``benchmark`` this pass may send at all: while piloting, one for each of its pilot
+        units; after the decision, the sum of every row's; None for a benchmark no pilot sizes."""
+        member = self.members.get(benchmark)
+        if member is None or self.pilot_rule is None:
+            return None
+        if self.piloting():
+            return sum(
+                1
+                for block in self.blocks.values()
+                for bench, _ in block.order[: block.pilot_position or 0]
+                if bench == benchmark
+            )
+        return sum(member.attempts_asked(row) for row in member.order)
+
     def attempts(self, benchmark: str) -> list[int] | None:
         """Per row of ``sequence``, the attempts of it that may be sent; None: every attempt (no pilot)."""
         member = self.members.get(benchmark)
@@ -395,7 +431,8 @@ class SequentialStopper:
     def begin(self, benchmark: str) -> None:
         """The benchmark starts (or resumes): what this arm recorded before counts."""
         member = self.members[benchmark]
-        own = read_records(self.path(benchmark, self.arm.variant))
+        path = self.path(benchmark, self.arm.variant)
+        own = member.checked(path, read_records(path))
         log = JsonlAppender(self.path(benchmark, self.arm.variant))
         with self._lock:  # the worker's events (the stage's reader threads) and the looks see both at once
             member.own = {**own, **member.own}
@@ -421,7 +458,8 @@ class SequentialStopper:
                 with self._lock:
                     records[name] = dict(self.members[name].own)
             else:
-                records[name] = read_records(self.path(name, variant))
+                path = self.path(name, variant)
+                records[name] = self.members[name].checked(path, read_records(path))
         out: list[list[PairedState]] = []
         for bench, position in block.order:
             member = self.members[bench]

@@ -11,19 +11,22 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalpipe.artifacts import RunDir, read_jsonl, read_model, write_model
+from evalpipe.artifacts.lock import hold_run_dir
 from evalpipe.artifacts.schema.compare import CompareResult
 from evalpipe.artifacts.schema.evalscope import IndexMap
 from evalpipe.artifacts.schema.outcomes import CacheRepair, OutcomeRow
+from evalpipe.artifacts.schema.provenance import Provenance
 from evalpipe.artifacts.schema.run import RunRecord
 from evalpipe.artifacts.schema.summary import Summary
 from evalpipe.artifacts.schema.timings import StageTimings
 from evalpipe.compare import AAPair, Arms, GatePolicy, PairedDesign, compare_noise, compare_runs
 from evalpipe.config.models import RunConfig
-from evalpipe.errors import ConfigError, EvalpipeError, RunInterrupted, RunStopped
+from evalpipe.errors import ArtifactError, ConfigError, EvalpipeError, RunInterrupted, RunStopped
 from evalpipe.evalscope_bridge.stage import StageResult
 from evalpipe.numerics.compare import numerics_for
 from evalpipe.processes.signals import Terminated
@@ -32,7 +35,7 @@ from evalpipe.run.compare_files import write_compare
 from evalpipe.run.extend import Extension, extend_stage
 from evalpipe.run.options import Coordination, SampledRun, ServerTarget
 from evalpipe.run.parallel_variants import check_disjoint, run_at_once
-from evalpipe.run.pilot import decide, read_decision, share_decision
+from evalpipe.run.pilot import checked_decision, decide, share_decision
 from evalpipe.run.pipeline import RunResult, run
 from evalpipe.run.sample import Spine, resume_stage, sample_stage
 from evalpipe.run.sequential_stop import SequentialArm, arm_for
@@ -56,6 +59,8 @@ def prepare_variant_dirs(root: RunDir, variants: list[str], labels: dict[str, st
                          (root.sources, sub.sources), (root.config_copy, sub.config_copy)):  # fmt: skip
             if not dst.exists():
                 shutil.copyfile(src, dst)
+            elif dst.read_bytes() != src.read_bytes():  # a copy decides what the arm sends: never a stale one
+                raise ArtifactError(f"{dst}: differs from the run's {src}, its original; nothing was rewritten")
         if not sub.run_record.exists():
             write_model(
                 sub.run_record,
@@ -89,8 +94,6 @@ def run_variants(
     with no other (``evalpipe.run.parallel_variants``); otherwise one after the other.
     """
     cfg = resolved.config
-    names = [v.name for v in cfg.variants]
-    labels = {v.name: v.label or v.name for v in cfg.variants}
     if cfg.parallel_variants and extend is not None:
         raise ConfigError(
             "--extend with parallel_variants: true is not supported; set parallel_variants: false to grow "
@@ -109,6 +112,29 @@ def run_variants(
             )
         else:
             root_spine = sample_stage(cfg, dataset_root=dataset_root, out=out, allow_drift=allow_drift)
+    with hold_run_dir(root_spine.rundir):  # one process at a time in the run directory (a resume waits its turn)
+        return _variants_of(resolved, root_spine, _Start(resume, extension, progress, clock, dataset_root))
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How a paired run started: resumed or extended, its display, its clock, its datasets' root."""
+
+    resume: Path | None
+    extension: Extension | None
+    progress: ProgressDisplay | None
+    clock: StageClock
+    dataset_root: Path | None
+
+
+def _variants_of(resolved: ResolvedRun, root_spine: Spine, start: _Start) -> PairedOutcome:
+    """``run_variants`` once the manifest is known and the run directory held."""
+    cfg = resolved.config
+    names = [v.name for v in cfg.variants]
+    labels = {v.name: v.label or v.name for v in cfg.variants}
+    resume, extension, progress, clock, dataset_root = (
+        start.resume, start.extension, start.progress, start.clock, start.dataset_root
+    )
     dirs = prepare_variant_dirs(root_spine.rundir, names, labels)
     finished: set[str] = set()
     try:
@@ -314,7 +340,9 @@ def _run_in_turn(
         if first is not None and seq is not None and seq.pilot is not None:
             root = root_spine.rundir
             piloted: dict[str, RunResult] = {}
-            if read_decision(root) is None:  # every arm sends its pilot, then the rule decides once
+            # checked against the config, the manifest and its copies in the arms before anything is sent
+            decision = checked_decision(cfg, root, root_spine.manifest, [d.root for d in dirs.values()])
+            if decision is None:  # every arm sends its pilot, then the rule decides once
                 piloted = _arms_in_turn(turn, resume=resume, extension=extension)
                 finished.clear()
                 decision = decide(
@@ -324,7 +352,8 @@ def _run_in_turn(
                     progress.console.print(decision.statement, markup=False, soft_wrap=True)
             share_decision(root, [d.root for d in dirs.values()])
             resume, extension = root.root, None  # the rest continues every arm's pilot
-            rest = _arms_in_turn(turn, resume=resume, extension=extension)
+            second = replace(turn, decided_at=decision.decided_at)
+            rest = _arms_in_turn(second, resume=resume, extension=extension)
             for name, result in piloted.items():  # both passes' stages (two launches) in timings.json
                 rest[name].timings[:0] = result.timings
             return rest
@@ -348,6 +377,8 @@ class _Turn:
     arms: dict[str, SequentialArm | None]
     progress: ProgressDisplay | None
     finished: set[str]
+    #: When the internal pilot was decided (its ``decided_at``); None before it, or without a pilot.
+    decided_at: str | None = None
 
 
 def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | None) -> dict[str, RunResult]:
@@ -356,6 +387,12 @@ def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | No
     results: dict[str, RunResult] = {}
     for name in turn.order:
         sub = dirs[name]
+        if resume is not None and _ran_to_its_end(sub, turn.decided_at):
+            # a resume after the arm's run had ended (a kill in a later arm, or in compare): its files stand,
+            # neither its EvalScope stage nor its sequential stop state is made again
+            results[name] = finished_variant(sub, root_spine)
+            turn.finished.add(name)
+            continue
         resuming = resume is not None and (sub.evalscope_dir.exists() or sub.outcomes.exists())
         spine = Spine(sub, root_spine.manifest, root_spine.datasets)
         arm = arms[name]
@@ -380,6 +417,17 @@ def _arms_in_turn(turn: _Turn, *, resume: Path | None, extension: Extension | No
             if arm is not None:
                 arm.end()
     return results
+
+
+def _ran_to_its_end(rd: RunDir, decided_at: str | None) -> bool:
+    """The arm's run ended whole (its last stage, the outcomes and their provenance, written) — after the
+    internal pilot's decision when there is one (``decided_at``: its first pass ended before it)."""
+    if not (rd.outcomes.is_file() and rd.provenance.is_file()):
+        return False
+    finished = read_model(rd.provenance, Provenance).finished_at
+    if finished is None:
+        return False
+    return decided_at is None or datetime.fromisoformat(finished) > datetime.fromisoformat(decided_at)
 
 
 def finished_variant(rd: RunDir, root: Spine) -> RunResult:

@@ -86,3 +86,13 @@ def test_empty_review_is_a_scoring_error_with_the_reason() -> None:
     assert fclass == "scoring_error" and detail.startswith("review produced no score")
     excluded = review({"acc": 0.0}, status="excluded", explanation="metric unavailable")
     assert c("gsm8k", pred(), excluded) == ("scoring_error", "review produced no score: metric unavailable")
+
+
+def test_the_attempts_read_are_a_prefix_of_the_tasks_never_the_next_samples_rows() -> None:
+    from evalpipe.evalscope_bridge.outcomes import _asked_numbers
+
+    # a decision asking more attempts than the task holds (an edited pilot.json) cannot reach index
+    # position x repeats + repeats: the next sample's first attempt
+    assert list(_asked_numbers(lambda b, s: 3, "gsm8k", "a", 2)) == [0, 1]
+    assert list(_asked_numbers(lambda b, s: 1, "gsm8k", "a", 2)) == [0]
+    assert list(_asked_numbers(None, "gsm8k", "a", 2)) == [0, 1]

@@ -57,6 +57,8 @@ SLOW_FIRST = (
     "tests/recording/test_admission.py",
     # the pilot's end-to-end test (40-57 s in the suite on 2026-12-06: four passes of EvalScope's forked math scoring)
     "tests/run/test_pilot_e2e.py",
+    # a piloted three-arm run interrupted at every phase and resumed, twice, beside its baseline (2026-12-07)
+    "tests/run/test_run_faults.py",
     # the unit tier's largest modules (the plan's simulations ~10 s of CPU, the others 3-5 s, 2026-12-06):
     # first among the unit tier, so that make test-fast's two workers finish together instead of one waiting
     # on a late heavy module

@@ -424,3 +424,38 @@ def test_a_gated_proxy_holds_each_answer_until_the_gate_passes_a_time_after_it(t
     (stream,) = _attempts(streamed)
     assert stream.status == 200 and stream.stream and stream.client_disconnected
     assert first.latency_s is not None and first.latency_s < 0.35  # the wait is not server time
+
+
+def test_an_answer_reaches_its_client_only_once_its_record_is_in_the_recorders_pipe(tmp_path: Path) -> None:
+    """Written ahead: while the recorder cannot take an answer's record (here: stopped, the record larger than
+    any pipe), the client waits — so a kill of the run can never leave EvalScope an answer the log lacks."""
+    import signal
+
+    from aiohttp import web
+
+    big = "x" * (3 << 20)  # more than a pipe holds (1 MiB at most by default)
+
+    async def handler(request: web.Request) -> web.Response:
+        rid = (await request.json())["rid"]
+        choice = {"message": {"content": big}, "finish_reason": "stop"}
+        return web.json_response({"id": rid, "choices": [choice]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    rundir = RunDir(tmp_path / "run")
+    with ServerThread(app) as upstream, recording_proxy(f"http://127.0.0.1:{upstream.port}", rundir) as proxy:
+        recorder = proxy._proxy.recorder.proc.pid  # started by this test's proxy
+        os.kill(recorder, signal.SIGSTOP)
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                answer = pool.submit(_post, proxy.base_url + "/v1/chat/completions", {"messages": MESSAGES})
+                time.sleep(1.5)
+                assert not answer.done(), "the client had the answer before its record was handed over"
+                os.kill(recorder, signal.SIGCONT)
+                status, _, body = answer.result(timeout=30)
+        finally:
+            os.kill(recorder, signal.SIGCONT)
+        assert status == 200 and len(body) > len(big)
+        proxy.flush()
+        (attempt,) = _attempts(rundir)
+    assert attempt.status == 200 and attempt.client_disconnected is False

@@ -20,6 +20,8 @@ from evalpipe.run.sample import Spine
 from evalpipe.run.spec import RunSpec
 
 NAMES = ("test", "control", "again")
+#: what the passes read of a decision: its statement and when it was made
+DECIDED = type("Decision", (), {"statement": "decided", "decided_at": "2026-12-07T12:00:00+00:00"})()
 
 
 def _cfg() -> RunConfig:
@@ -52,7 +54,7 @@ class Passes:
     def decide(self, cfg: RunConfig, root: RunDir, manifest: object, index_map: object) -> object:
         self.decided += 1
         root.pilot.write_text("{}")
-        return type("Decision", (), {"statement": "decided"})()
+        return DECIDED
 
 
 def _turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, decided: bool) -> Passes:
@@ -61,7 +63,9 @@ def _turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, decided: bool) -> 
     passes = Passes(root)
     monkeypatch.setattr(variants, "run", passes.run)
     monkeypatch.setattr(variants, "decide", passes.decide)
-    monkeypatch.setattr(variants, "read_decision", lambda rd: object() if rd.pilot.is_file() else None)
+    monkeypatch.setattr(
+        variants, "checked_decision", lambda cfg, rd, manifest, dirs: DECIDED if rd.pilot.is_file() else None
+    )
     monkeypatch.setattr(variants, "read_model", lambda path, model: None)
     monkeypatch.setattr(variants, "share_decision", lambda rd, dirs: None)
     if decided:

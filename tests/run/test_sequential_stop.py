@@ -472,3 +472,27 @@ def test_the_stopper_pairs_the_test_arm_with_the_control_arm(tmp_path: Path) -> 
     (stop,) = stopper.stops().benchmarks
     assert (stop.stop_unit, stop.verdict, stop.stop_reason) == (None, "inconclusive", "units exhausted")
     assert stop.units_complete == N
+
+
+@pytest.mark.parametrize("index", [N, -1])
+def test_an_exchange_record_of_no_row_of_the_run_is_refused_naming_the_file(tmp_path: Path, index: int) -> None:
+    from evalpipe.errors import ArtifactError
+
+    cfg, imap = _cfg(), _index_map()
+    control = SequentialStopper(_arm(tmp_path, "control", together=False), cfg, SEED, imap)
+    control.begin(BENCH)
+    control.observe(BENCH, Sample(benchmark=BENCH, subset="main", index=0, ok=True, correct=1.0))
+    own = control.path(BENCH, "control")
+    # an edited exchange file: a record of a row this run does not hold (the index map has rows 0..N-1)
+    with own.open("a") as fh:
+        fh.write(f'{{"subset": "main", "index": {index}, "correct": 1.0, "sent": true}}\n')
+    before = own.read_bytes()
+    test = SequentialStopper(_arm(tmp_path, "test", together=False), cfg, SEED, imap)
+    test.begin(BENCH)
+    with pytest.raises(ArtifactError) as refused:  # the other arm's file, read at its first look
+        test.poll(Recorder())
+    assert str(refused.value).startswith(f"{own}: field index: main/{index}")
+    resumed = SequentialStopper(_arm(tmp_path, "control", together=False), cfg, SEED, imap)
+    with pytest.raises(ArtifactError):  # the arm's own file, read when it resumes
+        resumed.begin(BENCH)
+    assert own.read_bytes() == before

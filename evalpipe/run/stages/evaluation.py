@@ -19,7 +19,7 @@ from evalpipe.artifacts.schema.manifest import Manifest
 from evalpipe.config.models import RunConfig
 from evalpipe.evalscope_bridge.stage import run_evalscope
 from evalpipe.recording.proxy import Forwarding, recording_proxy
-from evalpipe.run.pilot import read_decision
+from evalpipe.run.pilot import arm_decision
 from evalpipe.run.sequential_stop import SequentialArm, SequentialStopper, dropped_entries
 from evalpipe.run.stages.base import AT, Stage, file, tree
 from evalpipe.run.stages.state import RunState
@@ -71,8 +71,8 @@ def _stopper(
     # import cost: the sampler's thread pool stays out of the pipeline's import
     from evalpipe.samplers.extend import entry_generations
 
-    # an internal pilot's decision (pilot.json, copied here once every arm sent its pilot)
-    pilot = read_decision(state.rundir)
+    # an internal pilot's decision (pilot.json, copied here once every arm sent its pilot), checked first
+    pilot = arm_decision(cfg, state.rundir, manifest)
     return SequentialStopper(
         arm,
         cfg,

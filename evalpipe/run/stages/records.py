@@ -22,7 +22,7 @@ def _outcomes(state: RunState) -> None:
     cfg, rd = state.cfg, state.rundir
     state.clock.utilisation = utilisation_of_run(rd, cfg.generation.concurrency)
     state.outcomes = write_outcomes(
-        rd, state.spine.manifest, state.index_map, state.plan.benchmarks, asked_attempts(cfg, rd)
+        rd, state.spine.manifest, state.index_map, state.plan.benchmarks, asked_attempts(cfg, rd, state.spine.manifest)
     )
     prov = collect_provenance(
         server=state.server, kind=state.kind, started_at=state.started_at, component_tests=state.component_results
