@@ -86,6 +86,11 @@ class AnswerKeyConfig(Strict):
         description="A planted regression: per benchmark, the share of its items answered with another item's "
         "gold answer (a fixed set chosen by a hash of each item's id), e.g. {gsm8k: 0.5}.",
     )
+    wrong_per_attempt: bool = Field(
+        default=False,
+        description="Draw the planted regression per attempt (by the request's seed) instead of per item: attempts "
+        "of one item then disagree independently, as sampling at a temperature above 0 makes them.",
+    )
     data_dir: Path | None = Field(
         default=None,
         description="The directory of benchmark folders the server answers (e.g. gsm8k/, math_500/ as the "

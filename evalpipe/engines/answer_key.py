@@ -66,12 +66,16 @@ class Reply:
     think_to_budget: bool = False  # reasoning_budget: think until the output budget, never answer
 
 
-def planted_wrong(item: KeyItem, share: float) -> bool:
+def planted_wrong(item: KeyItem, share: float, attempt_seed: int | None = None) -> bool:
     """Whether the planted regression answers ``item`` wrong: its label's hash, as a fraction of 2^32, is below
-    ``share`` — a fixed set of items, the same on every request and every run, independent of any order."""
+    ``share`` — a fixed set of items, the same on every request and every run, independent of any order.  With
+    ``attempt_seed`` (``--wrong-per-attempt``: the request's seed) the draw is per attempt instead: attempts of
+    one item disagree independently, as sampling at a temperature above 0 makes them, and the same attempt
+    asked again (its seed) answers the same."""
     if share <= 0.0:
         return False
-    digest = hashlib.sha256(f"planted-wrong:{item.label}".encode()).hexdigest()
+    salt = "" if attempt_seed is None else f":{attempt_seed}"
+    digest = hashlib.sha256(f"planted-wrong:{item.label}{salt}".encode()).hexdigest()
     return int(digest[:8], 16) / 2**32 < share
 
 
@@ -296,6 +300,7 @@ class AnswerKey:
         mode: str,
         faults: Collection[str],
         wrong_share: Mapping[str, float] | None = None,
+        attempt_seed: int | None = None,
     ) -> Reply:
         """The response for ``item``: planted content faults first, then the planted regression
         (``wrong_share``: per benchmark, the share of its items answered wrong, ``planted_wrong``), then the
@@ -306,6 +311,8 @@ class AnswerKey:
             return Reply(truncated_response(item), "length", "truncate")
         if "reasoning_budget" in faults and self.fault_targets.get("reasoning_budget") is item:
             return Reply("", "length", "reasoning_budget", think_to_budget=True)
-        if mode == "negative" or planted_wrong(item, (wrong_share or {}).get(item.benchmark, 0.0)):
+        if mode == "negative" or planted_wrong(
+            item, (wrong_share or {}).get(item.benchmark, 0.0), attempt_seed
+        ):
             return Reply(self.negative_partner(item).answer, "stop")
         return Reply(item.answer, "stop")

@@ -92,6 +92,7 @@ class ServerState:
     reasoning_parser: str | None = None
     request_timeout_s: float | None = None  # the deadline evalpipe's proxy puts on server time, if told
     wrong_share: dict[str, float] = field(default_factory=dict)  # planted regression: benchmark → share wrong
+    wrong_per_attempt: bool = False  # the planted regression drawn per request seed (attempts disagree)
     benchmarks: list[str] | None = None  # answer only these (None: every benchmark folder of data_dir)
     context_length: int | None = None  # reported in /server_info as SGLang reports its context
     key: AnswerKey | None = None
@@ -276,7 +277,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if state.target("duplicate_request") is item and state.fired.get("duplicate_request", 0) == 0:
             if not await _hold_or_drop(request, state, item):
                 return web.Response(status=500)  # never reaches the client: the connection is closed
-        reply = state.key.reply(item, mode=state.mode, faults=state.faults, wrong_share=state.wrong_share)
+        seed = body.get("seed") if state.wrong_per_attempt else None
+        reply = state.key.reply(
+            item,
+            mode=state.mode,
+            faults=state.faults,
+            wrong_share=state.wrong_share,
+            attempt_seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        )
         if reply.fault is not None:
             state.fire(reply.fault, item)
         content, finish = reply.content, reply.finish_reason
@@ -562,6 +570,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "wrong (a fixed, hash-chosen set)",
     )
     p.add_argument(
+        "--wrong-per-attempt",
+        action="store_true",
+        help="draw the planted regression per request seed: attempts of one item disagree independently",
+    )
+    p.add_argument(
         "--benchmarks",
         type=lambda text: [b for b in (x.strip() for x in text.split(",")) if b],
         default=None,
@@ -599,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         reasoning_parser=args.reasoning_parser,
         request_timeout_s=args.request_timeout_s,
         wrong_share=args.wrong_share,
+        wrong_per_attempt=args.wrong_per_attempt,
         benchmarks=args.benchmarks,
         context_length=args.context_length,
     )

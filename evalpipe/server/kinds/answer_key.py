@@ -46,6 +46,8 @@ class AnswerKeyKind(Kind):
             argv += ["--thinking", ak.thinking]
         if ak is not None and ak.wrong_share:
             argv += ["--wrong-share", ",".join(f"{b}={v:g}" for b, v in ak.wrong_share.items())]
+            if ak.wrong_per_attempt:
+                argv.append("--wrong-per-attempt")
         if ak is not None and ak.data_dir is not None:
             argv += ["--data-dir", str(cfg.resolve_path(str(ak.data_dir)))]
             argv += ["--benchmarks", ",".join(b.name for b in cfg.benchmarks)]
