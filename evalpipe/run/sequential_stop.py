@@ -408,17 +408,22 @@ class SequentialStopper:
 
     def asked_total(self, benchmark: str) -> int | None:
         """The attempts of ``benchmark`` this pass may send at all: while piloting, one for each of its pilot
-        units; after the decision, the sum of every row's; None for a benchmark no pilot sizes."""
+        units and a second for its agreement units; after the decision, the sum of every row's; None for a
+        benchmark no pilot sizes."""
         member = self.members.get(benchmark)
         if member is None or self.pilot_rule is None:
             return None
         if self.piloting():
-            return sum(
+            pilot = sum(
                 1
                 for block in self.blocks.values()
                 for bench, _ in block.order[: block.pilot_position or 0]
                 if bench == benchmark
             )
+            twice = sum(
+                1 for block in self.blocks.values() for bench, _ in block.agreement if bench == benchmark
+            )
+            return pilot + twice
         return sum(member.attempts_asked(row) for row in member.order)
 
     def attempts(self, benchmark: str) -> list[int] | None:
