@@ -61,7 +61,9 @@ def dsa_config(root: Path, **env: str) -> Path:
     server_env = cfg["server"]["env"]
     assert server_env["PYTHONPATH"] == "/tmp/sgl/site"  # the device layout this test moves
     server_env.update(
-        PYTHONPATH=str(server_site(root)), FAKE_SGLANG_SHAPE="live-0.5.17-dsa", PATH=f"{bin_dir}:/usr/bin:/bin"
+        PYTHONPATH=str(server_site(root)),
+        FAKE_SGLANG_SHAPE="live-0.5.17-dsa",
+        PATH=f"{bin_dir}:/usr/bin:/bin",
     )
     server_env.update(env)
     cfg["server"]["port"] = 0
@@ -119,6 +121,16 @@ def test_the_dsa_config_runs_three_verified_launches_on_the_kernels_it_names(dsa
     assert numerics["ask"] == "teacher_forced" and numerics["prompts"] == 4 and not numerics["missing"]
     assert sorted({p["placement"] for p in numerics["pairs"]}) == ["interior", "page+0", "page+1", "page-1"]
     assert numerics["groups"][0]["identical_aa"] == 4 and numerics["groups"][0]["identical_ab"] == 0
+    # asked through the probe's own recording proxy, one /generate each, at the lengths the probe built
+    probe = json.loads((run / "tl_bf16" / "numerics.json").read_text(encoding="utf-8"))
+    attempts = [
+        json.loads(line) for line in (run / "tl_bf16" / "numerics" / "requests.jsonl").open(encoding="utf-8")
+    ]
+    assert [a["path"] for a in attempts] == ["/generate"] * 4
+    assert [a["attempt_id"] for a in probe["answers"]] == [a["attempt_id"] for a in attempts]
+    assert all(
+        a["server_prompt_tokens"] == a["prompt_tokens"] and len(a["forced"]) == 64 for a in probe["answers"]
+    )
     info = json.loads((run / "tl_bf16" / "server" / "server_info.json").read_text(encoding="utf-8"))
     assert info["kv_cache_dtype"] == "bfloat16" and isinstance(info["startup_time"], dict)  # the live shape
     model = json.loads((run / "tl_bf16" / "server" / "model_info.json").read_text(encoding="utf-8"))
