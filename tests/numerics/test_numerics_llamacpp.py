@@ -30,7 +30,13 @@ CONFIG = (REPO / "configs" / "demo-numerics.yaml").read_text(encoding="utf-8")
 
 
 def _config(tmp_path: Path) -> Path:
+    """The shipped demo's config with shorter prompts (the probe's cost is its prefill on one CPU thread): 64 and
+    128 tokens around a 64-token edge instead of 128 and 512 around llama.cpp's 512-token batch."""
     text = CONFIG.replace("../", f"{REPO}/").replace("prompts_per_cell: 2", "prompts_per_cell: 1")
+    text = text.replace("lengths: [128, 512]", "lengths: [64, 128]").replace(
+        "edges: {chunk: 512}", "edges: {chunk: 64}"
+    )
+    assert "lengths: [64, 128]" in text and "edges: {chunk: 64}" in text
     path = tmp_path / "numerics.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -43,11 +49,11 @@ def test_q4_0_moves_the_distribution_above_a_zero_a_a_floor(tmp_path: Path) -> N
     root = outcome.rundir.root
     cmp = read_model(root / "compare.json", CompareResult)
     block = cmp.numerics
-    assert block is not None and block.prompts == 5 and not block.missing  # 128 interior; 512: 768, 511-513
+    assert block is not None and block.prompts == 8 and not block.missing  # 64: 96, 63-65; 128: 160, 127-129
     overall = block.groups[0]
-    assert overall.identical_aa == 5 and all(p.aa is not None and p.aa.identical for p in block.pairs)
+    assert overall.identical_aa == 8 and all(p.aa is not None and p.aa.identical for p in block.pairs)
     assert overall.identical_ab == 0
-    assert overall.shift is not None and overall.shift.above and overall.shift.p_value == 1 / 32
+    assert overall.shift is not None and overall.shift.above and overall.shift.p_value == 2.0**-8
     placements = [g.name for g in block.groups if g.by == "placement"]
     assert placements == ["interior", "chunk-1", "chunk+0", "chunk+1"]
     for arm in ("kv_q4_0", "kv_f16", "kv_f16_again"):
@@ -60,7 +66,7 @@ def test_q4_0_moves_the_distribution_above_a_zero_a_a_floor(tmp_path: Path) -> N
         exact = {a.id: a.server_prompt_tokens == a.prompt_tokens for a in probe.answers}
         assert all(exact.values()), exact  # the server counted the lengths the probe built
         with gzip.open(root / arm / "numerics" / "responses.jsonl.gz", "rt") as bodies:
-            assert sum(1 for _ in bodies) == 5
+            assert sum(1 for _ in bodies) == 8
     compare_md = (root / "compare.md").read_text(encoding="utf-8")
     assert (
         "## Numerics: next-token distributions" in compare_md
