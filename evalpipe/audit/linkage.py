@@ -107,17 +107,21 @@ class PromptGroup:
     def expected_ids(self) -> set[str]:
         """Attempt ids the rule allows as used responses: the last k successes delivered to the client — counted
         by attempt (its seed) when every one carries one: an attempt asked again with its own seed (a resume
-        after an interruption re-asks what EvalScope had not saved) replaces that attempt, not another one."""
+        after an interruption re-asks what EvalScope had not saved) is that attempt again, not another one, and
+        either delivery of it may be the one EvalScope kept."""
         k = self.responses_wanted
         if not k:
             return set()
         delivered = self.delivered
         if delivered and all(a.seed is not None for a in delivered):
-            last: dict[int | None, RequestAttempt] = {}
-            for a in delivered:  # completion order: the latest of each seed, in the order of its latest
-                last.pop(a.seed, None)
-                last[a.seed] = a
-            return {a.attempt_id for a in list(last.values())[-k:]}
+            order: dict[int | None, None] = {}
+            for a in delivered:  # completion order: each seed in the order of its latest attempt
+                order.pop(a.seed, None)
+                order[a.seed] = None
+            # the last k attempts by seed; any delivery of one of them may be the one used: the seed fixes the
+            # attempt, so which of its re-asks EvalScope kept is no choice among attempts
+            seeds = set(list(order)[-k:])
+            return {a.attempt_id for a in delivered if a.seed in seeds}
         return {a.attempt_id for a in delivered[-k:]}
 
     @property
